@@ -1,0 +1,44 @@
+# Every target is documented in README.md ("Make targets").
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BENCHFLEET := $(PY) -m synth
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: install test synth validate schema lint format bench demo models
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[runner,dev]'
+	touch $@
+
+test: install
+	$(PY) -m pytest
+
+validate: install
+	$(BENCHFLEET) validate
+
+synth: validate
+
+schema: install
+	$(BENCHFLEET) schema
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: install
+	$(PY) -m bench.spec_loading
+
+demo: install
+	$(BENCHFLEET) variants cpu-smoke
+
+models: install
+	$(PY) -m models.make_models

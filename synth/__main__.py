@@ -1,0 +1,3 @@
+from synth.cli import cli
+
+cli(prog_name="benchfleet")

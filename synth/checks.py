@@ -1,0 +1,268 @@
+"""Rules that relate a workflow's fields to each other, to the fleet and to the repository.
+
+They run on a structurally valid Workflow and report each problem at the field a user has
+to change, so `targets[0].gpu_type` rather than the whole file.
+"""
+
+import hashlib
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from synth.catalogue import DEVICE_TYPES
+from synth.fleet import Cluster, Fleet
+from synth.names import (
+    DNS_LABEL_MAX,
+    indexed_pod_suffix,
+    job_name,
+    model_configmap_name,
+    placeholder_digest,
+)
+from synth.spec import Workflow
+from synth.sweep import Variant
+from synth.yaml_source import Loc
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A problem at a location in one workflow file."""
+
+    loc: Loc
+    message: str
+    hint: str | None = None
+
+
+def check_workflow(
+    workflow: Workflow, variants: list[Variant], fleet: Fleet, root: Path
+) -> list[Finding]:
+    """Every cross-field problem of `workflow`, whose expansion is `variants`."""
+    return [
+        *_unique_names(workflow),
+        *_models_have_inputs(workflow),
+        *_pinned_files_match(workflow, root),
+        *_clusters_can_run_targets(workflow, fleet),
+        *_selectors_refer_to_something(workflow),
+        *_variant_count(workflow, variants),
+        *_devices_support_variants(workflow, variants),
+        *_derived_names_fit(workflow, variants),
+        *_parallelism_and_deadline(workflow, variants),
+    ]
+
+
+def target_clusters(workflow: Workflow, fleet: Fleet) -> list[Cluster]:
+    """The clusters a workflow runs in: those it names, or all of them."""
+    names = workflow.clusters or [cluster.name for cluster in fleet.clusters]
+    return [fleet.cluster(name) for name in names]
+
+
+def _unique_names(workflow: Workflow) -> Iterator[Finding]:
+    seen: dict[str, int] = {}
+    for index, model in enumerate(workflow.models):
+        if model.name in seen:
+            yield Finding(
+                ("models", index, "name"),
+                f"model name {model.name!r} is already used by models[{seen[model.name]}]",
+            )
+        seen.setdefault(model.name, index)
+    targets: dict[str, int] = {}
+    for index, target in enumerate(workflow.targets):
+        if target.key in targets:
+            field = "name" if target.name else "gpu_type"
+            yield Finding(
+                ("targets", index, field),
+                f"target name {target.key!r} is already used by targets[{targets[target.key]}]",
+                "give each target a distinct name, e.g. a100-large and a100-small",
+            )
+        targets.setdefault(target.key, index)
+
+
+def _models_have_inputs(workflow: Workflow) -> Iterator[Finding]:
+    if workflow.benchmark.default_inputs is not None:
+        return
+    for index, model in enumerate(workflow.models):
+        if model.inputs is None:
+            yield Finding(
+                ("models", index),
+                f"model {model.name!r} has no inputs",
+                "set benchmark.inputs (or the design note's benchmark.input_shape) for all "
+                "models, or inputs on this model",
+            )
+
+
+def _pinned_files_match(workflow: Workflow, root: Path) -> Iterator[Finding]:
+    for index, model in enumerate(workflow.models):
+        if model.file is None or model.sha256 is None:
+            continue
+        actual = hashlib.sha256((root / model.file).read_bytes()).hexdigest()
+        if actual != model.sha256:
+            yield Finding(
+                ("models", index, "sha256"),
+                f"{model.file} has sha256 {actual}, not the pinned {model.sha256}",
+                "the file changed since it was pinned: update sha256 if the change is intended",
+            )
+
+
+def _clusters_can_run_targets(workflow: Workflow, fleet: Fleet) -> Iterator[Finding]:
+    clusters = target_clusters(workflow, fleet)
+    for index, target in enumerate(workflow.targets):
+        lacking = [c.name for c in clusters if target.gpu_type not in c.device_types]
+        if lacking:
+            able = [c.name for c in fleet.clusters if target.gpu_type in c.device_types]
+            yield Finding(
+                ("targets", index, "gpu_type"),
+                f"{target.gpu_type} is not available in cluster(s) {', '.join(lacking)}",
+                f"clusters with {target.gpu_type}: {', '.join(able) or 'none'}; "
+                "set the workflow's clusters accordingly",
+            )
+        if target.spot:
+            no_spot = [c.name for c in clusters if c.spot is None]
+            if no_spot:
+                yield Finding(
+                    ("targets", index, "spot"),
+                    f"cluster(s) {', '.join(no_spot)} have no spot nodes configured",
+                    "describe them under spot: in specs/clusters.yaml, or set spot: false",
+                )
+    if workflow.scheduling.queue is not None:
+        no_kueue = [c.name for c in clusters if not c.kueue]
+        if no_kueue:
+            yield Finding(
+                ("scheduling", "queue"),
+                f"cluster(s) {', '.join(no_kueue)} do not run Kueue",
+                "set kueue: true for them in specs/clusters.yaml, or remove queue",
+            )
+
+
+def _selectors_refer_to_something(workflow: Workflow) -> Iterator[Finding]:
+    if workflow.sweep is None:
+        return
+    models = [model.name for model in workflow.models]
+    targets = [target.key for target in workflow.targets]
+    matrix = workflow.sweep.matrix
+    for kind, selectors in (
+        ("exclude", workflow.sweep.exclude),
+        ("include", workflow.sweep.include),
+    ):
+        for index, selector in enumerate(selectors):
+            loc = ("sweep", kind, index)
+            if selector.model is not None and selector.model not in models:
+                yield Finding(
+                    (*loc, "model"),
+                    f"no model is named {selector.model!r}",
+                    f"models: {', '.join(models)}",
+                )
+            if selector.target is not None and selector.target not in targets:
+                yield Finding(
+                    (*loc, "target"),
+                    f"no target is named {selector.target!r}",
+                    f"targets: {', '.join(targets)}",
+                )
+            if kind == "include":
+                continue
+            for dimension in ("precision", "quantization", "batch_size"):
+                value = getattr(selector, dimension)
+                swept = getattr(matrix, dimension)
+                if value is not None and (swept is None or value not in swept):
+                    yield Finding(
+                        (*loc, dimension),
+                        f"{dimension} {value} is not in sweep.matrix.{dimension}, "
+                        "so this exclude matches nothing",
+                        "exclude only combinations the matrix produces",
+                    )
+
+
+def _variant_count(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
+    cap = workflow.scheduling.max_variants
+    where: Loc = ("sweep", "matrix") if workflow.sweep else ("models",)
+    if not variants:
+        yield Finding(("sweep", "exclude"), "every variant is excluded; nothing would run")
+    elif len(variants) > cap:
+        yield Finding(
+            where,
+            f"the workflow expands to {len(variants)} variants, more than scheduling."
+            f"max_variants ({cap})",
+            "exclude combinations, split the workflow, or raise scheduling.max_variants "
+            "(at most 10000)",
+        )
+
+
+def _devices_support_variants(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
+    devices = {target.key: DEVICE_TYPES[target.gpu_type] for target in workflow.targets}
+    reported: set[tuple[str, Loc]] = set()
+    for variant in variants:
+        device = devices[variant.target]
+        for dimension, supported in (
+            ("precision", device.precisions),
+            ("quantization", device.quantizations),
+        ):
+            value = getattr(variant, dimension)
+            loc = variant.origins[dimension]
+            if value in supported or (variant.target, loc) in reported:
+                continue
+            reported.add((variant.target, loc))
+            allowed = ", ".join(sorted(str(item) for item in supported))
+            hint = (
+                f"add {{target: {variant.target}, {dimension}: {value}}} to sweep.exclude"
+                if loc[0] == "sweep"
+                else f"choose one of {allowed} for target {variant.target!r}"
+            )
+            yield Finding(
+                loc,
+                f"{dimension} {value} is not supported on {device.name} ({device.architecture}),"
+                f" which target {variant.target!r} uses",
+                hint,
+            )
+
+
+def _derived_names_fit(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
+    digest = placeholder_digest()
+    for index, target in enumerate(workflow.targets):
+        count = sum(1 for variant in variants if variant.target == target.key)
+        name = job_name(workflow.id, target.key, digest) + indexed_pod_suffix(max(count, 1))
+        if len(name) > DNS_LABEL_MAX:
+            field = "name" if target.name else "gpu_type"
+            yield Finding(
+                ("targets", index, field),
+                f"the derived pod hostname {name!r} is {len(name)} characters; Kubernetes "
+                f"allows {DNS_LABEL_MAX}",
+                f"shorten the workflow id ({len(workflow.id)} characters) or the target name "
+                f"({len(target.key)}) by {len(name) - DNS_LABEL_MAX}",
+            )
+    for index, model in enumerate(workflow.models):
+        if model.file is None:
+            continue
+        name = model_configmap_name(workflow.id, model.name, digest)
+        if len(name) > DNS_LABEL_MAX:
+            yield Finding(
+                ("models", index, "name"),
+                f"the derived ConfigMap name {name!r} is {len(name)} characters; at most "
+                f"{DNS_LABEL_MAX} fit a label value",
+                f"shorten the workflow id or the model name by {len(name) - DNS_LABEL_MAX}",
+            )
+
+
+def _parallelism_and_deadline(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
+    scheduling = workflow.scheduling
+    if scheduling.max_parallel < len(workflow.targets):
+        yield Finding(
+            ("scheduling", "max_parallel"),
+            f"max_parallel ({scheduling.max_parallel}) is below the number of targets "
+            f"({len(workflow.targets)}); each target's Job needs at least one pod",
+            f"raise max_parallel to at least {len(workflow.targets)}",
+        )
+        return
+    benchmark = workflow.benchmark
+    per_variant = benchmark.warmup_phase.min_time + benchmark.measure_phase.min_time
+    share = scheduling.max_parallel // len(workflow.targets)
+    for target in workflow.targets:
+        count = sum(1 for variant in variants if variant.target == target.key)
+        waves = math.ceil(count / share) if count else 0
+        needed = waves * per_variant
+        if needed > scheduling.deadline:
+            yield Finding(
+                ("scheduling", "deadline"),
+                f"target {target.key!r} needs at least {needed:g}s ({count} variants, "
+                f"{share} at a time, {per_variant:g}s of minimum warmup and measurement each), "
+                f"more than the deadline of {scheduling.deadline:g}s",
+                "raise the deadline or max_parallel, or shorten min_time",
+            )

@@ -1,0 +1,110 @@
+"""`benchfleet`: check the spec files and write what is generated from them."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from synth.hints import did_you_mean
+from synth.load import load_specs
+from synth.problems import SpecProblems
+from synth.schema import stale_files, write_generated
+
+
+@dataclass(frozen=True)
+class Repo:
+    """The repository the command works on."""
+
+    root: Path
+
+
+pass_repo = click.make_pass_decorator(Repo)
+
+
+@click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=Path("."),
+    help="The repository root: specs/, dist/ and clusters/ are found under it.",
+)
+@click.pass_context
+def cli(context: click.Context, root: Path) -> None:
+    """Benchmark specs in git, manifests for Flux: validate and generate."""
+    context.obj = Repo(root=root)
+
+
+@cli.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@pass_repo
+def validate(repo: Repo, files: tuple[Path, ...]) -> None:
+    """Check spec files (default: all under specs/workflows/) and the fleet config.
+
+    Prints every problem in every file as FILE:LINE:COLUMN: FIELD: MESSAGE and exits 1 if
+    there is any; writes nothing.
+    """
+    try:
+        specs = load_specs(repo.root, list(files) or None)
+    except SpecProblems as problems:
+        for problem in problems.problems:
+            click.echo(str(problem), err=True)
+        count = len(problems.problems)
+        raise click.ClickException(f"{count} problem{'s' * (count != 1)} in the specs") from None
+    variants = sum(len(loaded.variants) for loaded in specs.workflows)
+    click.echo(
+        f"{len(specs.workflows)} workflows, {variants} variants, "
+        f"{len(specs.fleet.clusters)} clusters: all valid"
+    )
+
+
+@cli.command()
+@click.option("--check", is_flag=True, help="Only report stale files; exit 1 if any.")
+@pass_repo
+def schema(repo: Repo, check: bool) -> None:
+    """Write specs/schema.json, specs/clusters.schema.json and docs/spec-reference.md.
+
+    Editors that speak the YAML language server read the schemas through the
+    `# yaml-language-server: $schema=...` line at the top of each spec file.
+    """
+    if check:
+        stale = stale_files(repo.root)
+        if stale:
+            names = ", ".join(path.as_posix() for path in stale)
+            raise click.ClickException(f"stale: {names}; run `make schema`")
+        click.echo("generated files are up to date")
+        return
+    for path in write_generated(repo.root):
+        click.echo(f"wrote {path.as_posix()}")
+
+
+@cli.command()
+@click.argument("workflow_id")
+@pass_repo
+def variants(repo: Repo, workflow_id: str) -> None:
+    """List the variants WORKFLOW_ID expands to: what each pod of its Jobs measures."""
+    try:
+        specs = load_specs(repo.root)
+    except SpecProblems as problems:
+        raise click.ClickException(str(problems)) from None
+    loaded = next((w for w in specs.workflows if w.workflow.id == workflow_id), None)
+    if loaded is None:
+        known = [w.workflow.id for w in specs.workflows]
+        hint = did_you_mean(workflow_id, known, what="workflows")
+        raise click.ClickException(f"unknown workflow {workflow_id!r}; {hint}")
+    header = ("variant", "target", "model", "precision", "quantization", "batch")
+    rows = [
+        (
+            variant.variant_id(workflow_id),
+            variant.target,
+            variant.model,
+            str(variant.precision),
+            str(variant.quantization),
+            str(variant.batch_size),
+        )
+        for variant in loaded.variants
+    ]
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    for row in (header, *rows):
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        click.echo("  ".join(cells).rstrip())
+    click.echo(f"{len(rows)} variants in {loaded.file}")

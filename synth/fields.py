@@ -1,0 +1,155 @@
+"""Annotated field types shared by the spec models: names, durations, quantities, digests.
+
+Each type validates with a message that says what a correct value looks like, and carries a
+JSON Schema pattern so that editors flag a bad value before the spec ever reaches synth.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, Final
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    WithJsonSchema,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
+
+from synth.quantity import parse_quantity
+
+_DNS_LABEL: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class DnsLabel:
+    """Marks a str field as a DNS label of at most `max_length` characters, named `kind`."""
+
+    kind: str
+    max_length: int
+
+    def check(self, value: str) -> str:
+        if len(value) > self.max_length:
+            raise ValueError(
+                f"{self.kind} {value!r} is {len(value)} characters; at most {self.max_length} "
+                "are allowed because it becomes part of Kubernetes names"
+            )
+        if not _DNS_LABEL.match(value):
+            raise ValueError(
+                f"{self.kind} {value!r} is not DNS-label safe: use lower-case letters, digits "
+                "and '-', starting with a letter and not ending with '-'"
+            )
+        return value
+
+    def __get_pydantic_core_schema__(
+        self, source: type[Any], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema.update(pattern=_DNS_LABEL.pattern, maxLength=self.max_length)
+        return json_schema
+
+
+WorkflowId = Annotated[str, DnsLabel("workflow id", 40)]
+ModelName = Annotated[str, DnsLabel("model name", 30)]
+TargetName = Annotated[str, DnsLabel("target name", 20)]
+ClusterName = Annotated[str, DnsLabel("cluster name", 30)]
+EnvironmentName = Annotated[str, DnsLabel("environment name", 20)]
+ObjectName = Annotated[str, DnsLabel("name", 63)]
+
+_DURATION: Final = re.compile(
+    r"^(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m(?!s))?(?:(?P<s>\d+(?:\.\d+)?)s)?(?:(?P<ms>\d+)ms)?$"
+)
+_DURATION_PATTERN: Final = r"^(\d+h)?(\d+m)?(\d+(\.\d+)?s)?(\d+ms)?$"
+
+
+def parse_duration(value: object) -> object:
+    """Turn "1h30m", "90s", "250ms" or a number of seconds into seconds (a float)."""
+    if isinstance(value, bool):
+        return value  # left for pydantic to reject as a wrong type
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value.strip())
+        if value.strip() and match is not None:
+            return (
+                int(match["h"] or 0) * 3600
+                + int(match["m"] or 0) * 60
+                + float(match["s"] or 0)
+                + int(match["ms"] or 0) / 1000
+            )
+        raise ValueError(
+            f"{value!r} is not a duration; write seconds as a number, or e.g. '90s', '5m', "
+            "'1h30m', '250ms'"
+        )
+    return value
+
+
+Duration = Annotated[
+    float,
+    BeforeValidator(parse_duration),
+    Field(ge=0),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": 0, "description": "seconds"},
+                {"type": "string", "pattern": _DURATION_PATTERN, "examples": ["90s", "5m"]},
+            ]
+        }
+    ),
+]
+"""A length of time in seconds, written as a number or as a string like '5m'."""
+
+
+def _check_quantity(value: str) -> str:
+    parse_quantity(value)
+    return value
+
+
+def _quantity_from_number(value: object) -> object:
+    # YAML reads `cpu: 2` as an int; Kubernetes reads the same text as the quantity "2".
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+Quantity = Annotated[
+    str,
+    BeforeValidator(_quantity_from_number),
+    AfterValidator(_check_quantity),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": 0},
+                {"type": "string", "examples": ["500m", "2", "4Gi"]},
+            ]
+        }
+    ),
+]
+"""A Kubernetes resource quantity such as '500m', '2' or '4Gi'."""
+
+_SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _check_sha256(value: str) -> str:
+    if not _SHA256.match(value):
+        raise ValueError(
+            f"{value!r} is not a sha256 digest: expected 64 lower-case hex characters "
+            "(the output of `sha256sum FILE`)"
+        )
+    return value
+
+
+Sha256 = Annotated[
+    str,
+    AfterValidator(_check_sha256),
+    Field(json_schema_extra={"pattern": _SHA256.pattern}),
+]
+"""A hex sha256 digest of a file's bytes."""

@@ -1,0 +1,195 @@
+"""The fleet config (`specs/clusters.yaml`): the clusters workflows may target and their facts.
+
+A workflow names clusters; everything a manifest needs to know about a cluster (which devices
+it has, how its nodes are labelled, where its API server is for NetworkPolicy, how its spot
+nodes are tainted) is written here once rather than in every workflow.
+"""
+
+from ipaddress import ip_network
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from synth.base import SpecModel
+from synth.catalogue import DEFAULT_NODE_LABEL, DEVICE_TYPES
+from synth.fields import ClusterName, EnvironmentName, ObjectName
+from synth.hints import SpecError, unknown
+
+
+def _check_device_type(name: str) -> str:
+    if name not in DEVICE_TYPES:
+        raise unknown("device type", name, DEVICE_TYPES)
+    return name
+
+
+DeviceTypeName = Annotated[
+    str,
+    AfterValidator(_check_device_type),
+    Field(json_schema_extra={"enum": sorted(DEVICE_TYPES)}),
+]
+"""A name from the device catalogue: 'cpu' or a GPU type such as 'nvidia-a100'."""
+
+
+def _check_cidr(value: str) -> str:
+    try:
+        ip_network(value, strict=True)
+    except ValueError as error:
+        raise SpecError(
+            f"{value!r} is not a network in CIDR notation ({error})",
+            "write the API server's address as e.g. '10.0.0.1/32', or its range as '10.0.0.0/24'",
+        ) from None
+    return value
+
+
+Cidr = Annotated[str, AfterValidator(_check_cidr)]
+
+
+class Toleration(SpecModel):
+    """A Kubernetes toleration, as in a pod spec."""
+
+    key: str
+    """The taint key to tolerate."""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    """'Equal' matches `value`; 'Exists' matches any value."""
+    value: str | None = None
+    """The taint value; leave it out with operator 'Exists'."""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+    """The taint effect to tolerate."""
+
+    @model_validator(mode="after")
+    def _value_matches_operator(self) -> "Toleration":
+        if self.operator == "Exists" and self.value is not None:
+            raise SpecError(
+                "operator 'Exists' tolerates every value; 'value' must be left out",
+                "remove 'value', or use operator: Equal",
+            )
+        if self.operator == "Equal" and self.value is None:
+            raise SpecError("operator 'Equal' needs a 'value'", 'add value: "true"')
+        return self
+
+
+class SpotNodes(SpecModel):
+    """How a cluster's spot (preemptible) nodes are selected and tainted."""
+
+    node_selector: dict[str, str] = Field(min_length=1)
+    """Labels that spot nodes carry, e.g. `node-type: spot`."""
+    tolerations: list[Toleration] = Field(default_factory=list)
+    """Tolerations for the taints spot nodes carry."""
+
+
+class Cluster(SpecModel):
+    """One Kubernetes cluster, in one region, that Flux applies this repository to."""
+
+    name: ClusterName
+    """Becomes the folder `clusters/<name>/`."""
+    region: str = Field(min_length=1)
+    """Where the cluster runs, e.g. 'us-east-1'; recorded with every result."""
+    api_server_cidrs: list[Cidr] = Field(min_length=1)
+    """The API server's addresses. The collector's NetworkPolicy allows egress to exactly these:
+    the API server is not a pod, so no namespace or pod selector can match it."""
+    device_types: list[DeviceTypeName] = Field(min_length=1)
+    """The device types the cluster has nodes for."""
+    node_labels: dict[DeviceTypeName, dict[str, str]] = Field(default_factory=dict)
+    """Node labels selecting each device type, where they differ from the default
+    `gpu-type: <device type>` (e.g. GPU feature discovery's `nvidia.com/gpu.product`)."""
+    spot: SpotNodes | None = None
+    """How spot nodes are selected; targets with `spot: true` need it."""
+    kueue: StrictBool = False
+    """Whether Kueue is installed, so workflows may name a `queue`."""
+
+    @field_validator("node_labels")
+    @classmethod
+    def _labels_only_for_present_devices(
+        cls, node_labels: dict[str, dict[str, str]], info: ValidationInfo
+    ) -> dict[str, dict[str, str]]:
+        present = info.data.get("device_types", [])
+        for device in node_labels:
+            if device not in present:
+                raise SpecError(
+                    f"node_labels names {device!r}, which is not in device_types",
+                    f"add {device!r} to device_types, or remove its node_labels entry",
+                )
+        return node_labels
+
+    def node_selector(self, device_type: str) -> dict[str, str]:
+        """The nodeSelector that places a pod on a node with `device_type`."""
+        return self.node_labels.get(device_type, {DEFAULT_NODE_LABEL: device_type})
+
+
+class PriorityClass(SpecModel):
+    """A PriorityClass synth creates in every cluster."""
+
+    value: StrictInt = Field(ge=-(10**9), le=10**9)
+    """Higher runs first; Kubernetes reserves values above one billion for system pods."""
+    preemption: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    """Whether pods of this class may evict lower-priority pods to get scheduled."""
+    description: str = ""
+    """Shown by `kubectl get priorityclass`."""
+
+
+class GitSource(SpecModel):
+    """The repository Flux watches: this one."""
+
+    url: str = Field(min_length=1)
+    """Clone URL, e.g. 'ssh://git@github.com/example/benchfleet'."""
+    branch: str = "main"
+    """The branch Flux applies."""
+    interval: str = "5m"
+    """How often Flux polls the repository."""
+    secret_name: ObjectName | None = None
+    """A Secret in flux-system holding the deploy key, for private repositories."""
+
+
+def _default_priorities() -> dict[str, PriorityClass]:
+    return {
+        "high": PriorityClass(value=100000, description="benchmarks that block a release"),
+        "low": PriorityClass(
+            value=1000, preemption="Never", description="background runs, e.g. nightly sweeps"
+        ),
+    }
+
+
+class Fleet(SpecModel):
+    """Everything synth needs to know about the clusters: the contents of `specs/clusters.yaml`."""
+
+    git: GitSource
+    """The repository Flux applies."""
+    image: str = Field(min_length=1)
+    """The default runner image, ideally pinned by digest (`...@sha256:...`)."""
+    environments: list[EnvironmentName] = Field(default_factory=lambda: ["dev"], min_length=1)
+    """Each environment is a namespace `benchfleet-<name>` in every cluster."""
+    priority_classes: dict[ObjectName, PriorityClass] = Field(default_factory=_default_priorities)
+    """PriorityClasses workflows choose from with `scheduling.priority`."""
+    default_priority: ObjectName = "low"
+    """The class of workflows that name none."""
+    clusters: list[Cluster] = Field(min_length=1)
+    """The clusters, each a folder under `clusters/`."""
+
+    @field_validator("clusters")
+    @classmethod
+    def _unique_cluster_names(cls, clusters: list[Cluster]) -> list[Cluster]:
+        names = [cluster.name for cluster in clusters]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise SpecError(f"cluster names must be unique; repeated: {', '.join(duplicates)}")
+        return clusters
+
+    @field_validator("default_priority")
+    @classmethod
+    def _default_priority_exists(cls, name: str, info: ValidationInfo) -> str:
+        classes = info.data.get("priority_classes")
+        if classes is not None and name not in classes:
+            raise unknown("priority class", name, classes)
+        return name
+
+    def cluster(self, name: str) -> Cluster:
+        """The cluster called `name` (names are validated before anyone asks)."""
+        return next(cluster for cluster in self.clusters if cluster.name == name)

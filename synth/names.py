@@ -1,0 +1,34 @@
+"""The Kubernetes names synth derives from a workflow, and the limits they must respect.
+
+Validation uses the same functions as synth, so a name that would be too long is reported at
+the spec field that makes it long, before any manifest exists.
+"""
+
+from typing import Final
+
+DIGEST_LENGTH: Final = 10
+"""Hex characters of the content hash in a name: 40 bits, so an accidental clash among a
+workflow's few dozen objects is out of reach."""
+
+DNS_LABEL_MAX: Final = 63
+"""Names used as label values or pod hostnames must fit a DNS label."""
+
+
+def job_name(workflow_id: str, target: str, digest: str) -> str:
+    """The Job (and its config ConfigMap) of one workflow and hardware target."""
+    return f"{workflow_id}-{target}-{digest[:DIGEST_LENGTH]}"
+
+
+def model_configmap_name(workflow_id: str, model: str, digest: str) -> str:
+    """The ConfigMap carrying one committed model file."""
+    return f"{workflow_id}-{model}-{digest[:DIGEST_LENGTH]}"
+
+
+def indexed_pod_suffix(completions: int) -> str:
+    """What Kubernetes appends to an Indexed Job's name for its last pod's hostname."""
+    return f"-{completions - 1}"
+
+
+def placeholder_digest() -> str:
+    """A digest of the right length, for checking lengths before content is hashed."""
+    return "0" * DIGEST_LENGTH

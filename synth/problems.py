@@ -1,0 +1,181 @@
+"""Problems found in spec files, and how pydantic's errors become them.
+
+Every problem prints as ``file:line:column: field.path: message`` with an optional indented
+``hint:`` line, the format compilers use, so editors and CI annotate the right line.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from synth.hints import SpecError, closest, did_you_mean
+from synth.yaml_source import Loc, YamlSource
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with one spec file, located as precisely as the file allows."""
+
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+    hint: str | None = None
+    severity: Literal["error", "warning"] = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}: "
+        label = "" if self.severity == "error" else "warning: "
+        field = f"{self.path}: " if self.path else ""
+        text = f"{where}{label}{field}{self.message}"
+        return f"{text}\n    hint: {self.hint}" if self.hint else text
+
+
+class SpecProblems(Exception):
+    """Raised when any spec is invalid; carries every problem of every file."""
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems = sorted(problems)
+        super().__init__("\n".join(str(problem) for problem in self.problems))
+
+
+def format_loc(loc: Loc) -> str:
+    """``("models", 1, "file")`` -> ``models[1].file``."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text
+
+
+def problem_at(
+    source: YamlSource,
+    file: str,
+    loc: Loc,
+    message: str,
+    hint: str | None = None,
+    *,
+    of_key: bool = False,
+    severity: Literal["error", "warning"] = "error",
+) -> Problem:
+    """A problem located at `loc` in `source`."""
+    line, column = source.position(loc, of_key=of_key)
+    return Problem(file, line, column, format_loc(loc), message, hint, severity)
+
+
+def problems_from_validation(
+    error: ValidationError, model: type[BaseModel], source: YamlSource, file: str
+) -> list[Problem]:
+    """Every entry of a pydantic ValidationError, as located problems with hints."""
+    details = error.errors(include_url=False)
+    missing = {tuple(d["loc"]) for d in details if d["type"] == "missing"}
+    renamed_by_typo: set[Loc] = set()
+    problems = []
+    for detail in details:
+        loc = tuple(detail["loc"])
+        if detail["type"] == "extra_forbidden":
+            known = _known_keys(model, loc[:-1])
+            guess = closest(str(loc[-1]), known)
+            if guess is not None and (*loc[:-1], guess) in missing:
+                renamed_by_typo.add((*loc[:-1], guess))
+            problems.append(
+                problem_at(
+                    source,
+                    file,
+                    loc,
+                    f"unknown key {loc[-1]!r}",
+                    did_you_mean(str(loc[-1]), known, what="allowed keys") if known else None,
+                    of_key=True,
+                )
+            )
+    for detail in details:
+        loc = tuple(detail["loc"])
+        if detail["type"] == "extra_forbidden" or loc in renamed_by_typo:
+            continue
+        message, hint = _message(detail)
+        problems.append(problem_at(source, file, loc, message, hint))
+    return problems
+
+
+def _message(detail: ErrorDetails) -> tuple[str, str | None]:
+    context: Mapping[str, Any] = detail.get("ctx") or {}
+    cause = context.get("error")
+    if isinstance(cause, SpecError):
+        return cause.message, cause.hint
+    if isinstance(cause, ValueError):
+        return str(cause), None
+    kind = detail["type"]
+    value = detail["input"]
+    if kind == "missing":
+        return f"required key {detail['loc'][-1]!r} is missing", None
+    if kind in ("enum", "literal_error"):
+        expected = _expected_values(str(context.get("expected", "")))
+        hint = did_you_mean(str(value), expected, what="allowed") if expected else None
+        return f"{value!r} is not allowed here", hint
+    return f"{detail['msg']} (got {_show(value)})", _TYPE_HINTS.get(kind)
+
+
+_TYPE_HINTS: Mapping[str, str] = {
+    "string_type": "YAML reads unquoted digits, true/false and null as other types; quote the "
+    "value to make it a string",
+    "bool_type": "write true or false, without quotes",
+    "int_type": "write a whole number without quotes",
+    "int_parsing": "write a whole number without quotes",
+    "list_type": "write a list, e.g. [a, b] or one '- item' per line",
+    "dict_type": "write a mapping of keys to values",
+}
+
+
+def _expected_values(expected: str) -> list[str]:
+    # pydantic renders the choices as "'a', 'b' or 'c'".
+    return [part.strip().strip("'") for part in expected.replace(" or ", ", ").split(",") if part]
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _known_keys(model: type[BaseModel], loc: Loc) -> list[str]:
+    """The keys the spec allows at `loc`, found by walking the model's JSON Schema."""
+    schema = model.model_json_schema()
+    definitions = schema.get("$defs", {})
+    node: Mapping[str, Any] | None = schema
+    for part in loc:
+        node = _step(_resolve(node, definitions), part, definitions)
+        if node is None:
+            return []
+    resolved = _resolve(node, definitions)
+    return sorted(resolved.get("properties", {})) if resolved else []
+
+
+def _resolve(node: Mapping[str, Any] | None, definitions: Mapping[str, Any]) -> Mapping[str, Any]:
+    while node is not None:
+        if "$ref" in node:
+            node = definitions[node["$ref"].rsplit("/", 1)[-1]]
+        elif "anyOf" in node:
+            # Optional fields are anyOf [X, null]; the object member is the one with keys.
+            members = [_resolve(m, definitions) for m in node["anyOf"]]
+            node = next((m for m in members if "properties" in m or "items" in m), members[0])
+        else:
+            return node
+    return {}
+
+
+def _step(
+    node: Mapping[str, Any], part: str | int, definitions: Mapping[str, Any]
+) -> Mapping[str, Any] | None:
+    if isinstance(part, int):
+        items = node.get("items")
+        return items if isinstance(items, Mapping) else None
+    properties = node.get("properties", {})
+    if part in properties:
+        return properties[part]  # type: ignore[no-any-return]
+    extra = node.get("additionalProperties")
+    return extra if isinstance(extra, Mapping) else None

@@ -1,0 +1,596 @@
+"""The workflow spec language: one benchmark workflow per YAML file under `specs/workflows/`.
+
+The models validate structure and each field on its own; facts that need the fleet config or
+the repository (does the cluster exist, does the model file fit a ConfigMap) come through the
+validation context as a `SpecContext`. Rules that relate fields to each other (is bf16
+supported on every target the sweep reaches) live in `synth.checks`, which reports each
+problem at the field that causes it.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Final, Literal
+
+from pydantic import (
+    AfterValidator,
+    Field,
+    GetJsonSchemaHandler,
+    PositiveInt,
+    StrictBool,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
+
+from synth.base import SpecModel
+from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE, RESOURCE_PRESETS, Precision, Quantization
+from synth.fields import (
+    ClusterName,
+    Duration,
+    EnvironmentName,
+    ModelName,
+    ObjectName,
+    Quantity,
+    Sha256,
+    TargetName,
+    WorkflowId,
+)
+from synth.fleet import DeviceTypeName, Fleet
+from synth.hints import SpecError, unknown
+from synth.quantity import parse_quantity
+
+CONFIGMAP_LIMIT_BYTES: Final = 1024 * 1024
+"""Kubernetes rejects a ConfigMap whose data and binaryData values add up to more than 1 MiB."""
+
+MAX_VARIANTS_CEILING: Final = 10_000
+"""No workflow expands past this, whatever its own cap says: each variant is a pod."""
+
+
+@dataclass(frozen=True)
+class SpecContext:
+    """What validation may consult beyond the file itself."""
+
+    fleet: Fleet
+    root: Path
+    """The repository root; model files are named relative to it."""
+
+
+def _context(info: ValidationInfo) -> SpecContext | None:
+    context = info.context
+    return context if isinstance(context, SpecContext) else None
+
+
+def _check_known_cluster(name: str, info: ValidationInfo) -> str:
+    context = _context(info)
+    if context is not None:
+        known = [cluster.name for cluster in context.fleet.clusters]
+        if name not in known:
+            raise unknown("cluster", name, known, where="in specs/clusters.yaml")
+    return name
+
+
+KnownCluster = Annotated[ClusterName, AfterValidator(_check_known_cluster)]
+
+
+class InputSpec(SpecModel):
+    """One input tensor of the model, described per sample (without the batch dimension)."""
+
+    shape: list[PositiveInt] = Field(min_length=1, max_length=8)
+    """Sizes of one sample, e.g. [3, 224, 224] for an image; the batch size is prepended."""
+    dtype: Literal["float32", "float16", "bfloat16", "int64", "int32", "bool"] = "float32"
+    """The dtype the model was exported with; float inputs follow the variant's precision."""
+
+
+class ModelSpec(SpecModel):
+    """A model to benchmark: a `torch.export` program (`.pt2`) from exactly one source."""
+
+    name: ModelName
+    """Names the model in results and in Kubernetes object names."""
+    file: str | None = None
+    """A `.pt2` file committed to this repository, relative to its root. It travels to the pod
+    in a ConfigMap, so it must fit in 1 MiB."""
+    image_path: str | None = None
+    """An absolute path to a `.pt2` baked into the runner image, for models too big for a
+    ConfigMap. Needs `sha256`."""
+    url: str | None = None
+    """An https URL the runner downloads the `.pt2` from. Needs `sha256`; the runner pods then
+    get egress to that host only."""
+    sha256: Sha256 | None = None
+    """The expected digest of the `.pt2`. Required for `image_path` and `url`; optional for
+    `file`, where it pins the committed bytes."""
+    inputs: list[InputSpec] | None = Field(default=None, min_length=1)
+    """This model's inputs, where they differ from `benchmark.inputs`."""
+
+    @field_validator("file")
+    @classmethod
+    def _file_fits_a_configmap(cls, file: str | None, info: ValidationInfo) -> str | None:
+        context = _context(info)
+        if file is None or context is None:
+            return file
+        relative = Path(file)
+        if relative.is_absolute() or ".." in relative.parts:
+            raise SpecError(
+                f"{file!r} must be a path inside the repository, relative to its root",
+                "for a model baked into the image, use image_path instead",
+            )
+        if relative.suffix != ".pt2":
+            raise SpecError(
+                f"{file!r} is not a .pt2 file",
+                "export the model with torch.export.save(); pickled modules are not loaded "
+                "because unpickling runs arbitrary code",
+            )
+        path = context.root / relative
+        if not path.is_file():
+            raise SpecError(
+                f"model file {file!r} does not exist",
+                "paths are relative to the repository root; run `make models` to build the "
+                "example models",
+            )
+        size = path.stat().st_size
+        if size > CONFIGMAP_LIMIT_BYTES:
+            raise SpecError(
+                f"model file {file!r} is {size:,} bytes; a ConfigMap holds at most "
+                f"{CONFIGMAP_LIMIT_BYTES:,} bytes (1 MiB)",
+                "bake the model into the runner image and use image_path + sha256, or serve it "
+                "over https and use url + sha256",
+            )
+        return file
+
+    @field_validator("image_path")
+    @classmethod
+    def _image_path_is_absolute(cls, image_path: str | None) -> str | None:
+        if image_path is not None and not image_path.startswith("/"):
+            raise SpecError(
+                f"image_path {image_path!r} must be absolute: it is a path inside the image",
+                "e.g. /opt/models/llama.pt2",
+            )
+        return image_path
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_https(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith("https://"):
+            raise SpecError(
+                f"url {url!r} must use https",
+                "plain http lets anyone on the path swap the model; the sha256 would catch it, "
+                "but only after the download",
+            )
+        return url
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> "ModelSpec":
+        sources = [key for key in ("file", "image_path", "url") if getattr(self, key) is not None]
+        if len(sources) != 1:
+            found = ", ".join(sources) if sources else "none"
+            raise SpecError(
+                f"a model needs exactly one of file, image_path or url (found: {found})",
+                "file for a committed .pt2 up to 1 MiB; image_path or url with sha256 for "
+                "larger ones",
+            )
+        if sources[0] != "file" and self.sha256 is None:
+            raise SpecError(
+                f"a model from {sources[0]} needs sha256",
+                "the runner verifies the digest before loading; compute it with "
+                "`sha256sum model.pt2`",
+            )
+        return self
+
+    @property
+    def source(self) -> Literal["file", "image_path", "url"]:
+        """Which of the three sources this model comes from."""
+        if self.file is not None:
+            return "file"
+        return "image_path" if self.image_path is not None else "url"
+
+
+class Phase(SpecModel):
+    """A run of iterations that stops once BOTH minimums are met, or at EITHER maximum.
+
+    This is MLPerf LoadGen's rule: a count alone is too short on a fast model, a duration alone
+    too few samples on a slow one.
+    """
+
+    min_iterations: StrictInt = Field(ge=0)
+    """Run at least this many iterations."""
+    min_time: Duration
+    """And for at least this long."""
+    max_iterations: StrictInt = Field(ge=1)
+    """Stop after this many iterations, even if min_time has not passed."""
+    max_time: Duration
+    """Stop after this long, even if min_iterations have not run."""
+
+    @field_validator("max_iterations")
+    @classmethod
+    def _max_iterations_not_below_min(cls, value: int, info: ValidationInfo) -> int:
+        minimum = info.data.get("min_iterations")
+        if minimum is not None and value < minimum:
+            raise SpecError(f"max_iterations ({value}) is below min_iterations ({minimum})")
+        return value
+
+    @field_validator("max_time")
+    @classmethod
+    def _max_time_not_below_min(cls, value: float, info: ValidationInfo) -> float:
+        minimum = info.data.get("min_time")
+        if minimum is not None and value < minimum:
+            raise SpecError(f"max_time ({value:g}s) is below min_time ({minimum:g}s)")
+        if value == 0:
+            raise SpecError("max_time must be more than 0 seconds")
+        return value
+
+
+class WarmupPhase(Phase):
+    """Untimed iterations before measuring, to fill caches and trigger lazy initialisation."""
+
+    min_iterations: StrictInt = Field(default=10, ge=0)
+    """Run at least this many iterations."""
+    min_time: Duration = 1.0
+    """And for at least this long."""
+    max_iterations: StrictInt = Field(default=10_000, ge=1)
+    """Stop after this many iterations, even if min_time has not passed."""
+    max_time: Duration = 60.0
+    """Stop after this long, even if min_iterations have not run."""
+
+
+class MeasurePhase(Phase):
+    """The timed iterations; every one is recorded."""
+
+    min_iterations: StrictInt = Field(default=100, ge=1)
+    """Run at least this many iterations."""
+    min_time: Duration = 5.0
+    """And for at least this long."""
+    max_iterations: StrictInt = Field(default=1_000_000, ge=1)
+    """Stop after this many iterations, even if min_time has not passed."""
+    max_time: Duration = 300.0
+    """Stop after this long, even if min_iterations have not run."""
+
+
+class Benchmark(SpecModel):
+    """What each variant feeds the model, in which format, and how long it measures."""
+
+    inputs: list[InputSpec] | None = Field(default=None, min_length=1)
+    """The model's inputs, per sample. Models may override them."""
+    input_shape: list[PositiveInt] | None = Field(default=None, min_length=2, max_length=9)
+    """The design note's form: one input's full shape, batch first, e.g. [1, 3, 224, 224].
+    Shorthand for `inputs: [{shape: [3, 224, 224]}]` and `batch_size: 1`."""
+    batch_size: PositiveInt | None = None
+    """Samples per iteration; sweep it with `sweep.matrix.batch_size`. Default 1."""
+    precision: Precision = Precision.FP32
+    """The numeric format of variants that do not sweep it."""
+    quantization: Quantization = Quantization.NONE
+    """The quantization of variants that do not sweep it."""
+    warmup: WarmupPhase = Field(default_factory=WarmupPhase)
+    """Untimed iterations first, to fill caches and trigger lazy initialisation."""
+    measure: MeasurePhase = Field(default_factory=MeasurePhase)
+    """The timed iterations."""
+    iterations: PositiveInt | None = None
+    """The design note's form of `measure.min_iterations`."""
+    warmup_iterations: Annotated[int, Field(ge=0)] | None = None
+    """The design note's form of `warmup.min_iterations`."""
+
+    @model_validator(mode="after")
+    def _one_form_each(self) -> "Benchmark":
+        if self.input_shape is not None and self.inputs is not None:
+            raise SpecError(
+                "give either input_shape (batch first) or inputs (per sample), not both",
+                "input_shape: [8, 3, 224, 224] is the same as inputs: [{shape: [3, 224, 224]}] "
+                "with batch_size: 8",
+            )
+        if self.input_shape is not None and self.batch_size is not None:
+            raise SpecError(
+                "input_shape already sets the batch size (its first number); remove batch_size",
+                "or write inputs: [{shape: ...}] without the batch dimension, plus batch_size",
+            )
+        if self.iterations is not None and "min_iterations" in self.measure.model_fields_set:
+            raise SpecError(
+                "iterations and measure.min_iterations say the same thing", "keep one of them"
+            )
+        if self.warmup_iterations is not None and "min_iterations" in self.warmup.model_fields_set:
+            raise SpecError(
+                "warmup_iterations and warmup.min_iterations say the same thing",
+                "keep one of them",
+            )
+        return self
+
+    @property
+    def default_inputs(self) -> list[InputSpec] | None:
+        """The inputs of models that name none, whichever form the spec used."""
+        if self.input_shape is not None:
+            return [InputSpec(shape=self.input_shape[1:])]
+        return self.inputs
+
+    @property
+    def default_batch_size(self) -> int:
+        """The batch size of variants that do not sweep it."""
+        if self.input_shape is not None:
+            return self.input_shape[0]
+        return self.batch_size or 1
+
+    @property
+    def warmup_phase(self) -> WarmupPhase:
+        """`warmup` with the design note's `warmup_iterations` applied."""
+        if self.warmup_iterations is None:
+            return self.warmup
+        return self.warmup.model_copy(update={"min_iterations": self.warmup_iterations})
+
+    @property
+    def measure_phase(self) -> MeasurePhase:
+        """`measure` with the design note's `iterations` applied."""
+        if self.iterations is None:
+            return self.measure
+        return self.measure.model_copy(
+            update={
+                "min_iterations": self.iterations,
+                "max_iterations": max(self.measure.max_iterations, self.iterations),
+            }
+        )
+
+
+_RESOURCE_KEYS: Final = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE)
+
+
+class Resources(SpecModel):
+    """Container requests and limits. CPU and memory need both; the GPU count comes from
+    `gpu_count`."""
+
+    requests: dict[str, Quantity]
+    """Guaranteed to the pod by the scheduler."""
+    limits: dict[str, Quantity]
+    """The most the pod may use. The runner sizes its thread pool from the CPU limit."""
+
+    @field_validator("requests", "limits")
+    @classmethod
+    def _known_keys_with_cpu_and_memory(
+        cls, values: dict[str, str], info: ValidationInfo
+    ) -> dict[str, str]:
+        for key in values:
+            if key not in _RESOURCE_KEYS:
+                raise unknown("resource", key, _RESOURCE_KEYS, where=f"in {info.field_name}")
+        missing = [key for key in ("cpu", "memory") if key not in values]
+        if missing:
+            raise SpecError(
+                f"{info.field_name} needs {' and '.join(missing)}",
+                "a benchmark without CPU and memory bounds is measured against whatever its "
+                "neighbours leave over; set both, or use a preset: small, large, guaranteed",
+            )
+        return values
+
+    @field_validator("limits")
+    @classmethod
+    def _limits_not_below_requests(
+        cls, limits: dict[str, str], info: ValidationInfo
+    ) -> dict[str, str]:
+        requests: dict[str, str] = info.data.get("requests") or {}
+        for key, limit in limits.items():
+            request = requests.get(key)
+            if request is None:
+                continue
+            if key == GPU_RESOURCE and parse_quantity(request) != parse_quantity(limit):
+                raise SpecError(
+                    f"{GPU_RESOURCE} request ({request}) and limit ({limit}) differ; "
+                    "Kubernetes requires extended resources to be equal",
+                    "set gpu_count on the target instead of listing nvidia.com/gpu here",
+                )
+            if parse_quantity(request) > parse_quantity(limit):
+                raise SpecError(
+                    f"{key} request ({request}) is above its limit ({limit})",
+                    "a request may not exceed its limit; raise the limit or lower the request",
+                )
+        return limits
+
+
+def _resources_from_preset(value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    preset = RESOURCE_PRESETS.get(value)
+    if preset is None:
+        raise unknown("resource preset", value, RESOURCE_PRESETS)
+    return {"requests": dict(preset.requests), "limits": dict(preset.limits)}
+
+
+class _OrPresetName:
+    """Lets editors offer the preset names where a Resources mapping is expected."""
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        presets = {"type": "string", "enum": sorted(RESOURCE_PRESETS)}
+        return {"anyOf": [presets, handler(schema)]}
+
+
+class Target(SpecModel):
+    """A hardware target: one device type, how many, and how big a pod."""
+
+    name: TargetName | None = None
+    """Names the target in results and Job names; defaults to the device type without its
+    vendor, e.g. 'a100'."""
+    gpu_type: DeviceTypeName
+    """'cpu', or a GPU type from the catalogue."""
+    gpu_count: StrictInt | None = Field(default=None, ge=1, le=16)
+    """GPUs per pod (default 1 on GPU types; not allowed on 'cpu')."""
+    resources: Annotated[Resources, _OrPresetName()] = Field(
+        default_factory=lambda: Resources.model_validate(_resources_from_preset("small"))
+    )
+    """A preset name (small, large, guaranteed) or explicit requests and limits.
+    Default: small."""
+    spot: StrictBool = False
+    """Run on spot nodes: cheaper, and preempted pods are retried without using up retries."""
+
+    @field_validator("resources", mode="before")
+    @classmethod
+    def _preset_to_resources(cls, value: object) -> object:
+        return _resources_from_preset(value)
+
+    @field_validator("gpu_count")
+    @classmethod
+    def _gpu_count_only_on_gpus(cls, count: int | None, info: ValidationInfo) -> int | None:
+        device = DEVICE_TYPES.get(info.data.get("gpu_type", ""))
+        if count is not None and device is not None and not device.is_gpu:
+            raise SpecError("gpu_count on a 'cpu' target", "remove gpu_count, or choose a GPU type")
+        return count
+
+    @field_validator("resources")
+    @classmethod
+    def _gpu_resource_matches_count(cls, resources: Resources, info: ValidationInfo) -> Resources:
+        listed = resources.limits.get(GPU_RESOURCE) or resources.requests.get(GPU_RESOURCE)
+        if listed is None:
+            return resources
+        device = DEVICE_TYPES.get(info.data.get("gpu_type", ""))
+        count = info.data.get("gpu_count") or 1
+        if device is not None and not device.is_gpu:
+            raise SpecError(f"{GPU_RESOURCE} requested on a 'cpu' target")
+        if parse_quantity(listed) != count:
+            raise SpecError(
+                f"{GPU_RESOURCE} is {listed} here but gpu_count is {count}",
+                f"leave {GPU_RESOURCE} out of resources; synth derives it from gpu_count",
+            )
+        return resources
+
+    @property
+    def key(self) -> str:
+        """The target's name as written, or derived from its device type."""
+        return self.name or self.gpu_type.removeprefix("nvidia-")
+
+    @property
+    def gpus(self) -> int:
+        """How many GPUs each pod gets (0 on CPU)."""
+        if not DEVICE_TYPES[self.gpu_type].is_gpu:
+            return 0
+        return self.gpu_count or 1
+
+
+class VariantSelector(SpecModel):
+    """Picks variants by any of their dimensions; unset keys match everything."""
+
+    model: ModelName | None = None
+    """A model name."""
+    target: TargetName | None = None
+    """A target name."""
+    precision: Precision | None = None
+    """A precision."""
+    quantization: Quantization | None = None
+    """A quantization."""
+    batch_size: PositiveInt | None = None
+    """A batch size."""
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> "VariantSelector":
+        if not self.model_fields_set:
+            raise SpecError(
+                "an empty entry matches every variant",
+                "name at least one of model, target, precision, quantization, batch_size",
+            )
+        return self
+
+
+class Matrix(SpecModel):
+    """Dimensions to sweep; variants are every combination, in the order written."""
+
+    precision: list[Precision] | None = Field(default=None, min_length=1)
+    """Precisions to try."""
+    quantization: list[Quantization] | None = Field(default=None, min_length=1)
+    """Quantizations to try."""
+    batch_size: list[PositiveInt] | None = Field(default=None, min_length=1)
+    """Batch sizes to try."""
+
+    @field_validator("precision", "quantization", "batch_size")
+    @classmethod
+    def _no_repeats(cls, values: list[object] | None, info: ValidationInfo) -> list[object] | None:
+        if values is not None:
+            repeated = sorted({str(v) for v in values if values.count(v) > 1})
+            if repeated:
+                raise SpecError(
+                    f"{info.field_name} lists {', '.join(repeated)} more than once",
+                    "each value makes a variant; a repeat would measure the same thing twice",
+                )
+        return values
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> "Matrix":
+        if not self.model_fields_set:
+            raise SpecError(
+                "the matrix sweeps nothing", "list values for precision, quantization or batch_size"
+            )
+        return self
+
+
+class Sweep(SpecModel):
+    """A matrix of variants, like a CI matrix: every combination, minus `exclude`, plus
+    `include`."""
+
+    matrix: Matrix
+    """The dimensions to combine."""
+    exclude: list[VariantSelector] = Field(default_factory=list)
+    """Combinations to skip, e.g. `{target: v100, precision: bf16}`."""
+    include: list[VariantSelector] = Field(default_factory=list)
+    """Extra variants beyond the matrix; unset dimensions take the benchmark's defaults, and
+    an include runs on every model and target unless it names one."""
+
+
+class Scheduling(SpecModel):
+    """How the cluster runs the variants."""
+
+    max_parallel: StrictInt = Field(default=10, ge=1, le=1000)
+    """At most this many of the workflow's pods run at once in each cluster."""
+    max_variants: StrictInt = Field(default=256, ge=1, le=MAX_VARIANTS_CEILING)
+    """A guard against a matrix that grows by accident: more variants than this is an error."""
+    priority: ObjectName | None = None
+    """A priority class from specs/clusters.yaml (e.g. high, low); default: the fleet's."""
+    retries: StrictInt = Field(default=2, ge=0, le=10)
+    """Retries per variant after a failure (preemptions on spot nodes do not count)."""
+    deadline: Duration = 6 * 3600.0
+    """Wall-clock limit for the whole workflow in a cluster; pods still running then fail."""
+    queue: ObjectName | None = None
+    """A Kueue LocalQueue to submit to; the cluster must have `kueue: true`."""
+
+    @field_validator("priority")
+    @classmethod
+    def _known_priority(cls, name: str | None, info: ValidationInfo) -> str | None:
+        context = _context(info)
+        if name is not None and context is not None and name not in context.fleet.priority_classes:
+            raise unknown("priority class", name, context.fleet.priority_classes)
+        return name
+
+    @field_validator("deadline")
+    @classmethod
+    def _positive_deadline(cls, deadline: float) -> float:
+        if deadline < 1:
+            raise SpecError("deadline must be at least 1 second")
+        return deadline
+
+
+class Workflow(SpecModel):
+    """One benchmark workflow: models x targets x variants, measured the same way."""
+
+    id: WorkflowId
+    """Unique across all spec files; part of every Kubernetes name and label of the workflow."""
+    description: str = Field(min_length=1)
+    """What question the workflow answers."""
+    owner: str = Field(min_length=1)
+    """Who to ask about it: a team or an e-mail address."""
+    environment: EnvironmentName = "dev"
+    """The environment (namespace `benchfleet-<environment>`) to run in."""
+    clusters: list[KnownCluster] | None = Field(default=None, min_length=1)
+    """Clusters to run in; default: every cluster in specs/clusters.yaml."""
+    image: str | None = Field(default=None, min_length=1)
+    """The runner image; default: the fleet's. Pin it by digest for reproducible numbers."""
+    models: list[ModelSpec] = Field(min_length=1)
+    """The models to benchmark."""
+    benchmark: Benchmark = Field(default_factory=Benchmark)
+    """Inputs, numeric format and measurement bounds."""
+    targets: list[Target] = Field(min_length=1)
+    """The hardware to run on."""
+    sweep: Sweep | None = None
+    """Variants beyond one per model and target."""
+    scheduling: Scheduling = Field(default_factory=Scheduling)
+    """Parallelism, priority, retries and deadline."""
+
+    @field_validator("environment")
+    @classmethod
+    def _known_environment(cls, name: str, info: ValidationInfo) -> str:
+        context = _context(info)
+        if context is not None and name not in context.fleet.environments:
+            raise unknown("environment", name, context.fleet.environments)
+        return name

@@ -1,0 +1,154 @@
+"""Expanding a workflow into its variants: deterministic, capped, each with a content id.
+
+The order is the order of the spec (targets, then models, then the matrix's dimensions in
+the order precision, quantization, batch size, each in the order its values are written),
+followed by `include` entries. Each target's variants become the indexes of one Indexed Job.
+"""
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import product
+
+from synth.catalogue import Precision, Quantization
+from synth.spec import InputSpec, VariantSelector, Workflow
+from synth.yaml_source import Loc
+
+VARIANT_ID_LENGTH = 12
+
+
+@dataclass(frozen=True)
+class VariantInput:
+    """One input tensor of a variant, per sample."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    @classmethod
+    def of(cls, spec: InputSpec) -> "VariantInput":
+        return cls(shape=tuple(spec.shape), dtype=spec.dtype)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One measurement: one model on one target with one precision, quantization, batch."""
+
+    model: str
+    target: str
+    precision: Precision
+    quantization: Quantization
+    batch_size: int
+    inputs: tuple[VariantInput, ...]
+    origins: Mapping[str, Loc] = field(default_factory=dict, compare=False, hash=False)
+    """Where each dimension's value is written in the spec, for locating errors."""
+
+    @property
+    def dimensions(self) -> dict[str, object]:
+        """The values a VariantSelector can match."""
+        return {
+            "model": self.model,
+            "target": self.target,
+            "precision": self.precision,
+            "quantization": self.quantization,
+            "batch_size": self.batch_size,
+        }
+
+    def variant_id(self, workflow_id: str) -> str:
+        """A stable id from what is measured: the same variant has the same id in every run,
+        so results compare across days, branches and clusters."""
+        content = {
+            "workflow": workflow_id,
+            **{key: str(value) for key, value in self.dimensions.items()},
+            "inputs": [{"shape": list(i.shape), "dtype": i.dtype} for i in self.inputs],
+        }
+        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
+        return "v" + hashlib.sha256(canonical.encode()).hexdigest()[:VARIANT_ID_LENGTH]
+
+
+def matches(selector: VariantSelector, variant: Variant) -> bool:
+    """Whether every key the selector sets equals the variant's value."""
+    values = variant.dimensions
+    return all(values[key] == getattr(selector, key) for key in selector.model_fields_set)
+
+
+def _axis(workflow: Workflow, name: str) -> list[tuple[object, Loc]]:
+    matrix = workflow.sweep.matrix if workflow.sweep else None
+    swept = getattr(matrix, name) if matrix else None
+    if swept is not None:
+        return [(value, ("sweep", "matrix", name, index)) for index, value in enumerate(swept)]
+    benchmark = workflow.benchmark
+    value = benchmark.default_batch_size if name == "batch_size" else getattr(benchmark, name)
+    return [(value, _default_loc(workflow, name))]
+
+
+def _default_loc(workflow: Workflow, name: str) -> Loc:
+    if name == "batch_size" and workflow.benchmark.input_shape is not None:
+        return ("benchmark", "input_shape", 0)
+    return ("benchmark", name)
+
+
+def expand_variants(workflow: Workflow) -> list[Variant]:
+    """Every variant of the workflow, grouped by target in spec order, without repeats."""
+    inputs = {
+        model.name: tuple(
+            VariantInput.of(spec)
+            for spec in model.inputs or workflow.benchmark.default_inputs or ()
+        )
+        for model in workflow.models
+    }
+    axes = {name: _axis(workflow, name) for name in ("precision", "quantization", "batch_size")}
+    excludes = workflow.sweep.exclude if workflow.sweep else []
+    seen: set[Variant] = set()
+    by_target: dict[str, list[Variant]] = {target.key: [] for target in workflow.targets}
+
+    def add(variant: Variant) -> None:
+        if variant not in seen:
+            seen.add(variant)
+            by_target[variant.target].append(variant)
+
+    for target, model in product(workflow.targets, workflow.models):
+        for (precision, p_loc), (quantization, q_loc), (batch, b_loc) in product(
+            axes["precision"], axes["quantization"], axes["batch_size"]
+        ):
+            variant = Variant(
+                model=model.name,
+                target=target.key,
+                precision=Precision(str(precision)),
+                quantization=Quantization(str(quantization)),
+                batch_size=int(str(batch)),
+                inputs=inputs[model.name],
+                origins={"precision": p_loc, "quantization": q_loc, "batch_size": b_loc},
+            )
+            if not any(matches(selector, variant) for selector in excludes):
+                add(variant)
+    for variant in _included(workflow, inputs):
+        add(variant)
+    return [variant for target in by_target.values() for variant in target]
+
+
+def _included(
+    workflow: Workflow, inputs: Mapping[str, tuple[VariantInput, ...]]
+) -> Iterator[Variant]:
+    if workflow.sweep is None:
+        return
+    benchmark = workflow.benchmark
+    for index, entry in enumerate(workflow.sweep.include):
+        loc: Loc = ("sweep", "include", index)
+        targets = [t.key for t in workflow.targets if entry.target in (None, t.key)]
+        models = [m.name for m in workflow.models if entry.model in (None, m.name)]
+        for target, model in product(targets, models):
+            yield Variant(
+                model=model,
+                target=target,
+                precision=entry.precision or benchmark.precision,
+                quantization=entry.quantization or benchmark.quantization,
+                batch_size=entry.batch_size or benchmark.default_batch_size,
+                inputs=inputs[model],
+                origins={
+                    dimension: (*loc, dimension)
+                    if dimension in entry.model_fields_set
+                    else _default_loc(workflow, dimension)
+                    for dimension in ("precision", "quantization", "batch_size")
+                },
+            )

@@ -1,0 +1,74 @@
+"""Each invalid spec in tests/data/specs/invalid/ produces exactly the problems its golden
+file lists: location, field path, message and hint.
+
+To review a change of wording, run with BENCHFLEET_UPDATE_GOLDEN=1 and read the diff of the
+`.expected` files before committing them.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from synth.load import load_specs
+from synth.problems import SpecProblems
+from tests.conftest import TEST_DATA
+from tests.synth.conftest import WriteSpec
+
+INVALID = TEST_DATA / "specs" / "invalid"
+CASES = sorted(path.stem for path in INVALID.glob("*.yaml"))
+
+
+def problems_of(root: Path, spec: Path) -> str:
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(root, [spec])
+    return "\n".join(str(problem) for problem in raised.value.problems) + "\n"
+
+
+def test_there_are_at_least_25_distinct_mistakes() -> None:
+    assert len(CASES) >= 25
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_invalid_spec_reports_expected_problems(
+    case: str, spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    spec = write_spec(f"{case}.yaml", (INVALID / f"{case}.yaml").read_text(encoding="utf-8"))
+    actual = problems_of(spec_repo, spec)
+    expected_file = INVALID / f"{case}.expected"
+    if os.environ.get("BENCHFLEET_UPDATE_GOLDEN"):
+        expected_file.write_text(actual, encoding="utf-8")
+    assert actual == expected_file.read_text(encoding="utf-8")
+
+
+def test_every_golden_file_has_a_spec() -> None:
+    orphans = sorted(path.name for path in INVALID.glob("*.expected") if path.stem not in CASES)
+    assert orphans == []
+
+
+def test_duplicate_ids_across_files_point_at_the_first(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    text = (INVALID.parent / "valid-minimal.yaml").read_text(encoding="utf-8")
+    first = write_spec("first.yaml", text)
+    second = write_spec("second.yaml", "# a copy\n" + text)
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(spec_repo, [first, second])
+    assert [str(problem) for problem in raised.value.problems] == [
+        "specs/workflows/second.yaml:2:5: id: workflow id 'valid-minimal' is already used by "
+        "specs/workflows/first.yaml:1\n"
+        "    hint: ids are unique across all spec files: they name the Jobs and results"
+    ]
+
+
+def test_problems_of_every_file_are_reported_together(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    bad_id = write_spec("a.yaml", (INVALID / "bad-workflow-id.yaml").read_text(encoding="utf-8"))
+    bad_gpu = write_spec("b.yaml", (INVALID / "unknown-gpu-type.yaml").read_text(encoding="utf-8"))
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(spec_repo, [bad_gpu, bad_id])
+    assert [problem.file for problem in raised.value.problems] == [
+        "specs/workflows/a.yaml",
+        "specs/workflows/b.yaml",
+    ]

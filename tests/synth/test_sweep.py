@@ -1,0 +1,96 @@
+"""Variant expansion: order, excludes, includes, and ids derived from content."""
+
+from pathlib import Path
+
+import pytest
+
+from synth.load import load_specs
+from synth.sweep import Variant
+from tests.synth.conftest import WriteSpec
+
+HEADER = """\
+id: sweep
+description: d
+owner: o
+clusters: [alpha]
+models:
+  - name: mlp
+    file: models/examples/tiny-mlp.pt2
+  - name: cnn
+    file: models/examples/tiny-cnn.pt2
+benchmark:
+  inputs: [{shape: [64]}]
+targets:
+  - gpu_type: nvidia-a100
+  - gpu_type: cpu
+"""
+
+
+@pytest.fixture
+def expand(spec_repo: Path, write_spec: WriteSpec):  # type: ignore[no-untyped-def]
+    def expand(sweep: str) -> list[Variant]:
+        spec = write_spec("sweep.yaml", HEADER + sweep)
+        return list(load_specs(spec_repo, [spec]).workflows[0].variants)
+
+    return expand
+
+
+def dims(variants: list[Variant]) -> list[tuple[str, str, str, str, int]]:
+    return [
+        (v.target, v.model, str(v.precision), str(v.quantization), v.batch_size) for v in variants
+    ]
+
+
+def test_without_a_sweep_each_model_runs_once_per_target(expand) -> None:  # type: ignore[no-untyped-def]
+    assert dims(expand("")) == [
+        ("a100", "mlp", "fp32", "none", 1),
+        ("a100", "cnn", "fp32", "none", 1),
+        ("cpu", "mlp", "fp32", "none", 1),
+        ("cpu", "cnn", "fp32", "none", 1),
+    ]
+
+
+def test_matrix_expands_in_spec_order_with_excludes_and_includes(expand) -> None:  # type: ignore[no-untyped-def]
+    variants = expand(
+        """\
+sweep:
+  matrix:
+    batch_size: [8, 1]
+    precision: [bf16, fp32]
+  exclude:
+    - {target: cpu}
+    - {model: cnn, precision: fp32}
+  include:
+    - {target: cpu, model: mlp, quantization: int8-dynamic}
+"""
+    )
+    assert dims(variants) == [
+        ("a100", "mlp", "bf16", "none", 8),
+        ("a100", "mlp", "bf16", "none", 1),
+        ("a100", "mlp", "fp32", "none", 8),
+        ("a100", "mlp", "fp32", "none", 1),
+        ("a100", "cnn", "bf16", "none", 8),
+        ("a100", "cnn", "bf16", "none", 1),
+        ("cpu", "mlp", "fp32", "int8-dynamic", 1),
+    ]
+
+
+def test_an_include_equal_to_a_matrix_variant_adds_nothing(expand) -> None:  # type: ignore[no-untyped-def]
+    variants = expand("sweep:\n  matrix: {batch_size: [1, 2]}\n  include: [{batch_size: 2}]\n")
+    assert len(variants) == 8
+
+
+def test_variant_ids_are_stable_and_pinned(expand) -> None:  # type: ignore[no-untyped-def]
+    """Ids are stored with results; a change here breaks every comparison with old runs."""
+    first = expand("")[0]
+    assert first.variant_id("sweep") == first.variant_id("sweep")
+    assert first.variant_id("sweep") == "v9de38bf98744"
+
+
+def test_variant_id_changes_with_content_only(expand) -> None:  # type: ignore[no-untyped-def]
+    base = expand("")
+    swept = expand("sweep:\n  matrix: {batch_size: [1, 4]}\n")
+    base_ids = {v.variant_id("sweep") for v in base}
+    swept_ids = {v.variant_id("sweep") for v in swept}
+    assert base_ids < swept_ids
+    assert base[0].variant_id("sweep") != base[0].variant_id("other-workflow")
