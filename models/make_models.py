@@ -4,8 +4,8 @@
                                             # and specs/workflows/model-zoo.yaml
 
 Every model is small enough for a ConfigMap (1 MiB), exported with a dynamic batch dimension
-so that one file serves every batch size a sweep asks for, and seeded so that the same torch
-version writes the same bytes. The zoo's spec file is written from the same table, so the
+so that one file serves every batch size a sweep asks for, and seeded and stripped of stack
+traces so that the same torch version writes the same bytes wherever it is installed. The zoo's spec file is written from the same table, so the
 two cannot drift apart.
 """
 
@@ -71,6 +71,10 @@ def export_bytes(recipe: ModelRecipe) -> bytes:
     example = torch.randn(2, *recipe.sample_shape)
     batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
     program = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
+    # Stack traces name the absolute paths of this file and of torch's install; without them
+    # the bytes depend only on the model and the torch version.
+    for node in program.graph_module.graph.nodes:
+        node.meta.pop("stack_trace", None)
     buffer = io.BytesIO()
     torch.export.save(program, buffer)
     return buffer.getvalue()
