@@ -5,8 +5,8 @@
 
 Every model is small enough for a ConfigMap (1 MiB), exported with a dynamic batch dimension
 so that one file serves every batch size a sweep asks for, and seeded and stripped of stack
-traces so that the same torch version writes the same bytes wherever it is installed. The zoo's spec file is written from the same table, so the
-two cannot drift apart.
+traces so that the same torch version writes the same bytes wherever it is installed. The
+zoo's spec file is written from the same table, so the two cannot drift apart.
 """
 
 import argparse
