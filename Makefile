@@ -20,7 +20,8 @@ test: install
 validate: install
 	$(BENCHFLEET) validate
 
-synth: validate
+synth: install
+	$(BENCHFLEET) synth
 
 schema: install
 	$(BENCHFLEET) schema

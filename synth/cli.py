@@ -7,6 +7,7 @@ import click
 
 from synth.hints import did_you_mean
 from synth.load import load_specs
+from synth.main import synth as synthesise
 from synth.problems import SpecProblems
 from synth.schema import stale_files, write_generated
 
@@ -108,3 +109,27 @@ def variants(repo: Repo, workflow_id: str) -> None:
         cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
         click.echo("  ".join(cells).rstrip())
     click.echo(f"{len(rows)} variants in {loaded.file}")
+
+
+@cli.command()
+@pass_repo
+def synth(repo: Repo) -> None:
+    """Validate the specs and regenerate dist/ and clusters/ from them.
+
+    Nothing is written unless every spec is valid; each folder is then replaced as a whole,
+    so files of removed workflows disappear and a failure never leaves half a tree.
+    """
+    try:
+        result = synthesise(repo.root)
+    except SpecProblems as problems:
+        for problem in problems.problems:
+            click.echo(str(problem), err=True)
+        count = len(problems.problems)
+        raise click.ClickException(
+            f"{count} problem{'s' * (count != 1)} in the specs; dist/ is unchanged"
+        ) from None
+    for warning in result.warnings:
+        click.echo(str(warning), err=True)
+    for path in result.changed:
+        click.echo(f"changed {path}")
+    click.echo(f"{len(result.changed)} files changed")

@@ -41,6 +41,7 @@ class Specs:
     """Everything under specs/, validated."""
 
     fleet: Fleet
+    fleet_source: YamlSource
     workflows: tuple[LoadedWorkflow, ...]
 
 
@@ -56,7 +57,12 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
     Raises SpecProblems with every problem found in any file.
     """
     problems: list[Problem] = []
-    fleet = _validate_file(root, root / FLEET_FILE, Fleet, None, problems)
+    fleet_source = _read(root, root / FLEET_FILE, problems)
+    fleet = (
+        _validate(fleet_source, FLEET_FILE.as_posix(), Fleet, None, problems)
+        if fleet_source is not None
+        else None
+    )
     context = SpecContext(fleet=fleet, root=root) if fleet is not None else None
     loaded: list[LoadedWorkflow] = []
     first_file_of: dict[str, LoadedWorkflow] = {}
@@ -89,8 +95,32 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         loaded.append(entry)
     if problems:
         raise SpecProblems(problems)
-    assert fleet is not None  # a missing fleet is itself a problem
-    return Specs(fleet=fleet, workflows=tuple(loaded))
+    assert fleet is not None and fleet_source is not None  # else they were problems
+    return Specs(fleet=fleet, fleet_source=fleet_source, workflows=tuple(loaded))
+
+
+def unpinned_images(specs: Specs) -> list[Problem]:
+    """Warnings for runner images named by tag: a tag can move, so last week's numbers and
+    today's may come from different code. A digest cannot."""
+    places = [(specs.fleet_source, FLEET_FILE.as_posix(), specs.fleet.image)]
+    places += [(w.source, w.file, w.workflow.image) for w in specs.workflows if w.workflow.image]
+    return [
+        problem_at(
+            source,
+            file,
+            ("image",),
+            f"image {image!r} is named by tag, not by digest",
+            "pin it as name@sha256:<digest> so that every run measures the same runner"
+            + (
+                "; ':latest' changes under you"
+                if image.endswith(":latest") or ":" not in image.rsplit("/", 1)[-1]
+                else ""
+            ),
+            severity="warning",
+        )
+        for source, file, image in places
+        if image is not None and "@sha256:" not in image
+    ]
 
 
 def _display(root: Path, path: Path) -> str:
@@ -111,19 +141,6 @@ def _read(root: Path, path: Path, problems: list[Problem]) -> YamlSource | None:
         line, column = error.position
         problems.append(Problem(file, line, column, "", error.message))
         return None
-
-
-def _validate_file(
-    root: Path,
-    path: Path,
-    model: type[Model],
-    context: SpecContext | None,
-    problems: list[Problem],
-) -> Model | None:
-    source = _read(root, path, problems)
-    if source is None:
-        return None
-    return _validate(source, _display(root, path), model, context, problems)
 
 
 def _validate(

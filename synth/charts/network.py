@@ -1,0 +1,89 @@
+"""NetworkPolicies: nothing in or out by default; the collector may reach the API server;
+runner pods of a workflow that downloads its model may reach HTTPS and DNS."""
+
+from typing import Any
+
+from cdk8s import Chart
+from constructs import Construct
+
+from synth.constructs import api_object
+from synth.fleet import Cluster
+from synth.jobs import APP
+
+API_SERVER_PORTS = (443, 6443)
+
+
+class NetworkPoliciesChart(Chart):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: Cluster,
+        namespaces: list[str],
+        downloading: dict[str, list[str]],
+    ) -> None:
+        """`downloading` maps a namespace to the workflows whose models come from a URL."""
+        super().__init__(scope, construct_id, disable_resource_name_hashes=True)
+        labels = {"app.kubernetes.io/managed-by": APP}
+        for namespace in namespaces:
+
+            def policy(name: str, spec: dict[str, Any], ns: str = namespace) -> None:
+                api_object(
+                    self,
+                    f"{ns}-{name}",
+                    "networking.k8s.io/v1",
+                    "NetworkPolicy",
+                    {"metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": spec},
+                )
+
+            policy("default-deny", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]})
+            # The API server is not a pod: only an ipBlock can allow it. With in-cluster
+            # config the client dials the kubernetes Service, and most CNIs evaluate the
+            # policy after kube-proxy has translated that to an endpoint address, so the
+            # clusters config lists the endpoints' addresses.
+            policy(
+                "collector-to-api-server",
+                {
+                    "podSelector": {
+                        "matchLabels": {"app.kubernetes.io/name": "benchfleet-collector"}
+                    },
+                    "policyTypes": ["Egress"],
+                    "egress": [
+                        {
+                            "to": [
+                                {"ipBlock": {"cidr": cidr}} for cidr in cluster.api_server_cidrs
+                            ],
+                            "ports": [{"protocol": "TCP", "port": p} for p in API_SERVER_PORTS],
+                        }
+                    ],
+                },
+            )
+            for workflow in downloading.get(namespace, []):
+                # NetworkPolicy cannot name hosts; the sha256 check guards what is fetched.
+                policy(
+                    f"{workflow}-model-download",
+                    {
+                        "podSelector": {"matchLabels": {"app": APP, "workflow": workflow}},
+                        "policyTypes": ["Egress"],
+                        "egress": [
+                            {
+                                "to": [
+                                    {
+                                        "namespaceSelector": {
+                                            "matchLabels": {
+                                                "kubernetes.io/metadata.name": "kube-system"
+                                            }
+                                        },
+                                        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                                    }
+                                ],
+                                "ports": [
+                                    {"protocol": "UDP", "port": 53},
+                                    {"protocol": "TCP", "port": 53},
+                                ],
+                            },
+                            {"ports": [{"protocol": "TCP", "port": 443}]},
+                        ],
+                    },
+                )

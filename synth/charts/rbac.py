@@ -1,0 +1,72 @@
+"""Service accounts: the runner's has no permissions and no token; the collector's may do
+exactly what `collector` does, in its namespace only."""
+
+from typing import Final
+
+from cdk8s import Chart
+from constructs import Construct
+
+from synth.constructs import api_object
+from synth.jobs import APP, COLLECTOR_SERVICE_ACCOUNT, RUNNER_SERVICE_ACCOUNT
+
+COLLECTOR_RULES: Final = [
+    # gather: find the workflow's Jobs and follow them with list + watch; clean: delete the
+    # Jobs that are no longer in dist/ (never one Flux still applies).
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "delete"]},
+    # gather: read results from termination messages, fall back to logs.
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    # status: explain why a pod waits (scheduler and kubelet events).
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},
+    # clean: remove config and model ConfigMaps left by removed workflows.
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "delete"]},
+]
+
+
+class RbacChart(Chart):
+    def __init__(self, scope: Construct, construct_id: str, *, namespaces: list[str]) -> None:
+        super().__init__(scope, construct_id, disable_resource_name_hashes=True)
+        labels = {"app.kubernetes.io/managed-by": APP}
+        for namespace in namespaces:
+
+            def meta(name: str, ns: str = namespace) -> dict[str, object]:
+                return {"name": name, "namespace": ns, "labels": labels}
+
+            api_object(
+                self,
+                f"{namespace}-runner",
+                "v1",
+                "ServiceAccount",
+                {"metadata": meta(RUNNER_SERVICE_ACCOUNT), "automountServiceAccountToken": False},
+            )
+            account = api_object(
+                self,
+                f"{namespace}-collector",
+                "v1",
+                "ServiceAccount",
+                {"metadata": meta(COLLECTOR_SERVICE_ACCOUNT), "automountServiceAccountToken": True},
+            )
+            role = api_object(
+                self,
+                f"{namespace}-collector-role",
+                "rbac.authorization.k8s.io/v1",
+                "Role",
+                {"metadata": meta(COLLECTOR_SERVICE_ACCOUNT), "rules": COLLECTOR_RULES},
+            )
+            api_object(
+                self,
+                f"{namespace}-collector-binding",
+                "rbac.authorization.k8s.io/v1",
+                "RoleBinding",
+                {
+                    "metadata": meta(COLLECTOR_SERVICE_ACCOUNT),
+                    "subjects": [
+                        {"kind": "ServiceAccount", "name": account.name, "namespace": namespace}
+                    ],
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "Role",
+                        "name": role.name,
+                    },
+                },
+            )

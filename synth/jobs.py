@@ -1,0 +1,377 @@
+"""What one workflow runs in one cluster: a Job per target, its config.json, its models.
+
+Everything here is plain data, built before any cdk8s construct exists, because the Job's
+name must carry a hash of its content: the same spec gives the same name (Flux leaves the
+finished Job alone) and any change that would alter the run gives a new name (Flux creates
+the new Job and prunes the old one; a Job's pod template is immutable, so editing it in place
+would fail anyway).
+"""
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, Final
+
+from runner.config import (
+    CONFIG_DIR,
+    CONFIG_FILE,
+    MODELS_DIR,
+    InputConfig,
+    ModelConfig,
+    PhaseConfig,
+    RunConfig,
+    VariantConfig,
+)
+from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
+from synth.fleet import Cluster, Fleet
+from synth.load import LoadedWorkflow
+from synth.names import job_name, model_configmap_name
+from synth.spec import ModelSpec, Phase, Scheduling, Target
+from synth.sweep import Variant
+
+TOOL_VERSION: Final = version("benchfleet")
+RUNNER_UID: Final = 10001
+RUNNER_SERVICE_ACCOUNT: Final = "benchfleet-runner"
+COLLECTOR_SERVICE_ACCOUNT: Final = "benchfleet-collector"
+APP: Final = "benchfleet"
+TMP_SIZE: Final = "1Gi"
+
+
+def namespace_of(environment: str) -> str:
+    """The namespace of an environment."""
+    return f"benchfleet-{environment}"
+
+
+def priority_class_name(name: str) -> str:
+    """The PriorityClass object of a fleet priority class (cluster-scoped, so prefixed)."""
+    return f"benchfleet-{name}"
+
+
+def digest(content: object) -> str:
+    """sha256 of the canonical JSON of `content`."""
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@cache
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ModelConfigMap:
+    """A committed model file, carried to the pods in its own immutable ConfigMap."""
+
+    name: str
+    model: str
+    path: Path
+    sha256: str
+
+    def body(self, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
+        return {
+            "metadata": {"name": self.name, "namespace": namespace, "labels": dict(labels)},
+            "immutable": True,
+            "binaryData": {f"{self.model}.pt2": base64.b64encode(self.path.read_bytes()).decode()},
+        }
+
+
+@dataclass(frozen=True)
+class BenchmarkRun:
+    """One workflow on one target in one cluster: an Indexed Job and its config ConfigMap."""
+
+    name: str
+    namespace: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    config: RunConfig
+    job_spec: Mapping[str, Any]
+    models: tuple[ModelConfigMap, ...]
+
+    def config_body(self) -> dict[str, Any]:
+        text = self.config.model_dump_json(indent=2) + "\n"
+        return {
+            "metadata": self._metadata(),
+            "immutable": True,
+            "data": {CONFIG_FILE: text},
+        }
+
+    def job_body(self) -> dict[str, Any]:
+        return {"metadata": self._metadata(), "spec": dict(self.job_spec)}
+
+    def _metadata(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "labels": dict(self.labels),
+            "annotations": dict(self.annotations),
+        }
+
+
+def _phase(phase: Phase) -> PhaseConfig:
+    return PhaseConfig(
+        min_iterations=phase.min_iterations,
+        min_time_s=phase.min_time,
+        max_iterations=phase.max_iterations,
+        max_time_s=phase.max_time,
+    )
+
+
+def _model_config(model: ModelSpec, root: Path) -> ModelConfig:
+    if model.file is not None:
+        sha = file_sha256(root / model.file)
+        return ModelConfig(source="file", location=f"{MODELS_DIR}/{model.name}.pt2", sha256=sha)
+    location = model.image_path if model.image_path is not None else model.url
+    assert location is not None and model.sha256 is not None  # the spec guarantees both
+    return ModelConfig(source=model.source, location=location, sha256=model.sha256)
+
+
+def run_config(
+    loaded: LoadedWorkflow, target: Target, variants: list[Variant], root: Path
+) -> RunConfig:
+    """config.json of one target's Job."""
+    workflow = loaded.workflow
+    used = {variant.model for variant in variants}
+    return RunConfig(
+        workflow=workflow.id,
+        target=target.key,
+        device_type=target.gpu_type,
+        gpus=target.gpus,
+        warmup=_phase(workflow.benchmark.warmup_phase),
+        measure=_phase(workflow.benchmark.measure_phase),
+        models={m.name: _model_config(m, root) for m in workflow.models if m.name in used},
+        variants=tuple(
+            VariantConfig(
+                index=index,
+                id=variant.variant_id(workflow.id),
+                model=variant.model,
+                precision=str(variant.precision),
+                quantization=str(variant.quantization),
+                batch_size=variant.batch_size,
+                inputs=tuple(InputConfig(shape=i.shape, dtype=i.dtype) for i in variant.inputs),
+            )
+            for index, variant in enumerate(variants)
+        ),
+    )
+
+
+def workflow_labels(workflow_id: str) -> dict[str, str]:
+    """Labels every object of a workflow carries; the collector selects by them."""
+    return {
+        "app": APP,
+        "workflow": workflow_id,
+        "backend": "kubernetes",
+        "app.kubernetes.io/name": "benchfleet-runner",
+        "app.kubernetes.io/instance": workflow_id,
+        "app.kubernetes.io/part-of": APP,
+        "app.kubernetes.io/managed-by": APP,
+    }
+
+
+_FAILURE_RULES: Final = [
+    # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
+    # fault: retry the index without spending its retries.
+    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+]
+
+
+@dataclass(frozen=True)
+class _JobTemplate:
+    """Everything a target's Job spec is made of, apart from the Job's own name."""
+
+    config: RunConfig
+    target: Target
+    models: tuple[ModelConfigMap, ...]
+    image: str
+    cluster: Cluster
+    priority: str
+    scheduling: Scheduling
+    parallelism: int
+    labels: Mapping[str, str]
+
+    def job_spec(self, run_name: str) -> dict[str, Any]:
+        completions = len(self.config.variants)
+        return {
+            "completionMode": "Indexed",
+            "completions": completions,
+            "parallelism": min(self.parallelism, completions),
+            "backoffLimitPerIndex": self.scheduling.retries,
+            "activeDeadlineSeconds": int(self.scheduling.deadline),
+            "podFailurePolicy": {"rules": _FAILURE_RULES},
+            "template": {
+                "metadata": {"labels": {**self.labels, "job": run_name}},
+                "spec": _pod_spec(run_name, self),
+            },
+        }
+
+
+def _pod_spec(run_name: str, template: _JobTemplate) -> dict[str, Any]:
+    config, target, models = template.config, template.target, template.models
+    image, cluster, priority = template.image, template.cluster, template.priority
+    device = DEVICE_TYPES[target.gpu_type]
+    requests = dict(target.resources.requests)
+    limits = dict(target.resources.limits)
+    if target.gpus:
+        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = str(target.gpus)
+    node_selector = dict(cluster.node_selector(target.gpu_type)) if device.is_gpu else {}
+    if not device.is_gpu and target.gpu_type in cluster.node_labels:
+        node_selector = dict(cluster.node_labels[target.gpu_type])
+    tolerations: list[dict[str, Any]] = []
+    if device.is_gpu:
+        # GPU node pools are commonly tainted so that only GPU workloads land there.
+        tolerations.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
+    if target.spot and cluster.spot is not None:
+        node_selector.update(cluster.spot.node_selector)
+        tolerations += [t.model_dump(exclude_none=True) for t in cluster.spot.tolerations]
+    volumes: list[dict[str, Any]] = [
+        {"name": "config", "configMap": {"name": run_name}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
+    ]
+    mounts: list[dict[str, Any]] = [
+        {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
+    if models:
+        volumes.append(
+            {
+                "name": "models",
+                "projected": {
+                    "sources": [
+                        {
+                            "configMap": {
+                                "name": m.name,
+                                "items": [{"key": f"{m.model}.pt2", "path": f"{m.model}.pt2"}],
+                            }
+                        }
+                        for m in models
+                    ]
+                },
+            }
+        )
+        mounts.append({"name": "models", "mountPath": MODELS_DIR, "readOnly": True})
+    env = [
+        {"name": "WORKFLOW_ID", "value": config.workflow},
+        {"name": "MODEL_PATH", "value": MODELS_DIR},
+        {"name": "CONFIG_PATH", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
+        {
+            "name": "VARIANT_INDEX",
+            "valueFrom": {
+                "fieldRef": {
+                    "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                }
+            },
+        },
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "RUNNER_IMAGE", "value": image},
+    ]
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "serviceAccountName": RUNNER_SERVICE_ACCOUNT,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "priorityClassName": priority_class_name(priority),
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUNNER_UID,
+            "runAsGroup": RUNNER_UID,
+            "fsGroup": RUNNER_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [
+            {
+                "name": "runner",
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "env": env,
+                "resources": {"requests": requests, "limits": limits},
+                "volumeMounts": mounts,
+                # The runner writes its result there; if it dies before writing (OOM kill,
+                # segfault), the log tail is kept instead, for the collector to explain.
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "FallbackToLogsOnError",
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "runAsNonRoot": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+            }
+        ],
+        "volumes": volumes,
+    }
+    if node_selector:
+        spec["nodeSelector"] = dict(sorted(node_selector.items()))
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return spec
+
+
+def plan_runs(
+    loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, root: Path
+) -> list[BenchmarkRun]:
+    """The Jobs (one per target) that `loaded` needs in `cluster`."""
+    workflow = loaded.workflow
+    namespace = namespace_of(workflow.environment)
+    image = workflow.image or fleet.image
+    priority = workflow.scheduling.priority or fleet.default_priority
+    share = workflow.scheduling.max_parallel // len(workflow.targets)
+    spec_hash = file_sha256(root / loaded.file)
+    model_maps = {
+        m.name: ModelConfigMap(
+            name=model_configmap_name(workflow.id, m.name, file_sha256(root / m.file)),
+            model=m.name,
+            path=root / m.file,
+            sha256=file_sha256(root / m.file),
+        )
+        for m in workflow.models
+        if m.file is not None
+    }
+    runs = []
+    for target in workflow.targets:
+        variants = [v for v in loaded.variants if v.target == target.key]
+        config = run_config(loaded, target, variants, root)
+        models = tuple(model_maps[name] for name in config.models if name in model_maps)
+        template_labels = {**workflow_labels(workflow.id), "benchfleet.io/target": target.key}
+        template = _JobTemplate(
+            config=config,
+            target=target,
+            models=models,
+            image=image,
+            cluster=cluster,
+            priority=priority,
+            scheduling=workflow.scheduling,
+            parallelism=share,
+            labels=template_labels,
+        )
+        # The name is hashed from the content with an empty name in it, then filled in.
+        content = {
+            "config": config.model_dump(mode="json"),
+            "job": template.job_spec(""),
+            "ns": namespace,
+        }
+        name = job_name(workflow.id, target.key, digest(content))
+        labels = {**template_labels, "job": name, "app.kubernetes.io/version": TOOL_VERSION}
+        if workflow.scheduling.queue is not None:
+            labels["kueue.x-k8s.io/queue-name"] = workflow.scheduling.queue
+        runs.append(
+            BenchmarkRun(
+                name=name,
+                namespace=namespace,
+                labels=labels,
+                annotations={
+                    "benchfleet.io/spec-file": loaded.file,
+                    "benchfleet.io/spec-sha256": spec_hash,
+                    "benchfleet.io/tool-version": TOOL_VERSION,
+                    "benchfleet.io/variants": str(len(variants)),
+                },
+                config=config,
+                job_spec=template.job_spec(name),
+                models=models,
+            )
+        )
+    return runs

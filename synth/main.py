@@ -1,0 +1,27 @@
+"""`make synth`: load the specs, render every chart, swap dist/ and clusters/ in."""
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from synth.load import load_specs, unpinned_images
+from synth.problems import Problem
+from synth.render import render
+from synth.write import write_trees
+
+
+@dataclass(frozen=True)
+class SynthResult:
+    """What a synth run changed, and what it warns about."""
+
+    changed: list[PurePosixPath]
+    warnings: list[Problem]
+
+
+def synth(root: Path) -> SynthResult:
+    """Regenerate dist/ and clusters/ under `root`.
+
+    Raises SpecProblems, before writing anything, if any spec is invalid.
+    """
+    specs = load_specs(root)
+    changed = write_trees(root, render(specs, root))
+    return SynthResult(changed=changed, warnings=unpinned_images(specs))

@@ -1,0 +1,80 @@
+"""Job names carry a hash of what the Job runs: an edit re-runs exactly what it changes."""
+
+import os
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from synth.load import load_specs
+from synth.render import render
+from tests.conftest import REPO_ROOT
+from tests.synth.conftest import WriteSpec
+from tests.synth.manifests import objects
+
+GOLDEN = REPO_ROOT / "tests" / "golden" / "image-model"
+
+SPEC = """\
+id: names
+description: d
+owner: o
+clusters: [alpha]
+image: "registry.example.com/runner@sha256:\
+  2222222222222222222222222222222222222222222222222222222222222222"
+models:
+  - name: baked
+    image_path: /opt/models/baked.pt2
+    sha256: cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd
+benchmark:
+  inputs: [{shape: [64]}]
+targets:
+  - gpu_type: nvidia-a100
+  - gpu_type: nvidia-t4
+sweep:
+  matrix: {batch_size: [1, 8]}
+  include:
+    - {target: t4, batch_size: 32}
+"""
+
+
+def job_names(root: Path, spec: Path) -> dict[str, str]:
+    files = render(load_specs(root, [spec]), root)
+    return {
+        obj["metadata"]["labels"]["benchfleet.io/target"]: obj["metadata"]["name"]
+        for _, obj in objects(files)
+        if obj["kind"] == "Job"
+    }
+
+
+@pytest.mark.parametrize(
+    ("edit", "changed"),
+    [
+        (("{target: t4, batch_size: 32}", "{target: t4, batch_size: 64}"), {"t4"}),
+        (("matrix: {batch_size: [1, 8]}", "matrix: {batch_size: [1, 16]}"), {"a100", "t4"}),
+        (("gpu_type: nvidia-t4", "gpu_type: nvidia-t4\n    resources: large"), {"t4"}),
+        (("sha256: cdcd", "sha256: efef"), {"a100", "t4"}),
+        (("description: d", "description: a better description"), set()),
+        (("owner: o", "owner: someone-else"), set()),
+    ],
+)
+def test_an_edit_renames_exactly_the_jobs_it_changes(
+    spec_repo: Path, write_spec: WriteSpec, edit: tuple[str, str], changed: set[str]
+) -> None:
+    before = job_names(spec_repo, write_spec("names.yaml", SPEC))
+    after = job_names(spec_repo, write_spec("names.yaml", SPEC.replace(*edit)))
+    assert {target for target in before if before[target] != after[target]} == changed
+
+
+def test_small_spec_renders_exactly_the_golden_files(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """To accept a deliberate change, run with BENCHFLEET_UPDATE_GOLDEN=1 and review the diff."""
+    files = render(load_specs(spec_repo, [write_spec("names.yaml", SPEC)]), spec_repo)
+    wanted = {
+        PurePosixPath("dist/alpha/workloads/names.yaml"): "workloads.yaml",
+        PurePosixPath("clusters/alpha/benchfleet.yaml"): "flux.yaml",
+        PurePosixPath("dist/alpha/infrastructure/rbac.yaml"): "rbac.yaml",
+    }
+    for path, golden in wanted.items():
+        if os.environ.get("BENCHFLEET_UPDATE_GOLDEN"):
+            (GOLDEN / golden).write_text(files[path], encoding="utf-8")
+        assert files[path] == (GOLDEN / golden).read_text(encoding="utf-8"), golden

@@ -1,0 +1,174 @@
+"""Synthesis of the examples: committed output is current, deterministic, and valid against
+Kubernetes' own schemas (strict, at 1.33), the Flux CRDs, kustomize and our own rules."""
+
+import shutil
+import subprocess
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import jsonschema
+import kubernetes_validate  # type: ignore[import-untyped]
+import pytest
+
+from synth.load import load_specs, workflow_files
+from synth.main import synth
+from synth.problems import SpecProblems
+from synth.render import render
+from synth.write import tree
+from tests.conftest import REPO_ROOT
+from tests.synth.manifests import (
+    KUBERNETES_VERSION,
+    crd_schema,
+    is_custom_resource,
+    objects,
+    rule_violations,
+)
+
+Files = dict[PurePosixPath, str]
+
+
+@pytest.fixture(scope="module")
+def rendered() -> Files:
+    return render(load_specs(REPO_ROOT), REPO_ROOT)
+
+
+def all_objects(rendered: Files) -> list[tuple[PurePosixPath, dict[str, Any]]]:
+    return list(objects(rendered))
+
+
+def object_id(item: tuple[PurePosixPath, dict[str, Any]]) -> str:
+    path, obj = item
+    return f"{path}:{obj['kind']}/{obj['metadata']['name']}"
+
+
+def test_committed_dist_and_clusters_are_current(rendered: Files) -> None:
+    committed = {**tree(REPO_ROOT, "dist"), **tree(REPO_ROOT, "clusters")}
+    stale = sorted(
+        str(p) for p in rendered.keys() | committed.keys() if rendered.get(p) != committed.get(p)
+    )
+    assert stale == [], "dist/ or clusters/ is stale: run `make synth` and commit the result"
+
+
+def test_render_is_deterministic_in_any_file_order(rendered: Files) -> None:
+    files = list(reversed(workflow_files(REPO_ROOT)))
+    assert render(load_specs(REPO_ROOT, files), REPO_ROOT) == rendered
+
+
+def test_every_kubernetes_object_is_valid_at_1_33_strict(rendered: Files) -> None:
+    failures = []
+    for item in all_objects(rendered):
+        if is_custom_resource(item[1]):
+            continue
+        try:
+            kubernetes_validate.validate(item[1], KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            failures.append(f"{object_id(item)}: {error.message}")
+    assert failures == []
+
+
+def test_every_flux_object_matches_its_crd(rendered: Files) -> None:
+    custom = [item for item in all_objects(rendered) if is_custom_resource(item[1])]
+    assert {obj["kind"] for _, obj in custom} == {"GitRepository", "Kustomization"}
+    for _, obj in custom:
+        jsonschema.validate(obj, crd_schema(obj["apiVersion"], obj["kind"]))
+
+
+def test_every_object_follows_our_rules(rendered: Files) -> None:
+    violations = {
+        object_id(item): found
+        for item in all_objects(rendered)
+        if (found := rule_violations(item[1]))
+    }
+    assert violations == {}
+
+
+def test_rules_catch_a_job_that_breaks_them(rendered: Files) -> None:
+    """The rule checks above can fail: a Job with a TTL and root user is reported."""
+    _, job = next(item for item in all_objects(rendered) if item[1]["kind"] == "Job")
+    job["spec"]["ttlSecondsAfterFinished"] = 3600
+    job["spec"]["template"]["spec"]["securityContext"]["runAsUser"] = 0
+    assert len(rule_violations(job)) == 2
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_kustomize_renders_every_folder(tmp_path: Path, rendered: Files) -> None:
+    for path, text in rendered.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text, encoding="utf-8")
+    folders = sorted({path.parent for path in rendered if path.name == "kustomization.yaml"})
+    assert len(folders) == 6
+    for folder in folders:
+        subprocess.run(
+            ["kubectl", "kustomize", str(tmp_path / folder)], check=True, capture_output=True
+        )
+
+
+def test_flux_applies_infrastructure_before_workloads(rendered: Files) -> None:
+    flux = [obj for path, obj in all_objects(rendered) if path.parts[0] == "clusters"]
+    workloads = [o for o in flux if o["metadata"]["name"] == "benchfleet-workloads"]
+    assert workloads
+    for kustomization in workloads:
+        assert kustomization["spec"]["dependsOn"] == [{"name": "benchfleet-infrastructure"}]
+        assert kustomization["spec"]["prune"] is True
+        assert kustomization["spec"]["wait"] is False
+
+
+def test_sweep_is_one_indexed_job_capped_at_max_parallel(rendered: Files) -> None:
+    jobs = [
+        obj
+        for path, obj in all_objects(rendered)
+        if obj["kind"] == "Job" and obj["metadata"]["labels"]["workflow"] == "quantization-sweep"
+    ]
+    assert len(jobs) == 1
+    assert jobs[0]["spec"]["completions"] == 100
+    assert jobs[0]["spec"]["parallelism"] == 10
+    assert jobs[0]["spec"]["completionMode"] == "Indexed"
+
+
+def test_spot_targets_tolerate_spot_taints_and_ignore_preemption(rendered: Files) -> None:
+    jobs = [
+        obj
+        for _, obj in all_objects(rendered)
+        if obj["kind"] == "Job" and obj["metadata"]["labels"]["workflow"] == "nightly-spot"
+    ]
+    assert len(jobs) == 2
+    for job in jobs:
+        pod = job["spec"]["template"]["spec"]
+        assert pod["nodeSelector"]["node-type"] == "spot"
+        assert {"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in (
+            pod["tolerations"]
+        )
+        assert job["spec"]["podFailurePolicy"]["rules"][0]["action"] == "Ignore"
+        assert pod["priorityClassName"] == "benchfleet-nightly"
+        assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "nightly"
+
+
+class TestSynthOnDisk:
+    @pytest.fixture
+    def repo(self, tmp_path: Path) -> Path:
+        shutil.copytree(REPO_ROOT / "specs", tmp_path / "specs")
+        (tmp_path / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+        for path in (tmp_path / "specs" / "workflows").glob("*.yaml"):
+            if path.stem not in ("cpu-smoke", "gpu-comparison"):
+                path.unlink()
+        synth(tmp_path)
+        return tmp_path
+
+    def test_second_synth_changes_nothing(self, repo: Path) -> None:
+        assert synth(repo).changed == []
+
+    def test_invalid_spec_leaves_dist_exactly_as_it_was(self, repo: Path) -> None:
+        before = tree(repo, "dist")
+        spec = repo / "specs" / "workflows" / "cpu-smoke.yaml"
+        spec.write_text(spec.read_text(encoding="utf-8").replace("gpu_type: cpu", "gpu_type: cpx"))
+        with pytest.raises(SpecProblems):
+            synth(repo)
+        assert tree(repo, "dist") == before
+
+    def test_removed_workflow_disappears_from_dist(self, repo: Path) -> None:
+        (repo / "specs" / "workflows" / "gpu-comparison.yaml").unlink()
+        changed = synth(repo).changed
+        assert PurePosixPath("dist/us-east/workloads/gpu-comparison.yaml") in changed
+        assert not (repo / "dist" / "us-east" / "workloads" / "gpu-comparison.yaml").exists()
+        assert (repo / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml").exists()
+        assert not list(repo.glob(".dist-*"))
