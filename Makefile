@@ -9,9 +9,14 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 install: $(VENV)/.installed
 
+CHECKOV := $(VENV)/tools/checkov/bin/checkov
+
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[runner,dev]'
+	# checkov pins dozens of libraries of its own: it gets a venv apart from ours.
+	$(PYTHON) -m venv $(VENV)/tools/checkov
+	$(VENV)/tools/checkov/bin/pip install --quiet --disable-pip-version-check checkov==3.3.30
 	touch $@
 
 test: install

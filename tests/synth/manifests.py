@@ -10,9 +10,9 @@ from typing import Any
 import yaml
 
 from synth.quantity import parse_quantity
-from tests.conftest import REPO_ROOT
+from tests.conftest import TEST_DATA
 
-CRDS = REPO_ROOT.parent / "shared" / "crds"
+CRDS = TEST_DATA / "crds"
 KUBERNETES_VERSION = "1.33.0"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -30,9 +30,8 @@ def objects(files: Mapping[PurePosixPath, str]) -> Iterator[tuple[PurePosixPath,
 
 @cache
 def crd_schema(api_version: str, kind: str) -> dict[str, Any]:
-    """The openAPIV3Schema of `kind` at `api_version`, from the CRDs in shared/crds."""
+    """The openAPIV3Schema of `kind` at `api_version`, from the vendored CRDs."""
     group, version = api_version.split("/")
-    assert CRDS.is_dir(), f"{CRDS} is missing: the CRD schemas come from the shared folder"
     for path in sorted(CRDS.rglob("*.yaml")):
         crd = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
         if crd["spec"]["group"] == group and crd["spec"]["names"]["kind"] == kind:

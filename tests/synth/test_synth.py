@@ -1,6 +1,7 @@
 """Synthesis of the examples: committed output is current, deterministic, and valid against
 Kubernetes' own schemas (strict, at 1.33), the Flux CRDs, kustomize and our own rules."""
 
+import json
 import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
@@ -172,3 +173,44 @@ class TestSynthOnDisk:
         assert not (repo / "dist" / "us-east" / "workloads" / "gpu-comparison.yaml").exists()
         assert (repo / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml").exists()
         assert not list(repo.glob(".dist-*"))
+
+
+CHECKOV = REPO_ROOT / ".venv" / "tools" / "checkov" / "bin" / "checkov"
+CHECKOV_SKIPS = [
+    # CKV_K8S_15 wants imagePullPolicy Always. Images are pinned by digest, which cannot
+    # change under a name, so Always would only add a registry round trip to each of a
+    # sweep's hundred pods, and fail them when the registry blinks.
+    "CKV_K8S_15",
+]
+
+
+def test_checkov_finds_nothing(tmp_path: Path, rendered: Files) -> None:
+    assert CHECKOV.exists(), "checkov is missing: run `make install`"
+    for path, text in rendered.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text, encoding="utf-8")
+    completed = subprocess.run(
+        [
+            str(CHECKOV),
+            "--framework",
+            "kubernetes",
+            "--directory",
+            str(tmp_path),
+            "--quiet",
+            "--compact",
+            "--output",
+            "json",
+            "--skip-check",
+            ",".join(CHECKOV_SKIPS),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    report, _ = json.JSONDecoder().raw_decode(completed.stdout)
+    failed = [
+        f"{check['check_id']} {check['resource']} ({check['file_path']})"
+        for check in report["results"]["failed_checks"]
+    ]
+    assert failed == []
+    assert report["summary"]["passed"] > 500
