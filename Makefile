@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BENCHFLEET := $(PY) -m synth
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install test synth validate schema lint format bench demo models
+.PHONY: install test synth plan validate schema lint format bench demo models
 
 install: $(VENV)/.installed
 
@@ -28,6 +28,9 @@ validate: install
 synth: install
 	$(BENCHFLEET) synth
 
+plan: install
+	$(BENCHFLEET) plan
+
 schema: install
 	$(BENCHFLEET) schema
 
@@ -42,6 +45,7 @@ format: install
 
 bench: install
 	$(PY) -m bench.spec_loading
+	$(PY) -m bench.synth_speed
 
 demo: install
 	$(BENCHFLEET) variants cpu-smoke

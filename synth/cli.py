@@ -8,8 +8,11 @@ import click
 from synth.hints import did_you_mean
 from synth.load import load_specs
 from synth.main import synth as synthesise
+from synth.plan import format_plan, plan
 from synth.problems import SpecProblems
+from synth.render import render
 from synth.schema import stale_files, write_generated
+from synth.write import tree
 
 
 @dataclass(frozen=True)
@@ -133,3 +136,17 @@ def synth(repo: Repo) -> None:
     for path in result.changed:
         click.echo(f"changed {path}")
     click.echo(f"{len(result.changed)} files changed")
+
+
+@cli.command("plan")
+@pass_repo
+def plan_command(repo: Repo) -> None:
+    """Show what merging the specs would do: per cluster, the Jobs Flux would create, replace
+    (a changed Job gets a new name and runs again) and prune. Writes nothing."""
+    try:
+        specs = load_specs(repo.root)
+    except SpecProblems as problems:
+        raise click.ClickException(str(problems)) from None
+    committed = {**tree(repo.root, "dist"), **tree(repo.root, "clusters")}
+    for line in format_plan(plan(committed, render(specs, repo.root))):
+        click.echo(line)

@@ -73,11 +73,15 @@ class ModelConfigMap:
     sha256: str
 
     def body(self, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
+        """The ConfigMap without its payload (see `binary_data`)."""
         return {
             "metadata": {"name": self.name, "namespace": namespace, "labels": dict(labels)},
             "immutable": True,
-            "binaryData": {f"{self.model}.pt2": base64.b64encode(self.path.read_bytes()).decode()},
         }
+
+    def binary_data(self) -> dict[str, str]:
+        """The model file, base64-encoded as `binaryData` holds it."""
+        return {f"{self.model}.pt2": base64.b64encode(self.path.read_bytes()).decode()}
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,12 @@ def render(specs: Specs, root: Path) -> dict[PurePosixPath, str]:
         charts[PurePosixPath("clusters", cluster.name, "benchfleet.yaml")] = FluxChart(
             app, f"{cluster.name}-flux", fleet=fleet, dist_path=str(dist)
         )
-    files = {path: dump_documents(list(chart.to_json())) for path, chart in charts.items()}
+    files = {
+        path: dump_documents(
+            chart.manifests() if isinstance(chart, BenchmarksChart) else list(chart.to_json())
+        )
+        for path, chart in charts.items()
+    }
     return {**files, **_kustomizations(files)}
 
 

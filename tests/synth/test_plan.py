@@ -1,0 +1,57 @@
+"""`benchfleet plan` tells a reviewer which Jobs a change creates, replaces and prunes."""
+
+from pathlib import Path, PurePosixPath
+
+from click.testing import CliRunner
+
+from synth.cli import cli
+from synth.load import load_specs
+from synth.main import synth
+from synth.plan import plan
+from synth.render import render
+from synth.write import tree
+from tests.conftest import TEST_DATA
+from tests.synth.conftest import WriteSpec
+
+MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8")
+
+
+def proposed(root: Path) -> dict[PurePosixPath, str]:
+    return render(load_specs(root), root)
+
+
+def test_unchanged_specs_plan_nothing(spec_repo: Path, write_spec: WriteSpec) -> None:
+    write_spec("a.yaml", MINIMAL)
+    synth(spec_repo)
+    plans = plan({**tree(spec_repo, "dist"), **tree(spec_repo, "clusters")}, proposed(spec_repo))
+    assert [(p.cluster, p.changes, p.unchanged, p.other_files) for p in plans] == [
+        ("alpha", [], 1, []),
+        ("beta", [], 0, []),
+    ]
+
+
+def test_edit_add_and_remove_show_as_replace_create_prune(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    write_spec("a.yaml", MINIMAL)
+    write_spec("b.yaml", MINIMAL.replace("id: valid-minimal", "id: gone"))
+    synth(spec_repo)
+    committed = {**tree(spec_repo, "dist"), **tree(spec_repo, "clusters")}
+    write_spec("a.yaml", MINIMAL.replace("gpu_type: cpu", "gpu_type: cpu\n    resources: large"))
+    (spec_repo / "specs" / "workflows" / "b.yaml").unlink()
+    write_spec("c.yaml", MINIMAL.replace("id: valid-minimal", "id: fresh"))
+    alpha = plan(committed, proposed(spec_repo))[0]
+    assert [(c.action, c.key) for c in alpha.changes] == [
+        ("create", "fresh/cpu"),
+        ("prune", "gone/cpu"),
+        ("replace", "valid-minimal/cpu"),
+    ]
+    assert alpha.unchanged == 0
+
+
+def test_plan_command_prints_and_writes_nothing(spec_repo: Path, write_spec: WriteSpec) -> None:
+    write_spec("a.yaml", MINIMAL)
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
+    assert result.exit_code == 0, result.output
+    assert "+ create   valid-minimal/cpu" in result.stdout
+    assert not (spec_repo / "dist").exists()
