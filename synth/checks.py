@@ -124,12 +124,12 @@ def _clusters_can_run_targets(workflow: Workflow, fleet: Fleet) -> Iterator[Find
                     "describe them under spot: in specs/clusters.yaml, or set spot: false",
                 )
     if workflow.scheduling.queue is not None:
-        no_kueue = [c.name for c in clusters if not c.kueue]
+        no_kueue = [c.name for c in clusters if c.kueue is None]
         if no_kueue:
             yield Finding(
                 ("scheduling", "queue"),
                 f"cluster(s) {', '.join(no_kueue)} do not run Kueue",
-                "set kueue: true for them in specs/clusters.yaml, or remove queue",
+                "set kueue: {cluster_queue: NAME} for them in specs/clusters.yaml, or remove queue",
             )
 
 

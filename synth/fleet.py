@@ -11,7 +11,6 @@ from typing import Annotated, Literal
 from pydantic import (
     AfterValidator,
     Field,
-    StrictBool,
     StrictInt,
     ValidationInfo,
     field_validator,
@@ -85,6 +84,14 @@ class SpotNodes(SpecModel):
     """Tolerations for the taints spot nodes carry."""
 
 
+class Kueue(SpecModel):
+    """Kueue on a cluster: where the LocalQueues synth creates send their workloads."""
+
+    cluster_queue: ObjectName
+    """The ClusterQueue (set up with the cluster's quotas, outside this repository) that every
+    LocalQueue of benchfleet's namespaces points to."""
+
+
 class Cluster(SpecModel):
     """One Kubernetes cluster, in one region, that Flux applies this repository to."""
 
@@ -102,8 +109,8 @@ class Cluster(SpecModel):
     `gpu-type: <device type>` (e.g. GPU feature discovery's `nvidia.com/gpu.product`)."""
     spot: SpotNodes | None = None
     """How spot nodes are selected; targets with `spot: true` need it."""
-    kueue: StrictBool = False
-    """Whether Kueue is installed, so workflows may name a `queue`."""
+    kueue: Kueue | None = None
+    """Set where Kueue is installed, so workflows may name a `queue`."""
 
     @field_validator("node_labels")
     @classmethod

@@ -16,6 +16,7 @@ from synth.charts.flux import FluxChart
 from synth.charts.namespaces import NamespacesChart
 from synth.charts.network import NetworkPoliciesChart
 from synth.charts.priorities import PriorityClassesChart
+from synth.charts.queues import QueuesChart
 from synth.charts.rbac import RbacChart
 from synth.checks import target_clusters
 from synth.jobs import namespace_of, plan_runs
@@ -61,6 +62,7 @@ def render(specs: Specs, root: Path) -> dict[PurePosixPath, str]:
         dist = PurePosixPath("dist", cluster.name)
         namespaces = [namespace_of(env) for env in fleet.environments]
         downloading: dict[str, list[str]] = {}
+        queues: set[tuple[str, str]] = set()
         workloads: dict[str, BenchmarksChart] = {}
         for loaded in specs.workflows:
             workflow = loaded.workflow
@@ -68,6 +70,8 @@ def render(specs: Specs, root: Path) -> dict[PurePosixPath, str]:
                 continue
             if any(model.url is not None for model in workflow.models):
                 downloading.setdefault(namespace_of(workflow.environment), []).append(workflow.id)
+            if workflow.scheduling.queue is not None:
+                queues.add((namespace_of(workflow.environment), workflow.scheduling.queue))
             runs = plan_runs(loaded, fleet, cluster, root)
             workloads[workflow.id] = BenchmarksChart(
                 app, f"{cluster.name}-{workflow.id}", runs=runs
@@ -89,6 +93,13 @@ def render(specs: Specs, root: Path) -> dict[PurePosixPath, str]:
             namespaces=namespaces,
             downloading=downloading,
         )
+        if queues and cluster.kueue is not None:
+            charts[infrastructure / "queues.yaml"] = QueuesChart(
+                app,
+                f"{cluster.name}-queues",
+                cluster_queue=cluster.kueue.cluster_queue,
+                queues=queues,
+            )
         for workflow_id, chart in sorted(workloads.items()):
             charts[dist / "workloads" / f"{workflow_id}.yaml"] = chart
         charts[PurePosixPath("clusters", cluster.name, "benchfleet.yaml")] = FluxChart(

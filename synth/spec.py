@@ -543,7 +543,7 @@ class Scheduling(SpecModel):
     deadline: Duration = 6 * 3600.0
     """Wall-clock limit for the whole workflow in a cluster; pods still running then fail."""
     queue: ObjectName | None = None
-    """A Kueue LocalQueue to submit to; the cluster must have `kueue: true`."""
+    """A Kueue LocalQueue to submit to (synth creates it); the cluster must have `kueue`."""
 
     @field_validator("priority")
     @classmethod

@@ -67,9 +67,9 @@ def test_every_kubernetes_object_is_valid_at_1_33_strict(rendered: Files) -> Non
     assert failures == []
 
 
-def test_every_flux_object_matches_its_crd(rendered: Files) -> None:
+def test_every_flux_and_kueue_object_matches_its_crd(rendered: Files) -> None:
     custom = [item for item in all_objects(rendered) if is_custom_resource(item[1])]
-    assert {obj["kind"] for _, obj in custom} == {"GitRepository", "Kustomization"}
+    assert {obj["kind"] for _, obj in custom} == {"GitRepository", "Kustomization", "LocalQueue"}
     for _, obj in custom:
         jsonschema.validate(obj, crd_schema(obj["apiVersion"], obj["kind"]))
 
@@ -214,3 +214,19 @@ def test_checkov_finds_nothing(tmp_path: Path, rendered: Files) -> None:
     ]
     assert failed == []
     assert report["summary"]["passed"] > 500
+
+
+def test_a_named_queue_gets_a_local_queue_in_the_workflows_namespace(rendered: Files) -> None:
+    queues = [
+        (str(path), obj["metadata"]["namespace"], obj["metadata"]["name"], obj["spec"])
+        for path, obj in all_objects(rendered)
+        if obj["kind"] == "LocalQueue"
+    ]
+    assert queues == [
+        (
+            "dist/us-east/infrastructure/queues.yaml",
+            "benchfleet-prod",
+            "nightly",
+            {"clusterQueue": "benchfleet"},
+        )
+    ]
