@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from synth.hints import did_you_mean
-from synth.load import load_specs
+from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
 from synth.plan import format_plan, plan
 from synth.problems import SpecProblems
@@ -23,6 +23,22 @@ class Repo:
 
 
 pass_repo = click.make_pass_decorator(Repo)
+
+
+def report_problems(problems: SpecProblems, consequence: str = "") -> click.ClickException:
+    """Print every problem to stderr; the exception to raise for exit status 1."""
+    for problem in problems.problems:
+        click.echo(str(problem), err=True)
+    count = len(problems.problems)
+    return click.ClickException(f"{count} problem{'s' * (count != 1)} in the specs{consequence}")
+
+
+def load_or_fail(repo: Repo, files: list[Path] | None = None) -> Specs:
+    """The validated specs, or exit 1 after printing every problem."""
+    try:
+        return load_specs(repo.root, files)
+    except SpecProblems as problems:
+        raise report_problems(problems) from None
 
 
 @click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})
@@ -42,18 +58,12 @@ def cli(context: click.Context, root: Path) -> None:
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @pass_repo
 def validate(repo: Repo, files: tuple[Path, ...]) -> None:
-    """Check spec files (default: all under specs/workflows/) and the fleet config.
+    """Check the specs; print every problem.
 
-    Prints every problem in every file as FILE:LINE:COLUMN: FIELD: MESSAGE and exits 1 if
+    Checks FILES (default: all under specs/workflows/) and the fleet config. Prints every problem in every file as FILE:LINE:COLUMN: FIELD: MESSAGE and exits 1 if
     there is any; writes nothing.
     """
-    try:
-        specs = load_specs(repo.root, list(files) or None)
-    except SpecProblems as problems:
-        for problem in problems.problems:
-            click.echo(str(problem), err=True)
-        count = len(problems.problems)
-        raise click.ClickException(f"{count} problem{'s' * (count != 1)} in the specs") from None
+    specs = load_or_fail(repo, list(files) or None)
     variants = sum(len(loaded.variants) for loaded in specs.workflows)
     click.echo(
         f"{len(specs.workflows)} workflows, {variants} variants, "
@@ -65,9 +75,9 @@ def validate(repo: Repo, files: tuple[Path, ...]) -> None:
 @click.option("--check", is_flag=True, help="Only report stale files; exit 1 if any.")
 @pass_repo
 def schema(repo: Repo, check: bool) -> None:
-    """Write specs/schema.json, specs/clusters.schema.json and docs/spec-reference.md.
+    """Regenerate the JSON Schemas and reference.
 
-    Editors that speak the YAML language server read the schemas through the
+    Writes specs/schema.json, specs/clusters.schema.json and docs/spec-reference.md. Editors that speak the YAML language server read the schemas through the
     `# yaml-language-server: $schema=...` line at the top of each spec file.
     """
     if check:
@@ -85,11 +95,12 @@ def schema(repo: Repo, check: bool) -> None:
 @click.argument("workflow_id")
 @pass_repo
 def variants(repo: Repo, workflow_id: str) -> None:
-    """List the variants WORKFLOW_ID expands to: what each pod of its Jobs measures."""
-    try:
-        specs = load_specs(repo.root)
-    except SpecProblems as problems:
-        raise click.ClickException(str(problems)) from None
+    """List what a workflow expands to.
+
+    One line per variant of WORKFLOW_ID: what each pod of its Jobs measures, with the
+    variant's content id.
+    """
+    specs = load_or_fail(repo)
     loaded = next((w for w in specs.workflows if w.workflow.id == workflow_id), None)
     if loaded is None:
         known = [w.workflow.id for w in specs.workflows]
@@ -117,20 +128,15 @@ def variants(repo: Repo, workflow_id: str) -> None:
 @cli.command()
 @pass_repo
 def synth(repo: Repo) -> None:
-    """Validate the specs and regenerate dist/ and clusters/ from them.
+    """Regenerate dist/ and clusters/ from specs.
 
-    Nothing is written unless every spec is valid; each folder is then replaced as a whole,
+    Validates first: nothing is written unless every spec is valid; each folder is then replaced as a whole,
     so files of removed workflows disappear and a failure never leaves half a tree.
     """
     try:
         result = synthesise(repo.root)
     except SpecProblems as problems:
-        for problem in problems.problems:
-            click.echo(str(problem), err=True)
-        count = len(problems.problems)
-        raise click.ClickException(
-            f"{count} problem{'s' * (count != 1)} in the specs; dist/ is unchanged"
-        ) from None
+        raise report_problems(problems, "; dist/ and clusters/ are unchanged") from None
     for warning in result.warnings:
         click.echo(str(warning), err=True)
     for path in result.changed:
@@ -141,12 +147,12 @@ def synth(repo: Repo) -> None:
 @cli.command("plan")
 @pass_repo
 def plan_command(repo: Repo) -> None:
-    """Show what merging the specs would do: per cluster, the Jobs Flux would create, replace
-    (a changed Job gets a new name and runs again) and prune. Writes nothing."""
-    try:
-        specs = load_specs(repo.root)
-    except SpecProblems as problems:
-        raise click.ClickException(str(problems)) from None
+    """Preview Job changes per cluster (no writes).
+
+    Compares what synth would write with the committed dist/ and lists, per cluster, the Jobs
+    Flux would create, replace (a changed Job gets a new name and runs again) and prune.
+    """
+    specs = load_or_fail(repo)
     committed = {**tree(repo.root, "dist"), **tree(repo.root, "clusters")}
     for line in format_plan(plan(committed, render(specs, repo.root))):
         click.echo(line)
