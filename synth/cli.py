@@ -60,8 +60,9 @@ def cli(context: click.Context, root: Path) -> None:
 def validate(repo: Repo, files: tuple[Path, ...]) -> None:
     """Check the specs; print every problem.
 
-    Checks FILES (default: all under specs/workflows/) and the fleet config. Prints every problem in every file as FILE:LINE:COLUMN: FIELD: MESSAGE and exits 1 if
-    there is any; writes nothing.
+    Checks FILES (default: all under specs/workflows/) and the fleet config. Prints every
+    problem in every file as FILE:LINE:COLUMN: FIELD: MESSAGE and exits 1 if there is any;
+    writes nothing.
     """
     specs = load_or_fail(repo, list(files) or None)
     variants = sum(len(loaded.variants) for loaded in specs.workflows)
@@ -77,7 +78,8 @@ def validate(repo: Repo, files: tuple[Path, ...]) -> None:
 def schema(repo: Repo, check: bool) -> None:
     """Regenerate the JSON Schemas and reference.
 
-    Writes specs/schema.json, specs/clusters.schema.json and docs/spec-reference.md. Editors that speak the YAML language server read the schemas through the
+    Writes specs/schema.json, specs/clusters.schema.json and docs/spec-reference.md. Editors
+    that speak the YAML language server read the schemas through the
     `# yaml-language-server: $schema=...` line at the top of each spec file.
     """
     if check:
@@ -130,8 +132,9 @@ def variants(repo: Repo, workflow_id: str) -> None:
 def synth(repo: Repo) -> None:
     """Regenerate dist/ and clusters/ from specs.
 
-    Validates first: nothing is written unless every spec is valid; each folder is then replaced as a whole,
-    so files of removed workflows disappear and a failure never leaves half a tree.
+    Validates first: nothing is written unless every spec is valid; each folder is then
+    replaced as a whole, so files of removed workflows disappear and a failure never leaves
+    half a tree.
     """
     try:
         result = synthesise(repo.root)
