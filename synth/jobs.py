@@ -12,7 +12,6 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Final
@@ -58,8 +57,8 @@ def digest(content: object) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-@cache
 def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes (read anew each time: a model may change between renders)."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 

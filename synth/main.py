@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from synth.cache import CACHE_DIR, RenderCache
 from synth.load import load_specs, unpinned_images
 from synth.problems import Problem
 from synth.render import render
@@ -18,10 +19,10 @@ class SynthResult:
 
 
 def synth(root: Path) -> SynthResult:
-    """Regenerate dist/ and clusters/ under `root`.
+    """Regenerate dist/ and clusters/ under `root`, reusing unchanged workflows' files.
 
     Raises SpecProblems, before writing anything, if any spec is invalid.
     """
     specs = load_specs(root)
-    changed = write_trees(root, render(specs, root))
+    changed = write_trees(root, render(specs, root, RenderCache(root / CACHE_DIR)))
     return SynthResult(changed=changed, warnings=unpinned_images(specs))

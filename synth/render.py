@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from cdk8s import App, Chart
 
+from synth.cache import RenderCache, workflow_key
 from synth.charts.benchmarks import BenchmarksChart
 from synth.charts.flux import FluxChart
 from synth.charts.namespaces import NamespacesChart
@@ -53,10 +54,15 @@ def kustomization(resources: list[str]) -> str:
     return HEADER + yaml.dump(body, Dumper=yaml.CSafeDumper, sort_keys=False)
 
 
-def render(specs: Specs, root: Path) -> dict[PurePosixPath, str]:
-    """Every generated file, by path relative to the repository root."""
+def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[PurePosixPath, str]:
+    """Every generated file, by path relative to the repository root.
+
+    With a cache, workflow files rendered before from the same inputs are reused.
+    """
     app = App()
     charts: dict[PurePosixPath, Chart] = {}
+    reused: dict[PurePosixPath, str] = {}
+    keys: dict[PurePosixPath, str] = {}
     fleet = specs.fleet
     for cluster in fleet.clusters:
         dist = PurePosixPath("dist", cluster.name)
@@ -72,6 +78,13 @@ def render(specs: Specs, root: Path) -> dict[PurePosixPath, str]:
                 downloading.setdefault(namespace_of(workflow.environment), []).append(workflow.id)
             if workflow.scheduling.queue is not None:
                 queues.add((namespace_of(workflow.environment), workflow.scheduling.queue))
+            path = dist / "workloads" / f"{workflow.id}.yaml"
+            if cache is not None:
+                keys[path] = workflow_key(loaded, fleet, cluster, root)
+                text = cache.get(keys[path])
+                if text is not None:
+                    reused[path] = text
+                    continue
             runs = plan_runs(loaded, fleet, cluster, root)
             workloads[workflow.id] = BenchmarksChart(
                 app, f"{cluster.name}-{workflow.id}", runs=runs
@@ -111,6 +124,11 @@ def render(specs: Specs, root: Path) -> dict[PurePosixPath, str]:
         )
         for path, chart in charts.items()
     }
+    if cache is not None:
+        for path, text in files.items():
+            if path in keys:
+                cache.put(keys[path], text)
+    files.update(reused)
     return {**files, **_kustomizations(files)}
 
 
