@@ -14,8 +14,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Final
 
+from synth.digests import digest, file_sha256
 from synth.fleet import Cluster, Fleet
-from synth.jobs import digest, file_sha256
 from synth.load import LoadedWorkflow
 
 CACHE_DIR: Final = Path(".cache/synth")

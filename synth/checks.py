@@ -4,13 +4,13 @@ They run on a structurally valid Workflow and report each problem at the field a
 to change, so `targets[0].gpu_type` rather than the whole file.
 """
 
-import hashlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from synth.catalogue import DEVICE_TYPES
+from synth.digests import file_sha256
 from synth.fleet import Cluster, Fleet
 from synth.names import (
     DNS_LABEL_MAX,
@@ -94,7 +94,7 @@ def _pinned_files_match(workflow: Workflow, root: Path) -> Iterator[Finding]:
     for index, model in enumerate(workflow.models):
         if model.file is None or model.sha256 is None:
             continue
-        actual = hashlib.sha256((root / model.file).read_bytes()).hexdigest()
+        actual = file_sha256(root / model.file)
         if actual != model.sha256:
             yield Finding(
                 ("models", index, "sha256"),

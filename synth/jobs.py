@@ -8,8 +8,6 @@ would fail anyway).
 """
 
 import base64
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -27,6 +25,7 @@ from runner.config import (
     VariantConfig,
 )
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
+from synth.digests import digest, file_sha256
 from synth.fleet import Cluster, Fleet
 from synth.load import LoadedWorkflow
 from synth.names import job_name, model_configmap_name
@@ -51,17 +50,6 @@ def priority_class_name(name: str) -> str:
     return f"benchfleet-{name}"
 
 
-def digest(content: object) -> str:
-    """sha256 of the canonical JSON of `content`."""
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes (read anew each time: a model may change between renders)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 @dataclass(frozen=True)
 class ModelConfigMap:
     """A committed model file, carried to the pods in its own immutable ConfigMap."""
@@ -69,7 +57,6 @@ class ModelConfigMap:
     name: str
     model: str
     path: Path
-    sha256: str
 
     def body(self, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
         """The ConfigMap without its payload (see `binary_data`)."""
@@ -329,7 +316,6 @@ def plan_runs(
             name=model_configmap_name(workflow.id, m.name, file_sha256(root / m.file)),
             model=m.name,
             path=root / m.file,
-            sha256=file_sha256(root / m.file),
         )
         for m in workflow.models
         if m.file is not None
