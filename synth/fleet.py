@@ -127,8 +127,11 @@ class Cluster(SpecModel):
         return node_labels
 
     def node_selector(self, device_type: str) -> dict[str, str]:
-        """The nodeSelector that places a pod on a node with `device_type`."""
-        return self.node_labels.get(device_type, {DEFAULT_NODE_LABEL: device_type})
+        """The nodeSelector that places a pod on a node with `device_type`: the cluster's own
+        labels where it names them, else `gpu-type: <type>` for GPUs and none for CPUs."""
+        if device_type in self.node_labels:
+            return dict(self.node_labels[device_type])
+        return {DEFAULT_NODE_LABEL: device_type} if DEVICE_TYPES[device_type].is_gpu else {}
 
 
 class PriorityClass(SpecModel):

@@ -207,9 +207,7 @@ def _pod_spec(run_name: str, template: _JobTemplate) -> dict[str, Any]:
     limits = dict(target.resources.limits)
     if target.gpus:
         requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = str(target.gpus)
-    node_selector = dict(cluster.node_selector(target.gpu_type)) if device.is_gpu else {}
-    if not device.is_gpu and target.gpu_type in cluster.node_labels:
-        node_selector = dict(cluster.node_labels[target.gpu_type])
+    node_selector = cluster.node_selector(target.gpu_type)
     tolerations: list[dict[str, Any]] = []
     if device.is_gpu:
         # GPU node pools are commonly tainted so that only GPU workloads land there.

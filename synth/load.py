@@ -111,16 +111,18 @@ def unpinned_images(specs: Specs) -> list[Problem]:
             ("image",),
             f"image {image!r} is named by tag, not by digest",
             "pin it as name@sha256:<digest> so that every run measures the same runner"
-            + (
-                "; ':latest' changes under you"
-                if image.endswith(":latest") or ":" not in image.rsplit("/", 1)[-1]
-                else ""
-            ),
+            + ("; ':latest' changes under you" if _is_latest(image) else ""),
             severity="warning",
         )
         for source, file, image in places
         if image is not None and "@sha256:" not in image
     ]
+
+
+def _is_latest(image: str) -> bool:
+    """Whether `image` names ':latest', explicitly or by giving no tag at all."""
+    name = image.rsplit("/", 1)[-1]
+    return name.endswith(":latest") or ":" not in name
 
 
 def _display(root: Path, path: Path) -> str:

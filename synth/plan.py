@@ -54,10 +54,8 @@ def _jobs(files: Mapping[PurePosixPath, str], cluster: str) -> dict[tuple[str, s
             continue
         for obj in yaml.load_all(text, Loader=yaml.CSafeLoader):
             if obj.get("kind") == "Job":
-                jobs[
-                    (labels := obj["metadata"]["labels"])["workflow"],
-                    labels["benchfleet.io/target"],
-                ] = _ref(obj)
+                job = _ref(obj)
+                jobs[job.workflow, job.target] = job
     return jobs
 
 

@@ -69,15 +69,15 @@ def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[P
         namespaces = [namespace_of(env) for env in fleet.environments]
         downloading: dict[str, list[str]] = {}
         queues: set[tuple[str, str]] = set()
-        workloads: dict[str, BenchmarksChart] = {}
         for loaded in specs.workflows:
             workflow = loaded.workflow
             if cluster not in target_clusters(workflow, fleet):
                 continue
+            namespace = namespace_of(workflow.environment)
             if any(model.url is not None for model in workflow.models):
-                downloading.setdefault(namespace_of(workflow.environment), []).append(workflow.id)
+                downloading.setdefault(namespace, []).append(workflow.id)
             if workflow.scheduling.queue is not None:
-                queues.add((namespace_of(workflow.environment), workflow.scheduling.queue))
+                queues.add((namespace, workflow.scheduling.queue))
             path = dist / "workloads" / f"{workflow.id}.yaml"
             if cache is not None:
                 keys[path] = workflow_key(loaded, fleet, cluster, root)
@@ -85,9 +85,8 @@ def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[P
                 if text is not None:
                     reused[path] = text
                     continue
-            runs = plan_runs(loaded, fleet, cluster, root)
-            workloads[workflow.id] = BenchmarksChart(
-                app, f"{cluster.name}-{workflow.id}", runs=runs
+            charts[path] = BenchmarksChart(
+                app, f"{cluster.name}-{workflow.id}", runs=plan_runs(loaded, fleet, cluster, root)
             )
         infrastructure = dist / "infrastructure"
         charts[infrastructure / "namespaces.yaml"] = NamespacesChart(
@@ -113,8 +112,6 @@ def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[P
                 cluster_queue=cluster.kueue.cluster_queue,
                 queues=queues,
             )
-        for workflow_id, chart in sorted(workloads.items()):
-            charts[dist / "workloads" / f"{workflow_id}.yaml"] = chart
         charts[PurePosixPath("clusters", cluster.name, "benchfleet.yaml")] = FluxChart(
             app, f"{cluster.name}-flux", fleet=fleet, dist_path=str(dist)
         )

@@ -114,12 +114,16 @@ def test_flux_applies_infrastructure_before_workloads(rendered: Files) -> None:
         assert kustomization["spec"]["wait"] is False
 
 
-def test_sweep_is_one_indexed_job_capped_at_max_parallel(rendered: Files) -> None:
-    jobs = [
+def jobs_of(rendered: Files, workflow: str) -> list[dict[str, Any]]:
+    return [
         obj
-        for path, obj in all_objects(rendered)
-        if obj["kind"] == "Job" and obj["metadata"]["labels"]["workflow"] == "quantization-sweep"
+        for _, obj in all_objects(rendered)
+        if obj["kind"] == "Job" and obj["metadata"]["labels"]["workflow"] == workflow
     ]
+
+
+def test_sweep_is_one_indexed_job_capped_at_max_parallel(rendered: Files) -> None:
+    jobs = jobs_of(rendered, "quantization-sweep")
     assert len(jobs) == 1
     assert jobs[0]["spec"]["completions"] == 100
     assert jobs[0]["spec"]["parallelism"] == 10
@@ -127,11 +131,7 @@ def test_sweep_is_one_indexed_job_capped_at_max_parallel(rendered: Files) -> Non
 
 
 def test_spot_targets_tolerate_spot_taints_and_ignore_preemption(rendered: Files) -> None:
-    jobs = [
-        obj
-        for _, obj in all_objects(rendered)
-        if obj["kind"] == "Job" and obj["metadata"]["labels"]["workflow"] == "nightly-spot"
-    ]
+    jobs = jobs_of(rendered, "nightly-spot")
     assert len(jobs) == 2
     for job in jobs:
         pod = job["spec"]["template"]["spec"]
