@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BENCHFLEET := $(PY) -m synth
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install test synth plan validate schema lint format bench demo models
+.PHONY: install test synth plan validate schema lint format bench demo models e2e-container
 
 install: $(VENV)/.installed
 
@@ -52,3 +52,6 @@ demo: install
 
 models: install
 	$(PY) -m models.make_models
+
+e2e-container: install
+	$(PY) -m localrun.e2e_container

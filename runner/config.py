@@ -33,8 +33,8 @@ class ModelConfig(_Contract):
 
     source: Literal["file", "image_path", "url"]
     location: str
-    """A path in the pod (for `file`, under MODELS_DIR; for `image_path`, in the image) or an
-    https URL."""
+    """For `file`, a file name under $MODEL_PATH (MODELS_DIR in the pod, another folder in a
+    local run); for `image_path`, an absolute path in the image; for `url`, an https URL."""
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 

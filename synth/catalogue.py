@@ -33,8 +33,6 @@ class Quantization(StrEnum):
     NONE = "none"
     INT8_DYNAMIC = "int8-dynamic"
     INT8_WEIGHT_ONLY = "int8-weight-only"
-    INT4_WEIGHT_ONLY = "int4-weight-only"
-    FP8 = "fp8"
 
 
 @dataclass(frozen=True)
@@ -50,12 +48,10 @@ class DeviceType:
     quantizations: frozenset[Quantization]
 
 
-_EVERY_GPU_QUANTIZATION = frozenset(
-    {Quantization.NONE, Quantization.INT8_DYNAMIC, Quantization.INT8_WEIGHT_ONLY}
-)
-# int4 weight-only kernels (tinygemm) need sm80+; fp8 matmuls need sm89+.
-_AMPERE_QUANTIZATION = _EVERY_GPU_QUANTIZATION | {Quantization.INT4_WEIGHT_ONLY}
-_HOPPER_QUANTIZATION = _AMPERE_QUANTIZATION | {Quantization.FP8}
+# Only what the runner applies and proves in its result (runner/quantize.py) is offered.
+# int8-dynamic needs torch._int_mm, whose CUDA kernel takes only > 16 rows, and int4/fp8 need
+# torchao kernels: none of them is proven on a GPU yet, so a spec cannot ask for them.
+_GPU_QUANTIZATION = frozenset({Quantization.NONE, Quantization.INT8_WEIGHT_ONLY})
 # Volta and Turing have fp16 tensor cores but neither bf16 nor tf32.
 _PRE_AMPERE_PRECISION = frozenset({Precision.FP32, Precision.FP16})
 _AMPERE_PRECISION = frozenset(Precision)
@@ -82,7 +78,7 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(7, 5),
                 precisions=_PRE_AMPERE_PRECISION,
-                quantizations=_EVERY_GPU_QUANTIZATION,
+                quantizations=_GPU_QUANTIZATION,
             ),
             DeviceType(
                 name="nvidia-v100",
@@ -91,7 +87,7 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(7, 0),
                 precisions=_PRE_AMPERE_PRECISION,
-                quantizations=_EVERY_GPU_QUANTIZATION,
+                quantizations=_GPU_QUANTIZATION,
             ),
             DeviceType(
                 name="nvidia-a10g",
@@ -100,7 +96,7 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(8, 6),
                 precisions=_AMPERE_PRECISION,
-                quantizations=_AMPERE_QUANTIZATION,
+                quantizations=_GPU_QUANTIZATION,
             ),
             DeviceType(
                 name="nvidia-a100",
@@ -109,7 +105,7 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(8, 0),
                 precisions=_AMPERE_PRECISION,
-                quantizations=_AMPERE_QUANTIZATION,
+                quantizations=_GPU_QUANTIZATION,
             ),
             DeviceType(
                 name="nvidia-l4",
@@ -118,7 +114,7 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(8, 9),
                 precisions=_AMPERE_PRECISION,
-                quantizations=_HOPPER_QUANTIZATION,
+                quantizations=_GPU_QUANTIZATION,
             ),
             DeviceType(
                 name="nvidia-h100",
@@ -127,7 +123,7 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(9, 0),
                 precisions=_AMPERE_PRECISION,
-                quantizations=_HOPPER_QUANTIZATION,
+                quantizations=_GPU_QUANTIZATION,
             ),
         )
     }

@@ -114,7 +114,7 @@ def _phase(phase: Phase) -> PhaseConfig:
 def _model_config(model: ModelSpec, root: Path) -> ModelConfig:
     if model.file is not None:
         sha = file_sha256(root / model.file)
-        return ModelConfig(source="file", location=f"{MODELS_DIR}/{model.name}.pt2", sha256=sha)
+        return ModelConfig(source="file", location=f"{model.name}.pt2", sha256=sha)
     location = model.image_path if model.image_path is not None else model.url
     assert location is not None and model.sha256 is not None  # the spec guarantees both
     return ModelConfig(source=model.source, location=location, sha256=model.sha256)

@@ -1,6 +1,7 @@
-"""The JSON Schemas editors use for the spec files, and the reference page generated from them.
+"""The JSON Schemas of the spec files (for editors) and of the runner's result (for the
+collector), and the reference page generated from them.
 
-`make schema` writes all three; the test-suite regenerates them in memory and fails when the
+`make schema` writes them all; the test-suite regenerates them in memory and fails when the
 committed copies are stale, so the editor help and the docs never lag behind the models.
 """
 
@@ -11,6 +12,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
+from runner.result import SCHEMA_FILE as RESULT_SCHEMA_FILE
+from runner.result import BenchResult
 from synth.catalogue import DEVICE_TYPES, RESOURCE_PRESETS
 from synth.fleet import Fleet
 from synth.spec import Workflow
@@ -18,6 +21,7 @@ from synth.spec import Workflow
 WORKFLOW_SCHEMA: Final = Path("specs/schema.json")
 FLEET_SCHEMA: Final = Path("specs/clusters.schema.json")
 REFERENCE: Final = Path("docs/spec-reference.md")
+RESULT_SCHEMA: Final = Path("runner") / RESULT_SCHEMA_FILE.name
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -35,6 +39,7 @@ def generated_files() -> dict[Path, str]:
     return {
         WORKFLOW_SCHEMA: _dump(json_schema(Workflow)),
         FLEET_SCHEMA: _dump(json_schema(Fleet)),
+        RESULT_SCHEMA: _dump(json_schema(BenchResult)),
         REFERENCE: render_reference(),
     }
 

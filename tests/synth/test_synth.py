@@ -125,7 +125,7 @@ def jobs_of(rendered: Files, workflow: str) -> list[dict[str, Any]]:
 def test_sweep_is_one_indexed_job_capped_at_max_parallel(rendered: Files) -> None:
     jobs = jobs_of(rendered, "quantization-sweep")
     assert len(jobs) == 1
-    assert jobs[0]["spec"]["completions"] == 100
+    assert jobs[0]["spec"]["completions"] == 96
     assert jobs[0]["spec"]["parallelism"] == 10
     assert jobs[0]["spec"]["completionMode"] == "Indexed"
 

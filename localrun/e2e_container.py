@@ -1,0 +1,219 @@
+"""`make e2e-container`: build the runner image and run the cpu-smoke Job's pods in podman.
+
+Each pod starts as the synthesized Job says (read-only root, uid 10001, no capabilities, no
+network, its CPU and memory limits, ConfigMaps mounted read-only), and what it hands the
+collector is checked: exit code 0, a last stdout line `BENCH_RESULT {...}` with status ok, and
+a termination log of at most 4096 bytes of JSON, both valid against runner/result.schema.json.
+"""
+
+import dataclasses
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import jsonschema
+
+from localrun.pod import PodPlan, pod_plan, read_workload
+from localrun.podman import (
+    REPO_ROOT,
+    RUNNER_IMAGE,
+    ContainerRun,
+    Podman,
+    PodmanError,
+    build_base_image,
+    build_image,
+    configure_podman,
+    prepare_context,
+    run_pod,
+)
+from runner.result import RESULT_PREFIX, TERMINATION_LOG_LIMIT
+
+WORKLOAD: Final = REPO_ROOT / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml"
+RESULT_SCHEMA: Final = REPO_ROOT / "runner" / "result.schema.json"
+APT_PACKAGES: Final = ("podman", "runc", "debootstrap")
+REQUIRED_PROGRAMS: Final = ("podman", "/usr/sbin/runc", "debootstrap")
+RUN_TIMEOUT_S: Final = 600.0
+ALL_INDEXES_BUDGET_S: Final = 300.0
+"""The other indexes run only when index 0's time says they all fit in this."""
+
+Schema = dict[str, Any]
+
+
+class CheckFailed(Exception):
+    """The container did not hand over what the pod contract promises."""
+
+
+class Timings:
+    """Wall time of each step, printed as a table at the end whatever happened."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, float, str]] = []
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[list[str]]:
+        """Time the block; what it appends to the yielded list becomes the row's note."""
+        notes: list[str] = []
+        start = time.monotonic()
+        try:
+            yield notes
+        finally:
+            self.rows.append((name, time.monotonic() - start, "; ".join(notes)))
+
+    def table(self) -> str:
+        width = max([4, *(len(name) for name, _, _ in self.rows)])
+        lines = [f"{'step':<{width}}  {'seconds':>7}  note"]
+        lines += [f"{name:<{width}}  {s:7.1f}  {note}" for name, s, note in self.rows]
+        return "\n".join(lines)
+
+
+def _say(message: str) -> None:
+    print(f"e2e-container: {message}", flush=True)
+
+
+def install_tools() -> str:
+    """apt-get install podman, runc and debootstrap when any is missing."""
+    missing = [program for program in REQUIRED_PROGRAMS if shutil.which(program) is None]
+    if not missing:
+        return "already installed"
+    commands = [
+        ["apt-get", "update", "-q"],
+        ["apt-get", "install", "-y", "-q", *APT_PACKAGES],
+    ]
+    for command in commands:
+        _say(f"missing {', '.join(missing)}: running {shlex.join(command)}")
+        completed = subprocess.run(command, capture_output=True, text=True, check=False)
+        if completed.returncode:
+            raise PodmanError(f"{shlex.join(command)} failed:\n{completed.stderr[-4000:]}")
+    return f"apt-get installed {' '.join(APT_PACKAGES)}"
+
+
+def _json_problems(text: str, schema: Schema | None, what: str) -> tuple[Any, list[str]]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, [f"{what} is not JSON ({error}): {text[:200]!r}"]
+    if not isinstance(value, dict):
+        return None, [f"{what} is JSON but not an object: {text[:200]!r}"]
+    if schema is None:
+        return value, []
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return value, [
+        f"{what}: {'.'.join(map(str, error.absolute_path)) or '(root)'}: {error.message}"
+        for error in validator.iter_errors(value)
+    ]
+
+
+def check_run(run: ContainerRun, schema: Schema | None) -> dict[str, Any]:
+    """The parsed result line; raises CheckFailed naming every broken promise."""
+    problems: list[str] = []
+    if run.exit_code != 0:
+        problems.append(f"exit code {run.exit_code}, not 0")
+    lines = run.stdout.splitlines()
+    last = lines[-1] if lines else ""
+    result: dict[str, Any] | None = None
+    if last.startswith(RESULT_PREFIX):
+        result, found = _json_problems(last.removeprefix(RESULT_PREFIX), schema, "the result")
+        problems += found
+        if result is not None and result.get("status") != "ok":
+            problems.append(f"status {result.get('status')!r}: {result.get('error')}")
+    else:
+        problems.append(f"the last stdout line does not start with {RESULT_PREFIX!r}: {last!r}")
+    size = len(run.termination_log.encode())
+    if size == 0:
+        problems.append("the termination log is empty")
+    elif size > TERMINATION_LOG_LIMIT:
+        problems.append(f"the termination log has {size} bytes (> {TERMINATION_LOG_LIMIT})")
+    else:
+        problems += _json_problems(run.termination_log, schema, "the termination log")[1]
+    if problems or result is None:
+        tail = "\n    ".join(run.stderr.splitlines()[-30:])
+        raise CheckFailed(
+            "\n  ".join(["", *problems])
+            + f"\n  command: {shlex.join(run.command)}\n  container stderr (tail):\n    {tail}"
+        )
+    return result
+
+
+def _summary(result: dict[str, Any], run: ContainerRun) -> str:
+    environment = result.get("environment") or {}
+    latency = result.get("latency") or {}
+    variant = result.get("variant") or {}
+    return (
+        f"{variant.get('model')} {variant.get('precision')}: p50 {latency.get('p50_ms', 0):.3g} ms,"
+        f" threads {environment.get('threads')}, cpu_quota {environment.get('cpu_quota')},"
+        f" termination log {len(run.termination_log.encode())} B"
+    )
+
+
+def _run_index(
+    podman: Podman, plan: PodPlan, workdir: Path, schema: Schema | None, timings: Timings
+) -> float:
+    start = time.monotonic()
+    with timings.step(f"run index {plan.index}") as notes:
+        run = run_pod(podman, plan, workdir, RUN_TIMEOUT_S)
+        _say(f"index {plan.index}: {shlex.join(run.command)}")
+        notes.append(_summary(check_run(run, schema), run))
+    _say(f"index {plan.index} ok: {notes[0]}")
+    return time.monotonic() - start
+
+
+def run_e2e(workdir: Path, timings: Timings) -> None:
+    """Every step of the check, in order; raises at the first failure."""
+    with timings.step("install") as notes:
+        notes.append(install_tools())
+    podman = configure_podman(workdir)
+    with timings.step("base image") as notes:
+        built = build_base_image(podman)
+        notes.append("debootstrap + podman import" if built else "already present, reused")
+    with timings.step("build context") as notes:
+        context = prepare_context(workdir / "context")
+        notes.append(f"pip download: {len(list((context / 'wheels').iterdir()))} wheels")
+    with timings.step("image build") as notes:
+        build_image(podman, context)
+        notes.append(RUNNER_IMAGE)
+    schema: Schema | None = None
+    if RESULT_SCHEMA.exists():
+        schema = json.loads(RESULT_SCHEMA.read_text(encoding="utf-8"))
+    else:
+        _say(f"{RESULT_SCHEMA.relative_to(REPO_ROOT)} is missing: results are not schema-checked")
+    workload = read_workload(WORKLOAD)
+    (job,) = workload.jobs
+    completions: int = job["spec"].get("completions", 1)
+
+    def plan_for(index: int) -> PodPlan:
+        plan = pod_plan(job, workload.configmaps, index, workdir / f"index-{index}")
+        # The Job names the registry's image; the one just built stands in for it.
+        return dataclasses.replace(plan, image=RUNNER_IMAGE)
+
+    first = _run_index(podman, plan_for(0), workdir, schema, timings)
+    if first * (completions - 1) > ALL_INDEXES_BUDGET_S:
+        _say(f"index 0 took {first:.0f} s, so indexes 1..{completions - 1} are not run")
+        return
+    for index in range(1, completions):
+        _run_index(podman, plan_for(index), workdir, schema, timings)
+
+
+def main() -> int:
+    timings = Timings()
+    with tempfile.TemporaryDirectory(prefix="benchfleet-e2e-") as scratch:
+        try:
+            run_e2e(Path(scratch), timings)
+        except (PodmanError, CheckFailed, subprocess.TimeoutExpired) as error:
+            print(f"e2e-container: FAILED: {error}", file=sys.stderr)
+            return 1
+        finally:
+            print(timings.table(), flush=True)
+    _say(f"ok: {WORKLOAD.relative_to(REPO_ROOT)} ran in podman as its pods would")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

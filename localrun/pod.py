@@ -1,0 +1,168 @@
+"""Turn a Job and its ConfigMaps from dist/ into what a kubelet would start for one index.
+
+Only the parts of the pod spec that synth emits are understood; anything else is an error
+rather than silently dropped, so a local run never differs from the cluster unnoticed.
+"""
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from synth.quantity import parse_quantity
+
+Manifest = dict[str, Any]
+
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+
+
+class PodSpecError(ValueError):
+    """The Job uses a pod feature this local stand-in for the kubelet does not implement."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host folder bind-mounted into the container."""
+
+    host_path: Path
+    container_path: str
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class PodPlan:
+    """One index of an Indexed Job, ready to start as a process or a container."""
+
+    job_name: str
+    index: int
+    image: str
+    env: dict[str, str]
+    mounts: tuple[Mount, ...]
+    tmpfs: tuple[str, ...]
+    """Container paths backed by an emptyDir (a tmpfs in podman)."""
+    run_as_user: int
+    run_as_group: int
+    read_only_root: bool
+    cpu_limit: float | None
+    memory_limit_bytes: int | None
+    gpus: int
+    termination_message_path: str
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The Jobs and ConfigMaps of one dist/<cluster>/workloads/<workflow>.yaml."""
+
+    jobs: tuple[Manifest, ...]
+    configmaps: dict[str, Manifest]
+
+
+def read_workload(path: Path) -> Workload:
+    """Parse a workloads file as Flux would apply it."""
+    documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+    return Workload(
+        jobs=tuple(d for d in documents if d["kind"] == "Job"),
+        configmaps={d["metadata"]["name"]: d for d in documents if d["kind"] == "ConfigMap"},
+    )
+
+
+def _configmap_files(configmap: Manifest) -> dict[str, bytes]:
+    files = {key: value.encode() for key, value in configmap.get("data", {}).items()}
+    for key, value in configmap.get("binaryData", {}).items():
+        files[key] = base64.b64decode(value)
+    return files
+
+
+def _write_items(
+    source: Manifest, configmaps: dict[str, Manifest], folder: Path, job_name: str
+) -> None:
+    name = source["name"]
+    if name not in configmaps:
+        raise PodSpecError(f"Job {job_name} mounts ConfigMap {name}, which dist/ does not hold")
+    files = _configmap_files(configmaps[name])
+    items = source.get("items") or [{"key": key, "path": key} for key in files]
+    for item in items:
+        if item["key"] not in files:
+            raise PodSpecError(f"ConfigMap {name} has no key {item['key']} (Job {job_name})")
+        target = folder / item["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(files[item["key"]])
+
+
+def _materialise_volume(
+    volume: Manifest, configmaps: dict[str, Manifest], folder: Path, job_name: str
+) -> bool:
+    """Write a volume's files into `folder`; False for an emptyDir (the runtime provides it)."""
+    if "emptyDir" in volume:
+        return False
+    folder.mkdir(parents=True)
+    if "configMap" in volume:
+        _write_items(volume["configMap"], configmaps, folder, job_name)
+    elif "projected" in volume:
+        for source in volume["projected"]["sources"]:
+            if set(source) != {"configMap"}:
+                raise PodSpecError(f"Job {job_name}: projected source {sorted(source)}")
+            _write_items(source["configMap"], configmaps, folder, job_name)
+    else:
+        raise PodSpecError(f"Job {job_name}: volume {volume['name']} of an unsupported kind")
+    return True
+
+
+def _env(container: Manifest, pod_name: str, index: int, job_name: str) -> dict[str, str]:
+    # The values the downward API would give this pod.
+    fields = {
+        f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']": str(index),
+        "spec.nodeName": "localhost",
+        "metadata.name": pod_name,
+    }
+    env = {"JOB_COMPLETION_INDEX": str(index)}
+    for entry in container.get("env", []):
+        if "value" in entry:
+            env[entry["name"]] = entry["value"]
+        else:
+            path = entry.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+            if path not in fields:
+                raise PodSpecError(f"Job {job_name}: env {entry['name']} from {entry}")
+            env[entry["name"]] = fields[path]
+    return env
+
+
+def pod_plan(job: Manifest, configmaps: dict[str, Manifest], index: int, workdir: Path) -> PodPlan:
+    """What the kubelet would run for `index` of `job`, with volumes written under `workdir`."""
+    job_name = job["metadata"]["name"]
+    completions = job["spec"].get("completions", 1)
+    if not 0 <= index < completions:
+        raise PodSpecError(f"Job {job_name} has indexes 0..{completions - 1}, not {index}")
+    spec = job["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    pod_name = f"{job_name}-{index}-local"
+    mounts: list[Mount] = []
+    tmpfs: list[str] = []
+    volumes = {volume["name"]: volume for volume in spec.get("volumes", [])}
+    for mount in container.get("volumeMounts", []):
+        volume = volumes[mount["name"]]
+        folder = workdir / f"volume-{mount['name']}"
+        if _materialise_volume(volume, configmaps, folder, job_name):
+            mounts.append(Mount(folder, mount["mountPath"], mount.get("readOnly", False)))
+        else:
+            tmpfs.append(mount["mountPath"])
+    limits = container.get("resources", {}).get("limits", {})
+    pod_security = spec.get("securityContext", {})
+    container_security = container.get("securityContext", {})
+    return PodPlan(
+        job_name=job_name,
+        index=index,
+        image=container["image"],
+        env=_env(container, pod_name, index, job_name),
+        mounts=tuple(mounts),
+        tmpfs=tuple(tmpfs),
+        run_as_user=container_security.get("runAsUser", pod_security.get("runAsUser", 0)),
+        run_as_group=container_security.get("runAsGroup", pod_security.get("runAsGroup", 0)),
+        read_only_root=container_security.get("readOnlyRootFilesystem", False),
+        cpu_limit=float(parse_quantity(limits["cpu"])) if "cpu" in limits else None,
+        memory_limit_bytes=int(parse_quantity(limits["memory"])) if "memory" in limits else None,
+        gpus=int(limits.get("nvidia.com/gpu", 0)),
+        termination_message_path=container.get("terminationMessagePath", "/dev/termination-log"),
+    )

@@ -1,0 +1,241 @@
+"""Start a PodPlan in podman as the kubelet would start the pod, on a host with no registry.
+
+No base image can be pulled here, so the runner image is built FROM a Debian base made with
+debootstrap; the Dockerfile is the one a cluster's image is built from, with the official
+PyTorch base swapped in through a build argument.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from localrun.pod import PodPlan, PodSpecError
+
+REPO_ROOT: Final = Path(__file__).resolve().parents[1]
+BASE_IMAGE: Final = "localhost/benchfleet-base:bookworm"
+RUNNER_IMAGE: Final = "localhost/benchfleet-runner:dev"
+DEBIAN_MIRROR: Final = "http://deb.debian.org/debian"
+# crun refuses this host's hybrid cgroup hierarchy, and no systemd runs here to manage cgroups.
+GLOBAL_OPTIONS: Final = ("--runtime", "/usr/sbin/runc", "--cgroup-manager", "cgroupfs")
+# podman's default ulimits exceed this host's hard limits, so every container start fails.
+CONTAINERS_CONF: Final = "[containers]\ndefault_ulimits = []\n"
+RUNNER_DISTRIBUTIONS: Final = ("torch", "numpy", "pydantic")
+"""What the runner imports at run time; their pins come from pyproject.toml."""
+# An imported rootfs has no image config, and the Dockerfile extends PATH rather than set it.
+_BASE_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class PodmanError(RuntimeError):
+    """A podman, pip or debootstrap step failed; the message carries its output."""
+
+
+@dataclass(frozen=True)
+class Podman:
+    """How to call podman on this host."""
+
+    containers_conf: Path
+
+    def command(self, *arguments: str) -> list[str]:
+        return ["podman", *GLOBAL_OPTIONS, *arguments]
+
+    def environment(self) -> dict[str, str]:
+        return {**os.environ, "CONTAINERS_CONF": str(self.containers_conf)}
+
+
+@dataclass(frozen=True)
+class ContainerRun:
+    """What a finished container left: its streams, exit code and termination message."""
+
+    command: list[str]
+    stdout: str
+    stderr: str
+    exit_code: int
+    termination_log: str
+
+
+def configure_podman(folder: Path) -> Podman:
+    """Write the containers.conf this host needs into `folder`."""
+    conf = folder / "containers.conf"
+    conf.write_text(CONTAINERS_CONF, encoding="utf-8")
+    return Podman(conf)
+
+
+def run_arguments(plan: PodPlan, termination_log: Path) -> list[str]:
+    """The `podman run` arguments that give the container what the pod spec gives it.
+
+    `termination_log` is the host file bind-mounted where the kubelet would read the
+    termination message.
+    """
+    if plan.gpus:
+        raise PodSpecError(
+            f"Job {plan.job_name} asks for {plan.gpus} GPU(s); local podman runs are CPU only"
+        )
+    arguments = ["run", "--rm"]
+    if plan.read_only_root:
+        # podman otherwise adds writable /run, /tmp and /var/tmp, which a pod does not have.
+        arguments += ["--read-only", "--read-only-tmpfs=false"]
+    for path in plan.tmpfs:
+        # An emptyDir is executable; podman's tmpfs default (noexec) would break compiled kernels.
+        arguments += ["--tmpfs", f"{path}:rw,exec,nosuid,nodev,mode=1777"]
+    arguments += [
+        "--user",
+        f"{plan.run_as_user}:{plan.run_as_group}",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--network",
+        "none",
+    ]
+    if plan.cpu_limit is not None:
+        arguments += ["--cpus", f"{plan.cpu_limit:g}"]
+    if plan.memory_limit_bytes is not None:
+        arguments += ["--memory", str(plan.memory_limit_bytes)]
+    for mount in plan.mounts:
+        mode = ":ro" if mount.read_only else ""
+        arguments += ["-v", f"{mount.host_path}:{mount.container_path}{mode}"]
+    for name, value in plan.env.items():
+        arguments += ["-e", f"{name}={value}"]
+    arguments += ["-v", f"{termination_log}:{plan.termination_message_path}"]
+    arguments.append(plan.image)
+    return arguments
+
+
+def _check(command: Sequence[str], env: dict[str, str] | None = None) -> None:
+    completed = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if completed.returncode:
+        output = (completed.stdout + completed.stderr)[-4000:]
+        raise PodmanError(f"{' '.join(command)} exited {completed.returncode}:\n{output}")
+
+
+def image_exists(podman: Podman, image: str) -> bool:
+    completed = subprocess.run(
+        podman.command("image", "exists", image), env=podman.environment(), check=False
+    )
+    return completed.returncode == 0
+
+
+def build_base_image(podman: Podman, image: str = BASE_IMAGE) -> bool:
+    """Make `image` from a debootstrap bookworm rootfs; False when it already exists.
+
+    Debian's python3 is 3.11, the Python the torch wheel on this host is built for.
+    """
+    if image_exists(podman, image):
+        return False
+    with tempfile.TemporaryDirectory(prefix="benchfleet-rootfs-") as scratch:
+        rootfs = Path(scratch) / "rootfs"
+        _check(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                "--include=python3,python3-venv",
+                "bookworm",
+                str(rootfs),
+                DEBIAN_MIRROR,
+            ]
+        )
+        archive = Path(scratch) / "rootfs.tar"
+        _check(["tar", "-C", str(rootfs), "-cf", str(archive), "."])
+        _check(
+            podman.command("import", "--change", f"ENV PATH={_BASE_PATH}", str(archive), image),
+            podman.environment(),
+        )
+    return True
+
+
+def runner_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
+    """The runner's run-time requirements, pinned as pyproject.toml pins them."""
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    declared = [*project["dependencies"], *project["optional-dependencies"]["runner"]]
+    by_name: dict[str, str] = {}
+    for requirement in declared:
+        match = re.match(r"[A-Za-z0-9._-]+", requirement)
+        if match:
+            by_name[match.group().lower()] = requirement
+    missing = [name for name in RUNNER_DISTRIBUTIONS if name not in by_name]
+    if missing:
+        raise PodmanError(f"{pyproject} declares no {', '.join(missing)}")
+    return [by_name[name] for name in RUNNER_DISTRIBUTIONS]
+
+
+def prepare_context(folder: Path) -> Path:
+    """Fill `folder` with what the Dockerfile copies: wheels/, requirements.txt and runner/.
+
+    Wheels are fetched on the host because builds here have no network; they suit the
+    host's Python, which is the local base's.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    requirements = folder / "requirements.txt"
+    requirements.write_text("\n".join(runner_requirements()) + "\n", encoding="utf-8")
+    _check(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--only-binary=:all:",
+            "--dest",
+            str(folder / "wheels"),
+            "-r",
+            str(requirements),
+        ]
+    )
+    shutil.copytree(
+        REPO_ROOT / "runner",
+        folder / "runner",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "Dockerfile"),
+    )
+    shutil.copy2(REPO_ROOT / "runner" / "Dockerfile", folder / "Dockerfile")
+    return folder
+
+
+def build_image(
+    podman: Podman, context: Path, image: str = RUNNER_IMAGE, base: str = BASE_IMAGE
+) -> None:
+    """`podman build` the runner image from `context`, with no network."""
+    _check(
+        podman.command(
+            "build",
+            "--network",
+            "none",
+            "--build-arg",
+            f"BASE_IMAGE={base}",
+            "--tag",
+            image,
+            str(context),
+        ),
+        podman.environment(),
+    )
+
+
+def run_pod(podman: Podman, plan: PodPlan, workdir: Path, timeout_s: float) -> ContainerRun:
+    """Start `plan` in a container and wait for it to exit."""
+    termination_log = workdir / f"termination-log-{plan.index}"
+    termination_log.touch()
+    # The kubelet makes the file writable by any user, so a non-root container can write it.
+    termination_log.chmod(0o666)
+    command = podman.command(*run_arguments(plan, termination_log))
+    completed = subprocess.run(
+        command,
+        env=podman.environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    return ContainerRun(
+        command=command,
+        stdout=completed.stdout,
+        stderr=completed.stderr,
+        exit_code=completed.returncode,
+        termination_log=termination_log.read_text(encoding="utf-8"),
+    )

@@ -1,0 +1,93 @@
+"""`python -m runner`: measure the variant of this pod and print its result.
+
+Reads the pod's env as synth writes it: CONFIG_PATH (config.json), MODEL_PATH (the models'
+folder), JOB_COMPLETION_INDEX (set by Kubernetes for Indexed Jobs; VARIANT_INDEX is the same
+value from the downward API). Logs go to stderr; the last stdout line is the result.
+"""
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from runner.channel import emit
+from runner.config import CONFIG_DIR, CONFIG_FILE, MODELS_DIR, RunConfig
+from runner.errors import ConfigError, ExitCode, RunnerError
+from runner.result import BenchResult, ErrorInfo
+from runner.run import RunPaths, run_variant
+
+log = logging.getLogger("runner")
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    env = os.environ
+    parser = argparse.ArgumentParser(prog="python -m runner", description=__doc__)
+    parser.add_argument(
+        "--config", type=Path, default=Path(env.get("CONFIG_PATH", f"{CONFIG_DIR}/{CONFIG_FILE}"))
+    )
+    parser.add_argument("--models", type=Path, default=Path(env.get("MODEL_PATH", MODELS_DIR)))
+    parser.add_argument(
+        "--index", default=env.get("JOB_COMPLETION_INDEX", env.get("VARIANT_INDEX", "0"))
+    )
+    parser.add_argument(
+        "--termination-log",
+        type=Path,
+        default=Path(env.get("TERMINATION_LOG", "/dev/termination-log")),
+    )
+    return parser.parse_args(argv)
+
+
+def _read_config(path: Path) -> RunConfig:
+    try:
+        return RunConfig.model_validate_json(path.read_bytes())
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from error
+    except ValidationError as error:
+        raise ConfigError(f"{path} is not a valid config.json: {error}") from error
+
+
+def _index(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as error:
+        raise ConfigError(f"the variant index {text!r} is not an integer") from error
+
+
+def _failure(error: RunnerError, config: RunConfig | None) -> BenchResult:
+    return BenchResult(
+        status="error",
+        workflow=config.workflow if config else None,
+        target=config.target if config else None,
+        error=ErrorInfo(type=error.error_type, message=str(error)),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one variant and return the process's exit code."""
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
+    )
+    args = _arguments(argv)
+    config: RunConfig | None = None
+    try:
+        config = _read_config(args.config)
+        scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
+        result = run_variant(config, _index(args.index), RunPaths(args.models, scratch))
+        code = ExitCode.OK
+    except RunnerError as error:
+        log.error("%s: %s", error.error_type, error)
+        result, code = _failure(error, config), error.exit_code
+    except Exception as error:
+        log.exception("internal error")
+        internal = RunnerError(f"{type(error).__name__}: {error}")
+        result, code = _failure(internal, config), internal.exit_code
+    emit(result, sys.stdout, args.termination_log)
+    return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Failure classes of a run, each with its own exit code so the collector can tell them apart
+from the pod status alone (even when the result line is lost)."""
+
+from enum import IntEnum
+from typing import ClassVar, Literal
+
+ErrorType = Literal[
+    "internal", "bad_config", "model_load", "out_of_memory", "device_missing", "unsupported_variant"
+]
+
+
+class ExitCode(IntEnum):
+    """The runner's exit status; Kubernetes reports it as the container's exitCode."""
+
+    OK = 0
+    INTERNAL = 1
+    BAD_CONFIG = 2
+    MODEL_LOAD = 3
+    OUT_OF_MEMORY = 4
+    DEVICE_MISSING = 5
+    UNSUPPORTED_VARIANT = 6
+
+
+class RunnerError(Exception):
+    """A failure the runner understands; its message is meant for the person reading results."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.INTERNAL
+    error_type: ClassVar[ErrorType] = "internal"
+
+
+class ConfigError(RunnerError):
+    """config.json is missing, invalid, or has no variant at this index."""
+
+    exit_code = ExitCode.BAD_CONFIG
+    error_type = "bad_config"
+
+
+class ModelLoadError(RunnerError):
+    """The model is missing, corrupt, not the bytes config.json names, or not a .pt2 program."""
+
+    exit_code = ExitCode.MODEL_LOAD
+    error_type = "model_load"
+
+
+class OutOfMemory(RunnerError):
+    """Host or GPU memory ran out while loading or measuring."""
+
+    exit_code = ExitCode.OUT_OF_MEMORY
+    error_type = "out_of_memory"
+
+
+class DeviceMissing(RunnerError):
+    """The target's device is not visible, or is another model than the target names."""
+
+    exit_code = ExitCode.DEVICE_MISSING
+    error_type = "device_missing"
+
+
+class UnsupportedVariant(RunnerError):
+    """The variant's precision or quantization cannot take effect on this model or device."""
+
+    exit_code = ExitCode.UNSUPPORTED_VARIANT
+    error_type = "unsupported_variant"

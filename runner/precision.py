@@ -1,0 +1,61 @@
+"""Cast a program to the variant's precision and set CUDA's fp32 math mode to match.
+
+fp16 and bf16 cast weights, buffers and floating inputs (pure low-precision inference, what
+`.half()` does); tf32 keeps fp32 tensors but lets CUDA matmuls and convolutions use TF32, and
+fp32 forbids that explicitly, since cuDNN convolutions default to TF32 on Ampere and newer.
+"""
+
+from collections import Counter
+from typing import Final
+
+import torch
+from torch.fx import GraphModule
+
+from runner.errors import UnsupportedVariant
+
+COMPUTE_DTYPES: Final = {
+    "fp32": torch.float32,
+    "tf32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+}
+
+
+def compute_dtype(precision: str) -> torch.dtype:
+    """The dtype floating tensors are computed in."""
+    if precision not in COMPUTE_DTYPES:
+        raise UnsupportedVariant(
+            f"precision {precision!r} is unknown to this runner; it knows {sorted(COMPUTE_DTYPES)}"
+        )
+    return COMPUTE_DTYPES[precision]
+
+
+def set_fp32_math(precision: str, device: torch.device) -> str | None:
+    """Set CUDA's fp32 matmul and convolution mode; return it, or None on CPU."""
+    if device.type != "cuda":
+        if precision == "tf32":
+            raise UnsupportedVariant("tf32 is a CUDA math mode; a CPU target cannot use it")
+        return None
+    mode = "tf32" if precision == "tf32" else "ieee"
+    torch.backends.cuda.matmul.fp32_precision = mode
+    # torch's stubs lack cudnn.conv and cudnn.rnn, which torch 2.9+ has at run time; both
+    # are set, because torch refuses to run cuDNN when they disagree.
+    torch.backends.cudnn.conv.fp32_precision = mode  # type: ignore[attr-defined]
+    torch.backends.cudnn.rnn.fp32_precision = mode  # type: ignore[attr-defined]
+    return mode
+
+
+def cast(module: GraphModule, dtype: torch.dtype, device: torch.device) -> GraphModule:
+    """Move the program to `device` with floating parameters and buffers in `dtype`."""
+    return module.to(device=device, dtype=dtype)
+
+
+def tensor_dtypes(module: torch.nn.Module) -> dict[str, int]:
+    """How many parameter and buffer tensors hold each dtype."""
+    tensors = [*module.parameters(), *module.buffers()]
+    return dict(sorted(Counter(str(t.dtype).removeprefix("torch.") for t in tensors).items()))
+
+
+def tensor_bytes(module: torch.nn.Module) -> int:
+    """Bytes held by parameters and buffers."""
+    return sum(t.numel() * t.element_size() for t in (*module.parameters(), *module.buffers()))

@@ -1,0 +1,190 @@
+"""The result a run hands to the collector: one JSON object, validated on both sides.
+
+`runner/result.schema.json` is generated from these models (`make schema`); the collector
+validates what it harvests against it. Only pydantic is imported, so the collector can share
+this module without torch.
+"""
+
+from pathlib import Path
+from typing import Final, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from runner.errors import ErrorType
+
+RESULT_SCHEMA_VERSION: Final = 1
+RESULT_PREFIX: Final = "BENCH_RESULT "
+"""Starts the one stdout line that carries the result."""
+TERMINATION_LOG_LIMIT: Final = 4096
+"""Bytes of /dev/termination-log that Kubernetes keeps in the pod status."""
+SCHEMA_FILE: Final = Path(__file__).with_name("result.schema.json")
+
+StoppedBy = Literal["minimums", "max_iterations", "max_time"]
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class VariantRef(_Result):
+    """Which variant of config.json was run."""
+
+    index: int = Field(ge=0)
+    id: str
+    model: str
+    precision: str
+    quantization: str
+    batch_size: int = Field(ge=1)
+
+
+class LatencyStats(_Result):
+    """Per-iteration latency of the timed loop, in milliseconds (one iteration = one batch)."""
+
+    count: int = Field(ge=1)
+    mean_ms: float
+    std_ms: float
+    """Sample standard deviation (0 for a single iteration)."""
+    cv: float
+    """Coefficient of variation, std / mean."""
+    min_ms: float
+    p25_ms: float
+    p50_ms: float
+    p75_ms: float
+    p90_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+    iqr_ms: float
+    """p75 - p25."""
+
+
+class Validity(_Result):
+    """Whether the numbers can be trusted as they stand."""
+
+    noisy: bool
+    """IQR / median above 10 %: the environment disturbed the measurement."""
+    noise: float
+    """IQR / median."""
+    reliable_percentiles: list[str]
+    """Percentiles with at least 10 samples beyond them (p99 needs 1000 iterations)."""
+    output_finite: bool
+    """The model's outputs held no NaN or infinity on the last iteration."""
+
+
+class PhaseTiming(_Result):
+    """How one loop (warmup or timed) ran and why it stopped."""
+
+    iterations: int = Field(ge=0)
+    seconds: float = Field(ge=0)
+    stopped_by: StoppedBy
+
+
+class Timings(_Result):
+    """Where the time of a run went, apart from the timed loop's statistics."""
+
+    load_s: float
+    """Verifying the sha256 and loading the program."""
+    prepare_s: float
+    """Applying precision and quantization."""
+    first_iteration_ms: float
+    """The cold first call, excluded from warmup and measurement."""
+    warmup: PhaseTiming
+    measure: PhaseTiming
+
+
+class Memory(_Result):
+    """Peak memory of the runner process."""
+
+    peak_rss_bytes: int
+    gpu_peak_allocated_bytes: int | None = None
+    gpu_peak_reserved_bytes: int | None = None
+
+
+class Applied(_Result):
+    """Proof that the variant's precision and quantization took effect."""
+
+    compute_dtype: str
+    """The dtype floating inputs and weights were cast to."""
+    parameter_dtypes: dict[str, int]
+    """Number of parameter and buffer tensors per dtype, after preparation."""
+    input_dtypes: list[str]
+    output_dtype: str
+    matmul_fp32_precision: str | None = None
+    """CUDA's fp32 matmul and convolution mode ("tf32" or "ieee"); None on CPU."""
+    quantization: str
+    linear_layers: int = Field(ge=0)
+    """aten.linear calls in the program."""
+    quantized_layers: int = Field(ge=0)
+    """Of those, how many now run quantized."""
+    unquantized_weighted_layers: dict[str, int] = Field(default_factory=dict)
+    """Other layers with weights (e.g. convolutions) that stay in the compute dtype."""
+    weight_bytes: int = Field(ge=0)
+    """Bytes of parameters and buffers after preparation."""
+    kernel: str | None = None
+    """What a quantized layer calls."""
+
+
+class Environment(_Result):
+    """Where the numbers come from."""
+
+    python: str
+    torch: str
+    cuda: str | None = None
+    device: str
+    device_name: str
+    cpu_model: str
+    threads: int
+    """torch's intra-op threads, set from the container's CPU quota."""
+    cpu_quota: float | None = None
+    """CPUs the cgroup allows (None: unlimited)."""
+    node_name: str | None = None
+    pod_name: str | None = None
+    image: str | None = None
+    hostname: str
+
+
+class ErrorInfo(_Result):
+    """What went wrong."""
+
+    type: ErrorType
+    message: str
+
+
+class BenchResult(_Result):
+    """One variant's run: measurements when `status` is ok, the error otherwise."""
+
+    schema_version: Literal[1] = RESULT_SCHEMA_VERSION
+    status: Literal["ok", "error"]
+    workflow: str | None = None
+    target: str | None = None
+    variant: VariantRef | None = None
+    model_sha256: str | None = None
+    latency: LatencyStats | None = None
+    throughput_samples_per_s: float | None = None
+    timings: Timings | None = None
+    memory: Memory | None = None
+    applied: Applied | None = None
+    validity: Validity | None = None
+    environment: Environment | None = None
+    error: ErrorInfo | None = None
+    compacted: bool = False
+    """Details were left out to fit the termination log; the log line has them all."""
+
+    @model_validator(mode="after")
+    def _status_matches_content(self) -> Self:
+        if self.status == "ok" and (self.latency is None or self.error is not None):
+            raise ValueError("an ok result has latency and no error")
+        if self.status == "error" and self.error is None:
+            raise ValueError("an error result names its error")
+        return self
+
+
+def parse_result_line(output: str) -> BenchResult | None:
+    """The result in a runner's stdout (the last BENCH_RESULT line), or None if there is none.
+
+    Raises pydantic.ValidationError or ValueError when the line is there but malformed.
+    """
+    for line in reversed(output.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            return BenchResult.model_validate_json(line.removeprefix(RESULT_PREFIX))
+    return None

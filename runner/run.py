@@ -1,0 +1,246 @@
+"""One variant, start to finish: load, prepare, warm up, measure, summarise."""
+
+import logging
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from runner import precision, quantize
+from runner.config import RunConfig, VariantConfig
+from runner.device import device_name, select_device, timed_step
+from runner.environment import cpu_model, fingerprint
+from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
+from runner.loading import load_program, model_file
+from runner.measure import PhaseOutcome, run_phase
+from runner.result import (
+    Applied,
+    BenchResult,
+    Memory,
+    PhaseTiming,
+    Timings,
+    Validity,
+    VariantRef,
+)
+from runner.stats import NOISY_IQR_RATIO, noise, reliable_percentiles, summarize
+from runner.threads import cpu_quota, thread_count, usable_cpus
+
+log = logging.getLogger(__name__)
+
+_INPUT_DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "bool": torch.bool,
+}
+_INPUT_SEED = 0
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where the pod's files are: MODEL_PATH and a writable scratch folder (/tmp)."""
+
+    models: Path
+    scratch: Path
+
+
+def pick_variant(config: RunConfig, index: int) -> VariantConfig:
+    """The variant of this Job index."""
+    if not 0 <= index < len(config.variants):
+        raise ConfigError(
+            f"index {index} is out of range: config.json has variants 0..{len(config.variants) - 1}"
+        )
+    variant = config.variants[index]
+    if variant.index != index:
+        raise ConfigError(f"config.json lists variant {variant.index} at position {index}")
+    if variant.model not in config.models:
+        raise ConfigError(f"variant {index} names model {variant.model!r}, not in models")
+    return variant
+
+
+def make_inputs(
+    variant: VariantConfig, dtype: torch.dtype, device: torch.device
+) -> tuple[torch.Tensor, ...]:
+    """Seeded inputs of the variant's shapes; floating ones in the compute dtype, integer ones
+    in {0, 1}, so that any embedding table accepts them."""
+    generator = torch.Generator().manual_seed(_INPUT_SEED)
+    tensors = []
+    for spec in variant.inputs:
+        shape = (variant.batch_size, *spec.shape)
+        declared = _INPUT_DTYPES[spec.dtype]
+        if declared.is_floating_point:
+            tensor = torch.randn(shape, generator=generator).to(dtype)
+        else:
+            tensor = torch.randint(0, 2, shape, generator=generator).to(declared)
+        tensors.append(tensor.to(device))
+    return tuple(tensors)
+
+
+def _training_ops(module: torch.fx.GraphModule) -> list[str]:
+    # Exported programs cannot be switched to eval(): a model exported in training mode keeps
+    # dropout and batch-norm statistics updates, and would be measured doing them.
+    found = []
+    for node in module.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is torch.ops.aten.dropout.default and node.args[2] is True:
+            found.append(node.name)
+        if node.target is torch.ops.aten._native_batch_norm_legit.default:
+            found.append(node.name)
+    return found
+
+
+def _phase_timing(outcome: PhaseOutcome) -> PhaseTiming:
+    return PhaseTiming(
+        iterations=len(outcome.durations_ns),
+        seconds=outcome.elapsed_s,
+        stopped_by=outcome.stopped_by,
+    )
+
+
+def _all_finite(output: object) -> bool:
+    tensors = output if isinstance(output, list | tuple) else [output]
+    floating = [t for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    return all(bool(torch.isfinite(t).all()) for t in floating)
+
+
+def _output_dtype(output: object) -> str:
+    first = output[0] if isinstance(output, list | tuple) else output
+    return str(first.dtype).removeprefix("torch.") if isinstance(first, torch.Tensor) else "none"
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    # CUDA raises torch.OutOfMemoryError; the CPU allocator a plain RuntimeError.
+    return isinstance(error, MemoryError | torch.OutOfMemoryError) or (
+        isinstance(error, RuntimeError) and "can't allocate memory" in str(error)
+    )
+
+
+def _first_iteration(step: Callable[[], int], variant: VariantConfig) -> int:
+    try:
+        return step()
+    except (RuntimeError, ValueError, TypeError) as error:
+        # The exported program checks its inputs' count, shapes and dtypes, and raises these.
+        if _out_of_memory(error):
+            raise
+        shapes = ", ".join(f"{list(i.shape)} {i.dtype}" for i in variant.inputs)
+        if variant.precision in {"fp32", "tf32"} and variant.quantization == "none":
+            raise ConfigError(
+                f"model {variant.model} fails on inputs of batch {variant.batch_size} x "
+                f"({shapes}): {error}; check the spec's inputs against the exported model"
+            ) from error
+        raise UnsupportedVariant(
+            f"model {variant.model} does not run at {variant.precision} with quantization "
+            f"{variant.quantization}: {error}"
+        ) from error
+
+
+def run_variant(config: RunConfig, index: int, paths: RunPaths) -> BenchResult:
+    """Measure variant `index` of `config`; raises RunnerError subclasses on failure."""
+    try:
+        return _measure(config, index, paths)
+    except (MemoryError, RuntimeError) as error:
+        if _out_of_memory(error):
+            raise OutOfMemory(f"out of memory: {str(error).splitlines()[0]}") from error
+        raise
+
+
+def _measure(config: RunConfig, index: int, paths: RunPaths) -> BenchResult:
+    variant = pick_variant(config, index)
+    model = config.models[variant.model]
+    device = select_device(config.device_type, config.gpus)
+    quota = cpu_quota()
+    threads = thread_count(quota, usable_cpus())
+    torch.set_num_threads(threads)
+    log.info("variant %s (%s): %d threads, device %s", index, variant.id, threads, device)
+
+    began = time.perf_counter()
+    program = load_program(model_file(model, paths.models, paths.scratch), model.sha256)
+    module = program.module()
+    load_s = time.perf_counter() - began
+    if training := _training_ops(module):
+        raise UnsupportedVariant(
+            f"model {variant.model} was exported in training mode ({', '.join(training)}): "
+            "call model.eval() before torch.export.export"
+        )
+
+    began = time.perf_counter()
+    dtype = precision.compute_dtype(variant.precision)
+    fp32_math = precision.set_fp32_math(variant.precision, device)
+    report = quantize.quantize(module, variant.quantization)
+    module = precision.cast(module, dtype, device)
+    inputs = make_inputs(variant, dtype, device)
+    prepare_s = time.perf_counter() - began
+
+    last_output: list[object] = []
+
+    def call() -> None:
+        last_output[:] = [module(*inputs)]
+
+    step = timed_step(call, device)
+    with torch.inference_mode():
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        first_ns = _first_iteration(step, variant)
+        warmup = run_phase(step, config.warmup)
+        measured = run_phase(step, config.measure, at_least=1)
+    output = last_output[0]
+
+    stats = summarize(measured.durations_ns)
+    rusage_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    gpu = device.type == "cuda"
+    cpu = cpu_model()
+    samples = variant.batch_size * stats.count
+    return BenchResult(
+        status="ok",
+        workflow=config.workflow,
+        target=config.target,
+        variant=VariantRef(
+            index=variant.index,
+            id=variant.id,
+            model=variant.model,
+            precision=variant.precision,
+            quantization=variant.quantization,
+            batch_size=variant.batch_size,
+        ),
+        model_sha256=model.sha256,
+        latency=stats,
+        throughput_samples_per_s=samples / (sum(measured.durations_ns) / 1e9),
+        timings=Timings(
+            load_s=load_s,
+            prepare_s=prepare_s,
+            first_iteration_ms=first_ns / 1e6,
+            warmup=_phase_timing(warmup),
+            measure=_phase_timing(measured),
+        ),
+        memory=Memory(
+            peak_rss_bytes=rusage_kib * 1024,
+            gpu_peak_allocated_bytes=torch.cuda.max_memory_allocated(device) if gpu else None,
+            gpu_peak_reserved_bytes=torch.cuda.max_memory_reserved(device) if gpu else None,
+        ),
+        applied=Applied(
+            compute_dtype=str(dtype).removeprefix("torch."),
+            parameter_dtypes=precision.tensor_dtypes(module),
+            input_dtypes=[str(t.dtype).removeprefix("torch.") for t in inputs],
+            output_dtype=_output_dtype(output),
+            matmul_fp32_precision=fp32_math,
+            quantization=variant.quantization,
+            linear_layers=report.linear_layers,
+            quantized_layers=report.quantized_layers,
+            unquantized_weighted_layers=report.unquantized_weighted_layers,
+            weight_bytes=precision.tensor_bytes(module),
+            kernel=quantize.KERNELS.get(variant.quantization),
+        ),
+        validity=Validity(
+            noisy=noise(stats) > NOISY_IQR_RATIO,
+            noise=noise(stats),
+            reliable_percentiles=reliable_percentiles(stats.count),
+            output_finite=_all_finite(output),
+        ),
+        environment=fingerprint(device, device_name(device, cpu), threads, quota),
+    )

@@ -1,0 +1,49 @@
+"""Summary statistics of per-iteration latencies."""
+
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+
+from runner.result import LatencyStats
+
+NOISY_IQR_RATIO: Final = 0.10
+"""IQR / median above this marks a measurement as noisy."""
+TAIL_SAMPLES: Final = 10
+"""A percentile is reported as reliable with at least this many samples beyond it."""
+_REPORTED: Final = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
+
+
+def summarize(durations_ns: Sequence[int]) -> LatencyStats:
+    """Latency statistics in milliseconds; percentiles interpolate linearly (numpy's default)."""
+    if not durations_ns:
+        raise ValueError("no iterations were timed")
+    ms = np.asarray(durations_ns, dtype=np.float64) / 1e6
+    p25, p50, p75, p90, p95, p99 = np.percentile(ms, [25, 50, 75, 90, 95, 99])
+    mean = float(ms.mean())
+    std = float(ms.std(ddof=1)) if ms.size > 1 else 0.0
+    return LatencyStats(
+        count=int(ms.size),
+        mean_ms=mean,
+        std_ms=std,
+        cv=std / mean if mean > 0 else 0.0,
+        min_ms=float(ms.min()),
+        p25_ms=float(p25),
+        p50_ms=float(p50),
+        p75_ms=float(p75),
+        p90_ms=float(p90),
+        p95_ms=float(p95),
+        p99_ms=float(p99),
+        max_ms=float(ms.max()),
+        iqr_ms=float(p75 - p25),
+    )
+
+
+def noise(stats: LatencyStats) -> float:
+    """IQR relative to the median."""
+    return stats.iqr_ms / stats.p50_ms if stats.p50_ms > 0 else 0.0
+
+
+def reliable_percentiles(count: int) -> list[str]:
+    """The reported percentiles that have at least TAIL_SAMPLES samples beyond them."""
+    return [name for name, p in _REPORTED.items() if count * (100 - p) / 100 >= TAIL_SAMPLES]

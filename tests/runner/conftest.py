@@ -1,0 +1,92 @@
+"""Fixtures for the runner tests: real example models and config.json files built for them."""
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+import pytest
+import torch
+
+from runner.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
+from tests.conftest import REPO_ROOT
+
+EXAMPLES = REPO_ROOT / "models" / "examples"
+EXAMPLE_INPUTS = {"tiny-mlp": (64,), "tiny-cnn": (3, 64, 64), "tiny-transformer": (32, 16)}
+QUICK = PhaseConfig(min_iterations=3, min_time_s=0.0, max_iterations=5, max_time_s=5.0)
+
+MakeConfig = Callable[..., RunConfig]
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="session")
+def models_dir() -> Path:
+    """The committed example models (tiny-mlp, tiny-cnn, tiny-transformer)."""
+    return EXAMPLES
+
+
+@pytest.fixture
+def make_config() -> MakeConfig:
+    """Build a one-variant config.json for an example model, as synth would."""
+
+    def make(
+        model: str = "tiny-mlp",
+        *,
+        precision: str = "fp32",
+        quantization: str = "none",
+        batch_size: int = 2,
+        device_type: str = "cpu",
+        location: str | None = None,
+        sha256: str | None = None,
+        source: Literal["file", "image_path", "url"] = "file",
+    ) -> RunConfig:
+        return RunConfig(
+            workflow="test",
+            target=device_type,
+            device_type=device_type,
+            gpus=0 if device_type == "cpu" else 1,
+            warmup=QUICK,
+            measure=QUICK,
+            models={
+                model: ModelConfig(
+                    source=source,
+                    location=location or f"{model}.pt2",
+                    sha256=sha256 or sha256_of(EXAMPLES / f"{model}.pt2"),
+                )
+            },
+            variants=(
+                VariantConfig(
+                    index=0,
+                    id="v000000000000",
+                    model=model,
+                    precision=precision,
+                    quantization=quantization,
+                    batch_size=batch_size,
+                    inputs=(InputConfig(shape=EXAMPLE_INPUTS.get(model, (8,)), dtype="float32"),),
+                ),
+            ),
+        )
+
+    return make
+
+
+class _ConvOnly(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled: torch.Tensor = self.conv(x).mean(dim=(2, 3))
+        return pooled
+
+
+@pytest.fixture(scope="session")
+def conv_only_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real exported program with a convolution and no linear layer."""
+    path = tmp_path_factory.mktemp("models") / "conv-only.pt2"
+    module = _ConvOnly().eval()
+    torch.export.save(torch.export.export(module, (torch.randn(2, 3, 8, 8),)), path)
+    return path

@@ -1,0 +1,207 @@
+"""`python -m runner` end to end: the result line, the termination log, and an exit code per
+failure class."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from runner.__main__ import main
+from runner.config import RunConfig
+from runner.errors import ExitCode
+from runner.result import (
+    RESULT_PREFIX,
+    SCHEMA_FILE,
+    TERMINATION_LOG_LIMIT,
+    BenchResult,
+    parse_result_line,
+)
+from tests.conftest import REPO_ROOT
+from tests.runner.conftest import MakeConfig
+
+
+def write_config(config: RunConfig, folder: Path) -> Path:
+    path = folder / "config.json"
+    path.write_text(config.model_dump_json(), encoding="utf-8")
+    return path
+
+
+def run_main(
+    capsys: pytest.CaptureFixture[str],
+    config_path: Path,
+    models: Path,
+    tmp_path: Path,
+    index: str = "0",
+) -> tuple[int, BenchResult, str]:
+    """main() in this process; returns the exit code, the parsed result and the termination log."""
+    log = tmp_path / "termination-log"
+    code = main(
+        [
+            "--config",
+            str(config_path),
+            "--models",
+            str(models),
+            "--index",
+            index,
+            "--termination-log",
+            str(log),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith(RESULT_PREFIX), (
+        "stdout holds exactly the result line"
+    )
+    result = parse_result_line(out)
+    assert result is not None
+    return code, result, log.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def result_schema() -> dict[str, object]:
+    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def test_a_successful_run_exits_zero_with_a_schema_valid_result(
+    capsys: pytest.CaptureFixture[str],
+    make_config: MakeConfig,
+    models_dir: Path,
+    tmp_path: Path,
+    result_schema: dict[str, object],
+) -> None:
+    code, result, termination_log = run_main(
+        capsys, write_config(make_config(), tmp_path), models_dir, tmp_path
+    )
+    assert (code, result.status) == (ExitCode.OK, "ok")
+    assert result.latency is not None and result.latency.count >= 3
+    assert result.timings is not None and result.timings.warmup.iterations >= 3
+    jsonschema.validate(result.model_dump(mode="json", exclude_none=True), result_schema)
+    assert BenchResult.model_validate_json(termination_log) == result
+
+
+@pytest.mark.parametrize(
+    ("change", "exit_code", "error_type", "message"),
+    [
+        ({"sha256": "0" * 64}, ExitCode.MODEL_LOAD, "model_load", "config.json expects 0000"),
+        ({"location": "absent.pt2"}, ExitCode.MODEL_LOAD, "model_load", "does not exist"),
+        ({"device_type": "nvidia-t4"}, ExitCode.DEVICE_MISSING, "device_missing", "needs 1 GPU"),
+        ({"batch_size": 1 << 42}, ExitCode.OUT_OF_MEMORY, "out_of_memory", "can't allocate memory"),
+        (
+            {"precision": "tf32"},
+            ExitCode.UNSUPPORTED_VARIANT,
+            "unsupported_variant",
+            "CUDA math mode",
+        ),
+        ({"model": "tiny-cnn", "batch_size": 1}, ExitCode.OK, None, None),
+    ],
+)
+def test_each_failure_class_has_its_exit_code_and_error_type(
+    capsys: pytest.CaptureFixture[str],
+    make_config: MakeConfig,
+    models_dir: Path,
+    tmp_path: Path,
+    change: dict[str, object],
+    exit_code: ExitCode,
+    error_type: str | None,
+    message: str | None,
+) -> None:
+    config_path = write_config(make_config(**change), tmp_path)
+    code, result, _ = run_main(capsys, config_path, models_dir, tmp_path)
+    assert code == exit_code
+    if error_type is None:
+        assert result.error is None
+    else:
+        assert result.error is not None and result.error.type == error_type
+        assert message is not None and message in result.error.message
+
+
+def test_a_model_whose_inputs_do_not_fit_is_a_config_error(
+    capsys: pytest.CaptureFixture[str], make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    config = make_config()
+    wrong = config.model_copy(
+        update={
+            "variants": (
+                config.variants[0].model_copy(update={"inputs": config.variants[1:] or ()}),
+            )
+        }
+    )
+    code, result, _ = run_main(capsys, write_config(wrong, tmp_path), models_dir, tmp_path)
+    assert code == ExitCode.BAD_CONFIG
+    assert result.error is not None and "check the spec's inputs" in result.error.message
+
+
+@pytest.mark.parametrize(
+    ("content", "index", "message"),
+    [
+        ("{not json", "0", "not a valid config.json"),
+        (None, "0", "cannot read"),
+        ("valid", "7", "index 7 is out of range: config.json has variants 0..0"),
+        ("valid", "seven", "'seven' is not an integer"),
+    ],
+)
+def test_bad_config_exits_with_its_own_code(
+    capsys: pytest.CaptureFixture[str],
+    make_config: MakeConfig,
+    models_dir: Path,
+    tmp_path: Path,
+    content: str | None,
+    index: str,
+    message: str,
+) -> None:
+    path = tmp_path / "config.json"
+    if content == "valid":
+        write_config(make_config(), tmp_path)
+    elif content is not None:
+        path.write_text(content, encoding="utf-8")
+    code, result, _ = run_main(capsys, path, models_dir, tmp_path, index=index)
+    assert code == ExitCode.BAD_CONFIG
+    assert result.error is not None and message in result.error.message
+
+
+def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
+    make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    config_path = write_config(make_config("tiny-cnn", precision="bf16", batch_size=1), tmp_path)
+    env = {
+        "CONFIG_PATH": str(config_path),
+        "MODEL_PATH": str(models_dir),
+        "JOB_COMPLETION_INDEX": "0",
+        "TERMINATION_LOG": str(tmp_path / "log"),
+        "NODE_NAME": "node-7",
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "runner"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") == 1
+    result = parse_result_line(done.stdout)
+    assert result is not None and result.environment is not None
+    assert result.environment.node_name == "node-7"
+    assert "variant 0" in done.stderr
+
+
+def test_an_oversized_result_is_compacted_to_fit_the_termination_log(
+    capsys: pytest.CaptureFixture[str], make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    huge = "m" * 20_000
+    config = make_config(location=f"{huge}.pt2")
+    code, result, termination_log = run_main(
+        capsys, write_config(config, tmp_path), models_dir, tmp_path
+    )
+    assert code == ExitCode.MODEL_LOAD
+    assert result.error is not None and huge in result.error.message
+    assert len(termination_log.encode()) <= TERMINATION_LOG_LIMIT
+    compacted = BenchResult.model_validate_json(termination_log)
+    assert (
+        compacted.compacted and compacted.error is not None and compacted.error.type == "model_load"
+    )
