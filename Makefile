@@ -47,8 +47,8 @@ bench: install
 	$(PY) -m bench.spec_loading
 	$(PY) -m bench.synth_speed
 
-demo: install
-	$(BENCHFLEET) variants cpu-smoke
+demo: synth
+	$(PY) -m localrun cpu-smoke
 
 models: install
 	$(PY) -m models.make_models

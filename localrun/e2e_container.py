@@ -21,11 +21,10 @@ from typing import Any, Final
 
 import jsonschema
 
-from localrun.pod import PodPlan, pod_plan, read_workload
+from localrun.pod import PodPlan, PodRun, pod_plan, read_workload
 from localrun.podman import (
     REPO_ROOT,
     RUNNER_IMAGE,
-    ContainerRun,
     Podman,
     PodmanError,
     build_base_image,
@@ -111,7 +110,7 @@ def _json_problems(text: str, schema: Schema | None, what: str) -> tuple[Any, li
     ]
 
 
-def check_run(run: ContainerRun, schema: Schema | None) -> dict[str, Any]:
+def check_run(run: PodRun, schema: Schema | None) -> dict[str, Any]:
     """The parsed result line; raises CheckFailed naming every broken promise."""
     problems: list[str] = []
     if run.exit_code != 0:
@@ -142,7 +141,7 @@ def check_run(run: ContainerRun, schema: Schema | None) -> dict[str, Any]:
     return result
 
 
-def _summary(result: dict[str, Any], run: ContainerRun) -> str:
+def _summary(result: dict[str, Any], run: PodRun) -> str:
     environment = result.get("environment") or {}
     latency = result.get("latency") or {}
     variant = result.get("variant") or {}

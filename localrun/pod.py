@@ -37,6 +37,8 @@ class PodPlan:
 
     job_name: str
     index: int
+    workdir: Path
+    """Holds the volumes' files; executors keep the pod's other files here too."""
     image: str
     env: dict[str, str]
     mounts: tuple[Mount, ...]
@@ -49,6 +51,18 @@ class PodPlan:
     memory_limit_bytes: int | None
     gpus: int
     termination_message_path: str
+
+
+@dataclass(frozen=True)
+class PodRun:
+    """What a finished pod left: how it was started, its streams, exit code and termination
+    message, whichever executor ran it."""
+
+    command: list[str]
+    stdout: str
+    stderr: str
+    exit_code: int
+    termination_log: str
 
 
 @dataclass(frozen=True)
@@ -138,6 +152,7 @@ def pod_plan(job: Manifest, configmaps: dict[str, Manifest], index: int, workdir
     spec = job["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     pod_name = f"{job_name}-{index}-local"
+    workdir.mkdir(parents=True, exist_ok=True)
     mounts: list[Mount] = []
     tmpfs: list[str] = []
     volumes = {volume["name"]: volume for volume in spec.get("volumes", [])}
@@ -154,6 +169,7 @@ def pod_plan(job: Manifest, configmaps: dict[str, Manifest], index: int, workdir
     return PodPlan(
         job_name=job_name,
         index=index,
+        workdir=workdir,
         image=container["image"],
         env=_env(container, pod_name, index, job_name),
         mounts=tuple(mounts),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from localrun.pod import PodPlan, PodSpecError
+from localrun.pod import PodPlan, PodRun, PodSpecError
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[1]
 BASE_IMAGE: Final = "localhost/benchfleet-base:bookworm"
@@ -48,17 +48,6 @@ class Podman:
 
     def environment(self) -> dict[str, str]:
         return {**os.environ, "CONTAINERS_CONF": str(self.containers_conf)}
-
-
-@dataclass(frozen=True)
-class ContainerRun:
-    """What a finished container left: its streams, exit code and termination message."""
-
-    command: list[str]
-    stdout: str
-    stderr: str
-    exit_code: int
-    termination_log: str
 
 
 def configure_podman(folder: Path) -> Podman:
@@ -217,7 +206,7 @@ def build_image(
     )
 
 
-def run_pod(podman: Podman, plan: PodPlan, workdir: Path, timeout_s: float) -> ContainerRun:
+def run_pod(podman: Podman, plan: PodPlan, workdir: Path, timeout_s: float) -> PodRun:
     """Start `plan` in a container and wait for it to exit."""
     termination_log = workdir / f"termination-log-{plan.index}"
     termination_log.touch()
@@ -232,7 +221,7 @@ def run_pod(podman: Podman, plan: PodPlan, workdir: Path, timeout_s: float) -> C
         timeout=timeout_s,
         check=False,
     )
-    return ContainerRun(
+    return PodRun(
         command=command,
         stdout=completed.stdout,
         stderr=completed.stderr,

@@ -1,0 +1,89 @@
+"""Start a PodPlan as a plain process: `make demo`'s executor, for machines with no containers.
+
+What a container isolates is mapped, not enforced. Container paths in the env become the host
+folders holding the ConfigMaps' files; each emptyDir becomes a fresh folder (TMPDIR for /tmp);
+the termination log becomes a file the runner is pointed at; the CPU limit becomes a CPU
+affinity mask, which the runner sizes its thread pool by when no cgroup quota applies. The
+memory limit, read-only root, user and network isolation are not enforced here: `make
+e2e-container` runs the same plan in podman to check those.
+"""
+
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+from localrun.pod import PodPlan, PodRun
+
+RUNNER_COMMAND: Final = (sys.executable, "-m", "runner")
+"""The image's ENTRYPOINT, run with this interpreter, which has the runner installed."""
+
+
+def _host_path(value: str, folders: dict[str, Path]) -> str:
+    """`value` with a leading container path replaced by the host folder standing in for it."""
+    for container_path, host in folders.items():
+        if value == container_path or value.startswith(container_path.rstrip("/") + "/"):
+            return str(host) + value[len(container_path) :]
+    return value
+
+
+def _affinity(cpu_limit: float | None) -> Callable[[], None] | None:
+    """A pre-exec hook pinning the child to as many CPUs as its limit rounds up to."""
+    if cpu_limit is None:
+        return None
+    available = sorted(os.sched_getaffinity(0))
+    chosen = set(available[: max(1, math.ceil(cpu_limit))])
+    return lambda: os.sched_setaffinity(0, chosen)
+
+
+def process_environment(plan: PodPlan) -> tuple[dict[str, str], Path]:
+    """The child's env and its termination-log file; only the pod's env plus PATH and the
+    scratch variables, so nothing of the caller's shell leaks into the measurement."""
+    workdir = plan.workdir
+    folders = {mount.container_path: mount.host_path for mount in plan.mounts}
+    for path in plan.tmpfs:
+        folder = workdir / f"emptydir{path.replace('/', '-')}"
+        folder.mkdir(parents=True, exist_ok=True)
+        folders[path] = folder
+    scratch = folders.get("/tmp", workdir)
+    termination_log = workdir / "termination-log"
+    termination_log.write_text("", encoding="utf-8")
+    env = {name: _host_path(value, folders) for name, value in plan.env.items()}
+    env |= {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(scratch),
+        "TMPDIR": str(scratch),
+        "TERMINATION_LOG": str(termination_log),
+    }
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    return env, termination_log
+
+
+def run_process(plan: PodPlan, timeout_s: float) -> PodRun:
+    """Run the runner for `plan` as a child process and wait for it.
+
+    A GPU target runs too: on a machine without its GPU the runner's own result says
+    device_missing, as it would on a mislabelled node.
+    """
+    env, termination_log = process_environment(plan)
+    completed = subprocess.run(
+        RUNNER_COMMAND,
+        env=env,
+        cwd=plan.workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        preexec_fn=_affinity(plan.cpu_limit),
+        check=False,
+    )
+    return PodRun(
+        command=list(RUNNER_COMMAND),
+        stdout=completed.stdout,
+        stderr=completed.stderr,
+        exit_code=completed.returncode,
+        termination_log=termination_log.read_text(encoding="utf-8"),
+    )

@@ -1,0 +1,73 @@
+"""Run every pod of a synthesized workflow on this machine, one after another.
+
+One at a time, whatever the Job's parallelism: on a workstation the pods would share the same
+cores, and each would measure the others' load instead of its model.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from localrun.pod import PodPlan, PodRun, PodSpecError, pod_plan, read_workload
+from runner.result import BenchResult, parse_result_line
+
+Executor = Callable[[PodPlan], PodRun]
+"""Runs one pod and waits for it."""
+
+
+@dataclass(frozen=True)
+class PodOutcome:
+    """One pod's run and the result it handed over, or why there is none."""
+
+    plan: PodPlan
+    run: PodRun
+    result: BenchResult | None
+    problem: str | None
+    """Why no valid result came back (None when `result` is set)."""
+
+
+def workload_file(root: Path, workflow: str, cluster: str | None) -> Path:
+    """dist/<cluster>/workloads/<workflow>.yaml; the first cluster that runs it by default."""
+    pattern = f"{cluster or '*'}/workloads/{workflow}.yaml"
+    found = sorted((root / "dist").glob(pattern))
+    if found:
+        return found[0]
+    known = sorted({path.stem for path in (root / "dist").glob("*/workloads/*.yaml")})
+    where = f"cluster {cluster}" if cluster else "any cluster"
+    raise PodSpecError(
+        f"dist/ holds no workflow {workflow!r} for {where} (run `make synth` after editing "
+        f"specs/); workflows in dist/: {', '.join(known) or 'none'}"
+    )
+
+
+def read_outcome(plan: PodPlan, run: PodRun) -> PodOutcome:
+    """The result from the stdout line, or from the termination log when the line is missing,
+    as the collector reads a pod whose logs are gone."""
+    try:
+        result = parse_result_line(run.stdout)
+        if result is None and run.termination_log.strip():
+            result = BenchResult.model_validate_json(run.termination_log)
+    except (ValidationError, ValueError) as error:
+        return PodOutcome(plan, run, None, f"malformed result: {error}")
+    if result is None:
+        tail = " | ".join(run.stderr.strip().splitlines()[-3:])
+        return PodOutcome(plan, run, None, f"exit {run.exit_code}, no result; stderr: {tail}")
+    return PodOutcome(plan, run, result, None)
+
+
+def pod_plans(workload: Path, workdir: Path, indexes: tuple[int, ...] = ()) -> Iterator[PodPlan]:
+    """A plan per Job index of `workload` (only `indexes` when given), volumes under workdir."""
+    loaded = read_workload(workload)
+    for job in loaded.jobs:
+        completions = job["spec"].get("completions", 1)
+        for index in indexes or range(completions):
+            folder = workdir / f"{job['metadata']['name']}-{index}"
+            yield pod_plan(job, loaded.configmaps, index, folder)
+
+
+def run_pods(plans: list[PodPlan], executor: Executor) -> Iterator[PodOutcome]:
+    """Run each plan in turn, yielding as each finishes."""
+    for plan in plans:
+        yield read_outcome(plan, executor(plan))

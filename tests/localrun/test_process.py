@@ -1,0 +1,160 @@
+"""The local executor runs a synthesized Job's pods through the real runner, as `make demo` does.
+
+The workload is dist/'s cpu-smoke file with shorter measurement windows written into its
+config.json, so each pod takes about as long as importing torch.
+"""
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from localrun.__main__ import main
+from localrun.pod import PodPlan, PodRun, PodSpecError, read_workload
+from localrun.process import process_environment, run_process
+from localrun.table import format_table
+from localrun.workflow import pod_plans, read_outcome, workload_file
+from runner.channel import compact
+from runner.result import BenchResult, ErrorInfo
+from tests.conftest import REPO_ROOT
+
+SMOKE = REPO_ROOT / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml"
+QUICK_PHASE = {"min_iterations": 3, "min_time_s": 0.0, "max_iterations": 5, "max_time_s": 5.0}
+
+EditConfig = Callable[[dict[str, Any]], None]
+
+
+def quick(config: dict[str, Any]) -> None:
+    config["warmup"] = config["measure"] = QUICK_PHASE
+
+
+@pytest.fixture
+def make_root(tmp_path: Path) -> Callable[[EditConfig], Path]:
+    """A repository root whose dist/ holds cpu-smoke with its config.json edited."""
+
+    def make(edit: EditConfig) -> Path:
+        documents = list(yaml.safe_load_all(SMOKE.read_text(encoding="utf-8")))
+        for document in documents:
+            if document and document["kind"] == "ConfigMap" and "data" in document:
+                config = json.loads(document["data"]["config.json"])
+                edit(config)
+                document["data"]["config.json"] = json.dumps(config)
+        target = tmp_path / "repo" / "dist" / "us-east" / "workloads" / SMOKE.name
+        target.parent.mkdir(parents=True)
+        target.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+        return tmp_path / "repo"
+
+    return make
+
+
+@pytest.fixture
+def quick_root(make_root: Callable[[EditConfig], Path]) -> Path:
+    return make_root(quick)
+
+
+def plan_for(root: Path, index: int, workdir: Path) -> PodPlan:
+    workload = workload_file(root, "cpu-smoke", None)
+    return next(pod_plans(workload, workdir, (index,)))
+
+
+def test_a_pod_runs_the_runner_on_the_configmaps_files(quick_root: Path, tmp_path: Path) -> None:
+    plan = plan_for(quick_root, 3, tmp_path / "pod")
+    outcome = read_outcome(plan, run_process(plan, timeout_s=300))
+    assert outcome.problem is None, outcome.run.stderr
+    result = outcome.result
+    assert result is not None and result.variant is not None
+    assert (result.status, result.workflow, result.variant.index) == ("ok", "cpu-smoke", 3)
+    assert result.environment is not None
+    assert result.environment.pod_name == f"{plan.job_name}-3-local"
+    assert plan.cpu_limit is not None and result.environment.threads <= plan.cpu_limit
+    assert json.loads(outcome.run.termination_log)["status"] == "ok"
+
+
+def test_container_paths_in_the_env_point_at_the_volume_files(tmp_path: Path) -> None:
+    plan = plan_for(REPO_ROOT, 0, tmp_path / "pod")
+    env, termination_log = process_environment(plan)
+    assert json.loads(Path(env["CONFIG_PATH"]).read_text())["workflow"] == "cpu-smoke"
+    assert sorted(path.name for path in Path(env["MODEL_PATH"]).iterdir()) == [
+        "tiny-cnn.pt2",
+        "tiny-mlp.pt2",
+        "tiny-transformer.pt2",
+    ]
+    assert Path(env["TMPDIR"]).is_dir() and env["HOME"] == env["TMPDIR"]
+    assert Path(env["TERMINATION_LOG"]) == termination_log
+    assert all(str(tmp_path) in env[name] for name in ("CONFIG_PATH", "MODEL_PATH", "TMPDIR"))
+
+
+def test_the_callers_environment_does_not_leak_into_the_pod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "64")
+    env, _ = process_environment(plan_for(REPO_ROOT, 0, tmp_path / "pod"))
+    assert "OMP_NUM_THREADS" not in env
+    assert set(env) - set(os.environ) >= {"WORKFLOW_ID", "CONFIG_PATH", "VARIANT_INDEX"}
+
+
+def test_every_index_of_every_job_gets_a_plan(tmp_path: Path) -> None:
+    (job,) = read_workload(SMOKE).jobs
+    plans = list(pod_plans(SMOKE, tmp_path))
+    assert [plan.index for plan in plans] == list(range(job["spec"]["completions"]))
+    assert len({plan.workdir for plan in plans}) == len(plans)
+
+
+def test_an_unknown_workflow_names_those_dist_holds() -> None:
+    with pytest.raises(PodSpecError, match=r"no workflow 'cpu-smok'.*cpu-smoke"):
+        workload_file(REPO_ROOT, "cpu-smok", None)
+
+
+def pod_run(stdout: str = "", termination_log: str = "", stderr: str = "") -> PodRun:
+    return PodRun(["runner"], stdout, stderr, exit_code=3, termination_log=termination_log)
+
+
+@pytest.fixture
+def plan(tmp_path: Path) -> PodPlan:
+    return plan_for(REPO_ROOT, 0, tmp_path / "pod")
+
+
+def test_the_termination_log_stands_in_when_the_result_line_is_missing(plan: PodPlan) -> None:
+    failed = BenchResult(status="error", error=ErrorInfo(type="model_load", message="bad sha"))
+    outcome = read_outcome(plan, pod_run(termination_log=compact(failed)))
+    assert outcome.result == failed
+
+
+def test_a_malformed_result_line_is_reported_not_raised(plan: PodPlan) -> None:
+    outcome = read_outcome(plan, pod_run(stdout='BENCH_RESULT {"status": "ok"}\n'))
+    assert outcome.result is None
+    assert outcome.problem is not None and outcome.problem.startswith("malformed result")
+
+
+def test_a_pod_without_a_result_shows_its_exit_code_and_stderr(plan: PodPlan) -> None:
+    outcome = read_outcome(plan, pod_run(stderr="Traceback\nMemoryError"))
+    assert outcome.problem == "exit 3, no result; stderr: Traceback | MemoryError"
+    assert "exit 3, no result" in format_table([outcome])
+
+
+def test_the_command_prints_a_row_per_pod_with_its_latency(quick_root: Path) -> None:
+    run = CliRunner().invoke(main, ["cpu-smoke", "--root", str(quick_root), "--index", "0"])
+    assert run.exit_code == 0, run.output
+    header, row = run.stdout.splitlines()
+    assert header.split()[:4] == ["target", "index", "model", "precision"]
+    assert row.split()[:7] == ["cpu", "0", "tiny-mlp", "fp32", "none", "4", "ok"]
+    assert float(row.split()[7]) > 0
+
+
+def test_the_command_fails_when_a_pod_reports_an_error(
+    make_root: Callable[[EditConfig], Path],
+) -> None:
+    def corrupt_sha(config: dict[str, Any]) -> None:
+        quick(config)
+        config["models"]["tiny-mlp"]["sha256"] = "0" * 64
+
+    root = make_root(corrupt_sha)
+    run = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "1"])
+    assert run.exit_code == 1
+    assert "model_load: " in run.stdout and "sha256" in run.stdout
+    assert "1 of 1 pods did not succeed" in run.output
