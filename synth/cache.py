@@ -3,8 +3,8 @@
 Rendering goes through cdk8s's Node.js process at about a millisecond and a half per object;
 a workflow's file is a pure function of its spec, the fleet config, its model files and the
 code that renders it, so a file rendered before from the same inputs is reused. The key
-covers all of them, the code included (every source file of synth and the runner's config
-contract, and the cdk8s version): any change to any input renders anew. The cache lives in
+covers all of them, the code included (every source file of synth, the runner modules synth
+imports, and the cdk8s version): any change to any input renders anew. The cache lives in
 `.cache/synth/` (git-ignored); deleting it only costs time.
 """
 
@@ -20,13 +20,16 @@ from synth.load import LoadedWorkflow
 
 CACHE_DIR: Final = Path(".cache/synth")
 _SOURCES: Final = Path(__file__).resolve().parent.parent
+_RUNNER_CONTRACT: Final = ("config.py", "errors.py")
+"""The runner modules synth imports: config.json's shape and the exit codes Jobs act on."""
 
 
 @cache
 def code_digest() -> str:
     """sha256 over the code that renders manifests."""
     sha = hashlib.sha256(version("cdk8s").encode())
-    for path in sorted([*(_SOURCES / "synth").rglob("*.py"), _SOURCES / "runner" / "config.py"]):
+    runner = [_SOURCES / "runner" / name for name in _RUNNER_CONTRACT]
+    for path in sorted([*(_SOURCES / "synth").rglob("*.py"), *runner]):
         sha.update(path.relative_to(_SOURCES).as_posix().encode())
         sha.update(path.read_bytes())
     return sha.hexdigest()

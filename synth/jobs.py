@@ -24,6 +24,7 @@ from runner.config import (
     RunConfig,
     VariantConfig,
 )
+from runner.errors import ExitCode
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
 from synth.digests import digest, file_sha256
 from synth.fleet import Cluster, Fleet
@@ -37,6 +38,7 @@ RUNNER_UID: Final = 10001
 RUNNER_SERVICE_ACCOUNT: Final = "benchfleet-runner"
 COLLECTOR_SERVICE_ACCOUNT: Final = "benchfleet-collector"
 APP: Final = "benchfleet"
+RUNNER_CONTAINER: Final = "runner"
 TMP_SIZE: Final = "1Gi"
 
 
@@ -162,10 +164,26 @@ def workflow_labels(workflow_id: str) -> dict[str, str]:
     }
 
 
+_DETERMINISTIC_FAILURES: Final = (
+    ExitCode.BAD_CONFIG,
+    ExitCode.OUT_OF_MEMORY,
+    ExitCode.UNSUPPORTED_VARIANT,
+)
+"""Runner exits that a retry on the same pod template would only repeat. A model load error
+stays retryable (a download can fail transiently), as does a missing device (another node)."""
+
 _FAILURE_RULES: Final = [
     # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
     # fault: retry the index without spending its retries.
-    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+    {
+        "action": "FailIndex",
+        "onExitCodes": {
+            "containerName": RUNNER_CONTAINER,
+            "operator": "In",
+            "values": [int(code) for code in _DETERMINISTIC_FAILURES],
+        },
+    },
 ]
 
 
@@ -272,7 +290,7 @@ def _pod_spec(run_name: str, template: _JobTemplate) -> dict[str, Any]:
         },
         "containers": [
             {
-                "name": "runner",
+                "name": RUNNER_CONTAINER,
                 "image": image,
                 "imagePullPolicy": "IfNotPresent",
                 "env": env,

@@ -11,6 +11,7 @@ import jsonschema
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
+from runner.errors import ExitCode
 from synth.load import load_specs, workflow_files
 from synth.main import synth
 from synth.problems import SpecProblems
@@ -142,6 +143,17 @@ def test_spot_targets_tolerate_spot_taints_and_ignore_preemption(rendered: Files
         assert job["spec"]["podFailurePolicy"]["rules"][0]["action"] == "Ignore"
         assert pod["priorityClassName"] == "benchfleet-nightly"
         assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "nightly"
+
+
+def test_an_index_fails_at_once_on_runner_exits_a_retry_would_repeat(rendered: Files) -> None:
+    job = jobs_of(rendered, "cpu-smoke")[0]
+    (rule,) = [r for r in job["spec"]["podFailurePolicy"]["rules"] if r["action"] == "FailIndex"]
+    container = job["spec"]["template"]["spec"]["containers"][0]["name"]
+    assert rule["onExitCodes"]["containerName"] == container
+    fail_now = set(rule["onExitCodes"]["values"])
+    assert fail_now == {ExitCode.BAD_CONFIG, ExitCode.OUT_OF_MEMORY, ExitCode.UNSUPPORTED_VARIANT}
+    # A download may fail transiently and another node may have the GPU: those retry.
+    assert not fail_now & {ExitCode.MODEL_LOAD, ExitCode.DEVICE_MISSING, ExitCode.INTERNAL}
 
 
 class TestSynthOnDisk:
