@@ -3,8 +3,8 @@
 Rendering goes through cdk8s's Node.js process at about a millisecond and a half per object;
 a workflow's file is a pure function of its spec, the fleet config, its model files and the
 code that renders it, so a file rendered before from the same inputs is reused. The key
-covers all of them, the code included (every source file of synth, the runner modules synth
-imports, and the cdk8s version): any change to any input renders anew. The cache lives in
+covers all of them, the code included (every source file of synth, the modules synth imports
+from runner/ and collector/, and the cdk8s version): any change to any input renders anew. The cache lives in
 `.cache/synth/` (git-ignored); deleting it only costs time.
 """
 
@@ -20,23 +20,27 @@ from synth.load import LoadedWorkflow
 
 CACHE_DIR: Final = Path(".cache/synth")
 _SOURCES: Final = Path(__file__).resolve().parent.parent
-_RUNNER_CONTRACT: Final = ("config.py", "errors.py")
-"""The runner modules synth imports: config.json's shape and the exit codes Jobs act on."""
+_CONTRACTS: Final = ("runner/config.py", "runner/errors.py", "collector/records.py")
+"""What synth imports from elsewhere: config.json's shape, the exit codes Jobs act on, and
+where results are recorded."""
 
 
 @cache
 def code_digest() -> str:
     """sha256 over the code that renders manifests."""
     sha = hashlib.sha256(version("cdk8s").encode())
-    runner = [_SOURCES / "runner" / name for name in _RUNNER_CONTRACT]
-    for path in sorted([*(_SOURCES / "synth").rglob("*.py"), *runner]):
+    contracts = [_SOURCES / name for name in _CONTRACTS]
+    for path in sorted([*(_SOURCES / "synth").rglob("*.py"), *contracts]):
         sha.update(path.relative_to(_SOURCES).as_posix().encode())
         sha.update(path.read_bytes())
     return sha.hexdigest()
 
 
-def workflow_key(loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, root: Path) -> str:
-    """Everything one workflow's file in one cluster depends on, hashed."""
+def workflow_key(
+    loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, root: Path, stored: list[str]
+) -> str:
+    """Everything one workflow's file in one cluster depends on, hashed; `stored` names the
+    Jobs whose results are recorded (they are left out)."""
     models = {m.name: file_sha256(root / m.file) for m in loaded.workflow.models if m.file}
     return digest(
         {
@@ -47,6 +51,7 @@ def workflow_key(loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, root: P
             "spec": file_sha256(root / loaded.file),
             "workflow": loaded.workflow.model_dump(mode="json"),
             "models": models,
+            "stored": stored,
         }
     )
 

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from cdk8s import App, Chart
 
+from collector.records import stored_jobs
 from synth.cache import RenderCache, workflow_key
 from synth.charts.benchmarks import BenchmarksChart
 from synth.charts.flux import FluxChart
@@ -73,21 +74,26 @@ def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[P
             workflow = loaded.workflow
             if cluster not in target_clusters(workflow, fleet):
                 continue
+            path = dist / "workloads" / f"{workflow.id}.yaml"
+            stored = stored_jobs(root, workflow.id, cluster.name)
+            text = None
+            if cache is not None:
+                keys[path] = workflow_key(loaded, fleet, cluster, root, stored)
+                text = cache.get(keys[path])
+            if text is not None:
+                reused[path] = text
+            else:
+                # A Job whose results are stored is done: leaving dist/ makes Flux prune it,
+                # where keeping it would run it again if anything deleted it.
+                runs = [r for r in plan_runs(loaded, fleet, cluster, root) if r.name not in stored]
+                if not runs:
+                    continue
+                charts[path] = BenchmarksChart(app, f"{cluster.name}-{workflow.id}", runs=runs)
             namespace = namespace_of(workflow.environment)
             if any(model.url is not None for model in workflow.models):
                 downloading.setdefault(namespace, []).append(workflow.id)
             if workflow.scheduling.queue is not None:
                 queues.add((namespace, workflow.scheduling.queue))
-            path = dist / "workloads" / f"{workflow.id}.yaml"
-            if cache is not None:
-                keys[path] = workflow_key(loaded, fleet, cluster, root)
-                text = cache.get(keys[path])
-                if text is not None:
-                    reused[path] = text
-                    continue
-            charts[path] = BenchmarksChart(
-                app, f"{cluster.name}-{workflow.id}", runs=plan_runs(loaded, fleet, cluster, root)
-            )
         infrastructure = dist / "infrastructure"
         charts[infrastructure / "namespaces.yaml"] = NamespacesChart(
             app, f"{cluster.name}-namespaces", environments=list(fleet.environments)

@@ -10,7 +10,9 @@ from typing import Any
 import jsonschema
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
+import yaml
 
+from collector.records import JobRecord, write_record
 from runner.errors import ExitCode
 from synth.load import load_specs, workflow_files
 from synth.main import synth
@@ -185,6 +187,54 @@ class TestSynthOnDisk:
         assert not (repo / "dist" / "us-east" / "workloads" / "gpu-comparison.yaml").exists()
         assert (repo / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml").exists()
         assert not list(repo.glob(".dist-*"))
+
+    @staticmethod
+    def jobs_in(workload: Path) -> list[dict[str, Any]]:
+        documents = yaml.safe_load_all(workload.read_text(encoding="utf-8"))
+        return [d for d in documents if d and d["kind"] == "Job"]
+
+    def record(self, repo: Path, workflow: str, job: dict[str, Any]) -> None:
+        write_record(
+            repo,
+            JobRecord(
+                workflow=workflow,
+                cluster="us-east",
+                namespace=job["metadata"]["namespace"],
+                job=job["metadata"]["name"],
+                target=None,
+                spec_file=None,
+                spec_sha256=None,
+                image=None,
+                outcome="complete",
+                variants=(),
+            ),
+        )
+
+    def test_a_job_with_stored_results_leaves_dist(self, repo: Path) -> None:
+        workload = repo / "dist" / "us-east" / "workloads" / "gpu-comparison.yaml"
+        jobs = self.jobs_in(workload)
+        self.record(repo, "gpu-comparison", jobs[0])
+        synth(repo)
+        documents = yaml.safe_load_all(workload.read_text(encoding="utf-8"))
+        left = {(d["kind"], d["metadata"]["name"]) for d in documents if d}
+        # Its config.json ConfigMap is named like the Job, and goes with it.
+        assert (
+            not {("Job", jobs[0]["metadata"]["name"]), ("ConfigMap", jobs[0]["metadata"]["name"])}
+            & left
+        )
+        left = {name for kind, name in left if kind == "Job"}
+        assert {job["metadata"]["name"] for job in jobs[1:]} <= left
+
+    def test_a_workflow_whose_jobs_are_all_stored_leaves_dist(self, repo: Path) -> None:
+        workload = repo / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml"
+        for job in self.jobs_in(workload):
+            self.record(repo, "cpu-smoke", job)
+        changed = synth(repo).changed
+        assert PurePosixPath("dist/us-east/workloads/cpu-smoke.yaml") in changed
+        assert not workload.exists()
+        kustomization = (workload.parent / "kustomization.yaml").read_text()
+        assert "cpu-smoke" not in kustomization
+        assert (repo / "dist" / "eu-west" / "workloads" / "cpu-smoke.yaml").exists()
 
 
 CHECKOV = REPO_ROOT / ".venv" / "tools" / "checkov" / "bin" / "checkov"

@@ -1,0 +1,109 @@
+"""The record in git: `results/<workflow>/<cluster>/<job>.json`, one file per finished Job.
+
+A Job's name carries the hash of everything that determines its run, so a file here means
+"this exact run is done": `make synth` stops emitting that Job (and the ConfigMaps only it
+used), and Flux prunes them. A changed spec gives a new Job name with no record, which runs.
+Only pydantic and the runner's result model are imported, because synth reads these too.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from runner.result import BenchResult
+
+RECORD_SCHEMA_VERSION: Final = 1
+RESULTS_DIR: Final = "results"
+
+VariantState = Literal["succeeded", "failed"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class StoredVariant(_Record):
+    """How one completion index of the Job ended."""
+
+    index: int
+    state: VariantState
+    explanation: str
+    """In words: the runner's error, OOMKilled, retries exhausted, deadline exceeded..."""
+    pod: str | None = None
+    """The pod whose run this is (the last attempt); None when no pod ever ran."""
+    node: str | None = None
+    attempts: int = 0
+    preemptions: int = 0
+    finished_at: str | None = None
+    """The runner container's finishedAt, as the API server reported it."""
+    result_source: Literal["termination-message", "log"] | None = None
+    result: BenchResult | None = None
+
+
+class JobIdentity(_Record):
+    """Which run a Job is: where it ran and what it was made from."""
+
+    workflow: str
+    cluster: str
+    namespace: str
+    job: str
+    target: str | None
+    spec_file: str | None
+    spec_sha256: str | None
+    image: str | None
+
+
+class JobRecord(JobIdentity):
+    """Everything gather learnt about one finished Job."""
+
+    schema_version: Literal[1] = RECORD_SCHEMA_VERSION
+    outcome: Literal["complete", "failed"]
+    """The Job's own end: Complete, or Failed (some index failed, or its deadline passed)."""
+    failure: str | None = None
+    """Why the Job failed as a whole, in words."""
+    variants: tuple[StoredVariant, ...]
+
+
+def record_path(root: Path, workflow: str, cluster: str, job: str) -> Path:
+    """Where the record of `job` in `cluster` lives under the repository `root`."""
+    return root / RESULTS_DIR / workflow / cluster / f"{job}.json"
+
+
+def stored_jobs(root: Path, workflow: str, cluster: str) -> list[str]:
+    """Names of the Jobs of `workflow` in `cluster` that have a record, sorted."""
+    folder = root / RESULTS_DIR / workflow / cluster
+    if not folder.is_dir():
+        return []
+    return sorted(path.stem for path in folder.glob("*.json"))
+
+
+def record_text(record: JobRecord) -> str:
+    """The file's bytes: the same record always gives the same text, for clean git diffs."""
+    return record.model_dump_json(indent=2, exclude_none=True) + "\n"
+
+
+def write_record(root: Path, record: JobRecord) -> tuple[Path, bool]:
+    """Write the record atomically; (path, False) when the file already says the same."""
+    path = record_path(root, record.workflow, record.cluster, record.job)
+    text = record_text(record)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return path, False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A reader (synth, git) never sees half a record: write aside, then rename over.
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path, True
+
+
+def read_record(path: Path) -> JobRecord:
+    """Parse a record file; raises pydantic.ValidationError naming the bad field."""
+    return JobRecord.model_validate_json(path.read_bytes())

@@ -1,0 +1,227 @@
+"""The results database: SQLite (embedded, no server), one row per variant run.
+
+A variant run is one completion index of one Job in one cluster; Job names carry a content
+hash, so that key never means two different runs, and storing it twice is a no-op: gather
+can be re-run, or resumed after an interruption, without duplicates.
+"""
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+from collector.records import JobIdentity, StoredVariant
+from runner.result import BenchResult
+
+DEFAULT_DATABASE: Final = Path(".benchfleet") / "results.sqlite"
+_SCHEMA_VERSION: Final = 1
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS variant_runs (
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    job TEXT NOT NULL,
+    job_index INTEGER NOT NULL,
+    workflow TEXT NOT NULL,
+    target TEXT,
+    spec_file TEXT,
+    spec_sha256 TEXT,
+    image TEXT,
+    state TEXT NOT NULL CHECK (state IN ('succeeded', 'failed')),
+    explanation TEXT NOT NULL,
+    pod TEXT,
+    node TEXT,
+    attempts INTEGER NOT NULL,
+    preemptions INTEGER NOT NULL,
+    finished_at TEXT,
+    variant_id TEXT,
+    model TEXT,
+    precision TEXT,
+    quantization TEXT,
+    batch_size INTEGER,
+    device_name TEXT,
+    model_sha256 TEXT,
+    status TEXT,
+    p50_ms REAL,
+    result_source TEXT,
+    result_json TEXT,
+    collected_at TEXT NOT NULL,
+    PRIMARY KEY (cluster, namespace, job, job_index)
+);
+CREATE INDEX IF NOT EXISTS variant_runs_by_workflow ON variant_runs (workflow);
+"""
+_COLUMNS: Final = [
+    "cluster",
+    "namespace",
+    "job",
+    "job_index",
+    "workflow",
+    "target",
+    "spec_file",
+    "spec_sha256",
+    "image",
+    "state",
+    "explanation",
+    "pod",
+    "node",
+    "attempts",
+    "preemptions",
+    "finished_at",
+    "variant_id",
+    "model",
+    "precision",
+    "quantization",
+    "batch_size",
+    "device_name",
+    "model_sha256",
+    "status",
+    "p50_ms",
+    "result_source",
+    "result_json",
+    "collected_at",
+]
+
+_VARIANT_COLUMNS: Final = [
+    "state",
+    "explanation",
+    "pod",
+    "node",
+    "attempts",
+    "preemptions",
+    "finished_at",
+    "result_source",
+]
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or is of an unknown version."""
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One row, as reports read it."""
+
+    job: JobIdentity
+    variant: StoredVariant
+    collected_at: str
+
+
+@dataclass(frozen=True)
+class Added:
+    """What one `add` call did."""
+
+    new: int
+    already_stored: int
+
+
+def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[object, ...]:
+    result = variant.result
+    ref = result.variant if result else None
+    values = {
+        **job.model_dump(),
+        "job_index": variant.index,
+        "state": variant.state,
+        "explanation": variant.explanation,
+        "pod": variant.pod,
+        "node": variant.node,
+        "attempts": variant.attempts,
+        "preemptions": variant.preemptions,
+        "finished_at": variant.finished_at,
+        "variant_id": ref.id if ref else None,
+        "model": ref.model if ref else None,
+        "precision": ref.precision if ref else None,
+        "quantization": ref.quantization if ref else None,
+        "batch_size": ref.batch_size if ref else None,
+        "device_name": result.environment.device_name if result and result.environment else None,
+        "model_sha256": result.model_sha256 if result else None,
+        "status": result.status if result else None,
+        "p50_ms": result.latency.p50_ms if result and result.latency else None,
+        "result_source": variant.result_source,
+        "result_json": result.model_dump_json(exclude_none=True) if result else None,
+        "collected_at": collected_at,
+    }
+    return tuple(values[column] for column in _COLUMNS)
+
+
+class Store:
+    """An open results database."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(path)
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in {0, _SCHEMA_VERSION}:
+                raise StoreError(
+                    f"{path} has schema version {version}; this collector knows "
+                    f"{_SCHEMA_VERSION}: use the collector version that wrote it"
+                )
+            with self._db:
+                self._db.executescript(_SCHEMA)
+                self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"cannot open the results database {path}: {error}") from error
+        self.path = path
+
+    def close(self) -> None:
+        self._db.close()
+
+    def add(
+        self, job: JobIdentity, variants: Sequence[StoredVariant], now: datetime | None = None
+    ) -> Added:
+        """Store each variant run unless it already is; all of them or none (one transaction)."""
+        collected_at = (now or datetime.now(UTC)).isoformat(timespec="seconds")
+        placeholders = ", ".join("?" * len(_COLUMNS))
+        statement = (
+            f"INSERT INTO variant_runs ({', '.join(_COLUMNS)}) VALUES ({placeholders}) "
+            "ON CONFLICT DO NOTHING"
+        )
+        with self._db:
+            before = self._db.total_changes
+            self._db.executemany(statement, [_row(job, v, collected_at) for v in variants])
+            new = self._db.total_changes - before
+        return Added(new=new, already_stored=len(variants) - new)
+
+    def stored_indexes(self, cluster: str, namespace: str, job: str) -> set[int]:
+        """The completion indexes of `job` already stored."""
+        rows = self._db.execute(
+            "SELECT job_index FROM variant_runs WHERE cluster = ? AND namespace = ? AND job = ?",
+            (cluster, namespace, job),
+        )
+        return {index for (index,) in rows}
+
+    def runs(self, workflow: str) -> list[StoredRun]:
+        """Every stored run of `workflow`, by cluster, Job and index."""
+        cursor = self._db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM variant_runs WHERE workflow = ? "
+            "ORDER BY cluster, namespace, job, job_index",
+            (workflow,),
+        )
+        return [self._stored_run(dict(zip(_COLUMNS, row, strict=True))) for row in cursor]
+
+    @staticmethod
+    def _stored_run(row: dict[str, object]) -> StoredRun:
+        identity = JobIdentity.model_validate(
+            {field: row[field] for field in JobIdentity.model_fields}
+        )
+        text = row["result_json"]
+        variant = StoredVariant.model_validate(
+            {
+                **{name: row[name] for name in _VARIANT_COLUMNS},
+                "index": row["job_index"],
+                "result": BenchResult.model_validate_json(str(text)) if text else None,
+            }
+        )
+        return StoredRun(job=identity, variant=variant, collected_at=str(row["collected_at"]))
+
+
+@contextmanager
+def open_store(path: Path) -> Iterator[Store]:
+    """The database at `path`, created if missing, closed afterwards."""
+    store = Store(path)
+    try:
+        yield store
+    finally:
+        store.close()

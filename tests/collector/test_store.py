@@ -1,0 +1,141 @@
+"""The results database and the record in git: nothing stored twice, nothing half-written."""
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from collector.records import (
+    JobIdentity,
+    JobRecord,
+    StoredVariant,
+    read_record,
+    record_path,
+    stored_jobs,
+    write_record,
+)
+from collector.store import Store, StoreError, open_store
+from runner.result import BenchResult, ErrorInfo, LatencyStats, VariantRef
+
+NOW = datetime(2026, 12, 3, 6, 0, tzinfo=UTC)
+JOB = JobIdentity(
+    workflow="cpu-smoke",
+    cluster="us-east",
+    namespace="benchfleet-dev",
+    job="cpu-smoke-cpu-7f51413bea",
+    target="cpu",
+    spec_file="specs/workflows/cpu-smoke.yaml",
+    spec_sha256="a" * 64,
+    image="registry.example.com/benchfleet/runner@sha256:" + "b" * 64,
+)
+
+
+def latency(p50_ms: float) -> LatencyStats:
+    values = dict.fromkeys(
+        ["mean_ms", "min_ms", "p25_ms", "p50_ms", "p75_ms", "p90_ms", "p95_ms", "p99_ms"], p50_ms
+    )
+    return LatencyStats(count=50, std_ms=0.0, cv=0.0, max_ms=p50_ms, iqr_ms=0.0, **values)
+
+
+def succeeded(index: int, p50_ms: float = 1.5) -> StoredVariant:
+    ref = VariantRef(
+        index=index,
+        id=f"v{index}",
+        model="tiny-mlp",
+        precision="fp32",
+        quantization="none",
+        batch_size=4,
+    )
+    result = BenchResult(status="ok", workflow="cpu-smoke", variant=ref, latency=latency(p50_ms))
+    return StoredVariant(
+        index=index,
+        state="succeeded",
+        explanation="ok",
+        pod=f"pod-{index}",
+        node="node-a",
+        attempts=1,
+        finished_at="2026-12-03T05:59:00Z",
+        result_source="termination-message",
+        result=result,
+    )
+
+
+def failed(index: int) -> StoredVariant:
+    error = BenchResult(status="error", error=ErrorInfo(type="model_load", message="bad sha"))
+    return StoredVariant(
+        index=index,
+        state="failed",
+        explanation="runner error model_load (exit 3): bad sha",
+        pod=f"pod-{index}",
+        attempts=3,
+        result=error,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with open_store(tmp_path / "db" / "results.sqlite") as opened:
+        yield opened
+
+
+def test_a_variant_run_is_stored_once_however_often_gather_runs(store: Store) -> None:
+    first = store.add(JOB, [succeeded(0), failed(1)], NOW)
+    again = store.add(JOB, [succeeded(0), failed(1), succeeded(2)], NOW)
+    assert (first.new, first.already_stored) == (2, 0)
+    assert (again.new, again.already_stored) == (1, 2)
+    assert store.stored_indexes(JOB.cluster, JOB.namespace, JOB.job) == {0, 1, 2}
+
+
+def test_stored_runs_read_back_with_their_full_result(store: Store) -> None:
+    variants = [succeeded(0, p50_ms=2.25), failed(1)]
+    store.add(JOB, variants, NOW)
+    runs = store.runs("cpu-smoke")
+    assert [run.variant for run in runs] == variants
+    assert {run.job for run in runs} == {JOB}
+    assert runs[0].collected_at == "2026-12-03T06:00:00+00:00"
+
+
+def test_the_same_job_name_in_two_clusters_is_two_runs(store: Store) -> None:
+    store.add(JOB, [succeeded(0)], NOW)
+    other = JOB.model_copy(update={"cluster": "eu-west"})
+    assert store.add(other, [succeeded(0)], NOW).new == 1
+    assert len(store.runs("cpu-smoke")) == 2
+
+
+def test_a_database_from_a_newer_collector_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 99")
+    with pytest.raises(StoreError, match=r"results.sqlite has schema version 99"):
+        Store(path)
+
+
+def test_a_file_that_is_no_database_is_an_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    path.write_text("not sqlite at all, but long enough to have a header" * 4)
+    with pytest.raises(StoreError, match=r"cannot open the results database .*results.sqlite"):
+        Store(path)
+
+
+def record(*variants: StoredVariant) -> JobRecord:
+    return JobRecord(**JOB.model_dump(), outcome="complete", variants=variants)
+
+
+def test_a_record_lands_where_synth_looks_for_it(tmp_path: Path) -> None:
+    path, written = write_record(tmp_path, record(succeeded(0)))
+    assert written
+    assert path == record_path(tmp_path, "cpu-smoke", "us-east", JOB.job)
+    assert path == tmp_path / "results" / "cpu-smoke" / "us-east" / f"{JOB.job}.json"
+    assert stored_jobs(tmp_path, "cpu-smoke", "us-east") == [JOB.job]
+    assert stored_jobs(tmp_path, "cpu-smoke", "eu-west") == []
+    assert read_record(path) == record(succeeded(0))
+
+
+def test_rewriting_the_same_record_leaves_the_file_alone(tmp_path: Path) -> None:
+    path, _ = write_record(tmp_path, record(succeeded(0)))
+    before = path.stat().st_mtime_ns
+    assert write_record(tmp_path, record(succeeded(0))) == (path, False)
+    assert path.stat().st_mtime_ns == before
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
