@@ -71,7 +71,7 @@ def _from_kubeconfig(
     chosen = _context(kubeconfig, cluster, context)
     configuration = client.Configuration()
     try:
-        config.load_kube_config_from_dict(
+        config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
             kubeconfig, context=chosen, client_configuration=configuration
         )
     except (config.ConfigException, KeyError, ValueError, TypeError) as error:
@@ -104,7 +104,9 @@ def connect(
             return _from_kubeconfig(_parse(text, where), where, cluster, context)
     if _SERVICE_ACCOUNT_TOKEN.is_file() and "KUBERNETES_SERVICE_HOST" in environ:
         configuration = client.Configuration()
-        config.load_incluster_config(client_configuration=configuration)
+        config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration
+        )
         return Connection(client.ApiClient(configuration), "in-cluster service account", None)
     kubectl = environ.get("KUBECONFIG") or str((home or Path.home()) / ".kube" / "config")
     first = Path(kubectl.split(os.pathsep)[0])
