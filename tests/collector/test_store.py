@@ -2,13 +2,11 @@
 
 import sqlite3
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from collector.records import (
-    JobIdentity,
     JobRecord,
     StoredVariant,
     read_record,
@@ -17,61 +15,7 @@ from collector.records import (
     write_record,
 )
 from collector.store import Store, StoreError, open_store
-from runner.result import BenchResult, ErrorInfo, LatencyStats, VariantRef
-
-NOW = datetime(2026, 12, 3, 6, 0, tzinfo=UTC)
-JOB = JobIdentity(
-    workflow="cpu-smoke",
-    cluster="us-east",
-    namespace="benchfleet-dev",
-    job="cpu-smoke-cpu-7f51413bea",
-    target="cpu",
-    spec_file="specs/workflows/cpu-smoke.yaml",
-    spec_sha256="a" * 64,
-    image="registry.example.com/benchfleet/runner@sha256:" + "b" * 64,
-)
-
-
-def latency(p50_ms: float) -> LatencyStats:
-    values = dict.fromkeys(
-        ["mean_ms", "min_ms", "p25_ms", "p50_ms", "p75_ms", "p90_ms", "p95_ms", "p99_ms"], p50_ms
-    )
-    return LatencyStats(count=50, std_ms=0.0, cv=0.0, max_ms=p50_ms, iqr_ms=0.0, **values)
-
-
-def succeeded(index: int, p50_ms: float = 1.5) -> StoredVariant:
-    ref = VariantRef(
-        index=index,
-        id=f"v{index}",
-        model="tiny-mlp",
-        precision="fp32",
-        quantization="none",
-        batch_size=4,
-    )
-    result = BenchResult(status="ok", workflow="cpu-smoke", variant=ref, latency=latency(p50_ms))
-    return StoredVariant(
-        index=index,
-        state="succeeded",
-        explanation="ok",
-        pod=f"pod-{index}",
-        node="node-a",
-        attempts=1,
-        finished_at="2026-12-03T05:59:00Z",
-        result_source="termination-message",
-        result=result,
-    )
-
-
-def failed(index: int) -> StoredVariant:
-    error = BenchResult(status="error", error=ErrorInfo(type="model_load", message="bad sha"))
-    return StoredVariant(
-        index=index,
-        state="failed",
-        explanation="runner error model_load (exit 3): bad sha",
-        pod=f"pod-{index}",
-        attempts=3,
-        result=error,
-    )
+from tests.collector.stored import JOB, NOW, failed, succeeded
 
 
 @pytest.fixture

@@ -1,0 +1,122 @@
+"""Prometheus metrics of a gather: what it observed, and the results as gauges.
+
+A gather is a batch job, not a long-running server that Prometheus could scrape, so the
+metrics go to a Pushgateway when one is configured, or to a textfile for node-exporter's
+textfile collector; both carry the same registry. Flux creates the Jobs, so "jobs created"
+is what gather observed of them: `benchfleet_jobs_observed_total`.
+"""
+
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
+from prometheus_client.exposition import generate_latest
+
+from collector.records import JobRecord
+
+PUSH_JOB: Final = "benchfleet-collector"
+_DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
+
+
+@dataclass(frozen=True)
+class ObservedJob:
+    """A finished Job and how long it ran (status.startTime to completionTime or failure)."""
+
+    record: JobRecord
+    duration_s: float | None
+
+
+def build_registry(observed: Iterable[ObservedJob]) -> CollectorRegistry:
+    """A registry holding this gather's metrics."""
+    registry = CollectorRegistry()
+    jobs = Counter(
+        "benchfleet_jobs_observed",
+        "Benchmark Jobs gather saw finish.",
+        ["workflow", "cluster", "target", "outcome"],
+        registry=registry,
+    )
+    duration = Histogram(
+        "benchfleet_job_duration_seconds",
+        "Wall time of a benchmark Job, from its start to its end.",
+        ["workflow", "cluster", "target"],
+        buckets=_DURATION_BUCKETS,
+        registry=registry,
+    )
+    failures = Counter(
+        "benchfleet_variant_failures",
+        "Variants that ended without a result, by reason.",
+        ["workflow", "cluster", "target", "reason"],
+        registry=registry,
+    )
+    p50 = Gauge(
+        "benchfleet_latency_p50_seconds",
+        "Median latency of one batch, as the runner measured it.",
+        ["workflow", "cluster", "gpu_type", "model", "precision", "quantization", "batch_size"],
+        registry=registry,
+    )
+    throughput = Gauge(
+        "benchfleet_throughput_samples_per_second",
+        "Samples per second of the timed loop.",
+        ["workflow", "cluster", "gpu_type", "model", "precision", "quantization", "batch_size"],
+        registry=registry,
+    )
+    for job in observed:
+        record = job.record
+        target = record.target or ""
+        jobs.labels(record.workflow, record.cluster, target, record.outcome).inc()
+        if job.duration_s is not None:
+            duration.labels(record.workflow, record.cluster, target).observe(job.duration_s)
+        for variant in record.variants:
+            result = variant.result
+            if variant.state == "failed" or result is None or result.latency is None:
+                reason = (
+                    result.error.type if result and result.error else _reason(variant.explanation)
+                )
+                failures.labels(record.workflow, record.cluster, target, reason).inc()
+                continue
+            ref = result.variant
+            if ref is None:
+                continue
+            labels = (
+                record.workflow,
+                record.cluster,
+                target,
+                ref.model,
+                ref.precision,
+                ref.quantization,
+                str(ref.batch_size),
+            )
+            p50.labels(*labels).set(result.latency.p50_ms / 1000)
+            if result.throughput_samples_per_s is not None:
+                throughput.labels(*labels).set(result.throughput_samples_per_s)
+    return registry
+
+
+def _reason(explanation: str) -> str:
+    """A bounded label from an explanation such as "OOMKilled: ..." (labels must not be free
+    text, or every message becomes its own time series)."""
+    head = explanation.split(":", 1)[0].strip().lower().replace(" ", "_")
+    return head if head.replace("_", "").isalnum() and len(head) <= 40 else "other"
+
+
+def write_textfile(registry: CollectorRegistry, path: Path) -> None:
+    """Write the metrics for node-exporter's textfile collector, atomically (it reads any
+    *.prom file in its folder at any moment)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(generate_latest(registry))
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def push(registry: CollectorRegistry, gateway: str, workflow: str) -> None:
+    """Replace this workflow's group on the Pushgateway with the current metrics."""
+    push_to_gateway(gateway, job=PUSH_JOB, grouping_key={"workflow": workflow}, registry=registry)
