@@ -46,6 +46,7 @@ format: install
 bench: install
 	$(PY) -m bench.spec_loading
 	$(PY) -m bench.synth_speed
+	$(PY) -m bench.runner_accuracy
 
 demo: synth
 	$(PY) -m localrun cpu-smoke

@@ -29,12 +29,7 @@ def seconds(run: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def paired(
-    name: str, candidate: Callable[[], object], baseline: Callable[[], object], rounds: int
-) -> Pairing:
-    """Time both `rounds` times, alternating, and compare them pair by pair."""
-    candidate(), baseline()  # warm caches and imports outside the measurement
-    pairs = [(seconds(candidate), seconds(baseline)) for _ in range(rounds)]
+def _pairing(name: str, pairs: Sequence[tuple[float, float]]) -> Pairing:
     ratios = [c / b for c, b in pairs]
     return Pairing(
         name=name,
@@ -44,6 +39,31 @@ def paired(
         ratio_low=min(ratios),
         ratio_high=max(ratios),
     )
+
+
+def paired(
+    name: str, candidate: Callable[[], object], baseline: Callable[[], object], rounds: int
+) -> Pairing:
+    """Time both `rounds` times, alternating, and compare them pair by pair."""
+    candidate(), baseline()  # warm caches and imports outside the measurement
+    return _pairing(name, [(seconds(candidate), seconds(baseline)) for _ in range(rounds)])
+
+
+def interleaved(
+    name: str, candidate: Callable[[], float], baseline: Callable[[], float], rounds: int
+) -> Pairing:
+    """Like `paired`, for two measurers that report their own seconds (a median, say) rather
+    than being timed whole; which one goes first alternates by round, so that neither always
+    runs in the caches and clock state the other leaves behind."""
+    candidate(), baseline()  # warm caches and imports outside the measurement
+    pairs: list[tuple[float, float]] = []
+    for round_ in range(rounds):
+        if round_ % 2 == 0:
+            pairs.append((candidate(), baseline()))
+        else:
+            baseline_first = baseline()
+            pairs.append((candidate(), baseline_first))
+    return _pairing(name, pairs)
 
 
 def table(title: str, baseline: str, rows: Sequence[Pairing]) -> str:
