@@ -2,10 +2,11 @@
 
 Rendering goes through cdk8s's Node.js process at about a millisecond and a half per object;
 a workflow's file is a pure function of its spec, the fleet config, its model files and the
-code that renders it, so a file rendered before from the same inputs is reused. The key
-covers all of them, the code included (every source file of synth, the modules synth imports
-from runner/ and collector/, and the cdk8s version): any change to any input renders anew. The cache lives in
-`.cache/synth/` (git-ignored); deleting it only costs time.
+code that renders it, and of which of its Jobs have results recorded, so a file rendered
+before from the same inputs is reused. The key covers all of them, the code included (every
+source file of synth, the modules synth imports from runner/ and collector/, and the cdk8s
+version): any change to any input renders anew. The cache lives in `.cache/synth/`
+(git-ignored); deleting it only costs time.
 """
 
 import hashlib

@@ -21,6 +21,7 @@ from synth.charts.priorities import PriorityClassesChart
 from synth.charts.queues import QueuesChart
 from synth.charts.rbac import RbacChart
 from synth.checks import target_clusters
+from synth.fleet import Cluster, Fleet
 from synth.jobs import namespace_of, plan_runs
 from synth.load import Specs
 
@@ -67,7 +68,6 @@ def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[P
     fleet = specs.fleet
     for cluster in fleet.clusters:
         dist = PurePosixPath("dist", cluster.name)
-        namespaces = [namespace_of(env) for env in fleet.environments]
         downloading: dict[str, list[str]] = {}
         queues: set[tuple[str, str]] = set()
         for loaded in specs.workflows:
@@ -94,33 +94,7 @@ def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[P
                 downloading.setdefault(namespace, []).append(workflow.id)
             if workflow.scheduling.queue is not None:
                 queues.add((namespace, workflow.scheduling.queue))
-        infrastructure = dist / "infrastructure"
-        charts[infrastructure / "namespaces.yaml"] = NamespacesChart(
-            app, f"{cluster.name}-namespaces", environments=list(fleet.environments)
-        )
-        charts[infrastructure / "priority-classes.yaml"] = PriorityClassesChart(
-            app, f"{cluster.name}-priorities", fleet=fleet
-        )
-        charts[infrastructure / "rbac.yaml"] = RbacChart(
-            app, f"{cluster.name}-rbac", namespaces=namespaces
-        )
-        charts[infrastructure / "network-policies.yaml"] = NetworkPoliciesChart(
-            app,
-            f"{cluster.name}-network",
-            cluster=cluster,
-            namespaces=namespaces,
-            downloading=downloading,
-        )
-        if queues and cluster.kueue is not None:
-            charts[infrastructure / "queues.yaml"] = QueuesChart(
-                app,
-                f"{cluster.name}-queues",
-                cluster_queue=cluster.kueue.cluster_queue,
-                queues=queues,
-            )
-        charts[PurePosixPath("clusters", cluster.name, "benchfleet.yaml")] = FluxChart(
-            app, f"{cluster.name}-flux", fleet=fleet, dist_path=str(dist)
-        )
+        charts.update(_infrastructure(app, cluster, fleet, downloading, queues))
     files = {
         path: dump_documents(
             chart.manifests() if isinstance(chart, BenchmarksChart) else list(chart.to_json())
@@ -133,6 +107,46 @@ def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[P
                 cache.put(keys[path], text)
     files.update(reused)
     return {**files, **_kustomizations(files)}
+
+
+def _infrastructure(
+    app: App,
+    cluster: Cluster,
+    fleet: Fleet,
+    downloading: dict[str, list[str]],
+    queues: set[tuple[str, str]],
+) -> dict[PurePosixPath, Chart]:
+    """What the cluster's workloads depend on, and Flux's objects that apply them."""
+    dist = PurePosixPath("dist", cluster.name)
+    infrastructure = dist / "infrastructure"
+    namespaces = [namespace_of(env) for env in fleet.environments]
+    charts: dict[PurePosixPath, Chart] = {
+        infrastructure / "namespaces.yaml": NamespacesChart(
+            app, f"{cluster.name}-namespaces", environments=list(fleet.environments)
+        ),
+        infrastructure / "priority-classes.yaml": PriorityClassesChart(
+            app, f"{cluster.name}-priorities", fleet=fleet
+        ),
+        infrastructure / "rbac.yaml": RbacChart(app, f"{cluster.name}-rbac", namespaces=namespaces),
+        infrastructure / "network-policies.yaml": NetworkPoliciesChart(
+            app,
+            f"{cluster.name}-network",
+            cluster=cluster,
+            namespaces=namespaces,
+            downloading=downloading,
+        ),
+    }
+    if queues and cluster.kueue is not None:
+        charts[infrastructure / "queues.yaml"] = QueuesChart(
+            app,
+            f"{cluster.name}-queues",
+            cluster_queue=cluster.kueue.cluster_queue,
+            queues=queues,
+        )
+    charts[PurePosixPath("clusters", cluster.name, "benchfleet.yaml")] = FluxChart(
+        app, f"{cluster.name}-flux", fleet=fleet, dist_path=str(dist)
+    )
+    return charts
 
 
 def _kustomizations(files: Mapping[PurePosixPath, str]) -> dict[PurePosixPath, str]:

@@ -1,0 +1,382 @@
+"""One pod of a benchmark Job, in words: where its attempt stands and what its runner handed over.
+
+Pure logic on pods and events as the Kubernetes API returns them (camelCase dicts, as JSON or
+as the client's `sanitize_for_serialization` gives them, which drops nulls). The runner hands
+its result over twice (docs/runner.md): compacted in /dev/termination-log, which the pod
+status keeps, and whole on the last `BENCH_RESULT` line of its log. synth sets
+`terminationMessagePolicy: FallbackToLogsOnError`, so a runner that dies before writing the
+file (OOMKilled, killed, crashed) leaves the end of its log as the termination message.
+"""
+
+import json
+import signal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import Any, Final, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+from pydantic import ValidationError
+
+from runner.result import RESULT_PREFIX, SCHEMA_FILE, BenchResult
+
+Object = Mapping[str, Any]
+Phase = Literal["pending", "running", "succeeded", "failed", "preempted"]
+"""Where an attempt stands. `preempted`: disrupted (DisruptionTarget), which synth's
+podFailurePolicy ignores, so the Job replaces the pod without spending a retry."""
+ResultSource = Literal["termination-message", "log"]
+
+RUNNER: Final = "runner"
+INDEX_KEY: Final = "batch.kubernetes.io/job-completion-index"
+_IMAGE_PULL: Final = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "RegistryUnavailable",
+        "SignatureValidationFailed",
+    }
+)
+_STARTING: Final = frozenset({"ContainerCreating", "PodInitializing"})
+_DISRUPTED_BY: Final = {
+    "PreemptionByScheduler": "preempted",
+    "DeletionByTaintManager": "deleted for a NoExecute taint on its node",
+    "EvictionByEvictionAPI": "evicted through the Eviction API",
+    "DeletionByPodGC": "deleted by the pod garbage collector",
+    "TerminationByKubelet": "terminated by the kubelet",
+}
+_RETRIED: Final = "the Job retries it without spending a retry"
+_QUOTE_LIMIT: Final = 300
+
+
+@dataclass(frozen=True)
+class ResultReading:
+    """What a pod's runner handed over, and where it was found."""
+
+    result: BenchResult | None
+    source: ResultSource | None
+    problem: str | None
+    """What kept the whole result from being read, in words; None when nothing did."""
+
+
+@dataclass(frozen=True)
+class PodState:
+    """One attempt (pod) of a Job's index, as a person needs to hear it."""
+
+    name: str
+    index: int | None
+    """The completion index, from the pod's label or annotation."""
+    phase: Phase
+    node: str | None
+    exit_code: int | None
+    """The runner container's exit code, once it terminated."""
+    reason: str | None
+    """The most telling reason Kubernetes gives (Unschedulable, ImagePullBackOff, OOMKilled,
+    Evicted, PreemptionByScheduler, Error, Completed...)."""
+    explanation: str
+    finished_at: str | None
+    """When the runner container terminated, as the API server reports it."""
+
+
+def read_result(pod: Object, log: str | None) -> ResultReading:
+    """The runner's result: from the termination message when it is there, whole and valid;
+    otherwise (missing, malformed, or `compacted` while a log is given) from the last
+    BENCH_RESULT line of `log`. A malformed result is a `problem`, never an exception."""
+    message = _runner_terminated(pod).get("message")
+    from_message: BenchResult | None = None
+    message_problem: str | None = _no_message(pod)
+    if message is not None and message.strip():
+        from_message, message_problem = _from_termination_message(message)
+    if from_message is not None and not (from_message.compacted and log is not None):
+        return ResultReading(from_message, "termination-message", None)
+    if log is None:
+        return ResultReading(None, None, message_problem)
+    from_log, log_problem = _from_log(log, "the log")
+    if from_log is not None:
+        return ResultReading(from_log, "log", None)
+    if from_message is not None:
+        problem = f"{log_problem}, so only the termination message's compacted copy is left"
+        return ResultReading(from_message, "termination-message", problem)
+    return ResultReading(None, None, f"{message_problem}; {log_problem}")
+
+
+def _no_message(pod: Object) -> str:
+    if not _runner_terminated(pod):
+        return "the runner container has not terminated"
+    return "the runner container left no termination message"
+
+
+def _from_termination_message(message: str) -> tuple[BenchResult | None, str | None]:
+    if message.lstrip().startswith("{"):
+        return _parse(message.strip(), "the termination message")
+    # Not the runner's JSON: FallbackToLogsOnError put the end of the log there, which may
+    # still end with the result line (when writing /dev/termination-log failed).
+    return _from_log(message, "the termination message (the end of the log)")
+
+
+def _from_log(text: str, where: str) -> tuple[BenchResult | None, str | None]:
+    for line in reversed(text.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            return _parse(line.removeprefix(RESULT_PREFIX).strip(), f"the result line of {where}")
+    return None, f"{where} has no {RESULT_PREFIX.strip()} line"
+
+
+def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, f"{where} is not JSON: {error.msg} at character {error.pos}"
+    if (mismatch := best_match(_schema().iter_errors(data))) is not None:
+        at = ".".join(map(str, mismatch.absolute_path))
+        place = f" at {at}" if at else ""
+        return None, f"{where} does not match {SCHEMA_FILE.name}{place}: {mismatch.message}"
+    try:
+        return BenchResult.model_validate_json(text), None
+    except ValidationError as error:
+        return None, f"{where} is not a valid result: {_pydantic_words(error)}"
+
+
+@cache
+def _schema() -> Draft202012Validator:
+    return Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+
+
+def _pydantic_words(error: ValidationError) -> str:
+    # The schema has caught everything but the model's own rules ("an ok result has latency").
+    parts = []
+    for detail in error.errors():
+        at = ".".join(map(str, detail["loc"]))
+        parts.append(f"{at}: {detail['msg']}" if at else detail["msg"])
+    return "; ".join(parts)
+
+
+def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
+    """Where `pod` stands, with an explanation for people; `events` (about any object) help
+    explain a pending pod."""
+    status = pod.get("status", {})
+    terminated = _runner_terminated(pod)
+    disruption = condition(pod, "DisruptionTarget")
+    phase: Phase
+    if status.get("phase") == "Succeeded":
+        phase, reason, explanation = "succeeded", terminated.get("reason"), _succeeded(pod)
+    elif disruption is not None and disruption.get("status") == "True":
+        phase, reason = "preempted", status.get("reason") or disruption.get("reason")
+        explanation = _disrupted(pod, disruption)
+    elif status.get("phase") == "Failed":
+        phase, reason = "failed", _failure_reason(pod)
+        explanation = _failed(pod)
+    elif status.get("phase") == "Running":
+        phase, reason, explanation = "running", None, _running(pod)
+    else:
+        phase, reason = "pending", _pending_reason(pod)
+        explanation = explain_pending(pod, events)
+    return PodState(
+        name=pod["metadata"]["name"],
+        index=completion_index(pod),
+        phase=phase,
+        node=pod.get("spec", {}).get("nodeName"),
+        exit_code=terminated.get("exitCode"),
+        reason=reason,
+        explanation=explanation,
+        finished_at=terminated.get("finishedAt"),
+    )
+
+
+def completion_index(pod: Object) -> int | None:
+    """The Job completion index of `pod`: its label, or the annotation older clusters set."""
+    meta = pod.get("metadata", {})
+    for value in (
+        (meta.get("labels") or {}).get(INDEX_KEY),
+        (meta.get("annotations") or {}).get(INDEX_KEY),
+    ):
+        if value is not None and value.isdigit():
+            return int(value)
+    return None
+
+
+def condition(obj: Object, kind: str) -> Object | None:
+    """The status condition of type `kind` of a pod or Job, if it has one."""
+    conditions: Sequence[Object] = obj.get("status", {}).get("conditions") or ()
+    return next((found for found in conditions if found.get("type") == kind), None)
+
+
+def explain_pending(pod: Object, events: Sequence[Object] = ()) -> str:
+    """Why a pod has not started its runner: the image, the scheduler's verdict (from the
+    PodScheduled condition, or the latest FailedScheduling event when the condition has no
+    message), or the latest warning about it while it starts on its node."""
+    about = [event for event in events if _is_about(event, pod)]
+    waiting = _runner_status(pod).get("state", {}).get("waiting") or {}
+    if waiting.get("reason") and waiting["reason"] not in _STARTING:
+        return _cannot_start(waiting, about)
+    node = pod.get("spec", {}).get("nodeName")
+    if node:
+        warning = _latest(event for event in about if event.get("type") == "Warning")
+        said = "" if warning is None else f": {warning.get('reason')}: {warning.get('message')}"
+        return f"starting on {node}{said}"
+    return _unscheduled(pod, about)
+
+
+def _cannot_start(waiting: Object, about: Sequence[Object]) -> str:
+    reason, message = waiting["reason"], waiting.get("message")
+    if reason in _IMAGE_PULL:
+        # The kubelet's Failed events alternate "Failed to pull image ...: <why>" with a bare
+        # "Error: ErrImagePull"; only the first kind says anything.
+        pulls = [event for event in about if str(event.get("message")).startswith("Failed to pull")]
+        detail = message or _latest_message(pulls, "Failed") or "no message"
+        return f"image pull failed ({reason}): {detail}"
+    return f"the runner cannot start ({reason}): {message or 'no message'}"
+
+
+def _unscheduled(pod: Object, about: Sequence[Object]) -> str:
+    scheduled = condition(pod, "PodScheduled") or {}
+    if scheduled.get("reason") == "SchedulingGated":
+        gates = ", ".join(gate["name"] for gate in pod["spec"].get("schedulingGates", ()))
+        return f"waiting for its scheduling gates to be removed: {gates}"
+    verdict = scheduled.get("message") or _latest_message(about, "FailedScheduling")
+    if verdict:
+        # What follows " preemption: " says why evicting others would not help either.
+        return f"unschedulable: {verdict.split(' preemption: ', 1)[0].rstrip('. ')}"
+    if scheduled.get("reason") == "Unschedulable":
+        return "unschedulable (the scheduler gave no reason)"
+    return "waiting for the scheduler"
+
+
+def _is_about(event: Object, pod: Object) -> bool:
+    involved = event.get("involvedObject") or {}
+    meta = pod["metadata"]
+    return (
+        involved.get("kind") == "Pod"
+        and involved.get("name") == meta["name"]
+        and involved.get("uid", meta.get("uid")) == meta.get("uid")
+    )
+
+
+def _latest(events: Iterable[Object]) -> Object | None:
+    return max(events, key=_event_time, default=None)
+
+
+def _latest_message(events: Iterable[Object], reason: str) -> str | None:
+    latest = _latest(event for event in events if event.get("reason") == reason)
+    return None if latest is None else latest.get("message")
+
+
+def _event_time(event: Object) -> datetime:
+    # The scheduler records through events.k8s.io: eventTime and series, null lastTimestamp;
+    # the kubelet through core/v1: lastTimestamp and count.
+    series = event.get("series") or {}
+    stamp = (
+        series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or event.get("metadata", {}).get("creationTimestamp")
+    )
+    return datetime.fromisoformat(stamp or "1970-01-01T00:00:00Z")
+
+
+def _runner_status(pod: Object) -> Object:
+    statuses: Sequence[Object] = pod.get("status", {}).get("containerStatuses") or ()
+    for status in statuses:
+        if status.get("name") == RUNNER:
+            return status
+    return statuses[0] if len(statuses) == 1 else {}
+
+
+def _runner_terminated(pod: Object) -> Object:
+    terminated: Object = _runner_status(pod).get("state", {}).get("terminated") or {}
+    return terminated
+
+
+def _memory_limit(pod: Object) -> str | None:
+    for container in pod.get("spec", {}).get("containers", ()):
+        if container.get("name") == RUNNER:
+            limit: str | None = container.get("resources", {}).get("limits", {}).get("memory")
+            return limit
+    return None
+
+
+def _succeeded(pod: Object) -> str:
+    reading = read_result(pod, None)
+    if reading.result is None:
+        return f"succeeded without a readable result: {reading.problem}"
+    return "succeeded"
+
+
+def _disrupted(pod: Object, disruption: Object) -> str:
+    status = pod["status"]
+    if status.get("reason") == "Evicted":
+        return f"evicted: {_sentence(status.get('message'))}; {_RETRIED}"
+    reason = disruption.get("reason", "")
+    what = _DISRUPTED_BY.get(reason, "disrupted")
+    return f"{what} ({reason}): {_sentence(disruption.get('message'))}; {_RETRIED}"
+
+
+def _failure_reason(pod: Object) -> str | None:
+    # The pod's own reason (Evicted, Terminated...) says more than the container's Error.
+    reason: str | None = pod["status"].get("reason") or _runner_terminated(pod).get("reason")
+    return reason
+
+
+def _failed(pod: Object) -> str:
+    status = pod["status"]
+    terminated = _runner_terminated(pod)
+    if status.get("reason") == "Evicted":
+        return f"evicted: {_sentence(status.get('message'))}"
+    if not terminated:
+        reason, message = status.get("reason"), status.get("message")
+        return f"failed before the runner ran ({reason}): {message}" if reason else "failed"
+    if terminated.get("reason") == "OOMKilled":
+        limit, code = _memory_limit(pod), terminated["exitCode"]
+        if limit is None:
+            return f"OOMKilled: the node ran out of memory for the container (exit {code})"
+        return f"OOMKilled: the container exceeded its memory limit of {limit} (exit {code})"
+    return _exited(pod, terminated)
+
+
+def _exited(pod: Object, terminated: Object) -> str:
+    code: int = terminated["exitCode"]
+    result = read_result(pod, None).result
+    if result is not None and result.error is not None:
+        return f"runner error {result.error.type} (exit {code}): {result.error.message}"
+    if code > 128:
+        deleted = " after the pod was deleted" if "deletionTimestamp" in pod["metadata"] else ""
+        return f"killed by {_signal_name(code - 128)} (exit {code}){deleted}"
+    words = f"exit {code} with no result" if result is None else f"exit {code}"
+    last = _last_log_line(terminated.get("message"))
+    return f"{words}; the log ends: {last}" if last else words
+
+
+def _sentence(message: str | None) -> str:
+    # Kubernetes' messages end in ". " or "." or nothing; ours go on after them.
+    return (message or "no message").strip().rstrip(".")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _last_log_line(message: str | None) -> str | None:
+    if not message or message.lstrip().startswith("{"):
+        return None
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return lines[-1][:_QUOTE_LIMIT] if lines else None
+
+
+def _running(pod: Object) -> str:
+    where = f"running on {pod.get('spec', {}).get('nodeName')}"
+    return f"{where}, being deleted" if "deletionTimestamp" in pod["metadata"] else where
+
+
+def _pending_reason(pod: Object) -> str | None:
+    waiting = _runner_status(pod).get("state", {}).get("waiting") or {}
+    scheduled = condition(pod, "PodScheduled") or {}
+    reason: str | None = waiting.get("reason") or (
+        scheduled.get("reason") if scheduled.get("status") == "False" else None
+    )
+    return reason

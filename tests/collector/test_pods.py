@@ -1,0 +1,392 @@
+"""One pod in words: the runner's result wherever it survived, and why the pod stands where it
+does."""
+
+import kubernetes_validate  # type: ignore[import-untyped]
+import pytest
+
+from collector.pods import ResultReading, pod_state, read_result
+from runner.result import BenchResult
+from tests.collector import objects
+from tests.collector.objects import Obj
+
+LONG_CONFIG_ERROR = "/config/config.json is not a valid config.json: " + "; ".join(
+    f"variants.{index}.batch_size: Input should be greater than or equal to 1"
+    for index in range(60)
+)
+
+
+@pytest.fixture(scope="module")
+def smoke() -> Obj:
+    """cpu-smoke's Job: six CPU variants, memory limit 8Gi, backoffLimitPerIndex 2."""
+    return objects.job()
+
+
+@pytest.fixture(scope="module")
+def spot_gpu() -> Obj:
+    """nightly-spot's T4 Job: GPU pods of a PriorityClass that never preempts, limit 4Gi."""
+    return objects.job("nightly-spot", target="t4-spot")
+
+
+@pytest.fixture
+def succeeded(smoke: Obj) -> Obj:
+    return objects.succeeded_pod(smoke, 3)
+
+
+@pytest.fixture
+def whole(smoke: Obj) -> BenchResult:
+    """The result the runner of `succeeded` measured, as its log line has it."""
+    return objects.ok_result(smoke, 3)
+
+
+@pytest.fixture
+def compacted(smoke: Obj) -> Obj:
+    """A pod whose runner error was too long for the termination log."""
+    return objects.failed_pod(smoke, 0, "bad_config", LONG_CONFIG_ERROR)
+
+
+def log_of(job: Obj, index: int, result: BenchResult) -> str:
+    return objects.runner_log(job, index, result)
+
+
+def test_the_pod_factories_build_pods_the_1_33_api_schema_accepts(smoke: Obj) -> None:
+    pods = [
+        objects.unschedulable_pod(smoke, 0),
+        objects.image_pull_pod(smoke, 1, reason="ImagePullBackOff"),
+        objects.running_pod(smoke, 2),
+        objects.succeeded_pod(smoke, 3),
+        objects.failed_pod(smoke, 4),
+        objects.oom_killed_pod(smoke, 5, failures=1),
+        objects.crashed_pod(smoke, 0),
+        objects.preempted_pod(smoke, 1, ignored=1),
+        objects.evicted_pod(smoke, 2),
+        objects.deadline_killed_pod(smoke, 3),
+    ]
+    events = [
+        objects.failed_scheduling_event(pods[0], count=3),
+        objects.image_pull_failed_event(pods[1]),
+        objects.back_off_event(pods[1], count=4),
+        objects.preempted_event(pods[7], "9f1d0c3e-5b7a-4f0e-8d2c-1a6b3e5f7c90"),
+    ]
+    for obj in [*pods, *events]:
+        kubernetes_validate.validate(obj, "1.33.0", strict=True)
+
+
+# read_result
+
+
+@pytest.mark.parametrize("with_log", [False, True])
+def test_a_whole_result_comes_from_the_termination_message(
+    smoke: Obj, succeeded: Obj, whole: BenchResult, with_log: bool
+) -> None:
+    reading = read_result(succeeded, log_of(smoke, 3, whole) if with_log else None)
+    assert (reading.result, reading.source, reading.problem) == (whole, "termination-message", None)
+
+
+def test_a_compacted_termination_message_gives_way_to_the_whole_result_in_the_log(
+    smoke: Obj, compacted: Obj
+) -> None:
+    failure = objects.error_result(smoke, "bad_config", LONG_CONFIG_ERROR)
+    reading = read_result(compacted, log_of(smoke, 0, failure))
+    assert (reading.result, reading.source, reading.problem) == (failure, "log", None)
+
+
+def test_a_compacted_result_is_what_there_is_without_a_log(compacted: Obj) -> None:
+    reading = read_result(compacted, None)
+    assert reading.result is not None and reading.result.compacted
+    assert reading.result.error is not None
+    assert LONG_CONFIG_ERROR.startswith(reading.result.error.message.removesuffix("..."))
+    assert (reading.source, reading.problem) == ("termination-message", None)
+
+
+def test_a_compacted_result_is_kept_when_the_log_has_lost_its_line(
+    smoke: Obj, compacted: Obj
+) -> None:
+    reading = read_result(compacted, objects.starting_log(smoke, 0))
+    assert reading.result is not None and reading.result.compacted
+    assert reading.problem == (
+        "the log has no BENCH_RESULT line, so only the termination message's compacted copy is left"
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "problem"),
+    [
+        (
+            '{"status": "ok", "latency": ',
+            "the termination message is not JSON: Expecting value at character 27",
+        ),
+        (
+            '{"status": "done"}',
+            "the termination message does not match result.schema.json at status: "
+            "'done' is not one of ['ok', 'error']",
+        ),
+        (
+            '{"schema_version": 2, "status": "ok"}',
+            "the termination message does not match result.schema.json at schema_version: "
+            "1 was expected",
+        ),
+        (
+            '{"status": "error", "error": {"type": "model_load"}}',
+            "the termination message does not match result.schema.json at error: "
+            "'message' is a required property",
+        ),
+        (
+            '{"status": "ok", "p50": 1.2}',
+            "the termination message does not match result.schema.json: "
+            "Additional properties are not allowed ('p50' was unexpected)",
+        ),
+        (
+            '{"status": "ok"}',
+            "the termination message is not a valid result: "
+            "Value error, an ok result has latency and no error",
+        ),
+    ],
+    ids=[
+        "not-json",
+        "unknown-status",
+        "newer-schema",
+        "missing-field",
+        "extra-field",
+        "model-rule",
+    ],
+)
+def test_a_malformed_termination_message_is_reported_not_raised(
+    succeeded: Obj, message: str, problem: str
+) -> None:
+    reading = read_result(objects.with_termination_message(succeeded, message), None)
+    assert (reading.result, reading.source, reading.problem) == (None, None, problem)
+
+
+def test_a_malformed_termination_message_falls_back_to_the_log(
+    smoke: Obj, succeeded: Obj, whole: BenchResult
+) -> None:
+    broken = objects.with_termination_message(succeeded, '{"status": "ok"')
+    reading = read_result(broken, log_of(smoke, 3, whole))
+    assert (reading.result, reading.source, reading.problem) == (whole, "log", None)
+
+
+def test_a_pod_without_a_termination_message_is_read_from_its_log(
+    smoke: Obj, succeeded: Obj, whole: BenchResult
+) -> None:
+    # Exit 0 with an empty /dev/termination-log (the runner could not write it): the kubelet
+    # falls back to the log only for failed containers, so the message is absent.
+    silent = objects.with_termination_message(succeeded, None)
+    reading = read_result(silent, log_of(smoke, 3, whole))
+    assert (reading.result, reading.source, reading.problem) == (whole, "log", None)
+    assert read_result(silent, None) == ResultReading(
+        None, None, "the runner container left no termination message"
+    )
+
+
+def test_a_malformed_log_line_is_reported_with_the_termination_messages_problem(
+    smoke: Obj, succeeded: Obj
+) -> None:
+    silent = objects.with_termination_message(succeeded, None)
+    log = objects.starting_log(smoke, 3) + 'BENCH_RESULT {"status": "ok", "latency": null}\n'
+    assert read_result(silent, log).problem == (
+        "the runner container left no termination message; the result line of the log is not a "
+        "valid result: Value error, an ok result has latency and no error"
+    )
+
+
+def test_the_log_tail_in_the_termination_message_still_yields_its_result_line(smoke: Obj) -> None:
+    # The runner could not write /dev/termination-log and exited 3: FallbackToLogsOnError put
+    # the end of its log, result line included, in the termination message.
+    failure = objects.error_result(smoke, "model_load", "tiny-cnn.pt2 is a pickle")
+    pod = objects.crashed_pod(smoke, 2, exit_code=3, log=log_of(smoke, 2, failure))
+    reading = read_result(pod, None)
+    assert (reading.result, reading.source, reading.problem) == (
+        failure,
+        "termination-message",
+        None,
+    )
+
+
+def test_a_pod_without_a_result_anywhere_says_where_it_looked(smoke: Obj) -> None:
+    reading = read_result(objects.oom_killed_pod(smoke, 5), objects.starting_log(smoke, 5))
+    assert (reading.result, reading.source) == (None, None)
+    assert reading.problem == (
+        "the termination message (the end of the log) has no BENCH_RESULT line; "
+        "the log has no BENCH_RESULT line"
+    )
+
+
+def test_a_running_pod_has_no_result_yet(smoke: Obj) -> None:
+    reading = read_result(objects.running_pod(smoke, 2), None)
+    assert reading.problem == "the runner container has not terminated"
+
+
+# pod_state: pending
+
+
+def test_an_unschedulable_pod_says_what_the_nodes_lack(spot_gpu: Obj) -> None:
+    pod = objects.unschedulable_pod(spot_gpu, 0, message=objects.NO_GPU_NEVER_PREEMPTS)
+    state = pod_state(pod)
+    assert (state.phase, state.reason, state.node, state.index) == (
+        "pending",
+        "Unschedulable",
+        None,
+        0,
+    )
+    assert (
+        state.explanation == "unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
+    )
+
+
+def test_a_scheduler_verdict_missing_from_the_pod_comes_from_its_latest_event(
+    spot_gpu: Obj,
+) -> None:
+    pod = objects.unschedulable_pod(spot_gpu, 1, message=None)
+    elsewhere = objects.unschedulable_pod(spot_gpu, 2)
+    affinity = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    events = [
+        objects.failed_scheduling_event(pod, objects.NO_GPU, count=4, seconds=10),
+        objects.failed_scheduling_event(pod, affinity, seconds=200),
+        objects.failed_scheduling_event(elsewhere, "0/3 nodes are available: 3 Too many pods."),
+    ]
+    assert pod_state(pod, events).explanation == (
+        "unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
+    )
+    assert pod_state(pod).explanation == "unschedulable (the scheduler gave no reason)"
+
+
+@pytest.mark.parametrize("reason", ["ErrImagePull", "ImagePullBackOff"])
+def test_an_image_pull_failure_quotes_the_kubelet(smoke: Obj, reason: str) -> None:
+    pod = objects.image_pull_pod(smoke, 1, reason=reason)
+    state = pod_state(pod)
+    assert (state.phase, state.reason, state.exit_code) == ("pending", reason, None)
+    assert state.explanation.startswith(f"image pull failed ({reason}): ")
+    assert state.explanation.endswith(f"{objects.image_pull_error(pod)}")
+
+
+def test_an_image_pull_without_a_message_is_explained_by_the_kubelets_events(smoke: Obj) -> None:
+    pod = objects.image_pull_pod(smoke, 1, reason="ImagePullBackOff")
+    del pod["status"]["containerStatuses"][0]["state"]["waiting"]["message"]
+    events = [
+        objects.image_pull_failed_event(pod, count=2),
+        objects.kubelet_event(pod, "Failed", "Error: ErrImagePull", count=2),
+        objects.back_off_event(pod, count=3),
+    ]
+    image = pod["spec"]["containers"][0]["image"]
+    assert pod_state(pod, events).explanation == (
+        f'image pull failed (ImagePullBackOff): Failed to pull image "{image}": '
+        f"{objects.image_pull_error(pod)}"
+    )
+
+
+def test_a_pod_starting_on_its_node_passes_on_the_latest_warning(smoke: Obj) -> None:
+    pod = objects.pod(smoke, 0)
+    mount = (
+        'MountVolume.SetUp failed for volume "models" : '
+        'configmap "cpu-smoke-tiny-mlp-073046ddab" not found'
+    )
+    events = [objects.kubelet_event(pod, "FailedMount", mount, count=5)]
+    assert pod_state(pod, events).explanation == f"starting on {objects.NODE}: FailedMount: {mount}"
+    assert pod_state(pod).explanation == f"starting on {objects.NODE}"
+
+
+# pod_state: running and finished
+
+
+def test_a_running_pod_names_its_node(smoke: Obj) -> None:
+    state = pod_state(objects.running_pod(smoke, 2))
+    assert (state.phase, state.explanation) == ("running", f"running on {objects.NODE}")
+
+
+def test_a_succeeded_pod_with_an_unreadable_result_still_succeeded(succeeded: Obj) -> None:
+    assert pod_state(succeeded).explanation == "succeeded"
+    broken = pod_state(objects.with_termination_message(succeeded, "{"))
+    assert (broken.phase, broken.exit_code, broken.reason) == ("succeeded", 0, "Completed")
+    assert broken.explanation.startswith(
+        "succeeded without a readable result: the termination message is not JSON"
+    )
+
+
+def test_a_runner_error_is_named_with_its_exit_code_and_message(smoke: Obj) -> None:
+    state = pod_state(objects.failed_pod(smoke, 4, "model_load", "tiny-mlp.pt2 is missing"))
+    assert (state.phase, state.exit_code, state.reason) == ("failed", 3, "Error")
+    assert state.explanation == "runner error model_load (exit 3): tiny-mlp.pt2 is missing"
+    assert state.finished_at == "2025-06-01T02:00:33Z"
+
+
+@pytest.mark.parametrize(("job_fixture", "limit"), [("smoke", "8Gi"), ("spot_gpu", "4Gi")])
+def test_an_oom_killed_pod_names_its_memory_limit(
+    request: pytest.FixtureRequest, job_fixture: str, limit: str
+) -> None:
+    job: Obj = request.getfixturevalue(job_fixture)
+    state = pod_state(objects.oom_killed_pod(job, 1))
+    assert (state.phase, state.exit_code, state.reason) == ("failed", 137, "OOMKilled")
+    assert state.explanation == (
+        f"OOMKilled: the container exceeded its memory limit of {limit} (exit 137)"
+    )
+
+
+def test_a_crash_without_a_result_quotes_the_end_of_its_log(smoke: Obj) -> None:
+    assert pod_state(objects.crashed_pod(smoke, 0)).explanation == (
+        "exit 1 with no result; the log ends: ImportError: libgomp.so.1: cannot open shared "
+        "object file: No such file or directory"
+    )
+    assert pod_state(objects.crashed_pod(smoke, 0, log="")).explanation == "exit 1 with no result"
+
+
+def test_a_pod_killed_when_its_job_ran_out_of_time_is_not_an_oom(smoke: Obj) -> None:
+    killed = pod_state(objects.deadline_killed_pod(smoke, 2))
+    assert (killed.phase, killed.reason) == ("failed", "Error")
+    assert killed.explanation == "killed by SIGKILL (exit 137) after the pod was deleted"
+    dying = pod_state(objects.deadline_killed_pod(smoke, 2, terminated=False))
+    assert (dying.phase, dying.explanation) == (
+        "running",
+        f"running on {objects.NODE}, being deleted",
+    )
+
+
+# pod_state: disrupted
+
+
+def test_a_preempted_pod_is_retried_without_spending_a_retry(smoke: Obj) -> None:
+    state = pod_state(objects.preempted_pod(smoke, 0))
+    assert (state.phase, state.reason, state.exit_code) == (
+        "preempted",
+        "PreemptionByScheduler",
+        137,
+    )
+    assert state.explanation == (
+        "preempted (PreemptionByScheduler): default-scheduler: preempting to accommodate a higher "
+        "priority pod; the Job retries it without spending a retry"
+    )
+
+
+@pytest.mark.parametrize("reason", sorted(set(objects.DISRUPTIONS) - {"PreemptionByScheduler"}))
+def test_every_disruption_is_retried_without_spending_a_retry(smoke: Obj, reason: str) -> None:
+    state = pod_state(objects.preempted_pod(smoke, 0, reason=reason))
+    assert state.phase == "preempted"
+    assert f"({reason}): {objects.DISRUPTIONS[reason].rstrip('.')}; the Job retries" in (
+        state.explanation
+    )
+
+
+def test_an_evicted_pod_says_what_its_node_ran_short_of(smoke: Obj) -> None:
+    state = pod_state(objects.evicted_pod(smoke, 1))
+    assert (state.phase, state.reason) == ("preempted", "Evicted")
+    assert state.explanation.startswith("evicted: The node was low on resource: memory. ")
+    assert state.explanation.endswith(
+        "has larger consumption of memory; the Job retries it without spending a retry"
+    )
+
+
+def test_an_eviction_without_a_disruption_condition_is_a_failure(smoke: Obj) -> None:
+    # Clusters before PodDisruptionConditions (GA in 1.31) evict without the condition, so the
+    # Job counts the failure.
+    pod = objects.evicted_pod(smoke, 1)
+    pod["status"]["conditions"] = pod["status"]["conditions"][1:]
+    state = pod_state(pod)
+    assert (state.phase, state.reason) == ("failed", "Evicted")
+    assert state.explanation.startswith("evicted: The node was low on resource: memory. ")
+
+
+def test_the_completion_index_comes_from_the_label_or_else_the_annotation(smoke: Obj) -> None:
+    pod = objects.running_pod(smoke, 4)
+    del pod["metadata"]["labels"][objects.INDEX_KEY]
+    assert pod_state(pod).index == 4
+    del pod["metadata"]["annotations"][objects.INDEX_KEY]
+    assert pod_state(pod).index is None
