@@ -8,6 +8,7 @@ value from the downward API). Logs go to stderr; the last stdout line is the res
 import argparse
 import logging
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -16,7 +17,7 @@ from pydantic import ValidationError
 
 from runner.channel import emit
 from runner.config import CONFIG_DIR, CONFIG_FILE, MODELS_DIR, RunConfig
-from runner.errors import ConfigError, ExitCode, RunnerError
+from runner.errors import ConfigError, ExitCode, RunnerError, Terminated
 from runner.result import BenchResult, ErrorInfo
 from runner.run import RunPaths, run_variant
 
@@ -57,12 +58,19 @@ def _index(text: str) -> int:
         raise ConfigError(f"the variant index {text!r} is not an integer") from error
 
 
-def _failure(error: RunnerError, config: RunConfig | None) -> BenchResult:
+def _failure(error: RunnerError | Terminated, config: RunConfig | None) -> BenchResult:
     return BenchResult(
         status="error",
         workflow=config.workflow if config else None,
         target=config.target if config else None,
         error=ErrorInfo(type=error.error_type, message=str(error)),
+    )
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated(
+        "SIGTERM: the pod is being deleted (preemption, eviction, the Job's deadline or a "
+        "node drain) before the variant finished"
     )
 
 
@@ -78,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
         result = run_variant(config, _index(args.index), RunPaths(args.models, scratch))
         code = ExitCode.OK
-    except RunnerError as error:
+    except (RunnerError, Terminated) as error:
         log.error("%s: %s", error.error_type, error)
         result, code = _failure(error, config), error.exit_code
     except Exception as error:
@@ -90,4 +98,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _on_sigterm)
     sys.exit(main())

@@ -5,7 +5,13 @@ from enum import IntEnum
 from typing import ClassVar, Literal
 
 ErrorType = Literal[
-    "internal", "bad_config", "model_load", "out_of_memory", "device_missing", "unsupported_variant"
+    "internal",
+    "bad_config",
+    "model_load",
+    "out_of_memory",
+    "device_missing",
+    "unsupported_variant",
+    "terminated",
 ]
 
 
@@ -19,6 +25,8 @@ class ExitCode(IntEnum):
     OUT_OF_MEMORY = 4
     DEVICE_MISSING = 5
     UNSUPPORTED_VARIANT = 6
+    TERMINATED = 143
+    """128 + SIGTERM, as a shell reports a process SIGTERM ended."""
 
 
 class RunnerError(Exception):
@@ -61,3 +69,14 @@ class UnsupportedVariant(RunnerError):
 
     exit_code = ExitCode.UNSUPPORTED_VARIANT
     error_type = "unsupported_variant"
+
+
+class Terminated(BaseException):
+    """The kubelet sent SIGTERM: the pod is being deleted (preemption, eviction, the Job's
+    deadline, a node drain). Handled, because as PID 1 the runner would otherwise ignore it
+    and be killed only after the grace period, with no result. A BaseException, like
+    KeyboardInterrupt, so that no `except Exception` on the way (loading, say) turns it into
+    another failure."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.TERMINATED
+    error_type: ClassVar[ErrorType] = "terminated"

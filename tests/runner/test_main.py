@@ -2,15 +2,17 @@
 failure class."""
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from runner.__main__ import main
-from runner.config import RunConfig
+from runner.config import PhaseConfig, RunConfig
 from runner.errors import ExitCode
 from runner.result import (
     RESULT_PREFIX,
@@ -205,3 +207,39 @@ def test_an_oversized_result_is_compacted_to_fit_the_termination_log(
     assert (
         compacted.compacted and compacted.error is not None and compacted.error.type == "model_load"
     )
+
+
+def test_sigterm_ends_the_run_at_once_with_a_terminated_result(
+    make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    """As PID 1 in a pod the runner would ignore SIGTERM and be killed after the grace period
+    with no result; it handles the signal instead."""
+    endless = PhaseConfig(min_iterations=1, min_time_s=600, max_iterations=10**9, max_time_s=600)
+    config = make_config().model_copy(update={"measure": endless})
+    termination_log = tmp_path / "log"
+    env = {
+        "CONFIG_PATH": str(write_config(config, tmp_path)),
+        "MODEL_PATH": str(models_dir),
+        "TERMINATION_LOG": str(termination_log),
+        "PATH": "/usr/bin:/bin",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runner"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    for line in process.stderr:
+        if "variant 0" in line:
+            break
+    time.sleep(2)  # past loading, into the timed loop
+    process.send_signal(signal.SIGTERM)
+    stdout, _ = process.communicate(timeout=30)
+    assert process.returncode == ExitCode.TERMINATED
+    result = parse_result_line(stdout)
+    assert result is not None and result.error is not None
+    assert result.error.type == "terminated" and "SIGTERM" in result.error.message
+    assert json.loads(termination_log.read_text())["error"]["type"] == "terminated"
