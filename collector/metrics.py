@@ -73,10 +73,9 @@ def build_registry(observed: Iterable[ObservedJob]) -> CollectorRegistry:
         for variant in record.variants:
             result = variant.result
             if variant.state == "failed" or result is None or result.latency is None:
-                reason = (
-                    result.error.type if result and result.error else _reason(variant.explanation)
-                )
-                failures.labels(record.workflow, record.cluster, target, reason).inc()
+                failures.labels(
+                    record.workflow, record.cluster, target, variant.reason or "unknown"
+                ).inc()
                 continue
             ref = result.variant
             if ref is None:
@@ -94,13 +93,6 @@ def build_registry(observed: Iterable[ObservedJob]) -> CollectorRegistry:
             if result.throughput_samples_per_s is not None:
                 throughput.labels(*labels).set(result.throughput_samples_per_s)
     return registry
-
-
-def _reason(explanation: str) -> str:
-    """A bounded label from an explanation such as "OOMKilled: ..." (labels must not be free
-    text, or every message becomes its own time series)."""
-    head = explanation.split(":", 1)[0].strip().lower().replace(" ", "_")
-    return head if head.replace("_", "").isalnum() and len(head) <= 40 else "other"
 
 
 def write_textfile(registry: CollectorRegistry, path: Path) -> None:

@@ -32,6 +32,9 @@ class StoredVariant(_Record):
     state: VariantState
     explanation: str
     """In words: the runner's error, OOMKilled, retries exhausted, deadline exceeded..."""
+    reason: str | None = None
+    """A short, bounded cause for metrics and queries: the runner's error type, or the
+    reason Kubernetes gives (OOMKilled, Evicted, DeadlineExceeded...); None on success."""
     pod: str | None = None
     """The pod whose run this is (the last attempt); None when no pod ever ran."""
     node: str | None = None

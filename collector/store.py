@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     image TEXT,
     state TEXT NOT NULL CHECK (state IN ('succeeded', 'failed')),
     explanation TEXT NOT NULL,
+    reason TEXT,
     pod TEXT,
     node TEXT,
     attempts INTEGER NOT NULL,
@@ -64,6 +65,7 @@ _COLUMNS: Final = [
     "image",
     "state",
     "explanation",
+    "reason",
     "pod",
     "node",
     "attempts",
@@ -86,6 +88,7 @@ _COLUMNS: Final = [
 _VARIANT_COLUMNS: Final = [
     "state",
     "explanation",
+    "reason",
     "pod",
     "node",
     "attempts",
@@ -124,6 +127,7 @@ def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[o
         "job_index": variant.index,
         "state": variant.state,
         "explanation": variant.explanation,
+        "reason": variant.reason,
         "pod": variant.pod,
         "node": variant.node,
         "attempts": variant.attempts,
@@ -186,11 +190,16 @@ class Store:
 
     def stored_indexes(self, cluster: str, namespace: str, job: str) -> set[int]:
         """The completion indexes of `job` already stored."""
-        rows = self._db.execute(
-            "SELECT job_index FROM variant_runs WHERE cluster = ? AND namespace = ? AND job = ?",
+        return {variant.index for variant in self.variants(cluster, namespace, job)}
+
+    def variants(self, cluster: str, namespace: str, job: str) -> list[StoredVariant]:
+        """The stored variant runs of one Job, by index."""
+        cursor = self._db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM variant_runs "
+            "WHERE cluster = ? AND namespace = ? AND job = ? ORDER BY job_index",
             (cluster, namespace, job),
         )
-        return {index for (index,) in rows}
+        return [self._stored_run(dict(zip(_COLUMNS, row, strict=True))).variant for row in cursor]
 
     def runs(self, workflow: str) -> list[StoredRun]:
         """Every stored run of `workflow`, by cluster, Job and index."""

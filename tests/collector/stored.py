@@ -54,6 +54,7 @@ def failed(index: int) -> StoredVariant:
         index=index,
         state="failed",
         explanation="runner error model_load (exit 3): bad sha",
+        reason="model_load",
         pod=f"pod-{index}",
         attempts=3,
         result=error,

@@ -20,6 +20,7 @@ def oom_killed(index: int) -> StoredVariant:
         index=index,
         state="failed",
         explanation="OOMKilled: the container exceeded its memory limit of 8Gi (exit 137)",
+        reason="OOMKilled",
         attempts=3,
     )
 
@@ -59,7 +60,7 @@ def test_the_textfile_holds_results_failures_and_job_duration(
     }
     assert found[("benchfleet_latency_p50_seconds", frozenset(result_labels.items()))] == 0.002
     failure = {"workflow": "cpu-smoke", "cluster": "us-east", "target": "cpu"}
-    for reason in ("model_load", "oomkilled"):
+    for reason in ("model_load", "OOMKilled"):
         key = frozenset({**failure, "reason": reason}.items())
         assert found[("benchfleet_variant_failures_total", key)] == 1
     assert found[("benchfleet_job_duration_seconds_sum", frozenset(failure.items()))] == 420.0

@@ -1,0 +1,290 @@
+"""`collector gather`: follow one workflow's Jobs in one cluster until they finish, storing each
+variant as it ends, then record every finished Job in results/.
+
+Order matters and is kept: a variant is in the database before anything else is done with
+it, and a Job's record is written only when the Job has finished and every one of its
+variants is stored. Nothing is deleted here: a Job leaves the cluster when its record, once
+committed, makes `make synth` drop it and Flux prune it.
+"""
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Final
+
+from collector.follow import Snapshot, WorkflowWatch, listed_once
+from collector.harvest import harvest
+from collector.indexes import IndexState, index_states, job_failure, job_finished, summary_counts
+from collector.kube import KubeClient, KubeError, Object
+from collector.logs import job_context
+from collector.metrics import ObservedJob
+from collector.pods import RUNNER
+from collector.records import JobRecord, StoredVariant, write_record
+from collector.store import Store
+from collector.workload import ExpectedJob, label_selector
+
+log = logging.getLogger(__name__)
+
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+_EXPLAINED_PENDING: Final = 20
+"""Pending pods whose events a timeout report fetches: enough to show why, bounded."""
+
+
+@dataclass(frozen=True)
+class GatherOptions:
+    """How long to follow, and whether to close the loop."""
+
+    timeout_s: float = 3600.0
+    wait: bool = True
+    """False: one list, store what has finished, report the rest (no watch)."""
+    record: bool = True
+    """False (`--keep`): store in the database only; write no results/ record, so the next
+    synth keeps the Jobs."""
+    batch_wait_s: float = 1.0
+    """How long a round waits for changes before it looks at the state again."""
+
+
+@dataclass
+class JobProgress:
+    """What gather knows about one expected Job."""
+
+    expected: ExpectedJob
+    stored: set[int]
+    job: Object | None = None
+    pods: list[Object] = field(default_factory=list)
+    states: list[IndexState] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        """The Job has ended and every variant of it is stored."""
+        return (
+            self.job is not None
+            and job_finished(self.job)
+            and len(self.stored) == self.expected.completions
+        )
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A Job gather stopped following before it ended, and why."""
+
+    job: str
+    why: str
+    waiting: tuple[IndexState, ...]
+
+
+@dataclass(frozen=True)
+class GatherOutcome:
+    """What one gather in one cluster did."""
+
+    cluster: str
+    stored_new: int
+    already_stored: int
+    records: tuple[tuple[JobRecord, Path | None], ...]
+    """Each finished Job's record and where it was written (None with `--keep` or unchanged)."""
+    observed: tuple[ObservedJob, ...]
+    unfinished: tuple[Unfinished, ...]
+
+
+Counts = dict[str, int]
+
+
+class Gatherer:
+    """One workflow's expected Jobs in one cluster, followed to their end."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        store: Store,
+        root: Path,
+        expected: list[ExpectedJob],
+        *,
+        options: GatherOptions,
+        on_progress: Callable[[Counts], None] = lambda counts: None,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._root = root
+        self._options = options
+        self._on_progress = on_progress
+        self._jobs = [
+            JobProgress(
+                e, store.stored_indexes(e.identity.cluster, e.identity.namespace, e.identity.job)
+            )
+            for e in expected
+        ]
+        self.stored_new = 0
+        self.already_stored = sum(len(progress.stored) for progress in self._jobs)
+
+    @property
+    def total(self) -> int:
+        """Variants of every expected Job."""
+        return sum(progress.expected.completions for progress in self._jobs)
+
+    def run(self, clock: Callable[[], float] = time.monotonic) -> GatherOutcome:
+        """Follow until every Job has finished and is stored, or the timeout passes."""
+        namespaces = {p.expected.identity.namespace for p in self._jobs}
+        (namespace,) = namespaces  # a workflow runs in one environment's namespace
+        workflow = self._jobs[0].expected.identity.workflow
+        selector = label_selector(workflow)
+        if not self._options.wait:
+            self._step(listed_once(self._client, namespace, selector))
+            return self._outcome()
+        deadline = clock() + self._options.timeout_s
+        with WorkflowWatch(self._client, namespace, selector) as watch:
+            while not all(progress.finished for progress in self._jobs):
+                remaining = deadline - clock()
+                if remaining <= 0:
+                    break
+                watch.wait(min(remaining, self._options.batch_wait_s))
+                if watch.snapshot.synced == {"jobs", "pods"}:
+                    self._step(watch.snapshot)
+        return self._outcome()
+
+    def _step(self, snapshot: Snapshot) -> None:
+        counts: Counts = {}
+        pods_by_job: dict[str, list[Object]] = {}
+        for pod in snapshot.pods.values():
+            owner = (pod["metadata"].get("labels") or {}).get(JOB_NAME_LABEL)
+            if owner is not None:
+                pods_by_job.setdefault(owner, []).append(pod)
+        for progress in self._jobs:
+            identity = progress.expected.identity
+            progress.job = snapshot.jobs.get(identity.job)
+            if progress.job is None:
+                counts["pending"] = counts.get("pending", 0) + progress.expected.completions
+                continue
+            progress.pods = pods_by_job.get(identity.job, [])
+            progress.states = index_states(progress.job, progress.pods)
+            self._store_finished(progress)
+            for state, number in vars(summary_counts(progress.states)).items():
+                counts[state] = counts.get(state, 0) + number
+        self._on_progress(counts)
+
+    def _store_finished(self, progress: JobProgress) -> None:
+        identity = progress.expected.identity
+        assert progress.job is not None
+        failure = _failure_reason(progress.job)
+        fresh = [
+            harvest(state, failure, lambda pod: self._read_log(identity.namespace, pod))
+            for state in progress.states
+            if state.phase in ("succeeded", "failed") and state.index not in progress.stored
+        ]
+        if not fresh:
+            return
+        added = self._store.add(identity, fresh)
+        self.stored_new += added.new
+        progress.stored.update(variant.index for variant in fresh)
+        context = job_context(
+            identity.workflow, identity.job, identity.namespace, identity.target, identity.cluster
+        )
+        for variant in fresh:
+            log.debug("index %d stored: %s", variant.index, variant.explanation, extra=context)
+
+    def _read_log(self, namespace: str, pod: str) -> str | None:
+        try:
+            return self._client.pod_log(namespace, pod, RUNNER)
+        except KubeError as error:
+            # The pod may be gone (a preempted or deadline-killed attempt): the message says so.
+            log.warning("no log for pod %s/%s: %s", namespace, pod, error)
+            return None
+
+    def _outcome(self) -> GatherOutcome:
+        records: list[tuple[JobRecord, Path | None]] = []
+        observed: list[ObservedJob] = []
+        unfinished: list[Unfinished] = []
+        for progress in self._jobs:
+            if not progress.finished:
+                unfinished.append(self._unfinished(progress))
+                continue
+            record = self._record(progress)
+            path = None
+            if self._options.record:
+                written, changed = write_record(self._root, record)
+                path = written if changed else None
+            records.append((record, path))
+            assert progress.job is not None
+            observed.append(ObservedJob(record, _duration_s(progress.job)))
+        return GatherOutcome(
+            cluster=self._jobs[0].expected.identity.cluster if self._jobs else "",
+            stored_new=self.stored_new,
+            already_stored=self.already_stored,
+            records=tuple(records),
+            observed=tuple(observed),
+            unfinished=tuple(unfinished),
+        )
+
+    def _record(self, progress: JobProgress) -> JobRecord:
+        identity = progress.expected.identity
+        assert progress.job is not None
+        variants: list[StoredVariant] = self._store.variants(
+            identity.cluster, identity.namespace, identity.job
+        )
+        failure = job_failure(progress.job)
+        return JobRecord(
+            **identity.model_dump(),
+            outcome="failed" if failure else "complete",
+            failure=failure,
+            variants=tuple(variants),
+        )
+
+    def _unfinished(self, progress: JobProgress) -> Unfinished:
+        identity = progress.expected.identity
+        if progress.job is None:
+            why = (
+                f"Job {identity.job} is not in namespace {identity.namespace}: Flux has not "
+                "applied it (yet); check `flux get kustomizations` for the workloads"
+            )
+            return Unfinished(identity.job, why, ())
+        waiting = [s for s in progress.states if s.phase not in ("succeeded", "failed")]
+        explained = self._with_events(progress, waiting)
+        done = progress.expected.completions - len(waiting)
+        why = f"{done} of {progress.expected.completions} variants finished"
+        return Unfinished(identity.job, why, tuple(explained))
+
+    def _with_events(self, progress: JobProgress, waiting: list[IndexState]) -> list[IndexState]:
+        """Re-explain pending variants with their scheduler and kubelet events (a bounded
+        number of requests: only for the first few pending pods)."""
+        pending = [s for s in waiting if s.phase == "pending" and s.manifest is not None]
+        events: list[Object] = []
+        namespace = progress.expected.identity.namespace
+        for state in pending[:_EXPLAINED_PENDING]:
+            assert state.pod is not None
+            try:
+                events += self._client.events_for(namespace, "Pod", state.pod.name)
+            except KubeError as error:
+                log.warning("no events for pod %s: %s", state.pod.name, error)
+        if not events:
+            return waiting
+        assert progress.job is not None
+        again = {s.index: s for s in index_states(progress.job, progress.pods, events)}
+        return [again.get(s.index, s) for s in waiting]
+
+
+def _failure_reason(job: Object) -> str | None:
+    for condition in job.get("status", {}).get("conditions") or []:
+        if (
+            condition.get("type") in ("Failed", "FailureTarget")
+            and condition.get("status") == "True"
+        ):
+            reason: str | None = condition.get("reason")
+            return reason
+    return None
+
+
+def _duration_s(job: Object) -> float | None:
+    """startTime to completionTime, or to the Failed condition's transition."""
+    status = job.get("status", {})
+    start = status.get("startTime")
+    end = status.get("completionTime")
+    if end is None:
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "Failed" and condition.get("status") == "True":
+                end = condition.get("lastTransitionTime")
+    if start is None or end is None:
+        return None
+    parse = datetime.fromisoformat
+    return (parse(end.replace("Z", "+00:00")) - parse(start.replace("Z", "+00:00"))).total_seconds()
