@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Final
 
 from collector.follow import Snapshot, WorkflowWatch, listed_once
 from collector.harvest import harvest
@@ -23,14 +22,11 @@ from collector.logs import job_context
 from collector.metrics import ObservedJob
 from collector.pods import RUNNER
 from collector.records import JobRecord, StoredVariant, write_record
+from collector.status import explain_waiting, pods_by_job
 from collector.store import Store
 from collector.workload import ExpectedJob, label_selector
 
 log = logging.getLogger(__name__)
-
-JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
-_EXPLAINED_PENDING: Final = 20
-"""Pending pods whose events a timeout report fetches: enough to show why, bounded."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +70,8 @@ class Unfinished:
     job: str
     why: str
     waiting: tuple[IndexState, ...]
+    failed: tuple[StoredVariant, ...] = ()
+    """Its variants that failed already (stored, and final)."""
 
 
 @dataclass(frozen=True)
@@ -119,11 +117,6 @@ class Gatherer:
         self.stored_new = 0
         self.already_stored = sum(len(progress.stored) for progress in self._jobs)
 
-    @property
-    def total(self) -> int:
-        """Variants of every expected Job."""
-        return sum(progress.expected.completions for progress in self._jobs)
-
     def run(self, clock: Callable[[], float] = time.monotonic) -> GatherOutcome:
         """Follow until every Job has finished and is stored, or the timeout passes."""
         namespaces = {p.expected.identity.namespace for p in self._jobs}
@@ -146,18 +139,14 @@ class Gatherer:
 
     def _step(self, snapshot: Snapshot) -> None:
         counts: Counts = {}
-        pods_by_job: dict[str, list[Object]] = {}
-        for pod in snapshot.pods.values():
-            owner = (pod["metadata"].get("labels") or {}).get(JOB_NAME_LABEL)
-            if owner is not None:
-                pods_by_job.setdefault(owner, []).append(pod)
+        grouped = pods_by_job(list(snapshot.pods.values()))
         for progress in self._jobs:
             identity = progress.expected.identity
             progress.job = snapshot.jobs.get(identity.job)
             if progress.job is None:
                 counts["pending"] = counts.get("pending", 0) + progress.expected.completions
                 continue
-            progress.pods = pods_by_job.get(identity.job, [])
+            progress.pods = grouped.get(identity.job, [])
             progress.states = index_states(progress.job, progress.pods)
             self._store_finished(progress)
             for state, number in vars(summary_counts(progress.states)).items():
@@ -169,7 +158,12 @@ class Gatherer:
         assert progress.job is not None
         failure = _failure_reason(progress.job)
         fresh = [
-            harvest(state, failure, lambda pod: self._read_log(identity.namespace, pod))
+            harvest(
+                state,
+                progress.expected.variants.get(state.index),
+                failure,
+                lambda pod: self._read_log(identity.namespace, pod),
+            )
             for state in progress.states
             if state.phase in ("succeeded", "failed") and state.index not in progress.stored
         ]
@@ -240,28 +234,13 @@ class Gatherer:
             )
             return Unfinished(identity.job, why, ())
         waiting = [s for s in progress.states if s.phase not in ("succeeded", "failed")]
-        explained = self._with_events(progress, waiting)
+        assert progress.job is not None
+        explained = explain_waiting(self._client, progress.job, progress.pods, waiting)
         done = progress.expected.completions - len(waiting)
         why = f"{done} of {progress.expected.completions} variants finished"
-        return Unfinished(identity.job, why, tuple(explained))
-
-    def _with_events(self, progress: JobProgress, waiting: list[IndexState]) -> list[IndexState]:
-        """Re-explain pending variants with their scheduler and kubelet events (a bounded
-        number of requests: only for the first few pending pods)."""
-        pending = [s for s in waiting if s.phase == "pending" and s.manifest is not None]
-        events: list[Object] = []
-        namespace = progress.expected.identity.namespace
-        for state in pending[:_EXPLAINED_PENDING]:
-            assert state.pod is not None
-            try:
-                events += self._client.events_for(namespace, "Pod", state.pod.name)
-            except KubeError as error:
-                log.warning("no events for pod %s: %s", state.pod.name, error)
-        if not events:
-            return waiting
-        assert progress.job is not None
-        again = {s.index: s for s in index_states(progress.job, progress.pods, events)}
-        return [again.get(s.index, s) for s in waiting]
+        stored = self._store.variants(identity.cluster, identity.namespace, identity.job)
+        failed = tuple(variant for variant in stored if variant.state == "failed")
+        return Unfinished(identity.job, why, tuple(explained), failed)
 
 
 def _failure_reason(job: Object) -> str | None:

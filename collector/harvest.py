@@ -10,6 +10,7 @@ from collections.abc import Callable
 from collector.indexes import IndexState
 from collector.pods import ResultReading, read_result
 from collector.records import StoredVariant, VariantState
+from runner.result import VariantRef
 
 LogReader = Callable[[str], str | None]
 """Reads the runner's log of a pod by name; None when it cannot be had (the pod is gone)."""
@@ -25,9 +26,13 @@ def _reading(state: IndexState, read_log: LogReader) -> ResultReading | None:
 
 
 def harvest(
-    state: IndexState, job_failure_reason: str | None, read_log: LogReader
+    state: IndexState,
+    variant: VariantRef | None,
+    job_failure_reason: str | None,
+    read_log: LogReader,
 ) -> StoredVariant:
-    """The stored form of a finished (succeeded or failed) variant."""
+    """The stored form of a finished (succeeded or failed) variant; `variant` is what
+    config.json says the index runs."""
     reading = _reading(state, read_log)
     result = reading.result if reading else None
     pod = state.pod
@@ -49,6 +54,7 @@ def harvest(
     return StoredVariant(
         index=state.index,
         state=stored_state,
+        variant=variant,
         explanation=explanation,
         reason=reason,
         pod=pod.name if pod else None,

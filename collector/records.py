@@ -13,7 +13,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from runner.result import BenchResult
+from runner.result import BenchResult, VariantRef
 
 RECORD_SCHEMA_VERSION: Final = 1
 RESULTS_DIR: Final = "results"
@@ -30,6 +30,9 @@ class StoredVariant(_Record):
 
     index: int
     state: VariantState
+    variant: VariantRef | None = None
+    """Which variant of config.json the index runs, from dist/: a failure that left no
+    result is still named by model, precision, quantization and batch size."""
     explanation: str
     """In words: the runner's error, OOMKilled, retries exhausted, deadline exceeded..."""
     reason: str | None = None

@@ -241,9 +241,15 @@ def _key(run: StoredRun, ref: VariantRef) -> VariantKey:
     )
 
 
-def _variant_key(run: StoredRun) -> VariantKey | None:
+def _ref(run: StoredRun) -> VariantRef | None:
+    """Which variant the run was: as config.json named it, else as its result says."""
     result = run.variant.result
-    return _key(run, result.variant) if result and result.variant else None
+    return run.variant.variant or (result.variant if result else None)
+
+
+def _variant_key(run: StoredRun) -> VariantKey | None:
+    ref = _ref(run)
+    return _key(run, ref) if ref else None
 
 
 def _instant(text: str | None) -> datetime:
@@ -305,13 +311,12 @@ def _measured(run: StoredRun) -> VariantRow | None:
 
 
 def _failure(run: StoredRun) -> FailedVariant:
-    result = run.variant.result
     return FailedVariant(
         cluster=run.job.cluster,
         target=_target(run),
         job=run.job.job,
         index=run.variant.index,
-        variant=result.variant if result else None,
+        variant=_ref(run),
         explanation=run.variant.explanation,
         attempts=run.variant.attempts,
     )

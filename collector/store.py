@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from collector.records import JobIdentity, StoredVariant
-from runner.result import BenchResult
+from runner.result import BenchResult, VariantRef
 
 DEFAULT_DATABASE: Final = Path(".benchfleet") / "results.sqlite"
 _SCHEMA_VERSION: Final = 1
@@ -121,7 +121,7 @@ class Added:
 
 def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[object, ...]:
     result = variant.result
-    ref = result.variant if result else None
+    ref = variant.variant or (result.variant if result else None)
     values = {
         **job.model_dump(),
         "job_index": variant.index,
@@ -216,10 +216,21 @@ class Store:
             {field: row[field] for field in JobIdentity.model_fields}
         )
         text = row["result_json"]
+        ref = None
+        if row["variant_id"] is not None:
+            ref = VariantRef(
+                index=row["job_index"],
+                id=row["variant_id"],
+                model=row["model"],
+                precision=row["precision"],
+                quantization=row["quantization"],
+                batch_size=row["batch_size"],
+            )
         variant = StoredVariant.model_validate(
             {
                 **{name: row[name] for name in _VARIANT_COLUMNS},
                 "index": row["job_index"],
+                "variant": ref,
                 "result": BenchResult.model_validate_json(str(text)) if text else None,
             }
         )

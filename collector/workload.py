@@ -12,6 +12,8 @@ from typing import Any, Final
 import yaml
 
 from collector.records import JobIdentity
+from runner.config import CONFIG_FILE, RunConfig
+from runner.result import VariantRef
 
 APP_LABEL: Final = "app=benchfleet"
 
@@ -26,6 +28,8 @@ class ExpectedJob:
 
     identity: JobIdentity
     completions: int
+    variants: dict[int, VariantRef]
+    """What each index runs, from the Job's config.json ConfigMap."""
 
 
 def label_selector(workflow: str) -> str:
@@ -33,7 +37,24 @@ def label_selector(workflow: str) -> str:
     return f"{APP_LABEL},workflow={workflow}"
 
 
-def _expected(cluster: str, job: dict[str, Any]) -> ExpectedJob:
+def _variants(configmap: dict[str, Any] | None) -> dict[int, VariantRef]:
+    if configmap is None:
+        return {}
+    config = RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
+    return {
+        v.index: VariantRef(
+            index=v.index,
+            id=v.id,
+            model=v.model,
+            precision=v.precision,
+            quantization=v.quantization,
+            batch_size=v.batch_size,
+        )
+        for v in config.variants
+    }
+
+
+def _expected(cluster: str, job: dict[str, Any], configmap: dict[str, Any] | None) -> ExpectedJob:
     metadata = job["metadata"]
     annotations = metadata.get("annotations", {})
     (container,) = job["spec"]["template"]["spec"]["containers"]
@@ -47,7 +68,11 @@ def _expected(cluster: str, job: dict[str, Any]) -> ExpectedJob:
         spec_sha256=annotations.get("benchfleet.io/spec-sha256"),
         image=container["image"],
     )
-    return ExpectedJob(identity=identity, completions=job["spec"].get("completions", 1))
+    return ExpectedJob(
+        identity=identity,
+        completions=job["spec"].get("completions", 1),
+        variants=_variants(configmap),
+    )
 
 
 def clusters_with(root: Path, workflow: str) -> list[str]:
@@ -67,6 +92,12 @@ def expected_jobs(root: Path, workflow: str, cluster: str) -> list[ExpectedJob]:
         return []
     try:
         documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
-        return [_expected(cluster, d) for d in documents if d["kind"] == "Job"]
+        # The config.json ConfigMap is named like its Job.
+        configmaps = {d["metadata"]["name"]: d for d in documents if d["kind"] == "ConfigMap"}
+        return [
+            _expected(cluster, d, configmaps.get(d["metadata"]["name"]))
+            for d in documents
+            if d["kind"] == "Job"
+        ]
     except (yaml.YAMLError, KeyError, TypeError, ValueError) as error:
         raise WorkloadError(f"{path} is not what `make synth` writes: {error}") from error

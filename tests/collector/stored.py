@@ -38,6 +38,7 @@ def succeeded(index: int, p50_ms: float = 1.5) -> StoredVariant:
     return StoredVariant(
         index=index,
         state="succeeded",
+        variant=ref,
         explanation="ok",
         pod=f"pod-{index}",
         node="node-a",

@@ -1,0 +1,364 @@
+"""`collector`: harvest benchmark results from the clusters, store them, report on them."""
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import click
+
+from collector.credentials import DEFAULT_CREDENTIALS_DIR, CredentialsError, connect
+from collector.gather import Gatherer, GatherOptions, GatherOutcome
+from collector.history import HistoryError, merged, records_at, records_in, runs_of
+from collector.kube import KubeClient, KubeError
+from collector.logs import LogFormat, configure
+from collector.metrics import build_registry, push, write_textfile
+from collector.progress import Progress
+from collector.records import stored_jobs
+from collector.report import build_report, to_csv, to_json, to_markdown, to_text
+from collector.status import format_status, workflow_status
+from collector.store import DEFAULT_DATABASE, StoreError, open_store
+from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs
+
+ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Options every command shares."""
+
+    root: Path
+    database: Path
+    credentials_dir: Path
+    context: str | None
+
+
+pass_settings = click.make_pass_decorator(Settings)
+
+
+def _duration(text: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        if text[-1:] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a duration like 90s, 30m or 2h") from None
+
+
+@click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=Path("."),
+    help="The repository: dist/ says which Jobs to gather, results/ gets the records.",
+)
+@click.option(
+    "--db",
+    "database",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DEFAULT_DATABASE,
+    help="The SQLite results database (relative to --root); created when missing.",
+)
+@click.option(
+    "--credentials-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_CREDENTIALS_DIR,
+    help="Folder of kubeconfig files, k8s_kubeconfig[_<cluster>] (relative to --root).",
+)
+@click.option(
+    "--context",
+    "kube_context",
+    help="The kubeconfig context [default: the one named like the cluster, else current]",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="json: one object per line, with workflow, Job, namespace and GPU type fields.",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log each stored variant.")
+@click.pass_context
+def cli(
+    context: click.Context,
+    root: Path,
+    database: Path,
+    credentials_dir: Path,
+    kube_context: str | None,
+    log_format: LogFormat,
+    verbose: bool,
+) -> None:
+    """Gather benchmark results from the clusters, store them, report on them.
+
+    \b
+    The loop, after Flux has applied a workflow's Jobs from dist/:
+      collector gather --workflow W    follow its Jobs, store every variant, write results/
+      git add results/; make synth     synth drops the recorded Jobs; merged, Flux prunes them
+      collector report --workflow W    GPU comparison, best configuration, ranking, regressions
+    """
+    configure(log_format, verbose)
+    context.obj = Settings(
+        root=root,
+        database=root / database,
+        credentials_dir=root / credentials_dir,
+        context=kube_context,
+    )
+
+
+def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[str]:
+    if cluster is not None:
+        return [cluster]
+    found = clusters_with(settings.root, workflow)
+    recorded = sorted(
+        path.name for path in (settings.root / "results" / workflow).glob("*") if path.is_dir()
+    )
+    if not found and not recorded:
+        raise click.ClickException(
+            f"no cluster runs workflow {workflow!r}: dist/*/workloads/{workflow}.yaml is missing "
+            "(a typo, or `make synth` not run?)"
+        )
+    return found
+
+
+def _client(settings: Settings, cluster: str) -> KubeClient:
+    try:
+        connection = connect(
+            cluster, context=settings.context, credentials_dir=settings.credentials_dir
+        )
+    except CredentialsError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{cluster}: credentials from {connection.provider}", err=True)
+    return KubeClient(connection.api_client)
+
+
+def _expected(settings: Settings, workflow: str, cluster: str) -> list[ExpectedJob]:
+    try:
+        expected = expected_jobs(settings.root, workflow, cluster)
+    except WorkloadError as error:
+        raise click.ClickException(str(error)) from None
+    recorded = set(stored_jobs(settings.root, workflow, cluster))
+    done = [e for e in expected if e.identity.job in recorded]
+    for job in done:
+        click.echo(
+            f"{cluster}: Job {job.identity.job} is already recorded in results/; "
+            "run `make synth` to drop it from dist/",
+            err=True,
+        )
+    return [e for e in expected if e.identity.job not in recorded]
+
+
+def _summary(outcome: GatherOutcome) -> list[str]:
+    lines = [
+        f"{outcome.cluster}: stored {outcome.stored_new} variant runs "
+        f"({outcome.already_stored} were stored before)"
+    ]
+    for record, path in outcome.records:
+        failed = [v for v in record.variants if v.state == "failed"]
+        where = f"wrote {path}" if path else "record unchanged (or --keep)"
+        lines.append(
+            f"  {record.job}: {record.outcome}, {len(record.variants) - len(failed)} ok, "
+            f"{len(failed)} failed; {where}"
+        )
+        lines += [f"    index {v.index}: {v.explanation}" for v in failed]
+        if record.failure:
+            lines.append(f"    the Job failed: {record.failure}")
+    for unfinished in outcome.unfinished:
+        lines.append(f"  {unfinished.job}: NOT FINISHED: {unfinished.why}")
+        lines += [f"    index {v.index}: failed: {v.explanation}" for v in unfinished.failed]
+        lines += [f"    index {s.index}: {s.phase}: {s.explanation}" for s in unfinished.waiting]
+    return lines
+
+
+@cli.command()
+@click.option("--workflow", required=True, help="The workflow id (its spec file's `id`).")
+@click.option("--cluster", help="Only this cluster [default: every cluster dist/ runs it in]")
+@click.option(
+    "--timeout",
+    default="1h",
+    help="Stop following after this long (90s, 30m, 2h); what "
+    "finished is stored and recorded, what did not is listed with the reason.",
+)
+@click.option("--no-wait", is_flag=True, help="List once and store what has finished; no watch.")
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Store in the database only and write no results/ record, so synth keeps the Jobs.",
+)
+@click.option(
+    "--metrics-textfile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write Prometheus metrics here, for node-exporter's textfile collector.",
+)
+@click.option("--pushgateway", help="Push Prometheus metrics to this Pushgateway (host:port).")
+@pass_settings
+def gather(
+    settings: Settings,
+    workflow: str,
+    cluster: str | None,
+    timeout: str,
+    no_wait: bool,
+    keep: bool,
+    metrics_textfile: Path | None,
+    pushgateway: str | None,
+) -> None:
+    """Follow a workflow's Jobs to their end; store and record each result.
+
+    \b
+    1. Finds the workflow's Jobs in dist/<cluster>/ and follows them and their pods in the
+       cluster with list + watch (the same few requests however many variants).
+    2. Reads each finished variant's result from its pod's termination message (or its log)
+       and stores it in the database at once: re-running gather never stores one twice, and an
+       interrupted gather resumes where it stopped.
+    3. Writes results/<workflow>/<cluster>/<job>.json for every finished Job (not --keep).
+       Commit it: `make synth` then drops the Job from dist/, and Flux prunes it. gather never
+       deletes a Job itself, since Flux would run it again while git still holds it.
+    4. Prints what finished, what failed and why, and what did not finish in time.
+
+    Exits 1 when a variant failed or a Job did not finish.
+    """
+    options = GatherOptions(timeout_s=_duration(timeout), wait=not no_wait, record=not keep)
+    outcomes = []
+    try:
+        with open_store(settings.database) as store:
+            for name in _clusters(settings, workflow, cluster):
+                expected = _expected(settings, workflow, name)
+                if not expected:
+                    click.echo(f"{name}: nothing left to gather for {workflow}", err=True)
+                    continue
+                client = _client(settings, name)
+                total = sum(job.completions for job in expected)
+                progress = Progress(sys.stderr, total, live=sys.stderr.isatty())
+                gatherer = Gatherer(
+                    client,
+                    store,
+                    settings.root,
+                    expected,
+                    options=options,
+                    on_progress=progress.update,
+                )
+                try:
+                    outcome = gatherer.run()
+                except KeyboardInterrupt:
+                    raise click.ClickException(
+                        f"interrupted: {gatherer.stored_new} variant runs were stored; run "
+                        "gather again to resume"
+                    ) from None
+                finally:
+                    progress.finish()
+                outcomes.append(outcome)
+                for line in _summary(outcome):
+                    click.echo(line)
+                click.echo(
+                    f"{name}: API requests {dict(sorted(client.requests.items()))}", err=True
+                )
+    except (StoreError, KubeError) as error:
+        raise click.ClickException(str(error)) from None
+    except OSError as error:
+        raise click.ClickException(
+            f"cannot write {error.filename}: {error.strerror}; every finished variant is in "
+            f"{settings.database}: fix that and run gather again to write the records"
+        ) from None
+    registry = build_registry([job for outcome in outcomes for job in outcome.observed])
+    if metrics_textfile is not None:
+        write_textfile(registry, metrics_textfile)
+    if pushgateway is not None:
+        push(registry, pushgateway, workflow)
+    recorded = [v for o in outcomes for record, _ in o.records for v in record.variants]
+    failed = sum(v.state == "failed" for v in recorded)
+    failed += sum(len(unfinished.failed) for o in outcomes for unfinished in o.unfinished)
+    unfinished = sum(len(o.unfinished) for o in outcomes)
+    if failed or unfinished:
+        raise click.ClickException(
+            f"{failed} variants failed, {unfinished} Jobs did not finish; see above"
+        )
+
+
+@cli.command()
+@click.option("--workflow", required=True, help="The workflow id.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "markdown", "csv", "json", "html"]),
+    default="text",
+    help="markdown suits a pull-request comment; html writes a page with plots to --output.",
+)
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path),
+    help="Write here instead of stdout (for html: a folder) [default for html: report/]",
+)
+@click.option(
+    "--baseline",
+    "baseline_ref",
+    help="Compare with the results/ records at this git revision (main, a tag, a commit).",
+)
+@click.option(
+    "--threshold",
+    default=0.05,
+    type=click.FloatRange(0, 1, max_open=True),
+    help="A slowdown beyond this fraction, with disjoint CIs, is a regression.",
+)
+@pass_settings
+def report(
+    settings: Settings,
+    workflow: str,
+    output_format: ReportFormat,
+    output: Path | None,
+    baseline_ref: str | None,
+    threshold: float,
+) -> None:
+    """Report a workflow's stored results.
+
+    Reads the database and the records in results/ (so a fresh clone can report too) and
+    answers the design note's questions where the data allows: latency per GPU type, the
+    best configuration of a sweep, a ranking of models; each median with a 95 % confidence
+    interval. With --baseline, flags significant regressions against that revision.
+    """
+    try:
+        with open_store(settings.database) as store:
+            runs = merged(store.runs(workflow), runs_of(records_in(settings.root, workflow)))
+        baseline = (
+            runs_of(records_at(settings.root, baseline_ref, workflow)) if baseline_ref else None
+        )
+    except (StoreError, HistoryError) as error:
+        raise click.ClickException(str(error)) from None
+    if not runs:
+        raise click.ClickException(
+            f"no results for workflow {workflow!r} in {settings.database} or results/{workflow}/"
+            ": run `collector gather` first"
+        )
+    built = build_report(runs, baseline=baseline, regression_threshold=threshold)
+    if output_format == "html":
+        # matplotlib takes a while to import: only when a page is asked for.
+        from collector.report_html import write_html  # noqa: PLC0415
+
+        page = write_html(built, output or settings.root / "report")
+        click.echo(f"wrote {page}")
+        return
+    render = {"text": to_text, "markdown": to_markdown, "csv": to_csv, "json": to_json}
+    text = render[output_format](built)
+    if output is None:
+        click.echo(text, nl=not text.endswith("\n"))
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+
+
+@cli.command()
+@click.option("--workflow", required=True, help="The workflow id.")
+@click.option("--cluster", help="Only this cluster [default: every cluster dist/ runs it in]")
+@pass_settings
+def status(settings: Settings, workflow: str, cluster: str | None) -> None:
+    """Show where a workflow's Jobs stand, and why anything waits.
+
+    Read-only: lists the Jobs and pods once and reads the events of pending pods (the
+    scheduler's reasons: no node with that GPU, quota, preemption).
+    """
+    for name in _clusters(settings, workflow, cluster):
+        expected = _expected(settings, workflow, name)
+        if not expected:
+            continue
+        try:
+            click.echo(format_status(workflow_status(_client(settings, name), expected)))
+        except KubeError as error:
+            raise click.ClickException(str(error)) from None

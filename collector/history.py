@@ -1,0 +1,74 @@
+"""Runs to report on, from the database and from the records in git (this checkout's, or
+another branch's or commit's): a fresh clone has no database, but its results/ are there."""
+
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from pydantic import ValidationError
+
+from collector.records import RESULTS_DIR, JobIdentity, JobRecord, read_record
+from collector.store import StoredRun
+
+
+class HistoryError(ValueError):
+    """A record cannot be read, or a git revision does not exist."""
+
+
+def runs_of(records: Iterable[JobRecord]) -> list[StoredRun]:
+    """Each record's variants as stored runs."""
+    runs = []
+    for record in records:
+        identity = JobIdentity.model_validate(
+            {name: getattr(record, name) for name in JobIdentity.model_fields}
+        )
+        runs += [
+            StoredRun(identity, variant, variant.finished_at or "") for variant in record.variants
+        ]
+    return runs
+
+
+def records_in(root: Path, workflow: str) -> list[JobRecord]:
+    """The records under results/<workflow>/ in this checkout."""
+    records = []
+    for path in sorted((root / RESULTS_DIR / workflow).glob("*/*.json")):
+        try:
+            records.append(read_record(path))
+        except ValidationError as error:
+            raise HistoryError(f"{path} is not a results record: {error}") from error
+    return records
+
+
+def records_at(root: Path, revision: str, workflow: str) -> list[JobRecord]:
+    """The records under results/<workflow>/ as git holds them at `revision` (a branch, tag
+    or commit): how a pull request compares itself with main."""
+    folder = PurePosixPath(RESULTS_DIR, workflow).as_posix()
+    listing = _git(root, "ls-tree", "-r", "--name-only", revision, "--", folder)
+    records = []
+    for name in sorted(line for line in listing.splitlines() if line.endswith(".json")):
+        text = _git(root, "show", f"{revision}:{name}")
+        try:
+            records.append(JobRecord.model_validate_json(text))
+        except ValidationError as error:
+            raise HistoryError(f"{revision}:{name} is not a results record: {error}") from error
+    return records
+
+
+def _git(root: Path, *arguments: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), *arguments], capture_output=True, text=True, check=False
+    )
+    if done.returncode:
+        raise HistoryError(f"git {' '.join(arguments)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def merged(*sources: Iterable[StoredRun]) -> list[StoredRun]:
+    """Every run once: the same variant run (cluster, namespace, Job, index) from the database
+    and from a record is one run; the first source's copy is kept."""
+    seen: dict[tuple[str, str, str, int], StoredRun] = {}
+    for source in sources:
+        for run in source:
+            key = (run.job.cluster, run.job.namespace, run.job.job, run.variant.index)
+            seen.setdefault(key, run)
+    return list(seen.values())

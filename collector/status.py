@@ -1,0 +1,105 @@
+"""`collector status`: where a workflow's Jobs stand in a cluster, and why anything waits.
+
+Read-only: one list of the workflow's Jobs and pods, plus the events of a bounded number of
+pending pods, since the scheduler's reasons (no GPU of that type, quota) live in events.
+"""
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from collector.follow import listed_once
+from collector.indexes import IndexState, index_states, job_failure, summary_counts
+from collector.kube import KubeClient, KubeError, Object
+from collector.progress import counts_line
+from collector.workload import ExpectedJob, label_selector
+
+log = logging.getLogger(__name__)
+
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+EXPLAINED_PENDING: Final = 20
+"""Pending pods whose events are fetched: enough to show why, a bounded number of requests."""
+
+
+def pods_by_job(pods: Sequence[Object]) -> dict[str, list[Object]]:
+    """Pods grouped by the Job that owns them (the label the Job controller sets)."""
+    grouped: dict[str, list[Object]] = {}
+    for pod in pods:
+        owner = (pod["metadata"].get("labels") or {}).get(JOB_NAME_LABEL)
+        if owner is not None:
+            grouped.setdefault(owner, []).append(pod)
+    return grouped
+
+
+def explain_waiting(
+    client: KubeClient, job: Object, pods: Sequence[Object], waiting: Sequence[IndexState]
+) -> list[IndexState]:
+    """`waiting` re-explained with the events of their pending pods."""
+    namespace = job["metadata"]["namespace"]
+    events: list[Object] = []
+    pending = [s for s in waiting if s.phase == "pending" and s.pod is not None]
+    for state in pending[:EXPLAINED_PENDING]:
+        assert state.pod is not None
+        try:
+            events += client.events_for(namespace, "Pod", state.pod.name)
+        except KubeError as error:
+            log.warning("no events for pod %s: %s", state.pod.name, error)
+    if not events:
+        return list(waiting)
+    again = {s.index: s for s in index_states(job, pods, events)}
+    return [again.get(s.index, s) for s in waiting]
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One expected Job as the cluster shows it."""
+
+    expected: ExpectedJob
+    job: Object | None
+    states: tuple[IndexState, ...]
+
+
+def workflow_status(client: KubeClient, expected: Sequence[ExpectedJob]) -> list[JobStatus]:
+    """The state of every expected Job (all in one namespace: a workflow's environment)."""
+    if not expected:
+        return []
+    namespace = expected[0].identity.namespace
+    snapshot = listed_once(client, namespace, label_selector(expected[0].identity.workflow))
+    grouped = pods_by_job(list(snapshot.pods.values()))
+    statuses = []
+    for job_expected in expected:
+        name = job_expected.identity.job
+        job = snapshot.jobs.get(name)
+        if job is None:
+            statuses.append(JobStatus(job_expected, None, ()))
+            continue
+        states = index_states(job, grouped.get(name, []))
+        waiting = [s for s in states if s.phase not in ("succeeded", "failed")]
+        explained = {
+            s.index: s for s in explain_waiting(client, job, grouped.get(name, []), waiting)
+        }
+        statuses.append(
+            JobStatus(job_expected, job, tuple(explained.get(s.index, s) for s in states))
+        )
+    return statuses
+
+
+def format_status(statuses: Sequence[JobStatus]) -> str:
+    """A paragraph per Job: its counts, then each variant that is not done or failed."""
+    lines = []
+    for status in statuses:
+        identity = status.expected.identity
+        lines.append(
+            f"{identity.cluster}/{identity.namespace} Job {identity.job} ({identity.target}):"
+        )
+        if status.job is None:
+            lines.append("  not in the cluster: Flux has not applied it (yet)")
+            continue
+        lines.append(f"  {counts_line(vars(summary_counts(status.states)))}")
+        if (failure := job_failure(status.job)) is not None:
+            lines.append(f"  the Job failed: {failure}")
+        for state in status.states:
+            if state.phase != "succeeded":
+                lines.append(f"  index {state.index}: {state.phase}: {state.explanation}")
+    return "\n".join(lines)

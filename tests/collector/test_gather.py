@@ -1,0 +1,295 @@
+"""`collector gather`, end to end: the real `kubernetes` client against the stand-in API server
+(tests/collector/fake_api.py, until a real API server can run here), Jobs and pods shaped as
+Kubernetes 1.33 returns them (tests/collector/objects.py), a real SQLite file and results/."""
+
+import shutil
+import sqlite3
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+from collector.cli import cli
+from collector.records import read_record, record_path
+from tests.collector import objects
+from tests.collector.fake_api import FakeApiServer
+from tests.conftest import REPO_ROOT
+
+WORKLOAD = Path("dist", "us-east", "workloads", "cpu-smoke.yaml")
+NAMESPACE = "benchfleet-dev"
+
+Obj = dict[str, Any]
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    with FakeApiServer() as server:
+        yield server
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A checkout holding the cpu-smoke workload synth wrote for us-east."""
+    (tmp_path / WORKLOAD).parent.mkdir(parents=True)
+    shutil.copy(REPO_ROOT / WORKLOAD, tmp_path / WORKLOAD)
+    return tmp_path
+
+
+@pytest.fixture
+def job() -> Obj:
+    return objects.job("cpu-smoke", cluster="us-east")
+
+
+def kubeconfig(server: str) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "us-east", "cluster": {"server": server}}],
+            "users": [{"name": "collector", "user": {"token": "t0ken"}}],
+            "contexts": [
+                {"name": "us-east", "context": {"cluster": "us-east", "user": "collector"}}
+            ],
+            "current-context": "us-east",
+        }
+    )
+
+
+Collect = Callable[..., Result]
+
+
+@pytest.fixture
+def collector(repo: Path, api: FakeApiServer) -> Collect:
+    """Runs `collector --root REPO COMMAND --workflow cpu-smoke ARGS` against the fake server."""
+
+    def run(command: str, *arguments: str) -> Result:
+        cluster = ["--cluster", "us-east"] if command in ("gather", "status") else []
+        return CliRunner().invoke(
+            cli,
+            ["--root", str(repo), command, "--workflow", "cpu-smoke", *cluster, *arguments],
+            env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url)},
+        )
+
+    return run
+
+
+def rows(repo: Path) -> list[tuple[int, str, str | None]]:
+    with sqlite3.connect(repo / ".benchfleet" / "results.sqlite") as db:
+        query = "SELECT job_index, state, result_source FROM variant_runs ORDER BY job_index"
+        return list(db.execute(query))
+
+
+def record_of(repo: Path, job: Obj) -> Path:
+    return record_path(repo, "cpu-smoke", "us-east", job["metadata"]["name"])
+
+
+def requests(api: FakeApiServer) -> Counter[str]:
+    return Counter(
+        f"{'watch' if r.is_watch else r.method} {r.path.rsplit('/', 1)[-1]}" for r in api.requests
+    )
+
+
+def finish_all(api: FakeApiServer, job: Obj) -> None:
+    for index in range(6):
+        api.add("pods", objects.succeeded_pod(job, index))
+    api.add("jobs", objects.complete(job))
+
+
+def test_a_finished_workflow_is_stored_and_recorded_in_one_gather(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    run = collector("gather")
+    assert run.exit_code == 0, run.output
+    assert rows(repo) == [(i, "succeeded", "termination-message") for i in range(6)]
+    record = read_record(record_of(repo, job))
+    assert (record.outcome, len(record.variants), record.target) == ("complete", 6, "cpu")
+    assert all(v.result is not None and v.result.status == "ok" for v in record.variants)
+    assert f"wrote {record_of(repo, job)}" in run.stdout
+    assert not any(key.endswith("log") for key in requests(api)), "logs are not needed"
+
+
+def test_a_recorded_job_is_not_gathered_again(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    collector("gather")
+    again = collector("gather")
+    assert again.exit_code == 0
+    assert "already recorded in results/" in again.stderr
+    assert len(rows(repo)) == 6
+
+
+def test_with_keep_gathering_twice_stores_each_variant_once(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    collector("gather", "--keep")
+    again = collector("gather", "--keep")
+    assert "stored 0 variant runs (6 were stored before)" in again.stdout
+    assert len(rows(repo)) == 6
+    assert not record_of(repo, job).exists()
+
+
+def test_gather_follows_the_jobs_until_they_finish(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    api.add("jobs", objects.job_status(job, active=6, ready=6))
+    for index in range(6):
+        api.add("pods", objects.running_pod(job, index))
+
+    def finish_later() -> None:
+        time.sleep(1.0)
+        for index in range(6):
+            api.update("pods", objects.succeeded_pod(job, index))
+        api.update("jobs", objects.complete(job))
+
+    threading.Thread(target=finish_later, daemon=True).start()
+    run = collector("gather", "--timeout", "30s")
+    assert run.exit_code == 0, run.output
+    assert len(rows(repo)) == 6
+    made = requests(api)
+    assert (made["GET jobs"], made["GET pods"]) == (1, 1), made
+    assert made["watch jobs"] <= 2 and made["watch pods"] <= 2, made
+
+
+def test_failures_are_explained_stored_and_recorded(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    oom = objects.oom_killed_pod(job, 1, failures=2)
+    api.set_log(NAMESPACE, oom["metadata"]["name"], "runner", objects.starting_log(job, 1))
+    pods = [
+        objects.succeeded_pod(job, 0),
+        oom,
+        objects.failed_pod(job, 2, "bad_config", "index 2 is out of range"),
+        objects.succeeded_pod(job, 3, ignored=1),
+        objects.succeeded_pod(job, 4),
+        objects.succeeded_pod(job, 5),
+    ]
+    for pod in pods:
+        api.add("pods", pod)
+    failed = objects.failed_job(
+        job, "FailedIndexes", completed=[0, 3, 4, 5], failed_indexes=[1, 2], failed=4
+    )
+    api.add("jobs", failed)
+    run = collector("gather")
+    assert run.exit_code == 1
+    assert "OOMKilled" in run.stdout and "bad_config" in run.stdout
+    assert "2 variants failed" in run.output
+    record = read_record(record_of(repo, job))
+    by_index = {v.index: v for v in record.variants}
+    assert record.outcome == "failed"
+    assert (by_index[1].state, by_index[1].reason) == ("failed", "OOMKilled")
+    # No result came back, and config.json still says which variant it was.
+    assert by_index[1].variant is not None and by_index[1].result is None
+    assert (by_index[1].variant.model, by_index[1].variant.precision) == ("tiny-mlp", "bf16")
+    assert "retries exhausted" in by_index[1].explanation
+    assert (by_index[2].state, by_index[2].reason) == ("failed", "bad_config")
+    assert (by_index[3].state, by_index[3].preemptions) == ("succeeded", 1)
+    assert requests(api)["GET log"] == 1, "only the OOMKilled pod needed its log"
+
+
+def test_a_timeout_stores_what_finished_and_says_why_the_rest_waits(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    for index in range(5):
+        api.add("pods", objects.succeeded_pod(job, index))
+    waiting = objects.unschedulable_pod(job, 5, message=None)
+    api.add("pods", waiting)
+    api.add("events", objects.failed_scheduling_event(waiting))
+    api.add("jobs", objects.job_status(job, active=1, completed=range(5)))
+    run = collector("gather", "--timeout", "2s")
+    assert run.exit_code == 1
+    assert "NOT FINISHED: 5 of 6 variants finished" in run.stdout
+    assert "Insufficient nvidia.com/gpu" in run.stdout
+    assert len(rows(repo)) == 5
+    assert not record_of(repo, job).exists()
+
+
+def test_an_interrupted_gather_resumes_without_duplicates(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    for index in range(3):
+        api.add("pods", objects.succeeded_pod(job, index))
+    api.add("jobs", objects.job_status(job, active=3, completed=range(3)))
+    first = collector("gather", "--no-wait")
+    assert first.exit_code == 1 and len(rows(repo)) == 3
+    for index in range(3, 6):
+        api.add("pods", objects.succeeded_pod(job, index))
+    api.update("jobs", objects.complete(job))
+    second = collector("gather", "--no-wait")
+    assert second.exit_code == 0, second.output
+    assert "stored 3 variant runs (3 were stored before)" in second.stdout
+    assert [index for index, _, _ in rows(repo)] == list(range(6))
+    assert len(read_record(record_of(repo, job)).variants) == 6
+
+
+def test_a_malformed_termination_message_falls_back_to_the_log(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    good = objects.with_termination_message(objects.succeeded_pod(job, 0), '{"status": "o')
+    api.update("pods", good)
+    log = objects.runner_log(job, 0, objects.ok_result(job, 0))
+    api.set_log(NAMESPACE, good["metadata"]["name"], "runner", log)
+    bad = objects.with_termination_message(objects.succeeded_pod(job, 1), "BENCH_RESULT {")
+    api.update("pods", bad)
+    api.set_log(NAMESPACE, bad["metadata"]["name"], "runner", "no result here\n")
+    run = collector("gather")
+    assert run.exit_code == 1
+    stored = {index: (state, source) for index, state, source in rows(repo)}
+    assert stored[0] == ("succeeded", "log")
+    assert stored[1] == ("failed", None)
+    assert "the pod succeeded but left no usable result" in run.stdout
+
+
+def test_results_are_in_the_database_even_when_the_record_cannot_be_written(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    blocked = record_of(repo, job).parent
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("a file where the folder should be")
+    run = collector("gather")
+    assert run.exit_code == 1
+    assert "cannot write" in run.output
+    assert len(rows(repo)) == 6
+
+
+def test_a_fresh_clone_reports_from_the_records_alone(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    collector("gather")
+    (repo / ".benchfleet" / "results.sqlite").unlink()
+    report = collector("report", "--format", "markdown")
+    assert report.exit_code == 0, report.output
+    assert "tiny-transformer" in report.stdout and "bf16" in report.stdout
+
+
+def test_metrics_are_written_for_node_exporter(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    textfile = repo / "metrics" / "benchfleet.prom"
+    assert collector("gather", "--metrics-textfile", str(textfile)).exit_code == 0
+    text = textfile.read_text()
+    assert 'benchfleet_latency_p50_seconds{batch_size="4"' in text
+    assert "benchfleet_job_duration_seconds_count" in text
+
+
+def test_status_says_why_a_variant_waits(collector: Collect, api: FakeApiServer, job: Obj) -> None:
+    waiting = objects.unschedulable_pod(job, 0, message=None)
+    api.add("pods", waiting)
+    api.add("events", objects.failed_scheduling_event(waiting))
+    api.add("jobs", objects.job_status(job, active=1))
+    run = collector("status")
+    assert run.exit_code == 0, run.output
+    assert "index 0: pending: unschedulable" in run.stdout
+    assert "Insufficient nvidia.com/gpu" in run.stdout
