@@ -3,7 +3,7 @@
 A Job's name carries the hash of everything that determines its run, so a file here means
 "this exact run is done": `make synth` stops emitting that Job (and the ConfigMaps only it
 used), and Flux prunes them. A changed spec gives a new Job name with no record, which runs.
-Only pydantic and the runner's result model are imported, because synth reads these too.
+Synth reads only the files' names (synth/recorded.py), so this layout is a contract.
 """
 
 import os

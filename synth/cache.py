@@ -4,7 +4,7 @@ Rendering goes through cdk8s's Node.js process at about a millisecond and a half
 a workflow's file is a pure function of its spec, the fleet config, its model files and the
 code that renders it, and of which of its Jobs have results recorded, so a file rendered
 before from the same inputs is reused. The key covers all of them, the code included (every
-source file of synth, the modules synth imports from runner/ and collector/, and the cdk8s
+source file of synth, the modules synth imports from runner/, and the cdk8s
 version): any change to any input renders anew. The cache lives in `.cache/synth/`
 (git-ignored); deleting it only costs time.
 """
@@ -21,9 +21,8 @@ from synth.load import LoadedWorkflow
 
 CACHE_DIR: Final = Path(".cache/synth")
 _SOURCES: Final = Path(__file__).resolve().parent.parent
-_CONTRACTS: Final = ("runner/config.py", "runner/errors.py", "collector/records.py")
-"""What synth imports from elsewhere: config.json's shape, the exit codes Jobs act on, and
-where results are recorded."""
+_CONTRACTS: Final = ("runner/config.py", "runner/errors.py")
+"""What synth imports from the runner: config.json's shape and the exit codes Jobs act on."""
 
 
 @cache
