@@ -7,6 +7,7 @@ from typing import Literal
 
 import click
 
+from collector.clean import clean
 from collector.credentials import DEFAULT_CREDENTIALS_DIR, CredentialsError, connect
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.history import HistoryError, merged, records_at, records_in, runs_of
@@ -362,3 +363,29 @@ def status(settings: Settings, workflow: str, cluster: str | None) -> None:
             click.echo(format_status(workflow_status(_client(settings, name), expected)))
         except KubeError as error:
             raise click.ClickException(str(error)) from None
+
+
+@cli.command("clean")
+@click.option("--cluster", help="Only this cluster [default: every cluster in dist/]")
+@click.option("--dry-run", is_flag=True, help="Print the decisions; delete nothing.")
+@pass_settings
+def clean_command(settings: Settings, cluster: str | None, dry_run: bool) -> None:
+    """Delete finished Jobs that dist/ no longer holds, once their results are stored.
+
+    Flux prunes what leaves dist/; this removes what it did not (a Job applied by hand, a
+    Kustomization with prune: false). Never a Job dist/ holds: Flux would create it again
+    and run the benchmark again. Never a running Job, nor one whose results are not stored.
+    Prints each decision with its reason.
+    """
+    clusters = [cluster] if cluster else sorted(p.name for p in (settings.root / "dist").iterdir())
+    try:
+        with open_store(settings.database) as store:
+            for name in clusters:
+                client = _client(settings, name)
+                for decision in clean(client, settings.root, store, name, dry_run=dry_run):
+                    verb = decision.action if not dry_run else f"would {decision.action}"
+                    click.echo(
+                        f"{name}/{decision.namespace} Job {decision.job}: {verb}: {decision.why}"
+                    )
+    except (StoreError, KubeError, OSError) as error:
+        raise click.ClickException(str(error)) from None

@@ -21,10 +21,10 @@ from collector.kube import KubeClient, KubeError, Object
 from collector.logs import job_context
 from collector.metrics import ObservedJob
 from collector.pods import RUNNER
-from collector.records import JobRecord, StoredVariant, write_record
+from collector.records import JobRecord, StoredVariant, stored_jobs, write_record
 from collector.status import explain_waiting, pods_by_job
 from collector.store import Store
-from collector.workload import ExpectedJob, label_selector
+from collector.workload import ExpectedJob, expected_from, label_selector
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +116,8 @@ class Gatherer:
         ]
         self.stored_new = 0
         self.already_stored = sum(len(progress.stored) for progress in self._jobs)
+        first = expected[0].identity
+        self._recorded = set(stored_jobs(root, first.workflow, first.cluster))
 
     def run(self, clock: Callable[[], float] = time.monotonic) -> GatherOutcome:
         """Follow until every Job has finished and is stored, or the timeout passes."""
@@ -137,7 +139,25 @@ class Gatherer:
                     self._step(watch.snapshot)
         return self._outcome()
 
+    def _adopt_leftovers(self, snapshot: Snapshot) -> None:
+        """Take on finished Jobs of the workflow that dist/ no longer holds (an earlier version
+        of the spec) and that have no record: their results would be lost when Flux prunes
+        them. Running ones are not waited for: the pull request that changed the spec lets
+        Flux prune them."""
+        known = {progress.expected.identity.job for progress in self._jobs} | self._recorded
+        cluster = self._jobs[0].expected.identity.cluster
+        for name, job in sorted(snapshot.jobs.items()):
+            if name in known or not job_finished(job):
+                continue
+            expected = expected_from(cluster, job)
+            identity = expected.identity
+            log.info("Job %s is not in dist/ any more but finished: gathering it too", name)
+            stored = self._store.stored_indexes(identity.cluster, identity.namespace, name)
+            self.already_stored += len(stored)
+            self._jobs.append(JobProgress(expected, stored))
+
     def _step(self, snapshot: Snapshot) -> None:
+        self._adopt_leftovers(snapshot)
         counts: Counts = {}
         grouped = pods_by_job(list(snapshot.pods.values()))
         for progress in self._jobs:

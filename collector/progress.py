@@ -36,13 +36,15 @@ class Progress:
     def update(self, counts: Mapping[str, int]) -> None:
         """Show the current counts (a no-op when nothing changed and not yet due)."""
         done = counts.get("succeeded", 0) + counts.get("failed", 0)
-        line = f"{done}/{self._total} done  {counts_line(counts)}"
+        # Jobs found along the way (left over from an earlier spec) add to the total.
+        total = max(self._total, sum(counts.get(state, 0) for state in STATES))
+        line = f"{done}/{total} done  {counts_line(counts)}"
         now = self._clock()
         if line == self._last_line and now - self._last_time < _PLAIN_INTERVAL_S:
             return
         self._last_line, self._last_time = line, now
         if self._live:
-            filled = _BAR_WIDTH * done // self._total if self._total else _BAR_WIDTH
+            filled = _BAR_WIDTH * done // total if total else _BAR_WIDTH
             bar = "#" * filled + "." * (_BAR_WIDTH - filled)
             # \r and clear-to-end-of-line redraw the bar in place.
             self._stream.write(f"\r[{bar}] {line}\x1b[K")

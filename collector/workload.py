@@ -54,7 +54,11 @@ def _variants(configmap: dict[str, Any] | None) -> dict[int, VariantRef]:
     }
 
 
-def _expected(cluster: str, job: dict[str, Any], configmap: dict[str, Any] | None) -> ExpectedJob:
+def expected_from(
+    cluster: str, job: dict[str, Any], configmap: dict[str, Any] | None = None
+) -> ExpectedJob:
+    """The ExpectedJob of a Job manifest (from dist/, or as the cluster returns it), with
+    its variants when the config.json ConfigMap is given."""
     metadata = job["metadata"]
     annotations = metadata.get("annotations", {})
     (container,) = job["spec"]["template"]["spec"]["containers"]
@@ -95,7 +99,7 @@ def expected_jobs(root: Path, workflow: str, cluster: str) -> list[ExpectedJob]:
         # The config.json ConfigMap is named like its Job.
         configmaps = {d["metadata"]["name"]: d for d in documents if d["kind"] == "ConfigMap"}
         return [
-            _expected(cluster, d, configmaps.get(d["metadata"]["name"]))
+            expected_from(cluster, d, configmaps.get(d["metadata"]["name"]))
             for d in documents
             if d["kind"] == "Job"
         ]

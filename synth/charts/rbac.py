@@ -11,15 +11,14 @@ from synth.jobs import APP, COLLECTOR_SERVICE_ACCOUNT, RUNNER_SERVICE_ACCOUNT
 
 COLLECTOR_RULES: Final = [
     # gather: find the workflow's Jobs and follow them with list + watch; clean: delete the
-    # Jobs that are no longer in dist/ (never one Flux still applies).
-    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "delete"]},
+    # finished Jobs that are no longer in dist/ (never one Flux still applies). ConfigMaps
+    # are left to Flux's pruning: immutable and small, a stray one costs nothing.
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list", "watch", "delete"]},
     # gather: read results from termination messages, fall back to logs.
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
-    # status: explain why a pod waits (scheduler and kubelet events).
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},
-    # clean: remove config and model ConfigMaps left by removed workflows.
-    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "delete"]},
+    # gather and status: explain why a pod waits (scheduler and kubelet events).
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
 ]
 
 

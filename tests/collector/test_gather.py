@@ -2,6 +2,7 @@
 (tests/collector/fake_api.py, until a real API server can run here), Jobs and pods shaped as
 Kubernetes 1.33 returns them (tests/collector/objects.py), a real SQLite file and results/."""
 
+import copy
 import shutil
 import sqlite3
 import threading
@@ -22,6 +23,7 @@ from tests.collector.fake_api import FakeApiServer
 from tests.conftest import REPO_ROOT
 
 WORKLOAD = Path("dist", "us-east", "workloads", "cpu-smoke.yaml")
+NAMESPACES = Path("dist", "us-east", "infrastructure", "namespaces.yaml")
 NAMESPACE = "benchfleet-dev"
 
 Obj = dict[str, Any]
@@ -35,9 +37,10 @@ def api() -> Iterator[FakeApiServer]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A checkout holding the cpu-smoke workload synth wrote for us-east."""
-    (tmp_path / WORKLOAD).parent.mkdir(parents=True)
-    shutil.copy(REPO_ROOT / WORKLOAD, tmp_path / WORKLOAD)
+    """A checkout holding the cpu-smoke workload and namespaces synth wrote for us-east."""
+    for path in (WORKLOAD, NAMESPACES):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO_ROOT / path, tmp_path / path)
     return tmp_path
 
 
@@ -69,10 +72,11 @@ def collector(repo: Path, api: FakeApiServer) -> Collect:
     """Runs `collector --root REPO COMMAND --workflow cpu-smoke ARGS` against the fake server."""
 
     def run(command: str, *arguments: str) -> Result:
-        cluster = ["--cluster", "us-east"] if command in ("gather", "status") else []
+        cluster = ["--cluster", "us-east"] if command in ("gather", "status", "clean") else []
+        workflow = ["--workflow", "cpu-smoke"] if command != "clean" else []
         return CliRunner().invoke(
             cli,
-            ["--root", str(repo), command, "--workflow", "cpu-smoke", *cluster, *arguments],
+            ["--root", str(repo), command, *workflow, *cluster, *arguments],
             env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url)},
         )
 
@@ -293,3 +297,58 @@ def test_status_says_why_a_variant_waits(collector: Collect, api: FakeApiServer,
     assert run.exit_code == 0, run.output
     assert "index 0: pending: unschedulable" in run.stdout
     assert "Insufficient nvidia.com/gpu" in run.stdout
+
+
+def leftover(job: Obj, name: str = "cpu-smoke-cpu-0123456789") -> Obj:
+    """The Job an earlier version of the spec made: same workflow, another content hash."""
+    old = copy.deepcopy(job)
+    old["metadata"]["name"] = name
+    old["metadata"]["labels"]["job"] = old["metadata"]["name"]
+    template_labels = old["spec"]["template"]["metadata"]["labels"]
+    for key in ("job", "job-name", "batch.kubernetes.io/job-name"):
+        template_labels[key] = old["metadata"]["name"]
+    return old
+
+
+def test_a_finished_job_dist_no_longer_holds_is_gathered_too(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    old = leftover(job)
+    for index in range(6):
+        api.add("pods", objects.succeeded_pod(old, index))
+    api.add("jobs", objects.complete(old))
+    run = collector("gather")
+    assert run.exit_code == 0, run.output
+    assert len(rows(repo)) == 12
+    assert record_of(repo, old).exists()
+
+
+def test_clean_deletes_only_finished_stored_jobs_that_dist_does_not_hold(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    stored = leftover(job)
+    for index in range(6):
+        api.add("pods", objects.succeeded_pod(stored, index))
+    api.add("jobs", objects.complete(stored))
+    collector("gather")
+    running = leftover(job, "cpu-smoke-cpu-9999999999")
+    api.add("jobs", objects.job_status(running, active=6))
+    unstored = leftover(job, "cpu-smoke-cpu-8888888888")
+    api.add("jobs", objects.complete(unstored))
+
+    dry = collector("clean", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert "cpu-smoke-cpu-0123456789: would delete" in dry.stdout
+    assert not [r for r in api.requests if r.method == "DELETE"]
+
+    run = collector("clean")
+    assert run.exit_code == 0, run.output
+    deleted = [r.path.rsplit("/", 1)[-1] for r in api.requests if r.method == "DELETE"]
+    assert deleted == ["cpu-smoke-cpu-0123456789"]
+    assert "cpu-smoke-cpu-9999999999: keep: not in dist/, but still running" in run.stdout
+    assert (
+        "cpu-smoke-cpu-8888888888: keep: not in dist/ and finished, but its results" in run.stdout
+    )
+    assert job["metadata"]["name"] not in run.stdout, "a Job in dist/ is never a candidate"

@@ -1,0 +1,104 @@
+"""`collector clean`: delete benchfleet Jobs that git no longer holds and whose results are safe.
+
+Flux prunes what leaves dist/, so this is for what it did not: a Job applied by hand, one left
+by a Kustomization with `prune: false` or a suspended one, or a cluster moved to another
+repository. A Job is deleted only when every one of these holds, and each decision is
+printed with its reason:
+
+- dist/ does not hold it: Flux would re-create a Job that git still holds, and run it again;
+- it has finished: a running Job's results would be lost;
+- its results are stored: a record in results/, or every index in the database.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from collector.indexes import job_finished
+from collector.kube import KubeClient, Object
+from collector.records import record_path
+from collector.store import Store
+from collector.workload import APP_LABEL
+
+Action = Literal["delete", "keep"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What clean does with one Job, and why."""
+
+    namespace: str
+    job: str
+    action: Action
+    why: str
+
+
+def namespaces(root: Path, cluster: str) -> list[str]:
+    """The benchfleet namespaces synth writes for `cluster`."""
+    path = root / "dist" / cluster / "infrastructure" / "namespaces.yaml"
+    documents = yaml.safe_load_all(path.read_text(encoding="utf-8"))
+    return sorted(d["metadata"]["name"] for d in documents if d and d["kind"] == "Namespace")
+
+
+def jobs_in_dist(root: Path, cluster: str) -> set[str]:
+    """Names of every Job dist/<cluster>/workloads/ holds."""
+    names = set()
+    for path in (root / "dist" / cluster / "workloads").glob("*.yaml"):
+        for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if document and document.get("kind") == "Job":
+                names.add(document["metadata"]["name"])
+    return names
+
+
+def _stored(root: Path, store: Store, cluster: str, job: Object) -> bool:
+    metadata = job["metadata"]
+    workflow = (metadata.get("labels") or {}).get("workflow", "")
+    if record_path(root, workflow, cluster, metadata["name"]).is_file():
+        return True
+    completions: int = job["spec"].get("completions", 1)
+    stored = store.stored_indexes(cluster, metadata["namespace"], metadata["name"])
+    return len(stored) >= completions
+
+
+def decide(
+    root: Path, store: Store, cluster: str, jobs: Iterable[Object], in_dist: set[str]
+) -> list[Decision]:
+    """A decision for each benchfleet Job of the cluster that dist/ does not hold."""
+    decisions = []
+    for job in sorted(jobs, key=lambda j: (j["metadata"]["namespace"], j["metadata"]["name"])):
+        namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+        workflow = (job["metadata"].get("labels") or {}).get("workflow", "?")
+        if name in in_dist:
+            continue
+        if not job_finished(job):
+            why = "not in dist/, but still running: deleting it would lose its results"
+            decisions.append(Decision(namespace, name, "keep", why))
+        elif not _stored(root, store, cluster, job):
+            why = (
+                "not in dist/ and finished, but its results are not stored: run "
+                f"`collector gather --workflow {workflow} --cluster {cluster}` first"
+            )
+            decisions.append(Decision(namespace, name, "keep", why))
+        else:
+            why = "not in dist/, finished, results stored"
+            decisions.append(Decision(namespace, name, "delete", why))
+    return decisions
+
+
+def clean(
+    client: KubeClient, root: Path, store: Store, cluster: str, *, dry_run: bool
+) -> list[Decision]:
+    """Decide for every benchfleet Job in the cluster's namespaces; delete unless `dry_run`."""
+    in_dist = jobs_in_dist(root, cluster)
+    decisions = []
+    for namespace in namespaces(root, cluster):
+        jobs = client.list_jobs(namespace, APP_LABEL).items
+        decisions += decide(root, store, cluster, jobs, in_dist)
+    if not dry_run:
+        for decision in decisions:
+            if decision.action == "delete":
+                client.delete_job(decision.namespace, decision.job)
+    return decisions
