@@ -173,14 +173,21 @@ class Store:
         self._db.close()
 
     def add(
-        self, job: JobIdentity, variants: Sequence[StoredVariant], now: datetime | None = None
+        self,
+        job: JobIdentity,
+        variants: Sequence[StoredVariant],
+        now: datetime | None = None,
+        *,
+        replace: bool = False,
     ) -> Added:
-        """Store each variant run unless it already is; all of them or none (one transaction)."""
+        """Store each variant run unless it already is (or over it, with `replace`: a local
+        run repeated on purpose); all of them or none (one transaction)."""
         collected_at = (now or datetime.now(UTC)).isoformat(timespec="seconds")
         placeholders = ", ".join("?" * len(_COLUMNS))
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
         statement = (
-            f"INSERT INTO variant_runs ({', '.join(_COLUMNS)}) VALUES ({placeholders}) "
-            "ON CONFLICT DO NOTHING"
+            f"{verb} INTO variant_runs ({', '.join(_COLUMNS)}) VALUES ({placeholders})"
+            + ("" if replace else " ON CONFLICT DO NOTHING")
         )
         with self._db:
             before = self._db.total_changes

@@ -1,8 +1,10 @@
-"""`python -m localrun WORKFLOW`: run a synthesized workflow's pods here and print the results.
+"""`python -m localrun WORKFLOW`: run a synthesized workflow's pods here and report them.
 
 Reads dist/<cluster>/workloads/WORKFLOW.yaml, the file Flux would apply, and runs each Job
 index as a process through the runner, with the ConfigMaps' files and the pod's env as the
-kubelet would give them. Try a spec this way before opening a pull request.
+kubelet would give them. The results go into the collector's database as cluster `local`
+and are reported as `collector report` reports a cluster's. Try a spec this way before
+opening a pull request.
 """
 
 import sys
@@ -11,12 +13,32 @@ from pathlib import Path
 
 import click
 
+from collector.records import JobIdentity
+from collector.report import build_report, to_text
+from collector.store import DEFAULT_DATABASE, open_store
+from collector.workload import expected_jobs
 from localrun.pod import PodSpecError
 from localrun.process import run_process
-from localrun.table import format_table
-from localrun.workflow import pod_plans, run_pods, workload_file
+from localrun.record import LOCAL_CLUSTER, local_identity, stored_variants
+from localrun.workflow import PodOutcome, pod_plans, run_pods, workload_file
 
 POD_TIMEOUT_S = 1800.0
+
+
+def _store(
+    root: Path, database: Path, workload: Path, outcomes: list[PodOutcome]
+) -> list[JobIdentity]:
+    """Store each Job's local runs over any earlier local run of it; the identities stored."""
+    cluster = workload.parent.parent.name
+    identities = []
+    with open_store(database) as store:
+        for expected in expected_jobs(root, workload.stem, cluster):
+            mine = [o for o in outcomes if o.plan.job_name == expected.identity.job]
+            if mine:
+                identity = local_identity(expected)
+                store.add(identity, stored_variants(mine, expected), replace=True)
+                identities.append(identity)
+    return identities
 
 
 @click.command(context_settings={"show_default": True})
@@ -29,14 +51,23 @@ POD_TIMEOUT_S = 1800.0
 )
 @click.option("--cluster", help="Which cluster's manifests to run [default: the first]")
 @click.option(
+    "--db",
+    "database",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DEFAULT_DATABASE,
+    help="The collector's results database (relative to --root).",
+)
+@click.option(
     "--index",
     "indexes",
     type=click.IntRange(min=0),
     multiple=True,
     help="Run only this Job completion index (repeatable) [default: all]",
 )
-def main(workflow: str, root: Path, cluster: str | None, indexes: tuple[int, ...]) -> None:
-    """Run WORKFLOW's pods one at a time on this machine and print a results table.
+def main(
+    workflow: str, root: Path, cluster: str | None, database: Path, indexes: tuple[int, ...]
+) -> None:
+    """Run WORKFLOW's pods one at a time on this machine, store and report the results.
 
     Exits 1 when any pod handed over no result or an error result.
     """
@@ -54,7 +85,11 @@ def main(workflow: str, root: Path, cluster: str | None, indexes: tuple[int, ...
             status = outcome.result.status if outcome.result else outcome.problem
             click.echo(f"  [{number}/{len(plans)}] index {outcome.plan.index}: {status}", err=True)
             outcomes.append(outcome)
-    click.echo(format_table(outcomes))
+    identities = _store(root, root / database, workload, outcomes)
+    with open_store(root / database) as store:
+        runs = [run for run in store.runs(workflow) if run.job in identities]
+    click.echo(to_text(build_report(runs)))
+    click.echo(f"stored in {root / database} as cluster {LOCAL_CLUSTER}", err=True)
     failed = [o for o in outcomes if o.result is None or o.result.status != "ok"]
     if failed:
         raise click.ClickException(f"{len(failed)} of {len(outcomes)} pods did not succeed")

@@ -6,6 +6,7 @@ config.json, so each pod takes about as long as importing torch.
 
 import json
 import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ from click.testing import CliRunner
 from localrun.__main__ import main
 from localrun.pod import PodPlan, PodRun, PodSpecError, read_workload
 from localrun.process import process_environment, run_process
-from localrun.table import format_table
 from localrun.workflow import pod_plans, read_outcome, workload_file
 from runner.channel import compact
 from runner.result import BenchResult, ErrorInfo
@@ -134,16 +134,28 @@ def test_a_malformed_result_line_is_reported_not_raised(plan: PodPlan) -> None:
 def test_a_pod_without_a_result_shows_its_exit_code_and_stderr(plan: PodPlan) -> None:
     outcome = read_outcome(plan, pod_run(stderr="Traceback\nMemoryError"))
     assert outcome.problem == "exit 3, no result; stderr: Traceback | MemoryError"
-    assert "exit 3, no result" in format_table([outcome])
 
 
-def test_the_command_prints_a_row_per_pod_with_its_latency(quick_root: Path) -> None:
+def stored(root: Path) -> list[tuple[str, int, str, float | None]]:
+    with sqlite3.connect(root / ".benchfleet" / "results.sqlite") as db:
+        query = "SELECT cluster, job_index, state, p50_ms FROM variant_runs ORDER BY job_index"
+        return list(db.execute(query))
+
+
+def test_the_command_stores_local_runs_and_reports_them(quick_root: Path) -> None:
     run = CliRunner().invoke(main, ["cpu-smoke", "--root", str(quick_root), "--index", "0"])
     assert run.exit_code == 0, run.output
-    header, row = run.stdout.splitlines()
-    assert header.split()[:4] == ["target", "index", "model", "precision"]
-    assert row.split()[:7] == ["cpu", "0", "tiny-mlp", "fp32", "none", "4", "ok"]
-    assert float(row.split()[7]) > 0
+    ((cluster, index, state, p50_ms),) = stored(quick_root)
+    assert (cluster, index, state) == ("local", 0, "succeeded")
+    assert p50_ms is not None and p50_ms > 0
+    assert "benchfleet report: cpu-smoke" in run.stdout
+    assert "tiny-mlp" in run.stdout and "local" in run.stdout
+
+
+def test_running_again_replaces_the_earlier_local_run(quick_root: Path) -> None:
+    for _ in range(2):
+        CliRunner().invoke(main, ["cpu-smoke", "--root", str(quick_root), "--index", "0"])
+    assert len(stored(quick_root)) == 1
 
 
 def test_the_command_fails_when_a_pod_reports_an_error(
@@ -156,5 +168,6 @@ def test_the_command_fails_when_a_pod_reports_an_error(
     root = make_root(corrupt_sha)
     run = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "1"])
     assert run.exit_code == 1
-    assert "model_load: " in run.stdout and "sha256" in run.stdout
+    assert "runner error model_load (exit 3)" in run.stdout and "sha256" in run.stdout
     assert "1 of 1 pods did not succeed" in run.output
+    assert stored(root)[0][2] == "failed"

@@ -1,0 +1,54 @@
+"""Local runs go where cluster runs go: the results database, as cluster `local`, so that
+`collector report` shows them, and compares them, the same way."""
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Final
+
+from collector.records import JobIdentity, StoredVariant, VariantState
+from collector.workload import ExpectedJob
+from localrun.workflow import PodOutcome
+
+LOCAL_CLUSTER: Final = "local"
+
+
+def local_identity(expected: ExpectedJob) -> JobIdentity:
+    """The Job's identity with this machine as its cluster."""
+    return expected.identity.model_copy(update={"cluster": LOCAL_CLUSTER})
+
+
+def stored_variant(outcome: PodOutcome, expected: ExpectedJob, now: datetime) -> StoredVariant:
+    """One local pod's run in the form gather stores a cluster pod's."""
+    result = outcome.result
+    state: VariantState = "failed"
+    reason: str | None = "no_result"
+    explanation = outcome.problem or "no result"
+    if result is not None and result.status == "ok":
+        state, reason, explanation = "succeeded", None, "ok"
+    elif result is not None and result.error is not None:
+        reason = result.error.type
+        explanation = (
+            f"runner error {result.error.type} (exit {outcome.run.exit_code}): "
+            f"{result.error.message}"
+        )
+    return StoredVariant(
+        index=outcome.plan.index,
+        state=state,
+        variant=expected.variants.get(outcome.plan.index),
+        explanation=explanation,
+        reason=reason,
+        pod=outcome.plan.env.get("POD_NAME"),
+        node=outcome.plan.env.get("NODE_NAME"),
+        attempts=1,
+        finished_at=now.isoformat(timespec="seconds"),
+        result_source="log" if result is not None else None,
+        result=result,
+    )
+
+
+def stored_variants(
+    outcomes: Sequence[PodOutcome], expected: ExpectedJob, now: datetime | None = None
+) -> list[StoredVariant]:
+    """Every pod of one Job, finished now."""
+    moment = now or datetime.now(UTC)
+    return [stored_variant(outcome, expected, moment) for outcome in outcomes]
