@@ -13,7 +13,7 @@ import signal
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Final, Literal
 
 from jsonschema import Draft202012Validator
@@ -124,7 +124,20 @@ def _from_log(text: str, where: str) -> tuple[BenchResult | None, str | None]:
     return None, f"{where} has no {RESULT_PREFIX.strip()} line"
 
 
+@lru_cache(maxsize=4096)
 def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
+    """The result in `text`, or why there is none. Cached, since every round of a gather
+    looks at every pod again, and the same message always parses the same way.
+
+    The model in strict mode decides first: the schema is generated from it, and strict mode
+    accepts nothing the schema rejects (no "1" for 1). Only a rejection consults the schema
+    itself, to say what is wrong in the terms of the shared contract, result.schema.json;
+    validating every result with jsonschema cost 5 ms each, 5 s for a sweep of 1000.
+    """
+    try:
+        return BenchResult.model_validate_json(text, strict=True), None
+    except ValidationError as error:
+        rejection = error
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -133,10 +146,7 @@ def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
         at = ".".join(map(str, mismatch.absolute_path))
         place = f" at {at}" if at else ""
         return None, f"{where} does not match {SCHEMA_FILE.name}{place}: {mismatch.message}"
-    try:
-        return BenchResult.model_validate_json(text), None
-    except ValidationError as error:
-        return None, f"{where} is not a valid result: {_pydantic_words(error)}"
+    return None, f"{where} is not a valid result: {_pydantic_words(rejection)}"
 
 
 @cache

@@ -140,6 +140,11 @@ def test_a_compacted_result_is_kept_when_the_log_has_lost_its_line(
             "the termination message is not a valid result: "
             "Value error, an ok result has latency and no error",
         ),
+        (
+            '{"status": "error", "compacted": "yes", "error": {"type": "internal", "message": ""}}',
+            "the termination message does not match result.schema.json at compacted: "
+            "'yes' is not of type 'boolean'",
+        ),
     ],
     ids=[
         "not-json",
@@ -148,6 +153,7 @@ def test_a_compacted_result_is_kept_when_the_log_has_lost_its_line(
         "missing-field",
         "extra-field",
         "model-rule",
+        "no-coercion",
     ],
 )
 def test_a_malformed_termination_message_is_reported_not_raised(
