@@ -47,6 +47,7 @@ bench: install
 	$(PY) -m bench.spec_loading
 	$(PY) -m bench.synth_speed
 	$(PY) -m bench.runner_accuracy
+	$(PY) -m bench.collector_gather
 
 demo: synth
 	$(PY) -m localrun cpu-smoke

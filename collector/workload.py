@@ -41,17 +41,7 @@ def _variants(configmap: dict[str, Any] | None) -> dict[int, VariantRef]:
     if configmap is None:
         return {}
     config = RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
-    return {
-        v.index: VariantRef(
-            index=v.index,
-            id=v.id,
-            model=v.model,
-            precision=v.precision,
-            quantization=v.quantization,
-            batch_size=v.batch_size,
-        )
-        for v in config.variants
-    }
+    return {v.index: VariantRef.of(v) for v in config.variants}
 
 
 def expected_from(

@@ -10,6 +10,7 @@ from typing import Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runner.config import VariantConfig
 from runner.errors import ErrorType
 
 RESULT_SCHEMA_VERSION: Final = 1
@@ -35,6 +36,11 @@ class VariantRef(_Result):
     precision: str
     quantization: str
     batch_size: int = Field(ge=1)
+
+    @classmethod
+    def of(cls, variant: VariantConfig) -> Self:
+        """The reference to a variant of config.json."""
+        return cls.model_validate(variant.model_dump(exclude={"inputs"}))
 
 
 class LatencyStats(_Result):

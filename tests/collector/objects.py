@@ -688,7 +688,7 @@ def ok_result(job: Mapping[str, Any], index: int, *, p50_ms: float = 0.84) -> Be
         status="ok",
         workflow=config.workflow,
         target=config.target,
-        variant=VariantRef(**variant.model_dump(exclude={"inputs"})),
+        variant=VariantRef.of(variant),
         model_sha256=config.models[variant.model].sha256,
         latency=LatencyStats(count=count, **stats),
         throughput_samples_per_s=variant.batch_size * 1000 / p50_ms,
