@@ -16,7 +16,14 @@ from pathlib import Path
 
 from collector.follow import Snapshot, WorkflowWatch, listed_once
 from collector.harvest import harvest
-from collector.indexes import IndexState, index_states, job_failure, job_finished, summary_counts
+from collector.indexes import (
+    IndexState,
+    failure_condition,
+    index_states,
+    job_failure,
+    job_finished,
+    summary_counts,
+)
 from collector.kube import KubeClient, KubeError, Object
 from collector.logs import job_context
 from collector.metrics import ObservedJob
@@ -176,7 +183,8 @@ class Gatherer:
     def _store_finished(self, progress: JobProgress) -> None:
         identity = progress.expected.identity
         assert progress.job is not None
-        failure = _failure_reason(progress.job)
+        condition = failure_condition(progress.job)
+        failure = condition.get("reason") if condition else None
         fresh = [
             harvest(
                 state,
@@ -261,17 +269,6 @@ class Gatherer:
         stored = self._store.variants(identity.cluster, identity.namespace, identity.job)
         failed = tuple(variant for variant in stored if variant.state == "failed")
         return Unfinished(identity.job, why, tuple(explained), failed)
-
-
-def _failure_reason(job: Object) -> str | None:
-    for condition in job.get("status", {}).get("conditions") or []:
-        if (
-            condition.get("type") in ("Failed", "FailureTarget")
-            and condition.get("status") == "True"
-        ):
-            reason: str | None = condition.get("reason")
-            return reason
-    return None
 
 
 def _duration_s(job: Object) -> float | None:

@@ -94,7 +94,7 @@ def job_finished(job: Object) -> bool:
 
 def job_failure(job: Object) -> str | None:
     """Why the Job failed (or is failing) as a whole, in words; None when it has not."""
-    failure = _failure_condition(job)
+    failure = failure_condition(job)
     if failure is None:
         return None
     reason, message = failure.get("reason"), failure.get("message")
@@ -103,7 +103,8 @@ def job_failure(job: Object) -> str | None:
     return f"{reason}: {message}"
 
 
-def _failure_condition(job: Object) -> Object | None:
+def failure_condition(job: Object) -> Object | None:
+    """The Job's Failed condition, or FailureTarget while its pods still terminate."""
     for kind in ("Failed", "FailureTarget"):
         found = condition(job, kind)
         if found is not None and found.get("status") == "True":
@@ -133,7 +134,7 @@ def index_states(
         job,
         parse_indexes(status.get("completedIndexes")),
         parse_indexes(status.get("failedIndexes")),
-        _failure_condition(job),
+        failure_condition(job),
     )
     states = []
     for index in range(job["spec"]["completions"]):

@@ -185,9 +185,8 @@ class Store:
         collected_at = (now or datetime.now(UTC)).isoformat(timespec="seconds")
         placeholders = ", ".join("?" * len(_COLUMNS))
         verb = "INSERT OR REPLACE" if replace else "INSERT"
-        statement = (
-            f"{verb} INTO variant_runs ({', '.join(_COLUMNS)}) VALUES ({placeholders})"
-            + ("" if replace else " ON CONFLICT DO NOTHING")
+        statement = f"{verb} INTO variant_runs ({', '.join(_COLUMNS)}) VALUES ({placeholders})" + (
+            "" if replace else " ON CONFLICT DO NOTHING"
         )
         with self._db:
             before = self._db.total_changes
