@@ -16,7 +16,7 @@ from synth.names import (
     DNS_LABEL_MAX,
     indexed_pod_suffix,
     job_name,
-    model_configmap_name,
+    model_bundle_name,
     placeholder_digest,
 )
 from synth.spec import Workflow
@@ -228,16 +228,14 @@ def _derived_names_fit(workflow: Workflow, variants: list[Variant]) -> Iterator[
                 f"shorten the workflow id ({len(workflow.id)} characters) or the target name "
                 f"({len(target.key)}) by {len(name) - DNS_LABEL_MAX}",
             )
-    for index, model in enumerate(workflow.models):
-        if model.file is None:
-            continue
-        name = model_configmap_name(workflow.id, model.name, digest)
+    if any(model.file is not None for model in workflow.models):
+        name = model_bundle_name(workflow.id, digest)
         if len(name) > DNS_LABEL_MAX:
             yield Finding(
-                ("models", index, "name"),
+                ("id",),
                 f"the derived ConfigMap name {name!r} is {len(name)} characters; at most "
                 f"{DNS_LABEL_MAX} fit a label value",
-                f"shorten the workflow id or the model name by {len(name) - DNS_LABEL_MAX}",
+                f"shorten the workflow id by {len(name) - DNS_LABEL_MAX}",
             )
 
 

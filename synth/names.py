@@ -19,9 +19,9 @@ def job_name(workflow_id: str, target: str, digest: str) -> str:
     return f"{workflow_id}-{target}-{digest[:DIGEST_LENGTH]}"
 
 
-def model_configmap_name(workflow_id: str, model: str, digest: str) -> str:
-    """The ConfigMap carrying one committed model file."""
-    return f"{workflow_id}-{model}-{digest[:DIGEST_LENGTH]}"
+def model_bundle_name(workflow_id: str, digest: str) -> str:
+    """The ConfigMap carrying a bundle of a workflow's committed model files."""
+    return f"{workflow_id}-models-{digest[:DIGEST_LENGTH]}"
 
 
 def indexed_pod_suffix(completions: int) -> str:

@@ -1,4 +1,4 @@
-"""One workflow's objects in one cluster: its model ConfigMaps and a Job per target."""
+"""One workflow's objects in one cluster: its model bundles (ConfigMaps) and a Job per target."""
 
 from typing import Any
 
@@ -12,18 +12,18 @@ from synth.jobs import BenchmarkRun, workflow_labels
 class BenchmarksChart(Chart):
     def __init__(self, scope: Construct, construct_id: str, *, runs: list[BenchmarkRun]) -> None:
         super().__init__(scope, construct_id, disable_resource_name_hashes=True)
-        models = {m.name: (m, run) for run in runs for m in run.models}
-        self._payloads = {name: model for name, (model, _) in models.items()}
+        bundles = {b.name: (b, run) for run in runs for b in run.models}
+        self._payloads = {name: bundle for name, (bundle, _) in bundles.items()}
         maps = {}
-        for name, (model, run) in sorted(models.items()):
-            labels = {**workflow_labels(run.config.workflow), "benchfleet.io/model": model.model}
+        for name, (bundle, run) in sorted(bundles.items()):
+            labels = workflow_labels(run.config.workflow)
             maps[name] = api_object(
-                self, f"model-{model.model}", "v1", "ConfigMap", model.body(run.namespace, labels)
+                self, name, "v1", "ConfigMap", bundle.body(run.namespace, labels)
             )
         for run in runs:
             job = BenchmarkJob(self, run.config.target, run=run)
-            for model in run.models:
-                job.job.add_dependency(maps[model.name])
+            for bundle in run.models:
+                job.job.add_dependency(maps[bundle.name])
 
     def manifests(self) -> list[dict[str, Any]]:
         """The synthesized objects, with each model ConfigMap's payload attached.

@@ -284,7 +284,7 @@ def test_a_pod_starting_on_its_node_passes_on_the_latest_warning(smoke: Obj) -> 
     pod = objects.pod(smoke, 0)
     mount = (
         'MountVolume.SetUp failed for volume "models" : '
-        'configmap "cpu-smoke-tiny-mlp-073046ddab" not found'
+        'configmap "cpu-smoke-models-8e44ea9fc5" not found'
     )
     events = [objects.kubelet_event(pod, "FailedMount", mount, count=5)]
     assert pod_state(pod, events).explanation == f"starting on {objects.NODE}: FailedMount: {mount}"
