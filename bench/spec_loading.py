@@ -3,8 +3,8 @@
     python -m bench.spec_loading
 
 Baseline: PyYAML's C loader reading the same files into dicts, the floor for any loader.
-Candidate: `load_specs`, which parses with positions (ruamel), validates every field,
-expands the variants and runs the cross-checks.
+Candidate: `load_specs`, which parses with positions (libyaml's C parser, YAML 1.2 types),
+validates every field, expands the variants and runs the cross-checks.
 """
 
 import shutil

@@ -62,3 +62,26 @@ def test_yes_and_no_stay_strings_as_in_yaml_1_2(tmp_path: Path) -> None:
     path = tmp_path / "spec.yaml"
     path.write_text("a: yes\nb: no\nc: true\n", encoding="utf-8")
     assert read_yaml(path).data == {"a": "yes", "b": "no", "c": True}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("012", 12),
+        ("0o17", 15),
+        ("0x1f", 31),
+        ("1e3", 1000.0),
+        ("-.5", -0.5),
+        (".inf", float("inf")),
+        ("~", None),
+        ("2026-12-03", "2026-12-03"),
+        ("1:20", "1:20"),
+        ("1_000", "1_000"),
+        ("on", "on"),
+    ],
+)
+def test_scalars_follow_the_yaml_1_2_core_schema(tmp_path: Path, text: str, value: object) -> None:
+    """YAML 1.1 (PyYAML's default) would read these as octal, dates, sexagesimal or booleans."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"a: {text}\n", encoding="utf-8")
+    assert read_yaml(path).data == {"a": value}
