@@ -20,10 +20,9 @@ class BenchmarksChart(Chart):
             maps[name] = api_object(
                 self, name, "v1", "ConfigMap", bundle.body(run.namespace, labels)
             )
+        # The model ConfigMaps come first in the file, as they are created first.
         for run in runs:
-            job = BenchmarkJob(self, run.config.target, run=run)
-            for bundle in run.models:
-                job.job.add_dependency(maps[bundle.name])
+            BenchmarkJob(self, run.config.target, run=run)
 
     def manifests(self) -> list[dict[str, Any]]:
         """The synthesized objects, with each model ConfigMap's payload attached.
