@@ -193,7 +193,7 @@ class Gatherer:
                 lambda pod: self._read_log(identity.namespace, pod),
             )
             for state in progress.states
-            if state.phase in ("succeeded", "failed") and state.index not in progress.stored
+            if _settled(state) and state.index not in progress.stored
         ]
         if not fresh:
             return
@@ -269,6 +269,14 @@ class Gatherer:
         stored = self._store.variants(identity.cluster, identity.namespace, identity.job)
         failed = tuple(variant for variant in stored if variant.state == "failed")
         return Unfinished(identity.job, why, tuple(explained), failed)
+
+
+def _settled(state: IndexState) -> bool:
+    """The variant has ended and its pod, if any, shows how: the Jobs and the pods arrive on
+    two watches, so the Job may list an index as completed before its pod's update is here."""
+    if state.phase == "succeeded":
+        return state.pod is None or state.pod.phase == "succeeded"
+    return state.phase == "failed"
 
 
 def _duration_s(job: Object) -> float | None:

@@ -352,3 +352,20 @@ def test_clean_deletes_only_finished_stored_jobs_that_dist_does_not_hold(
         "cpu-smoke-cpu-8888888888: keep: not in dist/ and finished, but its results" in run.stdout
     )
     assert job["metadata"]["name"] not in run.stdout, "a Job in dist/ is never a candidate"
+
+
+def test_a_completed_index_waits_for_its_pod_to_show_the_result(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """Jobs and pods come on two watches: the Job may say an index completed while the pod
+    as gather last saw it still runs. Storing then would record a success without its
+    result as a failure."""
+    api.add("jobs", objects.complete(job))
+    for index in range(6):
+        api.add("pods", objects.running_pod(job, index))
+    early = collector("gather", "--no-wait")
+    assert early.exit_code == 1 and rows(repo) == []
+    for index in range(6):
+        api.update("pods", objects.succeeded_pod(job, index))
+    assert collector("gather", "--no-wait").exit_code == 0
+    assert {state for _, state, _ in rows(repo)} == {"succeeded"}
