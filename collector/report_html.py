@@ -24,10 +24,12 @@ from matplotlib.ticker import LogFormatter
 from collector.report import (
     KEY_FIELDS,
     Comparison,
-    Layout,
     Report,
-    Table,
     VariantRow,
+)
+from collector.report_render import (
+    Layout,
+    Table,
     lay_out,
 )
 

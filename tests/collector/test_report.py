@@ -13,17 +13,19 @@ import pytest
 
 from collector.records import JobIdentity, StoredVariant
 from collector.report import (
-    CSV_COLUMNS,
     REPORT_SCHEMA_VERSION,
     Report,
     build_report,
     median_interval,
+)
+from collector.report_html import write_html
+from collector.report_render import (
+    CSV_COLUMNS,
     to_csv,
     to_json,
     to_markdown,
     to_text,
 )
-from collector.report_html import write_html
 from collector.store import StoredRun
 from runner.result import (
     BenchResult,

@@ -1,0 +1,574 @@
+"""A Report as people read it: the tables every format shares (`lay_out`), and text for a
+terminal, Markdown for a pull request, CSV and JSON for other tools. The same report always
+gives the same bytes, so a rendered report can be committed and diffed."""
+
+import csv
+import html
+import io
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Final, Literal
+
+from pydantic import BaseModel
+
+from collector.report import (
+    KEY_FIELDS,
+    REPORT_SCHEMA_VERSION,
+    VERDICT_ORDER,
+    BaselineComparison,
+    BestConfiguration,
+    Change,
+    Comparison,
+    FailedVariant,
+    Ranked,
+    Report,
+    VariantKey,
+    VariantRow,
+    heading,
+)
+from runner.result import VariantRef
+
+TableKind = Literal["alert", "main", "detail"]
+"""How prominent a table is: alerts come first and are marked; details may be folded away."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table's column: its heading, and whether it holds numbers (aligned right)."""
+
+    heading: str
+    is_numeric: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    """One section of a report, as text cells; renderers escape and align them."""
+
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...] = ()
+    kind: TableKind = "main"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A report as its renderers show it: a title, a few lines of summary, the tables."""
+
+    title: str
+    headline: str | None
+    """The one thing not to miss (regressions), or None."""
+    summary: tuple[str, ...]
+    tables: tuple[Table, ...]
+
+
+_CI_NOTE: Final = (
+    "95% CI: median ± 1.57·IQR/√n, the box-plot notch (McGill, Tukey & Larsen 1978); "
+    "disjoint CIs mark a real difference."
+)
+
+
+_NUMERIC: Final = frozenset(
+    {
+        "#",
+        "batch",
+        "index",
+        "attempts",
+        "iters",
+        "cv",
+        "change",
+        "samples/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "95% CI ms",
+        "baseline p50 ms",
+        "baseline CI ms",
+        "p50 ms/sample",
+        "95% CI ms/sample",
+    }
+)
+
+
+def _columns(*headings: str) -> tuple[Column, ...]:
+    return tuple(Column(heading, heading in _NUMERIC) for heading in headings)
+
+
+def format_ms(value: float) -> str:
+    """Four significant digits and no exponent: 0.0002134, 0.4123, 12.35, 1235."""
+    if value == 0:
+        return "0"
+    decimals = max(0, 3 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
+
+
+def format_ratio(ratio: float) -> str:
+    """Like 3.10x or 1.02x: two decimals, fewer from 10x on."""
+    decimals = 2 if ratio < 10 else 1 if ratio < 100 else 0
+    return f"{ratio:.{decimals}f}x"
+
+
+def _interval(low: float, high: float) -> str:
+    return f"{format_ms(low)}-{format_ms(high)}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _optional(value: float | None, pattern: str) -> str:
+    return "" if value is None else format(value, pattern)
+
+
+def _key_cells(key: VariantKey) -> tuple[str, ...]:
+    return tuple(key.value(name) for name in KEY_FIELDS)
+
+
+_KEY_HEADINGS: Final = tuple(heading(name) for name in KEY_FIELDS)
+
+
+def _p99(row: VariantRow) -> str:
+    return format_ms(row.latency.p99_ms) + ("" if row.is_p99_reliable else "?")
+
+
+def _noisy(row: VariantRow) -> str:
+    return {True: "yes", False: "", None: "?"}[row.is_noisy]
+
+
+def _variants_table(rows: Sequence[VariantRow]) -> Table:
+    return Table(
+        title=f"Variants ({len(rows)})",
+        columns=_columns(
+            *_KEY_HEADINGS,
+            *("p50 ms", "95% CI ms", "p90 ms", "p99 ms", "samples/s", "cv", "iters", "noisy"),
+            "device",
+        ),
+        rows=tuple(
+            (
+                *_key_cells(row.key),
+                format_ms(row.latency.p50_ms),
+                _interval(row.ci_low_ms, row.ci_high_ms),
+                format_ms(row.latency.p90_ms),
+                _p99(row),
+                _optional(row.throughput_samples_per_s, ",.1f"),
+                f"{row.latency.cv:.3f}",
+                str(row.latency.count),
+                _noisy(row),
+                row.device_name or "",
+            )
+            for row in rows
+        ),
+        notes=(
+            _CI_NOTE,
+            "p99? : too few iterations beyond p99 for it to be reliable.",
+            "noisy: IQR above 10 % of the median.",
+        ),
+        kind="detail",
+    )
+
+
+def _versus(entry: Ranked, fastest: Ranked, varies: Sequence[str], first: str) -> str:
+    if entry is fastest:
+        return first
+    doubt = "" if entry.is_significant else " (CIs overlap)"
+    return f"{format_ratio(entry.ratio)} {fastest.row.key.label(varies)}{doubt}"
+
+
+def _comparison_table(title: str, comparison: Comparison) -> Table:
+    varies = comparison.varies
+    fastest = comparison.entries[0]
+    return Table(
+        title=f"{title}: {comparison.describe()}",
+        columns=_columns(
+            "#",
+            *map(heading, varies),
+            *("p50 ms", "95% CI ms", "p99 ms", "samples/s", "device", "vs fastest"),
+        ),
+        rows=tuple(
+            (
+                str(place),
+                *(entry.row.key.value(name) for name in varies),
+                format_ms(entry.row.latency.p50_ms),
+                _interval(entry.row.ci_low_ms, entry.row.ci_high_ms),
+                _p99(entry.row),
+                _optional(entry.row.throughput_samples_per_s, ",.1f"),
+                entry.row.device_name or "",
+                _versus(entry, fastest, varies, "fastest"),
+            )
+            for place, entry in enumerate(comparison.entries, start=1)
+        ),
+        notes=("vs fastest: ratio of p50; (CIs overlap): not told apart from noise.",),
+    )
+
+
+def _significance_note(best: BestConfiguration) -> str:
+    varies = best.comparison.varies
+    first, second = best.comparison.entries[:2]
+    verdict, why = ("is", "CIs disjoint") if best.is_significant else ("is not", "CIs overlap")
+    close = sum(not entry.is_significant for entry in best.comparison.entries[1:])
+    return (
+        f"{first.row.key.label(varies)} {verdict} significantly faster per sample than the "
+        f"runner-up, {second.row.key.label(varies)} ({why}); "
+        f"{_plural(close, 'configuration')} within noise of the best."
+    )
+
+
+def _best_table(best: BestConfiguration) -> Table:
+    comparison = best.comparison
+    varies = comparison.varies
+    fastest, runner_up = comparison.entries[:2]
+    picks = [("lowest p50/sample", fastest), ("runner-up", runner_up)]
+    if best.highest_throughput is not None:
+        top = next(entry for entry in comparison.entries if entry.row is best.highest_throughput)
+        picks.append(("highest throughput", top))
+    return Table(
+        title=(
+            f"Best configuration: {comparison.describe()} "
+            f"({_plural(len(comparison.entries), 'configuration')})"
+        ),
+        columns=_columns(
+            "pick",
+            *map(heading, varies),
+            *("p50 ms/sample", "95% CI ms/sample", "p50 ms", "samples/s", "vs best"),
+        ),
+        rows=tuple(
+            (
+                pick,
+                *(entry.row.key.value(name) for name in varies),
+                format_ms(entry.row.p50_per_sample_ms),
+                _interval(*entry.row.ci_per_sample_ms),
+                format_ms(entry.row.latency.p50_ms),
+                _optional(entry.row.throughput_samples_per_s, ",.1f"),
+                _versus(entry, fastest, varies, "best"),
+            )
+            for pick, entry in picks
+        ),
+        notes=(_significance_note(best),),
+    )
+
+
+def _changes_table(title: str, changes: Sequence[Change], kind: TableKind = "main") -> Table | None:
+    if not changes:
+        return None
+    return Table(
+        title=f"{title} ({len(changes)})",
+        columns=_columns(
+            *_KEY_HEADINGS, "baseline p50 ms", "p50 ms", "change", "baseline CI ms", "95% CI ms"
+        ),
+        rows=tuple(
+            (
+                *_key_cells(change.current.key),
+                format_ms(change.baseline.latency.p50_ms),
+                format_ms(change.current.latency.p50_ms),
+                f"{change.ratio - 1:+.1%} ({format_ratio(change.ratio)})",
+                _interval(change.baseline.ci_low_ms, change.baseline.ci_high_ms),
+                _interval(change.current.ci_low_ms, change.current.ci_high_ms),
+            )
+            for change in changes
+        ),
+        kind=kind,
+    )
+
+
+def _keys_table(title: str, keys: Sequence[VariantKey]) -> Table | None:
+    if not keys:
+        return None
+    return Table(
+        title=f"{title} ({len(keys)})",
+        columns=_columns(*_KEY_HEADINGS),
+        rows=tuple(_key_cells(key) for key in keys),
+    )
+
+
+def _baseline_tables(comparison: BaselineComparison) -> list[Table | None]:
+    threshold = f"{comparison.threshold:.0%}"
+    return [
+        _changes_table(
+            f"Regressions: p50 more than {threshold} slower, CIs disjoint",
+            comparison.with_verdict("regression"),
+            "alert",
+        ),
+        _changes_table(
+            f"Improvements: p50 more than {threshold} faster, CIs disjoint",
+            comparison.with_verdict("improvement"),
+        ),
+        _changes_table(
+            f"Inconclusive: p50 changed by more than {threshold}, CIs overlap",
+            comparison.with_verdict("inconclusive"),
+        ),
+        _keys_table("New: not in the baseline", comparison.new),
+        _keys_table("Missing: measured in the baseline, not now", comparison.missing),
+        _changes_table(
+            f"Unchanged: within {threshold}", comparison.with_verdict("unchanged"), "detail"
+        ),
+    ]
+
+
+def _named(ref: VariantRef | None) -> tuple[str, ...]:
+    if ref is None:
+        return ("", "", "", "")
+    return ref.model, ref.precision, ref.quantization, str(ref.batch_size)
+
+
+def _failures_table(failures: Sequence[FailedVariant]) -> Table | None:
+    if not failures:
+        return None
+    return Table(
+        title=f"Failed ({len(failures)})",
+        columns=_columns(
+            "cluster", "target", *_KEY_HEADINGS[2:], "job", "index", "attempts", "explanation"
+        ),
+        rows=tuple(
+            (
+                failed.cluster,
+                failed.target,
+                *_named(failed.variant),
+                failed.job,
+                str(failed.index),
+                str(failed.attempts),
+                failed.explanation,
+            )
+            for failed in failures
+        ),
+    )
+
+
+def _summary(report: Report) -> tuple[str, ...]:
+    lines = [f"{_plural(len(report.variants), 'variant')} measured, {len(report.failures)} failed."]
+    if report.superseded:
+        lines.append(
+            f"{_plural(report.superseded, 'earlier run')} of the same variants left out: "
+            "the latest finished run of a variant wins."
+        )
+    comparison = report.baseline
+    if comparison is not None:
+        regressions, improvements, inconclusive, unchanged = (
+            len(comparison.with_verdict(verdict)) for verdict in VERDICT_ORDER
+        )
+        lines.append(
+            f"Against the baseline (threshold {comparison.threshold:.0%}): "
+            f"{_plural(regressions, 'regression')}, {_plural(improvements, 'improvement')}, "
+            f"{inconclusive} inconclusive, {unchanged} unchanged, "
+            f"{len(comparison.new)} new, {len(comparison.missing)} missing."
+        )
+    return tuple(lines)
+
+
+def lay_out(report: Report) -> Layout:
+    """The tables every human-readable format shows, alerts first, in a fixed order."""
+    regressions = report.baseline.with_verdict("regression") if report.baseline else ()
+    tables: list[Table | None] = [
+        *(_baseline_tables(report.baseline) if report.baseline else []),
+        _failures_table(report.failures),
+        *(_comparison_table("By target", comparison) for comparison in report.by_target),
+        *map(_best_table, report.best_configurations),
+        *(_comparison_table("Ranking", comparison) for comparison in report.rankings),
+        _variants_table(report.variants) if report.variants else None,
+    ]
+    return Layout(
+        title=f"benchfleet report: {', '.join(report.workflows) or 'no runs'}",
+        headline=(
+            f"{_plural(len(regressions), 'regression')} against the baseline"
+            if regressions
+            else None
+        ),
+        summary=_summary(report),
+        tables=tuple(table for table in tables if table is not None),
+    )
+
+
+def _aligned(table: Table) -> list[str]:
+    rows = [tuple(column.heading for column in table.columns), *table.rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(table.columns))]
+    return [
+        "  ".join(
+            cell.rjust(width) if column.is_numeric else cell.ljust(width)
+            for cell, width, column in zip(row, widths, table.columns, strict=True)
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def to_text(report: Report) -> str:
+    """For a terminal: fixed-width columns, alerts marked with !!."""
+    layout = lay_out(report)
+    lines = [layout.title, "=" * len(layout.title)]
+    if layout.headline:
+        lines.append(f"!! {layout.headline.upper()}")
+    lines.extend(layout.summary)
+    for table in layout.tables:
+        title = f"!! {table.title}" if table.kind == "alert" else table.title
+        lines.extend(["", title, "-" * len(title), *_aligned(table), *table.notes])
+    return "\n".join(lines) + "\n"
+
+
+_MARKDOWN_SPECIAL: Final = str.maketrans(
+    {
+        **{char: f"\\{char}" for char in "\\`*_[]|~#"},
+        "<": "&lt;",
+        ">": "&gt;",
+        "&": "&amp;",
+        "\n": " ",
+    }
+)
+
+
+def _md(text: str) -> str:
+    # Model names come from users: no cell may end the table, open a link or inject HTML.
+    return text.translate(_MARKDOWN_SPECIAL)
+
+
+def _markdown_table(table: Table) -> list[str]:
+    def line(cells: Iterable[str]) -> str:
+        return "| " + " | ".join(cells) + " |"
+
+    return [
+        line(_md(column.heading) for column in table.columns),
+        line("---:" if column.is_numeric else "---" for column in table.columns),
+        *(line(map(_md, row)) for row in table.rows),
+        *(text for note in table.notes for text in ("", f"_{_md(note)}_")),
+    ]
+
+
+def _markdown_section(table: Table) -> list[str]:
+    if table.kind == "detail":
+        return [
+            "",
+            f"<details><summary>{html.escape(table.title)}</summary>",
+            "",
+            *_markdown_table(table),
+            "",
+            "</details>",
+        ]
+    marker = "🔴 " if table.kind == "alert" else ""
+    return ["", f"### {marker}{_md(table.title)}", "", *_markdown_table(table)]
+
+
+def to_markdown(report: Report) -> str:
+    """For a pull-request comment: GitHub tables, regressions first under a red marker."""
+    layout = lay_out(report)
+    lines = [f"## {_md(layout.title)}", ""]
+    if layout.headline:
+        lines.extend([f"🔴 **{_md(layout.headline)}**", ""])
+    lines.append("  \n".join(map(_md, layout.summary)))
+    for table in layout.tables:
+        lines.extend(_markdown_section(table))
+    return "\n".join(lines) + "\n"
+
+
+CSV_COLUMNS: Final = (
+    "status",
+    *KEY_FIELDS,
+    "variant_id",
+    "job",
+    "finished_at",
+    "device_name",
+    "iterations",
+    "p50_ms",
+    "ci_low_ms",
+    "ci_high_ms",
+    "p50_per_sample_ms",
+    "min_ms",
+    "p25_ms",
+    "p75_ms",
+    "p90_ms",
+    "p99_ms",
+    "max_ms",
+    "p99_reliable",
+    "cv",
+    "noisy",
+    "throughput_samples_per_s",
+    "baseline_p50_ms",
+    "change_ratio",
+    "verdict",
+    "explanation",
+)
+"""`to_csv`'s header; columns are only ever added at the end."""
+
+
+def _csv_measured(row: VariantRow, change: Change | None) -> dict[str, object]:
+    latency = row.latency
+    return {
+        "status": "measured",
+        **asdict(row.key),
+        "variant_id": row.variant_id,
+        "job": row.job,
+        "finished_at": row.finished_at,
+        "device_name": row.device_name,
+        "iterations": latency.count,
+        "p50_ms": latency.p50_ms,
+        "ci_low_ms": row.ci_low_ms,
+        "ci_high_ms": row.ci_high_ms,
+        "p50_per_sample_ms": row.p50_per_sample_ms,
+        "min_ms": latency.min_ms,
+        "p25_ms": latency.p25_ms,
+        "p75_ms": latency.p75_ms,
+        "p90_ms": latency.p90_ms,
+        "p99_ms": latency.p99_ms,
+        "max_ms": latency.max_ms,
+        "p99_reliable": row.is_p99_reliable,
+        "cv": latency.cv,
+        "noisy": row.is_noisy,
+        "throughput_samples_per_s": row.throughput_samples_per_s,
+        **(
+            {
+                "baseline_p50_ms": change.baseline.latency.p50_ms,
+                "change_ratio": change.ratio,
+                "verdict": change.verdict,
+            }
+            if change
+            else {}
+        ),
+    }
+
+
+def _csv_failed(failed: FailedVariant) -> dict[str, object]:
+    ref = failed.variant
+    return {
+        "status": "failed",
+        "cluster": failed.cluster,
+        "target": failed.target,
+        **(
+            {
+                "model": ref.model,
+                "precision": ref.precision,
+                "quantization": ref.quantization,
+                "batch_size": ref.batch_size,
+                "variant_id": ref.id,
+            }
+            if ref
+            else {}
+        ),
+        "job": failed.job,
+        "explanation": failed.explanation,
+    }
+
+
+def to_csv(report: Report) -> str:
+    """One row per variant of this run, measured then failed, with the columns CSV_COLUMNS.
+
+    The baseline columns are empty for a variant the baseline lacks (and for all without one);
+    variants missing since the baseline are not rows here, since they did not run.
+    """
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    baseline = report.baseline
+    changes = {change.current.key: change for change in baseline.changes} if baseline else {}
+    writer.writerows(_csv_measured(row, changes.get(row.key)) for row in report.variants)
+    writer.writerows(map(_csv_failed, report.failures))
+    return buffer.getvalue()
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    raise TypeError(f"{type(value).__name__} is not part of a report")
+
+
+def to_json(report: Report) -> str:
+    """The whole report, keys sorted, for other tools; `schema_version` says its shape."""
+    document = {"schema_version": REPORT_SCHEMA_VERSION, **asdict(report)}
+    return json.dumps(document, default=_json_default, sort_keys=True, indent=2) + "\n"
