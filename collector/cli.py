@@ -16,15 +16,8 @@ from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
 from collector.progress import Progress
 from collector.records import stored_jobs
-from collector.report import (
-    build_report,
-)
-from collector.report_render import (
-    to_csv,
-    to_json,
-    to_markdown,
-    to_text,
-)
+from collector.report import build_report
+from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.status import format_status, workflow_status
 from collector.store import DEFAULT_DATABASE, StoreError, open_store
 from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs

@@ -21,17 +21,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
-from collector.report import (
-    KEY_FIELDS,
-    Comparison,
-    Report,
-    VariantRow,
-)
-from collector.report_render import (
-    Layout,
-    Table,
-    lay_out,
-)
+from collector.report import KEY_FIELDS, Comparison, Report, VariantRow
+from collector.report_render import Layout, Table, lay_out
 
 BOXES_PER_PLOT: Final = 40
 COMPARISONS_PER_PLOT: Final = 6

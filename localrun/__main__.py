@@ -14,12 +14,8 @@ from pathlib import Path
 import click
 
 from collector.records import JobIdentity
-from collector.report import (
-    build_report,
-)
-from collector.report_render import (
-    to_text,
-)
+from collector.report import build_report
+from collector.report_render import to_text
 from collector.store import DEFAULT_DATABASE, open_store
 from collector.workload import expected_jobs
 from localrun.pod import PodSpecError
