@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from runner.channel import emit
 from runner.config import CONFIG_DIR, CONFIG_FILE, MODELS_DIR, RunConfig
 from runner.errors import ConfigError, ExitCode, RunnerError, Terminated
-from runner.result import BenchResult, ErrorInfo
+from runner.result import BenchResult, ErrorInfo, VariantRef
 from runner.run import RunPaths, run_variant
 
 log = logging.getLogger("runner")
@@ -58,11 +58,16 @@ def _index(text: str) -> int:
         raise ConfigError(f"the variant index {text!r} is not an integer") from error
 
 
-def _failure(error: RunnerError | Terminated, config: RunConfig | None) -> BenchResult:
+def _failure(
+    error: RunnerError | Terminated, config: RunConfig | None, index: str
+) -> BenchResult:
+    """The error result, naming the variant when config.json and the index say which."""
+    variants = {str(v.index): v for v in config.variants} if config else {}
     return BenchResult(
         status="error",
         workflow=config.workflow if config else None,
         target=config.target if config else None,
+        variant=VariantRef.of(variants[index]) if index in variants else None,
         error=ErrorInfo(type=error.error_type, message=str(error)),
     )
 
@@ -88,11 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         code = ExitCode.OK
     except (RunnerError, Terminated) as error:
         log.error("%s: %s", error.error_type, error)
-        result, code = _failure(error, config), error.exit_code
+        result, code = _failure(error, config, args.index), error.exit_code
     except Exception as error:
         log.exception("internal error")
         internal = RunnerError(f"{type(error).__name__}: {error}")
-        result, code = _failure(internal, config), internal.exit_code
+        result, code = _failure(internal, config, args.index), internal.exit_code
     emit(result, sys.stdout, args.termination_log)
     return int(code)
 

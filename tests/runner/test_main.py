@@ -117,6 +117,8 @@ def test_each_failure_class_has_its_exit_code_and_error_type(
     else:
         assert result.error is not None and result.error.type == error_type
         assert message is not None and message in result.error.message
+    # An error result still says which variant failed, for a collector without config.json.
+    assert result.variant is not None and result.variant.index == 0
 
 
 def test_a_model_whose_inputs_do_not_fit_is_a_config_error(
@@ -242,4 +244,5 @@ def test_sigterm_ends_the_run_at_once_with_a_terminated_result(
     result = parse_result_line(stdout)
     assert result is not None and result.error is not None
     assert result.error.type == "terminated" and "SIGTERM" in result.error.message
+    assert result.variant is not None and result.variant.model == "tiny-mlp"
     assert json.loads(termination_log.read_text())["error"]["type"] == "terminated"
