@@ -58,9 +58,7 @@ def _index(text: str) -> int:
         raise ConfigError(f"the variant index {text!r} is not an integer") from error
 
 
-def _failure(
-    error: RunnerError | Terminated, config: RunConfig | None, index: str
-) -> BenchResult:
+def _failure(error: RunnerError | Terminated, config: RunConfig | None, index: str) -> BenchResult:
     """The error result, naming the variant when config.json and the index say which."""
     variants = {str(v.index): v for v in config.variants} if config else {}
     return BenchResult(
