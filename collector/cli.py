@@ -119,6 +119,12 @@ def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[st
             f"no cluster runs workflow {workflow!r}: dist/*/workloads/{workflow}.yaml is missing "
             "(a typo, or `make synth` not run?)"
         )
+    if not found:
+        click.echo(
+            f"every Job of {workflow} is recorded in results/{workflow}/ "
+            f"({', '.join(recorded)}): nothing runs it any more",
+            err=True,
+        )
     return found
 
 

@@ -369,3 +369,14 @@ def test_a_completed_index_waits_for_its_pod_to_show_the_result(
         api.update("pods", objects.succeeded_pod(job, index))
     assert collector("gather", "--no-wait").exit_code == 0
     assert {state for _, state, _ in rows(repo)} == {"succeeded"}
+
+
+def test_a_workflow_whose_jobs_all_left_dist_has_nothing_to_gather(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    collector("gather")
+    (repo / WORKLOAD).unlink()  # what `make synth` does once the record is there
+    run = CliRunner().invoke(cli, ["--root", str(repo), "gather", "--workflow", "cpu-smoke"])
+    assert run.exit_code == 0, run.output
+    assert "every Job of cpu-smoke is recorded in results/cpu-smoke/ (us-east)" in run.stderr
