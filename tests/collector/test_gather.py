@@ -5,6 +5,7 @@ Kubernetes 1.33 returns them (tests/collector/objects.py), a real SQLite file an
 import copy
 import shutil
 import sqlite3
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -380,3 +381,40 @@ def test_a_workflow_whose_jobs_all_left_dist_has_nothing_to_gather(
     run = CliRunner().invoke(cli, ["--root", str(repo), "gather", "--workflow", "cpu-smoke"])
     assert run.exit_code == 0, run.output
     assert "every Job of cpu-smoke is recorded in results/cpu-smoke/ (us-east)" in run.stderr
+
+
+def git(repo: Path, *arguments: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *arguments],
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_report_flags_a_regression_against_the_records_at_a_git_revision(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    collector("gather")
+    git(repo, "init", "-q")
+    git(repo, "add", "results")
+    git(repo, "commit", "-q", "-m", "results of last week")
+    path = record_of(repo, job)
+    # This week index 0 ran 40 % slower: every latency figure of its result scaled up.
+    record = read_record(path)
+    slower = record.variants[0].result
+    assert slower is not None and slower.latency is not None
+    scaled = slower.latency.model_copy(
+        update={k: v * 1.4 for k, v in slower.latency.model_dump().items() if k.endswith("_ms")}
+    )
+    variants = (
+        record.variants[0].model_copy(
+            update={"result": slower.model_copy(update={"latency": scaled})}
+        ),
+        *record.variants[1:],
+    )
+    path.write_text(record.model_copy(update={"variants": variants}).model_dump_json())
+    (repo / ".benchfleet" / "results.sqlite").unlink()
+    run = collector("report", "--format", "markdown", "--baseline", "HEAD")
+    assert run.exit_code == 0, run.output
+    assert "🔴 **1 regression against the baseline**" in run.stdout
