@@ -28,7 +28,7 @@ from collector.kube import KubeClient, KubeError, Object
 from collector.logs import job_context
 from collector.metrics import ObservedJob
 from collector.pods import RUNNER
-from collector.records import JobRecord, StoredVariant, stored_jobs, write_record
+from collector.records import JobIdentity, JobRecord, StoredVariant, stored_jobs, write_record
 from collector.status import explain_waiting, pods_by_job
 from collector.store import Store
 from collector.workload import ExpectedJob, expected_from, label_selector
@@ -200,11 +200,10 @@ class Gatherer:
         added = self._store.add(identity, fresh)
         self.stored_new += added.new
         progress.stored.update(variant.index for variant in fresh)
-        context = job_context(
-            identity.workflow, identity.job, identity.namespace, identity.target, identity.cluster
-        )
         for variant in fresh:
-            log.debug("index %d stored: %s", variant.index, variant.explanation, extra=context)
+            log.debug(
+                "index %d stored: %s", variant.index, variant.explanation, extra=_context(identity)
+            )
 
     def _read_log(self, namespace: str, pod: str) -> str | None:
         try:
@@ -219,8 +218,10 @@ class Gatherer:
         observed: list[ObservedJob] = []
         unfinished: list[Unfinished] = []
         for progress in self._jobs:
+            context = _context(progress.expected.identity)
             if not progress.finished:
                 unfinished.append(self._unfinished(progress))
+                log.warning("Job not finished: %s", unfinished[-1].why, extra=context)
                 continue
             record = self._record(progress)
             path = None
@@ -230,6 +231,14 @@ class Gatherer:
             records.append((record, path))
             assert progress.job is not None
             observed.append(ObservedJob(record, _duration_s(progress.job)))
+            failed = sum(v.state == "failed" for v in record.variants)
+            log.info(
+                "Job %s: %d variants, %d failed",
+                record.outcome,
+                len(record.variants),
+                failed,
+                extra=context,
+            )
         return GatherOutcome(
             cluster=self._jobs[0].expected.identity.cluster if self._jobs else "",
             stored_new=self.stored_new,
@@ -269,6 +278,12 @@ class Gatherer:
         stored = self._store.variants(identity.cluster, identity.namespace, identity.job)
         failed = tuple(variant for variant in stored if variant.state == "failed")
         return Unfinished(identity.job, why, tuple(explained), failed)
+
+
+def _context(identity: JobIdentity) -> dict[str, object]:
+    return job_context(
+        identity.workflow, identity.job, identity.namespace, identity.target, identity.cluster
+    )
 
 
 def _settled(state: IndexState) -> bool:

@@ -3,6 +3,7 @@
 Kubernetes 1.33 returns them (tests/collector/objects.py), a real SQLite file and results/."""
 
 import copy
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -418,3 +419,21 @@ def test_report_flags_a_regression_against_the_records_at_a_git_revision(
     run = collector("report", "--format", "markdown", "--baseline", "HEAD")
     assert run.exit_code == 0, run.output
     assert "🔴 **1 regression against the baseline**" in run.stdout
+
+
+def test_json_logs_carry_the_jobs_context(api: FakeApiServer, repo: Path, job: Obj) -> None:
+    finish_all(api, job)
+    run = CliRunner().invoke(
+        cli,
+        ["--root", str(repo), "--log-format", "json", "gather", "--workflow", "cpu-smoke"],
+        env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url)},
+    )
+    assert run.exit_code == 0, run.output
+    lines = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
+    (finished,) = [line for line in lines if line["message"].startswith("Job complete")]
+    assert finished["job_id"] == job["metadata"]["name"]
+    assert (finished["namespace"], finished["gpu_type"], finished["workflow_id"]) == (
+        NAMESPACE,
+        "cpu",
+        "cpu-smoke",
+    )
