@@ -158,5 +158,5 @@ def plan_command(repo: Repo) -> None:
     """
     specs = load_or_fail(repo)
     committed = {**tree(repo.root, "dist"), **tree(repo.root, "clusters")}
-    for line in format_plan(plan(committed, render(specs, repo.root))):
+    for line in format_plan(plan(committed, render(specs, repo.root), repo.root)):
         click.echo(line)

@@ -7,10 +7,12 @@ self pruned by Flux; a Job whose name did not change will not run again.
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import yaml
+
+from synth.recorded import recorded_jobs
 
 Action = Literal["create", "replace", "prune"]
 
@@ -30,6 +32,8 @@ class Change:
     action: Action
     before: JobRef | None
     after: JobRef | None
+    recorded: bool = False
+    """A pruned Job whose results are recorded in results/: done, not dropped."""
 
     @property
     def key(self) -> str:
@@ -74,9 +78,12 @@ def _clusters(files: Mapping[PurePosixPath, str]) -> set[str]:
 
 
 def plan(
-    committed: Mapping[PurePosixPath, str], proposed: Mapping[PurePosixPath, str]
+    committed: Mapping[PurePosixPath, str],
+    proposed: Mapping[PurePosixPath, str],
+    root: Path | None = None,
 ) -> list[ClusterPlan]:
-    """Per cluster, the Jobs `proposed` creates, replaces and prunes relative to `committed`."""
+    """Per cluster, the Jobs `proposed` creates, replaces and prunes relative to `committed`;
+    with the repository `root`, prunes whose results are recorded say so."""
     plans = []
     for cluster in sorted(_clusters(committed) | _clusters(proposed)):
         result = ClusterPlan(cluster)
@@ -88,7 +95,8 @@ def plan(
             elif old is None:
                 result.changes.append(Change("create", None, new))
             elif new is None:
-                result.changes.append(Change("prune", old, None))
+                done = root is not None and old.name in recorded_jobs(root, old.workflow, cluster)
+                result.changes.append(Change("prune", old, None, recorded=done))
             else:
                 result.changes.append(Change("replace", old, new))
         result.other_files = sorted(
@@ -119,7 +127,9 @@ def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:
             else:
                 job = change.after or change.before
                 assert job is not None
-                verb = "will run" if change.action == "create" else "leaves the cluster"
+                verb = "will run" if change.action == "create" else "leave the cluster"
+                if change.recorded:
+                    verb = "done, results recorded: leave the cluster"
                 what = f"{job.name} ({job.variants} variants {verb})"
             yield f"  {_SIGN[change.action]} {change.action:<8} {change.key:<32} {what}"
         for path in cluster.other_files:

@@ -2,6 +2,7 @@
 
 from pathlib import Path, PurePosixPath
 
+import yaml
 from click.testing import CliRunner
 
 from synth.cli import cli
@@ -55,3 +56,19 @@ def test_plan_command_prints_and_writes_nothing(spec_repo: Path, write_spec: Wri
     assert result.exit_code == 0, result.output
     assert "+ create   valid-minimal/cpu" in result.stdout
     assert not (spec_repo / "dist").exists()
+
+
+def test_a_job_whose_results_are_recorded_is_pruned_as_done(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    write_spec("a.yaml", MINIMAL)
+    synth(spec_repo)
+    workload = spec_repo / "dist" / "alpha" / "workloads" / "valid-minimal.yaml"
+    (job,) = [d for d in yaml.safe_load_all(workload.read_text()) if d and d["kind"] == "Job"]
+    record = spec_repo / "results" / "valid-minimal" / "alpha" / f"{job['metadata']['name']}.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{}")
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
+    assert result.exit_code == 0, result.output
+    assert "- prune    valid-minimal/cpu" in result.stdout
+    assert "done, results recorded: leave the cluster" in result.stdout
