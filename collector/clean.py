@@ -39,7 +39,7 @@ class Decision:
 def namespaces(root: Path, cluster: str) -> list[str]:
     """The benchfleet namespaces synth writes for `cluster`."""
     path = root / "dist" / cluster / "infrastructure" / "namespaces.yaml"
-    documents = yaml.safe_load_all(path.read_text(encoding="utf-8"))
+    documents = yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
     return sorted(d["metadata"]["name"] for d in documents if d and d["kind"] == "Namespace")
 
 
@@ -47,7 +47,7 @@ def jobs_in_dist(root: Path, cluster: str) -> set[str]:
     """Names of every Job dist/<cluster>/workloads/ holds."""
     names = set()
     for path in (root / "dist" / cluster / "workloads").glob("*.yaml"):
-        for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        for document in yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader):
             if document and document.get("kind") == "Job":
                 names.add(document["metadata"]["name"])
     return names

@@ -20,7 +20,7 @@ def runs_of(records: Iterable[JobRecord]) -> list[StoredRun]:
     runs = []
     for record in records:
         identity = JobIdentity.model_validate(
-            {name: getattr(record, name) for name in JobIdentity.model_fields}
+            record.model_dump(include=set(JobIdentity.model_fields))
         )
         runs += [
             StoredRun(identity, variant, variant.finished_at or "") for variant in record.variants

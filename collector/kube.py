@@ -351,9 +351,7 @@ class KubeClient:
         operation = _Operation(
             f"list {kind}", "list", kind, f"listing {kind} in {namespace} ({label_selector})"
         )
-        lister = (
-            self._core.list_namespaced_pod if kind == "pods" else self._batch.list_namespaced_job
-        )
+        lister = self._lister(kind)
         restarts = 0
         while True:
             items: list[Object] = []
@@ -378,6 +376,10 @@ class KubeClient:
                 restarts += 1
                 if error.status != 410 or token is None or restarts >= self.retry.max_attempts:
                     raise
+
+    def _lister(self, kind: Kind) -> Callable[..., Any]:
+        """The API method that lists (and, with watch=True, watches) `kind`."""
+        return self._core.list_namespaced_pod if kind == "pods" else self._batch.list_namespaced_job
 
     def _page_request(
         self,
@@ -412,9 +414,7 @@ class KubeClient:
         timeout_s: int,
     ) -> urllib3.BaseHTTPResponse:
         """One attempt at opening a watch window: the streaming response, or a `_Failure`."""
-        watcher = (
-            self._core.list_namespaced_pod if kind == "pods" else self._batch.list_namespaced_job
-        )
+        watcher = self._lister(kind)
 
         def request() -> urllib3.BaseHTTPResponse:
             return _raw(

@@ -20,6 +20,15 @@ from collector.records import JobRecord
 
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
+_RESULT_LABELS: Final = (
+    "workflow",
+    "cluster",
+    "gpu_type",
+    "model",
+    "precision",
+    "quantization",
+    "batch_size",
+)
 
 
 @dataclass(frozen=True)
@@ -55,13 +64,13 @@ def build_registry(observed: Iterable[ObservedJob]) -> CollectorRegistry:
     p50 = Gauge(
         "benchfleet_latency_p50_seconds",
         "Median latency of one batch, as the runner measured it.",
-        ["workflow", "cluster", "gpu_type", "model", "precision", "quantization", "batch_size"],
+        _RESULT_LABELS,
         registry=registry,
     )
     throughput = Gauge(
         "benchfleet_throughput_samples_per_second",
         "Samples per second of the timed loop.",
-        ["workflow", "cluster", "gpu_type", "model", "precision", "quantization", "batch_size"],
+        _RESULT_LABELS,
         registry=registry,
     )
     for job in observed:

@@ -85,17 +85,8 @@ _COLUMNS: Final = [
     "collected_at",
 ]
 
-_VARIANT_COLUMNS: Final = [
-    "state",
-    "explanation",
-    "reason",
-    "pod",
-    "node",
-    "attempts",
-    "preemptions",
-    "finished_at",
-    "result_source",
-]
+# The columns that are StoredVariant's own fields, read back by name.
+_VARIANT_COLUMNS: Final = [column for column in _COLUMNS if column in StoredVariant.model_fields]
 
 
 class StoreError(RuntimeError):
@@ -196,7 +187,11 @@ class Store:
 
     def stored_indexes(self, cluster: str, namespace: str, job: str) -> set[int]:
         """The completion indexes of `job` already stored."""
-        return {variant.index for variant in self.variants(cluster, namespace, job)}
+        rows = self._db.execute(
+            "SELECT job_index FROM variant_runs WHERE cluster = ? AND namespace = ? AND job = ?",
+            (cluster, namespace, job),
+        )
+        return {index for (index,) in rows}
 
     def variants(self, cluster: str, namespace: str, job: str) -> list[StoredVariant]:
         """The stored variant runs of one Job, by index."""

@@ -85,7 +85,9 @@ def expected_jobs(root: Path, workflow: str, cluster: str) -> list[ExpectedJob]:
     if not path.is_file():
         return []
     try:
-        documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+        documents = [
+            d for d in yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader) if d
+        ]
         # The config.json ConfigMap is named like its Job.
         configmaps = {d["metadata"]["name"]: d for d in documents if d["kind"] == "ConfigMap"}
         return [

@@ -75,7 +75,9 @@ class Workload:
 
 def read_workload(path: Path) -> Workload:
     """Parse a workloads file as Flux would apply it."""
-    documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+    documents = [
+        d for d in yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader) if d
+    ]
     return Workload(
         jobs=tuple(d for d in documents if d["kind"] == "Job"),
         configmaps={d["metadata"]["name"]: d for d in documents if d["kind"] == "ConfigMap"},

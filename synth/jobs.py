@@ -8,6 +8,7 @@ would fail anyway).
 """
 
 import base64
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -60,6 +61,12 @@ class ModelFile:
     path: Path
     sha256: str
     size: int
+
+    @classmethod
+    def read(cls, model: str, path: Path) -> "ModelFile":
+        """The file at `path`, read once for both its hash and its size."""
+        data = path.read_bytes()
+        return cls(model=model, path=path, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
     @property
     def key(self) -> str:
@@ -159,9 +166,9 @@ def _phase(phase: Phase) -> PhaseConfig:
     )
 
 
-def _model_config(model: ModelSpec, root: Path) -> ModelConfig:
-    if model.file is not None:
-        sha = file_sha256(root / model.file)
+def _model_config(model: ModelSpec, files: Mapping[str, ModelFile]) -> ModelConfig:
+    if model.name in files:
+        sha = files[model.name].sha256
         return ModelConfig(source="file", location=f"{model.name}.pt2", sha256=sha)
     location = model.image_path if model.image_path is not None else model.url
     assert location is not None and model.sha256 is not None  # the spec guarantees both
@@ -169,9 +176,12 @@ def _model_config(model: ModelSpec, root: Path) -> ModelConfig:
 
 
 def run_config(
-    loaded: LoadedWorkflow, target: Target, variants: list[Variant], root: Path
+    loaded: LoadedWorkflow,
+    target: Target,
+    variants: list[Variant],
+    files: Mapping[str, ModelFile],
 ) -> RunConfig:
-    """config.json of one target's Job."""
+    """config.json of one target's Job; `files` are the workflow's committed models."""
     workflow = loaded.workflow
     used = {variant.model for variant in variants}
     return RunConfig(
@@ -181,7 +191,7 @@ def run_config(
         gpus=target.gpus,
         warmup=_phase(workflow.benchmark.warmup_phase),
         measure=_phase(workflow.benchmark.measure_phase),
-        models={m.name: _model_config(m, root) for m in workflow.models if m.name in used},
+        models={m.name: _model_config(m, files) for m in workflow.models if m.name in used},
         variants=tuple(
             VariantConfig(
                 index=index,
@@ -377,23 +387,14 @@ def plan_runs(
     priority = workflow.scheduling.priority or fleet.default_priority
     share = workflow.scheduling.max_parallel // len(workflow.targets)
     spec_hash = file_sha256(root / loaded.file)
-    bundles = bundle_models(
-        workflow.id,
-        [
-            ModelFile(
-                model=m.name,
-                path=root / m.file,
-                sha256=file_sha256(root / m.file),
-                size=(root / m.file).stat().st_size,
-            )
-            for m in workflow.models
-            if m.file is not None
-        ],
-    )
+    files = {
+        m.name: ModelFile.read(m.name, root / m.file) for m in workflow.models if m.file is not None
+    }
+    bundles = bundle_models(workflow.id, list(files.values()))
     runs = []
     for target in workflow.targets:
         variants = [v for v in loaded.variants if v.target == target.key]
-        config = run_config(loaded, target, variants, root)
+        config = run_config(loaded, target, variants, files)
         models = tuple(b for b in bundles if any(f.model in config.models for f in b.files))
         template_labels = {**workflow_labels(workflow.id), "benchfleet.io/target": target.key}
         template = _JobTemplate(
