@@ -56,6 +56,25 @@ def workflow_key(
     )
 
 
+def infrastructure_key(
+    fleet: Fleet,
+    cluster: Cluster,
+    downloading: dict[str, list[str]],
+    queues: set[tuple[str, str]],
+) -> str:
+    """Everything a cluster's infrastructure and Flux files depend on, hashed: the fleet, and
+    what its workflows ask of them (model downloads, Kueue queues)."""
+    return digest(
+        {
+            "code": code_digest(),
+            "fleet": fleet.model_dump(mode="json"),
+            "cluster": cluster.name,
+            "downloading": downloading,
+            "queues": sorted(queues),
+        }
+    )
+
+
 class RenderCache:
     """Rendered files by key, in a folder."""
 

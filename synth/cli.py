@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from synth.cache import CACHE_DIR, RenderCache
 from synth.hints import did_you_mean
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
@@ -151,12 +152,14 @@ def synth(repo: Repo) -> None:
 @cli.command("plan")
 @pass_repo
 def plan_command(repo: Repo) -> None:
-    """Preview Job changes per cluster (no writes).
+    """Preview Job changes per cluster (writes nothing to dist/ or clusters/).
 
     Compares what synth would write with the committed dist/ and lists, per cluster, the Jobs
     Flux would create, replace (a changed Job gets a new name and runs again) and prune.
     """
     specs = load_or_fail(repo)
     committed = {**tree(repo.root, "dist"), **tree(repo.root, "clusters")}
-    for line in format_plan(plan(committed, render(specs, repo.root), repo.root)):
+    # The render cache makes a plan after `make synth` (or before it) cost only the changes.
+    rendered = render(specs, repo.root, RenderCache(repo.root / CACHE_DIR))
+    for line in format_plan(plan(committed, rendered, repo.root)):
         click.echo(line)

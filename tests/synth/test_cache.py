@@ -1,5 +1,7 @@
 """Re-synth reuses a workflow's file only when nothing it depends on changed."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,15 +20,32 @@ def cache(tmp_path: Path) -> RenderCache:
     return RenderCache(tmp_path / "cache")
 
 
-def test_cached_render_equals_a_fresh_one(
-    spec_repo: Path, write_spec: WriteSpec, cache: RenderCache
+class Unbuildable:
+    def __init__(self) -> None:
+        raise AssertionError("a file was built although the cache held it")
+
+
+def test_cached_render_equals_a_fresh_one_and_builds_nothing(
+    spec_repo: Path, write_spec: WriteSpec, cache: RenderCache, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_spec("a.yaml", MINIMAL)
     write_spec("b.yaml", MINIMAL.replace("id: valid-minimal", "id: other"))
     first = render(load_specs(spec_repo), spec_repo, cache)
-    assert len(list(cache.folder.glob("*.yaml"))) == 2
-    assert render(load_specs(spec_repo), spec_repo, cache) == first
     assert render(load_specs(spec_repo), spec_repo) == first
+    monkeypatch.setattr("synth.build.Build", Unbuildable)
+    assert render(load_specs(spec_repo), spec_repo, cache) == first
+
+
+def test_a_workflow_edit_leaves_the_other_workflows_and_the_infrastructure_cached(
+    spec_repo: Path, write_spec: WriteSpec, cache: RenderCache
+) -> None:
+    write_spec("a.yaml", MINIMAL)
+    write_spec("b.yaml", MINIMAL.replace("id: valid-minimal", "id: other"))
+    render(load_specs(spec_repo), spec_repo, cache)
+    entries = set(cache.folder.iterdir())
+    write_spec("b.yaml", MINIMAL.replace("id: valid-minimal", "id: other").replace("tests", "me"))
+    render(load_specs(spec_repo), spec_repo, cache)
+    assert len(set(cache.folder.iterdir()) - entries) == 1
 
 
 @pytest.mark.parametrize(
@@ -72,3 +91,12 @@ def test_a_changed_model_file_is_rendered_anew(
     after = render(load_specs(spec_repo), spec_repo, cache)
     assert after != before
     assert after == render(load_specs(spec_repo), spec_repo)
+
+
+def test_the_command_line_starts_without_cdk8s() -> None:
+    """Importing cdk8s starts Node.js; a synth that the cache fully serves must not pay it."""
+    probe = "import sys, synth.cli; print(sorted(m for m in sys.modules if 'cdk8s' in m))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "[]"
