@@ -10,9 +10,11 @@ version): any change to any input renders anew. The cache lives in `.cache/synth
 """
 
 import hashlib
+import json
+from collections.abc import Mapping
 from functools import cache
 from importlib.metadata import version
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Final
 
 from synth.digests import digest, file_sha256
@@ -76,17 +78,21 @@ def infrastructure_key(
 
 
 class RenderCache:
-    """Rendered files by key, in a folder."""
+    """Rendered files by key, in a folder: each entry is one key's files, as JSON."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def get(self, key: str) -> str | None:
-        path = self.folder / f"{key}.yaml"
-        return path.read_text(encoding="utf-8") if path.is_file() else None
+    def get(self, key: str) -> dict[PurePosixPath, str] | None:
+        path = self.folder / f"{key}.json"
+        if not path.is_file():
+            return None
+        files = json.loads(path.read_text(encoding="utf-8"))
+        return {PurePosixPath(name): text for name, text in files.items()}
 
-    def put(self, key: str, text: str) -> None:
+    def put(self, key: str, files: Mapping[PurePosixPath, str]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         staging = self.folder / f".{key}.tmp"
-        staging.write_text(text, encoding="utf-8")
-        staging.replace(self.folder / f"{key}.yaml")
+        entry = {str(path): text for path, text in files.items()}
+        staging.write_text(json.dumps(entry, sort_keys=True), encoding="utf-8")
+        staging.replace(self.folder / f"{key}.json")

@@ -4,7 +4,6 @@ Nothing is written here: `synth.write` swaps the whole tree in only once renderi
 succeeded for every workflow and cluster.
 """
 
-import json
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -80,9 +79,9 @@ class _Rendering:
         key = None
         if self.cache is not None:
             key = workflow_key(loaded, fleet, cluster, self.root, stored)
-            text = self.cache.get(key)
-            if text is not None:
-                self.reused[path] = text
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.reused.update(cached)
                 return True
         # A Job whose results are stored is done: leaving dist/ makes Flux prune it, where
         # keeping it would run it again if anything deleted it.
@@ -105,9 +104,9 @@ class _Rendering:
         key = None
         if self.cache is not None:
             key = infrastructure_key(fleet, cluster, downloading, queues)
-            text = self.cache.get(key)
-            if text is not None:
-                self.reused.update({PurePosixPath(p): t for p, t in json.loads(text).items()})
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.reused.update(cached)
                 return
         paths = self.build.add_infrastructure(cluster, fleet, downloading, queues)
         if key is not None:
@@ -119,13 +118,8 @@ class _Rendering:
         files = {path: dump_documents(documents) for path, documents in objects.items()}
         if self.cache is not None:
             for key, paths in self._to_cache.items():
-                entry = files[paths[0]] if len(paths) == 1 else _bundle(files, paths)
-                self.cache.put(key, entry)
+                self.cache.put(key, {path: files[path] for path in paths})
         return {**files, **self.reused}
-
-
-def _bundle(files: Mapping[PurePosixPath, str], paths: list[PurePosixPath]) -> str:
-    return json.dumps({str(path): files[path] for path in paths}, sort_keys=True)
 
 
 def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[PurePosixPath, str]:
