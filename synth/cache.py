@@ -1,12 +1,13 @@
-"""A local cache of rendered workflow files, so a re-synth renders only what changed.
+"""A local cache of rendered files, so a re-synth renders only what changed.
 
-Rendering goes through cdk8s's Node.js process at about a millisecond and a half per object;
-a workflow's file is a pure function of its spec, the fleet config, its model files and the
-code that renders it, and of which of its Jobs have results recorded, so a file rendered
-before from the same inputs is reused. The key covers all of them, the code included (every
-source file of synth, the modules synth imports from runner/, and the cdk8s
-version): any change to any input renders anew. The cache lives in `.cache/synth/`
-(git-ignored); deleting it only costs time.
+Rendering goes through cdk8s's Node.js process, a millisecond or more per object, and
+starting it costs half a second. A workflow's file is a pure function of its spec, the fleet
+config, its model files, the code that renders it and which of its Jobs have results
+recorded; a cluster's infrastructure and Flux files, of the fleet and what its workflows ask
+of them. So files rendered before from the same inputs are reused. Each key covers all of
+them, the code included (every source file of synth, the modules synth imports from
+runner/, and the cdk8s version): any change to any input renders anew. The cache lives in
+`.cache/synth/` (git-ignored); deleting it only costs time.
 """
 
 import hashlib
