@@ -16,7 +16,7 @@ def api_object(
     """An ApiObject whose JSON is `body` with its apiVersion and kind.
 
     The whole object goes in as one JSON patch replacing the document's root: every call into
-    cdk8s's Node.js process costs about half a millisecond, plus some microseconds for each
+    cdk8s's Node.js process costs half a millisecond or more, plus some microseconds for each
     value it carries, so an object costs three calls (create, the patch, attach it) and its
     fields cross once. The patch carries the metadata too, so the object is created with its
     name alone.
