@@ -1,7 +1,6 @@
 """One variant, start to finish: load, prepare, warm up, measure, summarise."""
 
 import logging
-import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
 from runner.loading import load_program, model_file
 from runner.measure import PhaseOutcome, run_phase
+from runner.memory import peak_rss_bytes
 from runner.result import (
     Applied,
     BenchResult,
@@ -192,7 +192,6 @@ def _measure(config: RunConfig, index: int, paths: RunPaths) -> BenchResult:
     output = last_output[0]
 
     stats = summarize(measured.durations_ns)
-    rusage_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     gpu = device.type == "cuda"
     cpu = cpu_model()
     samples = variant.batch_size * stats.count
@@ -212,7 +211,7 @@ def _measure(config: RunConfig, index: int, paths: RunPaths) -> BenchResult:
             measure=_phase_timing(measured),
         ),
         memory=Memory(
-            peak_rss_bytes=rusage_kib * 1024,
+            peak_rss_bytes=peak_rss_bytes(),
             gpu_peak_allocated_bytes=torch.cuda.max_memory_allocated(device) if gpu else None,
             gpu_peak_reserved_bytes=torch.cuda.max_memory_reserved(device) if gpu else None,
         ),
