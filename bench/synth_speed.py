@@ -189,8 +189,9 @@ def against_floor(name: str, runs: list[float], floor_seconds: float) -> Pairing
 
 
 def importing_cdk8s() -> float:
-    """Wall seconds of a fresh Python process that only imports cdk8s, which starts its
-    Node.js process and loads the library there: what any synth that renders pays first."""
+    """Wall seconds of a fresh Python process that only imports cdk8s, which starts jsii's
+    two Node.js processes and loads the library there: what any synth that renders pays
+    first."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import cdk8s"], check=True, capture_output=True)
     return time.perf_counter() - start
