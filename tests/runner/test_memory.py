@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from runner.memory import peak_rss_bytes
+from tests.conftest import REPO_ROOT
 
 MIB = 1024 * 1024
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_peak_rss_is_read_from_vmhwm(tmp_path: Path) -> None:
@@ -35,6 +35,6 @@ def test_peak_rss_of_a_child_excludes_the_larger_parent_that_started_it() -> Non
         capture_output=True,
         text=True,
         check=True,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
     )
     assert int(child.stdout) < 100 * MIB
