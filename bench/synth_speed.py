@@ -15,7 +15,6 @@ command's Python process and of each of the two Node.js processes jsii starts.
 """
 
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -27,13 +26,15 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from bench.timing import Pairing, paired, table
+from bench.timing import Pairing, paired, pairing, table
+from runner.memory import high_water_bytes, peak_rss_bytes
 from synth.cache import CACHE_DIR
 from synth.load import load_specs
 from synth.render import render
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = 5
+MIB = 1024 * 1024
 
 
 def floor(documents: list[object]) -> None:
@@ -49,17 +50,16 @@ def documents_of(files: Mapping[PurePosixPath, str]) -> list[object]:
     ]
 
 
-# Runs the CLI as `python -m synth` would, then copies the process's own VmHWM line to the
-# file named by its first argument: exact, where sampling /proc from outside could miss the
-# moment a process peaks while it writes its files. Not getrusage's ru_maxrss: it carries
+# Runs the CLI as `python -m synth` would, then writes the process's own peak RSS (bytes) to
+# the file named by its first argument: exact, where sampling /proc from outside could miss
+# the moment a process peaks while it writes its files. Not getrusage's ru_maxrss: it carries
 # over the parent's RSS from before exec (it read 79 MiB, this bench's own, in every case).
 _REPORTING_PEAK = """
 import atexit, runpy, sys
-out = sys.argv.pop(1)
-def report():
-    status = open("/proc/self/status", encoding="ascii").read().splitlines()
-    open(out, "w", encoding="ascii").write(next(s for s in status if s.startswith("VmHWM:")))
-atexit.register(report)
+from pathlib import Path
+from runner.memory import peak_rss_bytes
+out = Path(sys.argv.pop(1))
+atexit.register(lambda: out.write_text(str(peak_rss_bytes()), encoding="ascii"))
 runpy.run_module("synth", run_name="__main__", alter_sys=True)
 """
 
@@ -89,7 +89,7 @@ def command(root: Path, *, cold: bool) -> float:
 
 @dataclass(frozen=True)
 class Peaks:
-    """Peak resident memory, KiB."""
+    """Peak resident memory, bytes."""
 
     python: int
     # jsii starts two: a relay that Python talks to, and the kernel that runs cdk8s.
@@ -97,15 +97,9 @@ class Peaks:
     node_kernel: int
 
 
-def _high_water_kib(pid: int) -> int:
-    """VmHWM, the process's peak RSS so far; 0 once it is gone."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
-    except OSError:
-        return 0
-    return next(
-        (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0
-    )
+def _high_water(pid: int) -> int:
+    """The process's peak RSS so far; 0 once it is gone."""
+    return high_water_bytes(Path(f"/proc/{pid}/status")) or 0
 
 
 def _children(pid: int) -> list[int]:
@@ -127,12 +121,12 @@ def peak_memory(root: Path) -> Peaks:
         relay = kernel = 0
         while process.poll() is None:
             for child in _children(process.pid):
-                relay = max(relay, _high_water_kib(child))
+                relay = max(relay, _high_water(child))
                 for grandchild in _children(child):
-                    kernel = max(kernel, _high_water_kib(grandchild))
+                    kernel = max(kernel, _high_water(grandchild))
             time.sleep(0.005)
         assert process.returncode == 0
-        return Peaks(int(peak_file.read_text(encoding="ascii").split()[1]), relay, kernel)
+        return Peaks(int(peak_file.read_text(encoding="ascii")), relay, kernel)
 
 
 def copy_examples(folder: Path) -> Path:
@@ -169,23 +163,9 @@ def measure(name: str, root: Path) -> tuple[Pairing, Pairing, Peaks]:
         lambda: floor(documents),
         ROUNDS,
     )
-    whole = against_floor(
-        f"{name}, command", [command(root, cold=True) for _ in range(3)], in_process.baseline_s
-    )
+    floor_s = in_process.baseline_s
+    whole = pairing(f"{name}, command", [(command(root, cold=True), floor_s) for _ in range(3)])
     return in_process, whole, peak_memory(root)
-
-
-def against_floor(name: str, runs: list[float], floor_seconds: float) -> Pairing:
-    """The median of a few whole-process runs, against a floor measured in-process."""
-    runs = sorted(runs)
-    return Pairing(
-        name,
-        runs[len(runs) // 2],
-        floor_seconds,
-        runs[len(runs) // 2] / floor_seconds,
-        runs[0] / floor_seconds,
-        runs[-1] / floor_seconds,
-    )
 
 
 def importing_cdk8s() -> float:
@@ -212,17 +192,17 @@ def main() -> None:
             if name == "1000 models":
                 # Set against the stress set's floor, this shows how far a command that renders
                 # with cdk8s is from 4x before it has built anything.
+                floor_s = in_process.baseline_s
                 rows.append(
-                    against_floor(
+                    pairing(
                         "import cdk8s alone, vs 1000 models",
-                        [importing_cdk8s() for _ in range(3)],
-                        in_process.baseline_s,
+                        [(importing_cdk8s(), floor_s) for _ in range(3)],
                     )
                 )
             memory.append(
-                f"{name:<14} peak RSS of the command: Python {peaks.python / 1024:.0f} MiB, "
-                f"Node.js relay {peaks.node_relay / 1024:.0f} MiB + "
-                f"kernel {peaks.node_kernel / 1024:.0f} MiB"
+                f"{name:<14} peak RSS of the command: Python {peaks.python / MIB:.0f} MiB, "
+                f"Node.js relay {peaks.node_relay / MIB:.0f} MiB + "
+                f"kernel {peaks.node_kernel / MIB:.0f} MiB"
             )
         fifty = cases["50 workflows"]
         spec = fifty / "specs" / "workflows" / "stress-7.yaml"
@@ -233,7 +213,7 @@ def main() -> None:
         memory.append(f"re-synth of 50 workflows after editing one: {seconds:.2f} s (command)")
     print(table("synth: render vs dumping the same objects (floor)", "floor", rows))
     print("\n".join(memory))
-    print(f"(max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB here)")
+    print(f"(max RSS {peak_rss_bytes() / MIB:.0f} MiB here)")
 
 
 if __name__ == "__main__":

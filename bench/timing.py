@@ -46,7 +46,8 @@ def seconds(run: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def _pairing(name: str, pairs: Sequence[tuple[float, float]]) -> Pairing:
+def pairing(name: str, pairs: Sequence[tuple[float, float]]) -> Pairing:
+    """(candidate, baseline) seconds, compared pair by pair."""
     ratios = [c / b for c, b in pairs]
     return Pairing(
         name=name,
@@ -64,7 +65,7 @@ def paired(
 ) -> Pairing:
     """Time both `rounds` times, alternating, and compare them pair by pair."""
     candidate(), baseline()  # warm caches and imports outside the measurement
-    return _pairing(name, [(seconds(candidate), seconds(baseline)) for _ in range(rounds)])
+    return pairing(name, [(seconds(candidate), seconds(baseline)) for _ in range(rounds)])
 
 
 def interleaved(
@@ -81,7 +82,7 @@ def interleaved(
         else:
             baseline_first = baseline()
             pairs.append((candidate(), baseline_first))
-    return _pairing(name, pairs)
+    return pairing(name, pairs)
 
 
 def table(title: str, baseline: str, rows: Sequence[Pairing]) -> str:

@@ -1,8 +1,21 @@
-"""The runner process's own peak memory."""
+"""Peak memory of a process, as the kernel keeps it."""
 
 import resource
 import sys
 from pathlib import Path
+
+
+def high_water_bytes(status: Path) -> int | None:
+    """VmHWM from a /proc/<pid>/status file: the process's peak RSS so far; None when the
+    file cannot be read (no /proc, or the process is gone) or has no such line."""
+    try:
+        lines = status.read_text(encoding="ascii").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return None
 
 
 def peak_rss_bytes(status: Path = Path("/proc/self/status")) -> int:
@@ -13,12 +26,8 @@ def peak_rss_bytes(status: Path = Path("/proc/self/status")) -> int:
     benchmark harness) would report that process's peak. Without /proc, `ru_maxrss` it
     is: bytes on macOS, KiB on the other systems.
     """
-    try:
-        lines = status.read_text(encoding="ascii").splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024
+    peak = high_water_bytes(status)
+    if peak is not None:
+        return peak
+    usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return usage if sys.platform == "darwin" else usage * 1024
