@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 BENCHFLEET := $(PY) -m synth
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install test synth plan validate schema lint format bench demo models e2e-container
+.PHONY: install test synth plan validate schema lint format bench demo models e2e-container \
+	cluster cluster-down cluster-build e2e
 
 install: $(VENV)/.installed
 
@@ -57,3 +58,15 @@ models: install
 
 e2e-container: install
 	$(PY) -m localrun.e2e_container
+
+cluster-build: install
+	$(PY) -m localcluster build
+
+cluster: install
+	$(PY) -m localcluster up
+
+cluster-down: install
+	$(PY) -m localcluster down
+
+e2e: cluster-build
+	$(PY) -m pytest -m cluster

@@ -126,13 +126,16 @@ def _materialise_volume(
     return True
 
 
-def _env(container: Manifest, pod_name: str, index: int, job_name: str) -> dict[str, str]:
-    # The values the downward API would give this pod.
-    fields = {
+def downward_fields(pod_name: str, node_name: str, index: int) -> dict[str, str]:
+    """The values the downward API gives a Job's pod, by fieldPath."""
+    return {
         f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']": str(index),
-        "spec.nodeName": "localhost",
+        "spec.nodeName": node_name,
         "metadata.name": pod_name,
     }
+
+
+def _env(container: Manifest, fields: dict[str, str], index: int, job_name: str) -> dict[str, str]:
     env = {"JOB_COMPLETION_INDEX": str(index)}
     for entry in container.get("env", []):
         if "value" in entry:
@@ -151,9 +154,23 @@ def pod_plan(job: Manifest, configmaps: dict[str, Manifest], index: int, workdir
     completions = job["spec"].get("completions", 1)
     if not 0 <= index < completions:
         raise PodSpecError(f"Job {job_name} has indexes 0..{completions - 1}, not {index}")
+    fields = downward_fields(f"{job_name}-{index}-local", "localhost", index)
     spec = job["spec"]["template"]["spec"]
+    return plan_pod(job_name, index, spec, configmaps, workdir, fields=fields)
+
+
+def plan_pod(
+    job_name: str,
+    index: int,
+    spec: Manifest,
+    configmaps: dict[str, Manifest],
+    workdir: Path,
+    *,
+    fields: dict[str, str],
+) -> PodPlan:
+    """What a kubelet runs for a pod `spec` of `job_name`'s `index`, with the downward API's
+    `fields`; the volumes' files are written under `workdir`."""
     (container,) = spec["containers"]
-    pod_name = f"{job_name}-{index}-local"
     workdir.mkdir(parents=True, exist_ok=True)
     mounts: list[Mount] = []
     tmpfs: list[str] = []
@@ -173,7 +190,7 @@ def pod_plan(job: Manifest, configmaps: dict[str, Manifest], index: int, workdir
         index=index,
         workdir=workdir,
         image=container["image"],
-        env=_env(container, pod_name, index, job_name),
+        env=_env(container, fields, index, job_name),
         mounts=tuple(mounts),
         tmpfs=tuple(tmpfs),
         run_as_user=container_security.get("runAsUser", pod_security.get("runAsUser", 0)),

@@ -63,27 +63,39 @@ def process_environment(plan: PodPlan) -> tuple[dict[str, str], Path]:
     return env, termination_log
 
 
+def start_process(plan: PodPlan) -> tuple[subprocess.Popen[str], Path]:
+    """Start the runner for `plan` as a child process; it and its termination-log file."""
+    env, termination_log = process_environment(plan)
+    process = subprocess.Popen(
+        RUNNER_COMMAND,
+        env=env,
+        cwd=plan.workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # The hook only calls sched_setaffinity: no lock or import a forked thread could hold.
+        preexec_fn=_affinity(plan.cpu_limit),  # noqa: PLW1509
+    )
+    return process, termination_log
+
+
 def run_process(plan: PodPlan, timeout_s: float) -> PodRun:
     """Run the runner for `plan` as a child process and wait for it.
 
     A GPU target runs too: on a machine without its GPU the runner's own result says
     device_missing, as it would on a mislabelled node.
     """
-    env, termination_log = process_environment(plan)
-    completed = subprocess.run(
-        RUNNER_COMMAND,
-        env=env,
-        cwd=plan.workdir,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        preexec_fn=_affinity(plan.cpu_limit),
-        check=False,
-    )
+    process, termination_log = start_process(plan)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
     return PodRun(
         command=list(RUNNER_COMMAND),
-        stdout=completed.stdout,
-        stderr=completed.stderr,
-        exit_code=completed.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        exit_code=process.returncode,
         termination_log=termination_log.read_text(encoding="utf-8"),
     )

@@ -11,6 +11,7 @@ zoo's spec file is written from the same table, so the two cannot drift apart.
 
 import argparse
 import io
+import unittest.mock
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -76,7 +77,11 @@ def export_bytes(recipe: ModelRecipe) -> bytes:
     for node in program.graph_module.graph.nodes:
         node.meta.pop("stack_trace", None)
     buffer = io.BytesIO()
-    torch.export.save(program, buffer)
+    # The archive records torch.__version__, local label included: PyPI's CUDA wheel and the
+    # CPU wheel of one release would write different bytes. Record the release alone.
+    release = str(torch.__version__).split("+", 1)[0]
+    with unittest.mock.patch.object(torch, "__version__", release):
+        torch.export.save(program, buffer)
     return buffer.getvalue()
 
 

@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from localcluster.build import is_built
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = REPO_ROOT / "tests" / "data"
 
@@ -15,13 +17,34 @@ def repo_root() -> Path:
     return REPO_ROOT
 
 
+CLUSTER_SKIPPED = (
+    "CLUSTER TESTS SKIPPED: the local cluster's binaries are not built for the committed "
+    "versions; build them with `make cluster-build` (minutes cold), then run `make e2e`"
+)
+
+
+def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> int:
+    skip = pytest.mark.skip(reason=reason)
+    marked = [item for item in items if item.get_closest_marker(marker)]
+    for item in marked:
+        item.add_marker(skip)
+    return len(marked)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip `gpu` tests where torch sees no CUDA device (they run on a GPU machine)."""
-    if not any(item.get_closest_marker("gpu") for item in items):
-        return
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA device")
-    for item in items:
-        if item.get_closest_marker("gpu"):
-            item.add_marker(skip)
+    """Skip `gpu` tests where torch sees no CUDA device (they run on a GPU machine), and
+    `cluster` tests, loudly, when the local cluster's binaries are not built."""
+    if not torch.cuda.is_available():
+        _skip_marked(items, "gpu", "needs a CUDA device")
+    if not is_built() and _skip_marked(items, "cluster", "local cluster not built"):
+        config.stash[_cluster_skipped] = True
+
+
+_cluster_skipped = pytest.StashKey[bool]()
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    if config.stash.get(_cluster_skipped, False):
+        terminalreporter.write_line(CLUSTER_SKIPPED, red=True)

@@ -1,5 +1,11 @@
 """Service accounts: the runner's has no permissions and no token; the collector's may do
-exactly what `collector` does, in its namespace only."""
+exactly what `collector` does, in benchfleet's namespaces only.
+
+Each environment's namespace has a collector ServiceAccount (for a collector running there),
+and each namespace's RoleBinding names all of them: `collector gather`, `status` and `clean`
+work on a cluster as a whole, so one credential per cluster must reach every environment
+(a real API server refused `collector clean` with a per-namespace binding).
+"""
 
 from typing import Final
 
@@ -26,6 +32,10 @@ class RbacChart(Chart):
     def __init__(self, scope: Construct, construct_id: str, *, namespaces: list[str]) -> None:
         super().__init__(scope, construct_id, disable_resource_name_hashes=True)
         labels = {"app.kubernetes.io/managed-by": APP}
+        collectors = [
+            {"kind": "ServiceAccount", "name": COLLECTOR_SERVICE_ACCOUNT, "namespace": namespace}
+            for namespace in namespaces
+        ]
         for namespace in namespaces:
 
             def meta(name: str, ns: str = namespace) -> dict[str, object]:
@@ -38,7 +48,7 @@ class RbacChart(Chart):
                 "ServiceAccount",
                 {"metadata": meta(RUNNER_SERVICE_ACCOUNT), "automountServiceAccountToken": False},
             )
-            account = api_object(
+            api_object(
                 self,
                 f"{namespace}-collector",
                 "v1",
@@ -59,9 +69,7 @@ class RbacChart(Chart):
                 "RoleBinding",
                 {
                     "metadata": meta(COLLECTOR_SERVICE_ACCOUNT),
-                    "subjects": [
-                        {"kind": "ServiceAccount", "name": account.name, "namespace": namespace}
-                    ],
+                    "subjects": collectors,
                     "roleRef": {
                         "apiGroup": "rbac.authorization.k8s.io",
                         "kind": "Role",

@@ -1,0 +1,3 @@
+from localcluster.cli import cli
+
+cli(prog_name="python -m localcluster")

@@ -1,0 +1,83 @@
+"""`python -m localcluster`: build, start and stop a real Kubernetes control plane here."""
+
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from localcluster.build import binary_dir, build, is_built
+from localcluster.controlplane import STATE_FILE, Cluster, start_cluster
+from localcluster.podexecutor import running_executor, start_executor_process
+from synth.load import load_specs
+
+DEFAULT_DIR = Path(".cache") / "cluster"
+
+
+@click.group(context_settings={"show_default": True})
+def cli() -> None:
+    """A real API server, Job controller and scheduler on this machine, with kwok nodes."""
+
+
+@cli.command("build")
+def build_command() -> None:
+    """Build the binaries that are missing (minutes cold, nothing when warm)."""
+    click.echo(build())
+
+
+@cli.command("built")
+def built_command() -> None:
+    """Exit 0 if the binaries of the committed versions are built, 1 otherwise."""
+    raise SystemExit(0 if is_built() else 1)
+
+
+@cli.command("up")
+@click.option("--cluster", "name", default="us-east", help="The fleet cluster to shape it like.")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@click.option("--dir", "directory", type=click.Path(path_type=Path), default=DEFAULT_DIR)
+def up(name: str, root: Path, directory: Path) -> None:
+    """Build what is missing, start the cluster and its pod executor, and leave them running."""
+    binaries = build()
+    fleet = load_specs(root).fleet
+    known = [cluster.name for cluster in fleet.clusters]
+    if name not in known:
+        raise click.BadParameter(f"{name!r} is not in specs/clusters.yaml ({', '.join(known)})")
+    home = (directory / name).resolve()
+    if (home / STATE_FILE).exists():
+        Cluster.load(home).stop()
+    cluster = start_cluster(name, home, binaries, fleet.cluster(name))
+    start_executor_process(cluster)
+    click.echo(f"cluster {name} is up in {cluster.timings['total']:.1f} s ({cluster.server})")
+    click.echo(f"  KUBECONFIG={cluster.kubeconfig} {binaries / 'kubectl'} get nodes")
+    click.echo(f"  kubectl apply --server-side -k dist/{name}/infrastructure   (then workloads)")
+    click.echo(f'  BENCHFLEET_K8S_KUBECONFIG="$(cat {cluster.kubeconfig})" collector gather ...')
+    click.echo(f"  logs: {cluster.logs}/; stop it with `make cluster-down`")
+
+
+@cli.command("down")
+@click.option("--dir", "directory", type=click.Path(path_type=Path), default=DEFAULT_DIR)
+def down(directory: Path) -> None:
+    """Stop every cluster started under --dir."""
+    for state in sorted(directory.glob(f"*/{STATE_FILE}")):
+        cluster = Cluster.load(state.parent)
+        cluster.stop()
+        click.echo(f"cluster {cluster.name} stopped")
+
+
+@cli.command("executor", hidden=True)
+@click.option("--kubeconfig", type=click.Path(exists=True, path_type=Path), required=True)
+@click.option("--workdir", type=click.Path(path_type=Path), required=True)
+def executor(kubeconfig: Path, workdir: Path) -> None:
+    """Run the pod executor in the foreground until SIGTERM (`up` starts it)."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with running_executor(kubeconfig, workdir):
+        stop.wait()
+    sys.exit(0)
+
+
+@cli.command("where")
+def where() -> None:
+    """Print the folder of the binaries of the committed versions."""
+    click.echo(binary_dir())

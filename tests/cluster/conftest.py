@@ -1,0 +1,242 @@
+"""Fixtures for the tests against a real control plane (marker `cluster`).
+
+One cluster per session, shaped like us-east in specs/clusters.yaml: the real etcd,
+kube-apiserver, kube-controller-manager and kube-scheduler, kwok's nodes, and the pod
+executor (localcluster/podexecutor.py) in this process. CPU pods run the real runner; GPU
+pods cannot run here, and take their outcome from the rules a test sets in `rules`.
+
+Each test synthesizes its own workflows (ids unique to the test) into a repository of its
+own, so tests share the cluster and its namespaces but no Jobs.
+"""
+
+import contextlib
+import json
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import urllib3
+import yaml
+from click.testing import CliRunner, Result
+from kubernetes import client, config, watch
+
+from collector.cli import cli as collector_cli
+from localcluster.build import binary_dir
+from localcluster.controlplane import Cluster, kubectl, start_cluster
+from localcluster.podexecutor import Outcome, Pod, PodExecutor, job_index, running_executor
+from synth.load import load_specs
+from synth.main import synth
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.cluster
+
+CLUSTER = "us-east"
+NAMESPACE = "benchfleet-dev"
+WAIT_S = 180.0
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Rules:
+    """Outcomes for GPU pods, by (workflow, index); `None` for an index runs the runner."""
+
+    outcomes: dict[tuple[str, int], Outcome] = field(default_factory=dict)
+    defaults: dict[str, Outcome] = field(default_factory=dict)
+
+    def __call__(self, pod: Pod) -> Outcome | None:
+        workflow = pod["metadata"].get("labels", {}).get("workflow", "")
+        _, index = job_index(pod)
+        return self.outcomes.get((workflow, index), self.defaults.get(workflow))
+
+
+@dataclass
+class LiveCluster:
+    """The session's cluster, its binaries, its pod executor and the rules that executor
+    follows for GPU pods."""
+
+    cluster: Cluster
+    binaries: Path
+    executor: PodExecutor
+    rules: Rules
+    api: client.ApiClient
+
+    def kubectl(self, *args: str, stdin: str | None = None) -> str:
+        """kubectl's stdout; raises if it fails."""
+        return kubectl(self.binaries, self.cluster, *args, stdin=stdin)
+
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """kubectl as admin, whatever its exit status; stderr carries the server's warnings."""
+        command = [str(self.binaries / "kubectl"), "--kubeconfig", str(self.cluster.kubeconfig)]
+        return subprocess.run(
+            [*command, *args], input=stdin, capture_output=True, text=True, check=False
+        )
+
+    def get(self, *args: str) -> Obj:
+        loaded: Obj = json.loads(self.kubectl("get", *args, "-o", "json"))
+        return loaded
+
+    def pods(self, selector: str, namespace: str = NAMESPACE) -> list[Obj]:
+        items: list[Obj] = self.get("pods", "-n", namespace, "-l", selector)["items"]
+        return items
+
+    def job(self, name: str, namespace: str = NAMESPACE) -> Obj:
+        return self.get("job", name, "-n", namespace)
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout_s: float = WAIT_S) -> Any:
+    """Poll `check` until it returns something truthy; that value."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def job_condition(live: LiveCluster, name: str) -> str | None:
+    """'Complete' or 'Failed' once the Job has finished, else None."""
+    for condition in live.job(name).get("status", {}).get("conditions", []):
+        if condition["type"] in ("Complete", "Failed") and condition["status"] == "True":
+            return str(condition["type"])
+    return None
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
+    """The session's cluster, with the committed us-east infrastructure applied."""
+    binaries = binary_dir()
+    fleet = load_specs(REPO_ROOT).fleet
+    directory = tmp_path_factory.mktemp("cluster") / CLUSTER
+    cluster = start_cluster(CLUSTER, directory, binaries, fleet.cluster(CLUSTER))
+    rules = Rules()
+    try:
+        with running_executor(cluster.kubeconfig, directory / "executor", rules) as executor:
+            api = config.new_client_from_config(str(cluster.kubeconfig))  # type: ignore[no-untyped-call]
+            live = LiveCluster(cluster, binaries, executor, rules, api)
+            live.kubectl(
+                "apply", "--server-side", "-k", str(REPO_ROOT / "dist" / CLUSTER / "infrastructure")
+            )
+            yield live
+            assert not executor.problems, executor.problems
+    finally:
+        cluster.stop()
+
+
+@dataclass
+class Repo:
+    """A repository of one test's own: the real fleet, the example models, its workflows."""
+
+    root: Path
+
+    def write_workflow(self, name: str, text: str) -> None:
+        (self.root / "specs" / "workflows" / f"{name}.yaml").write_text(text, encoding="utf-8")
+
+    def synth(self) -> None:
+        synth(self.root)
+
+    def workload(self, workflow: str) -> Path:
+        return self.root / "dist" / CLUSTER / "workloads" / f"{workflow}.yaml"
+
+    def documents(self, workflow: str) -> list[Obj]:
+        """The workflow's objects in dist/ (none once every Job of it is recorded)."""
+        if not self.workload(workflow).exists():
+            return []
+        text = self.workload(workflow).read_text(encoding="utf-8")
+        return [d for d in yaml.safe_load_all(text) if d]
+
+    def job_names(self, workflow: str) -> list[str]:
+        return [d["metadata"]["name"] for d in self.documents(workflow) if d["kind"] == "Job"]
+
+    def collector(self, *arguments: str, kubeconfig: str) -> Result:
+        """`collector --root REPO ARGUMENTS` with `kubeconfig` as its only credential."""
+        return CliRunner().invoke(
+            collector_cli,
+            ["--root", str(self.root), *arguments],
+            env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig, "KUBECONFIG": "/nonexistent"},
+        )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    (tmp_path / "specs" / "workflows").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "specs" / "clusters.yaml", tmp_path / "specs" / "clusters.yaml")
+    (tmp_path / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+    return Repo(tmp_path)
+
+
+def service_account_kubeconfig(live: LiveCluster, account: str, namespace: str = NAMESPACE) -> str:
+    """A kubeconfig holding a token the TokenRequest API issued for `account`."""
+    token = live.kubectl("create", "token", account, "-n", namespace, "--duration=1h").strip()
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": CLUSTER,
+                    "cluster": {
+                        "server": live.cluster.server,
+                        "certificate-authority": str(live.cluster.pki.ca_cert),
+                    },
+                }
+            ],
+            "users": [{"name": account, "user": {"token": token}}],
+            "contexts": [{"name": CLUSTER, "context": {"cluster": CLUSTER, "user": account}}],
+            "current-context": CLUSTER,
+        }
+    )
+
+
+@pytest.fixture
+def collector_kubeconfig(live: LiveCluster) -> str:
+    """The collector's own credential: its ServiceAccount's token, not admin."""
+    return service_account_kubeconfig(live, "benchfleet-collector")
+
+
+class PodObserver:
+    """Watches a Job's pods and remembers the most that were active at once."""
+
+    def __init__(self, live: LiveCluster, selector: str, namespace: str = NAMESPACE) -> None:
+        self._core = client.CoreV1Api(live.api)
+        self._selector, self._namespace = selector, namespace
+        self._active: set[str] = set()
+        self.created: set[str] = set()
+        self.most_active = 0
+        self._watch = watch.Watch()  # type: ignore[no-untyped-call]
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "PodObserver":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._watch.stop()  # type: ignore[no-untyped-call]
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        # Stopping the watch may cut its response mid-chunk: that ends the observation too.
+        with contextlib.suppress(urllib3.exceptions.ProtocolError):
+            self._observe()
+
+    def _observe(self) -> None:
+        for event in self._watch.stream(  # type: ignore[no-untyped-call]
+            self._core.list_namespaced_pod, self._namespace, label_selector=self._selector
+        ):
+            pod = event["raw_object"]
+            name = pod["metadata"]["name"]
+            self.created.add(name)
+            phase = pod.get("status", {}).get("phase")
+            gone = event["type"] == "DELETED" or phase in ("Succeeded", "Failed")
+            if gone:
+                self._active.discard(name)
+            else:
+                self._active.add(name)
+            self.most_active = max(self.most_active, len(self._active))
