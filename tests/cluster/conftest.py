@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from collector.cli import cli as collector_cli
 from localcluster.build import binary_dir
 from localcluster.controlplane import Cluster, kubectl, start_cluster
 from localcluster.podexecutor import Outcome, Pod, PodExecutor, job_index, running_executor
+from runner.result import BenchResult, VariantRef
 from synth.load import load_specs
 from synth.main import synth
 from tests.conftest import REPO_ROOT
@@ -45,15 +47,23 @@ Obj = dict[str, Any]
 
 @dataclass
 class Rules:
-    """Outcomes for GPU pods, by (workflow, index); `None` for an index runs the runner."""
+    """Outcomes for GPU pods by (workflow, index), one per attempt: each new pod of an index
+    takes the next, and the last repeats. Indexes without a rule take the workflow's
+    default; without that, the pod runs the real runner."""
 
-    outcomes: dict[tuple[str, int], Outcome] = field(default_factory=dict)
+    outcomes: dict[tuple[str, int], list[Outcome]] = field(default_factory=dict)
     defaults: dict[str, Outcome] = field(default_factory=dict)
+
+    def set(self, workflow: str, index: int, *attempts: Outcome) -> None:
+        self.outcomes[(workflow, index)] = list(attempts)
 
     def __call__(self, pod: Pod) -> Outcome | None:
         workflow = pod["metadata"].get("labels", {}).get("workflow", "")
         _, index = job_index(pod)
-        return self.outcomes.get((workflow, index), self.defaults.get(workflow))
+        attempts = self.outcomes.get((workflow, index))
+        if not attempts:
+            return self.defaults.get(workflow)
+        return attempts.pop(0) if len(attempts) > 1 else attempts[0]
 
 
 @dataclass
@@ -84,6 +94,10 @@ class LiveCluster:
 
     def pods(self, selector: str, namespace: str = NAMESPACE) -> list[Obj]:
         items: list[Obj] = self.get("pods", "-n", namespace, "-l", selector)["items"]
+        return items
+
+    def pods_anywhere(self, workflow: str) -> list[Obj]:
+        items: list[Obj] = self.get("pods", "-A", "-l", f"workflow={workflow}")["items"]
         return items
 
     def job(self, name: str, namespace: str = NAMESPACE) -> Obj:
@@ -135,9 +149,24 @@ class Repo:
     """A repository of one test's own: the real fleet, the example models, its workflows."""
 
     root: Path
+    workflows: list[str] = field(default_factory=list)
 
     def write_workflow(self, name: str, text: str) -> None:
         (self.root / "specs" / "workflows" / f"{name}.yaml").write_text(text, encoding="utf-8")
+        self.workflows.append(name)
+
+    def add_example(self, name: str) -> None:
+        """Copy the committed spec `name` into the repository."""
+        self.write_workflow(name, (REPO_ROOT / "specs" / "workflows" / f"{name}.yaml").read_text())
+
+    def config(self, workflow: str, job: str) -> Obj:
+        """config.json of `job`, as synth wrote it into the Job's ConfigMap."""
+        (configmap,) = [
+            d for d in self.documents(workflow)
+            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == job
+        ]  # fmt: skip
+        loaded: Obj = json.loads(configmap["data"]["config.json"])
+        return loaded
 
     def synth(self) -> None:
         synth(self.root)
@@ -164,12 +193,55 @@ class Repo:
         )
 
 
+def _no_pods(live: LiveCluster, workflow: str) -> bool:
+    return not live.pods_anywhere(workflow)
+
+
 @pytest.fixture
-def repo(tmp_path: Path) -> Repo:
+def repo(tmp_path: Path, live: LiveCluster) -> Iterator[Repo]:
+    """The test's repository; its workflows' Jobs are deleted from the cluster afterwards,
+    so that no test's pods hold a node another test needs."""
     (tmp_path / "specs" / "workflows").mkdir(parents=True)
     shutil.copy(REPO_ROOT / "specs" / "clusters.yaml", tmp_path / "specs" / "clusters.yaml")
     (tmp_path / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
-    return Repo(tmp_path)
+    repo = Repo(tmp_path)
+    yield repo
+    for workflow in repo.workflows:
+        live.run("delete", "jobs", "-A", "-l", f"workflow={workflow}", "--wait=true")
+        wait_for(f"{workflow}'s pods to go", partial(_no_pods, live, workflow))
+
+
+def ok_result(config: Obj, index: int, p50_ms: float = 2.0) -> BenchResult:
+    """A valid result for variant `index` of `config` (what a GPU pod would hand over)."""
+    variant = config["variants"][index]
+    stats = {f"p{p}_ms": p50_ms * (1 + (p - 50) / 200) for p in (25, 50, 75, 90, 95, 99)}
+    stats |= {"max_ms": p50_ms * 1.5, "iqr_ms": stats["p75_ms"] - stats["p25_ms"]}
+    return BenchResult.model_validate(
+        {
+            "status": "ok",
+            "workflow": config["workflow"],
+            "target": config["target"],
+            "variant": {key: variant[key] for key in VariantRef.model_fields},
+            "model_sha256": config["models"][variant["model"]]["sha256"],
+            "latency": {"count": 100, "mean_ms": p50_ms, "std_ms": 0.1, "cv": 0.05,
+                        "min_ms": p50_ms * 0.9, **stats},
+            "throughput_samples_per_s": 1000.0 * variant["batch_size"] / p50_ms,
+        }
+    )  # fmt: skip
+
+
+def error_result(config: Obj, index: int, error: str, message: str) -> BenchResult:
+    """The error result the runner hands over for variant `index` of `config`."""
+    variant = config["variants"][index]
+    return BenchResult.model_validate(
+        {
+            "status": "error",
+            "workflow": config["workflow"],
+            "target": config["target"],
+            "variant": {key: variant[key] for key in VariantRef.model_fields},
+            "error": {"type": error, "message": message},
+        }
+    )
 
 
 def service_account_kubeconfig(live: LiveCluster, account: str, namespace: str = NAMESPACE) -> str:
@@ -202,13 +274,14 @@ def collector_kubeconfig(live: LiveCluster) -> str:
 
 
 class PodObserver:
-    """Watches a Job's pods and remembers the most that were active at once."""
+    """Watches a Job's pods: every pod ever created (as last seen, deleted ones too) and the
+    most that were active at once."""
 
     def __init__(self, live: LiveCluster, selector: str, namespace: str = NAMESPACE) -> None:
         self._core = client.CoreV1Api(live.api)
         self._selector, self._namespace = selector, namespace
         self._active: set[str] = set()
-        self.created: set[str] = set()
+        self.seen: dict[str, Obj] = {}
         self.most_active = 0
         self._watch = watch.Watch()  # type: ignore[no-untyped-call]
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -232,7 +305,7 @@ class PodObserver:
         ):
             pod = event["raw_object"]
             name = pod["metadata"]["name"]
-            self.created.add(name)
+            self.seen[name] = pod
             phase = pod.get("status", {}).get("phase")
             gone = event["type"] == "DELETED" or phase in ("Succeeded", "Failed")
             if gone:
@@ -240,3 +313,10 @@ class PodObserver:
             else:
                 self._active.add(name)
             self.most_active = max(self.most_active, len(self._active))
+
+    def by_index(self) -> dict[int, list[Obj]]:
+        """Every pod seen, by completion index, in order of creation."""
+        pods: dict[int, list[Obj]] = {}
+        for pod in sorted(self.seen.values(), key=lambda p: p["metadata"]["creationTimestamp"]):
+            pods.setdefault(job_index(pod)[1], []).append(pod)
+        return pods

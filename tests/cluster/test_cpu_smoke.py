@@ -4,8 +4,6 @@ collector authenticated as its own ServiceAccount; and proof 6, the content-hash
 The pods run the real runner (localcluster/podexecutor.py runs them through localrun).
 """
 
-import shutil
-
 import pytest
 
 from collector.records import read_record, record_path
@@ -17,7 +15,6 @@ from tests.cluster.conftest import (
     job_condition,
     wait_for,
 )
-from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.cluster
 
@@ -26,9 +23,7 @@ WORKFLOW = "cpu-smoke"
 
 @pytest.fixture
 def smoke(repo: Repo) -> Repo:
-    shutil.copy(
-        REPO_ROOT / "specs" / "workflows" / f"{WORKFLOW}.yaml", repo.root / "specs" / "workflows"
-    )
+    repo.add_example(WORKFLOW)
     repo.synth()
     return repo
 
@@ -48,7 +43,7 @@ def test_cpu_smoke_runs_is_gathered_once_and_cleaned(
     assert job_condition(live, job) == "Complete"
     parallelism = live.job(job)["spec"]["parallelism"]
     assert 1 < observer.most_active <= parallelism == 3
-    assert len(observer.created) == 6
+    assert len(observer.seen) == 6
     record = read_record(record_path(smoke.root, WORKFLOW, "us-east", job))
     assert record.outcome == "complete"
     assert [v.result.status for v in record.variants if v.result] == ["ok"] * 6
