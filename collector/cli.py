@@ -1,16 +1,19 @@
 """`collector`: harvest benchmark results from the clusters, store them, report on them."""
 
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
 import click
 
-from collector.clean import clean
+from collector.clean import clean, namespaces
 from collector.credentials import DEFAULT_CREDENTIALS_DIR, CredentialsError, connect
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.history import HistoryError, merged, records_at, records_in, runs_of
+from collector.identity import UnconfirmedCluster, confirm_cluster
 from collector.kube import KubeClient, KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
@@ -128,15 +131,67 @@ def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[st
     return found
 
 
-def _client(settings: Settings, cluster: str) -> KubeClient:
+def _client(settings: Settings, cluster: str, namespace: str) -> KubeClient:
+    """A client for `cluster`, once the cluster it reaches has said it is `cluster`."""
     try:
         connection = connect(
             cluster, context=settings.context, credentials_dir=settings.credentials_dir
         )
-    except CredentialsError as error:
+        client = KubeClient(connection.api_client)
+        confirm_cluster(client, cluster, namespace, connection.provider)
+    except (CredentialsError, UnconfirmedCluster, KubeError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"{cluster}: credentials from {connection.provider}", err=True)
-    return KubeClient(connection.api_client)
+    return client
+
+
+def _confirmed(
+    settings: Settings, clusters: list[str], namespace_of: Callable[[str], str], explicit: bool
+) -> Iterator[tuple[str, KubeClient]]:
+    """Each cluster with a client confirmed to reach it.
+
+    A cluster named with --cluster must be reached; of the clusters found in dist/, those
+    without credentials, or whose credentials reach another cluster, are skipped, saying so,
+    and it is an error only when none is left.
+    """
+    skipped: list[str] = []
+    reached = 0
+    for name in clusters:
+        try:
+            client = _client(settings, name, namespace_of(name))
+        except click.ClickException as error:
+            if explicit:
+                raise
+            click.echo(f"{name}: skipped: {error.message}", err=True)
+            skipped.append(name)
+            continue
+        reached += 1
+        yield name, client
+    if skipped and not reached:
+        raise click.ClickException(
+            f"no cluster could be confirmed ({', '.join(skipped)}); nothing was gathered"
+        )
+    if skipped:
+        click.echo(f"skipped {', '.join(skipped)}: see above", err=True)
+
+
+def _pending(
+    settings: Settings, workflow: str, cluster: str | None
+) -> dict[str, list[ExpectedJob]]:
+    """The Jobs of `workflow` not yet recorded, by cluster; clusters with none are left out."""
+    pending = {}
+    for name in _clusters(settings, workflow, cluster):
+        expected = _expected(settings, workflow, name)
+        if expected:
+            pending[name] = expected
+        else:
+            click.echo(f"{name}: nothing left of {workflow} to follow", err=True)
+    return pending
+
+
+def _namespace(pending: dict[str, list[ExpectedJob]], cluster: str) -> str:
+    """The namespace of a cluster's expected Jobs (a workflow runs in one)."""
+    return pending[cluster][0].identity.namespace
 
 
 def _expected(settings: Settings, workflow: str, cluster: str) -> list[ExpectedJob]:
@@ -228,12 +283,10 @@ def gather(
     outcomes = []
     try:
         with open_store(settings.database) as store:
-            for name in _clusters(settings, workflow, cluster):
-                expected = _expected(settings, workflow, name)
-                if not expected:
-                    click.echo(f"{name}: nothing left to gather for {workflow}", err=True)
-                    continue
-                client = _client(settings, name)
+            pending = _pending(settings, workflow, cluster)
+            namespace = partial(_namespace, pending)
+            for name, client in _confirmed(settings, list(pending), namespace, cluster is not None):
+                expected = pending[name]
                 total = sum(job.completions for job in expected)
                 progress = Progress(sys.stderr, total, live=sys.stderr.isatty())
                 gatherer = Gatherer(
@@ -362,12 +415,14 @@ def status(settings: Settings, workflow: str, cluster: str | None) -> None:
     Read-only: lists the Jobs and pods once and reads the events of pending pods (the
     scheduler's reasons: no node with that GPU, quota, preemption).
     """
-    for name in _clusters(settings, workflow, cluster):
-        expected = _expected(settings, workflow, name)
-        if not expected:
-            continue
+    pending = {
+        name: _expected(settings, workflow, name) for name in _clusters(settings, workflow, cluster)
+    }
+    clusters = [name for name, expected in pending.items() if expected]
+    namespace = partial(_namespace, pending)
+    for name, client in _confirmed(settings, clusters, namespace, cluster is not None):
         try:
-            click.echo(format_status(workflow_status(_client(settings, name), expected)))
+            click.echo(format_status(workflow_status(client, pending[name])))
         except KubeError as error:
             raise click.ClickException(str(error)) from None
 
@@ -385,10 +440,15 @@ def clean_command(settings: Settings, cluster: str | None, dry_run: bool) -> Non
     Prints each decision with its reason.
     """
     clusters = [cluster] if cluster else sorted(p.name for p in (settings.root / "dist").iterdir())
+
+    def first_namespace(name: str) -> str:
+        return namespaces(settings.root, name)[0]
+
     try:
         with open_store(settings.database) as store:
-            for name in clusters:
-                client = _client(settings, name)
+            for name, client in _confirmed(
+                settings, clusters, first_namespace, cluster is not None
+            ):
                 for decision in clean(client, settings.root, store, name, dry_run=dry_run):
                     verb = decision.action if not dry_run else f"would {decision.action}"
                     click.echo(

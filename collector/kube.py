@@ -317,6 +317,26 @@ class KubeClient:
 
         return cast(list[Object], self._call(operation, request).get("items") or [])
 
+    def read_configmap(self, namespace: str, name: str) -> Object | None:
+        """A ConfigMap, or None if there is none by that name."""
+        operation = _Operation(
+            "get configmap", "get", "configmaps", f"reading ConfigMap {namespace}/{name}"
+        )
+
+        def request() -> Object:
+            return _read_json(
+                self._core.read_namespaced_config_map(
+                    name, namespace, _preload_content=False, _request_timeout=self._timeout_s
+                )
+            )
+
+        try:
+            return self._call(operation, request)
+        except KubeError as error:
+            if error.status == 404:
+                return None
+            raise
+
     def delete_job(self, namespace: str, name: str) -> bool:
         """Delete a Job and, in the background, its pods; False if it was already gone."""
         operation = _Operation("delete job", "delete", "jobs", f"deleting Job {namespace}/{name}")

@@ -47,7 +47,10 @@ class Build:
         namespaces = [namespace_of(env) for env in fleet.environments]
         charts: dict[PurePosixPath, Chart] = {
             infrastructure / "namespaces.yaml": NamespacesChart(
-                app, f"{cluster.name}-namespaces", environments=list(fleet.environments)
+                app,
+                f"{cluster.name}-namespaces",
+                cluster=cluster,
+                environments=list(fleet.environments),
             ),
             infrastructure / "priority-classes.yaml": PriorityClassesChart(
                 app, f"{cluster.name}-priorities", fleet=fleet

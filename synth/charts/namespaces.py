@@ -1,16 +1,21 @@
-"""A Namespace per environment, enforcing Pod Security "restricted"."""
+"""A Namespace per environment, enforcing Pod Security "restricted", and in it the ConfigMap
+that says which fleet cluster applies it (what the collector checks before recording)."""
 
 from cdk8s import Chart
 from constructs import Construct
 
+from contract.layout import CLUSTER_IDENTITY, CLUSTER_KEY, REGION_KEY
 from synth.constructs import api_object
+from synth.fleet import Cluster
 from synth.jobs import APP, namespace_of
 
 POD_SECURITY_VERSION = "v1.33"
 
 
 class NamespacesChart(Chart):
-    def __init__(self, scope: Construct, construct_id: str, *, environments: list[str]) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, cluster: Cluster, environments: list[str]
+    ) -> None:
         super().__init__(scope, construct_id, disable_resource_name_hashes=True)
         for environment in environments:
             labels = {"app.kubernetes.io/managed-by": APP, "benchfleet.io/environment": environment}
@@ -23,4 +28,20 @@ class NamespacesChart(Chart):
                 "v1",
                 "Namespace",
                 {"metadata": {"name": namespace_of(environment), "labels": labels}},
+            )
+            identity = {
+                "name": CLUSTER_IDENTITY,
+                "namespace": namespace_of(environment),
+                "labels": {"app.kubernetes.io/managed-by": APP},
+            }
+            api_object(
+                self,
+                f"{environment}-identity",
+                "v1",
+                "ConfigMap",
+                {
+                    "metadata": identity,
+                    "immutable": True,
+                    "data": {CLUSTER_KEY: cluster.name, REGION_KEY: cluster.region},
+                },
             )

@@ -12,6 +12,7 @@ from typing import Final
 from cdk8s import Chart
 from constructs import Construct
 
+from contract.layout import CLUSTER_IDENTITY
 from synth.constructs import api_object
 from synth.jobs import APP, COLLECTOR_SERVICE_ACCOUNT, RUNNER_SERVICE_ACCOUNT
 
@@ -25,6 +26,13 @@ COLLECTOR_RULES: Final = [
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     # gather and status: explain why a pod waits (scheduler and kubelet events).
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
+    # Every command: confirm which fleet cluster the credential reaches before recording.
+    {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "resourceNames": [CLUSTER_IDENTITY],
+        "verbs": ["get"],
+    },
 ]
 
 

@@ -123,25 +123,31 @@ def job_condition(live: LiveCluster, name: str) -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    """The session's cluster, with the committed us-east infrastructure applied."""
+@contextlib.contextmanager
+def running_cluster(name: str, directory: Path) -> Iterator[LiveCluster]:
+    """A cluster shaped like fleet cluster `name`, its infrastructure from the committed
+    dist/ applied, its pod executor running in this process."""
     binaries = binary_dir()
     fleet = load_specs(REPO_ROOT).fleet
-    directory = tmp_path_factory.mktemp("cluster") / CLUSTER
-    cluster = start_cluster(CLUSTER, directory, binaries, fleet.cluster(CLUSTER))
+    cluster = start_cluster(name, directory, binaries, fleet.cluster(name))
     rules = Rules()
     try:
         with running_executor(cluster.kubeconfig, directory / "executor", rules) as executor:
             api = config.new_client_from_config(str(cluster.kubeconfig))  # type: ignore[no-untyped-call]
             live = LiveCluster(cluster, binaries, executor, rules, api)
-            live.kubectl(
-                "apply", "--server-side", "-k", str(REPO_ROOT / "dist" / CLUSTER / "infrastructure")
-            )
+            infrastructure = REPO_ROOT / "dist" / name / "infrastructure"
+            live.kubectl("apply", "--server-side", "-k", str(infrastructure))
             yield live
             assert not executor.problems, executor.problems
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
+    """The session's cluster: us-east."""
+    with running_cluster(CLUSTER, tmp_path_factory.mktemp("cluster") / CLUSTER) as cluster:
+        yield cluster
 
 
 @dataclass
@@ -159,6 +165,23 @@ class Repo:
         """Copy the committed spec `name` into the repository."""
         self.write_workflow(name, (REPO_ROOT / "specs" / "workflows" / f"{name}.yaml").read_text())
 
+    def synth(self) -> None:
+        synth(self.root)
+
+    def workload(self, workflow: str, cluster: str = CLUSTER) -> Path:
+        return self.root / "dist" / cluster / "workloads" / f"{workflow}.yaml"
+
+    def documents(self, workflow: str, cluster: str = CLUSTER) -> list[Obj]:
+        """The workflow's objects in dist/ (none once every Job of it is recorded)."""
+        if not self.workload(workflow, cluster).exists():
+            return []
+        text = self.workload(workflow, cluster).read_text(encoding="utf-8")
+        return [d for d in yaml.safe_load_all(text) if d]
+
+    def job_names(self, workflow: str, cluster: str = CLUSTER) -> list[str]:
+        documents = self.documents(workflow, cluster)
+        return [d["metadata"]["name"] for d in documents if d["kind"] == "Job"]
+
     def config(self, workflow: str, job: str) -> Obj:
         """config.json of `job`, as synth wrote it into the Job's ConfigMap."""
         (configmap,) = [
@@ -167,22 +190,6 @@ class Repo:
         ]  # fmt: skip
         loaded: Obj = json.loads(configmap["data"]["config.json"])
         return loaded
-
-    def synth(self) -> None:
-        synth(self.root)
-
-    def workload(self, workflow: str) -> Path:
-        return self.root / "dist" / CLUSTER / "workloads" / f"{workflow}.yaml"
-
-    def documents(self, workflow: str) -> list[Obj]:
-        """The workflow's objects in dist/ (none once every Job of it is recorded)."""
-        if not self.workload(workflow).exists():
-            return []
-        text = self.workload(workflow).read_text(encoding="utf-8")
-        return [d for d in yaml.safe_load_all(text) if d]
-
-    def job_names(self, workflow: str) -> list[str]:
-        return [d["metadata"]["name"] for d in self.documents(workflow) if d["kind"] == "Job"]
 
     def collector(self, *arguments: str, kubeconfig: str) -> Result:
         """`collector --root REPO ARGUMENTS` with `kubeconfig` as its only credential."""
@@ -244,25 +251,34 @@ def error_result(config: Obj, index: int, error: str, message: str) -> BenchResu
     )
 
 
-def service_account_kubeconfig(live: LiveCluster, account: str, namespace: str = NAMESPACE) -> str:
-    """A kubeconfig holding a token the TokenRequest API issued for `account`."""
-    token = live.kubectl("create", "token", account, "-n", namespace, "--duration=1h").strip()
+def service_account_kubeconfig(
+    *clusters: "LiveCluster", account: str = "benchfleet-collector"
+) -> str:
+    """A kubeconfig with a context per cluster, named like it, each holding a token the
+    cluster's TokenRequest API issued for `account` in benchfleet-dev; the first is current."""
+    entries, users, contexts = [], [], []
+    for live in clusters:
+        name = live.cluster.name
+        token = live.kubectl("create", "token", account, "-n", NAMESPACE, "--duration=1h")
+        entries.append(
+            {
+                "name": name,
+                "cluster": {
+                    "server": live.cluster.server,
+                    "certificate-authority": str(live.cluster.pki.ca_cert),
+                },
+            }
+        )
+        users.append({"name": f"{name}-{account}", "user": {"token": token.strip()}})
+        contexts.append({"name": name, "context": {"cluster": name, "user": f"{name}-{account}"}})
     return yaml.safe_dump(
         {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [
-                {
-                    "name": CLUSTER,
-                    "cluster": {
-                        "server": live.cluster.server,
-                        "certificate-authority": str(live.cluster.pki.ca_cert),
-                    },
-                }
-            ],
-            "users": [{"name": account, "user": {"token": token}}],
-            "contexts": [{"name": CLUSTER, "context": {"cluster": CLUSTER, "user": account}}],
-            "current-context": CLUSTER,
+            "clusters": entries,
+            "users": users,
+            "contexts": contexts,
+            "current-context": contexts[0]["name"],
         }
     )
 
@@ -270,7 +286,7 @@ def service_account_kubeconfig(live: LiveCluster, account: str, namespace: str =
 @pytest.fixture
 def collector_kubeconfig(live: LiveCluster) -> str:
     """The collector's own credential: its ServiceAccount's token, not admin."""
-    return service_account_kubeconfig(live, "benchfleet-collector")
+    return service_account_kubeconfig(live)
 
 
 class PodObserver:

@@ -7,6 +7,7 @@ denied. The runner's ServiceAccount may do nothing, and its pods mount no token.
 
 import pytest
 
+from contract.layout import CLUSTER_IDENTITY
 from synth.charts.rbac import COLLECTOR_RULES
 from tests.cluster.conftest import NAMESPACE, LiveCluster, PodObserver, Repo, wait_for
 
@@ -17,32 +18,45 @@ RUNNER = "system:serviceaccount:benchfleet-dev:benchfleet-runner"
 NAMESPACES = ("benchfleet-dev", "benchfleet-prod")
 
 
-def can(live: LiveCluster, user: str, verb: str, resource: str, namespace: str | None) -> bool:
-    """`kubectl auth can-i --as USER`: a SubjectAccessReview answered by the API server."""
+def can(
+    live: LiveCluster, user: str, verb: str, resource: str, namespace: str | None, name: str = ""
+) -> bool:
+    """`kubectl auth can-i --as USER`: a SubjectAccessReview answered by the API server.
+
+    `resource` may name a subresource (pods/log); `name` asks about one object.
+    """
     where = ["-n", namespace] if namespace else ["--all-namespaces"]
     resource, _, subresource = resource.partition("/")
     if subresource:
         where.append(f"--subresource={subresource}")
-    answer = live.run("auth", "can-i", verb, resource, "--as", user, *where)
+    target = f"{resource}/{name}" if name else resource
+    answer = live.run("auth", "can-i", verb, target, "--as", user, *where)
     assert answer.stdout.strip() in ("yes", "no"), answer.stderr
     return answer.stdout.strip() == "yes"
 
 
-def _granted() -> list[tuple[str, str]]:
+def _granted() -> list[tuple[str, str, str]]:
     return [
-        (verb, f"{resource}.{rule['apiGroups'][0]}" if rule["apiGroups"][0] else resource)
+        (verb, f"{resource}.{rule['apiGroups'][0]}" if rule["apiGroups"][0] else resource, name)
         for rule in COLLECTOR_RULES
         for resource in rule["resources"]
         for verb in rule["verbs"]
+        for name in rule.get("resourceNames", [""])
     ]
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
-@pytest.mark.parametrize(("verb", "resource"), _granted())
+@pytest.mark.parametrize(("verb", "resource", "name"), _granted())
 def test_the_collector_may_do_what_it_does(
-    live: LiveCluster, verb: str, resource: str, namespace: str
+    live: LiveCluster, verb: str, resource: str, name: str, namespace: str
 ) -> None:
-    assert can(live, COLLECTOR, verb, resource, namespace)
+    assert can(live, COLLECTOR, verb, resource, namespace, name)
+
+
+def test_the_collector_reads_no_configmap_but_the_cluster_identity(live: LiveCluster) -> None:
+    assert can(live, COLLECTOR, "get", "configmaps", NAMESPACE, CLUSTER_IDENTITY)
+    assert not can(live, COLLECTOR, "get", "configmaps", NAMESPACE, "e2e-some-job-config")
+    assert not can(live, COLLECTOR, "list", "configmaps", NAMESPACE)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,8 @@
-"""A stand-in for a Kubernetes API server, until one can run here.
+"""A stand-in for a Kubernetes API server, for the faults a real one cannot be made to show.
+
+tests/cluster/ runs the collector against a real API server (localcluster/). These tests
+keep this stand-in for what that cannot do on demand: 429s with Retry-After, 5xx bursts,
+watches cut mid-stream, expired histories and continue tokens, thousands of variants.
 
 The collector's tests drive the real `kubernetes` client against this small threaded HTTP/1.1
 server on 127.0.0.1 (a random port), so that what they exercise is the client's own request
@@ -19,6 +23,7 @@ events and pod logs in memory, per namespace, under one resourceVersion counter,
   410. A watch matches an object on its labels as they are in each event: unlike a real
   server it sends no DELETED for an object whose labels stop matching.
 - GET .../pods/{name}/log with `container` and `tailLines`: text/plain.
+- GET /api/v1/namespaces/{ns}/configmaps/{name}: the object, or a 404 Status.
 - GET /api/v1/namespaces/{ns}/events with an equality-based `fieldSelector` on dotted paths
   (`involvedObject.kind=Pod,involvedObject.name=p`).
 - DELETE /apis/batch/v1/namespaces/{ns}/jobs/{name}: a Success Status, or a 404 Status. The
@@ -55,18 +60,22 @@ from urllib.parse import parse_qs, urlsplit
 from kubernetes.client import ApiClient, Configuration
 
 Object = dict[str, Any]
-Collection = Literal["jobs", "pods", "events"]
+Collection = Literal["jobs", "pods", "events", "configmaps"]
 
 # What each collection's objects and lists are called in the API, by collection.
 _KINDS: Final[dict[str, tuple[str, str]]] = {
     "jobs": ("Job", "batch/v1"),
     "pods": ("Pod", "v1"),
     "events": ("Event", "v1"),
+    "configmaps": ("ConfigMap", "v1"),
 }
 _COLLECTION_PATH: Final = re.compile(
     r"^/(?:api/v1|apis/batch/v1)/namespaces/(?P<ns>[^/]+)/(?P<collection>jobs|pods|events)$"
 )
 _JOB_PATH: Final = re.compile(r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$")
+_CONFIGMAP_PATH: Final = re.compile(
+    r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)$"
+)
 _LOG_PATH: Final = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/log$")
 _SELECTOR_TERM: Final = re.compile(r"^(?P<key>[A-Za-z0-9._/-]+)==?(?P<value>[A-Za-z0-9._-]*)$")
 _FIELD_TERM: Final = re.compile(r"^(?P<key>[A-Za-z0-9.]+)==?(?P<value>[^=,!]*)$")
@@ -470,6 +479,12 @@ class FakeApiServer:
     def _route(self, handler: _Handler, path: str, query: dict[str, str]) -> None:
         if handler.command == "DELETE" and (match := _JOB_PATH.match(path)):
             self._delete_job(handler, match["ns"], match["name"])
+        elif handler.command == "GET" and (match := _CONFIGMAP_PATH.match(path)):
+            found = self.get("configmaps", match["ns"], match["name"])
+            if found is None:
+                handler.send_json(404, _status(404, f'configmaps "{match["name"]}" not found'))
+            else:
+                handler.send_json(200, _with_kind("configmaps", found))
         elif handler.command == "GET" and (match := _LOG_PATH.match(path)):
             self._log(handler, match["ns"], match["name"], query)
         elif handler.command == "GET" and (match := _COLLECTION_PATH.match(path)):

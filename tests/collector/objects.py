@@ -114,6 +114,16 @@ def _priority_class(cluster: str, name: str) -> Obj:
     raise LookupError(f"no PriorityClass {name} in dist/{cluster}")
 
 
+def cluster_identity(cluster: str, namespace: str) -> Obj:
+    """The identity ConfigMap synth writes into `namespace` of `cluster`, as the API serves it."""
+    for document in _documents(f"dist/{cluster}/infrastructure/namespaces.yaml"):
+        metadata = document["metadata"]
+        if document["kind"] == "ConfigMap" and metadata["namespace"] == namespace:
+            served = {k: v for k, v in document.items() if k not in ("apiVersion", "kind")}
+            return {**served, "metadata": {**metadata, "uid": _uid(cluster, namespace)}}
+    raise LookupError(f"no identity ConfigMap in dist/{cluster} for {namespace}")
+
+
 # Jobs
 
 

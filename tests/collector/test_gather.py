@@ -33,7 +33,9 @@ Obj = dict[str, Any]
 
 @pytest.fixture
 def api() -> Iterator[FakeApiServer]:
+    """The stand-in, serving us-east's identity ConfigMap (what Flux applied there)."""
     with FakeApiServer() as server:
+        server.add("configmaps", objects.cluster_identity("us-east", NAMESPACE))
         yield server
 
 
@@ -437,3 +439,53 @@ def test_json_logs_carry_the_jobs_context(api: FakeApiServer, repo: Path, job: O
         "cpu",
         "cpu-smoke",
     )
+
+
+class TestClusterIdentity:
+    """Nothing is recorded under a cluster the credential is not confirmed to reach (#15)."""
+
+    def test_a_credential_reaching_another_cluster_is_refused(
+        self, collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+    ) -> None:
+        finish_all(api, job)
+        api.update("configmaps", objects.cluster_identity("eu-west", NAMESPACE))
+        run = collector("gather")
+        assert run.exit_code == 1
+        assert "reach cluster 'eu-west'" in run.stderr
+        assert "not us-east: nothing is recorded under us-east" in run.stderr
+        assert not (repo / ".benchfleet" / "results.sqlite").exists() or rows(repo) == []
+        assert not record_of(repo, job).exists()
+
+    def test_a_cluster_that_does_not_say_which_it_is_is_refused(
+        self, collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+    ) -> None:
+        finish_all(api, job)
+        api.delete("configmaps", NAMESPACE, "benchfleet-cluster")
+        run = collector("gather")
+        assert run.exit_code == 1
+        assert "cannot confirm that the credentials" in run.stderr
+        assert "dist/us-east/infrastructure/" in run.stderr
+        assert not record_of(repo, job).exists()
+
+    def test_without_cluster_one_credential_gathers_only_the_cluster_it_reaches(
+        self, api: FakeApiServer, repo: Path, job: Obj
+    ) -> None:
+        """The defect: a single-context kubeconfig stored us-east's Job under both clusters."""
+        for cluster in ("us-east", "eu-west"):
+            for path in (WORKLOAD, NAMESPACES):
+                local = Path(str(path).replace("us-east", cluster))
+                (repo / local).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(REPO_ROOT / local, repo / local)
+        finish_all(api, job)
+        run = CliRunner().invoke(
+            cli,
+            ["--root", str(repo), "gather", "--workflow", "cpu-smoke"],
+            env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url), "KUBECONFIG": "/nonexistent"},
+        )
+        assert run.exit_code == 0, run.output
+        assert "eu-west: skipped: the credentials from environment variable" in run.stderr
+        assert "reach cluster 'us-east'" in run.stderr
+        assert "us-east: stored 6 variant runs" in run.stdout
+        assert sorted(p.name for p in (repo / "results" / "cpu-smoke").iterdir()) == ["us-east"]
+        with sqlite3.connect(repo / ".benchfleet" / "results.sqlite") as db:
+            assert list(db.execute("SELECT DISTINCT cluster FROM variant_runs")) == [("us-east",)]

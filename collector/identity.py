@@ -1,0 +1,33 @@
+"""Which cluster a credential reaches: read from the cluster, never assumed from the name asked.
+
+A kubeconfig's context names are labels on the client's side; nothing stops a single-context
+kubeconfig (or the wrong one) from reaching us-east when eu-west is asked for. What a cluster
+applies is what makes it a fleet cluster: Flux applies dist/<cluster>/ there, and synth puts
+the ConfigMap `benchfleet-cluster` into it, naming the cluster. The collector reads it in the
+namespace it is about to work in, and records nothing under a cluster it has not confirmed.
+"""
+
+from collector.kube import KubeClient
+from contract.layout import CLUSTER_IDENTITY, CLUSTER_KEY
+
+
+class UnconfirmedCluster(RuntimeError):
+    """The credential reaches another cluster, or one that does not say which it is."""
+
+
+def confirm_cluster(client: KubeClient, cluster: str, namespace: str, provider: str) -> None:
+    """Return if `client` reaches fleet cluster `cluster`; raise UnconfirmedCluster if not."""
+    found = client.read_configmap(namespace, CLUSTER_IDENTITY)
+    if found is None:
+        raise UnconfirmedCluster(
+            f"cannot confirm that the credentials from {provider} reach cluster {cluster}: "
+            f"there is no ConfigMap {namespace}/{CLUSTER_IDENTITY} (Flux applies it from "
+            f"dist/{cluster}/infrastructure/; is this {cluster}, and has Flux applied it?)"
+        )
+    reached = (found.get("data") or {}).get(CLUSTER_KEY)
+    if reached != cluster:
+        raise UnconfirmedCluster(
+            f"the credentials from {provider} reach cluster {reached!r} (ConfigMap "
+            f"{namespace}/{CLUSTER_IDENTITY}), not {cluster}: nothing is recorded under "
+            f"{cluster} from it; give {cluster} its own credentials (see docs/collector.md)"
+        )

@@ -1,0 +1,1 @@
+"""What synth, the runner, the collector and the harnesses agree on, in one torch-free place."""
