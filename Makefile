@@ -44,11 +44,12 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: install
+bench: install cluster-build
 	$(PY) -m bench.spec_loading
 	$(PY) -m bench.synth_speed
 	$(PY) -m bench.runner_accuracy
 	$(PY) -m bench.collector_gather
+	$(PY) -m bench.cluster_gather
 
 demo: synth
 	$(PY) -m localrun cpu-smoke

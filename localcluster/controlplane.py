@@ -20,9 +20,10 @@ import yaml
 
 from localcluster.build import data_dir
 from localcluster.components import KUBERNETES_VERSION, KUEUE, KWOK, Component
-from localcluster.nodes import node_manifests
+from localcluster.nodes import GPUS_PER_NODE, node_manifests
 from localcluster.pki import Pki, make_pki
 from localcluster.processes import Started, free_port, start, stop, wait_ready
+from synth.fleet import Cluster as FleetCluster
 
 START_TIMEOUT_S = 60.0
 STATE_FILE = "cluster.json"
@@ -364,8 +365,10 @@ def start_cluster(
     name: str,
     directory: Path,
     binaries: Path,
-    fleet_cluster: Any,
+    fleet_cluster: FleetCluster,
+    *,
     crds_of: Sequence[Component] = (KWOK, KUEUE),
+    gpus_per_node: int = GPUS_PER_NODE,
 ) -> Cluster:
     """Start a fresh cluster in `directory` (emptied first) with `fleet_cluster`'s nodes."""
     if directory.exists():
@@ -382,7 +385,7 @@ def start_cluster(
         kubectl(binaries, cluster, "wait", "--for=condition=Established", "crd", "--all")
         _start_controller_manager(cluster, binaries)
         _start_scheduler(cluster, binaries)
-        nodes = node_manifests(fleet_cluster)
+        nodes = node_manifests(fleet_cluster, gpus_per_node)
         _apply(binaries, cluster, nodes)
         _start_kwok(cluster, binaries, nodes)
         _wait_for_default_service_account(binaries, cluster)

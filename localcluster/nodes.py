@@ -22,7 +22,7 @@ def node_name(device_type: str, spot: bool = False) -> str:
     return f"{device_type}-spot-0" if spot else f"{device_type}-0"
 
 
-def _node(cluster: Cluster, device_type: str, spot: bool) -> dict[str, Any]:
+def _node(cluster: Cluster, device_type: str, spot: bool, gpus: int) -> dict[str, Any]:
     name = node_name(device_type, spot)
     labels = {
         "kubernetes.io/hostname": name,
@@ -35,7 +35,7 @@ def _node(cluster: Cluster, device_type: str, spot: bool) -> dict[str, Any]:
     taints: list[dict[str, str]] = []
     capacity = dict(CPU_CAPACITY)
     if DEVICE_TYPES[device_type].is_gpu:
-        capacity = {**GPU_NODE_CAPACITY, GPU_RESOURCE: str(GPUS_PER_NODE)}
+        capacity = {**GPU_NODE_CAPACITY, GPU_RESOURCE: str(gpus)}
         taints.append({"key": GPU_RESOURCE, "value": "present", "effect": "NoSchedule"})
     if spot and cluster.spot is not None:
         labels.update(cluster.spot.node_selector)
@@ -53,7 +53,12 @@ def _node(cluster: Cluster, device_type: str, spot: bool) -> dict[str, Any]:
     }
 
 
-def node_manifests(cluster: Cluster) -> list[dict[str, Any]]:
-    """Every node of `cluster`, on-demand first."""
+def node_manifests(cluster: Cluster, gpus_per_node: int = GPUS_PER_NODE) -> list[dict[str, Any]]:
+    """Every node of `cluster`, on-demand first. One GPU per node by default, so that one
+    GPU pod fills a node (what preemption needs)."""
     pools = [False, True] if cluster.spot is not None else [False]
-    return [_node(cluster, device, spot) for spot in pools for device in cluster.device_types]
+    return [
+        _node(cluster, device, spot, gpus_per_node)
+        for spot in pools
+        for device in cluster.device_types
+    ]

@@ -31,7 +31,6 @@ from collector.cli import cli as collector_cli
 from localcluster.build import binary_dir
 from localcluster.controlplane import Cluster, kubectl, start_cluster
 from localcluster.podexecutor import Outcome, Pod, PodExecutor, job_index, running_executor
-from runner.result import BenchResult, VariantRef
 from synth.load import load_specs
 from synth.main import synth
 from tests.conftest import REPO_ROOT
@@ -216,39 +215,6 @@ def repo(tmp_path: Path, live: LiveCluster) -> Iterator[Repo]:
     for workflow in repo.workflows:
         live.run("delete", "jobs", "-A", "-l", f"workflow={workflow}", "--wait=true")
         wait_for(f"{workflow}'s pods to go", partial(_no_pods, live, workflow))
-
-
-def ok_result(config: Obj, index: int, p50_ms: float = 2.0) -> BenchResult:
-    """A valid result for variant `index` of `config` (what a GPU pod would hand over)."""
-    variant = config["variants"][index]
-    stats = {f"p{p}_ms": p50_ms * (1 + (p - 50) / 200) for p in (25, 50, 75, 90, 95, 99)}
-    stats |= {"max_ms": p50_ms * 1.5, "iqr_ms": stats["p75_ms"] - stats["p25_ms"]}
-    return BenchResult.model_validate(
-        {
-            "status": "ok",
-            "workflow": config["workflow"],
-            "target": config["target"],
-            "variant": {key: variant[key] for key in VariantRef.model_fields},
-            "model_sha256": config["models"][variant["model"]]["sha256"],
-            "latency": {"count": 100, "mean_ms": p50_ms, "std_ms": 0.1, "cv": 0.05,
-                        "min_ms": p50_ms * 0.9, **stats},
-            "throughput_samples_per_s": 1000.0 * variant["batch_size"] / p50_ms,
-        }
-    )  # fmt: skip
-
-
-def error_result(config: Obj, index: int, error: str, message: str) -> BenchResult:
-    """The error result the runner hands over for variant `index` of `config`."""
-    variant = config["variants"][index]
-    return BenchResult.model_validate(
-        {
-            "status": "error",
-            "workflow": config["workflow"],
-            "target": config["target"],
-            "variant": {key: variant[key] for key in VariantRef.model_fields},
-            "error": {"type": error, "message": message},
-        }
-    )
 
 
 def service_account_kubeconfig(

@@ -10,15 +10,14 @@ from kubernetes import client
 
 from collector.records import JobRecord, read_record, record_path
 from localcluster.podexecutor import Exit, NeverStart, Succeed
+from localcluster.results import error_result, ok_result
 from runner.channel import compact
 from tests.cluster.conftest import (
     NAMESPACE,
     LiveCluster,
     PodObserver,
     Repo,
-    error_result,
     job_condition,
-    ok_result,
     wait_for,
 )
 

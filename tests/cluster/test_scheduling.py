@@ -14,13 +14,13 @@ from collector.indexes import IGNORED_COUNT_KEY
 from collector.records import read_record, record_path
 from localcluster.nodes import node_manifests
 from localcluster.podexecutor import Succeed
+from localcluster.results import ok_result
 from synth.load import load_specs
 from tests.cluster.conftest import (
     LiveCluster,
     PodObserver,
     Repo,
     job_condition,
-    ok_result,
     wait_for,
 )
 from tests.conftest import REPO_ROOT

@@ -1,0 +1,49 @@
+"""Results for pods that cannot run here (GPU pods): what their runner would hand over.
+
+A rule for the pod executor says how a GPU pod ends; these build the result it hands over
+for a variant of the Job's config.json, valid against the runner's own model, so that the
+collector reads them exactly as it reads a real run's.
+"""
+
+from typing import Any
+
+from runner.result import BenchResult, VariantRef
+
+Config = dict[str, Any]
+
+
+def _variant_ref(config: Config, index: int) -> dict[str, Any]:
+    variant = config["variants"][index]
+    return {key: variant[key] for key in VariantRef.model_fields}
+
+
+def ok_result(config: Config, index: int, p50_ms: float = 2.0) -> BenchResult:
+    """A successful run of variant `index` of `config` with a median of `p50_ms`."""
+    variant = config["variants"][index]
+    stats = {f"p{p}_ms": p50_ms * (1 + (p - 50) / 200) for p in (25, 50, 75, 90, 95, 99)}
+    stats |= {"max_ms": p50_ms * 1.5, "iqr_ms": stats["p75_ms"] - stats["p25_ms"]}
+    return BenchResult.model_validate(
+        {
+            "status": "ok",
+            "workflow": config["workflow"],
+            "target": config["target"],
+            "variant": _variant_ref(config, index),
+            "model_sha256": config["models"][variant["model"]]["sha256"],
+            "latency": {"count": 100, "mean_ms": p50_ms, "std_ms": 0.1, "cv": 0.05,
+                        "min_ms": p50_ms * 0.9, **stats},
+            "throughput_samples_per_s": 1000.0 * variant["batch_size"] / p50_ms,
+        }
+    )  # fmt: skip
+
+
+def error_result(config: Config, index: int, error: str, message: str) -> BenchResult:
+    """The error result the runner hands over for variant `index` of `config`."""
+    return BenchResult.model_validate(
+        {
+            "status": "error",
+            "workflow": config["workflow"],
+            "target": config["target"],
+            "variant": _variant_ref(config, index),
+            "error": {"type": error, "message": message},
+        }
+    )
