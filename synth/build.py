@@ -9,6 +9,7 @@ from typing import Any
 
 from cdk8s import App, Chart
 
+from contract.layout import CLUSTERS, FLUX_FILE
 from synth.charts.benchmarks import BenchmarksChart
 from synth.charts.flux import FluxChart
 from synth.charts.namespaces import NamespacesChart
@@ -73,7 +74,7 @@ class Build:
                 cluster_queue=cluster.kueue.cluster_queue,
                 queues=queues,
             )
-        charts[PurePosixPath("clusters", cluster.name, "benchfleet.yaml")] = FluxChart(
+        charts[PurePosixPath(CLUSTERS, cluster.name, FLUX_FILE)] = FluxChart(
             app, f"{cluster.name}-flux", fleet=fleet, dist_path=str(dist)
         )
         self._charts.update(charts)

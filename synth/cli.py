@@ -13,7 +13,7 @@ from synth.plan import format_plan, plan
 from synth.problems import SpecProblems
 from synth.render import render
 from synth.schema import stale_files, write_generated
-from synth.write import tree
+from synth.write import generated
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def plan_command(repo: Repo) -> None:
     Flux would create, replace (a changed Job gets a new name and runs again) and prune.
     """
     specs = load_or_fail(repo)
-    committed = {**tree(repo.root, "dist"), **tree(repo.root, "clusters")}
+    committed = generated(repo.root)
     # The render cache makes a plan after `make synth` (or before it) cost only the changes.
     rendered = render(specs, repo.root, RenderCache(repo.root / CACHE_DIR))
     for line in format_plan(plan(committed, rendered, repo.root)):

@@ -10,7 +10,7 @@ from synth.load import load_specs
 from synth.main import synth
 from synth.plan import plan
 from synth.render import render
-from synth.write import tree
+from synth.write import generated
 from tests.conftest import TEST_DATA
 from tests.synth.conftest import WriteSpec
 
@@ -24,7 +24,7 @@ def proposed(root: Path) -> dict[PurePosixPath, str]:
 def test_unchanged_specs_plan_nothing(spec_repo: Path, write_spec: WriteSpec) -> None:
     write_spec("a.yaml", MINIMAL)
     synth(spec_repo)
-    plans = plan({**tree(spec_repo, "dist"), **tree(spec_repo, "clusters")}, proposed(spec_repo))
+    plans = plan(generated(spec_repo), proposed(spec_repo))
     assert [(p.cluster, p.changes, p.unchanged, p.other_files) for p in plans] == [
         ("alpha", [], 1, []),
         ("beta", [], 0, []),
@@ -37,7 +37,7 @@ def test_edit_add_and_remove_show_as_replace_create_prune(
     write_spec("a.yaml", MINIMAL)
     write_spec("b.yaml", MINIMAL.replace("id: valid-minimal", "id: gone"))
     synth(spec_repo)
-    committed = {**tree(spec_repo, "dist"), **tree(spec_repo, "clusters")}
+    committed = generated(spec_repo)
     write_spec("a.yaml", MINIMAL.replace("gpu_type: cpu", "gpu_type: cpu\n    resources: large"))
     (spec_repo / "specs" / "workflows" / "b.yaml").unlink()
     write_spec("c.yaml", MINIMAL.replace("id: valid-minimal", "id: fresh"))
