@@ -332,7 +332,8 @@ def _nodes_ready(binaries: Path, cluster: Cluster, names: list[str]) -> bool:
     return set(names) <= ready
 
 
-def _apply(binaries: Path, cluster: Cluster, documents: list[dict[str, Any]]) -> None:
+def apply_documents(binaries: Path, cluster: Cluster, documents: list[dict[str, Any]]) -> None:
+    """Server-side apply of `documents` as admin."""
     kubectl(
         binaries, cluster, "apply", "--server-side", "--field-manager=localcluster", "-f", "-",
         stdin=yaml.safe_dump_all(documents),
@@ -381,12 +382,12 @@ def start_cluster(
         etcd = _start_etcd(cluster, binaries)
         _start_apiserver(cluster, binaries, etcd)
         write_kubeconfig(cluster)
-        _apply(binaries, cluster, crd_documents(binaries, crds_of))
+        apply_documents(binaries, cluster, crd_documents(binaries, crds_of))
         kubectl(binaries, cluster, "wait", "--for=condition=Established", "crd", "--all")
         _start_controller_manager(cluster, binaries)
         _start_scheduler(cluster, binaries)
         nodes = node_manifests(fleet_cluster, gpus_per_node)
-        _apply(binaries, cluster, nodes)
+        apply_documents(binaries, cluster, nodes)
         _start_kwok(cluster, binaries, nodes)
         _wait_for_default_service_account(binaries, cluster)
     except BaseException:

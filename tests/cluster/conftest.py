@@ -123,9 +123,11 @@ def job_condition(live: LiveCluster, name: str) -> str | None:
 
 
 @contextlib.contextmanager
-def running_cluster(name: str, directory: Path) -> Iterator[LiveCluster]:
-    """A cluster shaped like fleet cluster `name`, its infrastructure from the committed
-    dist/ applied, its pod executor running in this process."""
+def running_cluster(
+    name: str, directory: Path, *, apply_infrastructure: bool = True
+) -> Iterator[LiveCluster]:
+    """A cluster shaped like fleet cluster `name`, its pod executor running in this process,
+    and (unless Flux is to do it) its infrastructure from the committed dist/ applied."""
     binaries = binary_dir()
     fleet = load_specs(REPO_ROOT).fleet
     cluster = start_cluster(name, directory, binaries, fleet.cluster(name))
@@ -134,8 +136,9 @@ def running_cluster(name: str, directory: Path) -> Iterator[LiveCluster]:
         with running_executor(cluster.kubeconfig, directory / "executor", rules) as executor:
             api = config.new_client_from_config(str(cluster.kubeconfig))  # type: ignore[no-untyped-call]
             live = LiveCluster(cluster, binaries, executor, rules, api)
-            infrastructure = REPO_ROOT / "dist" / name / "infrastructure"
-            live.kubectl("apply", "--server-side", "-k", str(infrastructure))
+            if apply_infrastructure:
+                infrastructure = REPO_ROOT / "dist" / name / "infrastructure"
+                live.kubectl("apply", "--server-side", "-k", str(infrastructure))
             yield live
             assert not executor.problems, executor.problems
     finally:

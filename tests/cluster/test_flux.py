@@ -1,0 +1,126 @@
+"""GitOps proved with Flux's own controllers (source-controller, kustomize-controller): a
+cluster bootstrapped as `flux bootstrap` does it, a git server speaking smart HTTP, and
+nobody running `kubectl apply` after the bootstrap. CPU pods run the real runner.
+"""
+
+from collections.abc import Iterator
+
+import pytest
+
+from localcluster.build import binary_dir
+from localcluster.flux import start_flux
+from localcluster.gitserver import GitServer
+from tests.cluster.conftest import (
+    CLUSTER,
+    NAMESPACE,
+    LiveCluster,
+    PodObserver,
+    Repo,
+    job_condition,
+    running_cluster,
+    service_account_kubeconfig,
+    wait_for,
+)
+from tests.cluster.gitops import BRANCH, GitOps, bootstrap_files, fleet_served_from, git
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def gitops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitOps]:
+    """A fresh us-east twin with Flux, bootstrapped from a repository holding no workflow."""
+    base = tmp_path_factory.mktemp("gitops")
+    served = base / "served"
+    git(base, "init", "-q", "--bare", "-b", BRANCH, str(served / "benchfleet.git"))
+    with (
+        running_cluster(CLUSTER, base / "cluster", apply_infrastructure=False) as live,
+        GitServer(served) as server,
+    ):
+        start_flux(live.cluster, binary_dir())
+        url = f"{server.url}/benchfleet.git"
+        work = base / "work"
+        # The test pushes over the file system; Flux fetches over smart HTTP.
+        git(base, "clone", "-q", str(served / "benchfleet.git"), str(work))
+        (work / "specs" / "workflows").mkdir(parents=True)
+        (work / "specs" / "clusters.yaml").write_text(fleet_served_from(url), encoding="utf-8")
+        (work / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+        (work / ".gitignore").write_text(".cache/\n.benchfleet/\n", encoding="utf-8")
+        flux_system = work / "clusters" / CLUSTER / "flux-system"
+        flux_system.mkdir(parents=True)
+        for name, text in bootstrap_files(url).items():
+            (flux_system / name).write_text(text, encoding="utf-8")
+        ops = GitOps(Repo(work), live, url, server)
+        sha = ops.commit("bootstrap")
+        live.kubectl("apply", "--server-side", "-k", str(flux_system))  # what bootstrap applies
+        ops.converge(sha)
+        yield ops
+
+
+def test_bootstrap_applies_flux_itself_and_benchfleet_from_one_folder(gitops: GitOps) -> None:
+    """The layout Flux's bootstrap expects: no kustomization.yaml in clusters/us-east/, so
+    Flux generates one holding flux-system/ and benchfleet.yaml alike; and source-controller
+    cloned shallow from the smart-HTTP server."""
+    assert not (gitops.work / "clusters" / CLUSTER / "kustomization.yaml").exists()
+    inventory = gitops.flux_object("kustomization", "flux-system")["status"]["inventory"]
+    ids = {entry["id"] for entry in inventory["entries"]}
+    assert "flux-system_flux-system_source.toolkit.fluxcd.io_GitRepository" in ids
+    assert "flux-system_benchfleet_source.toolkit.fluxcd.io_GitRepository" in ids
+    assert "flux-system_benchfleet-workloads_kustomize.toolkit.fluxcd.io_Kustomization" in ids
+    assert any("git-upload-pack" in r and "(shallow)" in r for r in gitops.server.requests)
+    identity = gitops.live.get("configmap", "benchfleet-cluster", "-n", NAMESPACE)
+    assert identity["data"]["cluster"] == CLUSTER
+
+
+LIFECYCLE = """\
+id: e2e-flux
+description: short CPU variants, applied and pruned by Flux
+owner: ml-platform@example.com
+clusters: [us-east]
+models: [{{name: tiny-mlp, file: models/examples/tiny-mlp.pt2, inputs: [{{shape: [64]}}]}}]
+benchmark:
+  warmup: {{min_iterations: 1, min_time: 0s}}
+  measure: {{min_iterations: 5, min_time: 0s, max_time: 1s}}
+targets:
+  - gpu_type: cpu
+    resources: {{requests: {{cpu: 1, memory: 1Gi}}, limits: {{cpu: 1, memory: 1Gi}}}}
+sweep:
+  matrix:
+    batch_size: {batch_sizes}
+"""
+
+
+def _objects_of(live: LiveCluster, job: str) -> list[str]:
+    """The Job and its config ConfigMap, where they still exist."""
+    found = live.run("get", "job,configmap", "-n", NAMESPACE, "-o", "name", "--ignore-not-found",
+                     f"--field-selector=metadata.name={job}")  # fmt: skip
+    return found.stdout.split()
+
+
+def test_a_workflow_runs_is_recorded_pruned_and_never_runs_again(gitops: GitOps) -> None:
+    live, repo = gitops.live, gitops.repo
+    repo.write_workflow("e2e-flux", LIFECYCLE.format(batch_sizes="[1, 2]"))
+    sha = gitops.commit("e2e-flux: two variants")
+    (job,) = repo.job_names("e2e-flux")
+    with PodObserver(live, f"job={job}") as observer:
+        gitops.converge(sha)
+        gathered = repo.collector(
+            "gather", "--workflow", "e2e-flux", "--cluster", CLUSTER, "--timeout", "3m",
+            kubeconfig=service_account_kubeconfig(live),
+        )  # fmt: skip
+        assert gathered.exit_code == 0, gathered.output
+        assert job_condition(live, job) == "Complete"
+
+        # Recorded: synth drops the Job, Flux prunes it with the ConfigMap only it used.
+        shared = [d["metadata"]["name"] for d in repo.documents("e2e-flux")
+                  if d["kind"] == "ConfigMap" and d["metadata"]["name"] != job]  # fmt: skip
+        recorded = gitops.commit("e2e-flux: results")
+        assert repo.job_names("e2e-flux") == []
+        gitops.converge(recorded)
+        wait_for("the Job to be pruned", lambda: _objects_of(live, job) == [])
+        for name in shared:
+            assert live.run("get", "configmap", name, "-n", NAMESPACE).returncode != 0
+        for _ in range(3):
+            gitops.reconcile()
+            gitops.converge(recorded)
+    assert len(observer.seen) == 2, "no pod of the recorded Job ran again"
