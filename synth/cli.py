@@ -1,6 +1,7 @@
 """`benchfleet`: check the spec files and write what is generated from them."""
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import click
@@ -9,7 +10,7 @@ from synth.cache import CACHE_DIR, RenderCache
 from synth.hints import did_you_mean
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
-from synth.plan import format_plan, plan
+from synth.plan import format_plan, plan, plan_json
 from synth.problems import SpecProblems
 from synth.render import render
 from synth.schema import stale_files, write_generated
@@ -34,12 +35,27 @@ def report_problems(problems: SpecProblems, consequence: str = "") -> click.Clic
     return click.ClickException(f"{count} problem{'s' * (count != 1)} in the specs{consequence}")
 
 
-def load_or_fail(repo: Repo, files: list[Path] | None = None) -> Specs:
-    """The validated specs, or exit 1 after printing every problem."""
+def load_or_fail(
+    repo: Repo, files: list[Path] | None = None, *, output_format: str = "text"
+) -> Specs:
+    """The validated specs, or exit 1 after printing every problem (as JSON on stdout with
+    `output_format` json)."""
     try:
         return load_specs(repo.root, files)
     except SpecProblems as problems:
+        if output_format == "json":
+            listed = [asdict(problem) for problem in problems.problems]
+            click.echo(json.dumps({"valid": False, "problems": listed}, indent=2))
         raise report_problems(problems) from None
+
+
+FORMAT_OPTION = click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="json: one object on stdout, for a pull-request check to read.",
+)
 
 
 @click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})
@@ -57,16 +73,21 @@ def cli(context: click.Context, root: Path) -> None:
 
 @cli.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@FORMAT_OPTION
 @pass_repo
-def validate(repo: Repo, files: tuple[Path, ...]) -> None:
+def validate(repo: Repo, files: tuple[Path, ...], output_format: str) -> None:
     """Check the specs; print every problem.
 
     Checks FILES (default: all under specs/workflows/) and the fleet config. Prints every
-    problem in every file as FILE:LINE:COLUMN: FIELD: MESSAGE and exits 1 if there is any;
-    writes nothing.
+    problem in every file as FILE:LINE:COLUMN: FIELD: MESSAGE (with --format json, one JSON
+    object on stdout) and exits 1 if there is any; writes nothing.
     """
-    specs = load_or_fail(repo, list(files) or None)
+    specs = load_or_fail(repo, list(files) or None, output_format=output_format)
     variants = sum(len(loaded.variants) for loaded in specs.workflows)
+    if output_format == "json":
+        summary = {"workflows": len(specs.workflows), "variants": variants}
+        click.echo(json.dumps({"valid": True, "problems": [], **summary}, indent=2))
+        return
     click.echo(
         f"{len(specs.workflows)} workflows, {variants} variants, "
         f"{len(specs.fleet.clusters)} clusters: all valid"
@@ -150,16 +171,26 @@ def synth(repo: Repo) -> None:
 
 
 @cli.command("plan")
+@FORMAT_OPTION
 @pass_repo
-def plan_command(repo: Repo) -> None:
+def plan_command(repo: Repo, output_format: str) -> None:
     """Preview Job changes per cluster (writes nothing to dist/ or clusters/).
 
     Compares what synth would write with the committed dist/ and lists, per cluster, the Jobs
     Flux would create, replace (a changed Job gets a new name and runs again) and prune.
+    Exits 1 when dist/ holds a workload object the API server would refuse: one that keeps
+    its name but not the content synth writes for it (edited by hand, or stale).
     """
-    specs = load_or_fail(repo)
+    specs = load_or_fail(repo, output_format=output_format)
     committed = generated(repo.root)
     # The render cache makes a plan after `make synth` (or before it) cost only the changes.
     rendered = render(specs, repo.root, RenderCache(repo.root / CACHE_DIR))
-    for line in format_plan(plan(committed, rendered, repo.root)):
-        click.echo(line)
+    plans = plan(committed, rendered, repo.root)
+    if output_format == "json":
+        click.echo(json.dumps(plan_json(plans), indent=2))
+    else:
+        for line in format_plan(plans):
+            click.echo(line)
+    edited = sum(len(cluster.edited) for cluster in plans)
+    if edited:
+        raise click.ClickException(f"{edited} objects in dist/ differ from what synth writes")

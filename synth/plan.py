@@ -3,10 +3,14 @@
 Compares what synth would write with the committed dist/. Because Job names carry a content
 hash, a Job whose name changed will be created anew (re-running its benchmark) and its old
 self pruned by Flux; a Job whose name did not change will not run again.
+
+A workload object that keeps its name but not its content (dist/ edited by hand, or stale)
+is an error: a Job's pod template and an immutable ConfigMap cannot change in place, so the
+API server would refuse it and Flux would stop applying the cluster's workloads.
 """
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -36,10 +40,24 @@ class Change:
     """A pruned Job whose results are recorded in results/: done, not dropped."""
 
     @property
-    def key(self) -> str:
+    def job(self) -> JobRef:
+        """The Job after the change, or before it for a prune."""
         job = self.after or self.before
         assert job is not None
-        return f"{job.workflow}/{job.target}"
+        return job
+
+    @property
+    def key(self) -> str:
+        return f"{self.job.workflow}/{self.job.target}"
+
+
+@dataclass(frozen=True)
+class Edited:
+    """A workload object whose committed content is not what synth writes under its name."""
+
+    path: PurePosixPath
+    kind: str
+    name: str
 
 
 @dataclass
@@ -49,17 +67,32 @@ class ClusterPlan:
     unchanged: int = 0
     other_files: list[PurePosixPath] = field(default_factory=list)
     """Changed files that hold no Jobs (infrastructure, Flux objects)."""
+    edited: list[Edited] = field(default_factory=list)
+    """Objects the API server would refuse: same name, other content."""
 
 
-def _jobs(files: Mapping[PurePosixPath, str], cluster: str) -> dict[tuple[str, str], JobRef]:
-    jobs = {}
+def _workload_objects(
+    files: Mapping[PurePosixPath, str], cluster: str
+) -> dict[tuple[str, str], tuple[PurePosixPath, Any]]:
+    """(kind, name) -> (file, object) of every object in the cluster's workloads files."""
+    found = {}
     for path, text in files.items():
         if path.parts[:3] != ("dist", cluster, "workloads") or path.name == "kustomization.yaml":
             continue
         for obj in yaml.load_all(text, Loader=yaml.CSafeLoader):
-            if obj.get("kind") == "Job":
-                job = _ref(obj)
-                jobs[job.workflow, job.target] = job
+            if obj:
+                found[obj["kind"], obj["metadata"]["name"]] = (path, obj)
+    return found
+
+
+def _jobs(
+    objects: Mapping[tuple[str, str], tuple[PurePosixPath, Any]],
+) -> dict[tuple[str, str], JobRef]:
+    jobs = {}
+    for (kind, _), (_, obj) in objects.items():
+        if kind == "Job":
+            job = _ref(obj)
+            jobs[job.workflow, job.target] = job
     return jobs
 
 
@@ -87,7 +120,14 @@ def plan(
     plans = []
     for cluster in sorted(_clusters(committed) | _clusters(proposed)):
         result = ClusterPlan(cluster)
-        before, after = _jobs(committed, cluster), _jobs(proposed, cluster)
+        old_objects = _workload_objects(committed, cluster)
+        new_objects = _workload_objects(proposed, cluster)
+        result.edited = [
+            Edited(old_objects[key][0], *key)
+            for key in sorted(old_objects.keys() & new_objects.keys())
+            if old_objects[key][1] != new_objects[key][1]
+        ]
+        before, after = _jobs(old_objects), _jobs(new_objects)
         for key in sorted(before.keys() | after.keys()):
             old, new = before.get(key), after.get(key)
             if old is not None and new is not None and old.name == new.name:
@@ -112,6 +152,12 @@ def plan(
 
 _SIGN = {"create": "+", "replace": "~", "prune": "-"}
 
+EDITED_HINT = (
+    "its name is its content's hash, and a Job's pod template and an immutable ConfigMap "
+    "cannot change in place: the API server would refuse it and Flux would stop applying "
+    "this cluster's workloads; run `make synth` and commit what it writes"
+)
+
 
 def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:
     """The plan as lines for a terminal or a pull-request comment."""
@@ -125,8 +171,7 @@ def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:
                     f"({change.before.variants} -> {change.after.variants} variants, all re-run)"
                 )
             else:
-                job = change.after or change.before
-                assert job is not None
+                job = change.job
                 verb = "will run" if change.action == "create" else "leave the cluster"
                 if change.recorded:
                     verb = "done, results recorded: leave the cluster"
@@ -134,4 +179,40 @@ def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:
             yield f"  {_SIGN[change.action]} {change.action:<8} {change.key:<32} {what}"
         for path in cluster.other_files:
             yield f"  * update   {path}"
+        for edited in cluster.edited:
+            yield (
+                f"  ! edited   {edited.path}: {edited.kind} {edited.name} differs from what "
+                f"synth writes under the same name (edited by hand, or stale)"
+            )
+        if cluster.edited:
+            yield f"    {EDITED_HINT}"
         yield f"  {cluster.unchanged} Jobs unchanged (they will not run again)"
+
+
+def plan_json(plans: list[ClusterPlan]) -> dict[str, Any]:
+    """The plan as data, for a pull-request check that needs no scraping."""
+    return {
+        "clusters": [
+            {
+                "cluster": cluster.cluster,
+                "changes": [
+                    {
+                        "action": change.action,
+                        "workflow": change.job.workflow,
+                        "target": change.job.target,
+                        "before": asdict(change.before) if change.before else None,
+                        "after": asdict(change.after) if change.after else None,
+                        "recorded": change.recorded,
+                    }
+                    for change in cluster.changes
+                ],
+                "unchanged": cluster.unchanged,
+                "other_files": [str(path) for path in cluster.other_files],
+                "edited": [
+                    {"file": str(e.path), "kind": e.kind, "name": e.name} for e in cluster.edited
+                ],
+            }
+            for cluster in plans
+        ],
+        "edited": sum(len(cluster.edited) for cluster in plans),
+    }

@@ -6,10 +6,12 @@ nobody running `kubectl apply` after the bootstrap. CPU pods run the real runner
 from collections.abc import Iterator
 
 import pytest
+from click.testing import CliRunner
 
 from localcluster.build import binary_dir
 from localcluster.flux import start_flux
 from localcluster.gitserver import GitServer
+from synth.cli import cli as synth_cli
 from tests.cluster.conftest import (
     CLUSTER,
     NAMESPACE,
@@ -73,7 +75,7 @@ def test_bootstrap_applies_flux_itself_and_benchfleet_from_one_folder(gitops: Gi
 
 
 LIFECYCLE = """\
-id: e2e-flux
+id: {workflow}
 description: short CPU variants, applied and pruned by Flux
 owner: ml-platform@example.com
 clusters: [us-east]
@@ -99,7 +101,7 @@ def _objects_of(live: LiveCluster, job: str) -> list[str]:
 
 def test_a_workflow_runs_is_recorded_pruned_and_never_runs_again(gitops: GitOps) -> None:
     live, repo = gitops.live, gitops.repo
-    repo.write_workflow("e2e-flux", LIFECYCLE.format(batch_sizes="[1, 2]"))
+    repo.write_workflow("e2e-flux", LIFECYCLE.format(workflow="e2e-flux", batch_sizes="[1, 2]"))
     sha = gitops.commit("e2e-flux: two variants")
     (job,) = repo.job_names("e2e-flux")
     with PodObserver(live, f"job={job}") as observer:
@@ -124,3 +126,92 @@ def test_a_workflow_runs_is_recorded_pruned_and_never_runs_again(gitops: GitOps)
             gitops.reconcile()
             gitops.converge(recorded)
     assert len(observer.seen) == 2, "no pod of the recorded Job ran again"
+
+
+def test_an_edited_spec_is_a_new_job_and_the_old_one_is_pruned(gitops: GitOps) -> None:
+    live, repo = gitops.live, gitops.repo
+    repo.write_workflow(
+        "e2e-flux-edit", LIFECYCLE.format(workflow="e2e-flux-edit", batch_sizes="[1, 2]")
+    )
+    first = gitops.commit("e2e-flux-edit: two variants")
+    (old,) = repo.job_names("e2e-flux-edit")
+    gitops.converge(first)
+    wait_for("the first Job", lambda: job_condition(live, old))
+
+    repo.write_workflow(
+        "e2e-flux-edit", LIFECYCLE.format(workflow="e2e-flux-edit", batch_sizes="[1, 2, 4]")
+    )
+    second = gitops.commit("e2e-flux-edit: one batch size more")
+    (new,) = repo.job_names("e2e-flux-edit")
+    assert new != old
+    with PodObserver(live, f"job={new}") as observer:
+        gitops.converge(second)
+        wait_for("the old Job to be pruned", lambda: _objects_of(live, old) == [])
+        assert wait_for("the new Job", lambda: job_condition(live, new)) == "Complete"
+    # Today an edit re-runs the whole Job, the two unchanged variants included.
+    assert len(observer.seen) == 3
+
+
+def test_a_finished_job_is_never_rerun_by_a_reconcile_but_is_when_deleted_by_hand(
+    gitops: GitOps,
+) -> None:
+    """Flux's drift correction: it re-creates what dist/ holds and the cluster lacks."""
+    live, repo = gitops.live, gitops.repo
+    repo.write_workflow(
+        "e2e-flux-drift", LIFECYCLE.format(workflow="e2e-flux-drift", batch_sizes="[1]")
+    )
+    sha = gitops.commit("e2e-flux-drift")
+    (job,) = repo.job_names("e2e-flux-drift")
+    with PodObserver(live, f"job={job}") as observer:
+        gitops.converge(sha)
+        assert wait_for("the Job", lambda: job_condition(live, job)) == "Complete"
+        for _ in range(3):
+            gitops.reconcile()
+            gitops.converge(sha)
+        assert len(observer.seen) == 1
+
+        live.kubectl("delete", "job", job, "-n", NAMESPACE)
+        recreated = gitops.until(
+            "Flux to re-create the Job",
+            lambda: live.run("get", "job", job, "-n", NAMESPACE).returncode == 0,
+        )
+        assert recreated
+        assert wait_for("the re-created Job", lambda: job_condition(live, job)) == "Complete"
+    assert len(observer.seen) == 2, "deleting a Job by hand runs its benchmark again"
+
+
+def test_a_commit_the_api_server_refuses_stops_only_the_workloads(gitops: GitOps) -> None:
+    """A hand edit of a Job's immutable pod template: `make plan` says so before the merge;
+    merged, the workloads Kustomization reports the API server's refusal, and what runs is
+    left as it was."""
+    live, repo = gitops.live, gitops.repo
+    repo.write_workflow(
+        "e2e-flux-bad", LIFECYCLE.format(workflow="e2e-flux-bad", batch_sizes="[1]")
+    )
+    good = gitops.commit("e2e-flux-bad: as synth writes it")
+    (job,) = repo.job_names("e2e-flux-bad")
+    gitops.converge(good)
+    before = live.job(job)["spec"]["template"]
+
+    workload = repo.workload("e2e-flux-bad")
+    workload.write_text(workload.read_text().replace("value: e2e-flux-bad", "value: edited"))
+    planned = CliRunner().invoke(synth_cli, ["--root", str(repo.root), "plan"])
+    assert planned.exit_code == 1
+    assert f"! edited   dist/{CLUSTER}/workloads/e2e-flux-bad.yaml: Job {job}" in planned.output
+    git(repo.root, "commit", "-q", "-am", "a hand edit of dist/")
+    git(repo.root, "push", "-q", "origin", f"HEAD:{BRANCH}")
+    bad = git(repo.root, "rev-parse", "HEAD")
+
+    def refused() -> str | None:
+        ready = gitops.condition("benchfleet-workloads")
+        failed = ready["status"] == "False" and "immutable" in ready["message"]
+        return str(ready["message"]) if failed else None
+
+    message = gitops.until("the workloads Kustomization to fail", refused)
+    assert "field is immutable" in message
+    assert gitops.ready_at("benchfleet-infrastructure", bad)
+    assert live.job(job)["spec"]["template"] == before
+
+    git(repo.root, "revert", "--no-edit", "HEAD")
+    git(repo.root, "push", "-q", "origin", f"HEAD:{BRANCH}")
+    gitops.converge(git(repo.root, "rev-parse", "HEAD"))

@@ -1,5 +1,6 @@
 """`benchfleet plan` tells a reviewer which Jobs a change creates, replaces and prunes."""
 
+import json
 from pathlib import Path, PurePosixPath
 
 import yaml
@@ -72,3 +73,45 @@ def test_a_job_whose_results_are_recorded_is_pruned_as_done(
     assert result.exit_code == 0, result.output
     assert "- prune    valid-minimal/cpu" in result.stdout
     assert "done, results recorded: leave the cluster" in result.stdout
+
+
+def test_a_hand_edited_job_under_its_old_name_is_an_error(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """The API server refuses a changed pod template under the same name: Flux would stop
+    applying the cluster's workloads, so the plan says so before the merge (#13)."""
+    write_spec("a.yaml", MINIMAL)
+    synth(spec_repo)
+    workload = spec_repo / "dist" / "alpha" / "workloads" / "valid-minimal.yaml"
+    workload.write_text(workload.read_text().replace("value: valid-minimal", "value: edited"))
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
+    assert result.exit_code == 1
+    assert "! edited   dist/alpha/workloads/valid-minimal.yaml: Job valid-minimal-" in result.stdout
+    assert "the API server would refuse it" in result.stdout
+    assert "1 objects in dist/ differ from what synth writes" in result.stderr
+
+
+def test_plan_as_json(spec_repo: Path, write_spec: WriteSpec) -> None:
+    write_spec("a.yaml", MINIMAL)
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    alpha, beta = json.loads(result.stdout)["clusters"]
+    (change,) = alpha["changes"]
+    assert (change["action"], change["workflow"], change["target"]) == (
+        "create",
+        "valid-minimal",
+        "cpu",
+    )
+    assert change["after"]["variants"] == 1 and change["before"] is None
+    assert (beta["cluster"], beta["changes"], alpha["edited"]) == ("beta", [], [])
+
+
+def test_validate_as_json_lists_every_problem(spec_repo: Path, write_spec: WriteSpec) -> None:
+    write_spec("a.yaml", MINIMAL.replace("gpu_type: cpu", "gpu_type: cpx"))
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "validate", "--format", "json"])
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    (problem,) = report["problems"]
+    assert report["valid"] is False
+    assert (problem["file"], problem["path"]) == ("specs/workflows/a.yaml", "targets[0].gpu_type")
+    assert problem["line"] > 0 and problem["hint"]
