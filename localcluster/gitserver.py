@@ -114,6 +114,11 @@ class GitServer:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
+    def root(self) -> Path:
+        """The folder whose bare repositories are served."""
+        return self._server.root
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 

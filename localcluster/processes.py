@@ -14,9 +14,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 STOP_GRACE_S = 10.0
 _POLL_S = 0.1
+_WAIT_POLL_S = 0.5
 
 
 class StartError(RuntimeError):
@@ -96,6 +98,17 @@ def wait_ready(started: Started, is_ready: Callable[[], bool], timeout_s: float)
     raise StartError(
         f"{started.name} was not ready after {timeout_s:.0f} s:\n{log_tail(started.log)}"
     )
+
+
+def poll_until(what: str, check: Callable[[], Any], timeout_s: float) -> Any:
+    """Poll `check` until it returns something truthy; that value. Raises TimeoutError."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(_WAIT_POLL_S)
+    raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
 def _reap(pid: int) -> None:

@@ -14,7 +14,6 @@ import json
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,6 +30,7 @@ from collector.cli import cli as collector_cli
 from localcluster.build import binary_dir
 from localcluster.controlplane import Cluster, kubectl, start_cluster
 from localcluster.podexecutor import Outcome, Pod, PodExecutor, job_index, running_executor
+from localcluster.processes import poll_until
 from synth.load import load_specs
 from synth.main import synth
 from tests.conftest import REPO_ROOT
@@ -105,13 +105,7 @@ class LiveCluster:
 
 def wait_for(what: str, check: Callable[[], Any], timeout_s: float = WAIT_S) -> Any:
     """Poll `check` until it returns something truthy; that value."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+    return poll_until(what, check, timeout_s)
 
 
 def job_condition(live: LiveCluster, name: str) -> str | None:

@@ -4,12 +4,13 @@ nobody running `kubectl apply` after the bootstrap. CPU pods run the real runner
 """
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 from click.testing import CliRunner
 
-from localcluster.build import binary_dir
 from localcluster.flux import start_flux
+from localcluster.gitops import BRANCH, FluxRepository, git, prepare
 from localcluster.gitserver import GitServer
 from synth.cli import cli as synth_cli
 from tests.cluster.conftest import (
@@ -23,48 +24,49 @@ from tests.cluster.conftest import (
     service_account_kubeconfig,
     wait_for,
 )
-from tests.cluster.gitops import BRANCH, GitOps, bootstrap_files, fleet_served_from, git
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.cluster
+
+
+@dataclass
+class GitOps:
+    """The Flux-managed repository, the cluster it is applied to, and the git server."""
+
+    flux: FluxRepository
+    live: LiveCluster
+    server: GitServer
+
+    @property
+    def repo(self) -> Repo:
+        return Repo(self.flux.work)
 
 
 @pytest.fixture(scope="module")
 def gitops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitOps]:
     """A fresh us-east twin with Flux, bootstrapped from a repository holding no workflow."""
     base = tmp_path_factory.mktemp("gitops")
-    served = base / "served"
-    git(base, "init", "-q", "--bare", "-b", BRANCH, str(served / "benchfleet.git"))
+    (base / "served").mkdir()
     with (
         running_cluster(CLUSTER, base / "cluster", apply_infrastructure=False) as live,
-        GitServer(served) as server,
+        GitServer(base / "served") as server,
     ):
-        start_flux(live.cluster, binary_dir())
-        url = f"{server.url}/benchfleet.git"
-        work = base / "work"
-        # The test pushes over the file system; Flux fetches over smart HTTP.
-        git(base, "clone", "-q", str(served / "benchfleet.git"), str(work))
-        (work / "specs" / "workflows").mkdir(parents=True)
-        (work / "specs" / "clusters.yaml").write_text(fleet_served_from(url), encoding="utf-8")
-        (work / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
-        (work / ".gitignore").write_text(".cache/\n.benchfleet/\n", encoding="utf-8")
-        flux_system = work / "clusters" / CLUSTER / "flux-system"
-        flux_system.mkdir(parents=True)
-        for name, text in bootstrap_files(url).items():
-            (flux_system / name).write_text(text, encoding="utf-8")
-        ops = GitOps(Repo(work), live, url, server)
-        sha = ops.commit("bootstrap")
-        live.kubectl("apply", "--server-side", "-k", str(flux_system))  # what bootstrap applies
-        ops.converge(sha)
-        yield ops
+        start_flux(live.cluster, live.binaries)
+        fleet = (REPO_ROOT / "specs" / "clusters.yaml").read_text(encoding="utf-8")
+        flux = prepare(base, live.cluster, live.binaries, server=server, fleet_text=fleet)
+        (flux.work / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+        flux.bootstrap()
+        yield GitOps(flux, live, server)
 
 
 def test_bootstrap_applies_flux_itself_and_benchfleet_from_one_folder(gitops: GitOps) -> None:
     """The layout Flux's bootstrap expects: no kustomization.yaml in clusters/us-east/, so
     Flux generates one holding flux-system/ and benchfleet.yaml alike; and source-controller
     cloned shallow from the smart-HTTP server."""
-    assert not (gitops.work / "clusters" / CLUSTER / "kustomization.yaml").exists()
-    inventory = gitops.flux_object("kustomization", "flux-system")["status"]["inventory"]
+    assert not (gitops.flux.work / "clusters" / CLUSTER / "kustomization.yaml").exists()
+    flux_system = gitops.flux.flux_object("kustomization", "flux-system")
+    assert flux_system is not None
+    inventory = flux_system["status"]["inventory"]
     ids = {entry["id"] for entry in inventory["entries"]}
     assert "flux-system_flux-system_source.toolkit.fluxcd.io_GitRepository" in ids
     assert "flux-system_benchfleet_source.toolkit.fluxcd.io_GitRepository" in ids
@@ -102,10 +104,10 @@ def _objects_of(live: LiveCluster, job: str) -> list[str]:
 def test_a_workflow_runs_is_recorded_pruned_and_never_runs_again(gitops: GitOps) -> None:
     live, repo = gitops.live, gitops.repo
     repo.write_workflow("e2e-flux", LIFECYCLE.format(workflow="e2e-flux", batch_sizes="[1, 2]"))
-    sha = gitops.commit("e2e-flux: two variants")
+    sha = gitops.flux.commit("e2e-flux: two variants")
     (job,) = repo.job_names("e2e-flux")
     with PodObserver(live, f"job={job}") as observer:
-        gitops.converge(sha)
+        gitops.flux.converge(sha)
         gathered = repo.collector(
             "gather", "--workflow", "e2e-flux", "--cluster", CLUSTER, "--timeout", "3m",
             kubeconfig=service_account_kubeconfig(live),
@@ -116,15 +118,15 @@ def test_a_workflow_runs_is_recorded_pruned_and_never_runs_again(gitops: GitOps)
         # Recorded: synth drops the Job, Flux prunes it with the ConfigMap only it used.
         shared = [d["metadata"]["name"] for d in repo.documents("e2e-flux")
                   if d["kind"] == "ConfigMap" and d["metadata"]["name"] != job]  # fmt: skip
-        recorded = gitops.commit("e2e-flux: results")
+        recorded = gitops.flux.commit("e2e-flux: results")
         assert repo.job_names("e2e-flux") == []
-        gitops.converge(recorded)
+        gitops.flux.converge(recorded)
         wait_for("the Job to be pruned", lambda: _objects_of(live, job) == [])
         for name in shared:
             assert live.run("get", "configmap", name, "-n", NAMESPACE).returncode != 0
         for _ in range(3):
-            gitops.reconcile()
-            gitops.converge(recorded)
+            gitops.flux.reconcile()
+            gitops.flux.converge(recorded)
     assert len(observer.seen) == 2, "no pod of the recorded Job ran again"
 
 
@@ -133,19 +135,19 @@ def test_an_edited_spec_is_a_new_job_and_the_old_one_is_pruned(gitops: GitOps) -
     repo.write_workflow(
         "e2e-flux-edit", LIFECYCLE.format(workflow="e2e-flux-edit", batch_sizes="[1, 2]")
     )
-    first = gitops.commit("e2e-flux-edit: two variants")
+    first = gitops.flux.commit("e2e-flux-edit: two variants")
     (old,) = repo.job_names("e2e-flux-edit")
-    gitops.converge(first)
+    gitops.flux.converge(first)
     wait_for("the first Job", lambda: job_condition(live, old))
 
     repo.write_workflow(
         "e2e-flux-edit", LIFECYCLE.format(workflow="e2e-flux-edit", batch_sizes="[1, 2, 4]")
     )
-    second = gitops.commit("e2e-flux-edit: one batch size more")
+    second = gitops.flux.commit("e2e-flux-edit: one batch size more")
     (new,) = repo.job_names("e2e-flux-edit")
     assert new != old
     with PodObserver(live, f"job={new}") as observer:
-        gitops.converge(second)
+        gitops.flux.converge(second)
         wait_for("the old Job to be pruned", lambda: _objects_of(live, old) == [])
         assert wait_for("the new Job", lambda: job_condition(live, new)) == "Complete"
     # Today an edit re-runs the whole Job, the two unchanged variants included.
@@ -160,18 +162,18 @@ def test_a_finished_job_is_never_rerun_by_a_reconcile_but_is_when_deleted_by_han
     repo.write_workflow(
         "e2e-flux-drift", LIFECYCLE.format(workflow="e2e-flux-drift", batch_sizes="[1]")
     )
-    sha = gitops.commit("e2e-flux-drift")
+    sha = gitops.flux.commit("e2e-flux-drift")
     (job,) = repo.job_names("e2e-flux-drift")
     with PodObserver(live, f"job={job}") as observer:
-        gitops.converge(sha)
+        gitops.flux.converge(sha)
         assert wait_for("the Job", lambda: job_condition(live, job)) == "Complete"
         for _ in range(3):
-            gitops.reconcile()
-            gitops.converge(sha)
+            gitops.flux.reconcile()
+            gitops.flux.converge(sha)
         assert len(observer.seen) == 1
 
         live.kubectl("delete", "job", job, "-n", NAMESPACE)
-        recreated = gitops.until(
+        recreated = gitops.flux.until(
             "Flux to re-create the Job",
             lambda: live.run("get", "job", job, "-n", NAMESPACE).returncode == 0,
         )
@@ -188,9 +190,9 @@ def test_a_commit_the_api_server_refuses_stops_only_the_workloads(gitops: GitOps
     repo.write_workflow(
         "e2e-flux-bad", LIFECYCLE.format(workflow="e2e-flux-bad", batch_sizes="[1]")
     )
-    good = gitops.commit("e2e-flux-bad: as synth writes it")
+    good = gitops.flux.commit("e2e-flux-bad: as synth writes it")
     (job,) = repo.job_names("e2e-flux-bad")
-    gitops.converge(good)
+    gitops.flux.converge(good)
     before = live.job(job)["spec"]["template"]
 
     workload = repo.workload("e2e-flux-bad")
@@ -203,15 +205,15 @@ def test_a_commit_the_api_server_refuses_stops_only_the_workloads(gitops: GitOps
     bad = git(repo.root, "rev-parse", "HEAD")
 
     def refused() -> str | None:
-        ready = gitops.condition("benchfleet-workloads")
-        failed = ready["status"] == "False" and "immutable" in ready["message"]
+        ready = gitops.flux.condition("benchfleet-workloads") or {}
+        failed = ready.get("status") == "False" and "immutable" in ready.get("message", "")
         return str(ready["message"]) if failed else None
 
-    message = gitops.until("the workloads Kustomization to fail", refused)
+    message = gitops.flux.until("the workloads Kustomization to fail", refused)
     assert "field is immutable" in message
-    assert gitops.ready_at("benchfleet-infrastructure", bad)
+    assert gitops.flux.ready_at("benchfleet-infrastructure", bad)
     assert live.job(job)["spec"]["template"] == before
 
     git(repo.root, "revert", "--no-edit", "HEAD")
     git(repo.root, "push", "-q", "origin", f"HEAD:{BRANCH}")
-    gitops.converge(git(repo.root, "rev-parse", "HEAD"))
+    gitops.flux.converge(git(repo.root, "rev-parse", "HEAD"))
