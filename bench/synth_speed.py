@@ -136,10 +136,17 @@ def copy_examples(folder: Path) -> Path:
 
 
 def stress_repo(folder: Path, workflows: int, models: int) -> Path:
-    """`workflows` x `models` distinct model files (4 KiB each), one CPU target each."""
+    """A repository of the fleet and `write_stress` workflows."""
     (folder / "specs" / "workflows").mkdir(parents=True)
     shutil.copy(ROOT / "specs" / "clusters.yaml", folder / "specs" / "clusters.yaml")
-    (folder / "models").mkdir()
+    write_stress(folder, workflows, models)
+    return folder
+
+
+def write_stress(folder: Path, workflows: int, models: int) -> None:
+    """`workflows` x `models` distinct model files (4 KiB each) under models/, and a workflow
+    spec per `models` of them with one CPU target, into the repository at `folder`."""
+    (folder / "models").mkdir(exist_ok=True)
     for w in range(workflows):
         entries = []
         for m in range(models):
@@ -152,7 +159,6 @@ def stress_repo(folder: Path, workflows: int, models: int) -> Path:
             f"models:\n{''.join(entries)}",
             encoding="utf-8",
         )
-    return folder
 
 
 def measure(name: str, root: Path) -> tuple[Pairing, Pairing, Peaks]:

@@ -29,7 +29,7 @@ BRANCH: Final = "main"
 KUSTOMIZATIONS: Final = ("flux-system", "benchfleet-infrastructure", "benchfleet-workloads")
 SOURCES: Final = ("flux-system", "benchfleet")
 REQUESTED_AT: Final = "reconcile.fluxcd.io/requestedAt"
-RECONCILE_EVERY_S: Final = 3.0
+RECONCILE_EVERY_S: Final = 10.0
 CONVERGE_TIMEOUT_S: Final = 180.0
 Obj = dict[str, Any]
 
@@ -109,11 +109,14 @@ class FluxRepository:
         git(self.work, "push", "-q", "origin", f"HEAD:{BRANCH}")
         return git(self.work, "rev-parse", "HEAD")
 
-    def reconcile(self) -> None:
-        """Ask Flux to look now: the sources, then every Kustomization."""
+    def reconcile(self, *, kustomizations: bool = False) -> None:
+        """Ask Flux to look now: the sources (the Kustomizations follow a new revision by
+        themselves), and with `kustomizations` every Kustomization too (to see that a
+        reconcile with nothing new changes nothing, or to correct drift)."""
         stamp = f"{time.time():.6f}"
         objects = [("gitrepository", name) for name in SOURCES]
-        objects += [("kustomization", name) for name in KUSTOMIZATIONS]
+        if kustomizations:
+            objects += [("kustomization", name) for name in KUSTOMIZATIONS]
         for kind, name in objects:
             try:
                 self.kubectl(
@@ -150,14 +153,20 @@ class FluxRepository:
         return ready is not None and ready["status"] == "True" and applied == f"{BRANCH}@sha1:{sha}"
 
     def until(
-        self, what: str, check: Callable[[], Any], timeout_s: float = CONVERGE_TIMEOUT_S
+        self,
+        what: str,
+        check: Callable[[], Any],
+        timeout_s: float = CONVERGE_TIMEOUT_S,
+        *,
+        kustomizations: bool = False,
     ) -> Any:
-        """Poll `check` until it holds, requesting a reconcile every few seconds meanwhile."""
+        """Poll `check` until it holds, requesting a reconcile now and again meanwhile (one
+        may land while a source is busy and be missed)."""
         requested = [0.0]
 
         def looked() -> Any:
             if time.monotonic() - requested[0] > RECONCILE_EVERY_S:
-                self.reconcile()
+                self.reconcile(kustomizations=kustomizations)
                 requested[0] = time.monotonic()
             return check()
 

@@ -125,7 +125,7 @@ def test_a_workflow_runs_is_recorded_pruned_and_never_runs_again(gitops: GitOps)
         for name in shared:
             assert live.run("get", "configmap", name, "-n", NAMESPACE).returncode != 0
         for _ in range(3):
-            gitops.flux.reconcile()
+            gitops.flux.reconcile(kustomizations=True)
             gitops.flux.converge(recorded)
     assert len(observer.seen) == 2, "no pod of the recorded Job ran again"
 
@@ -168,7 +168,7 @@ def test_a_finished_job_is_never_rerun_by_a_reconcile_but_is_when_deleted_by_han
         gitops.flux.converge(sha)
         assert wait_for("the Job", lambda: job_condition(live, job)) == "Complete"
         for _ in range(3):
-            gitops.flux.reconcile()
+            gitops.flux.reconcile(kustomizations=True)
             gitops.flux.converge(sha)
         assert len(observer.seen) == 1
 
@@ -176,6 +176,7 @@ def test_a_finished_job_is_never_rerun_by_a_reconcile_but_is_when_deleted_by_han
         recreated = gitops.flux.until(
             "Flux to re-create the Job",
             lambda: live.run("get", "job", job, "-n", NAMESPACE).returncode == 0,
+            kustomizations=True,
         )
         assert recreated
         assert wait_for("the re-created Job", lambda: job_condition(live, job)) == "Complete"

@@ -1,0 +1,138 @@
+"""Flux's real controllers on a local cluster: from `git push` to a Job's first pod, and what
+reconciling a dist/ of 1000 models costs.
+
+    python -m bench.flux_reconcile      (needs `make cluster-build`)
+
+A us-east twin with source-controller and kustomize-controller (localcluster/flux.py),
+bootstrapped from a repository served over smart HTTP (localcluster/gitops.py). Pods are
+never started (the pod executor keeps them waiting): what is timed is Flux and the API.
+- push -> first pod, with a reconcile requested at once (what `flux reconcile` or a webhook
+  receiver does), ROUNDS times; then once relying on the GitRepository's interval alone;
+- the stress set of bench/synth_speed.py (20 workflows of 50 distinct 4 KiB models) committed
+  at once: time until the workloads Kustomization is Ready at that commit, its inventory
+  size, and the time of a reconcile with nothing changed.
+"""
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Final
+
+from bench.synth_speed import write_stress
+from localcluster.build import binary_dir, is_built
+from localcluster.controlplane import Cluster, kubectl, start_cluster
+from localcluster.flux import FLUX_NAMESPACE, start_flux
+from localcluster.gitops import REQUESTED_AT, FluxRepository, prepare
+from localcluster.gitserver import GitServer
+from localcluster.podexecutor import NeverStart, Pod, running_executor
+from localcluster.processes import poll_until
+from synth.load import load_specs
+
+CLUSTER: Final = "us-east"
+ROUNDS: Final = 3
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+WORKFLOW: Final = """\
+id: {workflow}
+description: one CPU variant, to time Flux
+owner: bench
+clusters: [us-east]
+models: [{{name: tiny-mlp, file: models/examples/tiny-mlp.pt2, inputs: [{{shape: [64]}}]}}]
+targets: [{{gpu_type: cpu}}]
+"""
+
+
+def _never_start(pod: Pod) -> NeverStart:
+    return NeverStart()
+
+
+def _first_pod(binaries: Path, cluster: Cluster, workflow: str) -> bool:
+    listed = kubectl(
+        binaries, cluster, "get", "pods", "-A", "-l", f"workflow={workflow}", "-o", "name"
+    )
+    return bool(listed.strip())
+
+
+def _push_to_first_pod(
+    flux: FluxRepository, binaries: Path, workflow: str, *, request: bool
+) -> float:
+    (flux.work / "specs" / "workflows" / f"{workflow}.yaml").write_text(
+        WORKFLOW.format(workflow=workflow), encoding="utf-8"
+    )
+    flux.commit(workflow)
+    began = time.perf_counter()
+    if request:
+        flux.reconcile()
+    poll_until(f"{workflow}'s first pod", lambda: _first_pod(binaries, flux.cluster, workflow), 180)
+    return time.perf_counter() - began
+
+
+def _noop_reconcile(flux: FluxRepository) -> float:
+    stamp = f"{time.time():.6f}"
+    began = time.perf_counter()
+    flux.kubectl("annotate", "--overwrite", "-n", FLUX_NAMESPACE, "kustomization",
+                 "benchfleet-workloads", f"{REQUESTED_AT}={stamp}")  # fmt: skip
+
+    def handled() -> bool:
+        found = flux.flux_object("kustomization", "benchfleet-workloads") or {}
+        return bool(found.get("status", {}).get("lastHandledReconcileAt") == stamp)
+
+    poll_until("the reconcile", handled, 300)
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    if not is_built():
+        raise SystemExit("the local cluster is not built: run `make cluster-build` first")
+    binaries = binary_dir()
+    fleet = load_specs(REPO_ROOT).fleet
+    fleet_text = (REPO_ROOT / "specs" / "clusters.yaml").read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory() as scratch:
+        base = Path(scratch)
+        (base / "served").mkdir()
+        cluster = start_cluster(CLUSTER, base / "cluster", binaries, fleet.cluster(CLUSTER))
+        try:
+            with (
+                running_executor(cluster.kubeconfig, base / "executor", _never_start),
+                GitServer(base / "served") as server,
+            ):
+                start_flux(cluster, binaries)
+                flux = prepare(base, cluster, binaries, server=server, fleet_text=fleet_text)
+                (flux.work / "models").mkdir()
+                (flux.work / "models" / "examples").symlink_to(REPO_ROOT / "models" / "examples")
+                flux.bootstrap()
+                _report_push(flux, binaries)
+                _report_stress(flux)
+        finally:
+            cluster.stop()
+
+
+def _report_push(flux: FluxRepository, binaries: Path) -> None:
+    requested = [
+        _push_to_first_pod(flux, binaries, f"push-{n}", request=True) for n in range(ROUNDS)
+    ]
+    interval = _push_to_first_pod(flux, binaries, "push-interval", request=False)
+    print("git push -> the Job's first pod")
+    print(f"  reconcile requested at once: median {statistics.median(requested):.1f} s "
+          f"(range {min(requested):.1f}-{max(requested):.1f}, {ROUNDS} pushes)")  # fmt: skip
+    print(f"  GitRepository interval (1m) alone: {interval:.1f} s (one push)")
+
+
+def _report_stress(flux: FluxRepository) -> None:
+    write_stress(flux.work, 20, 50)
+    sha = flux.commit("1000 models")
+    began = time.perf_counter()
+    flux.converge(sha, ("benchfleet-workloads",))
+    applied = time.perf_counter() - began
+    found = flux.flux_object("kustomization", "benchfleet-workloads") or {}
+    entries = len(found.get("status", {}).get("inventory", {}).get("entries", []))
+    noop = [_noop_reconcile(flux) for _ in range(ROUNDS)]
+    print("a dist/ of 1000 models (20 workflows x 50 models of 4 KiB), committed at once")
+    print(f"  push -> workloads Kustomization Ready at that commit: {applied:.1f} s")
+    print(f"  its inventory: {entries} objects")
+    print(f"  a reconcile with nothing changed: median {statistics.median(noop):.1f} s "
+          f"(range {min(noop):.1f}-{max(noop):.1f})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
