@@ -56,10 +56,12 @@ class JobIdentity(_Record):
     cluster: str
     namespace: str
     job: str
-    target: str | None
-    spec_file: str | None
-    spec_sha256: str | None
-    image: str | None
+    # Defaults, because records are written without None fields: a Job without synth's
+    # annotations (applied by hand) must still read back.
+    target: str | None = None
+    spec_file: str | None = None
+    spec_sha256: str | None = None
+    image: str | None = None
 
 
 class JobRecord(JobIdentity):

@@ -28,10 +28,13 @@ def tree(root: Path, folder: str) -> dict[PurePosixPath, str]:
     }
 
 
-def _is_synths(path: PurePosixPath, text: str) -> bool:
-    """Whether a file of clusters/<cluster>/ is synth's: its Flux file, or a kustomization.yaml
-    an earlier synth wrote (it hid flux-system/ from Flux, so it is removed)."""
-    if len(path.parts) != 3:
+def is_generated(path: PurePosixPath, text: str) -> bool:
+    """Whether a file (by its path from the repository root) is synth's: anything in dist/;
+    in clusters/<cluster>/ its Flux file, or a kustomization.yaml an earlier synth wrote (it
+    hid flux-system/ from Flux, so it is removed)."""
+    if path.parts[0] == DIST:
+        return True
+    if path.parts[0] != CLUSTERS or len(path.parts) != 3:
         return False
     return path.name == FLUX_FILE or (
         path.name == "kustomization.yaml" and text.startswith(GENERATED_HEADER)
@@ -40,8 +43,8 @@ def _is_synths(path: PurePosixPath, text: str) -> bool:
 
 def generated(root: Path) -> dict[PurePosixPath, str]:
     """The files synth wrote and owns: all of dist/, and its own files in clusters/."""
-    clusters = {path: text for path, text in tree(root, CLUSTERS).items() if _is_synths(path, text)}
-    return {**tree(root, DIST), **clusters}
+    files = {**tree(root, DIST), **tree(root, CLUSTERS)}
+    return {path: text for path, text in files.items() if is_generated(path, text)}
 
 
 def _swap_folder(root: Path, folder: str, wanted: Mapping[PurePosixPath, str]) -> None:

@@ -12,6 +12,7 @@ FORBIDDEN = {
     "runner": {"cdk8s", "kubernetes", "constructs", "synth", "collector"},
     "collector": {"torch", "cdk8s", "constructs"},
     "synth": {"torch", "kubernetes", "collector"},
+    "review": {"torch"},
 }
 
 

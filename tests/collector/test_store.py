@@ -83,3 +83,14 @@ def test_rewriting_the_same_record_leaves_the_file_alone(tmp_path: Path) -> None
     assert write_record(tmp_path, record(succeeded(0))) == (path, False)
     assert path.stat().st_mtime_ns == before
     assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_a_record_of_a_job_without_synths_annotations_reads_back(tmp_path: Path) -> None:
+    """Fields that are None are not written; reading must not then find them missing."""
+    bare = JOB.model_copy(
+        update={"target": None, "spec_file": None, "spec_sha256": None, "image": None}
+    )
+    written = JobRecord(**bare.model_dump(), outcome="complete", variants=(succeeded(0),))
+    path, _ = write_record(tmp_path, written)
+    assert "spec_sha256" not in path.read_text(encoding="utf-8")
+    assert read_record(path) == written
