@@ -6,7 +6,7 @@ BENCHFLEET := $(PY) -m synth
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: install test synth plan validate schema lint format bench demo models e2e-container \
-	cluster cluster-down cluster-build e2e
+	image push pin-image cluster cluster-down cluster-build e2e
 
 install: $(VENV)/.installed
 
@@ -59,6 +59,23 @@ models: install
 
 e2e-container: install
 	$(PY) -m localrun.e2e_container
+
+# IMAGE_BASE=auto|official|local: auto takes the official image when it can be pulled.
+IMAGE_BASE ?= auto
+
+image: install
+	$(PY) -m localrun.image build --base $(IMAGE_BASE)
+
+# REGISTRY=host[:port]/path; the image goes to $(REGISTRY)/runner:<version>. INSECURE=1 for
+# plain HTTP (a loopback registry gets it without asking).
+push: install
+	$(PY) -m localrun.image push --registry '$(REGISTRY)' $(if $(INSECURE),--insecure)
+
+# IMAGE=registry/name@sha256:... pins that; without it, what the last `make push` recorded.
+# The registry is asked to confirm the digest first; NO_REGISTRY_CHECK=1 skips that.
+pin-image: install
+	$(PY) -m localrun.pin $(if $(IMAGE),--image '$(IMAGE)') \
+		$(if $(INSECURE),--insecure)$(if $(NO_REGISTRY_CHECK), --no-registry-check)
 
 cluster-build: install
 	$(PY) -m localcluster build

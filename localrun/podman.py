@@ -5,6 +5,7 @@ debootstrap; the Dockerfile is the one a cluster's image is built from, with the
 PyTorch base swapped in through a build argument.
 """
 
+import hashlib
 import os
 import re
 import shutil
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -29,6 +30,12 @@ GLOBAL_OPTIONS: Final = ("--runtime", "/usr/sbin/runc", "--cgroup-manager", "cgr
 CONTAINERS_CONF: Final = "[containers]\ndefault_ulimits = []\n"
 RUNNER_DISTRIBUTIONS: Final = ("torch", "numpy", "pydantic")
 """What the runner imports at run time; their pins come from pyproject.toml."""
+FOREIGN_PLATFORMS: Final = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+)
+"""pip must be told every tag a foreign Python accepts; these cover numpy's and pydantic's."""
 # An imported rootfs has no image config, and the Dockerfile extends PATH rather than set it.
 _BASE_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -98,7 +105,8 @@ def run_arguments(plan: PodPlan, termination_log: Path) -> list[str]:
     return arguments
 
 
-def _check(command: Sequence[str], env: dict[str, str] | None = None) -> None:
+def check_call(command: Sequence[str], env: dict[str, str] | None = None) -> None:
+    """Run `command`; raise PodmanError with the tail of its output if it fails."""
     completed = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if completed.returncode:
         output = (completed.stdout + completed.stderr)[-4000:]
@@ -121,7 +129,7 @@ def build_base_image(podman: Podman, image: str = BASE_IMAGE) -> bool:
         return False
     with tempfile.TemporaryDirectory(prefix="benchfleet-rootfs-") as scratch:
         rootfs = Path(scratch) / "rootfs"
-        _check(
+        check_call(
             [
                 "debootstrap",
                 "--variant=minbase",
@@ -132,12 +140,17 @@ def build_base_image(podman: Podman, image: str = BASE_IMAGE) -> bool:
             ]
         )
         archive = Path(scratch) / "rootfs.tar"
-        _check(["tar", "-C", str(rootfs), "-cf", str(archive), "."])
-        _check(
+        check_call(["tar", "-C", str(rootfs), "-cf", str(archive), "."])
+        check_call(
             podman.command("import", "--change", f"ENV PATH={_BASE_PATH}", str(archive), image),
             podman.environment(),
         )
     return True
+
+
+def _distribution(requirement: str) -> str:
+    match = re.match(r"[A-Za-z0-9._-]+", requirement)
+    return match.group().lower() if match else requirement
 
 
 def runner_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
@@ -146,25 +159,38 @@ def runner_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[
     declared = [*project["dependencies"], *project["optional-dependencies"]["runner"]]
     by_name: dict[str, str] = {}
     for requirement in declared:
-        match = re.match(r"[A-Za-z0-9._-]+", requirement)
-        if match:
-            by_name[match.group().lower()] = requirement
+        by_name[_distribution(requirement)] = requirement
     missing = [name for name in RUNNER_DISTRIBUTIONS if name not in by_name]
     if missing:
         raise PodmanError(f"{pyproject} declares no {', '.join(missing)}")
     return [by_name[name] for name in RUNNER_DISTRIBUTIONS]
 
 
-def prepare_context(folder: Path) -> Path:
+def prepare_context(
+    folder: Path, *, python_version: str | None = None, base_provides: Collection[str] = ()
+) -> Path:
     """Fill `folder` with what the Dockerfile copies: wheels/, requirements.txt and runner/.
 
-    Wheels are fetched on the host because builds here have no network; they suit the
-    host's Python, which is the local base's.
+    Wheels are fetched on the host because builds here have no network. By default they suit
+    the host's Python, which is the local base's; `python_version` ("3.11") fetches them for
+    another base's Python instead. `base_provides` names distributions the base already has
+    (the official image's CUDA torch): they stay in requirements.txt, where the base's copy
+    satisfies them, but no wheel is fetched for them.
     """
     folder.mkdir(parents=True, exist_ok=True)
     requirements = folder / "requirements.txt"
-    requirements.write_text("\n".join(runner_requirements()) + "\n", encoding="utf-8")
-    _check(
+    pins = runner_requirements()
+    requirements.write_text("\n".join(pins) + "\n", encoding="utf-8")
+    to_fetch = folder / "download-requirements.txt"
+    to_fetch.write_text(
+        "".join(f"{pin}\n" for pin in pins if _distribution(pin) not in base_provides),
+        encoding="utf-8",
+    )
+    target: list[str] = []
+    if python_version is not None:
+        target = ["--python-version", python_version]
+        target += [argument for tag in FOREIGN_PLATFORMS for argument in ("--platform", tag)]
+    check_call(
         [
             sys.executable,
             "-m",
@@ -172,10 +198,11 @@ def prepare_context(folder: Path) -> Path:
             "download",
             "--quiet",
             "--only-binary=:all:",
+            *target,
             "--dest",
             str(folder / "wheels"),
             "-r",
-            str(requirements),
+            str(to_fetch),
         ]
     )
     shutil.copytree(
@@ -187,17 +214,28 @@ def prepare_context(folder: Path) -> Path:
     return folder
 
 
+def requirements_digest(context: Path) -> str:
+    """sha256 of requirements.txt and the wheels' file names (a PyPI file never changes under
+    its name), for the Dockerfile's REQUIREMENTS_SHA256."""
+    digest = hashlib.sha256((context / "requirements.txt").read_bytes())
+    for wheel in sorted((context / "wheels").iterdir()):
+        digest.update(f"\0{wheel.name}\0{wheel.stat().st_size}".encode())
+    return digest.hexdigest()
+
+
 def build_image(
     podman: Podman, context: Path, image: str = RUNNER_IMAGE, base: str = BASE_IMAGE
 ) -> None:
     """`podman build` the runner image from `context`, with no network."""
-    _check(
+    check_call(
         podman.command(
             "build",
             "--network",
             "none",
             "--build-arg",
             f"BASE_IMAGE={base}",
+            "--build-arg",
+            f"REQUIREMENTS_SHA256={requirements_digest(context)}",
             "--tag",
             image,
             str(context),

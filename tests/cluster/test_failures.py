@@ -34,7 +34,7 @@ sweep:
     batch_size: [1, 2, 3, 4, 5, 6]
 scheduling:
   max_parallel: 1
-  retries: 2
+  retries: 1
 """
 
 
@@ -61,7 +61,7 @@ def test_each_exit_code_is_retried_or_not_as_the_policy_says(
     rules.set("e2e-failures", 0, Exit(2, compact(bad_config)))  # bad config: FailIndex
     rules.set("e2e-failures", 1, Exit(4, reason="OOMKilled"))  # out of memory: FailIndex
     rules.set("e2e-failures", 2, Exit(6))  # unsupported variant: FailIndex
-    rules.set("e2e-failures", 3, Exit(3))  # model load: retried, every attempt fails
+    rules.set("e2e-failures", 3, Exit(3))  # model load: retried once, failing both times
     # Evicted while running, then run again: a disruption spends no retry.
     rules.set(
         "e2e-failures", 4, Succeed(ok_result(config, 4), seconds=120), Succeed(ok_result(config, 4))
@@ -75,11 +75,12 @@ def test_each_exit_code_is_retried_or_not_as_the_policy_says(
         client.CoreV1Api(live.api).create_namespaced_pod_eviction(pod, NAMESPACE, eviction)
         assert wait_for("the Job to end", lambda: job_condition(live, job)) == "Failed"
 
+    assert live.job(job)["spec"]["backoffLimitPerIndex"] == 1  # retries: 1
     status = live.job(job)["status"]
     assert status["completedIndexes"] == "4,5"
     assert status["failedIndexes"] == "0-3"
     attempts = {index: len(pods) for index, pods in observer.by_index().items()}
-    assert attempts == {0: 1, 1: 1, 2: 1, 3: 3, 4: 2, 5: 1}
+    assert attempts == {0: 1, 1: 1, 2: 1, 3: 2, 4: 2, 5: 1}
     evicted = observer.by_index()[4][0]
     conditions = {c["type"]: c for c in evicted["status"]["conditions"]}
     assert conditions["DisruptionTarget"]["reason"] == "EvictionByEvictionAPI"
@@ -95,7 +96,7 @@ def test_each_exit_code_is_retried_or_not_as_the_policy_says(
     by_index = {v.index: v for v in record.variants}
     assert [by_index[i].state for i in range(6)] == ["failed"] * 4 + ["succeeded"] * 2
     assert by_index[1].reason == "OOMKilled"
-    assert by_index[3].attempts == 3
+    assert by_index[3].attempts == 2
     assert by_index[4].preemptions == 1
     assert by_index[4].result is not None and by_index[4].result.variant is not None
     assert by_index[4].result.variant.batch_size == 5
@@ -104,7 +105,7 @@ def test_each_exit_code_is_retried_or_not_as_the_policy_says(
     assert "input shape [64] does not fit" in explanations[0]
     assert "OOMKilled" in explanations[1]
     assert "exit 6" in explanations[2]
-    assert explanations[3].startswith("retries exhausted after 3 attempts")
+    assert explanations[3].startswith("retries exhausted after 2 attempts")
 
 
 DEADLINE = """\

@@ -1,6 +1,8 @@
 """GitOps proved with Flux's own controllers (source-controller, kustomize-controller): a
 cluster bootstrapped as `flux bootstrap` does it, a git server speaking smart HTTP, and
-nobody running `kubectl apply` after the bootstrap. CPU pods run the real runner.
+nobody running `kubectl apply` after the bootstrap. The pods hand over valid results at once
+(rules of the pod executor): these tests are about what Flux applies and prunes; the real
+runner's pods are proved in test_cpu_smoke.py and test_two_clusters.py.
 """
 
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ from tests.cluster.conftest import (
     job_condition,
     running_cluster,
     service_account_kubeconfig,
+    succeed_quickly,
     wait_for,
 )
 from tests.conftest import REPO_ROOT
@@ -105,6 +108,7 @@ def test_a_workflow_runs_is_recorded_pruned_and_never_runs_again(gitops: GitOps)
     live, repo = gitops.live, gitops.repo
     repo.write_workflow("e2e-flux", LIFECYCLE.format(workflow="e2e-flux", batch_sizes="[1, 2]"))
     sha = gitops.flux.commit("e2e-flux: two variants")
+    succeed_quickly(gitops.live, repo, "e2e-flux")
     (job,) = repo.job_names("e2e-flux")
     with PodObserver(live, f"job={job}") as observer:
         gitops.flux.converge(sha)
@@ -136,6 +140,7 @@ def test_an_edited_spec_is_a_new_job_and_the_old_one_is_pruned(gitops: GitOps) -
         "e2e-flux-edit", LIFECYCLE.format(workflow="e2e-flux-edit", batch_sizes="[1, 2]")
     )
     first = gitops.flux.commit("e2e-flux-edit: two variants")
+    succeed_quickly(gitops.live, repo, "e2e-flux-edit")
     (old,) = repo.job_names("e2e-flux-edit")
     gitops.flux.converge(first)
     wait_for("the first Job", lambda: job_condition(live, old))
@@ -144,6 +149,7 @@ def test_an_edited_spec_is_a_new_job_and_the_old_one_is_pruned(gitops: GitOps) -
         "e2e-flux-edit", LIFECYCLE.format(workflow="e2e-flux-edit", batch_sizes="[1, 2, 4]")
     )
     second = gitops.flux.commit("e2e-flux-edit: one batch size more")
+    succeed_quickly(gitops.live, repo, "e2e-flux-edit")
     (new,) = repo.job_names("e2e-flux-edit")
     assert new != old
     with PodObserver(live, f"job={new}") as observer:
@@ -163,6 +169,7 @@ def test_a_finished_job_is_never_rerun_by_a_reconcile_but_is_when_deleted_by_han
         "e2e-flux-drift", LIFECYCLE.format(workflow="e2e-flux-drift", batch_sizes="[1]")
     )
     sha = gitops.flux.commit("e2e-flux-drift")
+    succeed_quickly(gitops.live, repo, "e2e-flux-drift")
     (job,) = repo.job_names("e2e-flux-drift")
     with PodObserver(live, f"job={job}") as observer:
         gitops.flux.converge(sha)
@@ -192,6 +199,7 @@ def test_a_commit_the_api_server_refuses_stops_only_the_workloads(gitops: GitOps
         "e2e-flux-bad", LIFECYCLE.format(workflow="e2e-flux-bad", batch_sizes="[1]")
     )
     good = gitops.flux.commit("e2e-flux-bad: as synth writes it")
+    succeed_quickly(gitops.live, repo, "e2e-flux-bad")
     (job,) = repo.job_names("e2e-flux-bad")
     gitops.flux.converge(good)
     before = live.job(job)["spec"]["template"]

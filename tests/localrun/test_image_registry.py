@@ -1,0 +1,187 @@
+"""`make image`, `make push`, `make pin-image`, `make synth` against a real registry on loopback.
+
+The registry is Debian's docker-registry, the reference implementation of the protocol nodes
+pull with. The pull at the end goes into an empty podman storage, so every layer comes from
+the registry. Minutes: it builds the runner image (cached after the first time) and moves
+about 2.7 GB through the registry twice.
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import pytest
+import yaml
+
+from localcluster.processes import free_port
+from localrun.e2e_container import Timings
+from localrun.image import REMOTE_NAME, Pushed, build, local_image, project_version, push
+from localrun.pin import FLEET_FILE, pin_file
+from localrun.podman import Podman, configure_podman
+from localrun.reference import in_registry, parse_pinned, parse_registry
+from localrun.registry import RegistryClient
+from synth.main import synth
+from tests.conftest import REPO_ROOT
+
+REQUIRED: Final = ("podman", "/usr/sbin/runc", "debootstrap", "/usr/bin/docker-registry")
+REGISTRY_START_S: Final = 30.0
+
+
+def _missing() -> list[str]:
+    missing = [program for program in REQUIRED if shutil.which(program) is None]
+    if os.geteuid() != 0:
+        missing.append("root (podman builds and registry pushes here run as root)")
+    return missing
+
+
+pytestmark = pytest.mark.skipif(
+    bool(_missing()),
+    reason="needs "
+    + ", ".join(_missing())
+    + ": apt-get install -y podman runc debootstrap docker-registry, as root",
+)
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """host:port of a docker-registry serving plain HTTP on loopback, storing in a temp dir."""
+    folder = tmp_path_factory.mktemp("registry")
+    address = f"127.0.0.1:{free_port()}"
+    config = {
+        "version": 0.1,
+        "log": {"level": "warn"},
+        "storage": {"filesystem": {"rootdirectory": str(folder / "storage")}},
+        "http": {"addr": address},
+    }
+    (folder / "config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    log = (folder / "registry.log").open("wb")
+    server = subprocess.Popen(
+        ["/usr/bin/docker-registry", "serve", str(folder / "config.yml")],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + REGISTRY_START_S
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://{address}/v2/", timeout=2) as answer:
+                if answer.status == 200:
+                    break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(
+                    f"docker-registry did not start: {(folder / 'registry.log').read_text()}"
+                )
+            time.sleep(0.2)
+    yield address
+    server.terminate()
+    server.wait(timeout=30)
+    log.close()
+    # pytest keeps temp dirs of the last runs: gigabytes of blobs must not pile up there.
+    shutil.rmtree(folder / "storage", ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Run:
+    podman: Podman
+    pushed: Pushed
+    timings: Timings
+
+
+@pytest.fixture(scope="module")
+def pushed(registry: str, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """`make image` then `make push REGISTRY=<registry>/benchfleet`, as their code runs them."""
+    podman = configure_podman(tmp_path_factory.mktemp("podman"))
+    timings = Timings()
+    target = in_registry(parse_registry(f"{registry}/benchfleet"), REMOTE_NAME, project_version())
+    assert target.is_loopback
+    # Not under pytest's kept temp dirs: the context holds 2.7 GB of wheels.
+    with tempfile.TemporaryDirectory(prefix="benchfleet-test-image-") as scratch:
+        built = build(podman, Path(scratch), timings, "local")
+        assert built.image == local_image()
+        with timings.step("push"):
+            result = push(podman, built.image, target, Path(scratch), insecure=True)
+    print(timings.table())
+    print(f"pushed {result.reference}: the registry serves {result.pinned}")
+    return Run(podman, result, timings)
+
+
+def test_push_digest_is_what_the_registry_serves_for_the_tag(registry: str, pushed: Run) -> None:
+    """push() already compares podman's --digestfile with the registry; ask again here."""
+    tag = in_registry(parse_registry(f"{registry}/benchfleet"), REMOTE_NAME, project_version())
+    assert str(pushed.pushed.reference) == str(tag)
+    assert RegistryClient(insecure=True, credentials="").manifest(tag).digest == (
+        pushed.pushed.digest
+    )
+
+
+def test_pin_then_synth_puts_that_digest_into_every_job(pushed: Run, tmp_path: Path) -> None:
+    for folder in ("specs", "dist", "clusters"):
+        shutil.copytree(REPO_ROOT / folder, tmp_path / folder)
+    (tmp_path / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+    before = (tmp_path / FLEET_FILE).read_text(encoding="utf-8")
+    old, new = pin_file(tmp_path, parse_pinned(pushed.pushed.pinned))
+    after = (tmp_path / FLEET_FILE).read_text(encoding="utf-8")
+    assert new == pushed.pushed.pinned
+    assert after == before.replace(f"image: {old}\n", f"image: {new}\n")
+    synth(tmp_path)
+    jobs = [
+        document
+        for path in sorted((tmp_path / "dist").glob("*/workloads/*.yaml"))
+        for document in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+        if document and document["kind"] == "Job"
+    ]
+    assert jobs
+    images = {c["image"] for job in jobs for c in job["spec"]["template"]["spec"]["containers"]}
+    assert images == {pushed.pushed.pinned}
+
+
+def test_a_pull_by_that_digest_fetches_the_image_from_the_registry(pushed: Run) -> None:
+    """Into an empty storage, so nothing can come from the image built here."""
+    scratch = Path(tempfile.mkdtemp(prefix="benchfleet-test-pull-"))
+    storage = ("--root", str(scratch / "root"), "--runroot", str(scratch / "runroot"))
+    podman, pinned = pushed.podman, pushed.pushed.pinned
+
+    def run(*arguments: str) -> str:
+        completed = subprocess.run(
+            podman.command(*storage, *arguments),
+            env=podman.environment(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        return completed.stdout.strip()
+
+    try:
+        start = time.monotonic()
+        run("pull", "--quiet", "--tls-verify=false", pinned)
+        print(f"pull by digest into empty storage: {time.monotonic() - start:.1f} s")
+        assert run("image", "inspect", "--format", "{{.Digest}}", pinned) == pushed.pushed.digest
+        versions = run(
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--entrypoint",
+            "python",
+            pinned,
+            "-c",
+            "import runner, torch; print(torch.__version__)",
+        )
+        assert versions.startswith("2.13.0")
+    finally:
+        subprocess.run(
+            podman.command(*storage, "rmi", "--all", "--force"),
+            env=podman.environment(),
+            capture_output=True,
+            check=False,
+        )
+        shutil.rmtree(scratch, ignore_errors=True)
