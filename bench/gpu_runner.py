@@ -1,0 +1,175 @@
+"""The runner on a real GPU: every precision and quantization a Hopper target offers, run as a
+pod runs it (`python -m runner`, config.json, JOB_COMPLETION_INDEX, a termination log).
+
+    python -m bench.gpu_runner [OUT_DIR]     (on a machine with a CUDA GPU)
+
+For each example model, each GPU precision (fp32, tf32, fp16, bf16) and quantization (none,
+int8-weight-only) at batch 32, one index of a config.json for the GPU the machine
+has (device type `nvidia-<model>`, from torch's device name), in a process of its own. Also
+the wrong-GPU check: a target asking for an A100 on this GPU must exit `device_missing`.
+Prints a table and writes every result line to OUT_DIR/gpu_runner.jsonl.
+
+The models are the committed examples when this torch loads them; a torch older than the
+one that exported them may not, and then they are exported again here (models/make_models.py,
+same seeds) with this torch, which the table says.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Final
+
+import torch
+
+from models.make_models import EXAMPLES, export_bytes
+
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+INPUTS: Final = {"tiny-mlp": [64], "tiny-cnn": [3, 64, 64], "tiny-transformer": [32, 16]}
+PRECISIONS: Final = ("fp32", "tf32", "fp16", "bf16")
+QUANTIZATIONS: Final = ("none", "int8-weight-only")
+BATCHES: Final = (32,)
+WARMUP: Final = {
+    "min_iterations": 10,
+    "min_time_s": 0.2,
+    "max_iterations": 10000,
+    "max_time_s": 5.0,
+}
+MEASURE: Final = {
+    "min_iterations": 200,
+    "min_time_s": 1.0,
+    "max_iterations": 1000000,
+    "max_time_s": 5.0,
+}
+
+
+def _models(folder: Path) -> tuple[dict[str, Any], str]:
+    """The models' config entries, written into `folder`; and where they came from."""
+    committed = REPO_ROOT / "models" / "examples"
+    source = "committed"
+    try:
+        torch.export.load(committed / "tiny-mlp.pt2")
+    except Exception as error:
+        source = f"re-exported with torch {torch.__version__} ({type(error).__name__})"
+    models = {}
+    for recipe in EXAMPLES:
+        data = (
+            (committed / f"{recipe.name}.pt2").read_bytes()
+            if source == "committed"
+            else export_bytes(recipe)
+        )
+        (folder / f"{recipe.name}.pt2").write_bytes(data)
+        models[recipe.name] = {
+            "source": "file",
+            "location": f"{recipe.name}.pt2",
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+    return models, source
+
+
+def _config(device_type: str, models: dict[str, Any]) -> dict[str, Any]:
+    variants: list[dict[str, Any]] = []
+    for model in INPUTS:
+        for precision in PRECISIONS:
+            for quantization in QUANTIZATIONS:
+                for batch in BATCHES:
+                    variants.append(
+                        {
+                            "index": len(variants),
+                            "id": f"v{len(variants):04d}",
+                            "model": model,
+                            "precision": precision,
+                            "quantization": quantization,
+                            "batch_size": batch,
+                            "inputs": [{"shape": INPUTS[model], "dtype": "float32"}],
+                        }
+                    )
+    return {
+        "schema_version": 1,
+        "workflow": "gpu-check",
+        "target": device_type,
+        "device_type": device_type,
+        "gpus": 1,
+        "warmup": WARMUP,
+        "measure": MEASURE,
+        "models": models,
+        "variants": variants,
+    }
+
+
+def _run(
+    config: Path, models: Path, index: int, scratch: Path
+) -> tuple[int, dict[str, Any] | None, str]:
+    log = scratch / f"termination-{index}"
+    env = {
+        **os.environ,
+        "CONFIG_PATH": str(config),
+        "MODEL_PATH": str(models),
+        "JOB_COMPLETION_INDEX": str(index),
+        "TERMINATION_LOG": str(log),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "runner"], env=env, capture_output=True, text=True, check=False,
+        timeout=300,
+    )  # fmt: skip
+    line = next(
+        (line for line in reversed(done.stdout.splitlines()) if line.startswith("BENCH_RESULT ")),
+        None,
+    )
+    result = json.loads(line.removeprefix("BENCH_RESULT ")) if line else None
+    return done.returncode, result, done.stderr[-400:]
+
+
+def main() -> None:
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
+    out.mkdir(parents=True, exist_ok=True)
+    name = torch.cuda.get_device_name(0)
+    device_type = "nvidia-" + name.split()[-1].lower()
+    print(
+        f"{name}: torch {torch.__version__}, CUDA {torch.version.cuda}, device type {device_type}"
+    )
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
+        models, source = _models(scratch)
+        print(f"models: {source}")
+        config = scratch / "config.json"
+        config.write_text(json.dumps(_config(device_type, models)))
+        wrong = scratch / "wrong.json"
+        wrong.write_text(
+            json.dumps({**_config("nvidia-a100", models), "device_type": "nvidia-a100"})
+        )
+        rows = []
+        with (out / "gpu_runner.jsonl").open("w") as lines:
+            for index, variant in enumerate(json.loads(config.read_text())["variants"]):
+                began = time.perf_counter()
+                code, result, stderr = _run(config, scratch, index, scratch)
+                seconds = time.perf_counter() - began
+                lines.write(json.dumps({"variant": variant, "exit": code, "result": result,
+                                        "stderr": stderr, "seconds": seconds}) + "\n")  # fmt: skip
+                rows.append((variant, code, result, seconds))
+            wrong_exit, wrong_result, _ = _run(wrong, scratch, 0, scratch)
+            lines.write(
+                json.dumps({"wrong_gpu": True, "exit": wrong_exit, "result": wrong_result}) + "\n"
+            )
+    print(f"{'model':<17}{'precision':<10}{'quant':<18}{'batch':>5}{'exit':>5}{'p50 ms':>9}"
+          f"{'samples/s':>12}{'validity':>13}{'s':>6}")  # fmt: skip
+    for variant, code, result, seconds in rows:
+        latency = (result or {}).get("latency") or {}
+        validity = (result or {}).get("validity") or {}
+        error = ((result or {}).get("error") or {}).get("type", "")
+        verdict = ("noisy" if validity.get("noisy") else "ok") if validity else error
+        print(f"{variant['model']:<17}{variant['precision']:<10}{variant['quantization']:<18}"
+              f"{variant['batch_size']:>5}{code:>5}{latency.get('p50_ms', float('nan')):>9.3f}"
+              f"{(result or {}).get('throughput_samples_per_s') or 0:>12.0f}"
+              f"{verdict[:12]:>13}{seconds:>6.1f}")  # fmt: skip
+    wrong_error = ((wrong_result or {}).get("error") or {}).get("type")
+    print(f"A100 target on this GPU: exit {wrong_exit}, error {wrong_error}")
+
+
+if __name__ == "__main__":
+    main()
