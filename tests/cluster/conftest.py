@@ -204,6 +204,26 @@ class Repo:
         )
 
 
+def short_cpu_spec(workflow: str, batch_sizes: str, clusters: str = "[us-east]") -> str:
+    """A workflow of one-second CPU variants of tiny-mlp, one per batch size."""
+    return f"""\
+id: {workflow}
+description: short CPU variants of tiny-mlp
+owner: ml-platform@example.com
+clusters: {clusters}
+models: [{{name: tiny-mlp, file: models/examples/tiny-mlp.pt2, inputs: [{{shape: [64]}}]}}]
+benchmark:
+  warmup: {{min_iterations: 1, min_time: 0s}}
+  measure: {{min_iterations: 5, min_time: 0s, max_time: 1s}}
+targets:
+  - gpu_type: cpu
+    resources: {{requests: {{cpu: 1, memory: 1Gi}}, limits: {{cpu: 1, memory: 1Gi}}}}
+sweep:
+  matrix:
+    batch_size: {batch_sizes}
+"""
+
+
 def succeed_quickly(live: LiveCluster, repo: Repo, workflow: str) -> None:
     """Let every pod of `workflow`'s Jobs hand over a valid result at once, instead of running
     the runner: for tests about Kubernetes and Flux, not about measuring."""

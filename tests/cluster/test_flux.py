@@ -24,6 +24,7 @@ from tests.cluster.conftest import (
     job_condition,
     running_cluster,
     service_account_kubeconfig,
+    short_cpu_spec,
     succeed_quickly,
     wait_for,
 )
@@ -79,24 +80,6 @@ def test_bootstrap_applies_flux_itself_and_benchfleet_from_one_folder(gitops: Gi
     assert identity["data"]["cluster"] == CLUSTER
 
 
-LIFECYCLE = """\
-id: {workflow}
-description: short CPU variants, applied and pruned by Flux
-owner: ml-platform@example.com
-clusters: [us-east]
-models: [{{name: tiny-mlp, file: models/examples/tiny-mlp.pt2, inputs: [{{shape: [64]}}]}}]
-benchmark:
-  warmup: {{min_iterations: 1, min_time: 0s}}
-  measure: {{min_iterations: 5, min_time: 0s, max_time: 1s}}
-targets:
-  - gpu_type: cpu
-    resources: {{requests: {{cpu: 1, memory: 1Gi}}, limits: {{cpu: 1, memory: 1Gi}}}}
-sweep:
-  matrix:
-    batch_size: {batch_sizes}
-"""
-
-
 def _objects_of(live: LiveCluster, job: str) -> list[str]:
     """The Job and its config ConfigMap, where they still exist."""
     found = live.run("get", "job,configmap", "-n", NAMESPACE, "-o", "name", "--ignore-not-found",
@@ -106,7 +89,7 @@ def _objects_of(live: LiveCluster, job: str) -> list[str]:
 
 def test_a_workflow_runs_is_recorded_pruned_and_never_runs_again(gitops: GitOps) -> None:
     live, repo = gitops.live, gitops.repo
-    repo.write_workflow("e2e-flux", LIFECYCLE.format(workflow="e2e-flux", batch_sizes="[1, 2]"))
+    repo.write_workflow("e2e-flux", short_cpu_spec("e2e-flux", "[1, 2]"))
     sha = gitops.flux.commit("e2e-flux: two variants")
     succeed_quickly(gitops.live, repo, "e2e-flux")
     (job,) = repo.job_names("e2e-flux")
@@ -136,18 +119,14 @@ def test_a_workflow_runs_is_recorded_pruned_and_never_runs_again(gitops: GitOps)
 
 def test_an_edited_spec_is_a_new_job_and_the_old_one_is_pruned(gitops: GitOps) -> None:
     live, repo = gitops.live, gitops.repo
-    repo.write_workflow(
-        "e2e-flux-edit", LIFECYCLE.format(workflow="e2e-flux-edit", batch_sizes="[1, 2]")
-    )
+    repo.write_workflow("e2e-flux-edit", short_cpu_spec("e2e-flux-edit", "[1, 2]"))
     first = gitops.flux.commit("e2e-flux-edit: two variants")
     succeed_quickly(gitops.live, repo, "e2e-flux-edit")
     (old,) = repo.job_names("e2e-flux-edit")
     gitops.flux.converge(first)
     wait_for("the first Job", lambda: job_condition(live, old))
 
-    repo.write_workflow(
-        "e2e-flux-edit", LIFECYCLE.format(workflow="e2e-flux-edit", batch_sizes="[1, 2, 4]")
-    )
+    repo.write_workflow("e2e-flux-edit", short_cpu_spec("e2e-flux-edit", "[1, 2, 4]"))
     second = gitops.flux.commit("e2e-flux-edit: one batch size more")
     succeed_quickly(gitops.live, repo, "e2e-flux-edit")
     (new,) = repo.job_names("e2e-flux-edit")
@@ -165,9 +144,7 @@ def test_a_finished_job_is_never_rerun_by_a_reconcile_but_is_when_deleted_by_han
 ) -> None:
     """Flux's drift correction: it re-creates what dist/ holds and the cluster lacks."""
     live, repo = gitops.live, gitops.repo
-    repo.write_workflow(
-        "e2e-flux-drift", LIFECYCLE.format(workflow="e2e-flux-drift", batch_sizes="[1]")
-    )
+    repo.write_workflow("e2e-flux-drift", short_cpu_spec("e2e-flux-drift", "[1]"))
     sha = gitops.flux.commit("e2e-flux-drift")
     succeed_quickly(gitops.live, repo, "e2e-flux-drift")
     (job,) = repo.job_names("e2e-flux-drift")
@@ -195,9 +172,7 @@ def test_a_commit_the_api_server_refuses_stops_only_the_workloads(gitops: GitOps
     merged, the workloads Kustomization reports the API server's refusal, and what runs is
     left as it was."""
     live, repo = gitops.live, gitops.repo
-    repo.write_workflow(
-        "e2e-flux-bad", LIFECYCLE.format(workflow="e2e-flux-bad", batch_sizes="[1]")
-    )
+    repo.write_workflow("e2e-flux-bad", short_cpu_spec("e2e-flux-bad", "[1]"))
     good = gitops.flux.commit("e2e-flux-bad: as synth writes it")
     succeed_quickly(gitops.live, repo, "e2e-flux-bad")
     (job,) = repo.job_names("e2e-flux-bad")

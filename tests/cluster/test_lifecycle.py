@@ -18,30 +18,12 @@ from tests.cluster.conftest import (
     PodObserver,
     Repo,
     job_condition,
+    short_cpu_spec,
     succeed_quickly,
     wait_for,
 )
 
 pytestmark = pytest.mark.cluster
-
-
-def _spec(batch_sizes: str) -> str:
-    return f"""\
-id: e2e-lifecycle
-description: two, then three, short CPU variants
-owner: ml-platform@example.com
-clusters: [us-east]
-models: [{{name: tiny-mlp, file: models/examples/tiny-mlp.pt2, inputs: [{{shape: [64]}}]}}]
-benchmark:
-  warmup: {{min_iterations: 1, min_time: 0s}}
-  measure: {{min_iterations: 5, min_time: 0s, max_time: 1s}}
-targets:
-  - gpu_type: cpu
-    resources: {{requests: {{cpu: 1, memory: 1Gi}}, limits: {{cpu: 1, memory: 1Gi}}}}
-sweep:
-  matrix:
-    batch_size: {batch_sizes}
-"""
 
 
 def _inventory(documents: list[Obj]) -> set[tuple[str, str, str]]:
@@ -56,7 +38,7 @@ def _exists(live: LiveCluster, kind: str, name: str) -> bool:
 def test_unchanged_dist_reruns_nothing_and_an_edit_replaces_the_job_cleanly(
     live: LiveCluster, repo: Repo
 ) -> None:
-    repo.write_workflow("e2e-lifecycle", _spec("[1, 2]"))
+    repo.write_workflow("e2e-lifecycle", short_cpu_spec("e2e-lifecycle", "[1, 2]"))
     repo.synth()
     succeed_quickly(live, repo, "e2e-lifecycle")
     (old,) = repo.job_names("e2e-lifecycle")
@@ -71,7 +53,7 @@ def test_unchanged_dist_reruns_nothing_and_an_edit_replaces_the_job_cleanly(
     assert len(observer.seen) == 2
     assert live.job(old)["metadata"]["uid"] == uid
 
-    repo.write_workflow("e2e-lifecycle", _spec("[1, 2, 3]"))
+    repo.write_workflow("e2e-lifecycle", short_cpu_spec("e2e-lifecycle", "[1, 2, 3]"))
     repo.synth()
     succeed_quickly(live, repo, "e2e-lifecycle")
     (new,) = repo.job_names("e2e-lifecycle")

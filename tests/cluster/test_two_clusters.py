@@ -16,28 +16,14 @@ from tests.cluster.conftest import (
     job_condition,
     running_cluster,
     service_account_kubeconfig,
+    short_cpu_spec,
     wait_for,
 )
 
 pytestmark = pytest.mark.cluster
 
 WORKFLOW = "e2e-regions"
-SPEC = """\
-id: e2e-regions
-description: two short CPU variants in each region
-owner: ml-platform@example.com
-clusters: [us-east, eu-west]
-models: [{name: tiny-mlp, file: models/examples/tiny-mlp.pt2, inputs: [{shape: [64]}]}]
-benchmark:
-  warmup: {min_iterations: 1, min_time: 0s}
-  measure: {min_iterations: 5, min_time: 0s, max_time: 1s}
-targets:
-  - gpu_type: cpu
-    resources: {requests: {cpu: 1, memory: 1Gi}, limits: {cpu: 1, memory: 1Gi}}
-sweep:
-  matrix:
-    batch_size: [1, 2]
-"""
+SPEC = short_cpu_spec(WORKFLOW, "[1, 2]", clusters="[us-east, eu-west]")
 
 
 @pytest.fixture(scope="module")
