@@ -32,6 +32,7 @@ from collector.pods import read_result
 from collector.records import StoredVariant
 from collector.store import open_store
 from collector.workload import ExpectedJob, expected_jobs
+from contract.layout import INFRASTRUCTURE, cluster_dist, workload_file
 from localcluster.build import binary_dir, is_built
 from localcluster.controlplane import kubectl, start_cluster
 from localcluster.podexecutor import Pod, Succeed, job_index, running_executor
@@ -99,7 +100,7 @@ def main() -> None:
     fleet = load_specs(REPO_ROOT).fleet
     with tempfile.TemporaryDirectory() as scratch:
         root = _repo(Path(scratch) / "repo")
-        workload = root / "dist" / CLUSTER / "workloads" / f"{WORKFLOW}.yaml"
+        workload = root / workload_file(CLUSTER, WORKFLOW)
         settings = _config(workload)
 
         def rule(pod: Pod) -> Succeed:
@@ -112,7 +113,7 @@ def main() -> None:
         try:
             with running_executor(cluster.kubeconfig, Path(scratch) / "executor", rule):
                 kubectl(binaries, cluster, "apply", "--server-side", "-k",
-                        str(root / "dist" / CLUSTER / "infrastructure"))  # fmt: skip
+                        str(root / cluster_dist(CLUSTER) / INFRASTRUCTURE))  # fmt: skip
                 api = config.new_client_from_config(str(cluster.kubeconfig))  # type: ignore[no-untyped-call]
                 expected = expected_jobs(root, WORKFLOW, CLUSTER)
                 began = time.perf_counter()

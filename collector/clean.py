@@ -15,13 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
 from collector.indexes import job_finished
 from collector.kube import KubeClient, Object
-from collector.records import record_path
 from collector.store import Store
-from collector.workload import APP_LABEL
+from contract.dist import job_names, namespaces
+from contract.layout import APP_SELECTOR, WORKFLOW_LABEL, record_path
 
 Action = Literal["delete", "keep"]
 
@@ -36,26 +34,9 @@ class Decision:
     why: str
 
 
-def namespaces(root: Path, cluster: str) -> list[str]:
-    """The benchfleet namespaces synth writes for `cluster`."""
-    path = root / "dist" / cluster / "infrastructure" / "namespaces.yaml"
-    documents = yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
-    return sorted(d["metadata"]["name"] for d in documents if d and d["kind"] == "Namespace")
-
-
-def jobs_in_dist(root: Path, cluster: str) -> set[str]:
-    """Names of every Job dist/<cluster>/workloads/ holds."""
-    names = set()
-    for path in (root / "dist" / cluster / "workloads").glob("*.yaml"):
-        for document in yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader):
-            if document and document.get("kind") == "Job":
-                names.add(document["metadata"]["name"])
-    return names
-
-
 def _stored(root: Path, store: Store, cluster: str, job: Object) -> bool:
     metadata = job["metadata"]
-    workflow = (metadata.get("labels") or {}).get("workflow", "")
+    workflow = (metadata.get("labels") or {}).get(WORKFLOW_LABEL, "")
     if record_path(root, workflow, cluster, metadata["name"]).is_file():
         return True
     completions: int = job["spec"].get("completions", 1)
@@ -70,7 +51,7 @@ def decide(
     decisions = []
     for job in sorted(jobs, key=lambda j: (j["metadata"]["namespace"], j["metadata"]["name"])):
         namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
-        workflow = (job["metadata"].get("labels") or {}).get("workflow", "?")
+        workflow = (job["metadata"].get("labels") or {}).get(WORKFLOW_LABEL, "?")
         if name in in_dist:
             continue
         if not job_finished(job):
@@ -92,10 +73,10 @@ def clean(
     client: KubeClient, root: Path, store: Store, cluster: str, *, dry_run: bool
 ) -> list[Decision]:
     """Decide for every benchfleet Job in the cluster's namespaces; delete unless `dry_run`."""
-    in_dist = jobs_in_dist(root, cluster)
+    in_dist = job_names(root, cluster)
     decisions = []
     for namespace in namespaces(root, cluster):
-        jobs = client.list_jobs(namespace, APP_LABEL).items
+        jobs = client.list_jobs(namespace, APP_SELECTOR).items
         decisions += decide(root, store, cluster, jobs, in_dist)
     if not dry_run:
         for decision in decisions:

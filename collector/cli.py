@@ -9,7 +9,7 @@ from typing import Literal
 
 import click
 
-from collector.clean import clean, namespaces
+from collector.clean import clean
 from collector.credentials import DEFAULT_CREDENTIALS_DIR, CredentialsError, connect
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.history import HistoryError, merged, records_at, records_in, runs_of
@@ -18,12 +18,13 @@ from collector.kube import KubeClient, KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
 from collector.progress import Progress
-from collector.records import stored_jobs
 from collector.report import build_report
 from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.status import format_status, workflow_status
 from collector.store import DEFAULT_DATABASE, StoreError, open_store
 from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs
+from contract.dist import dist_clusters, namespaces
+from contract.layout import RESULTS, recorded_clusters, recorded_jobs, workload_file
 
 ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
 
@@ -114,17 +115,15 @@ def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[st
     if cluster is not None:
         return [cluster]
     found = clusters_with(settings.root, workflow)
-    recorded = sorted(
-        path.name for path in (settings.root / "results" / workflow).glob("*") if path.is_dir()
-    )
+    recorded = recorded_clusters(settings.root, workflow)
     if not found and not recorded:
         raise click.ClickException(
-            f"no cluster runs workflow {workflow!r}: dist/*/workloads/{workflow}.yaml is missing "
+            f"no cluster runs workflow {workflow!r}: {workload_file('*', workflow)} is missing "
             "(a typo, or `make synth` not run?)"
         )
     if not found:
         click.echo(
-            f"every Job of {workflow} is recorded in results/{workflow}/ "
+            f"every Job of {workflow} is recorded in {RESULTS}/{workflow}/ "
             f"({', '.join(recorded)}): nothing runs it any more",
             err=True,
         )
@@ -199,7 +198,7 @@ def _expected(settings: Settings, workflow: str, cluster: str) -> list[ExpectedJ
         expected = expected_jobs(settings.root, workflow, cluster)
     except WorkloadError as error:
         raise click.ClickException(str(error)) from None
-    recorded = set(stored_jobs(settings.root, workflow, cluster))
+    recorded = set(recorded_jobs(settings.root, workflow, cluster))
     done = [e for e in expected if e.identity.job in recorded]
     for job in done:
         click.echo(
@@ -385,7 +384,7 @@ def report(
         raise click.ClickException(str(error)) from None
     if not runs:
         raise click.ClickException(
-            f"no results for workflow {workflow!r} in {settings.database} or results/{workflow}/"
+            f"no results for workflow {workflow!r} in {settings.database} or {RESULTS}/{workflow}/"
             ": run `collector gather` first"
         )
     built = build_report(runs, baseline=baseline, regression_threshold=threshold)
@@ -439,7 +438,7 @@ def clean_command(settings: Settings, cluster: str | None, dry_run: bool) -> Non
     and run the benchmark again. Never a running Job, nor one whose results are not stored.
     Prints each decision with its reason.
     """
-    clusters = [cluster] if cluster else sorted(p.name for p in (settings.root / "dist").iterdir())
+    clusters = [cluster] if cluster else dist_clusters(settings.root)
 
     def first_namespace(name: str) -> str:
         return namespaces(settings.root, name)[0]

@@ -28,10 +28,11 @@ from collector.kube import KubeClient, KubeError, Object
 from collector.logs import job_context
 from collector.metrics import ObservedJob
 from collector.pods import RUNNER
-from collector.records import JobIdentity, JobRecord, StoredVariant, stored_jobs, write_record
+from collector.records import JobIdentity, JobRecord, StoredVariant, write_record
 from collector.status import explain_waiting, pods_by_job
 from collector.store import Store
 from collector.workload import ExpectedJob, expected_from, label_selector
+from contract.layout import recorded_jobs
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ class Gatherer:
         self.stored_new = 0
         self.already_stored = sum(len(progress.stored) for progress in self._jobs)
         first = expected[0].identity
-        self._recorded = set(stored_jobs(root, first.workflow, first.cluster))
+        self._recorded = set(recorded_jobs(root, first.workflow, first.cluster))
 
     def run(self, clock: Callable[[], float] = time.monotonic) -> GatherOutcome:
         """Follow until every Job has finished and is stored, or the timeout passes."""

@@ -7,8 +7,9 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
 
-from collector.records import RESULTS_DIR, JobIdentity, JobRecord, read_record
+from collector.records import JobIdentity, JobRecord, read_record
 from collector.store import StoredRun
+from contract.layout import RESULTS
 
 
 class HistoryError(ValueError):
@@ -31,7 +32,7 @@ def runs_of(records: Iterable[JobRecord]) -> list[StoredRun]:
 def records_in(root: Path, workflow: str) -> list[JobRecord]:
     """The records under results/<workflow>/ in this checkout."""
     records = []
-    for path in sorted((root / RESULTS_DIR / workflow).glob("*/*.json")):
+    for path in sorted((root / RESULTS / workflow).glob("*/*.json")):
         try:
             records.append(read_record(path))
         except ValidationError as error:
@@ -42,7 +43,7 @@ def records_in(root: Path, workflow: str) -> list[JobRecord]:
 def records_at(root: Path, revision: str, workflow: str) -> list[JobRecord]:
     """The records under results/<workflow>/ as git holds them at `revision` (a branch, tag
     or commit): how a pull request compares itself with main."""
-    folder = PurePosixPath(RESULTS_DIR, workflow).as_posix()
+    folder = PurePosixPath(RESULTS, workflow).as_posix()
     listing = _git(root, "ls-tree", "-r", "--name-only", revision, "--", folder)
     records = []
     for name in sorted(line for line in listing.splitlines() if line.endswith(".json")):

@@ -3,7 +3,7 @@
 A Job's name carries the hash of everything that determines its run, so a file here means
 "this exact run is done": `make synth` stops emitting that Job (and the ConfigMaps only it
 used), and Flux prunes them. A changed spec gives a new Job name with no record, which runs.
-Synth reads only the files' names (synth/recorded.py), so this layout is a contract.
+Where records are, and which Jobs have one, is contract.layout's: synth reads the names too.
 """
 
 import os
@@ -13,10 +13,10 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from contract.layout import record_path
 from runner.result import BenchResult, VariantRef
 
 RECORD_SCHEMA_VERSION: Final = 1
-RESULTS_DIR: Final = "results"
 
 VariantState = Literal["succeeded", "failed"]
 
@@ -73,19 +73,6 @@ class JobRecord(JobIdentity):
     failure: str | None = None
     """Why the Job failed as a whole, in words."""
     variants: tuple[StoredVariant, ...]
-
-
-def record_path(root: Path, workflow: str, cluster: str, job: str) -> Path:
-    """Where the record of `job` in `cluster` lives under the repository `root`."""
-    return root / RESULTS_DIR / workflow / cluster / f"{job}.json"
-
-
-def stored_jobs(root: Path, workflow: str, cluster: str) -> list[str]:
-    """Names of the Jobs of `workflow` in `cluster` that have a record, sorted."""
-    folder = root / RESULTS_DIR / workflow / cluster
-    if not folder.is_dir():
-        return []
-    return sorted(path.stem for path in folder.glob("*.json"))
 
 
 def record_text(record: JobRecord) -> str:

@@ -7,15 +7,25 @@ cluster has but dist/ does not is left to `collector clean`.
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import yaml
 
 from collector.records import JobIdentity
+from contract.dist import dist_clusters, read_workload
+from contract.layout import (
+    APP_SELECTOR,
+    DIST,
+    SPEC_FILE_ANNOTATION,
+    SPEC_SHA256_ANNOTATION,
+    TARGET_LABEL,
+    WORKFLOW_LABEL,
+    cluster_of,
+    workload_file,
+    workload_files,
+)
 from runner.config import CONFIG_FILE, RunConfig
 from runner.result import VariantRef
-
-APP_LABEL: Final = "app=benchfleet"
 
 
 class WorkloadError(ValueError):
@@ -34,7 +44,7 @@ class ExpectedJob:
 
 def label_selector(workflow: str) -> str:
     """The labels synth puts on every object of a workflow."""
-    return f"{APP_LABEL},workflow={workflow}"
+    return f"{APP_SELECTOR},{WORKFLOW_LABEL}={workflow}"
 
 
 def _variants(configmap: dict[str, Any] | None) -> dict[int, VariantRef]:
@@ -53,13 +63,13 @@ def expected_from(
     annotations = metadata.get("annotations", {})
     (container,) = job["spec"]["template"]["spec"]["containers"]
     identity = JobIdentity(
-        workflow=metadata["labels"]["workflow"],
+        workflow=metadata["labels"][WORKFLOW_LABEL],
         cluster=cluster,
         namespace=metadata["namespace"],
         job=metadata["name"],
-        target=metadata["labels"].get("benchfleet.io/target"),
-        spec_file=annotations.get("benchfleet.io/spec-file"),
-        spec_sha256=annotations.get("benchfleet.io/spec-sha256"),
+        target=metadata["labels"].get(TARGET_LABEL),
+        spec_file=annotations.get(SPEC_FILE_ANNOTATION),
+        spec_sha256=annotations.get(SPEC_SHA256_ANNOTATION),
         image=container["image"],
     )
     return ExpectedJob(
@@ -71,29 +81,22 @@ def expected_from(
 
 def clusters_with(root: Path, workflow: str) -> list[str]:
     """Clusters whose dist/ folder runs `workflow`, sorted."""
-    return sorted(
-        path.parent.parent.name for path in root.glob(f"dist/*/workloads/{workflow}.yaml")
-    )
+    return sorted(cluster_of(path) for path in workload_files(root, workflow))
 
 
 def expected_jobs(root: Path, workflow: str, cluster: str) -> list[ExpectedJob]:
     """The Jobs of `workflow` in `cluster`'s dist/ folder ([] when it has none left)."""
-    path = root / "dist" / cluster / "workloads" / f"{workflow}.yaml"
-    if not (root / "dist" / cluster).is_dir():
-        known = sorted(p.name for p in (root / "dist").glob("*") if p.is_dir())
-        raise WorkloadError(f"dist/ has no cluster {cluster!r}; it has {', '.join(known)}")
+    path = root / workload_file(cluster, workflow)
+    known = dist_clusters(root)
+    if cluster not in known:
+        raise WorkloadError(f"{DIST}/ has no cluster {cluster!r}; it has {', '.join(known)}")
     if not path.is_file():
         return []
     try:
-        documents = [
-            d for d in yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader) if d
-        ]
-        # The config.json ConfigMap is named like its Job.
-        configmaps = {d["metadata"]["name"]: d for d in documents if d["kind"] == "ConfigMap"}
+        workload = read_workload(path)
         return [
-            expected_from(cluster, d, configmaps.get(d["metadata"]["name"]))
-            for d in documents
-            if d["kind"] == "Job"
+            expected_from(cluster, job, workload.configmaps.get(job["metadata"]["name"]))
+            for job in workload.jobs
         ]
     except (yaml.YAMLError, KeyError, TypeError, ValueError) as error:
         raise WorkloadError(f"{path} is not what `make synth` writes: {error}") from error

@@ -18,6 +18,7 @@ from collector.report import build_report
 from collector.report_render import to_text
 from collector.store import DEFAULT_DATABASE, open_store
 from collector.workload import expected_jobs
+from contract.layout import cluster_of
 from localrun.pod import PodSpecError
 from localrun.process import run_process
 from localrun.record import LOCAL_CLUSTER, local_identity, stored_variants
@@ -30,7 +31,7 @@ def _store(
     root: Path, database: Path, workload: Path, outcomes: list[PodOutcome]
 ) -> list[JobIdentity]:
     """Store each Job's local runs over any earlier local run of it; the identities stored."""
-    cluster = workload.parent.parent.name
+    cluster = cluster_of(workload)
     identities = []
     with open_store(database) as store:
         for expected in expected_jobs(root, workload.stem, cluster):

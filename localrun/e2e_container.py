@@ -21,7 +21,9 @@ from typing import Any, Final
 
 import jsonschema
 
-from localrun.pod import PodPlan, PodRun, pod_plan, read_workload
+from contract.dist import read_workload
+from contract.layout import workload_file
+from localrun.pod import PodPlan, PodRun, pod_plan
 from localrun.podman import (
     REPO_ROOT,
     RUNNER_IMAGE,
@@ -35,7 +37,7 @@ from localrun.podman import (
 )
 from runner.result import RESULT_PREFIX, TERMINATION_LOG_LIMIT
 
-WORKLOAD: Final = REPO_ROOT / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml"
+WORKLOAD: Final = REPO_ROOT / workload_file("us-east", "cpu-smoke")
 RESULT_SCHEMA: Final = REPO_ROOT / "runner" / "result.schema.json"
 APT_PACKAGES: Final = ("podman", "runc", "debootstrap")
 REQUIRED_PROGRAMS: Final = ("podman", "/usr/sbin/runc", "debootstrap")

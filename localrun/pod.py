@@ -7,13 +7,9 @@ rather than silently dropped, so a local run never differs from the cluster unno
 import base64
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
-
+from contract.dist import Manifest
 from synth.quantity import parse_quantity
-
-Manifest = dict[str, Any]
 
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 
@@ -63,25 +59,6 @@ class PodRun:
     stderr: str
     exit_code: int
     termination_log: str
-
-
-@dataclass(frozen=True)
-class Workload:
-    """The Jobs and ConfigMaps of one dist/<cluster>/workloads/<workflow>.yaml."""
-
-    jobs: tuple[Manifest, ...]
-    configmaps: dict[str, Manifest]
-
-
-def read_workload(path: Path) -> Workload:
-    """Parse a workloads file as Flux would apply it."""
-    documents = [
-        d for d in yaml.load_all(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader) if d
-    ]
-    return Workload(
-        jobs=tuple(d for d in documents if d["kind"] == "Job"),
-        configmaps={d["metadata"]["name"]: d for d in documents if d["kind"] == "ConfigMap"},
-    )
 
 
 def _configmap_files(configmap: Manifest) -> dict[str, bytes]:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from localrun.pod import PodPlan, PodRun, PodSpecError, pod_plan, read_workload
+from contract.dist import read_workload
+from contract.layout import DIST, cluster_of, workload_files
+from localrun.pod import PodPlan, PodRun, PodSpecError, pod_plan
 from runner.result import BenchResult, parse_result_line
 
 Executor = Callable[[PodPlan], PodRun]
@@ -30,15 +32,14 @@ class PodOutcome:
 
 def workload_file(root: Path, workflow: str, cluster: str | None) -> Path:
     """dist/<cluster>/workloads/<workflow>.yaml; the first cluster that runs it by default."""
-    pattern = f"{cluster or '*'}/workloads/{workflow}.yaml"
-    found = sorted((root / "dist").glob(pattern))
+    found = [p for p in workload_files(root, workflow) if cluster in (None, cluster_of(p))]
     if found:
         return found[0]
-    known = sorted({path.stem for path in (root / "dist").glob("*/workloads/*.yaml")})
+    known = sorted({path.stem for path in workload_files(root)})
     where = f"cluster {cluster}" if cluster else "any cluster"
     raise PodSpecError(
-        f"dist/ holds no workflow {workflow!r} for {where} (run `make synth` after editing "
-        f"specs/); workflows in dist/: {', '.join(known) or 'none'}"
+        f"{DIST}/ holds no workflow {workflow!r} for {where} (run `make synth` after editing "
+        f"specs/); workflows in {DIST}/: {', '.join(known) or 'none'}"
     )
 
 

@@ -5,10 +5,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from collector.history import HistoryError, records_at, records_in, runs_of
-from collector.records import RESULTS_DIR
 from collector.report import build_report
 from collector.report_render import to_markdown
-from contract.layout import CLUSTERS, DIST
+from contract.layout import CLUSTERS, DIST, RESULTS
 from synth.load import load_specs
 from synth.plan import format_plan, plan
 from synth.problems import SpecProblems
@@ -59,7 +58,7 @@ def generated_at(root: Path, revision: str) -> dict[PurePosixPath, str]:
 def changed_workflows(root: Path, base: str) -> list[str]:
     """The workflows whose results/ records differ from `base`."""
     done = subprocess.run(
-        ["git", "-C", str(root), "diff", "--name-only", base, "--", RESULTS_DIR],
+        ["git", "-C", str(root), "diff", "--name-only", base, "--", RESULTS],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return sorted({line.split("/")[1] for line in done.stdout.splitlines() if line.count("/") >= 2})

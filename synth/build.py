@@ -9,7 +9,7 @@ from typing import Any
 
 from cdk8s import App, Chart
 
-from contract.layout import CLUSTERS, FLUX_FILE
+from contract.layout import CLUSTERS, FLUX_FILE, INFRASTRUCTURE, NAMESPACES_FILE, cluster_dist
 from synth.charts.benchmarks import BenchmarksChart
 from synth.charts.flux import FluxChart
 from synth.charts.namespaces import NamespacesChart
@@ -43,11 +43,11 @@ class Build:
         """What the cluster's workloads depend on, and Flux's objects that apply them; returns
         the files they become."""
         app = self._app
-        dist = PurePosixPath("dist", cluster.name)
-        infrastructure = dist / "infrastructure"
+        dist = cluster_dist(cluster.name)
+        infrastructure = dist / INFRASTRUCTURE
         namespaces = [namespace_of(env) for env in fleet.environments]
         charts: dict[PurePosixPath, Chart] = {
-            infrastructure / "namespaces.yaml": NamespacesChart(
+            infrastructure / NAMESPACES_FILE: NamespacesChart(
                 app,
                 f"{cluster.name}-namespaces",
                 cluster=cluster,

@@ -15,6 +15,19 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Final
 
+from contract.layout import (
+    APP,
+    APP_LABEL,
+    JOB_LABEL,
+    MANAGED_BY,
+    MODELS_ANNOTATION,
+    SPEC_FILE_ANNOTATION,
+    SPEC_SHA256_ANNOTATION,
+    TARGET_LABEL,
+    TOOL_VERSION_ANNOTATION,
+    VARIANTS_ANNOTATION,
+    WORKFLOW_LABEL,
+)
 from runner.config import (
     CONFIG_DIR,
     CONFIG_FILE,
@@ -38,7 +51,6 @@ TOOL_VERSION: Final = version("benchfleet")
 RUNNER_UID: Final = 10001
 RUNNER_SERVICE_ACCOUNT: Final = "benchfleet-runner"
 COLLECTOR_SERVICE_ACCOUNT: Final = "benchfleet-collector"
-APP: Final = "benchfleet"
 RUNNER_CONTAINER: Final = "runner"
 TMP_SIZE: Final = "1Gi"
 
@@ -94,7 +106,7 @@ class ModelBundle:
                 "name": self.name,
                 "namespace": namespace,
                 "labels": dict(labels),
-                "annotations": {"benchfleet.io/models": models},
+                "annotations": {MODELS_ANNOTATION: models},
             },
             "immutable": True,
         }
@@ -210,13 +222,13 @@ def run_config(
 def workflow_labels(workflow_id: str) -> dict[str, str]:
     """Labels every object of a workflow carries; the collector selects by them."""
     return {
-        "app": APP,
-        "workflow": workflow_id,
+        APP_LABEL: APP,
+        WORKFLOW_LABEL: workflow_id,
         "backend": "kubernetes",
         "app.kubernetes.io/name": "benchfleet-runner",
         "app.kubernetes.io/instance": workflow_id,
         "app.kubernetes.io/part-of": APP,
-        "app.kubernetes.io/managed-by": APP,
+        MANAGED_BY: APP,
     }
 
 
@@ -396,7 +408,7 @@ def plan_runs(
         variants = [v for v in loaded.variants if v.target == target.key]
         config = run_config(loaded, target, variants, files)
         models = tuple(b for b in bundles if any(f.model in config.models for f in b.files))
-        template_labels = {**workflow_labels(workflow.id), "benchfleet.io/target": target.key}
+        template_labels = {**workflow_labels(workflow.id), TARGET_LABEL: target.key}
         template = _JobTemplate(
             config=config,
             target=target,
@@ -415,7 +427,7 @@ def plan_runs(
             "ns": namespace,
         }
         name = job_name(workflow.id, target.key, digest(content))
-        labels = {**template_labels, "job": name, "app.kubernetes.io/version": TOOL_VERSION}
+        labels = {**template_labels, JOB_LABEL: name, "app.kubernetes.io/version": TOOL_VERSION}
         if workflow.scheduling.queue is not None:
             labels["kueue.x-k8s.io/queue-name"] = workflow.scheduling.queue
         runs.append(
@@ -424,10 +436,10 @@ def plan_runs(
                 namespace=namespace,
                 labels=labels,
                 annotations={
-                    "benchfleet.io/spec-file": loaded.file,
-                    "benchfleet.io/spec-sha256": spec_hash,
-                    "benchfleet.io/tool-version": TOOL_VERSION,
-                    "benchfleet.io/variants": str(len(variants)),
+                    SPEC_FILE_ANNOTATION: loaded.file,
+                    SPEC_SHA256_ANNOTATION: spec_hash,
+                    TOOL_VERSION_ANNOTATION: TOOL_VERSION,
+                    VARIANTS_ANNOTATION: str(len(variants)),
                 },
                 config=config,
                 job_spec=template.job_spec(name),

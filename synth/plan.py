@@ -14,9 +14,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-import yaml
-
-from synth.recorded import recorded_jobs
+from contract.dist import documents
+from contract.layout import (
+    CLUSTERS,
+    DIST,
+    KUSTOMIZATION_FILE,
+    TARGET_LABEL,
+    WORKFLOW_LABEL,
+    WORKLOADS,
+    recorded_jobs,
+)
 
 Action = Literal["create", "replace", "prune"]
 
@@ -77,11 +84,10 @@ def _workload_objects(
     """(kind, name) -> (file, object) of every object in the cluster's workloads files."""
     found = {}
     for path, text in files.items():
-        if path.parts[:3] != ("dist", cluster, "workloads") or path.name == "kustomization.yaml":
+        if path.parts[:3] != (DIST, cluster, WORKLOADS) or path.name == KUSTOMIZATION_FILE:
             continue
-        for obj in yaml.load_all(text, Loader=yaml.CSafeLoader):
-            if obj:
-                found[obj["kind"], obj["metadata"]["name"]] = (path, obj)
+        for obj in documents(text):
+            found[obj["kind"], obj["metadata"]["name"]] = (path, obj)
     return found
 
 
@@ -99,15 +105,15 @@ def _jobs(
 def _ref(job: Mapping[str, Any]) -> JobRef:
     meta = job["metadata"]
     return JobRef(
-        workflow=meta["labels"]["workflow"],
-        target=meta["labels"]["benchfleet.io/target"],
+        workflow=meta["labels"][WORKFLOW_LABEL],
+        target=meta["labels"][TARGET_LABEL],
         name=meta["name"],
         variants=int(job["spec"]["completions"]),
     )
 
 
 def _clusters(files: Mapping[PurePosixPath, str]) -> set[str]:
-    return {p.parts[1] for p in files if p.parts[0] in ("dist", "clusters") and len(p.parts) > 2}
+    return {p.parts[1] for p in files if p.parts[0] in (DIST, CLUSTERS) and len(p.parts) > 2}
 
 
 def plan(
@@ -143,7 +149,7 @@ def plan(
             path
             for path in committed.keys() | proposed.keys()
             if cluster in path.parts[1:2]
-            and "workloads" not in path.parts
+            and WORKLOADS not in path.parts
             and committed.get(path) != proposed.get(path)
         )
         plans.append(result)

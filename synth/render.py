@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from contract.layout import DIST, GENERATED_HEADER
+from contract.layout import DIST, GENERATED_HEADER, WORKLOADS, recorded_jobs, workload_file
 from synth.cache import RenderCache, infrastructure_key, workflow_key
 from synth.checks import target_clusters
 from synth.fleet import Cluster, Fleet
 from synth.jobs import namespace_of, plan_runs
 from synth.load import LoadedWorkflow, Specs
-from synth.recorded import recorded_jobs
 
 if TYPE_CHECKING:
     from synth.build import Build
@@ -73,7 +72,7 @@ class _Rendering:
 
     def workflow(self, loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster) -> bool:
         """Adds the workflow's file in `cluster`; False if it has nothing left to run."""
-        path = PurePosixPath("dist", cluster.name, "workloads", f"{loaded.workflow.id}.yaml")
+        path = workload_file(cluster.name, loaded.workflow.id)
         stored = recorded_jobs(self.root, loaded.workflow.id, cluster.name)
         key = None
         if self.cache is not None:
@@ -157,7 +156,7 @@ def _kustomizations(files: Mapping[PurePosixPath, str]) -> dict[PurePosixPath, s
     for cluster_dist in {p.parent for p in folders}:
         # A cluster no workflow targets still gets an (empty) workloads folder, so that its
         # Flux Kustomization has a path to apply and prune.
-        folders.setdefault(cluster_dist / "workloads", [])
+        folders.setdefault(cluster_dist / WORKLOADS, [])
     return {
         folder / "kustomization.yaml": kustomization(sorted(names))
         for folder, names in sorted(folders.items())

@@ -5,6 +5,7 @@ from typing import Any, Final
 from cdk8s import Chart
 from constructs import Construct
 
+from contract.layout import INFRASTRUCTURE, WORKLOADS
 from synth.constructs import api_object
 from synth.fleet import Fleet
 
@@ -35,8 +36,8 @@ class FluxChart(Chart):
             {"metadata": {"name": SOURCE, "namespace": FLUX_NAMESPACE}, "spec": source},
         )
         infrastructure = self._kustomization(
-            "infrastructure",
-            f"{dist_path}/infrastructure",
+            INFRASTRUCTURE,
+            f"{dist_path}/{INFRASTRUCTURE}",
             # Namespaces, RBAC and policies become ready at once: waiting on them is cheap
             # and keeps the workloads from landing in a namespace that does not exist yet.
             wait=True,
@@ -46,7 +47,7 @@ class FluxChart(Chart):
         # completed, so one long or failing benchmark would hold back every later change.
         # The collector follows the Jobs instead.
         workloads = self._kustomization(
-            "workloads", f"{dist_path}/workloads", wait=False, depends_on=infrastructure.name
+            WORKLOADS, f"{dist_path}/{WORKLOADS}", wait=False, depends_on=infrastructure.name
         )
         infrastructure.add_dependency(repository)
         workloads.add_dependency(infrastructure)

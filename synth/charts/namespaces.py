@@ -4,10 +4,17 @@ that says which fleet cluster applies it (what the collector checks before recor
 from cdk8s import Chart
 from constructs import Construct
 
-from contract.layout import CLUSTER_IDENTITY, CLUSTER_KEY, REGION_KEY
+from contract.layout import (
+    APP,
+    CLUSTER_IDENTITY,
+    CLUSTER_KEY,
+    ENVIRONMENT_LABEL,
+    MANAGED_BY,
+    REGION_KEY,
+)
 from synth.constructs import api_object
 from synth.fleet import Cluster
-from synth.jobs import APP, namespace_of
+from synth.jobs import namespace_of
 
 POD_SECURITY_VERSION = "v1.33"
 
@@ -18,7 +25,7 @@ class NamespacesChart(Chart):
     ) -> None:
         super().__init__(scope, construct_id, disable_resource_name_hashes=True)
         for environment in environments:
-            labels = {"app.kubernetes.io/managed-by": APP, "benchfleet.io/environment": environment}
+            labels = {MANAGED_BY: APP, ENVIRONMENT_LABEL: environment}
             for mode in ("enforce", "audit", "warn"):
                 labels[f"pod-security.kubernetes.io/{mode}"] = "restricted"
                 labels[f"pod-security.kubernetes.io/{mode}-version"] = POD_SECURITY_VERSION
@@ -32,7 +39,7 @@ class NamespacesChart(Chart):
             identity = {
                 "name": CLUSTER_IDENTITY,
                 "namespace": namespace_of(environment),
-                "labels": {"app.kubernetes.io/managed-by": APP},
+                "labels": {MANAGED_BY: APP},
             }
             api_object(
                 self,

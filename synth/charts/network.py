@@ -6,9 +6,9 @@ from typing import Any
 from cdk8s import Chart
 from constructs import Construct
 
+from contract.layout import APP, APP_LABEL, MANAGED_BY, WORKFLOW_LABEL
 from synth.constructs import api_object
 from synth.fleet import Cluster
-from synth.jobs import APP
 
 API_SERVER_PORTS = (443, 6443)
 
@@ -25,7 +25,7 @@ class NetworkPoliciesChart(Chart):
     ) -> None:
         """`downloading` maps a namespace to the workflows whose models come from a URL."""
         super().__init__(scope, construct_id, disable_resource_name_hashes=True)
-        labels = {"app.kubernetes.io/managed-by": APP}
+        labels = {MANAGED_BY: APP}
         for namespace in namespaces:
 
             def policy(name: str, spec: dict[str, Any], ns: str = namespace) -> None:
@@ -64,7 +64,7 @@ class NetworkPoliciesChart(Chart):
                 policy(
                     f"{workflow}-model-download",
                     {
-                        "podSelector": {"matchLabels": {"app": APP, "workflow": workflow}},
+                        "podSelector": {"matchLabels": {APP_LABEL: APP, WORKFLOW_LABEL: workflow}},
                         "policyTypes": ["Egress"],
                         "egress": [
                             {

@@ -3,9 +3,10 @@
 from cdk8s import Chart
 from constructs import Construct
 
+from contract.layout import APP, MANAGED_BY
 from synth.constructs import api_object
 from synth.fleet import Fleet
-from synth.jobs import APP, priority_class_name
+from synth.jobs import priority_class_name
 
 
 class PriorityClassesChart(Chart):
@@ -20,7 +21,7 @@ class PriorityClassesChart(Chart):
                 {
                     "metadata": {
                         "name": priority_class_name(name),
-                        "labels": {"app.kubernetes.io/managed-by": APP},
+                        "labels": {MANAGED_BY: APP},
                     },
                     "value": spec.value,
                     "preemptionPolicy": spec.preemption,

@@ -3,8 +3,8 @@
 from cdk8s import Chart
 from constructs import Construct
 
+from contract.layout import APP, MANAGED_BY
 from synth.constructs import api_object
-from synth.jobs import APP
 
 
 class QueuesChart(Chart):
@@ -28,7 +28,7 @@ class QueuesChart(Chart):
                     "metadata": {
                         "name": queue,
                         "namespace": namespace,
-                        "labels": {"app.kubernetes.io/managed-by": APP},
+                        "labels": {MANAGED_BY: APP},
                     },
                     "spec": {"clusterQueue": cluster_queue},
                 },

@@ -12,9 +12,9 @@ from typing import Final
 from cdk8s import Chart
 from constructs import Construct
 
-from contract.layout import CLUSTER_IDENTITY
+from contract.layout import APP, CLUSTER_IDENTITY, MANAGED_BY
 from synth.constructs import api_object
-from synth.jobs import APP, COLLECTOR_SERVICE_ACCOUNT, RUNNER_SERVICE_ACCOUNT
+from synth.jobs import COLLECTOR_SERVICE_ACCOUNT, RUNNER_SERVICE_ACCOUNT
 
 COLLECTOR_RULES: Final = [
     # gather: find the workflow's Jobs and follow them with list + watch; clean: delete the
@@ -39,7 +39,7 @@ COLLECTOR_RULES: Final = [
 class RbacChart(Chart):
     def __init__(self, scope: Construct, construct_id: str, *, namespaces: list[str]) -> None:
         super().__init__(scope, construct_id, disable_resource_name_hashes=True)
-        labels = {"app.kubernetes.io/managed-by": APP}
+        labels = {MANAGED_BY: APP}
         collectors = [
             {"kind": "ServiceAccount", "name": COLLECTOR_SERVICE_ACCOUNT, "namespace": namespace}
             for namespace in namespaces

@@ -6,7 +6,8 @@ The pods run the real runner (localcluster/podexecutor.py runs them through loca
 
 import pytest
 
-from collector.records import read_record, record_path
+from collector.records import read_record
+from contract.layout import record_path
 from tests.cluster.conftest import (
     NAMESPACE,
     LiveCluster,

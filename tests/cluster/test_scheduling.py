@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from collector.indexes import IGNORED_COUNT_KEY
-from collector.records import read_record, record_path
+from collector.records import read_record
+from contract.layout import record_path
 from localcluster.nodes import node_manifests
 from localcluster.podexecutor import Succeed
 from localcluster.results import ok_result

@@ -19,7 +19,8 @@ import yaml
 from click.testing import CliRunner, Result
 
 from collector.cli import cli
-from collector.records import read_record, record_path
+from collector.records import read_record
+from contract.layout import record_path
 from tests.collector import objects
 from tests.collector.fake_api import FakeApiServer
 from tests.conftest import REPO_ROOT

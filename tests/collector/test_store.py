@@ -6,15 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from collector.records import (
-    JobRecord,
-    StoredVariant,
-    read_record,
-    record_path,
-    stored_jobs,
-    write_record,
-)
+from collector.records import JobRecord, StoredVariant, read_record, write_record
 from collector.store import Store, StoreError, open_store
+from contract.layout import record_path, recorded_jobs
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 
@@ -72,8 +66,8 @@ def test_a_record_lands_where_synth_looks_for_it(tmp_path: Path) -> None:
     assert written
     assert path == record_path(tmp_path, "cpu-smoke", "us-east", JOB.job)
     assert path == tmp_path / "results" / "cpu-smoke" / "us-east" / f"{JOB.job}.json"
-    assert stored_jobs(tmp_path, "cpu-smoke", "us-east") == [JOB.job]
-    assert stored_jobs(tmp_path, "cpu-smoke", "eu-west") == []
+    assert recorded_jobs(tmp_path, "cpu-smoke", "us-east") == [JOB.job]
+    assert recorded_jobs(tmp_path, "cpu-smoke", "eu-west") == []
     assert read_record(path) == record(succeeded(0))
 
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from localrun.pod import PodPlan, PodSpecError, pod_plan, read_workload
+from contract.dist import read_workload
+from localrun.pod import PodPlan, PodSpecError, pod_plan
 from localrun.podman import configure_podman, run_arguments, runner_requirements
 from tests.conftest import REPO_ROOT
 

@@ -15,8 +15,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from contract.dist import read_workload
 from localrun.__main__ import main
-from localrun.pod import PodPlan, PodRun, PodSpecError, read_workload
+from localrun.pod import PodPlan, PodRun, PodSpecError
 from localrun.process import process_environment, run_process
 from localrun.workflow import pod_plans, read_outcome, workload_file
 from runner.channel import compact

@@ -1,0 +1,60 @@
+"""The one reader of what synth wrote into dist/: YAML documents as plain dicts."""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from contract.layout import DIST, WORKLOADS, namespaces_file
+
+Manifest = dict[str, Any]
+
+
+def documents(text: str) -> list[Manifest]:
+    """The objects of one multi-document YAML file synth wrote (C loader: dist/ can be large)."""
+    return [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d]
+
+
+def read_documents(path: Path) -> list[Manifest]:
+    """The objects of one file of dist/."""
+    return documents(path.read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The Jobs and ConfigMaps of one dist/<cluster>/workloads/<workflow>.yaml."""
+
+    jobs: tuple[Manifest, ...]
+    configmaps: dict[str, Manifest]
+    """By name; a Job's config.json ConfigMap is named like the Job."""
+
+
+def read_workload(path: Path) -> Workload:
+    """A workloads file as Flux would apply it."""
+    objects = read_documents(path)
+    return Workload(
+        jobs=tuple(d for d in objects if d["kind"] == "Job"),
+        configmaps={d["metadata"]["name"]: d for d in objects if d["kind"] == "ConfigMap"},
+    )
+
+
+def dist_clusters(root: Path) -> list[str]:
+    """The clusters dist/ has a folder for."""
+    folder = root / DIST
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def namespaces(root: Path, cluster: str) -> list[str]:
+    """The benchfleet namespaces synth writes for `cluster`."""
+    objects = read_documents(namespaces_file(root, cluster))
+    return sorted(d["metadata"]["name"] for d in objects if d["kind"] == "Namespace")
+
+
+def job_names(root: Path, cluster: str) -> set[str]:
+    """Names of every Job dist/<cluster>/workloads/ holds."""
+    return {
+        job["metadata"]["name"]
+        for path in (root / DIST / cluster / WORKLOADS).glob("*.yaml")
+        for job in read_workload(path).jobs
+    }
