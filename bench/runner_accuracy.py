@@ -40,10 +40,10 @@ import torch
 from torch.utils.benchmark import Timer
 
 from bench.timing import Pairing, interleaved, median_interval
+from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
 from models.architectures import TinyTransformer
 from models.make_models import ModelRecipe, export_bytes
 from runner import precision
-from runner.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
 from runner.loading import load_program
 from runner.run import RunPaths, make_inputs, run_variant
 from runner.threads import cpu_quota, thread_count, usable_cpus

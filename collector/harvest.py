@@ -10,7 +10,7 @@ from collections.abc import Callable
 from collector.indexes import IndexState
 from collector.pods import ResultReading, read_result
 from collector.records import StoredVariant, VariantState
-from runner.result import VariantRef
+from contract.variant import VariantRef
 
 LogReader = Callable[[str], str | None]
 """Reads the runner's log of a pod by name; None when it cannot be had (the pod is gone)."""

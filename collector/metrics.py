@@ -17,18 +17,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push
 from prometheus_client.exposition import generate_latest
 
 from collector.records import JobRecord
+from contract.variant import SETTING_FIELDS
 
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
-_RESULT_LABELS: Final = (
-    "workflow",
-    "cluster",
-    "gpu_type",
-    "model",
-    "precision",
-    "quantization",
-    "batch_size",
-)
+_RESULT_LABELS: Final = ("workflow", "cluster", "gpu_type", *SETTING_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -93,10 +86,7 @@ def build_registry(observed: Iterable[ObservedJob]) -> CollectorRegistry:
                 record.workflow,
                 record.cluster,
                 target,
-                ref.model,
-                ref.precision,
-                ref.quantization,
-                str(ref.batch_size),
+                *(str(getattr(ref, field)) for field in SETTING_FIELDS),
             )
             p50.labels(*labels).set(result.latency.p50_ms / 1000)
             if result.throughput_samples_per_s is not None:

@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
-from runner.result import RESULT_PREFIX, SCHEMA_FILE, BenchResult
+from contract.result import RESULT_PREFIX, SCHEMA_FILE, BenchResult, find_result_text
 
 Object = Mapping[str, Any]
 Phase = Literal["pending", "running", "succeeded", "failed", "preempted"]
@@ -118,10 +118,10 @@ def _from_termination_message(message: str) -> tuple[BenchResult | None, str | N
 
 
 def _from_log(text: str, where: str) -> tuple[BenchResult | None, str | None]:
-    for line in reversed(text.splitlines()):
-        if line.startswith(RESULT_PREFIX):
-            return _parse(line.removeprefix(RESULT_PREFIX).strip(), f"the result line of {where}")
-    return None, f"{where} has no {RESULT_PREFIX.strip()} line"
+    found = find_result_text(text)
+    if found is None:
+        return None, f"{where} has no {RESULT_PREFIX.strip()} line"
+    return _parse(found, f"the result line of {where}")
 
 
 @lru_cache(maxsize=4096)

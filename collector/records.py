@@ -14,7 +14,8 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from contract.layout import record_path
-from runner.result import BenchResult, VariantRef
+from contract.result import BenchResult
+from contract.variant import VariantRef
 
 RECORD_SCHEMA_VERSION: Final = 1
 

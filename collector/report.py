@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Final, Literal
 
 from collector.store import StoredRun
-from runner.result import LatencyStats, VariantRef
+from contract.result import LatencyStats
+from contract.variant import SETTING_FIELDS, VariantRef
 
 REPORT_SCHEMA_VERSION: Final = 1
 """Bumped when a field of `to_json`'s output changes meaning or goes away."""
@@ -224,14 +225,8 @@ def _target(run: StoredRun) -> str:
 
 
 def _key(run: StoredRun, ref: VariantRef) -> VariantKey:
-    return VariantKey(
-        cluster=run.job.cluster,
-        target=_target(run),
-        model=ref.model,
-        precision=ref.precision,
-        quantization=ref.quantization,
-        batch_size=ref.batch_size,
-    )
+    setting = {field: getattr(ref, field) for field in SETTING_FIELDS}
+    return VariantKey(cluster=run.job.cluster, target=_target(run), **setting)
 
 
 def _ref(run: StoredRun) -> VariantRef | None:

@@ -28,7 +28,7 @@ from collector.report import (
     VariantRow,
     heading,
 )
-from runner.result import VariantRef
+from contract.variant import VariantRef
 
 TableKind = Literal["alert", "main", "detail"]
 """How prominent a table is: alerts come first and are marked; details may be folded away."""

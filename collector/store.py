@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Final
 
 from collector.records import JobIdentity, StoredVariant
-from runner.result import BenchResult, VariantRef
+from contract.result import BenchResult
+from contract.variant import VARIANT_FIELDS, VariantRef
 
 DEFAULT_DATABASE: Final = Path(".benchfleet") / "results.sqlite"
 _SCHEMA_VERSION: Final = 1
@@ -87,6 +88,12 @@ _COLUMNS: Final = [
 
 # The columns that are StoredVariant's own fields, read back by name.
 _VARIANT_COLUMNS: Final = [column for column in _COLUMNS if column in StoredVariant.model_fields]
+# The variant's identity, a column per field: its index is the row's job_index, and its id
+# is called variant_id beside the Job's own columns.
+_IDENTITY_COLUMNS: Final = {
+    field: "job_index" if field == "index" else "variant_id" if field == "id" else field
+    for field in VARIANT_FIELDS
+}
 
 
 class StoreError(RuntimeError):
@@ -124,11 +131,11 @@ def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[o
         "attempts": variant.attempts,
         "preemptions": variant.preemptions,
         "finished_at": variant.finished_at,
-        "variant_id": ref.id if ref else None,
-        "model": ref.model if ref else None,
-        "precision": ref.precision if ref else None,
-        "quantization": ref.quantization if ref else None,
-        "batch_size": ref.batch_size if ref else None,
+        **{
+            column: getattr(ref, field) if ref else None
+            for field, column in _IDENTITY_COLUMNS.items()
+            if field != "index"
+        },
         "device_name": result.environment.device_name if result and result.environment else None,
         "model_sha256": result.model_sha256 if result else None,
         "status": result.status if result else None,
@@ -219,13 +226,8 @@ class Store:
         text = row["result_json"]
         ref = None
         if row["variant_id"] is not None:
-            ref = VariantRef(
-                index=row["job_index"],
-                id=row["variant_id"],
-                model=row["model"],
-                precision=row["precision"],
-                quantization=row["quantization"],
-                batch_size=row["batch_size"],
+            ref = VariantRef.model_validate(
+                {field: row[column] for field, column in _IDENTITY_COLUMNS.items()}
             )
         variant = StoredVariant.model_validate(
             {

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from collector.records import JobIdentity
+from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import dist_clusters, read_workload
 from contract.layout import (
     APP_SELECTOR,
@@ -24,8 +25,7 @@ from contract.layout import (
     workload_file,
     workload_files,
 )
-from runner.config import CONFIG_FILE, RunConfig
-from runner.result import VariantRef
+from contract.variant import VariantRef
 
 
 class WorkloadError(ValueError):

@@ -33,12 +33,11 @@ from typing import Any, Final, cast
 from kubernetes import client, config, watch
 from kubernetes.client import ApiException
 
+from contract.result import BenchResult, compact, result_line
 from localcluster.controlplane import Cluster
 from localcluster.processes import start
 from localrun.pod import COMPLETION_INDEX_ANNOTATION, plan_pod
 from localrun.process import start_process
-from runner.channel import compact
-from runner.result import RESULT_PREFIX, BenchResult
 
 Pod = dict[str, Any]
 GPU_RESOURCE: Final = "nvidia.com/gpu"
@@ -186,8 +185,7 @@ class _PodTask:
         if ended_early:
             return 143, "", "terminated\n", "", "Error"
         if isinstance(outcome, Succeed):
-            line = RESULT_PREFIX + outcome.result.model_dump_json(exclude_none=True) + "\n"
-            return 0, line, "", compact(outcome.result), "Completed"
+            return 0, result_line(outcome.result), "", compact(outcome.result), "Completed"
         return outcome.code, outcome.output, "", outcome.message, outcome.reason
 
     def _run_runner(self) -> tuple[int, str, str, str]:

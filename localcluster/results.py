@@ -7,7 +7,8 @@ collector reads them exactly as it reads a real run's.
 
 from typing import Any
 
-from runner.result import BenchResult, VariantRef
+from contract.result import BenchResult
+from contract.variant import VariantRef
 
 Config = dict[str, Any]
 

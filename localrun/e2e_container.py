@@ -3,7 +3,7 @@
 Each pod starts as the synthesized Job says (read-only root, uid 10001, no capabilities, no
 network, its CPU and memory limits, ConfigMaps mounted read-only), and what it hands the
 collector is checked: exit code 0, a last stdout line `BENCH_RESULT {...}` with status ok, and
-a termination log of at most 4096 bytes of JSON, both valid against runner/result.schema.json.
+a termination log of at most 4096 bytes of JSON, both valid against contract/result.schema.json.
 """
 
 import dataclasses
@@ -23,6 +23,7 @@ import jsonschema
 
 from contract.dist import read_workload
 from contract.layout import workload_file
+from contract.result import RESULT_PREFIX, TERMINATION_LOG_LIMIT
 from localrun.pod import PodPlan, PodRun, pod_plan
 from localrun.podman import (
     REPO_ROOT,
@@ -35,7 +36,6 @@ from localrun.podman import (
     prepare_context,
     run_pod,
 )
-from runner.result import RESULT_PREFIX, TERMINATION_LOG_LIMIT
 
 WORKLOAD: Final = REPO_ROOT / workload_file("us-east", "cpu-smoke")
 RESULT_SCHEMA: Final = REPO_ROOT / "runner" / "result.schema.json"

@@ -21,6 +21,7 @@ from typing import Final
 from localrun.pod import PodPlan, PodRun, PodSpecError
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[1]
+IMAGE_PACKAGES: Final = ("runner", "contract")
 BASE_IMAGE: Final = "localhost/benchfleet-base:bookworm"
 RUNNER_IMAGE: Final = "localhost/benchfleet-runner:dev"
 DEBIAN_MIRROR: Final = "http://deb.debian.org/debian"
@@ -169,7 +170,8 @@ def runner_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[
 def prepare_context(
     folder: Path, *, python_version: str | None = None, base_provides: Collection[str] = ()
 ) -> Path:
-    """Fill `folder` with what the Dockerfile copies: wheels/, requirements.txt and runner/.
+    """Fill `folder` with what the Dockerfile copies: wheels/, requirements.txt, runner/ and
+    contract/.
 
     Wheels are fetched on the host because builds here have no network. By default they suit
     the host's Python, which is the local base's; `python_version` ("3.11") fetches them for
@@ -205,11 +207,14 @@ def prepare_context(
             str(to_fetch),
         ]
     )
-    shutil.copytree(
-        REPO_ROOT / "runner",
-        folder / "runner",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "Dockerfile"),
-    )
+    # The runner and the contract it shares with synth and the collector (config.json, the
+    # result): the two packages the image runs.
+    for package in IMAGE_PACKAGES:
+        shutil.copytree(
+            REPO_ROOT / package,
+            folder / package,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "Dockerfile"),
+        )
     shutil.copy2(REPO_ROOT / "runner" / "Dockerfile", folder / "Dockerfile")
     return folder
 

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from contract.dist import read_workload
 from contract.layout import DIST, cluster_of, workload_files
+from contract.result import BenchResult, parse_result_line
 from localrun.pod import PodPlan, PodRun, PodSpecError, pod_plan
-from runner.result import BenchResult, parse_result_line
 
 Executor = Callable[[PodPlan], PodRun]
 """Runs one pod and waits for it."""

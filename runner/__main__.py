@@ -15,10 +15,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from contract.config import CONFIG_DIR, CONFIG_FILE, MODELS_DIR, RunConfig
+from contract.errors import ExitCode
+from contract.result import BenchResult, ErrorInfo
+from contract.variant import VariantRef
 from runner.channel import emit
-from runner.config import CONFIG_DIR, CONFIG_FILE, MODELS_DIR, RunConfig
-from runner.errors import ConfigError, ExitCode, RunnerError, Terminated
-from runner.result import BenchResult, ErrorInfo, VariantRef
+from runner.errors import ConfigError, RunnerError, Terminated
 from runner.run import RunPaths, run_variant
 
 log = logging.getLogger("runner")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from runner.result import Environment
+from contract.result import Environment
 
 
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:

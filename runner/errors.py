@@ -1,32 +1,8 @@
-"""Failure classes of a run, each with its own exit code so the collector can tell them apart
-from the pod status alone (even when the result line is lost)."""
+"""The exceptions the runner raises, each carrying its failure class and exit code."""
 
-from enum import IntEnum
-from typing import ClassVar, Literal
+from typing import ClassVar
 
-ErrorType = Literal[
-    "internal",
-    "bad_config",
-    "model_load",
-    "out_of_memory",
-    "device_missing",
-    "unsupported_variant",
-    "terminated",
-]
-
-
-class ExitCode(IntEnum):
-    """The runner's exit status; Kubernetes reports it as the container's exitCode."""
-
-    OK = 0
-    INTERNAL = 1
-    BAD_CONFIG = 2
-    MODEL_LOAD = 3
-    OUT_OF_MEMORY = 4
-    DEVICE_MISSING = 5
-    UNSUPPORTED_VARIANT = 6
-    TERMINATED = 143
-    """128 + SIGTERM, as a shell reports a process SIGTERM ended."""
+from contract.errors import ErrorType, ExitCode
 
 
 class RunnerError(Exception):

@@ -15,7 +15,7 @@ from typing import Final
 import torch
 from torch.export import ExportedProgram
 
-from runner.config import ModelConfig
+from contract.config import ModelConfig
 from runner.errors import ModelLoadError
 
 _CHUNK: Final = 1 << 20

@@ -5,8 +5,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from runner.config import PhaseConfig
-from runner.result import StoppedBy
+from contract.config import PhaseConfig
+from contract.result import StoppedBy
 
 Step = Callable[[], int]
 """Runs one iteration and returns its duration in nanoseconds."""

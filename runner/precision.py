@@ -11,32 +11,29 @@ from typing import Final
 import torch
 from torch.fx import GraphModule
 
+from contract.variant import Precision
 from runner.errors import UnsupportedVariant
 
 COMPUTE_DTYPES: Final = {
-    "fp32": torch.float32,
-    "tf32": torch.float32,
-    "fp16": torch.float16,
-    "bf16": torch.bfloat16,
+    Precision.FP32: torch.float32,
+    Precision.TF32: torch.float32,
+    Precision.FP16: torch.float16,
+    Precision.BF16: torch.bfloat16,
 }
 
 
-def compute_dtype(precision: str) -> torch.dtype:
+def compute_dtype(precision: Precision) -> torch.dtype:
     """The dtype floating tensors are computed in."""
-    if precision not in COMPUTE_DTYPES:
-        raise UnsupportedVariant(
-            f"precision {precision!r} is unknown to this runner; it knows {sorted(COMPUTE_DTYPES)}"
-        )
     return COMPUTE_DTYPES[precision]
 
 
-def set_fp32_math(precision: str, device: torch.device) -> str | None:
+def set_fp32_math(precision: Precision, device: torch.device) -> str | None:
     """Set CUDA's fp32 matmul and convolution mode; return it, or None on CPU."""
     if device.type != "cuda":
-        if precision == "tf32":
+        if precision == Precision.TF32:
             raise UnsupportedVariant("tf32 is a CUDA math mode; a CPU target cannot use it")
         return None
-    mode = "tf32" if precision == "tf32" else "ieee"
+    mode = "tf32" if precision == Precision.TF32 else "ieee"
     torch.backends.cuda.matmul.fp32_precision = mode
     # torch's stubs lack cudnn.conv and cudnn.rnn, which torch 2.9+ has at run time; both
     # are set, because torch refuses to run cuDNN when they disagree.

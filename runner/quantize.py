@@ -19,6 +19,7 @@ from typing import Final
 import torch
 from torch.fx import GraphModule, Node
 
+from contract.variant import Quantization
 from runner.errors import UnsupportedVariant
 
 _LINEAR: Final = torch.ops.aten.linear.default
@@ -31,8 +32,8 @@ _WEIGHTED: Final = {
 }
 _INT8_MAX: Final = 127.0
 KERNELS: Final = {
-    "int8-weight-only": "int8 weights dequantized per call + aten.linear",
-    "int8-dynamic": "per-row int8 activations + torch._int_mm (int8 x int8 -> int32)",
+    Quantization.INT8_WEIGHT_ONLY: "int8 weights dequantized per call + aten.linear",
+    Quantization.INT8_DYNAMIC: "per-row int8 activations + torch._int_mm (int8 x int8 -> int32)",
 }
 
 
@@ -87,8 +88,8 @@ def _drop_attribute(module: GraphModule, target: str) -> None:
     delattr(module.get_submodule(owner_path), name)
 
 
-def quantize(module: GraphModule, scheme: str) -> QuantizationReport:
-    """Rewrite `module` in place; `scheme` is "none", "int8-weight-only" or "int8-dynamic"."""
+def quantize(module: GraphModule, scheme: Quantization) -> QuantizationReport:
+    """Rewrite `module` in place with the quantization `scheme`."""
     report = QuantizationReport()
     graph = module.graph
     for node in graph.nodes:
@@ -99,10 +100,8 @@ def quantize(module: GraphModule, scheme: str) -> QuantizationReport:
             )
     linears = [n for n in graph.nodes if n.op == "call_function" and n.target == _LINEAR]
     report.linear_layers = len(linears)
-    if scheme == "none":
+    if scheme == Quantization.NONE:
         return report
-    if scheme not in KERNELS:
-        raise UnsupportedVariant(f"quantization {scheme!r} is unknown to this runner")
     replaced: set[str] = set()
     for index, node in enumerate(linears):
         x, weight_node, *rest = node.args
@@ -110,7 +109,7 @@ def quantize(module: GraphModule, scheme: str) -> QuantizationReport:
         if weight is None:
             continue
         quantized, scale = _per_channel_int8(weight)
-        if scheme == "int8-dynamic":
+        if scheme == Quantization.INT8_DYNAMIC:
             call, stored, stored_scale = int8_dynamic_linear, quantized.t().contiguous(), scale
         else:
             call, stored, stored_scale = int8_weight_only_linear, quantized, scale[:, None]

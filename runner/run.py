@@ -8,23 +8,16 @@ from pathlib import Path
 
 import torch
 
+from contract.config import RunConfig, VariantConfig
+from contract.result import Applied, BenchResult, Memory, PhaseTiming, Timings, Validity
+from contract.variant import Precision, Quantization, VariantRef
 from runner import precision, quantize
-from runner.config import RunConfig, VariantConfig
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
 from runner.loading import load_program, model_file
 from runner.measure import PhaseOutcome, run_phase
 from runner.memory import peak_rss_bytes
-from runner.result import (
-    Applied,
-    BenchResult,
-    Memory,
-    PhaseTiming,
-    Timings,
-    Validity,
-    VariantRef,
-)
 from runner.stats import NOISY_IQR_RATIO, noise, reliable_percentiles, summarize
 from runner.threads import cpu_quota, thread_count, usable_cpus
 
@@ -129,7 +122,8 @@ def _first_iteration(step: Callable[[], int], variant: VariantConfig) -> int:
         if _out_of_memory(error):
             raise
         shapes = ", ".join(f"{list(i.shape)} {i.dtype}" for i in variant.inputs)
-        if variant.precision in {"fp32", "tf32"} and variant.quantization == "none":
+        exact = variant.precision in {Precision.FP32, Precision.TF32}
+        if exact and variant.quantization == Quantization.NONE:
             raise ConfigError(
                 f"model {variant.model} fails on inputs of batch {variant.batch_size} x "
                 f"({shapes}): {error}; check the spec's inputs against the exported model"

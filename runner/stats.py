@@ -5,7 +5,7 @@ from typing import Final
 
 import numpy as np
 
-from runner.result import LatencyStats
+from contract.result import LatencyStats
 
 NOISY_IQR_RATIO: Final = 0.10
 """IQR / median above this marks a measurement as noisy."""

@@ -24,7 +24,7 @@ from synth.load import LoadedWorkflow
 
 CACHE_DIR: Final = Path(".cache/synth")
 _SOURCES: Final = Path(__file__).resolve().parent.parent
-_CONTRACTS: Final = ("runner/config.py", "runner/errors.py")
+_CONTRACTS: Final = ("contract/config.py", "runner/errors.py")
 """What synth imports from the runner: config.json's shape and the exit codes Jobs act on."""
 
 

@@ -7,32 +7,16 @@ lives here.
 """
 
 from dataclasses import dataclass
-from enum import StrEnum
 from types import MappingProxyType
 from typing import Final
+
+from contract.variant import Precision, Quantization
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 """The extended resource the NVIDIA device plugin advertises."""
 
 DEFAULT_NODE_LABEL: Final = "gpu-type"
 """The node label the design note selects GPU nodes by; clusters may use others."""
-
-
-class Precision(StrEnum):
-    """The numeric format activations and weights are computed in."""
-
-    FP32 = "fp32"
-    TF32 = "tf32"
-    FP16 = "fp16"
-    BF16 = "bf16"
-
-
-class Quantization(StrEnum):
-    """How the weights (and possibly activations) are quantized before measuring."""
-
-    NONE = "none"
-    INT8_DYNAMIC = "int8-dynamic"
-    INT8_WEIGHT_ONLY = "int8-weight-only"
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ def validate(repo: Repo, files: tuple[Path, ...], output_format: str) -> None:
 def schema(repo: Repo, check: bool) -> None:
     """Regenerate the JSON Schemas and reference.
 
-    Writes specs/schema.json, specs/clusters.schema.json, runner/result.schema.json and
+    Writes specs/schema.json, specs/clusters.schema.json, contract/result.schema.json and
     docs/spec-reference.md. Editors
     that speak the YAML language server read the schemas through the
     `# yaml-language-server: $schema=...` line at the top of each spec file.

@@ -15,6 +15,17 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Final
 
+from contract.config import (
+    CONFIG_DIR,
+    CONFIG_FILE,
+    MODELS_DIR,
+    InputConfig,
+    ModelConfig,
+    PhaseConfig,
+    RunConfig,
+    VariantConfig,
+)
+from contract.errors import ExitCode
 from contract.layout import (
     APP,
     APP_LABEL,
@@ -28,17 +39,6 @@ from contract.layout import (
     VARIANTS_ANNOTATION,
     WORKFLOW_LABEL,
 )
-from runner.config import (
-    CONFIG_DIR,
-    CONFIG_FILE,
-    MODELS_DIR,
-    InputConfig,
-    ModelConfig,
-    PhaseConfig,
-    RunConfig,
-    VariantConfig,
-)
-from runner.errors import ExitCode
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
 from synth.digests import digest, file_sha256
 from synth.fleet import Cluster, Fleet

@@ -12,8 +12,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from runner.result import SCHEMA_FILE as RESULT_SCHEMA_FILE
-from runner.result import BenchResult
+from contract.result import SCHEMA_FILE as RESULT_SCHEMA_FILE
+from contract.result import BenchResult
 from synth.catalogue import DEVICE_TYPES, RESOURCE_PRESETS
 from synth.fleet import Fleet
 from synth.spec import Workflow
@@ -21,7 +21,7 @@ from synth.spec import Workflow
 WORKFLOW_SCHEMA: Final = Path("specs/schema.json")
 FLEET_SCHEMA: Final = Path("specs/clusters.schema.json")
 REFERENCE: Final = Path("docs/spec-reference.md")
-RESULT_SCHEMA: Final = Path("runner") / RESULT_SCHEMA_FILE.name
+RESULT_SCHEMA: Final = Path("contract") / RESULT_SCHEMA_FILE.name
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:

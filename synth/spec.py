@@ -25,8 +25,9 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from contract.variant import Precision, Quantization
 from synth.base import SpecModel
-from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE, RESOURCE_PRESETS, Precision, Quantization
+from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE, RESOURCE_PRESETS
 from synth.fields import (
     ClusterName,
     Duration,

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import product
 
-from synth.catalogue import Precision, Quantization
+from contract.variant import Precision, Quantization
 from synth.spec import InputSpec, VariantSelector, Workflow
 from synth.yaml_source import Loc
 

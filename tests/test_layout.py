@@ -2,6 +2,8 @@
 collector free of torch, so each image and install stays small."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,34 @@ def test_package_does_not_import_forbidden_libraries(package: str) -> None:
 def test_specs_folder_holds_only_spec_files() -> None:
     allowed = {".yaml", ".json"}
     assert {p.suffix for p in Path(REPO_ROOT / "specs").rglob("*") if p.is_file()} <= allowed
+
+
+def _loaded_by(statement: str) -> set[str]:
+    """Top-level modules a fresh interpreter has loaded after running `statement`."""
+    listing = "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    probe = f"import sys; {statement}; {listing}"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    )
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize(
+    ("statement", "never"),
+    [
+        (
+            "import contract.config, contract.result, contract.layout, contract.dist",
+            {"torch", "cdk8s", "kubernetes"},
+        ),
+        ("import collector.cli", {"torch", "cdk8s", "constructs"}),
+        ("import review.comment", {"torch"}),
+        (
+            "import runner.run, runner.__main__",
+            {"cdk8s", "constructs", "kubernetes", "synth", "collector"},
+        ),
+    ],
+)
+def test_what_each_package_really_loads(statement: str, never: set[str]) -> None:
+    """Transitively, not just by direct import: one stray import in a shared module would pull
+    torch into the collector's install, or the cluster libraries into the runner's image."""
+    assert never & _loaded_by(statement) == set()

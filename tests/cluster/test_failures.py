@@ -10,9 +10,9 @@ from kubernetes import client
 
 from collector.records import JobRecord, read_record
 from contract.layout import record_path
+from contract.result import compact
 from localcluster.podexecutor import Exit, NeverStart, Succeed
 from localcluster.results import error_result, ok_result
-from runner.channel import compact
 from tests.cluster.conftest import (
     NAMESPACE,
     LiveCluster,

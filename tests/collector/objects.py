@@ -19,11 +19,9 @@ from typing import Any, Final, TypedDict, Unpack
 
 import yaml
 
-from runner.channel import compact
-from runner.config import RunConfig
-from runner.errors import ErrorType, ExitCode
-from runner.result import (
-    RESULT_PREFIX,
+from contract.config import RunConfig
+from contract.errors import ErrorType, ExitCode
+from contract.result import (
     Applied,
     BenchResult,
     Environment,
@@ -33,8 +31,10 @@ from runner.result import (
     PhaseTiming,
     Timings,
     Validity,
-    VariantRef,
+    compact,
+    result_line,
 )
+from contract.variant import VariantRef
 from tests.conftest import REPO_ROOT
 
 Obj = dict[str, Any]
@@ -762,9 +762,7 @@ def starting_log(job: Mapping[str, Any], index: int) -> str:
 def runner_log(job: Mapping[str, Any], index: int, result: BenchResult) -> str:
     """A finished runner's log (stdout and stderr together, as `kubectl logs` gives it): the
     stderr lines, then the whole result on the last line."""
-    return (
-        starting_log(job, index) + RESULT_PREFIX + result.model_dump_json(exclude_none=True) + "\n"
-    )
+    return starting_log(job, index) + result_line(result)
 
 
 def crash_log(job: Mapping[str, Any], index: int) -> str:

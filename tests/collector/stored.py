@@ -3,7 +3,8 @@
 from datetime import UTC, datetime
 
 from collector.records import JobIdentity, StoredVariant
-from runner.result import BenchResult, ErrorInfo, LatencyStats, VariantRef
+from contract.result import BenchResult, ErrorInfo, LatencyStats
+from contract.variant import VariantRef
 
 NOW = datetime(2026, 12, 3, 6, 0, tzinfo=UTC)
 JOB = JobIdentity(

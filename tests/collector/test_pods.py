@@ -5,7 +5,7 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
 from collector.pods import ResultReading, pod_state, read_result
-from runner.result import BenchResult
+from contract.result import BenchResult
 from tests.collector import objects
 from tests.collector.objects import Obj
 

@@ -16,14 +16,8 @@ from collector.report import REPORT_SCHEMA_VERSION, Report, build_report, median
 from collector.report_html import write_html
 from collector.report_render import CSV_COLUMNS, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
-from runner.result import (
-    BenchResult,
-    Environment,
-    ErrorInfo,
-    LatencyStats,
-    Validity,
-    VariantRef,
-)
+from contract.result import BenchResult, Environment, ErrorInfo, LatencyStats, Validity
+from contract.variant import VariantRef
 from runner.stats import reliable_percentiles
 
 DEVICES = {"a100": "NVIDIA A100-SXM4-80GB", "v100": "Tesla V100-SXM2-16GB", "t4": "Tesla T4"}

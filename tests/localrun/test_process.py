@@ -16,12 +16,11 @@ import yaml
 from click.testing import CliRunner
 
 from contract.dist import read_workload
+from contract.result import BenchResult, ErrorInfo, compact
 from localrun.__main__ import main
 from localrun.pod import PodPlan, PodRun, PodSpecError
 from localrun.process import process_environment, run_process
 from localrun.workflow import pod_plans, read_outcome, workload_file
-from runner.channel import compact
-from runner.result import BenchResult, ErrorInfo
 from tests.conftest import REPO_ROOT
 
 SMOKE = REPO_ROOT / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml"

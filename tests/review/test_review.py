@@ -134,7 +134,7 @@ def test_the_example_ci_workflow_runs_this_script_with_options_it_has() -> None:
     ).stdout
     assert options == ["--base", "--output"]
     assert all(option in help_text for option in options)
-    assert any("pip install -e '.[collector]'" in run for run in runs)
+    assert any("pip install -e '.[synth,collector]'" in run for run in runs)
 
 
 def test_the_review_needs_no_torch() -> None:

@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 import torch
 
-from runner.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
+from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
 from tests.conftest import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "models" / "examples"

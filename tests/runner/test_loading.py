@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from runner.config import ModelConfig
+from contract.config import ModelConfig
 from runner.errors import ModelLoadError
 from runner.loading import load_program, model_file
 from tests.runner.conftest import sha256_of

@@ -11,16 +11,16 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from runner.__main__ import main
-from runner.config import PhaseConfig, RunConfig
-from runner.errors import ExitCode
-from runner.result import (
+from contract.config import PhaseConfig, RunConfig
+from contract.errors import ExitCode
+from contract.result import (
     RESULT_PREFIX,
     SCHEMA_FILE,
     TERMINATION_LOG_LIMIT,
     BenchResult,
     parse_result_line,
 )
+from runner.__main__ import main
 from tests.conftest import REPO_ROOT
 from tests.runner.conftest import MakeConfig
 

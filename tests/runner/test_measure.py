@@ -3,7 +3,7 @@ must be met, either maximum stops the loop."""
 
 import pytest
 
-from runner.config import PhaseConfig
+from contract.config import PhaseConfig
 from runner.measure import run_phase
 
 

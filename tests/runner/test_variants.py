@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from contract.variant import Precision, Quantization
 from runner import precision, quantize
 from runner.errors import UnsupportedVariant
 from runner.run import RunPaths, run_variant
@@ -14,14 +15,14 @@ from synth.catalogue import DEVICE_TYPES
 from tests.runner.conftest import EXAMPLE_INPUTS, MakeConfig
 
 CPU = DEVICE_TYPES["cpu"]
-CPU_COMBINATIONS = sorted((str(p), str(q)) for p in CPU.precisions for q in CPU.quantizations)
+CPU_COMBINATIONS = sorted((p, q) for p in CPU.precisions for q in CPU.quantizations)
 
 
 def test_the_runner_implements_every_option_the_catalogue_offers() -> None:
-    offered_precisions = {str(p) for d in DEVICE_TYPES.values() for p in d.precisions}
-    offered_quantizations = {str(q) for d in DEVICE_TYPES.values() for q in d.quantizations}
+    offered_precisions = {p for d in DEVICE_TYPES.values() for p in d.precisions}
+    offered_quantizations = {q for d in DEVICE_TYPES.values() for q in d.quantizations}
     assert offered_precisions <= set(precision.COMPUTE_DTYPES)
-    assert offered_quantizations <= set(quantize.KERNELS) | {"none"}
+    assert offered_quantizations <= set(quantize.KERNELS) | {Quantization.NONE}
 
 
 @pytest.mark.parametrize(("precision_name", "quantization"), CPU_COMBINATIONS)
@@ -29,8 +30,8 @@ def test_each_cpu_combination_shows_its_effect_in_the_result(
     make_config: MakeConfig,
     models_dir: Path,
     tmp_path: Path,
-    precision_name: str,
-    quantization: str,
+    precision_name: Precision,
+    quantization: Quantization,
 ) -> None:
     config = make_config("tiny-transformer", precision=precision_name, quantization=quantization)
     applied = run_variant(config, 0, RunPaths(models_dir, tmp_path)).applied
@@ -52,7 +53,7 @@ def test_each_cpu_combination_shows_its_effect_in_the_result(
 
 
 @pytest.mark.parametrize("scheme", sorted(quantize.KERNELS))
-def test_quantized_outputs_stay_close_to_fp32(scheme: str, models_dir: Path) -> None:
+def test_quantized_outputs_stay_close_to_fp32(scheme: Quantization, models_dir: Path) -> None:
     path = models_dir / "tiny-transformer.pt2"
     inputs = torch.randn(
         4, *EXAMPLE_INPUTS["tiny-transformer"], generator=torch.Generator().manual_seed(1)
@@ -68,7 +69,7 @@ def test_quantized_outputs_stay_close_to_fp32(scheme: str, models_dir: Path) -> 
 
 @pytest.mark.parametrize("scheme", sorted(quantize.KERNELS))
 def test_quantization_replaces_float_weights_with_int8_and_frees_them(
-    scheme: str, models_dir: Path
+    scheme: Quantization, models_dir: Path
 ) -> None:
     module = torch.export.load(models_dir / "tiny-mlp.pt2").module()
     before = precision.tensor_bytes(module)
@@ -80,14 +81,14 @@ def test_quantization_replaces_float_weights_with_int8_and_frees_them(
 
 def test_convolutions_are_reported_as_left_unquantized(models_dir: Path) -> None:
     module = torch.export.load(models_dir / "tiny-cnn.pt2").module()
-    report = quantize.quantize(module, "int8-dynamic")
+    report = quantize.quantize(module, Quantization.INT8_DYNAMIC)
     assert (report.quantized_layers, report.unquantized_weighted_layers) == (1, {"conv2d": 3})
 
 
 def test_quantizing_a_model_without_linear_layers_is_an_error(conv_only_model: Path) -> None:
     module = torch.export.load(conv_only_model).module()
     with pytest.raises(UnsupportedVariant, match="found no linear layer"):
-        quantize.quantize(module, "int8-weight-only")
+        quantize.quantize(module, Quantization.INT8_WEIGHT_ONLY)
 
 
 def test_torchs_own_dynamic_quantization_misses_exported_programs(models_dir: Path) -> None:
@@ -103,7 +104,7 @@ def test_torchs_own_dynamic_quantization_misses_exported_programs(models_dir: Pa
 
 def test_tf32_on_a_cpu_is_an_error() -> None:
     with pytest.raises(UnsupportedVariant, match="tf32 is a CUDA math mode"):
-        precision.set_fp32_math("tf32", torch.device("cpu"))
+        precision.set_fp32_math(Precision.TF32, torch.device("cpu"))
 
 
 @pytest.fixture
@@ -119,9 +120,10 @@ def restore_fp32_math() -> Iterator[None]:
 
 @pytest.mark.usefixtures("restore_fp32_math")
 @pytest.mark.parametrize(
-    ("precision_name", "mode"), [("fp32", "ieee"), ("tf32", "tf32"), ("bf16", "ieee")]
+    ("precision_name", "mode"),
+    [(Precision.FP32, "ieee"), (Precision.TF32, "tf32"), (Precision.BF16, "ieee")],
 )
-def test_cuda_fp32_math_mode_follows_the_precision(precision_name: str, mode: str) -> None:
+def test_cuda_fp32_math_mode_follows_the_precision(precision_name: Precision, mode: str) -> None:
     assert precision.set_fp32_math(precision_name, torch.device("cuda", 0)) == mode
     assert torch.backends.cuda.matmul.fp32_precision == mode
     assert torch.backends.cudnn.conv.fp32_precision == mode  # type: ignore[attr-defined]
@@ -135,9 +137,9 @@ def test_tf32_changes_cuda_matmul_results() -> None:
     generator = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(1024, 1024, device="cuda", generator=generator)
     b = torch.randn(1024, 1024, device="cuda", generator=generator)
-    precision.set_fp32_math("fp32", a.device)
+    precision.set_fp32_math(Precision.FP32, a.device)
     ieee = a @ b
-    precision.set_fp32_math("tf32", a.device)
+    precision.set_fp32_math(Precision.TF32, a.device)
     tf32 = a @ b
     assert not torch.equal(ieee, tf32)
     assert torch.allclose(ieee, tf32, rtol=1e-2, atol=1e-1)

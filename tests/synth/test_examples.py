@@ -5,7 +5,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from synth.catalogue import DEVICE_TYPES, Precision
+from contract.variant import Precision
+from synth.catalogue import DEVICE_TYPES
 from synth.load import LoadedWorkflow, Specs, load_specs, workflow_files
 from synth.schema import FLEET_SCHEMA, WORKFLOW_SCHEMA, json_schema
 from synth.spec import Workflow

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from collector.records import JobRecord, write_record
+from contract.errors import ExitCode
 from localcluster.build import binary_dir
-from runner.errors import ExitCode
 from synth.load import load_specs, workflow_files
 from synth.main import synth
 from synth.problems import SpecProblems

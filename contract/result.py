@@ -1,17 +1,19 @@
-"""The result a run hands to the collector: one JSON object, validated on both sides.
+"""The result a run hands to the collector: one JSON object, validated on both sides, and the
+one writer and reader of the line and the termination message that carry it.
 
-`runner/result.schema.json` is generated from these models (`make schema`); the collector
+`contract/result.schema.json` is generated from these models (`make schema`); the collector
 validates what it harvests against it. Only pydantic is imported, so the collector can share
 this module without torch.
 """
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from runner.config import VariantConfig
-from runner.errors import ErrorType
+from contract.errors import ErrorType
+from contract.variant import VariantRef
 
 RESULT_SCHEMA_VERSION: Final = 1
 RESULT_PREFIX: Final = "BENCH_RESULT "
@@ -25,22 +27,6 @@ StoppedBy = Literal["minimums", "max_iterations", "max_time"]
 
 class _Result(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class VariantRef(_Result):
-    """Which variant of config.json was run."""
-
-    index: int = Field(ge=0)
-    id: str
-    model: str
-    precision: str
-    quantization: str
-    batch_size: int = Field(ge=1)
-
-    @classmethod
-    def of(cls, variant: VariantConfig) -> Self:
-        """The reference to a variant of config.json."""
-        return cls.model_validate(variant.model_dump(exclude={"inputs"}))
 
 
 class LatencyStats(_Result):
@@ -185,12 +171,54 @@ class BenchResult(_Result):
         return self
 
 
+def result_line(result: BenchResult) -> str:
+    """The one stdout line that hands `result` over, newline included."""
+    return RESULT_PREFIX + result.model_dump_json(exclude_none=True) + "\n"
+
+
+def find_result_text(output: str) -> str | None:
+    """The JSON of the last BENCH_RESULT line in `output`, or None if there is none."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            return line.removeprefix(RESULT_PREFIX).strip()
+    return None
+
+
+_ERROR_MESSAGE_BUDGET: Final = 1500
+
+
+def _short_error(result: BenchResult) -> BenchResult:
+    if result.error is None or len(result.error.message) <= _ERROR_MESSAGE_BUDGET:
+        return result
+    message = result.error.message[: _ERROR_MESSAGE_BUDGET - 3] + "..."
+    return result.model_copy(update={"error": ErrorInfo(type=result.error.type, message=message)})
+
+
+_COMPACTIONS: Final[tuple[Callable[[BenchResult], BenchResult], ...]] = (
+    lambda r: r,
+    _short_error,
+    lambda r: r.model_copy(update={"environment": None}),
+    lambda r: r.model_copy(update={"applied": None, "timings": None, "memory": None}),
+)
+
+
+def compact(result: BenchResult, limit: int = TERMINATION_LOG_LIMIT) -> str:
+    """The result as compact JSON of at most `limit` bytes."""
+    current = result
+    for index, step in enumerate(_COMPACTIONS):
+        current = step(current)
+        if index:
+            current = current.model_copy(update={"compacted": True})
+        text = current.model_dump_json(exclude_none=True)
+        if len(text.encode()) <= limit:
+            return text
+    raise ValueError(f"a result cannot be compacted below {limit} bytes: {text[:200]}")
+
+
 def parse_result_line(output: str) -> BenchResult | None:
     """The result in a runner's stdout (the last BENCH_RESULT line), or None if there is none.
 
     Raises pydantic.ValidationError or ValueError when the line is there but malformed.
     """
-    for line in reversed(output.splitlines()):
-        if line.startswith(RESULT_PREFIX):
-            return BenchResult.model_validate_json(line.removeprefix(RESULT_PREFIX))
-    return None
+    text = find_result_text(output)
+    return None if text is None else BenchResult.model_validate_json(text)

@@ -9,6 +9,8 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contract.variant import VariantRef
+
 SCHEMA_VERSION: Final = 1
 CONFIG_DIR: Final = "/config"
 CONFIG_FILE: Final = "config.json"
@@ -45,15 +47,9 @@ class InputConfig(_Contract):
     dtype: str
 
 
-class VariantConfig(_Contract):
+class VariantConfig(VariantRef):
     """One index of the Job: one model at one precision, quantization and batch size."""
 
-    index: int = Field(ge=0)
-    id: str
-    model: str
-    precision: str
-    quantization: str
-    batch_size: int = Field(ge=1)
     inputs: tuple[InputConfig, ...]
 
 
