@@ -21,6 +21,7 @@ from typing import Final
 from synth.digests import digest, file_sha256
 from synth.fleet import Cluster, Fleet
 from synth.load import LoadedWorkflow
+from synth.modelfiles import ModelFiles
 
 CACHE_DIR: Final = Path(".cache/synth")
 _SOURCES: Final = Path(__file__).resolve().parent.parent
@@ -40,11 +41,12 @@ def code_digest() -> str:
 
 
 def workflow_key(
-    loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, root: Path, stored: list[str]
+    loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, files: ModelFiles, stored: list[str]
 ) -> str:
     """Everything one workflow's file in one cluster depends on, hashed; `stored` names the
     Jobs whose results are recorded (they are left out)."""
-    models = {m.name: file_sha256(root / m.file) for m in loaded.workflow.models if m.file}
+    root = files.root
+    models = {m.name: files.read(m.file).sha256 for m in loaded.workflow.models if m.file}
     return digest(
         {
             "code": code_digest(),

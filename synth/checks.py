@@ -7,11 +7,10 @@ to change, so `targets[0].gpu_type` rather than the whole file.
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from synth.catalogue import DEVICE_TYPES
-from synth.digests import file_sha256
 from synth.fleet import Cluster, Fleet
+from synth.modelfiles import ModelFiles
 from synth.names import (
     DNS_LABEL_MAX,
     indexed_pod_suffix,
@@ -34,13 +33,13 @@ class Finding:
 
 
 def check_workflow(
-    workflow: Workflow, variants: list[Variant], fleet: Fleet, root: Path
+    workflow: Workflow, variants: list[Variant], fleet: Fleet, model_files: ModelFiles
 ) -> list[Finding]:
     """Every cross-field problem of `workflow`, whose expansion is `variants`."""
     return [
         *_unique_names(workflow),
         *_models_have_inputs(workflow),
-        *_pinned_files_match(workflow, root),
+        *_pinned_files_match(workflow, model_files),
         *_clusters_can_run_targets(workflow, fleet),
         *_selectors_refer_to_something(workflow),
         *_variant_count(workflow, variants),
@@ -90,11 +89,11 @@ def _models_have_inputs(workflow: Workflow) -> Iterator[Finding]:
             )
 
 
-def _pinned_files_match(workflow: Workflow, root: Path) -> Iterator[Finding]:
+def _pinned_files_match(workflow: Workflow, model_files: ModelFiles) -> Iterator[Finding]:
     for index, model in enumerate(workflow.models):
         if model.file is None or model.sha256 is None:
             continue
-        actual = file_sha256(root / model.file)
+        actual = model_files.read(model.file).sha256
         if actual != model.sha256:
             yield Finding(
                 ("models", index, "sha256"),
@@ -251,7 +250,7 @@ def _parallelism_and_deadline(workflow: Workflow, variants: list[Variant]) -> It
         return
     benchmark = workflow.benchmark
     per_variant = benchmark.warmup_phase.min_time + benchmark.measure_phase.min_time
-    share = scheduling.max_parallel // len(workflow.targets)
+    share = workflow.parallelism_per_target
     for target in workflow.targets:
         count = sum(1 for variant in variants if variant.target == target.key)
         waves = math.ceil(count / share) if count else 0

@@ -8,11 +8,9 @@ would fail anyway).
 """
 
 import base64
-import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any, Final
 
 from contract.config import (
@@ -43,6 +41,7 @@ from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
 from synth.digests import digest, file_sha256
 from synth.fleet import Cluster, Fleet
 from synth.load import LoadedWorkflow
+from synth.modelfiles import ModelFiles
 from synth.names import job_name, model_bundle_name
 from synth.spec import CONFIGMAP_LIMIT_BYTES, ModelSpec, Phase, Scheduling, Target
 from synth.sweep import Variant
@@ -53,6 +52,7 @@ RUNNER_SERVICE_ACCOUNT: Final = "benchfleet-runner"
 COLLECTOR_SERVICE_ACCOUNT: Final = "benchfleet-collector"
 RUNNER_CONTAINER: Final = "runner"
 TMP_SIZE: Final = "1Gi"
+CONFIG_VOLUME: Final = "config"
 
 
 def namespace_of(environment: str) -> str:
@@ -70,15 +70,12 @@ class ModelFile:
     """A committed model file, as a model ConfigMap carries it."""
 
     model: str
-    path: Path
     sha256: str
-    size: int
+    data: bytes = field(repr=False)
 
-    @classmethod
-    def read(cls, model: str, path: Path) -> "ModelFile":
-        """The file at `path`, read once for both its hash and its size."""
-        data = path.read_bytes()
-        return cls(model=model, path=path, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    @property
+    def size(self) -> int:
+        return len(self.data)
 
     @property
     def key(self) -> str:
@@ -113,7 +110,7 @@ class ModelBundle:
 
     def binary_data(self) -> dict[str, str]:
         """The model files, base64-encoded as `binaryData` holds them."""
-        return {f.key: base64.b64encode(f.path.read_bytes()).decode() for f in self.files}
+        return {f.key: base64.b64encode(f.data).decode() for f in self.files}
 
 
 def bundle_models(workflow_id: str, files: list[ModelFile]) -> list[ModelBundle]:
@@ -269,7 +266,9 @@ class _JobTemplate:
     parallelism: int
     labels: Mapping[str, str]
 
-    def job_spec(self, run_name: str) -> dict[str, Any]:
+    def job_spec(self) -> dict[str, Any]:
+        """The Job's spec with its own name left empty: what the name is hashed from, then
+        filled in by `name_job_spec`."""
         completions = len(self.config.variants)
         return {
             "completionMode": "Indexed",
@@ -279,13 +278,23 @@ class _JobTemplate:
             "activeDeadlineSeconds": int(self.scheduling.deadline),
             "podFailurePolicy": {"rules": _FAILURE_RULES},
             "template": {
-                "metadata": {"labels": {**self.labels, "job": run_name}},
-                "spec": _pod_spec(run_name, self),
+                "metadata": {"labels": {**self.labels, JOB_LABEL: ""}},
+                "spec": _pod_spec(self),
             },
         }
 
 
-def _pod_spec(run_name: str, template: _JobTemplate) -> dict[str, Any]:
+def name_job_spec(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """`spec` with the Job's name in the two places that hold it: its pods' label, and the
+    config.json ConfigMap (named like the Job) they mount."""
+    template = spec["template"]
+    template["metadata"]["labels"][JOB_LABEL] = name
+    (config,) = [v for v in template["spec"]["volumes"] if v["name"] == CONFIG_VOLUME]
+    config["configMap"]["name"] = name
+    return spec
+
+
+def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
     config, target, models = template.config, template.target, template.models
     image, cluster, priority = template.image, template.cluster, template.priority
     device = DEVICE_TYPES[target.gpu_type]
@@ -302,11 +311,11 @@ def _pod_spec(run_name: str, template: _JobTemplate) -> dict[str, Any]:
         node_selector.update(cluster.spot.node_selector)
         tolerations += [t.model_dump(exclude_none=True) for t in cluster.spot.tolerations]
     volumes: list[dict[str, Any]] = [
-        {"name": "config", "configMap": {"name": run_name}},
+        {"name": CONFIG_VOLUME, "configMap": {"name": ""}},
         {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
     ]
     mounts: list[dict[str, Any]] = [
-        {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+        {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
         {"name": "tmp", "mountPath": "/tmp"},
     ]
     if models:
@@ -390,18 +399,19 @@ def _pod_spec(run_name: str, template: _JobTemplate) -> dict[str, Any]:
 
 
 def plan_runs(
-    loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, root: Path
+    loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, model_files: ModelFiles
 ) -> list[BenchmarkRun]:
     """The Jobs (one per target) that `loaded` needs in `cluster`."""
     workflow = loaded.workflow
     namespace = namespace_of(workflow.environment)
     image = workflow.image or fleet.image
     priority = workflow.scheduling.priority or fleet.default_priority
-    share = workflow.scheduling.max_parallel // len(workflow.targets)
-    spec_hash = file_sha256(root / loaded.file)
-    files = {
-        m.name: ModelFile.read(m.name, root / m.file) for m in workflow.models if m.file is not None
-    }
+    spec_hash = file_sha256(model_files.root / loaded.file)
+    files = {}
+    for model in workflow.models:
+        if model.file is not None:
+            read = model_files.read(model.file)
+            files[model.name] = ModelFile(model.name, read.sha256, read.data)
     bundles = bundle_models(workflow.id, list(files.values()))
     runs = []
     for target in workflow.targets:
@@ -417,15 +427,12 @@ def plan_runs(
             cluster=cluster,
             priority=priority,
             scheduling=workflow.scheduling,
-            parallelism=share,
+            parallelism=workflow.parallelism_per_target,
             labels=template_labels,
         )
         # The name is hashed from the content with an empty name in it, then filled in.
-        content = {
-            "config": config.model_dump(mode="json"),
-            "job": template.job_spec(""),
-            "ns": namespace,
-        }
+        job_spec = template.job_spec()
+        content = {"config": config.model_dump(mode="json"), "job": job_spec, "ns": namespace}
         name = job_name(workflow.id, target.key, digest(content))
         labels = {**template_labels, JOB_LABEL: name, "app.kubernetes.io/version": TOOL_VERSION}
         if workflow.scheduling.queue is not None:
@@ -442,7 +449,7 @@ def plan_runs(
                     VARIANTS_ANNOTATION: str(len(variants)),
                 },
                 config=config,
-                job_spec=template.job_spec(name),
+                job_spec=name_job_spec(job_spec, name),
                 models=models,
             )
         )

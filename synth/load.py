@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from synth.checks import check_workflow
 from synth.fleet import Fleet
+from synth.modelfiles import ModelFiles
 from synth.problems import Problem, SpecProblems, problem_at, problems_from_validation
 from synth.spec import SpecContext, Workflow
 from synth.sweep import Variant, expand_variants
@@ -43,6 +44,8 @@ class Specs:
     fleet: Fleet
     fleet_source: YamlSource
     workflows: tuple[LoadedWorkflow, ...]
+    model_files: ModelFiles
+    """The model files validation read, for the render to reuse."""
 
 
 def workflow_files(root: Path) -> list[Path]:
@@ -64,6 +67,7 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         else None
     )
     context = SpecContext(fleet=fleet, root=root) if fleet is not None else None
+    model_files = ModelFiles(root)
     loaded: list[LoadedWorkflow] = []
     first_file_of: dict[str, LoadedWorkflow] = {}
     for path in files if files is not None else workflow_files(root):
@@ -88,7 +92,7 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
             )
             continue
         variants = expand_variants(workflow)
-        findings = check_workflow(workflow, variants, fleet, root)
+        findings = check_workflow(workflow, variants, fleet, model_files)
         problems.extend(problem_at(source, file, f.loc, f.message, f.hint) for f in findings)
         entry = LoadedWorkflow(file, source, workflow, tuple(variants))
         first_file_of[workflow.id] = entry
@@ -96,7 +100,9 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
     if problems:
         raise SpecProblems(problems)
     assert fleet is not None and fleet_source is not None  # else they were problems
-    return Specs(fleet=fleet, fleet_source=fleet_source, workflows=tuple(loaded))
+    return Specs(
+        fleet=fleet, fleet_source=fleet_source, workflows=tuple(loaded), model_files=model_files
+    )
 
 
 def unpinned_images(specs: Specs) -> list[Problem]:

@@ -16,6 +16,7 @@ from synth.checks import target_clusters
 from synth.fleet import Cluster, Fleet
 from synth.jobs import namespace_of, plan_runs
 from synth.load import LoadedWorkflow, Specs
+from synth.modelfiles import ModelFiles
 
 if TYPE_CHECKING:
     from synth.build import Build
@@ -53,9 +54,10 @@ class _Rendering:
     """One render: files reused from the cache, and the cdk8s build for the others, started
     at the first file the cache does not hold."""
 
-    def __init__(self, root: Path, cache: RenderCache | None) -> None:
+    def __init__(self, root: Path, cache: RenderCache | None, model_files: ModelFiles) -> None:
         self.root = root
         self.cache = cache
+        self.model_files = model_files
         self.reused: dict[PurePosixPath, str] = {}
         self._build: Build | None = None
         self._to_cache: dict[str, list[PurePosixPath]] = {}
@@ -76,14 +78,15 @@ class _Rendering:
         stored = recorded_jobs(self.root, loaded.workflow.id, cluster.name)
         key = None
         if self.cache is not None:
-            key = workflow_key(loaded, fleet, cluster, self.root, stored)
+            key = workflow_key(loaded, fleet, cluster, self.model_files, stored)
             cached = self.cache.get(key)
             if cached is not None:
                 self.reused.update(cached)
                 return True
         # A Job whose results are stored is done: leaving dist/ makes Flux prune it, where
         # keeping it would run it again if anything deleted it.
-        runs = [r for r in plan_runs(loaded, fleet, cluster, self.root) if r.name not in stored]
+        planned = plan_runs(loaded, fleet, cluster, self.model_files)
+        runs = [run for run in planned if run.name not in stored]
         if not runs:
             return False
         self.build.add_workflow(path, f"{cluster.name}-{loaded.workflow.id}", runs)
@@ -125,7 +128,7 @@ def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[P
 
     With a cache, files rendered before from the same inputs are reused.
     """
-    rendering = _Rendering(root, cache)
+    rendering = _Rendering(root, cache, specs.model_files)
     fleet = specs.fleet
     for cluster in fleet.clusters:
         downloading: dict[str, list[str]] = {}

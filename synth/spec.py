@@ -595,3 +595,9 @@ class Workflow(SpecModel):
         if context is not None and name not in context.fleet.environments:
             raise unknown("environment", name, context.fleet.environments)
         return name
+
+    @property
+    def parallelism_per_target(self) -> int:
+        """How many pods each target's Job runs at once: max_parallel, split evenly between the
+        targets (the deadline check and the Jobs both use this one number)."""
+        return self.scheduling.max_parallel // len(self.targets)
