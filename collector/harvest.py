@@ -8,7 +8,7 @@ compacted copy, an OOMKilled pod, a crash), so requests grow with failures, not 
 from collections.abc import Callable
 
 from collector.indexes import IndexState
-from collector.pods import ResultReading, read_result
+from collector.pods import ResultReading, with_log
 from collector.records import StoredVariant, VariantState
 from contract.variant import VariantRef
 
@@ -17,11 +17,11 @@ LogReader = Callable[[str], str | None]
 
 
 def _reading(state: IndexState, read_log: LogReader) -> ResultReading | None:
-    if state.manifest is None or state.pod is None:
+    if state.pod is None:
         return None
-    reading = read_result(state.manifest, None)
+    reading = state.pod.message
     if reading.result is None or reading.result.compacted or reading.problem:
-        reading = read_result(state.manifest, read_log(state.pod.name))
+        reading = with_log(reading, read_log(state.pod.name))
     return reading
 
 

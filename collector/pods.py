@@ -11,9 +11,9 @@ file (OOMKilled, killed, crashed) leaves the end of its log as the termination m
 import json
 import signal
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any, Final, Literal
 
 from jsonschema import Draft202012Validator
@@ -79,21 +79,34 @@ class PodState:
     explanation: str
     finished_at: str | None
     """When the runner container terminated, as the API server reports it."""
+    message: ResultReading = field(compare=False, repr=False)
+    """The result in the termination message, parsed once when the state is read."""
+
+
+def message_reading(pod: Object) -> ResultReading:
+    """The runner's result as the termination message holds it (no request needed)."""
+    message = _runner_terminated(pod).get("message")
+    if message is None or not message.strip():
+        return ResultReading(None, None, _no_message(pod))
+    result, problem = _from_termination_message(message)
+    return ResultReading(result, "termination-message" if result else None, problem)
 
 
 def read_result(pod: Object, log: str | None) -> ResultReading:
     """The runner's result: from the termination message when it is there, whole and valid;
     otherwise (missing, malformed, or `compacted` while a log is given) from the last
     BENCH_RESULT line of `log`. A malformed result is a `problem`, never an exception."""
-    message = _runner_terminated(pod).get("message")
-    from_message: BenchResult | None = None
-    message_problem: str | None = _no_message(pod)
-    if message is not None and message.strip():
-        from_message, message_problem = _from_termination_message(message)
+    return with_log(message_reading(pod), log)
+
+
+def with_log(message: ResultReading, log: str | None) -> ResultReading:
+    """The reading of the termination message, completed from `log` where it falls short."""
+    from_message = message.result
     if from_message is not None and not (from_message.compacted and log is not None):
         return ResultReading(from_message, "termination-message", None)
     if log is None:
-        return ResultReading(None, None, message_problem)
+        return ResultReading(None, None, message.problem)
+    message_problem = message.problem
     from_log, log_problem = _from_log(log, "the log")
     if from_log is not None:
         return ResultReading(from_log, "log", None)
@@ -124,10 +137,8 @@ def _from_log(text: str, where: str) -> tuple[BenchResult | None, str | None]:
     return _parse(found, f"the result line of {where}")
 
 
-@lru_cache(maxsize=4096)
 def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
-    """The result in `text`, or why there is none. Cached, since every round of a gather
-    looks at every pod again, and the same message always parses the same way.
+    """The result in `text`, or why there is none.
 
     The model in strict mode decides first: the schema is generated from it, and strict mode
     accepts nothing the schema rejects (no "1" for 1). Only a rejection consults the schema
@@ -168,16 +179,17 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
     explain a pending pod."""
     status = pod.get("status", {})
     terminated = _runner_terminated(pod)
+    message = message_reading(pod)
     disruption = condition(pod, "DisruptionTarget")
     phase: Phase
     if status.get("phase") == "Succeeded":
-        phase, reason, explanation = "succeeded", terminated.get("reason"), _succeeded(pod)
+        phase, reason, explanation = "succeeded", terminated.get("reason"), _succeeded(message)
     elif disruption is not None and disruption.get("status") == "True":
         phase, reason = "preempted", status.get("reason") or disruption.get("reason")
         explanation = _disrupted(pod, disruption)
     elif status.get("phase") == "Failed":
         phase, reason = "failed", _failure_reason(pod)
-        explanation = _failed(pod)
+        explanation = _failed(pod, message)
     elif status.get("phase") == "Running":
         phase, reason, explanation = "running", None, _running(pod)
     else:
@@ -192,6 +204,7 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
         reason=reason,
         explanation=explanation,
         finished_at=terminated.get("finishedAt"),
+        message=message,
     )
 
 
@@ -308,8 +321,7 @@ def _memory_limit(pod: Object) -> str | None:
     return None
 
 
-def _succeeded(pod: Object) -> str:
-    reading = read_result(pod, None)
+def _succeeded(reading: ResultReading) -> str:
     if reading.result is None:
         return f"succeeded without a readable result: {reading.problem}"
     return "succeeded"
@@ -330,7 +342,7 @@ def _failure_reason(pod: Object) -> str | None:
     return reason
 
 
-def _failed(pod: Object) -> str:
+def _failed(pod: Object, message: ResultReading) -> str:
     status = pod["status"]
     terminated = _runner_terminated(pod)
     if status.get("reason") == "Evicted":
@@ -343,12 +355,12 @@ def _failed(pod: Object) -> str:
         if limit is None:
             return f"OOMKilled: the node ran out of memory for the container (exit {code})"
         return f"OOMKilled: the container exceeded its memory limit of {limit} (exit {code})"
-    return _exited(pod, terminated)
+    return _exited(pod, terminated, message)
 
 
-def _exited(pod: Object, terminated: Object) -> str:
+def _exited(pod: Object, terminated: Object, message: ResultReading) -> str:
     code: int = terminated["exitCode"]
-    result = read_result(pod, None).result
+    result = message.result
     if result is not None and result.error is not None:
         return f"runner error {result.error.type} (exit {code}): {result.error.message}"
     if code > 128:
