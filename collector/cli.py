@@ -21,10 +21,11 @@ from collector.progress import Progress
 from collector.report import build_report
 from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.status import format_status, workflow_status
-from collector.store import DEFAULT_DATABASE, StoreError, open_store
+from collector.store import StoreError, open_store
 from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs
 from contract.dist import dist_clusters, namespaces
 from contract.layout import RESULTS, recorded_clusters, recorded_jobs, workload_file
+from contract.options import database_option, root_option
 
 ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
 
@@ -53,19 +54,8 @@ def _duration(text: str) -> float:
 
 
 @click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})
-@click.option(
-    "--root",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=Path("."),
-    help="The repository: dist/ says which Jobs to gather, results/ gets the records.",
-)
-@click.option(
-    "--db",
-    "database",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=DEFAULT_DATABASE,
-    help="The SQLite results database (relative to --root); created when missing.",
-)
+@root_option
+@database_option
 @click.option(
     "--credentials-dir",
     type=click.Path(file_okay=False, path_type=Path),

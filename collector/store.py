@@ -17,7 +17,6 @@ from collector.records import JobIdentity, StoredVariant
 from contract.result import BenchResult
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-DEFAULT_DATABASE: Final = Path(".benchfleet") / "results.sqlite"
 _SCHEMA_VERSION: Final = 1
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (

@@ -16,9 +16,10 @@ import click
 from collector.records import JobIdentity
 from collector.report import build_report
 from collector.report_render import to_text
-from collector.store import DEFAULT_DATABASE, open_store
+from collector.store import open_store
 from collector.workload import expected_jobs
 from contract.layout import cluster_of
+from contract.options import database_option, root_option
 from localrun.pod import PodSpecError
 from localrun.process import run_process
 from localrun.record import LOCAL_CLUSTER, local_identity, stored_variants
@@ -45,20 +46,9 @@ def _store(
 
 @click.command(context_settings={"show_default": True})
 @click.argument("workflow")
-@click.option(
-    "--root",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=Path("."),
-    help="The repository root, holding dist/.",
-)
+@root_option
 @click.option("--cluster", help="Which cluster's manifests to run [default: the first]")
-@click.option(
-    "--db",
-    "database",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=DEFAULT_DATABASE,
-    help="The collector's results database (relative to --root).",
-)
+@database_option
 @click.option(
     "--index",
     "indexes",

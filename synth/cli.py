@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from contract.options import root_option
 from synth.cache import CACHE_DIR, RenderCache
 from synth.hints import did_you_mean
 from synth.load import Specs, load_specs
@@ -59,12 +60,7 @@ FORMAT_OPTION = click.option(
 
 
 @click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})
-@click.option(
-    "--root",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=Path("."),
-    help="The repository root: specs/, dist/ and clusters/ are found under it.",
-)
+@root_option
 @click.pass_context
 def cli(context: click.Context, root: Path) -> None:
     """Benchmark specs in git, manifests for Flux: validate and generate."""

@@ -1,0 +1,27 @@
+"""The command-line options every benchfleet command shares, defined once: where the
+repository is, and where the collector's database is in it."""
+
+from pathlib import Path
+from typing import Final
+
+import click
+
+from contract.layout import STORE_DIR
+
+DEFAULT_DATABASE: Final = Path(STORE_DIR) / "results.sqlite"
+"""The collector's database, relative to the repository root."""
+
+root_option = click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=Path("."),
+    help="The repository root: specs/, dist/, clusters/ and results/ are found under it.",
+)
+
+database_option = click.option(
+    "--db",
+    "database",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DEFAULT_DATABASE,
+    help="The SQLite results database (relative to --root); created when missing.",
+)
