@@ -1,8 +1,5 @@
 """`collector`: harvest benchmark results from the clusters, store them, report on them."""
 
-import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -10,34 +7,28 @@ from typing import Literal
 import click
 
 from collector.clean import clean
-from collector.credentials import DEFAULT_CREDENTIALS_DIR, CredentialsError, connect
-from collector.gather import Gatherer, GatherOptions, GatherOutcome
+from collector.credentials import DEFAULT_CREDENTIALS_DIR
+from collector.gather import GatherOptions
 from collector.history import HistoryError, merged, records_at, records_in, runs_of
-from collector.identity import UnconfirmedCluster, confirm_cluster
-from collector.kube import KubeClient, KubeError
+from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
-from collector.progress import Progress
 from collector.report import build_report
 from collector.report_render import to_csv, to_json, to_markdown, to_text
+from collector.session import (
+    Settings,
+    confirmed_clusters,
+    gather_workflow,
+    job_namespace,
+    pending_jobs,
+)
 from collector.status import format_status, workflow_status
 from collector.store import StoreError, open_store
-from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs
 from contract.dist import dist_clusters, namespaces
-from contract.layout import RESULTS, recorded_clusters, recorded_jobs, workload_file
+from contract.layout import RESULTS
 from contract.options import database_option, root_option
 
 ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Options every command shares."""
-
-    root: Path
-    database: Path
-    credentials_dir: Path
-    context: str | None
 
 
 pass_settings = click.make_pass_decorator(Settings)
@@ -101,126 +92,6 @@ def cli(
     )
 
 
-def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[str]:
-    if cluster is not None:
-        return [cluster]
-    found = clusters_with(settings.root, workflow)
-    recorded = recorded_clusters(settings.root, workflow)
-    if not found and not recorded:
-        raise click.ClickException(
-            f"no cluster runs workflow {workflow!r}: {workload_file('*', workflow)} is missing "
-            "(a typo, or `make synth` not run?)"
-        )
-    if not found:
-        click.echo(
-            f"every Job of {workflow} is recorded in {RESULTS}/{workflow}/ "
-            f"({', '.join(recorded)}): nothing runs it any more",
-            err=True,
-        )
-    return found
-
-
-def _client(settings: Settings, cluster: str, namespace: str) -> KubeClient:
-    """A client for `cluster`, once the cluster it reaches has said it is `cluster`."""
-    try:
-        connection = connect(
-            cluster, context=settings.context, credentials_dir=settings.credentials_dir
-        )
-        client = KubeClient(connection.api_client)
-        confirm_cluster(client, cluster, namespace, connection.provider)
-    except (CredentialsError, UnconfirmedCluster, KubeError) as error:
-        raise click.ClickException(str(error)) from None
-    click.echo(f"{cluster}: credentials from {connection.provider}", err=True)
-    return client
-
-
-def _confirmed(
-    settings: Settings, clusters: list[str], namespace_of: Callable[[str], str], explicit: bool
-) -> Iterator[tuple[str, KubeClient]]:
-    """Each cluster with a client confirmed to reach it.
-
-    A cluster named with --cluster must be reached; of the clusters found in dist/, those
-    without credentials, or whose credentials reach another cluster, are skipped, saying so,
-    and it is an error only when none is left.
-    """
-    skipped: list[str] = []
-    reached = 0
-    for name in clusters:
-        try:
-            client = _client(settings, name, namespace_of(name))
-        except click.ClickException as error:
-            if explicit:
-                raise
-            click.echo(f"{name}: skipped: {error.message}", err=True)
-            skipped.append(name)
-            continue
-        reached += 1
-        yield name, client
-    if skipped and not reached:
-        raise click.ClickException(
-            f"no cluster could be confirmed ({', '.join(skipped)}); nothing was gathered"
-        )
-    if skipped:
-        click.echo(f"skipped {', '.join(skipped)}: see above", err=True)
-
-
-def _pending(
-    settings: Settings, workflow: str, cluster: str | None
-) -> dict[str, list[ExpectedJob]]:
-    """The Jobs of `workflow` not yet recorded, by cluster; clusters with none are left out."""
-    pending = {}
-    for name in _clusters(settings, workflow, cluster):
-        expected = _expected(settings, workflow, name)
-        if expected:
-            pending[name] = expected
-        else:
-            click.echo(f"{name}: nothing left of {workflow} to follow", err=True)
-    return pending
-
-
-def _namespace(pending: dict[str, list[ExpectedJob]], cluster: str) -> str:
-    """The namespace of a cluster's expected Jobs (a workflow runs in one)."""
-    return pending[cluster][0].identity.namespace
-
-
-def _expected(settings: Settings, workflow: str, cluster: str) -> list[ExpectedJob]:
-    try:
-        expected = expected_jobs(settings.root, workflow, cluster)
-    except WorkloadError as error:
-        raise click.ClickException(str(error)) from None
-    recorded = set(recorded_jobs(settings.root, workflow, cluster))
-    done = [e for e in expected if e.identity.job in recorded]
-    for job in done:
-        click.echo(
-            f"{cluster}: Job {job.identity.job} is already recorded in results/; "
-            "run `make synth` to drop it from dist/",
-            err=True,
-        )
-    return [e for e in expected if e.identity.job not in recorded]
-
-
-def _summary(outcome: GatherOutcome) -> list[str]:
-    lines = [
-        f"{outcome.cluster}: stored {outcome.stored_new} variant runs "
-        f"({outcome.already_stored} were stored before)"
-    ]
-    for record, path in outcome.records:
-        failed = [v for v in record.variants if v.state == "failed"]
-        where = f"wrote {path}" if path else "record unchanged (or --keep)"
-        lines.append(
-            f"  {record.job}: {record.outcome}, {len(record.variants) - len(failed)} ok, "
-            f"{len(failed)} failed; {where}"
-        )
-        lines += [f"    index {v.index}: {v.explanation}" for v in failed]
-        if record.failure:
-            lines.append(f"    the Job failed: {record.failure}")
-    for unfinished in outcome.unfinished:
-        lines.append(f"  {unfinished.job}: NOT FINISHED: {unfinished.why}")
-        lines += [f"    index {v.index}: failed: {v.explanation}" for v in unfinished.failed]
-        lines += [f"    index {s.index}: {s.phase}: {s.explanation}" for s in unfinished.waiting]
-    return lines
-
-
 @cli.command()
 @click.option("--workflow", required=True, help="The workflow id (its spec file's `id`).")
 @click.option("--cluster", help="Only this cluster [default: every cluster dist/ runs it in]")
@@ -269,45 +140,7 @@ def gather(
     Exits 1 when a variant failed or a Job did not finish.
     """
     options = GatherOptions(timeout_s=_duration(timeout), wait=not no_wait, record=not keep)
-    outcomes = []
-    try:
-        with open_store(settings.database) as store:
-            pending = _pending(settings, workflow, cluster)
-            namespace = partial(_namespace, pending)
-            for name, client in _confirmed(settings, list(pending), namespace, cluster is not None):
-                expected = pending[name]
-                total = sum(job.completions for job in expected)
-                progress = Progress(sys.stderr, total, live=sys.stderr.isatty())
-                gatherer = Gatherer(
-                    client,
-                    store,
-                    settings.root,
-                    expected,
-                    options=options,
-                    on_progress=progress.update,
-                )
-                try:
-                    outcome = gatherer.run()
-                except KeyboardInterrupt:
-                    raise click.ClickException(
-                        f"interrupted: {gatherer.stored_new} variant runs were stored; run "
-                        "gather again to resume"
-                    ) from None
-                finally:
-                    progress.finish()
-                outcomes.append(outcome)
-                for line in _summary(outcome):
-                    click.echo(line)
-                click.echo(
-                    f"{name}: API requests {dict(sorted(client.requests.items()))}", err=True
-                )
-    except (StoreError, KubeError) as error:
-        raise click.ClickException(str(error)) from None
-    except OSError as error:
-        raise click.ClickException(
-            f"cannot write {error.filename}: {error.strerror}; every finished variant is in "
-            f"{settings.database}: fix that and run gather again to write the records"
-        ) from None
+    outcomes = gather_workflow(settings, workflow, cluster, options)
     registry = build_registry([job for outcome in outcomes for job in outcome.observed])
     if metrics_textfile is not None:
         write_textfile(registry, metrics_textfile)
@@ -404,12 +237,9 @@ def status(settings: Settings, workflow: str, cluster: str | None) -> None:
     Read-only: lists the Jobs and pods once and reads the events of pending pods (the
     scheduler's reasons: no node with that GPU, quota, preemption).
     """
-    pending = {
-        name: _expected(settings, workflow, name) for name in _clusters(settings, workflow, cluster)
-    }
-    clusters = [name for name, expected in pending.items() if expected]
-    namespace = partial(_namespace, pending)
-    for name, client in _confirmed(settings, clusters, namespace, cluster is not None):
+    pending = pending_jobs(settings, workflow, cluster)
+    namespace = partial(job_namespace, pending)
+    for name, client in confirmed_clusters(settings, list(pending), namespace, cluster is not None):
         try:
             click.echo(format_status(workflow_status(client, pending[name])))
         except KubeError as error:
@@ -435,7 +265,7 @@ def clean_command(settings: Settings, cluster: str | None, dry_run: bool) -> Non
 
     try:
         with open_store(settings.database) as store:
-            for name, client in _confirmed(
+            for name, client in confirmed_clusters(
                 settings, clusters, first_namespace, cluster is not None
             ):
                 for decision in clean(client, settings.root, store, name, dry_run=dry_run):
