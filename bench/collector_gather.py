@@ -4,7 +4,7 @@ of the design note (wait for the Job, list its pods, read the log, delete the Jo
     python -m bench.collector_gather
 
 Both talk through the real `kubernetes` client and the collector's KubeClient to the stand-in
-API server of the tests (tests/collector/fake_api.py, in this process), and both store every
+API server of the tests (standin/api.py, in this process), and both store every
 result in SQLite, so what differs is the shape of the conversation:
 - gather: one Indexed Job of 1000 completions; a list and a watch of Jobs and of pods, results
   read from the pods' termination messages;
@@ -31,8 +31,8 @@ from collector.pods import read_result
 from collector.records import JobIdentity, StoredVariant
 from collector.store import open_store
 from collector.workload import expected_from
-from tests.collector import objects
-from tests.collector.fake_api import FakeApiServer
+from standin import objects
+from standin.api import FakeApiServer
 
 VARIANTS: Final = 1000
 ROUNDS: Final = 3

@@ -1,6 +1,7 @@
 """`collector gather`, end to end: the real `kubernetes` client against the stand-in API server
-(tests/collector/fake_api.py, until a real API server can run here), Jobs and pods shaped as
-Kubernetes 1.33 returns them (tests/collector/objects.py), a real SQLite file and results/."""
+(standin/api.py: tests/cluster/ meets the real one), Jobs and pods shaped as Kubernetes 1.33
+returns them (standin/objects.py, made from a workflow of its own: standin/fixture.py), a real
+SQLite file and results/."""
 
 import copy
 import json
@@ -21,9 +22,9 @@ from click.testing import CliRunner, Result
 from collector.cli import cli
 from collector.records import read_record
 from contract.layout import record_path
-from tests.collector import objects
-from tests.collector.fake_api import FakeApiServer
-from tests.conftest import REPO_ROOT
+from standin import objects
+from standin.api import FakeApiServer
+from standin.fixture import fixture_root
 
 WORKLOAD = Path("dist", "us-east", "workloads", "cpu-smoke.yaml")
 NAMESPACES = Path("dist", "us-east", "infrastructure", "namespaces.yaml")
@@ -45,7 +46,7 @@ def repo(tmp_path: Path) -> Path:
     """A checkout holding the cpu-smoke workload and namespaces synth wrote for us-east."""
     for path in (WORKLOAD, NAMESPACES):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO_ROOT / path, tmp_path / path)
+        shutil.copy(fixture_root() / path, tmp_path / path)
     return tmp_path
 
 
@@ -476,7 +477,7 @@ class TestClusterIdentity:
             for path in (WORKLOAD, NAMESPACES):
                 local = Path(str(path).replace("us-east", cluster))
                 (repo / local).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(REPO_ROOT / local, repo / local)
+                shutil.copy(fixture_root() / local, repo / local)
         finish_all(api, job)
         run = CliRunner().invoke(
             cli,

@@ -15,8 +15,8 @@ from collector.indexes import (
     parse_indexes,
     summary_counts,
 )
-from tests.collector import objects
-from tests.collector.objects import Obj
+from standin import objects
+from standin.objects import Obj
 
 DEADLINE = "deadline exceeded: activeDeadlineSeconds=1800 passed before this variant finished"
 

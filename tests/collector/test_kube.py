@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from collector.kube import Change, Follower, Kind, KubeClient, KubeError, RetryPolicy
-from tests.collector.fake_api import FakeApiServer, Request
+from standin.api import FakeApiServer, Request
 
 NAMESPACE = "benchfleet-dev"
 WORKFLOW = "cpu-smoke"

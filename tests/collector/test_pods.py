@@ -6,8 +6,8 @@ import pytest
 
 from collector.pods import ResultReading, pod_state, read_result
 from contract.result import BenchResult
-from tests.collector import objects
-from tests.collector.objects import Obj
+from standin import objects
+from standin.objects import Obj
 
 LONG_CONFIG_ERROR = "/config/config.json is not a valid config.json: " + "; ".join(
     f"variants.{index}.batch_size: Input should be greater than or equal to 1"

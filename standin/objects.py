@@ -1,6 +1,7 @@
 """Jobs, Pods and Events as a Kubernetes 1.33 API server returns them, for the collector's tests.
 
-A Job starts as the Job synth wrote to dist/ and gets what the API server adds on creation
+A Job starts as the Job synth wrote to the fixture's dist/
+(standin/fixture.py) and gets what the API server adds on creation
 (defaults, uid, selector) and the status the Job controller writes; a pod is what the Job
 controller creates from its template (name, labels, annotations, owner, env), admission
 completes (priority, tolerations) and the scheduler and the kubelet fill in, one factory per
@@ -35,7 +36,7 @@ from contract.result import (
     result_line,
 )
 from contract.variant import VariantRef
-from tests.conftest import REPO_ROOT
+from standin.fixture import fixture_root
 
 Obj = dict[str, Any]
 
@@ -103,7 +104,7 @@ def _digest(*parts: object) -> str:
 
 @cache
 def _documents(path: str) -> tuple[Obj, ...]:
-    text = (REPO_ROOT / path).read_text(encoding="utf-8")
+    text = (fixture_root() / path).read_text(encoding="utf-8")
     return tuple(doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc)
 
 
