@@ -17,7 +17,10 @@ from collector.records import JobIdentity, StoredVariant
 from contract.result import BenchResult
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 1
+_SCHEMA_VERSION: Final = 2
+# Version 1 also copied four fields of the result into columns that nothing read (the
+# result is stored whole in result_json); version 2 drops them.
+_DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -42,10 +45,6 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     precision TEXT,
     quantization TEXT,
     batch_size INTEGER,
-    device_name TEXT,
-    model_sha256 TEXT,
-    status TEXT,
-    p50_ms REAL,
     result_source TEXT,
     result_json TEXT,
     collected_at TEXT NOT NULL,
@@ -76,10 +75,6 @@ _COLUMNS: Final = [
     "precision",
     "quantization",
     "batch_size",
-    "device_name",
-    "model_sha256",
-    "status",
-    "p50_ms",
     "result_source",
     "result_json",
     "collected_at",
@@ -135,10 +130,6 @@ def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[o
             for field, column in _IDENTITY_COLUMNS.items()
             if field != "index"
         },
-        "device_name": result.environment.device_name if result and result.environment else None,
-        "model_sha256": result.model_sha256 if result else None,
-        "status": result.status if result else None,
-        "p50_ms": result.latency.p50_ms if result and result.latency else None,
         "result_source": variant.result_source,
         "result_json": result.model_dump_json(exclude_none=True) if result else None,
         "collected_at": collected_at,
@@ -154,12 +145,15 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, _SCHEMA_VERSION}:
+            if version not in {0, 1, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
                 )
             with self._db:
+                if version == 1:
+                    for column in _DROPPED_IN_2:
+                        self._db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
         except sqlite3.DatabaseError as error:

@@ -88,3 +88,22 @@ def test_a_record_of_a_job_without_synths_annotations_reads_back(tmp_path: Path)
     path, _ = write_record(tmp_path, written)
     assert "spec_sha256" not in path.read_text(encoding="utf-8")
     assert read_record(path) == written
+
+
+def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> None:
+    """Version 1 copied four result fields into columns nothing read; opening it drops them
+    and keeps every stored variant."""
+    path = tmp_path / "results.sqlite"
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)])
+    with sqlite3.connect(path) as db:
+        for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
+                             ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
+            db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
+        db.execute("PRAGMA user_version = 1")
+    with open_store(path) as store:
+        assert [run.variant.index for run in store.runs("cpu-smoke")] == [0]
+    with sqlite3.connect(path) as db:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(variant_runs)")}
+        assert not columns & {"device_name", "model_sha256", "status", "p50_ms"}
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
