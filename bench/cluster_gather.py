@@ -29,10 +29,10 @@ from kubernetes.client import ApiClient
 from collector.gather import Gatherer, GatherOptions
 from collector.kube import KubeClient
 from collector.pods import read_result
-from collector.records import StoredVariant
 from collector.store import open_store
 from collector.workload import ExpectedJob, expected_jobs
 from contract.layout import INFRASTRUCTURE, cluster_dist, workload_file
+from contract.records import StoredVariant
 from localcluster.build import binary_dir, is_built
 from localcluster.controlplane import kubectl, start_cluster
 from localcluster.podexecutor import Pod, Succeed, job_index, running_executor

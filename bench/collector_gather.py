@@ -28,9 +28,9 @@ from typing import Any, Final
 from collector.gather import Gatherer, GatherOptions
 from collector.kube import KubeClient
 from collector.pods import read_result
-from collector.records import JobIdentity, StoredVariant
 from collector.store import open_store
 from collector.workload import expected_from
+from contract.records import JobIdentity, StoredVariant
 from standin import objects
 from standin.api import FakeApiServer
 

@@ -28,11 +28,11 @@ from collector.kube import KubeClient, KubeError, Object
 from collector.logs import job_context
 from collector.metrics import ObservedJob
 from collector.pods import RUNNER
-from collector.records import JobIdentity, JobRecord, StoredVariant, write_record
 from collector.status import explain_waiting, pods_by_job
 from collector.store import Store
 from collector.workload import ExpectedJob, expected_from, label_selector
 from contract.layout import recorded_jobs
+from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from collector.indexes import IndexState
 from collector.pods import ResultReading, with_log
-from collector.records import StoredVariant, VariantState
+from contract.records import StoredVariant, VariantState
 from contract.variant import VariantRef
 
 LogReader = Callable[[str], str | None]

@@ -7,9 +7,9 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
 
-from collector.records import JobIdentity, JobRecord, read_record
 from collector.store import StoredRun
 from contract.layout import RESULTS
+from contract.records import JobIdentity, JobRecord, read_record
 
 
 class HistoryError(ValueError):

@@ -16,7 +16,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 from prometheus_client.exposition import generate_latest
 
-from collector.records import JobRecord
+from contract.records import JobRecord
 from contract.variant import SETTING_FIELDS
 
 PUSH_JOB: Final = "benchfleet-collector"

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-from collector.records import JobIdentity, StoredVariant
+from contract.records import JobIdentity, StoredVariant
 from contract.result import BenchResult
 from contract.variant import VARIANT_FIELDS, VariantRef
 

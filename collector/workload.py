@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 
-from collector.records import JobIdentity
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import dist_clusters, read_workload
 from contract.layout import (
@@ -25,6 +24,7 @@ from contract.layout import (
     workload_file,
     workload_files,
 )
+from contract.records import JobIdentity
 from contract.variant import VariantRef
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import click
 
-from collector.records import JobIdentity
 from collector.report import build_report
 from collector.report_render import to_text
 from collector.store import open_store
 from collector.workload import expected_jobs
 from contract.layout import cluster_of
 from contract.options import database_option, root_option
+from contract.records import JobIdentity
 from localrun.pod import PodSpecError
 from localrun.process import run_process
 from localrun.record import LOCAL_CLUSTER, local_identity, stored_variants

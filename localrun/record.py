@@ -5,8 +5,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Final
 
-from collector.records import JobIdentity, StoredVariant, VariantState
 from collector.workload import ExpectedJob
+from contract.records import JobIdentity, StoredVariant, VariantState
 from localrun.workflow import PodOutcome
 
 LOCAL_CLUSTER: Final = "local"

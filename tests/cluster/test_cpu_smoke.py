@@ -6,8 +6,8 @@ The pods run the real runner (localcluster/podexecutor.py runs them through loca
 
 import pytest
 
-from collector.records import read_record
 from contract.layout import record_path
+from contract.records import read_record
 from tests.cluster.conftest import (
     NAMESPACE,
     LiveCluster,

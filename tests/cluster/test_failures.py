@@ -8,8 +8,8 @@ Eviction API and the collector's reading of the result are all real.
 import pytest
 from kubernetes import client
 
-from collector.records import JobRecord, read_record
 from contract.layout import record_path
+from contract.records import JobRecord, read_record
 from contract.result import compact
 from localcluster.podexecutor import Exit, NeverStart, Succeed
 from localcluster.results import error_result, ok_result

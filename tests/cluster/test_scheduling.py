@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from collector.indexes import IGNORED_COUNT_KEY
-from collector.records import read_record
 from contract.layout import record_path
+from contract.records import read_record
 from localcluster.nodes import node_manifests
 from localcluster.podexecutor import Succeed
 from localcluster.results import ok_result

@@ -9,8 +9,8 @@ from functools import partial
 
 import pytest
 
-from collector.records import read_record
 from contract.layout import record_path
+from contract.records import read_record
 from tests.cluster.conftest import (
     LiveCluster,
     Repo,

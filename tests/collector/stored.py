@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from collector.records import JobIdentity, StoredVariant
+from contract.records import JobIdentity, StoredVariant
 from contract.result import BenchResult, ErrorInfo, LatencyStats
 from contract.variant import VariantRef
 

@@ -20,8 +20,8 @@ import yaml
 from click.testing import CliRunner, Result
 
 from collector.cli import cli
-from collector.records import read_record
 from contract.layout import record_path
+from contract.records import read_record
 from standin import objects
 from standin.api import FakeApiServer
 from standin.fixture import fixture_root

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from collector.metrics import ObservedJob, build_registry, push, write_textfile
-from collector.records import JobRecord, StoredVariant
+from contract.records import JobRecord, StoredVariant
 from tests.collector.stored import JOB, failed, succeeded
 
 

@@ -11,11 +11,11 @@ from typing import Protocol
 
 import pytest
 
-from collector.records import JobIdentity, StoredVariant
 from collector.report import REPORT_SCHEMA_VERSION, Report, build_report, median_interval
 from collector.report_html import write_html
 from collector.report_render import CSV_COLUMNS, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
+from contract.records import JobIdentity, StoredVariant
 from contract.result import BenchResult, Environment, ErrorInfo, LatencyStats, Validity
 from contract.variant import VariantRef
 from runner.stats import reliable_percentiles

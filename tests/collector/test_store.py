@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from collector.records import JobRecord, StoredVariant, read_record, write_record
 from collector.store import Store, StoreError, open_store
 from contract.layout import record_path, recorded_jobs
+from contract.records import JobRecord, StoredVariant, read_record, write_record
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 

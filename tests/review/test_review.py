@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from collector.records import JobRecord, StoredVariant, write_record
+from contract.records import JobRecord, StoredVariant, write_record
 from localcluster.results import ok_result
 from synth.main import synth
 from tests.conftest import REPO_ROOT, TEST_DATA

@@ -12,8 +12,8 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-from collector.records import JobRecord, write_record
 from contract.errors import ExitCode
+from contract.records import JobRecord, write_record
 from localcluster.build import binary_dir
 from synth.load import load_specs, workflow_files
 from synth.main import synth
