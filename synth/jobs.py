@@ -9,7 +9,7 @@ would fail anyway).
 
 import base64
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any, Final
 
@@ -41,7 +41,7 @@ from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
 from synth.digests import digest, file_sha256
 from synth.fleet import Cluster, Fleet
 from synth.load import LoadedWorkflow
-from synth.modelfiles import ModelFiles
+from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import job_name, model_bundle_name
 from synth.spec import CONFIGMAP_LIMIT_BYTES, ModelSpec, Phase, Scheduling, Target
 from synth.sweep import Variant
@@ -67,15 +67,18 @@ def priority_class_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class ModelFile:
-    """A committed model file, as a model ConfigMap carries it."""
+    """A committed model file, as a model ConfigMap carries it: a model's name, its bytes."""
 
     model: str
-    sha256: str
-    data: bytes = field(repr=False)
+    content: ModelBytes
+
+    @property
+    def sha256(self) -> str:
+        return self.content.sha256
 
     @property
     def size(self) -> int:
-        return len(self.data)
+        return self.content.size
 
     @property
     def key(self) -> str:
@@ -110,7 +113,7 @@ class ModelBundle:
 
     def binary_data(self) -> dict[str, str]:
         """The model files, base64-encoded as `binaryData` holds them."""
-        return {f.key: base64.b64encode(f.data).decode() for f in self.files}
+        return {f.key: base64.b64encode(f.content.data).decode() for f in self.files}
 
 
 def bundle_models(workflow_id: str, files: list[ModelFile]) -> list[ModelBundle]:
@@ -410,8 +413,7 @@ def plan_runs(
     files = {}
     for model in workflow.models:
         if model.file is not None:
-            read = model_files.read(model.file)
-            files[model.name] = ModelFile(model.name, read.sha256, read.data)
+            files[model.name] = ModelFile(model.name, model_files.read(model.file))
     bundles = bundle_models(workflow.id, list(files.values()))
     runs = []
     for target in workflow.targets:

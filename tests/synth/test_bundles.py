@@ -1,11 +1,14 @@
 """Committed models travel in as few ConfigMaps as the 1 MiB limit allows, named by content."""
 
+from pathlib import Path
+
 from synth.jobs import ModelFile, bundle_models
+from synth.modelfiles import ModelBytes
 from synth.spec import CONFIGMAP_LIMIT_BYTES
 
 
 def model(name: str, size: int, sha256: str = "a" * 64) -> ModelFile:
-    return ModelFile(model=name, sha256=sha256, data=bytes(size))
+    return ModelFile(model=name, content=ModelBytes(Path(f"{name}.pt2"), sha256, bytes(size)))
 
 
 def test_small_models_share_one_configmap() -> None:
