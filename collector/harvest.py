@@ -10,6 +10,7 @@ from collections.abc import Callable
 from collector.indexes import IndexState
 from collector.pods import ResultReading, with_log
 from contract.records import StoredVariant, VariantState
+from contract.result import ErrorResult
 from contract.variant import VariantRef
 
 LogReader = Callable[[str], str | None]
@@ -47,7 +48,7 @@ def harvest(
         if state.phase == "succeeded":
             problem = reading.problem if reading else "no pod is left to read it from"
             explanation = f"the pod succeeded but left no usable result: {problem}"
-        if result is not None and result.error is not None:
+        if isinstance(result, ErrorResult):
             reason = result.error.type
         else:
             reason = (pod.reason if pod else None) or job_failure_reason or "unknown"

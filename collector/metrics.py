@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push
 from prometheus_client.exposition import generate_latest
 
 from contract.records import JobRecord
+from contract.result import OkResult
 from contract.variant import SETTING_FIELDS
 
 PUSH_JOB: Final = "benchfleet-collector"
@@ -74,7 +75,7 @@ def build_registry(observed: Iterable[ObservedJob]) -> CollectorRegistry:
             duration.labels(record.workflow, record.cluster, target).observe(job.duration_s)
         for variant in record.variants:
             result = variant.result
-            if variant.state == "failed" or result is None or result.latency is None:
+            if variant.state == "failed" or not isinstance(result, OkResult):
                 failures.labels(
                     record.workflow, record.cluster, target, variant.reason or "unknown"
                 ).inc()

@@ -20,7 +20,15 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
-from contract.result import RESULT_PREFIX, SCHEMA_FILE, BenchResult, find_result_text
+from contract.result import (
+    RESULT_PREFIX,
+    RESULT_SCHEMA_VERSION,
+    SCHEMA_FILE,
+    BenchResult,
+    ErrorResult,
+    find_result_text,
+    parse_result,
+)
 
 Object = Mapping[str, Any]
 Phase = Literal["pending", "running", "succeeded", "failed", "preempted"]
@@ -146,23 +154,46 @@ def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
     validating every result with jsonschema cost 5 ms each, 5 s for a sweep of 1000.
     """
     try:
-        return BenchResult.model_validate_json(text, strict=True), None
+        return parse_result(text, strict=True), None
     except ValidationError as error:
         rejection = error
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         return None, f"{where} is not JSON: {error.msg} at character {error.pos}"
-    if (mismatch := best_match(_schema().iter_errors(data))) is not None:
-        at = ".".join(map(str, mismatch.absolute_path))
-        place = f" at {at}" if at else ""
-        return None, f"{where} does not match {SCHEMA_FILE.name}{place}: {mismatch.message}"
+    mismatch = _schema_mismatch(data)
+    if mismatch is not None:
+        return None, f"{where} does not match {SCHEMA_FILE.name}{mismatch}"
     return None, f"{where} is not a valid result: {_pydantic_words(rejection)}"
 
 
+def _schema_mismatch(data: object) -> str | None:
+    """Where and why `data` breaks the schema. A result is one of its kinds, chosen by
+    `status` (the schema's discriminator), so it is checked against that kind alone: "any of
+    the given schemas" would tell a reader nothing."""
+    schema = _schema()
+    discriminator = schema["discriminator"]
+    kinds: dict[str, str] = discriminator["mapping"]
+    key = discriminator["propertyName"]
+    if isinstance(data, dict) and data.get("schema_version", RESULT_SCHEMA_VERSION) != (
+        RESULT_SCHEMA_VERSION
+    ):
+        # A newer runner: its version says more than whatever else changed with it.
+        return f" at schema_version: {RESULT_SCHEMA_VERSION} was expected"
+    status = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(status, str) or status not in kinds:
+        return f" at {key}: {status!r} is not one of {sorted(kinds)}"
+    kind = Draft202012Validator({"$ref": kinds[status], "$defs": schema["$defs"]})
+    if (found := best_match(kind.iter_errors(data))) is None:
+        return None
+    at = ".".join(map(str, found.absolute_path))
+    return f"{' at ' + at if at else ''}: {found.message}"
+
+
 @cache
-def _schema() -> Draft202012Validator:
-    return Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+def _schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return loaded
 
 
 def _pydantic_words(error: ValidationError) -> str:
@@ -361,7 +392,7 @@ def _failed(pod: Object, message: ResultReading) -> str:
 def _exited(pod: Object, terminated: Object, message: ResultReading) -> str:
     code: int = terminated["exitCode"]
     result = message.result
-    if result is not None and result.error is not None:
+    if isinstance(result, ErrorResult):
         return f"runner error {result.error.type} (exit {code}): {result.error.message}"
     if code > 128:
         deleted = " after the pod was deleted" if "deletionTimestamp" in pod["metadata"] else ""

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Final, Literal
 
 from collector.store import StoredRun
-from contract.result import LatencyStats
+from contract.result import LatencyStats, OkResult
 from contract.variant import SETTING_FIELDS, VariantRef
 
 REPORT_SCHEMA_VERSION: Final = 1
@@ -273,13 +273,7 @@ def _latest(runs: Iterable[StoredRun]) -> tuple[list[StoredRun], int]:
 
 def _measured(run: StoredRun) -> VariantRow | None:
     result = run.variant.result
-    if (
-        run.variant.state != "succeeded"
-        or result is None
-        or result.status != "ok"
-        or result.latency is None
-        or result.variant is None
-    ):
+    if run.variant.state != "succeeded" or not isinstance(result, OkResult) or not result.variant:
         return None
     low, high = median_interval(result.latency)
     validity = result.validity

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from contract.records import JobIdentity, StoredVariant
-from contract.result import BenchResult
+from contract.result import parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
 _SCHEMA_VERSION: Final = 2
@@ -227,7 +227,7 @@ class Store:
                 **{name: row[name] for name in _VARIANT_COLUMNS},
                 "index": row["job_index"],
                 "variant": ref,
-                "result": BenchResult.model_validate_json(str(text)) if text else None,
+                "result": parse_result(str(text)) if text else None,
             }
         )
         return StoredRun(job=identity, variant=variant, collected_at=str(row["collected_at"]))

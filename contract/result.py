@@ -8,9 +8,9 @@ this module without torch.
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final, Literal, Self
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contract.errors import ErrorType
 from contract.variant import VariantRef
@@ -142,33 +142,50 @@ class ErrorInfo(_Result):
     message: str
 
 
-class BenchResult(_Result):
-    """One variant's run: measurements when `status` is ok, the error otherwise."""
+class _ResultBase(_Result):
+    """What every result says about itself; `status` tells which kind it is."""
 
     schema_version: Literal[1] = RESULT_SCHEMA_VERSION
-    status: Literal["ok", "error"]
+    status: str
     workflow: str | None = None
     target: str | None = None
     variant: VariantRef | None = None
     model_sha256: str | None = None
-    latency: LatencyStats | None = None
+
+
+class OkResult(_ResultBase):
+    """A variant measured: its statistics, and the proof of what ran."""
+
+    status: Literal["ok"] = "ok"
+    latency: LatencyStats
     throughput_samples_per_s: float | None = None
     timings: Timings | None = None
     memory: Memory | None = None
     applied: Applied | None = None
     validity: Validity | None = None
     environment: Environment | None = None
-    error: ErrorInfo | None = None
     compacted: bool = False
     """Details were left out to fit the termination log; the log line has them all."""
 
-    @model_validator(mode="after")
-    def _status_matches_content(self) -> Self:
-        if self.status == "ok" and (self.latency is None or self.error is not None):
-            raise ValueError("an ok result has latency and no error")
-        if self.status == "error" and self.error is None:
-            raise ValueError("an error result names its error")
-        return self
+
+class ErrorResult(_ResultBase):
+    """A variant that could not be measured, and why."""
+
+    status: Literal["error"] = "error"
+    environment: Environment | None = None
+    error: ErrorInfo
+    compacted: bool = False
+    """Details were left out to fit the termination log; the log line has them all."""
+
+
+BenchResult = Annotated[OkResult | ErrorResult, Field(discriminator="status")]
+"""One variant's run: a union discriminated on `status`."""
+RESULT_ADAPTER: Final = TypeAdapter[BenchResult](BenchResult)
+
+
+def parse_result(text: str | bytes, *, strict: bool = False) -> OkResult | ErrorResult:
+    """A result from its JSON; raises pydantic.ValidationError when it is not one."""
+    return RESULT_ADAPTER.validate_json(text, strict=strict)
 
 
 def result_line(result: BenchResult) -> str:
@@ -188,7 +205,7 @@ _ERROR_MESSAGE_BUDGET: Final = 1500
 
 
 def _short_error(result: BenchResult) -> BenchResult:
-    if result.error is None or len(result.error.message) <= _ERROR_MESSAGE_BUDGET:
+    if not isinstance(result, ErrorResult) or len(result.error.message) <= _ERROR_MESSAGE_BUDGET:
         return result
     message = result.error.message[: _ERROR_MESSAGE_BUDGET - 3] + "..."
     return result.model_copy(update={"error": ErrorInfo(type=result.error.type, message=message)})
@@ -198,7 +215,11 @@ _COMPACTIONS: Final[tuple[Callable[[BenchResult], BenchResult], ...]] = (
     lambda r: r,
     _short_error,
     lambda r: r.model_copy(update={"environment": None}),
-    lambda r: r.model_copy(update={"applied": None, "timings": None, "memory": None}),
+    lambda r: (
+        r.model_copy(update={"applied": None, "timings": None, "memory": None})
+        if isinstance(r, OkResult)
+        else r
+    ),
 )
 
 
@@ -221,4 +242,4 @@ def parse_result_line(output: str) -> BenchResult | None:
     Raises pydantic.ValidationError or ValueError when the line is there but malformed.
     """
     text = find_result_text(output)
-    return None if text is None else BenchResult.model_validate_json(text)
+    return None if text is None else parse_result(text)

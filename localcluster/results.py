@@ -7,7 +7,7 @@ collector reads them exactly as it reads a real run's.
 
 from typing import Any
 
-from contract.result import BenchResult
+from contract.result import RESULT_ADAPTER, BenchResult
 from contract.variant import VariantRef
 
 Config = dict[str, Any]
@@ -23,7 +23,7 @@ def ok_result(config: Config, index: int, p50_ms: float = 2.0) -> BenchResult:
     variant = config["variants"][index]
     stats = {f"p{p}_ms": p50_ms * (1 + (p - 50) / 200) for p in (25, 50, 75, 90, 95, 99)}
     stats |= {"max_ms": p50_ms * 1.5, "iqr_ms": stats["p75_ms"] - stats["p25_ms"]}
-    return BenchResult.model_validate(
+    return RESULT_ADAPTER.validate_python(
         {
             "status": "ok",
             "workflow": config["workflow"],
@@ -39,7 +39,7 @@ def ok_result(config: Config, index: int, p50_ms: float = 2.0) -> BenchResult:
 
 def error_result(config: Config, index: int, error: str, message: str) -> BenchResult:
     """The error result the runner hands over for variant `index` of `config`."""
-    return BenchResult.model_validate(
+    return RESULT_ADAPTER.validate_python(
         {
             "status": "error",
             "workflow": config["workflow"],

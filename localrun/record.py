@@ -7,6 +7,7 @@ from typing import Final
 
 from collector.workload import ExpectedJob
 from contract.records import JobIdentity, StoredVariant, VariantState
+from contract.result import ErrorResult
 from localrun.workflow import PodOutcome
 
 LOCAL_CLUSTER: Final = "local"
@@ -25,7 +26,7 @@ def stored_variant(outcome: PodOutcome, expected: ExpectedJob, now: datetime) ->
     explanation = outcome.problem or "no result"
     if result is not None and result.status == "ok":
         state, reason, explanation = "succeeded", None, "ok"
-    elif result is not None and result.error is not None:
+    elif isinstance(result, ErrorResult):
         reason = result.error.type
         explanation = (
             f"runner error {result.error.type} (exit {outcome.run.exit_code}): "

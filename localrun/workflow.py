@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from contract.dist import read_workload
 from contract.layout import DIST, cluster_of, workload_files
-from contract.result import BenchResult, parse_result_line
+from contract.result import BenchResult, parse_result, parse_result_line
 from localrun.pod import PodPlan, PodRun, PodSpecError, pod_plan
 
 Executor = Callable[[PodPlan], PodRun]
@@ -49,7 +49,7 @@ def read_outcome(plan: PodPlan, run: PodRun) -> PodOutcome:
     try:
         result = parse_result_line(run.stdout)
         if result is None and run.termination_log.strip():
-            result = BenchResult.model_validate_json(run.termination_log)
+            result = parse_result(run.termination_log)
     except (ValidationError, ValueError) as error:
         return PodOutcome(plan, run, None, f"malformed result: {error}")
     if result is None:

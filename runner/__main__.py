@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from contract.config import CONFIG_DIR, CONFIG_FILE, MODELS_DIR, RunConfig
 from contract.errors import ExitCode
-from contract.result import BenchResult, ErrorInfo
+from contract.result import BenchResult, ErrorInfo, ErrorResult
 from contract.variant import VariantRef
 from runner.channel import emit
 from runner.errors import ConfigError, RunnerError, Terminated
@@ -63,8 +63,7 @@ def _index(text: str) -> int:
 def _failure(error: RunnerError | Terminated, config: RunConfig | None, index: str) -> BenchResult:
     """The error result, naming the variant when config.json and the index say which."""
     variants = {str(v.index): v for v in config.variants} if config else {}
-    return BenchResult(
-        status="error",
+    return ErrorResult(
         workflow=config.workflow if config else None,
         target=config.target if config else None,
         variant=VariantRef.of(variants[index]) if index in variants else None,
@@ -86,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = _arguments(argv)
     config: RunConfig | None = None
+    result: BenchResult
     try:
         config = _read_config(args.config)
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))

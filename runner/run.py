@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from contract.config import RunConfig, VariantConfig
-from contract.result import Applied, BenchResult, Memory, PhaseTiming, Timings, Validity
+from contract.result import Applied, Memory, OkResult, PhaseTiming, Timings, Validity
 from contract.variant import Precision, Quantization, VariantRef
 from runner import precision, quantize
 from runner.device import device_name, select_device, timed_step
@@ -134,7 +134,7 @@ def _first_iteration(step: Callable[[], int], variant: VariantConfig) -> int:
         ) from error
 
 
-def run_variant(config: RunConfig, index: int, paths: RunPaths) -> BenchResult:
+def run_variant(config: RunConfig, index: int, paths: RunPaths) -> OkResult:
     """Measure variant `index` of `config`; raises RunnerError subclasses on failure."""
     try:
         return _measure(config, index, paths)
@@ -144,7 +144,7 @@ def run_variant(config: RunConfig, index: int, paths: RunPaths) -> BenchResult:
         raise
 
 
-def _measure(config: RunConfig, index: int, paths: RunPaths) -> BenchResult:
+def _measure(config: RunConfig, index: int, paths: RunPaths) -> OkResult:
     variant = pick_variant(config, index)
     model = config.models[variant.model]
     device = select_device(config.device_type, config.gpus)
@@ -189,8 +189,7 @@ def _measure(config: RunConfig, index: int, paths: RunPaths) -> BenchResult:
     gpu = device.type == "cuda"
     cpu = cpu_model()
     samples = variant.batch_size * stats.count
-    return BenchResult(
-        status="ok",
+    return OkResult(
         workflow=config.workflow,
         target=config.target,
         variant=VariantRef.of(variant),

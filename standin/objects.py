@@ -27,8 +27,10 @@ from contract.result import (
     BenchResult,
     Environment,
     ErrorInfo,
+    ErrorResult,
     LatencyStats,
     Memory,
+    OkResult,
     PhaseTiming,
     Timings,
     Validity,
@@ -695,8 +697,7 @@ def ok_result(job: Mapping[str, Any], index: int, *, p50_ms: float = 0.84) -> Be
         "max_ms": p50_ms * 2.2,
         "iqr_ms": p50_ms * 0.07,
     }
-    return BenchResult(
-        status="ok",
+    return OkResult(
         workflow=config.workflow,
         target=config.target,
         variant=VariantRef.of(variant),
@@ -746,8 +747,7 @@ def error_result(job: Mapping[str, Any], error_type: ErrorType, message: str) ->
     """The result a runner hands over when it fails with `error_type` (no variant: it fails
     before or while reading it)."""
     labels = job["metadata"]["labels"]
-    return BenchResult(
-        status="error",
+    return ErrorResult(
         workflow=labels["workflow"],
         target=labels["benchfleet.io/target"],
         error=ErrorInfo(type=error_type, message=message),

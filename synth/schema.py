@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
+from contract.result import RESULT_ADAPTER
 from contract.result import SCHEMA_FILE as RESULT_SCHEMA_FILE
-from contract.result import BenchResult
 from synth.catalogue import DEVICE_TYPES, RESOURCE_PRESETS
 from synth.fleet import Fleet
 from synth.spec import Workflow
@@ -24,9 +24,9 @@ REFERENCE: Final = Path("docs/spec-reference.md")
 RESULT_SCHEMA: Final = Path("contract") / RESULT_SCHEMA_FILE.name
 
 
-def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+def json_schema(model: type[BaseModel] | TypeAdapter[Any]) -> dict[str, Any]:
     """The model's JSON Schema (draft 2020-12), as editors read it."""
-    schema = model.model_json_schema()
+    schema = model.json_schema() if isinstance(model, TypeAdapter) else model.model_json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
@@ -39,7 +39,7 @@ def generated_files() -> dict[Path, str]:
     return {
         WORKFLOW_SCHEMA: _dump(json_schema(Workflow)),
         FLEET_SCHEMA: _dump(json_schema(Fleet)),
-        RESULT_SCHEMA: _dump(json_schema(BenchResult)),
+        RESULT_SCHEMA: _dump(json_schema(RESULT_ADAPTER)),
         REFERENCE: render_reference(),
     }
 

@@ -3,7 +3,7 @@
 from datetime import UTC, datetime
 
 from contract.records import JobIdentity, StoredVariant
-from contract.result import BenchResult, ErrorInfo, LatencyStats
+from contract.result import ErrorInfo, ErrorResult, LatencyStats, OkResult
 from contract.variant import VariantRef
 
 NOW = datetime(2026, 12, 3, 6, 0, tzinfo=UTC)
@@ -35,7 +35,7 @@ def succeeded(index: int, p50_ms: float = 1.5) -> StoredVariant:
         quantization="none",
         batch_size=4,
     )
-    result = BenchResult(status="ok", workflow="cpu-smoke", variant=ref, latency=latency(p50_ms))
+    result = OkResult(workflow="cpu-smoke", variant=ref, latency=latency(p50_ms))
     return StoredVariant(
         index=index,
         state="succeeded",
@@ -51,7 +51,7 @@ def succeeded(index: int, p50_ms: float = 1.5) -> StoredVariant:
 
 
 def failed(index: int) -> StoredVariant:
-    error = BenchResult(status="error", error=ErrorInfo(type="model_load", message="bad sha"))
+    error = ErrorResult(error=ErrorInfo(type="model_load", message="bad sha"))
     return StoredVariant(
         index=index,
         state="failed",

@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 from collector.cli import cli
 from contract.layout import record_path
 from contract.records import read_record
+from contract.result import OkResult
 from standin import objects
 from standin.api import FakeApiServer
 from standin.fixture import fixture_root
@@ -408,7 +409,7 @@ def test_report_flags_a_regression_against_the_records_at_a_git_revision(
     # This week index 0 ran 40 % slower: every latency figure of its result scaled up.
     record = read_record(path)
     slower = record.variants[0].result
-    assert slower is not None and slower.latency is not None
+    assert isinstance(slower, OkResult)
     scaled = slower.latency.model_copy(
         update={k: v * 1.4 for k, v in slower.latency.model_dump().items() if k.endswith("_ms")}
     )

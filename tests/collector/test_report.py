@@ -16,7 +16,15 @@ from collector.report_html import write_html
 from collector.report_render import CSV_COLUMNS, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
 from contract.records import JobIdentity, StoredVariant
-from contract.result import BenchResult, Environment, ErrorInfo, LatencyStats, Validity
+from contract.result import (
+    BenchResult,
+    Environment,
+    ErrorInfo,
+    ErrorResult,
+    LatencyStats,
+    OkResult,
+    Validity,
+)
 from contract.variant import VariantRef
 from runner.stats import reliable_percentiles
 
@@ -90,12 +98,12 @@ def make_run() -> MakeRun:
             quantization=quantization,
             batch_size=batch_size,
         )
+        result: BenchResult
         if failure is not None:
             error = ErrorInfo(type="out_of_memory", message=failure)
-            result = BenchResult(status="error", target=target, variant=ref, error=error)
+            result = ErrorResult(target=target, variant=ref, error=error)
         else:
-            result = BenchResult(
-                status="ok",
+            result = OkResult(
                 workflow="gpu-comparison",
                 target=target,
                 variant=ref,

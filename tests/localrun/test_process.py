@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from contract.dist import read_workload
-from contract.result import BenchResult, ErrorInfo, compact
+from contract.result import ErrorInfo, ErrorResult, compact
 from localrun.__main__ import main
 from localrun.pod import PodPlan, PodRun, PodSpecError
 from localrun.process import process_environment, run_process
@@ -120,7 +120,7 @@ def plan(tmp_path: Path) -> PodPlan:
 
 
 def test_the_termination_log_stands_in_when_the_result_line_is_missing(plan: PodPlan) -> None:
-    failed = BenchResult(status="error", error=ErrorInfo(type="model_load", message="bad sha"))
+    failed = ErrorResult(error=ErrorInfo(type="model_load", message="bad sha"))
     outcome = read_outcome(plan, pod_run(termination_log=compact(failed)))
     assert outcome.result == failed
 
@@ -138,7 +138,10 @@ def test_a_pod_without_a_result_shows_its_exit_code_and_stderr(plan: PodPlan) ->
 
 def stored(root: Path) -> list[tuple[str, int, str, float | None]]:
     with sqlite3.connect(root / ".benchfleet" / "results.sqlite") as db:
-        query = "SELECT cluster, job_index, state, p50_ms FROM variant_runs ORDER BY job_index"
+        query = (
+            "SELECT cluster, job_index, state, json_extract(result_json, '$.latency.p50_ms') "
+            "FROM variant_runs ORDER BY job_index"
+        )
         return list(db.execute(query))
 
 

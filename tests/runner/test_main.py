@@ -18,6 +18,9 @@ from contract.result import (
     SCHEMA_FILE,
     TERMINATION_LOG_LIMIT,
     BenchResult,
+    ErrorResult,
+    OkResult,
+    parse_result,
     parse_result_line,
 )
 from runner.__main__ import main
@@ -76,11 +79,11 @@ def test_a_successful_run_exits_zero_with_a_schema_valid_result(
     code, result, termination_log = run_main(
         capsys, write_config(make_config(), tmp_path), models_dir, tmp_path
     )
-    assert (code, result.status) == (ExitCode.OK, "ok")
-    assert result.latency is not None and result.latency.count >= 3
+    assert code == ExitCode.OK and isinstance(result, OkResult)
+    assert result.latency.count >= 3
     assert result.timings is not None and result.timings.warmup.iterations >= 3
     jsonschema.validate(result.model_dump(mode="json", exclude_none=True), result_schema)
-    assert BenchResult.model_validate_json(termination_log) == result
+    assert parse_result(termination_log) == result
 
 
 @pytest.mark.parametrize(
@@ -113,9 +116,9 @@ def test_each_failure_class_has_its_exit_code_and_error_type(
     code, result, _ = run_main(capsys, config_path, models_dir, tmp_path)
     assert code == exit_code
     if error_type is None:
-        assert result.error is None
+        assert isinstance(result, OkResult)
     else:
-        assert result.error is not None and result.error.type == error_type
+        assert isinstance(result, ErrorResult) and result.error.type == error_type
         assert message is not None and message in result.error.message
     # An error result still says which variant failed, for a collector without config.json.
     assert result.variant is not None and result.variant.index == 0
@@ -134,7 +137,7 @@ def test_a_model_whose_inputs_do_not_fit_is_a_config_error(
     )
     code, result, _ = run_main(capsys, write_config(wrong, tmp_path), models_dir, tmp_path)
     assert code == ExitCode.BAD_CONFIG
-    assert result.error is not None and "check the spec's inputs" in result.error.message
+    assert isinstance(result, ErrorResult) and "check the spec's inputs" in result.error.message
 
 
 @pytest.mark.parametrize(
@@ -162,7 +165,7 @@ def test_bad_config_exits_with_its_own_code(
         path.write_text(content, encoding="utf-8")
     code, result, _ = run_main(capsys, path, models_dir, tmp_path, index=index)
     assert code == ExitCode.BAD_CONFIG
-    assert result.error is not None and message in result.error.message
+    assert isinstance(result, ErrorResult) and message in result.error.message
 
 
 def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
@@ -203,11 +206,13 @@ def test_an_oversized_result_is_compacted_to_fit_the_termination_log(
         capsys, write_config(config, tmp_path), models_dir, tmp_path
     )
     assert code == ExitCode.MODEL_LOAD
-    assert result.error is not None and huge in result.error.message
+    assert isinstance(result, ErrorResult) and huge in result.error.message
     assert len(termination_log.encode()) <= TERMINATION_LOG_LIMIT
-    compacted = BenchResult.model_validate_json(termination_log)
+    compacted = parse_result(termination_log)
     assert (
-        compacted.compacted and compacted.error is not None and compacted.error.type == "model_load"
+        isinstance(compacted, ErrorResult)
+        and compacted.compacted
+        and compacted.error.type == "model_load"
     )
 
 
@@ -242,7 +247,7 @@ def test_sigterm_ends_the_run_at_once_with_a_terminated_result(
     stdout, _ = process.communicate(timeout=30)
     assert process.returncode == ExitCode.TERMINATED
     result = parse_result_line(stdout)
-    assert result is not None and result.error is not None
+    assert isinstance(result, ErrorResult)
     assert result.error.type == "terminated" and "SIGTERM" in result.error.message
     assert result.variant is not None and result.variant.model == "tiny-mlp"
     assert json.loads(termination_log.read_text())["error"]["type"] == "terminated"
