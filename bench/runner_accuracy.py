@@ -44,8 +44,9 @@ from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, Va
 from models.architectures import TinyTransformer
 from models.make_models import ModelRecipe, export_bytes
 from runner import precision
+from runner.inputs import make_inputs
 from runner.loading import load_program
-from runner.run import RunPaths, make_inputs, run_variant
+from runner.run import RunPaths, run_variant
 from runner.threads import cpu_quota, thread_count, usable_cpus
 from synth.digests import file_sha256
 

@@ -1,25 +1,28 @@
 """Find a model's .pt2, check its bytes against config.json, and load the exported program.
 
-Only `torch.export` archives are accepted: `torch.load` of a pickled nn.Module runs arbitrary
-code, so a pickle is rejected before torch sees it.
+Only plain `torch.export` archives are accepted: a pickle, and any archive field torch's loader
+would unpickle or turn into code, is refused (contract.archive) before torch sees the file.
 """
 
 import hashlib
+import os
 import shutil
 import urllib.error
 import urllib.request
-import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
 import torch
 from torch.export import ExportedProgram
 
+from contract.archive import UnsafeArchive, check_archive
 from contract.config import ModelConfig
 from runner.errors import ModelLoadError
 
 _CHUNK: Final = 1 << 20
-_PICKLE_PROTOCOL_OPCODE: Final = b"\x80"
+_FORCE_WEIGHTS_ONLY: Final = "TORCH_FORCE_WEIGHTS_ONLY_LOAD"
 DOWNLOAD_TIMEOUT_S: Final = 60.0
 
 
@@ -75,31 +78,30 @@ def verify_sha256(path: Path, expected: str) -> None:
         )
 
 
-def _check_archive(path: Path) -> None:
-    if not zipfile.is_zipfile(path):
-        with path.open("rb") as file:
-            is_pickle = file.read(1) == _PICKLE_PROTOCOL_OPCODE
-        kind = "a pickle" if is_pickle else "not a zip archive"
-        raise ModelLoadError(
-            f"{path} is {kind}, not a torch.export program; export the model with "
-            "torch.export.export and save it with torch.export.save"
-        )
-    with zipfile.ZipFile(path) as archive:
-        names = archive.namelist()
-    if not any(name.endswith("/archive_format") for name in names):
-        pickled = any(name.endswith("/data.pkl") for name in names)
-        what = "a torch.save checkpoint (pickled)" if pickled else "a zip archive"
-        raise ModelLoadError(
-            f"{path} is {what}, not a torch.export program; torch.load would run code from it, "
-            "so it is refused: save the model with torch.export.save"
-        )
-
-
 def load_program(path: Path, sha256: str) -> ExportedProgram:
     """Verify and load a .pt2 file."""
     verify_sha256(path, sha256)
-    _check_archive(path)
     try:
-        return torch.export.load(path)
+        check_archive(path)
+    except UnsafeArchive as error:
+        raise ModelLoadError(f"{path} is refused before torch reads it: {error}") from error
+    try:
+        with _weights_only_loading():
+            return torch.export.load(path)
     except Exception as error:  # torch raises many types for a damaged archive
         raise ModelLoadError(f"torch.export.load cannot read {path}: {error}") from error
+
+
+@contextmanager
+def _weights_only_loading() -> Iterator[None]:
+    """Make every torch.load inside torch.export.load refuse anything but tensors, even where
+    torch asks for weights_only=False: a second wall behind check_archive."""
+    previous = os.environ.get(_FORCE_WEIGHTS_ONLY)
+    os.environ[_FORCE_WEIGHTS_ONLY] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[_FORCE_WEIGHTS_ONLY]
+        else:
+            os.environ[_FORCE_WEIGHTS_ONLY] = previous

@@ -47,10 +47,15 @@ def cast(module: GraphModule, dtype: torch.dtype, device: torch.device) -> Graph
     return module.to(device=device, dtype=dtype)
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """`float32` for torch.float32, as specs and results write dtypes."""
+    return str(dtype).removeprefix("torch.")
+
+
 def tensor_dtypes(module: torch.nn.Module) -> dict[str, int]:
     """How many parameter and buffer tensors hold each dtype."""
     tensors = [*module.parameters(), *module.buffers()]
-    return dict(sorted(Counter(str(t.dtype).removeprefix("torch.") for t in tensors).items()))
+    return dict(sorted(Counter(dtype_name(t.dtype) for t in tensors).items()))
 
 
 def tensor_bytes(module: torch.nn.Module) -> int:

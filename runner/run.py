@@ -15,6 +15,7 @@ from runner import precision, quantize
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
+from runner.inputs import check_inputs, expected_inputs, make_inputs
 from runner.loading import load_program, model_file
 from runner.measure import PhaseOutcome, run_phase
 from runner.memory import peak_rss_bytes
@@ -22,16 +23,6 @@ from runner.stats import NOISY_IQR_RATIO, noise, reliable_percentiles, summarize
 from runner.threads import cpu_quota, thread_count, usable_cpus
 
 log = logging.getLogger(__name__)
-
-_INPUT_DTYPES = {
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "int64": torch.int64,
-    "int32": torch.int32,
-    "bool": torch.bool,
-}
-_INPUT_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -54,24 +45,6 @@ def pick_variant(config: RunConfig, index: int) -> VariantConfig:
     if variant.model not in config.models:
         raise ConfigError(f"variant {index} names model {variant.model!r}, not in models")
     return variant
-
-
-def make_inputs(
-    variant: VariantConfig, dtype: torch.dtype, device: torch.device
-) -> tuple[torch.Tensor, ...]:
-    """Seeded inputs of the variant's shapes; floating ones in the compute dtype, integer ones
-    in {0, 1}, so that any embedding table accepts them."""
-    generator = torch.Generator().manual_seed(_INPUT_SEED)
-    tensors = []
-    for spec in variant.inputs:
-        shape = (variant.batch_size, *spec.shape)
-        declared = _INPUT_DTYPES[spec.dtype]
-        if declared.is_floating_point:
-            tensor = torch.randn(shape, generator=generator).to(dtype)
-        else:
-            tensor = torch.randint(0, 2, shape, generator=generator).to(declared)
-        tensors.append(tensor.to(device))
-    return tuple(tensors)
 
 
 def _training_ops(module: torch.fx.GraphModule) -> list[str]:
@@ -104,7 +77,7 @@ def _all_finite(output: object) -> bool:
 
 def _output_dtype(output: object) -> str:
     first = output[0] if isinstance(output, list | tuple) else output
-    return str(first.dtype).removeprefix("torch.") if isinstance(first, torch.Tensor) else "none"
+    return precision.dtype_name(first.dtype) if isinstance(first, torch.Tensor) else "none"
 
 
 def _out_of_memory(error: BaseException) -> bool:
@@ -117,8 +90,9 @@ def _out_of_memory(error: BaseException) -> bool:
 def _first_iteration(step: Callable[[], int], variant: VariantConfig) -> int:
     try:
         return step()
-    except (RuntimeError, ValueError, TypeError) as error:
-        # The exported program checks its inputs' count, shapes and dtypes, and raises these.
+    except (RuntimeError, ValueError, TypeError, AssertionError) as error:
+        # The exported program checks its inputs' count, shapes and dtypes, and raises these
+        # (AssertionError for its guards) where check_inputs could not tell in advance.
         if _out_of_memory(error):
             raise
         shapes = ", ".join(f"{list(i.shape)} {i.dtype}" for i in variant.inputs)
@@ -155,6 +129,7 @@ def _measure(config: RunConfig, index: int, paths: RunPaths) -> OkResult:
 
     began = time.perf_counter()
     program = load_program(model_file(model, paths.models, paths.scratch), model.sha256)
+    check_inputs(variant, expected_inputs(program))
     module = program.module()
     load_s = time.perf_counter() - began
     if training := _training_ops(module):
@@ -209,9 +184,9 @@ def _measure(config: RunConfig, index: int, paths: RunPaths) -> OkResult:
             gpu_peak_reserved_bytes=torch.cuda.max_memory_reserved(device) if gpu else None,
         ),
         applied=Applied(
-            compute_dtype=str(dtype).removeprefix("torch."),
+            compute_dtype=precision.dtype_name(dtype),
             parameter_dtypes=precision.tensor_dtypes(module),
-            input_dtypes=[str(t.dtype).removeprefix("torch.") for t in inputs],
+            input_dtypes=[precision.dtype_name(t.dtype) for t in inputs],
             output_dtype=_output_dtype(output),
             matmul_fp32_precision=fp32_math,
             quantization=variant.quantization,

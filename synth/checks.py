@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from contract.archive import UnsafeArchive, check_archive
 from synth.catalogue import DEVICE_TYPES
 from synth.fleet import Cluster, Fleet
 from synth.modelfiles import ModelFiles
@@ -40,6 +41,7 @@ def check_workflow(
         *_unique_names(workflow),
         *_models_have_inputs(workflow),
         *_pinned_files_match(workflow, model_files),
+        *_model_files_are_plain_programs(workflow, model_files),
         *_clusters_can_run_targets(workflow, fleet),
         *_selectors_refer_to_something(workflow),
         *_variant_count(workflow, variants),
@@ -99,6 +101,23 @@ def _pinned_files_match(workflow: Workflow, model_files: ModelFiles) -> Iterator
                 ("models", index, "sha256"),
                 f"{model.file} has sha256 {actual}, not the pinned {model.sha256}",
                 "the file changed since it was pinned: update sha256 if the change is intended",
+            )
+
+
+def _model_files_are_plain_programs(
+    workflow: Workflow, model_files: ModelFiles
+) -> Iterator[Finding]:
+    for index, model in enumerate(workflow.models):
+        if model.file is None:
+            continue
+        try:
+            check_archive(model_files.read(model.file).data)
+        except UnsafeArchive as error:
+            yield Finding(
+                ("models", index, "file"),
+                f"{model.file} is refused: {error}",
+                "the runner would refuse it too; re-export the model with torch.export.export "
+                "and save it with torch.export.save, with tensors only",
             )
 
 

@@ -90,3 +90,24 @@ def conv_only_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     module = _ConvOnly().eval()
     torch.export.save(torch.export.export(module, (torch.randn(2, 3, 8, 8),)), path)
     return path
+
+
+@pytest.fixture
+def export_load_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if torch is ever asked to load the file."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("torch.export.load was called on a file that should be refused")
+
+    monkeypatch.setattr(torch.export, "load", refuse)
+
+
+@pytest.fixture(scope="session")
+def unbounded_batch_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real exported MLP (64 features) whose batch dimension has no upper bound."""
+    path = tmp_path_factory.mktemp("models") / "unbounded.pt2"
+    module = torch.nn.Linear(64, 4).eval()
+    batch = torch.export.Dim("batch")
+    program = torch.export.export(module, (torch.randn(2, 64),), dynamic_shapes=({0: batch},))
+    torch.export.save(program, path)
+    return path

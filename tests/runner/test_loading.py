@@ -45,16 +45,6 @@ def test_damaged_bytes_with_a_matching_sha256_give_a_load_error(tmp_path: Path) 
         load_program(truncated, sha256_of(truncated))
 
 
-@pytest.fixture
-def export_load_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail the test if torch is ever asked to load the file."""
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("torch.export.load was called on a file that should be refused")
-
-    monkeypatch.setattr(torch.export, "load", refuse)
-
-
 @pytest.mark.usefixtures("export_load_forbidden")
 def test_a_pickled_checkpoint_is_refused_without_unpickling(tmp_path: Path) -> None:
     path = tmp_path / "model.pt2"

@@ -25,7 +25,7 @@ from contract.result import (
 )
 from runner.__main__ import main
 from tests.conftest import REPO_ROOT
-from tests.runner.conftest import MakeConfig
+from tests.runner.conftest import MakeConfig, sha256_of
 
 
 def write_config(config: RunConfig, folder: Path) -> Path:
@@ -92,7 +92,6 @@ def test_a_successful_run_exits_zero_with_a_schema_valid_result(
         ({"sha256": "0" * 64}, ExitCode.MODEL_LOAD, "model_load", "config.json expects 0000"),
         ({"location": "absent.pt2"}, ExitCode.MODEL_LOAD, "model_load", "does not exist"),
         ({"device_type": "nvidia-t4"}, ExitCode.DEVICE_MISSING, "device_missing", "needs 1 GPU"),
-        ({"batch_size": 1 << 42}, ExitCode.OUT_OF_MEMORY, "out_of_memory", "can't allocate memory"),
         (
             {"precision": "tf32"},
             ExitCode.UNSUPPORTED_VARIANT,
@@ -122,6 +121,20 @@ def test_each_failure_class_has_its_exit_code_and_error_type(
         assert message is not None and message in result.error.message
     # An error result still says which variant failed, for a collector without config.json.
     assert result.variant is not None and result.variant.index == 0
+
+
+def test_memory_that_runs_out_is_its_own_failure_class(
+    capsys: pytest.CaptureFixture[str],
+    make_config: MakeConfig,
+    unbounded_batch_model: Path,
+    tmp_path: Path,
+) -> None:
+    model = unbounded_batch_model
+    config = make_config(batch_size=1 << 42, location=model.name, sha256=sha256_of(model))
+    code, result, _ = run_main(capsys, write_config(config, tmp_path), model.parent, tmp_path)
+    assert code == ExitCode.OUT_OF_MEMORY
+    assert isinstance(result, ErrorResult) and result.error.type == "out_of_memory"
+    assert "can't allocate memory" in result.error.message
 
 
 def test_a_model_whose_inputs_do_not_fit_is_a_config_error(

@@ -84,10 +84,11 @@ def test_a_changed_model_file_is_rendered_anew(
 ) -> None:
     model = spec_repo / "own" / "m.pt2"
     model.parent.mkdir()
-    model.write_bytes(b"first")
+    examples = spec_repo / "models" / "examples"
+    model.write_bytes((examples / "tiny-mlp.pt2").read_bytes())
     write_spec("a.yaml", MINIMAL.replace("models/examples/tiny-mlp.pt2", "own/m.pt2"))
     before = render(load_specs(spec_repo), spec_repo, cache)
-    model.write_bytes(b"second")
+    model.write_bytes((examples / "tiny-cnn.pt2").read_bytes())
     after = render(load_specs(spec_repo), spec_repo, cache)
     assert after != before
     assert after == render(load_specs(spec_repo), spec_repo)

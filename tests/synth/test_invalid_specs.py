@@ -6,6 +6,7 @@ To review a change of wording, run with BENCHFLEET_UPDATE_GOLDEN=1 and read the 
 """
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from synth.load import load_specs
 from synth.problems import SpecProblems
 from tests.conftest import TEST_DATA
+from tests.crafted_archives import ATTACKS, Attack
 from tests.synth.conftest import WriteSpec
 
 INVALID = TEST_DATA / "specs" / "invalid"
@@ -72,3 +74,21 @@ def test_problems_of_every_file_are_reported_together(
         "specs/workflows/a.yaml",
         "specs/workflows/b.yaml",
     ]
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda attack: attack.name)
+def test_a_model_file_that_would_run_code_is_a_spec_problem_at_its_file_field(
+    attack: Attack, spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """synth runs the runner's archive check, so such a model fails review, not a pod."""
+    model = spec_repo / "own" / "m.pt2"
+    model.parent.mkdir()
+    model.write_bytes(attack.build(spec_repo / "marker"))
+    text = (INVALID.parent / "valid-minimal.yaml").read_text(encoding="utf-8")
+    spec = write_spec("crafted.yaml", text.replace("models/examples/tiny-mlp.pt2", "own/m.pt2"))
+    [problem] = problems_of(spec_repo, spec).splitlines()[:1]
+    assert problem.startswith(
+        "specs/workflows/crafted.yaml:7:11: models[0].file: own/m.pt2 is refused: "
+    )
+    assert re.search(attack.refusal, problem)
+    assert not (spec_repo / "marker").exists()

@@ -1,0 +1,116 @@
+"""A spec whose inputs the model does not accept is a bad_config error naming both shapes."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from contract.config import InputConfig, RunConfig
+from contract.errors import ExitCode
+from contract.result import ErrorResult
+from runner.errors import ConfigError
+from runner.inputs import check_inputs, expected_inputs
+from runner.loading import load_program
+from tests.runner.conftest import MakeConfig, sha256_of
+from tests.runner.test_main import run_main, write_config
+
+
+def with_inputs(config: RunConfig, *shapes: tuple[int, ...], dtype: str = "float32") -> RunConfig:
+    inputs = tuple(InputConfig(shape=shape, dtype=dtype) for shape in shapes)
+    variant = config.variants[0].model_copy(update={"inputs": inputs})
+    return config.model_copy(update={"variants": (variant,)})
+
+
+def test_the_expected_inputs_are_read_from_the_program(models_dir: Path) -> None:
+    path = models_dir / "tiny-transformer.pt2"
+    [expected] = expected_inputs(load_program(path, sha256_of(path)))
+    assert str(expected) == "tokens [1..1024, 32, 16] float32"
+
+
+@pytest.mark.parametrize(
+    ("model", "shapes", "dtype", "message"),
+    [
+        (
+            "tiny-mlp",
+            [(32,)],
+            "float32",
+            "model tiny-mlp input 0 expects input [1..1024, 64] float32; the spec gives [2, 32] "
+            "float32 (batch 2 first): dimension 1 is 32, not 64",
+        ),
+        ("tiny-cnn", [(64, 64)], "float32", "3 dimensions, not 4"),
+        ("tiny-mlp", [(64,), (64,)], "float32", "takes 1 input(s) (input [1..1024, 64] float32)"),
+        ("tiny-mlp", [(64,)], "int64", "a int64 input where the model takes float32"),
+    ],
+)
+def test_a_mismatch_names_the_expected_and_the_given_shape(
+    make_config: MakeConfig,
+    models_dir: Path,
+    model: str,
+    shapes: list[tuple[int, ...]],
+    dtype: str,
+    message: str,
+) -> None:
+    config = with_inputs(make_config(model), *shapes, dtype=dtype)
+    path = models_dir / f"{model}.pt2"
+    with pytest.raises(ConfigError) as raised:
+        check_inputs(config.variants[0], expected_inputs(load_program(path, sha256_of(path))))
+    assert message in str(raised.value)
+
+
+def test_a_batch_that_a_static_batch_export_refuses_says_how_to_fix_it(
+    make_config: MakeConfig, conv_only_model: Path
+) -> None:
+    config = with_inputs(make_config(batch_size=4), (3, 8, 8))
+    program = load_program(conv_only_model, sha256_of(conv_only_model))
+    with pytest.raises(ConfigError, match=r"static batch of 2: set batch_sizes to \[2\]"):
+        check_inputs(config.variants[0], expected_inputs(program))
+
+
+class _Sum(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x + y
+
+
+@pytest.fixture(scope="module")
+def linked_dims_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two inputs whose second dimensions must be equal: only the program's guard knows."""
+    width = torch.export.Dim("width", max=64)
+    program = torch.export.export(
+        _Sum(),
+        (torch.randn(2, 8), torch.randn(2, 8)),
+        dynamic_shapes={"x": {1: width}, "y": {1: width}},
+    )
+    path = tmp_path_factory.mktemp("models") / "sum.pt2"
+    torch.export.save(program, path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("shapes", "message"),
+    [
+        ([(8,), (8,)], None),
+        ([(8,), (16,)], "Guard failed"),
+        ([(8,), (99,)], "dimension 1 is 99, not 0..64"),
+    ],
+)
+def test_the_runner_exits_2_for_inputs_the_model_refuses(
+    capsys: pytest.CaptureFixture[str],
+    make_config: MakeConfig,
+    linked_dims_model: Path,
+    tmp_path: Path,
+    shapes: list[tuple[int, ...]],
+    message: str | None,
+) -> None:
+    config = with_inputs(
+        make_config(location=linked_dims_model.name, sha256=sha256_of(linked_dims_model)),
+        *shapes,
+    )
+    code, result, _ = run_main(
+        capsys, write_config(config, tmp_path), linked_dims_model.parent, tmp_path
+    )
+    if message is None:
+        assert code == ExitCode.OK
+        return
+    assert code == ExitCode.BAD_CONFIG
+    assert isinstance(result, ErrorResult) and result.error.type == "bad_config"
+    assert message in result.error.message
