@@ -42,6 +42,7 @@ can count API calls. Use it as a context manager; `client()` returns a
 """
 
 import base64
+import bisect
 import copy
 import json
 import re
@@ -149,6 +150,9 @@ class _State:
     changed: threading.Condition = field(default_factory=threading.Condition)
     resource_version: int = 1
     objects: dict[tuple[str, str], dict[str, Object]] = field(default_factory=dict)
+    # Each collection's names in list order, kept sorted as objects come and go, so that a page
+    # costs what it holds rather than a sort and a copy of everything after it.
+    names: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     history: list[_Change] = field(default_factory=list)
     oldest_watchable: int = 0
     logs: dict[tuple[str, str, str], str] = field(default_factory=dict)
@@ -426,9 +430,13 @@ class FakeApiServer:
             state.resource_version += 1
             metadata["resourceVersion"] = str(state.resource_version)
             metadata.setdefault("uid", str(uuid.uuid4()))
+            names = state.names.setdefault((collection, namespace), [])
             if type_ == "DELETED":
                 del store[name]
+                del names[bisect.bisect_left(names, name)]
             else:
+                if type_ == "ADDED":
+                    bisect.insort(names, name)
                 store[name] = stored
             state.history.append(
                 _Change(state.resource_version, collection, namespace, type_, stored)
@@ -511,15 +519,21 @@ class FakeApiServer:
             resource_version, after = self._state.resource_version, ""
             if query.get("continue"):
                 resource_version, after = self._decode_continue(query["continue"])
-            objects = self._state.objects.get((collection, namespace), {})
-            matching = [
-                copy.deepcopy(objects[name])
-                for name in sorted(objects)
-                if name > after and _matches(objects[name], labels, fields)
-            ]
+            key = (collection, namespace)
+            objects = self._state.objects.get(key, {})
+            names = self._state.names.get(key, [])
+            matching: list[Object] = []
+            more = False
+            for position in range(bisect.bisect_right(names, after), len(names)):
+                name = names[position]
+                if not _matches(objects[name], labels, fields):
+                    continue
+                if limit and len(matching) == limit:
+                    more = True
+                    break
+                matching.append(copy.deepcopy(objects[name]))
         metadata: Object = {"resourceVersion": str(resource_version)}
-        if limit and len(matching) > limit:
-            matching = matching[:limit]
+        if more:
             token = json.dumps({"rv": resource_version, "after": matching[-1]["metadata"]["name"]})
             metadata["continue"] = base64.urlsafe_b64encode(token.encode()).decode()
         kind, api_version = _KINDS[collection]
@@ -624,12 +638,12 @@ class FakeApiServer:
         watch.cursor = max(watch.cursor, until)
 
     def _changes_after(self, cursor: int, collection: str, namespace: str) -> Iterator[_Change]:
-        for change in self._state.history:
-            if (
-                change.resource_version > cursor
-                and change.collection == collection
-                and change.namespace == namespace
-            ):
+        history = self._state.history
+        # The history is in resourceVersion order: skip what the watch has seen without a scan.
+        start = bisect.bisect_right(history, cursor, key=lambda change: change.resource_version)
+        for position in range(start, len(history)):
+            change = history[position]
+            if change.collection == collection and change.namespace == namespace:
                 yield change
 
     def _log(self, handler: _Handler, namespace: str, pod: str, query: dict[str, str]) -> None:

@@ -1,0 +1,73 @@
+"""The stand-in API server's lists: a page costs what it holds (the gather bench measures the
+collector, not the stand-in), and paging stays right as objects come and go between pages."""
+
+import copy
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from collector.kube import KubeClient
+from standin import api as standin_api
+from standin.api import FakeApiServer
+
+NAMESPACE = "benchfleet-dev"
+SELECTOR = "app=benchfleet,workflow=cpu-smoke"
+
+Object = dict[str, Any]
+
+
+def pod(name: str, workflow: str = "cpu-smoke") -> Object:
+    labels = {"app": "benchfleet", "workflow": workflow}
+    return {"metadata": {"name": name, "namespace": NAMESPACE, "labels": labels}}
+
+
+def names(items: list[Object]) -> list[str]:
+    return [item["metadata"]["name"] for item in items]
+
+
+def test_a_page_copies_only_the_objects_it_serves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The defect: each page deep-copied every object after the token, then kept `limit` of
+    them, so listing n objects cost n^2/limit copies (5000 variants took 13.6x 1000)."""
+    copied: list[object] = []
+    deepcopy = copy.deepcopy
+
+    def counting(obj: Object) -> Object:
+        copied.append(obj)
+        return deepcopy(obj)
+
+    with FakeApiServer() as server:
+        for i in range(40):
+            server.add("pods", pod(f"bench-{i:02d}"))
+        monkeypatch.setattr(standin_api, "copy", SimpleNamespace(deepcopy=counting))
+        listed = KubeClient(server.client()).list_pods(NAMESPACE, SELECTOR, page_size=4)
+    assert names(listed.items) == [f"bench-{i:02d}" for i in range(40)]
+    assert len(copied) == 40
+
+
+def test_paging_skips_what_the_selector_rejects_and_what_was_deleted_between_pages() -> None:
+    with FakeApiServer() as server:
+        for i in range(9):
+            server.add("pods", pod(f"bench-{i}", "cpu-smoke" if i % 3 else "other"))
+        client = KubeClient(server.client())
+        first = server.requests
+        listed = client.list_pods(NAMESPACE, SELECTOR, page_size=2)
+        assert names(listed.items) == [
+            "bench-1",
+            "bench-2",
+            "bench-4",
+            "bench-5",
+            "bench-7",
+            "bench-8",
+        ]
+        assert len(server.requests) - len(first) == 3
+        server.delete("pods", NAMESPACE, "bench-4")
+        server.add("pods", pod("bench-45"))
+        assert names(client.list_pods(NAMESPACE, SELECTOR, page_size=2).items) == [
+            "bench-1",
+            "bench-2",
+            "bench-45",
+            "bench-5",
+            "bench-7",
+            "bench-8",
+        ]
