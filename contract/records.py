@@ -76,9 +76,14 @@ class JobRecord(JobIdentity):
     variants: tuple[StoredVariant, ...]
 
 
+_LEFT_OUT: Final = {"variants": {"__all__": {"result": {"samples"}}}}
+"""Per-iteration samples stay in the collector's store: git gets the summaries (about 3 bytes
+per iteration would make a 96-variant sweep's record megabytes)."""
+
+
 def record_text(record: JobRecord) -> str:
     """The file's bytes: the same record always gives the same text, for clean git diffs."""
-    return record.model_dump_json(indent=2, exclude_none=True) + "\n"
+    return record.model_dump_json(indent=2, exclude_none=True, exclude=_LEFT_OUT) + "\n"
 
 
 def write_record(root: Path, record: JobRecord) -> tuple[Path, bool]:

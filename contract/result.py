@@ -13,6 +13,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contract.errors import ErrorType
+from contract.samples import Samples
 from contract.variant import VariantRef
 
 RESULT_SCHEMA_VERSION: Final = 1
@@ -51,7 +52,10 @@ class LatencyStats(_Result):
 
 
 class Validity(_Result):
-    """Whether the numbers can be trusted as they stand."""
+    """Whether the numbers can be trusted as they stand.
+
+    The four flags after `output_finite` are None in results written before they were measured.
+    """
 
     noisy: bool
     """IQR / median above 10 %: the environment disturbed the measurement."""
@@ -61,6 +65,61 @@ class Validity(_Result):
     """Percentiles with at least 10 samples beyond them (p99 needs 1000 iterations)."""
     output_finite: bool
     """The model's outputs held no NaN or infinity on the last iteration."""
+    contended: bool | None = None
+    """Something else had the CPUs during the timed loop (see `contention` for what)."""
+    cpu_throttled: bool | None = None
+    """The cgroup's CPU quota stopped the process during the timed loop."""
+    gpu_throttled: bool | None = None
+    """The GPU slowed its clocks for power or heat during the timed loop (see `gpu`)."""
+    stopped_early: bool | None = None
+    """A loop hit its maximum before both minimums: fewer iterations or seconds than asked."""
+    reasons: list[str] = Field(default_factory=list)
+    """Why each flag above is set, in words with the numbers."""
+
+
+class Contention(_Result):
+    """What the timed loop got of the CPUs, read from the kernel before and after it."""
+
+    wall_s: float = Field(ge=0)
+    cpu_time_s: float = Field(ge=0)
+    """User and system time of the whole process (all its threads)."""
+    threads: int = Field(ge=1)
+    """torch's intra-op threads during the loop."""
+    cpus_allowed: float = Field(gt=0)
+    """CPUs the pod may use: its affinity mask, lowered to the cgroup quota."""
+    run_queue_wait_s: float | None = None
+    """Time the process's threads were runnable but waited for a CPU (schedstat); None where
+    the kernel does not keep it."""
+    steal_fraction: float | None = None
+    """Share of all CPUs' time the hypervisor gave to other guests (/proc/stat)."""
+    throttled_periods: int | None = None
+    """cgroup CPU periods in which the quota ran out (cpu.stat nr_throttled); None: no cgroup
+    CPU controller visible."""
+    throttled_s: float | None = None
+    """Time the quota held the process back (cpu.stat throttled_usec)."""
+
+
+class GpuTelemetry(_Result):
+    """The GPU as NVML saw it during the timed loop, sampled every `interval_s`."""
+
+    readings: int = Field(ge=0)
+    interval_s: float = Field(gt=0)
+    device_s: float = Field(ge=0)
+    """Sum of the iterations' CUDA-event times: what the GPU spent."""
+    wall_s: float = Field(ge=0)
+    """The loop's host wall time: launch and synchronisation included."""
+    sm_clock_mhz_min: int | None = None
+    sm_clock_mhz_max: int | None = None
+    sm_clock_mhz_limit: int | None = None
+    """The device's maximum SM clock."""
+    temperature_c_max: int | None = None
+    power_w_max: float | None = None
+    power_limit_w: float | None = None
+    throttle_reasons: list[str] = Field(default_factory=list)
+    """NVML clock-event reasons seen in any reading that slow a busy GPU (power cap, thermal,
+    hardware slowdown), by NVML's names."""
+    unavailable: str | None = None
+    """Why NVML could not be read (no readings then)."""
 
 
 class PhaseTiming(_Result):
@@ -163,7 +222,12 @@ class OkResult(_ResultBase):
     memory: Memory | None = None
     applied: Applied | None = None
     validity: Validity | None = None
+    contention: Contention | None = None
+    gpu: GpuTelemetry | None = None
     environment: Environment | None = None
+    samples: Samples | None = None
+    """Every iteration's duration; left out of the termination log when the whole result does
+    not fit there (then `compacted` is set and the log line has them)."""
     compacted: bool = False
     """Details were left out to fit the termination log; the log line has them all."""
 
@@ -213,10 +277,19 @@ def _short_error(result: BenchResult) -> BenchResult:
 
 _COMPACTIONS: Final[tuple[Callable[[BenchResult], BenchResult], ...]] = (
     lambda r: r,
+    lambda r: r.model_copy(update={"samples": None}) if isinstance(r, OkResult) else r,
     _short_error,
     lambda r: r.model_copy(update={"environment": None}),
     lambda r: (
-        r.model_copy(update={"applied": None, "timings": None, "memory": None})
+        r.model_copy(
+            update={
+                "applied": None,
+                "timings": None,
+                "memory": None,
+                "contention": None,
+                "gpu": None,
+            }
+        )
         if isinstance(r, OkResult)
         else r
     ),

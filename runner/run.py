@@ -3,24 +3,28 @@
 import logging
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from contract.config import RunConfig, VariantConfig
-from contract.result import Applied, Memory, OkResult, PhaseTiming, Timings, Validity
+from contract.result import Applied, Memory, OkResult, PhaseTiming, Timings
+from contract.samples import encode
 from contract.variant import Precision, Quantization, VariantRef
-from runner import precision, quantize
+from runner import contention, precision, quantize
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
+from runner.gpu_telemetry import GpuSampler, nvml_uuid
 from runner.inputs import check_inputs, expected_inputs, make_inputs
 from runner.loading import load_program, model_file
 from runner.measure import PhaseOutcome, run_phase
 from runner.memory import peak_rss_bytes
-from runner.stats import NOISY_IQR_RATIO, noise, reliable_percentiles, summarize
+from runner.stats import summarize
 from runner.threads import cpu_quota, thread_count, usable_cpus
+from runner.validity import validity
 
 log = logging.getLogger(__name__)
 
@@ -152,16 +156,26 @@ def _measure(config: RunConfig, index: int, paths: RunPaths) -> OkResult:
         last_output[:] = [module(*inputs)]
 
     step = timed_step(call, device)
+    gpu = device.type == "cuda"
     with torch.inference_mode():
-        if device.type == "cuda":
+        if gpu:
             torch.cuda.reset_peak_memory_stats(device)
         first_ns = _first_iteration(step, variant)
         warmup = run_phase(step, config.warmup)
-        measured = run_phase(step, config.measure, at_least=1)
+        with GpuSampler(nvml_uuid(device)) if gpu else nullcontext() as sampler:
+            before = contention.read_counters()
+            measured = run_phase(step, config.measure, at_least=1)
+            after = contention.read_counters()
     output = last_output[0]
 
     stats = summarize(measured.durations_ns)
-    gpu = device.type == "cuda"
+    cpus = contention.cpus_allowed(quota, usable_cpus())
+    used = contention.contention(before, after, torch.get_num_threads(), cpus)
+    telemetry = (
+        sampler.telemetry(sum(measured.durations_ns) / 1e9, measured.elapsed_s)
+        if sampler is not None
+        else None
+    )
     cpu = cpu_model()
     samples = variant.batch_size * stats.count
     return OkResult(
@@ -196,11 +210,15 @@ def _measure(config: RunConfig, index: int, paths: RunPaths) -> OkResult:
             weight_bytes=precision.tensor_bytes(module),
             kernel=quantize.KERNELS.get(variant.quantization),
         ),
-        validity=Validity(
-            noisy=noise(stats) > NOISY_IQR_RATIO,
-            noise=noise(stats),
-            reliable_percentiles=reliable_percentiles(stats.count),
-            output_finite=_all_finite(output),
+        validity=validity(
+            stats,
+            _all_finite(output),
+            [("warmup", warmup, config.warmup), ("measurement", measured, config.measure)],
+            used,
+            telemetry,
         ),
+        contention=used,
+        gpu=telemetry,
         environment=fingerprint(device, device_name(device, cpu), threads, quota),
+        samples=encode(measured.durations_ns),
     )

@@ -9,6 +9,8 @@ import pytest
 from collector.store import Store, StoreError, open_store
 from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, StoredVariant, read_record, write_record
+from contract.result import OkResult
+from contract.samples import encode
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 
@@ -107,3 +109,17 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         columns = {row[1] for row in db.execute("PRAGMA table_info(variant_runs)")}
         assert not columns & {"device_name", "model_sha256", "status", "p50_ms"}
         assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+def test_samples_stay_in_the_store_and_out_of_the_git_record(store: Store, tmp_path: Path) -> None:
+    measured = succeeded(0)
+    assert isinstance(measured.result, OkResult)
+    result = measured.result.model_copy(update={"samples": encode([1_500_000] * 50)})
+    with_samples = measured.model_copy(update={"result": result})
+    store.add(JOB, [with_samples], NOW)
+    [run] = store.runs("cpu-smoke")
+    assert isinstance(run.variant.result, OkResult) and run.variant.result.samples is not None
+    assert run.variant.result.samples.durations_ns() == [1_500_000] * 50
+    path, _ = write_record(tmp_path, record(with_samples))
+    assert "samples" not in path.read_text(encoding="utf-8")
+    assert read_record(path).variants == (measured,)

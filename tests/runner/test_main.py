@@ -86,6 +86,27 @@ def test_a_successful_run_exits_zero_with_a_schema_valid_result(
     assert parse_result(termination_log) == result
 
 
+def test_every_iteration_travels_in_the_log_line_and_the_termination_log_keeps_the_summary(
+    capsys: pytest.CaptureFixture[str], make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    many = PhaseConfig(min_iterations=3000, min_time_s=0.0, max_iterations=3000, max_time_s=60)
+    config = make_config().model_copy(update={"measure": many})
+    code, result, termination_log = run_main(
+        capsys, write_config(config, tmp_path), models_dir, tmp_path
+    )
+    assert code == ExitCode.OK and isinstance(result, OkResult)
+    assert result.samples is not None and result.validity is not None
+    durations = result.samples.durations_ns()
+    assert len(durations) == result.latency.count == 3000
+    assert min(durations) / 1e6 == pytest.approx(result.latency.min_ms)
+    assert result.contention is not None and result.contention.threads >= 1
+    assert None not in (result.validity.contended, result.validity.stopped_early)
+    assert result.gpu is None and result.validity.gpu_throttled is None
+    summary = parse_result(termination_log)
+    assert isinstance(summary, OkResult) and summary.compacted and summary.samples is None
+    assert summary.model_copy(update={"compacted": False, "samples": result.samples}) == result
+
+
 @pytest.mark.parametrize(
     ("change", "exit_code", "error_type", "message"),
     [
