@@ -53,7 +53,8 @@ def _repo(root: Path) -> Path:
     shutil.copy(
         REPO_ROOT / "specs" / "workflows" / f"{WORKFLOW}.yaml", root / "specs" / "workflows"
     )
-    (root / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+    # A copy, not a symlink: synth reads nothing a symlink leads to outside the repository.
+    shutil.copytree(REPO_ROOT / "models" / "examples", root / "models" / "examples")
     synth(root)
     return root
 

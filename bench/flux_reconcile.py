@@ -13,6 +13,7 @@ never started (the pod executor keeps them waiting): what is timed is Flux and t
   size, and the time of a reconcile with nothing changed.
 """
 
+import shutil
 import statistics
 import tempfile
 import time
@@ -98,8 +99,11 @@ def main() -> None:
             ):
                 start_flux(cluster, binaries)
                 flux = prepare(base, cluster, binaries, server=server, fleet_text=fleet_text)
-                (flux.work / "models").mkdir()
-                (flux.work / "models" / "examples").symlink_to(REPO_ROOT / "models" / "examples")
+                # Committed, as in a real repository: synth reads nothing a symlink
+                # leads to outside the repository.
+                shutil.copytree(
+                    REPO_ROOT / "models" / "examples", flux.work / "models" / "examples"
+                )
                 flux.bootstrap()
                 _report_push(flux, binaries)
                 _report_stress(flux)

@@ -131,7 +131,10 @@ def peak_memory(root: Path) -> Peaks:
 
 def copy_examples(folder: Path) -> Path:
     shutil.copytree(ROOT / "specs", folder / "specs")
-    (folder / "models").symlink_to(ROOT / "models", target_is_directory=True)
+    # A copy, not a symlink: synth reads nothing a symlink leads to outside the repository.
+    shutil.copytree(
+        ROOT / "models", folder / "models", ignore=shutil.ignore_patterns("*.py", "__pycache__")
+    )
     return folder
 
 

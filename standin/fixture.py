@@ -81,7 +81,8 @@ def fixture_root() -> Path:
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     (root / "specs" / "workflows").mkdir(parents=True)
     shutil.copy(REPO_ROOT / "specs" / "clusters.yaml", root / "specs" / "clusters.yaml")
-    (root / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+    # A copy, not a symlink: synth reads nothing a symlink leads to outside the repository.
+    shutil.copytree(REPO_ROOT / "models" / "examples", root / "models" / "examples")
     for workflow, spec in SPECS.items():
         (root / "specs" / "workflows" / f"{workflow}.yaml").write_text(spec, encoding="utf-8")
     synth(root)

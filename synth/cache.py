@@ -18,7 +18,7 @@ from importlib.metadata import version
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-from synth.digests import digest, file_sha256
+from synth.digests import digest
 from synth.fleet import Cluster, Fleet
 from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelFiles
@@ -45,7 +45,6 @@ def workflow_key(
 ) -> str:
     """Everything one workflow's file in one cluster depends on, hashed; `stored` names the
     Jobs whose results are recorded (they are left out)."""
-    root = files.root
     models = {m.name: files.read(m.file).sha256 for m in loaded.workflow.models if m.file}
     return digest(
         {
@@ -53,7 +52,7 @@ def workflow_key(
             "fleet": fleet.model_dump(mode="json"),
             "cluster": cluster.name,
             "file": loaded.file,
-            "spec": file_sha256(root / loaded.file),
+            "spec": loaded.sha256,
             "workflow": loaded.workflow.model_dump(mode="json"),
             "models": models,
             "stored": stored,

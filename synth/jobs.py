@@ -38,12 +38,13 @@ from contract.layout import (
     WORKFLOW_LABEL,
 )
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
-from synth.digests import digest, file_sha256
+from synth.digests import digest
 from synth.fleet import Cluster, Fleet
+from synth.limits import CONFIGMAP_LIMIT_BYTES
 from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import job_name, model_bundle_name
-from synth.spec import CONFIGMAP_LIMIT_BYTES, ModelSpec, Phase, Scheduling, Target
+from synth.spec import ModelSpec, Phase, Scheduling, Target
 from synth.sweep import Variant
 
 TOOL_VERSION: Final = version("benchfleet")
@@ -409,7 +410,6 @@ def plan_runs(
     namespace = namespace_of(workflow.environment)
     image = workflow.image or fleet.image
     priority = workflow.scheduling.priority or fleet.default_priority
-    spec_hash = file_sha256(model_files.root / loaded.file)
     files = {}
     for model in workflow.models:
         if model.file is not None:
@@ -446,7 +446,7 @@ def plan_runs(
                 labels=labels,
                 annotations={
                     SPEC_FILE_ANNOTATION: loaded.file,
-                    SPEC_SHA256_ANNOTATION: spec_hash,
+                    SPEC_SHA256_ANNOTATION: loaded.sha256,
                     TOOL_VERSION_ANNOTATION: TOOL_VERSION,
                     VARIANTS_ANNOTATION: str(len(variants)),
                 },

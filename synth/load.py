@@ -5,6 +5,7 @@ every problem in every file; it never returns part of the specs, so nothing down
 write output from a half-valid set.
 """
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,14 +15,26 @@ from pydantic import BaseModel, ValidationError
 
 from synth.checks import check_workflow
 from synth.fleet import Fleet
+from synth.limits import MAX_FILE_BYTES
 from synth.modelfiles import ModelFiles
-from synth.problems import Problem, SpecProblems, problem_at, problems_from_validation
+from synth.problems import (
+    Problem,
+    SpecProblems,
+    format_loc,
+    problem_at,
+    problems_from_validation,
+)
+from synth.repo_files import RepoFileError, read_inside
 from synth.spec import SpecContext, Workflow
 from synth.sweep import Variant, expand_variants
-from synth.yaml_source import YamlSource, YamlSyntaxError, read_yaml
+from synth.yaml_source import YamlSource, YamlSyntaxError, parse_yaml
 
-FLEET_FILE: Final = Path("specs/clusters.yaml")
-WORKFLOWS_DIR: Final = Path("specs/workflows")
+SPECS_DIR: Final = Path("specs")
+FLEET_FILE: Final = SPECS_DIR / "clusters.yaml"
+WORKFLOWS_DIR: Final = SPECS_DIR / "workflows"
+WORKFLOW_SCHEMA: Final = SPECS_DIR / "schema.json"
+FLEET_SCHEMA: Final = SPECS_DIR / "clusters.schema.json"
+WORKFLOW_SUFFIXES: Final = (".yaml", ".yml")
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -32,6 +45,8 @@ class LoadedWorkflow:
 
     file: str
     """The spec file, relative to the repository root."""
+    sha256: str
+    """Of the spec file's bytes, as read."""
     source: YamlSource
     workflow: Workflow
     variants: tuple[Variant, ...]
@@ -51,7 +66,43 @@ class Specs:
 def workflow_files(root: Path) -> list[Path]:
     """The workflow spec files under `root`, in a stable order."""
     folder = root / WORKFLOWS_DIR
-    return sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")])
+    return sorted(path for path in folder.rglob("*") if _is_workflow_file(path))
+
+
+def _is_workflow_file(path: Path) -> bool:
+    return path.suffix in WORKFLOW_SUFFIXES and not path.is_dir()
+
+
+def stray_files(root: Path) -> list[Problem]:
+    """Problems for what lies under specs/ that synth does not read: a workflow saved as
+    `.YAML` or `.txt`, or a file beside the fleet config, would otherwise be ignored in
+    silence, and its author would think it runs."""
+    specs = root / SPECS_DIR
+    if not specs.is_dir():
+        return []
+    problems = []
+    for path in sorted(specs.rglob("*")):
+        if _is_read(root, path):
+            continue
+        inside_workflows = path.is_relative_to(root / WORKFLOWS_DIR)
+        hint = (
+            f"a workflow's file name ends in {' or '.join(WORKFLOW_SUFFIXES)}; rename or remove it"
+            if inside_workflows
+            else f"workflows go in {WORKFLOWS_DIR.as_posix()}/; move or remove it"
+        )
+        problems.append(
+            Problem(_display(root, path), 1, 1, "", "synth does not read this file", hint)
+        )
+    return problems
+
+
+def _is_read(root: Path, path: Path) -> bool:
+    """Whether synth reads `path` under specs/ (or walks it, for a folder of workflows)."""
+    if path in (root / FLEET_FILE, root / WORKFLOW_SCHEMA, root / FLEET_SCHEMA):
+        return True
+    if not path.is_relative_to(root / WORKFLOWS_DIR):
+        return False
+    return _is_workflow_file(path) or (path.is_dir() and not path.is_symlink())
 
 
 def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
@@ -59,21 +110,22 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
 
     Raises SpecProblems with every problem found in any file.
     """
-    problems: list[Problem] = []
-    fleet_source = _read(root, root / FLEET_FILE, problems)
+    problems: list[Problem] = [] if files is not None else stray_files(root)
+    fleet_read = _read(root, root / FLEET_FILE, problems)
     fleet = (
-        _validate(fleet_source, FLEET_FILE.as_posix(), Fleet, None, problems)
-        if fleet_source is not None
+        _validate(fleet_read[1], FLEET_FILE.as_posix(), Fleet, None, problems)
+        if fleet_read is not None
         else None
     )
-    context = SpecContext(fleet=fleet, root=root) if fleet is not None else None
     model_files = ModelFiles(root)
+    context = SpecContext(fleet=fleet, model_files=model_files) if fleet is not None else None
     loaded: list[LoadedWorkflow] = []
     first_file_of: dict[str, LoadedWorkflow] = {}
     for path in files if files is not None else workflow_files(root):
-        source = _read(root, path, problems)
-        if source is None:
+        read = _read(root, path, problems)
+        if read is None:
             continue
+        sha256, source = read
         file = _display(root, path)
         workflow = _validate(source, file, Workflow, context, problems)
         if workflow is None or fleet is None:
@@ -94,14 +146,14 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         variants = expand_variants(workflow)
         findings = check_workflow(workflow, variants, fleet, model_files)
         problems.extend(problem_at(source, file, f.loc, f.message, f.hint) for f in findings)
-        entry = LoadedWorkflow(file, source, workflow, tuple(variants))
+        entry = LoadedWorkflow(file, sha256, source, workflow, tuple(variants))
         first_file_of[workflow.id] = entry
         loaded.append(entry)
     if problems:
         raise SpecProblems(problems)
-    assert fleet is not None and fleet_source is not None  # else they were problems
+    assert fleet is not None and fleet_read is not None  # else they were problems
     return Specs(
-        fleet=fleet, fleet_source=fleet_source, workflows=tuple(loaded), model_files=model_files
+        fleet=fleet, fleet_source=fleet_read[1], workflows=tuple(loaded), model_files=model_files
     )
 
 
@@ -132,22 +184,30 @@ def _is_latest(image: str) -> bool:
 
 
 def _display(root: Path, path: Path) -> str:
+    """`path` relative to the repository root as written, symlinks not followed: the name
+    the author knows it by, and the one that says where it is in the repository."""
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return path.absolute().relative_to(root.absolute()).as_posix()
     except ValueError:
         return path.as_posix()
 
 
-def _read(root: Path, path: Path, problems: list[Problem]) -> YamlSource | None:
+def _read(root: Path, path: Path, problems: list[Problem]) -> tuple[str, YamlSource] | None:
+    """The sha256 of a spec file's bytes and the document they hold, or None after adding
+    the file's problems."""
     file = _display(root, path)
-    if not path.is_file():
-        problems.append(Problem(file, 1, 1, "", "file does not exist"))
+    try:
+        data = read_inside(root, file, MAX_FILE_BYTES)
+    except RepoFileError as error:
+        problems.append(Problem(file, 1, 1, "", error.message, error.hint))
         return None
     try:
-        return read_yaml(path)
+        return hashlib.sha256(data).hexdigest(), parse_yaml(data)
     except YamlSyntaxError as error:
-        line, column = error.position
-        problems.append(Problem(file, line, column, "", error.message))
+        problems.extend(
+            Problem(file, *problem.position, format_loc(problem.loc), problem.message)
+            for problem in error.errors
+        )
         return None
 
 

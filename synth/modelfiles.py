@@ -5,6 +5,9 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from synth.limits import CONFIGMAP_LIMIT_BYTES
+from synth.repo_files import read_inside
+
 
 @dataclass(frozen=True)
 class ModelBytes:
@@ -27,9 +30,9 @@ class ModelFiles:
         self._read: dict[str, ModelBytes] = {}
 
     def read(self, file: str) -> ModelBytes:
-        """The file at `file` (relative to the root)."""
+        """The file at `file` (relative to the root). Raises RepoFileError for a path that
+        leaves the repository, is not a regular file, or is over what a ConfigMap holds."""
         if file not in self._read:
-            path = self.root / file
-            data = path.read_bytes()
-            self._read[file] = ModelBytes(path, hashlib.sha256(data).hexdigest(), data)
+            data = read_inside(self.root, file, CONFIGMAP_LIMIT_BYTES)
+            self._read[file] = ModelBytes(self.root / file, hashlib.sha256(data).hexdigest(), data)
         return self._read[file]

@@ -16,10 +16,9 @@ from contract.result import RESULT_ADAPTER
 from contract.result import SCHEMA_FILE as RESULT_SCHEMA_FILE
 from synth.catalogue import DEVICE_TYPES, RESOURCE_PRESETS
 from synth.fleet import Fleet
+from synth.load import FLEET_SCHEMA, WORKFLOW_SCHEMA
 from synth.spec import Workflow
 
-WORKFLOW_SCHEMA: Final = Path("specs/schema.json")
-FLEET_SCHEMA: Final = Path("specs/clusters.schema.json")
 REFERENCE: Final = Path("docs/spec-reference.md")
 RESULT_SCHEMA: Final = Path("contract") / RESULT_SCHEMA_FILE.name
 

@@ -8,7 +8,7 @@ problem at the field that causes it.
 """
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import PurePosixPath
 from typing import Annotated, Final, Literal
 
 from pydantic import (
@@ -41,10 +41,10 @@ from synth.fields import (
 )
 from synth.fleet import DeviceTypeName, Fleet
 from synth.hints import SpecError, unknown
+from synth.limits import CONFIGMAP_LIMIT_BYTES
+from synth.modelfiles import ModelFiles
 from synth.quantity import parse_quantity
-
-CONFIGMAP_LIMIT_BYTES: Final = 1024 * 1024
-"""Kubernetes rejects a ConfigMap whose data and binaryData values add up to more than 1 MiB."""
+from synth.repo_files import Missing, RepoFileError, TooLarge
 
 MAX_VARIANTS_CEILING: Final = 10_000
 """No workflow expands past this, whatever its own cap says: each variant is a pod."""
@@ -55,8 +55,8 @@ class SpecContext:
     """What validation may consult beyond the file itself."""
 
     fleet: Fleet
-    root: Path
-    """The repository root; model files are named relative to it."""
+    model_files: ModelFiles
+    """The repository's model files, named relative to its root; read once for the render."""
 
 
 def _context(info: ValidationInfo) -> SpecContext | None:
@@ -111,33 +111,32 @@ class ModelSpec(SpecModel):
         context = _context(info)
         if file is None or context is None:
             return file
-        relative = Path(file)
-        if relative.is_absolute() or ".." in relative.parts:
-            raise SpecError(
-                f"{file!r} must be a path inside the repository, relative to its root",
-                "for a model baked into the image, use image_path instead",
-            )
-        if relative.suffix != ".pt2":
+        if PurePosixPath(file).suffix != ".pt2":
             raise SpecError(
                 f"{file!r} is not a .pt2 file",
                 "export the model with torch.export.save(); pickled modules are not loaded "
                 "because unpickling runs arbitrary code",
             )
-        path = context.root / relative
-        if not path.is_file():
+        try:
+            context.model_files.read(file)
+        except Missing:
             raise SpecError(
                 f"model file {file!r} does not exist",
                 "paths are relative to the repository root; run `make models` to build the "
                 "example models",
-            )
-        size = path.stat().st_size
-        if size > CONFIGMAP_LIMIT_BYTES:
+            ) from None
+        except TooLarge as error:
             raise SpecError(
-                f"model file {file!r} is {size:,} bytes; a ConfigMap holds at most "
+                f"model file {file!r} is {error.size:,} bytes; a ConfigMap holds at most "
                 f"{CONFIGMAP_LIMIT_BYTES:,} bytes (1 MiB)",
                 "bake the model into the runner image and use image_path + sha256, or serve it "
                 "over https and use url + sha256",
-            )
+            ) from None
+        except RepoFileError as error:
+            raise SpecError(
+                error.message,
+                error.hint or "for a model baked into the image, use image_path instead",
+            ) from None
         return file
 
     @field_validator("image_path")

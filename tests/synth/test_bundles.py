@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from synth.jobs import ModelFile, bundle_models
+from synth.limits import CONFIGMAP_LIMIT_BYTES
 from synth.modelfiles import ModelBytes
-from synth.spec import CONFIGMAP_LIMIT_BYTES
 
 
 def model(name: str, size: int, sha256: str = "a" * 64) -> ModelFile:

@@ -7,10 +7,17 @@ import pytest
 
 from contract.variant import Precision
 from synth.catalogue import DEVICE_TYPES
-from synth.load import LoadedWorkflow, Specs, load_specs, workflow_files
-from synth.schema import FLEET_SCHEMA, WORKFLOW_SCHEMA, json_schema
+from synth.load import (
+    FLEET_SCHEMA,
+    WORKFLOW_SCHEMA,
+    LoadedWorkflow,
+    Specs,
+    load_specs,
+    workflow_files,
+)
+from synth.schema import json_schema
 from synth.spec import Workflow
-from synth.yaml_source import read_yaml
+from synth.yaml_source import parse_yaml
 from tests.conftest import REPO_ROOT
 
 EXAMPLES = [path.relative_to(REPO_ROOT).as_posix() for path in workflow_files(REPO_ROOT)]
@@ -38,7 +45,7 @@ def test_example_points_editors_at_the_schema(file: str) -> None:
 
 @pytest.mark.parametrize("file", EXAMPLES)
 def test_example_satisfies_the_published_json_schema(file: str) -> None:
-    jsonschema.validate(read_yaml(REPO_ROOT / file).data, json_schema(Workflow))
+    jsonschema.validate(parse_yaml((REPO_ROOT / file).read_bytes()).data, json_schema(Workflow))
 
 
 def test_fleet_config_points_editors_at_its_schema() -> None:

@@ -21,6 +21,7 @@ from synth.problems import SpecProblems
 from synth.render import render
 from synth.write import generated, tree
 from tests.conftest import REPO_ROOT
+from tests.synth.conftest import LinkModels
 from tests.synth.manifests import (
     KUBERNETES_VERSION,
     crd_schema,
@@ -173,9 +174,9 @@ def test_an_index_fails_at_once_on_runner_exits_a_retry_would_repeat(rendered: F
 
 class TestSynthOnDisk:
     @pytest.fixture
-    def repo(self, tmp_path: Path) -> Path:
+    def repo(self, tmp_path: Path, link_models: LinkModels) -> Path:
         shutil.copytree(REPO_ROOT / "specs", tmp_path / "specs")
-        (tmp_path / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+        link_models(tmp_path)
         for path in (tmp_path / "specs" / "workflows").glob("*.yaml"):
             if path.stem not in ("cpu-smoke", "gpu-comparison"):
                 path.unlink()
@@ -312,9 +313,9 @@ class TestClustersFolder:
     its owners: `flux bootstrap`'s flux-system/ above all (#13)."""
 
     @pytest.fixture
-    def repo(self, tmp_path: Path) -> Path:
+    def repo(self, tmp_path: Path, link_models: LinkModels) -> Path:
         shutil.copytree(REPO_ROOT / "specs", tmp_path / "specs")
-        (tmp_path / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+        link_models(tmp_path)
         for path in (tmp_path / "specs" / "workflows").glob("*.yaml"):
             if path.stem != "cpu-smoke":
                 path.unlink()

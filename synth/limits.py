@@ -1,0 +1,20 @@
+"""The limits on what a spec may hold, each with its reason: a spec file arrives in a pull
+request from anyone, so validation must end quickly, in bounded memory, whatever it holds.
+docs/specs.md lists them with the errors that name them."""
+
+from typing import Final
+
+MAX_FILE_BYTES: Final = 1024 * 1024
+"""A spec file's size. The largest example is 5 KB; a bigger file is a mistake or an attack,
+refused before it is read."""
+
+MAX_VALUES: Final = 100_000
+"""Values (keys, list items, scalars) in one file, an alias counting as often as it is
+used: counted while parsing, so an alias bomb stops here instead of expanding."""
+
+MAX_DEPTH: Final = 32
+"""Nesting of lists and mappings; the spec language itself nests six deep."""
+
+CONFIGMAP_LIMIT_BYTES: Final = 1024 * 1024
+"""Kubernetes rejects a ConfigMap whose data and binaryData values add up to more than 1 MiB;
+a committed model file travels in one."""
