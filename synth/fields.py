@@ -6,6 +6,7 @@ JSON Schema pattern so that editors flag a bad value before the spec ever reache
 
 import re
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
 from typing import Annotated, Any, Final
 
 from pydantic import (
@@ -14,12 +15,14 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    StrictInt,
     WithJsonSchema,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-from synth.quantity import parse_quantity
+from synth.limits import MAX_DURATION_SECONDS
+from synth.quantity import MAX_QUANTITY, parse_quantity
 
 _DNS_LABEL: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
@@ -64,6 +67,9 @@ ClusterName = Annotated[str, DnsLabel("cluster name", 30)]
 EnvironmentName = Annotated[str, DnsLabel("environment name", 20)]
 ObjectName = Annotated[str, DnsLabel("name", 63)]
 
+Count = Annotated[StrictInt, Field(gt=0)]
+"""A whole number of at least 1, written as one: `true` and `2.0` are not counts."""
+
 _DURATION: Final = re.compile(
     r"^(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m(?!s))?(?:(?P<s>\d+(?:\.\d+)?)s)?(?:(?P<ms>\d+)ms)?$"
 )
@@ -73,7 +79,9 @@ _DURATION_PATTERN: Final = r"^(\d+h)?(\d+m)?(\d+(\.\d+)?s)?(\d+ms)?$"
 def parse_duration(value: object) -> object:
     """Turn "1h30m", "90s", "250ms" or a number of seconds into seconds (a float)."""
     if isinstance(value, bool):
-        return value  # left for pydantic to reject as a wrong type
+        raise ValueError(
+            f"{value!r} is not a duration; write seconds as a number, or e.g. '90s', '5m'"
+        )
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
@@ -92,14 +100,29 @@ def parse_duration(value: object) -> object:
     return value
 
 
+def _check_duration(seconds: float) -> float:
+    if seconds > MAX_DURATION_SECONDS:
+        raise ValueError(
+            f"{seconds:g}s is longer than {MAX_DURATION_SECONDS:,} seconds (30 days), the "
+            "longest duration a spec may give"
+        )
+    return seconds
+
+
 Duration = Annotated[
     float,
     BeforeValidator(parse_duration),
     Field(ge=0),
+    AfterValidator(_check_duration),
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "number", "minimum": 0, "description": "seconds"},
+                {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": MAX_DURATION_SECONDS,
+                    "description": "seconds",
+                },
                 {"type": "string", "pattern": _DURATION_PATTERN, "examples": ["90s", "5m"]},
             ]
         }
@@ -109,13 +132,30 @@ Duration = Annotated[
 
 
 def _check_quantity(value: str) -> str:
-    parse_quantity(value)
+    # Written into the manifest as it is, so it must be exactly what the API server parses:
+    # no padding, and no value Kubernetes would round or refuse.
+    if value != value.strip():
+        raise ValueError(f"{value!r} has spaces around it; write the quantity alone")
+    amount = parse_quantity(value)
+    if amount < 0:
+        raise ValueError(f"{value!r} is negative; a resource quantity is 0 or more")
+    if amount > MAX_QUANTITY:
+        raise ValueError(
+            f"{value!r} is more than Kubernetes holds in a quantity ({MAX_QUANTITY:,} of the "
+            "base unit)"
+        )
+    if amount != amount.quantize(_SMALLEST_QUANTITY, rounding=ROUND_CEILING):
+        raise ValueError(
+            f"{value!r} is finer than 1m, the smallest step Kubernetes keeps; it would round it up"
+        )
     return value
 
 
 def _quantity_from_number(value: object) -> object:
     # YAML reads `cpu: 2` as an int; Kubernetes reads the same text as the quantity "2".
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity; write a number, e.g. 2")
+    if isinstance(value, int | float):
         return str(value)
     return value
 
@@ -127,13 +167,15 @@ Quantity = Annotated[
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "number", "minimum": 0},
+                {"type": "number", "minimum": 0, "maximum": MAX_QUANTITY},
                 {"type": "string", "examples": ["500m", "2", "4Gi"]},
             ]
         }
     ),
 ]
 """A Kubernetes resource quantity such as '500m', '2' or '4Gi'."""
+
+_SMALLEST_QUANTITY: Final = Decimal("0.001")
 
 _SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
 

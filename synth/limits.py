@@ -18,3 +18,7 @@ MAX_DEPTH: Final = 32
 CONFIGMAP_LIMIT_BYTES: Final = 1024 * 1024
 """Kubernetes rejects a ConfigMap whose data and binaryData values add up to more than 1 MiB;
 a committed model file travels in one."""
+
+MAX_DURATION_SECONDS: Final = 30 * 24 * 3600
+"""Any duration (a phase's times, the deadline): a Job's activeDeadlineSeconds must fit an
+int64, and a benchmark longer than a month is a typo."""

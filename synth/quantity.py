@@ -17,11 +17,15 @@ _DECIMAL: Final = {
     "P": Decimal("1e15"),
     "E": Decimal("1e18"),
 }
+MAX_QUANTITY: Final = 2**63 - 1
+"""Kubernetes keeps a quantity in an int64 of its base unit; larger ones are capped."""
+
 # The grammar of k8s.io/apimachinery/pkg/api/resource: a signed decimal number followed by
-# a binary suffix, a decimal suffix or a decimal exponent.
+# a binary suffix, a decimal suffix or a decimal exponent. The exponent has at most three
+# digits: any quantity beyond that is out of Kubernetes' range, and Decimal would overflow.
 _QUANTITY: Final = re.compile(
     r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d{1,3})?$"
 )
 
 

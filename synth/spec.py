@@ -9,13 +9,12 @@ problem at the field that causes it.
 
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Annotated, Final, Literal
+from typing import Annotated, Final, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
     Field,
     GetJsonSchemaHandler,
-    PositiveInt,
     StrictBool,
     StrictInt,
     ValidationInfo,
@@ -30,6 +29,7 @@ from synth.base import SpecModel
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE, RESOURCE_PRESETS
 from synth.fields import (
     ClusterName,
+    Count,
     Duration,
     EnvironmentName,
     ModelName,
@@ -79,7 +79,7 @@ KnownCluster = Annotated[ClusterName, AfterValidator(_check_known_cluster)]
 class InputSpec(SpecModel):
     """One input tensor of the model, described per sample (without the batch dimension)."""
 
-    shape: list[PositiveInt] = Field(min_length=1, max_length=8)
+    shape: list[Count] = Field(min_length=1, max_length=8)
     """Sizes of one sample, e.g. [3, 224, 224] for an image; the batch size is prepended."""
     dtype: Literal["float32", "float16", "bfloat16", "int64", "int32", "bool"] = "float32"
     """The dtype the model was exported with; float inputs follow the variant's precision."""
@@ -252,10 +252,10 @@ class Benchmark(SpecModel):
 
     inputs: list[InputSpec] | None = Field(default=None, min_length=1)
     """The model's inputs, per sample. Models may override them."""
-    input_shape: list[PositiveInt] | None = Field(default=None, min_length=2, max_length=9)
+    input_shape: list[Count] | None = Field(default=None, min_length=2, max_length=9)
     """The design note's form: one input's full shape, batch first, e.g. [1, 3, 224, 224].
     Shorthand for `inputs: [{shape: [3, 224, 224]}]` and `batch_size: 1`."""
-    batch_size: PositiveInt | None = None
+    batch_size: Count | None = None
     """Samples per iteration; sweep it with `sweep.matrix.batch_size`. Default 1."""
     precision: Precision = Precision.FP32
     """The numeric format of variants that do not sweep it."""
@@ -265,10 +265,22 @@ class Benchmark(SpecModel):
     """Untimed iterations first, to fill caches and trigger lazy initialisation."""
     measure: MeasurePhase = Field(default_factory=MeasurePhase)
     """The timed iterations."""
-    iterations: PositiveInt | None = None
+    iterations: Count | None = None
     """The design note's form of `measure.min_iterations`."""
-    warmup_iterations: Annotated[int, Field(ge=0)] | None = None
+    warmup_iterations: Annotated[StrictInt, Field(ge=0)] | None = None
     """The design note's form of `warmup.min_iterations`."""
+
+    @field_validator("iterations")
+    @classmethod
+    def _iterations_within_measure(cls, value: int | None, info: ValidationInfo) -> int | None:
+        return _legacy_minimum(value, info.data.get("measure"), "iterations", "measure")
+
+    @field_validator("warmup_iterations")
+    @classmethod
+    def _warmup_iterations_within_warmup(
+        cls, value: int | None, info: ValidationInfo
+    ) -> int | None:
+        return _legacy_minimum(value, info.data.get("warmup"), "warmup_iterations", "warmup")
 
     @model_validator(mode="after")
     def _one_form_each(self) -> "Benchmark":
@@ -311,21 +323,40 @@ class Benchmark(SpecModel):
     @property
     def warmup_phase(self) -> WarmupPhase:
         """`warmup` with the design note's `warmup_iterations` applied."""
-        if self.warmup_iterations is None:
-            return self.warmup
-        return self.warmup.model_copy(update={"min_iterations": self.warmup_iterations})
+        return _with_minimum(self.warmup, self.warmup_iterations)
 
     @property
     def measure_phase(self) -> MeasurePhase:
         """`measure` with the design note's `iterations` applied."""
-        if self.iterations is None:
-            return self.measure
-        return self.measure.model_copy(
-            update={
-                "min_iterations": self.iterations,
-                "max_iterations": max(self.measure.max_iterations, self.iterations),
-            }
+        return _with_minimum(self.measure, self.iterations)
+
+
+PhaseT = TypeVar("PhaseT", bound=Phase)
+
+
+def _legacy_minimum(value: int | None, phase: object, name: str, phase_name: str) -> int | None:
+    """The design note's minimum count, refused where it exceeds a maximum the spec set: the
+    maximum would otherwise be raised behind the author's back (a default maximum is)."""
+    if (
+        value is not None
+        and isinstance(phase, Phase)
+        and "max_iterations" in phase.model_fields_set
+        and value > phase.max_iterations
+    ):
+        raise SpecError(
+            f"{name} ({value}) is above {phase_name}.max_iterations ({phase.max_iterations})",
+            f"lower {name}, or raise {phase_name}.max_iterations",
         )
+    return value
+
+
+def _with_minimum(phase: PhaseT, minimum: int | None) -> PhaseT:
+    """`phase` with the design note's minimum count, its default maximum raised to meet it."""
+    if minimum is None:
+        return phase
+    return phase.model_copy(
+        update={"min_iterations": minimum, "max_iterations": max(phase.max_iterations, minimum)}
+    )
 
 
 _RESOURCE_KEYS: Final = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE)
@@ -472,7 +503,7 @@ class VariantSelector(SpecModel):
     """A precision."""
     quantization: Quantization | None = None
     """A quantization."""
-    batch_size: PositiveInt | None = None
+    batch_size: Count | None = None
     """A batch size."""
 
     @model_validator(mode="after")
@@ -492,7 +523,7 @@ class Matrix(SpecModel):
     """Precisions to try."""
     quantization: list[Quantization] | None = Field(default=None, min_length=1)
     """Quantizations to try."""
-    batch_size: list[PositiveInt] | None = Field(default=None, min_length=1)
+    batch_size: list[Count] | None = Field(default=None, min_length=1)
     """Batch sizes to try."""
 
     @field_validator("precision", "quantization", "batch_size")
