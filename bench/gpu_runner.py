@@ -7,7 +7,9 @@ For each example model, each GPU precision (fp32, tf32, fp16, bf16) and quantiza
 int8-weight-only) at batch 32, one index of a config.json for the GPU the machine
 has (device type `nvidia-<model>`, from torch's device name), in a process of its own. Also
 the wrong-GPU check: a target asking for an A100 on this GPU must exit `device_missing`.
-Prints a table and writes every result line to OUT_DIR/gpu_runner.jsonl.
+Prints a table (p50, device time over wall time, the SM clock's range against its maximum,
+the validity flags and NVML's slowdown reasons) and writes every result line to
+OUT_DIR/gpu_runner.jsonl.
 
 The models are the committed examples when this torch loads them; a torch older than the
 one that exported them may not, and then they are exported again here (models/make_models.py,
@@ -33,6 +35,7 @@ INPUTS: Final = {"tiny-mlp": [64], "tiny-cnn": [3, 64, 64], "tiny-transformer": 
 PRECISIONS: Final = ("fp32", "tf32", "fp16", "bf16")
 QUANTIZATIONS: Final = ("none", "int8-weight-only")
 BATCHES: Final = (32,)
+FLAGS: Final = ("noisy", "contended", "cpu_throttled", "gpu_throttled", "stopped_early")
 WARMUP: Final = {
     "min_iterations": 10,
     "min_time_s": 0.2,
@@ -151,22 +154,29 @@ def main() -> None:
                 seconds = time.perf_counter() - began
                 lines.write(json.dumps({"variant": variant, "exit": code, "result": result,
                                         "stderr": stderr, "seconds": seconds}) + "\n")  # fmt: skip
-                rows.append((variant, code, result, seconds))
+                rows.append((variant, code, result))
             wrong_exit, wrong_result, _ = _run(wrong, scratch, 0, scratch)
             lines.write(
                 json.dumps({"wrong_gpu": True, "exit": wrong_exit, "result": wrong_result}) + "\n"
             )
     print(f"{'model':<17}{'precision':<10}{'quant':<18}{'batch':>5}{'exit':>5}{'p50 ms':>9}"
-          f"{'samples/s':>12}{'validity':>13}{'s':>6}")  # fmt: skip
-    for variant, code, result, seconds in rows:
-        latency = (result or {}).get("latency") or {}
-        validity = (result or {}).get("validity") or {}
-        error = ((result or {}).get("error") or {}).get("type", "")
-        verdict = ("noisy" if validity.get("noisy") else "ok") if validity else error
+          f"{'samples/s':>12}{'device/wall':>12}{'SM MHz':>16}  flags")  # fmt: skip
+    for variant, code, reported in rows:
+        result = reported or {}
+        latency = result.get("latency") or {}
+        validity = result.get("validity") or {}
+        gpu = result.get("gpu") or {}
+        flags = [flag for flag in FLAGS if validity.get(flag)] or [
+            ((result.get("error") or {}).get("type") or "ok")
+        ]
+        clocks = f"{gpu.get('sm_clock_mhz_min')}-{gpu.get('sm_clock_mhz_max')}/" + str(
+            gpu.get("sm_clock_mhz_limit")
+        )
+        busy = gpu.get("device_s", 0) / gpu["wall_s"] if gpu.get("wall_s") else float("nan")
         print(f"{variant['model']:<17}{variant['precision']:<10}{variant['quantization']:<18}"
               f"{variant['batch_size']:>5}{code:>5}{latency.get('p50_ms', float('nan')):>9.3f}"
-              f"{(result or {}).get('throughput_samples_per_s') or 0:>12.0f}"
-              f"{verdict[:12]:>13}{seconds:>6.1f}")  # fmt: skip
+              f"{result.get('throughput_samples_per_s') or 0:>12.0f}{busy:>12.2f}{clocks:>16}  "
+              f"{' '.join(flags)} {' '.join(gpu.get('throttle_reasons', []))}")  # fmt: skip
     wrong_error = ((wrong_result or {}).get("error") or {}).get("type")
     print(f"A100 target on this GPU: exit {wrong_exit}, error {wrong_error}")
 

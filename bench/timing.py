@@ -5,13 +5,10 @@ so every benchmark times a candidate against its baseline alternately, A B A B .
 reports the median of the per-pair ratios with their range.
 """
 
-import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-Z_95 = 1.96
 
 
 @dataclass(frozen=True)
@@ -26,18 +23,6 @@ class Pairing:
     ratio_high: float
     ratios: tuple[float, ...] = ()
     """Every pair's ratio, where the pairs were timed here (not for rows built by hand)."""
-
-
-def median_interval(values: Sequence[float], z: float = Z_95) -> tuple[float, float]:
-    """A distribution-free confidence interval of the median: the order statistics at ranks
-    n/2 -+ z*sqrt(n)/2 (the sign test's interval). It assumes nothing about the shape of the
-    noise, which on this machine is anything but normal."""
-    ordered = sorted(values)
-    n = len(ordered)
-    half_width = z * math.sqrt(n) / 2
-    low = max(math.floor(n / 2 - half_width), 1)
-    high = min(math.ceil(1 + n / 2 + half_width), n)
-    return ordered[low - 1], ordered[high - 1]
 
 
 def seconds(run: Callable[[], object]) -> float:

@@ -2,7 +2,7 @@
 
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import click
 
@@ -13,7 +13,7 @@ from collector.history import HistoryError, merged, records_at, records_in, runs
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
-from collector.report import build_report
+from collector.report import Report, build_report
 from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.session import (
     Settings,
@@ -29,6 +29,8 @@ from contract.layout import RESULTS
 from contract.options import database_option, root_option
 
 ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
+HTML_REPORT: Final = "report.html"
+"""Where `report --format html` writes without --output, under the repository root."""
 
 
 pass_settings = click.make_pass_decorator(Settings)
@@ -163,12 +165,12 @@ def gather(
     "output_format",
     type=click.Choice(["text", "markdown", "csv", "json", "html"]),
     default="text",
-    help="markdown suits a pull-request comment; html writes a page with plots to --output.",
+    help="markdown suits a pull-request comment; html is one self-contained page with plots.",
 )
 @click.option(
     "--output",
     type=click.Path(path_type=Path),
-    help="Write here instead of stdout (for html: a folder) [default for html: report/]",
+    help="Write this file instead of stdout [default for html: report.html]",
 )
 @click.option(
     "--baseline",
@@ -211,20 +213,32 @@ def report(
             ": run `collector gather` first"
         )
     built = build_report(runs, baseline=baseline, regression_threshold=threshold)
-    if output_format == "html":
-        # matplotlib takes a while to import: only when a page is asked for.
-        from collector.report_html import write_html  # noqa: PLC0415
-
-        page = write_html(built, output or settings.root / "report")
-        click.echo(f"wrote {page}")
-        return
-    render = {"text": to_text, "markdown": to_markdown, "csv": to_csv, "json": to_json}
+    render = {
+        "text": to_text,
+        "markdown": to_markdown,
+        "csv": to_csv,
+        "json": to_json,
+        "html": _to_html,
+    }
     text = render[output_format](built)
+    if output is None and output_format == "html":
+        output = settings.root / HTML_REPORT
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))
-    else:
-        output.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {output}", err=True)
+        return
+    if output.is_dir():
+        raise click.ClickException(
+            f"--output {output} is a folder; name the file to write, e.g. {output / HTML_REPORT}"
+        )
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {output}", err=True)
+
+
+def _to_html(report: Report) -> str:
+    # matplotlib takes a while to import: only when a page is asked for.
+    from collector.report_html import to_html  # noqa: PLC0415
+
+    return to_html(report)
 
 
 @cli.command()

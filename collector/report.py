@@ -14,19 +14,19 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Final, Literal
 
+from collector import intervals
+from collector.intervals import MedianEstimate, Ratio
 from collector.store import StoredRun
-from contract.result import LatencyStats, OkResult
+from contract.result import LatencyStats, OkResult, Validity
 from contract.variant import SETTING_FIELDS, VariantRef
 
-REPORT_SCHEMA_VERSION: Final = 1
+REPORT_SCHEMA_VERSION: Final = 2
 """Bumped when a field of `to_json`'s output changes meaning or goes away."""
-NOTCH_FACTOR: Final = 1.57
-"""McGill, Tukey & Larsen's notch constant, as matplotlib uses it (R's boxplot uses 1.58)."""
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
 Verdict = Literal["regression", "improvement", "inconclusive", "unchanged"]
-"""A change beyond the threshold is a regression or improvement only when the CIs are
-disjoint; otherwise it is inconclusive."""
+"""A change beyond the threshold is a regression or improvement only when the ratio's CI
+excludes 1 and neither run is in doubt (see `VariantRow.doubts`); otherwise inconclusive."""
 VERDICT_ORDER: Final[dict[Verdict, int]] = {
     "regression": 0,
     "improvement": 1,
@@ -66,25 +66,6 @@ def heading(name: str) -> str:
     return _HEADINGS.get(name, name)
 
 
-def median_interval(latency: LatencyStats) -> tuple[float, float]:
-    """An approximate 95 % confidence interval of the median, from the stored summary alone.
-
-    No raw samples are stored, so this is the notch of a box plot (McGill, Tukey & Larsen,
-    "Variations of Box Plots", The American Statistician 32(1), 1978): median ± 1.57·IQR/√n.
-    The constant was chosen so that two such intervals that do not overlap mark medians that
-    differ at roughly the 5 % level, which is how this report uses them; as an interval for
-    one median it covers about 91 % for normal data. Iterations of a timed loop are not
-    independent (caches, clocks, neighbours), so take it as a lower bound on the uncertainty.
-    The lower end stops at 0, since no latency is negative.
-    """
-    half_width = NOTCH_FACTOR * latency.iqr_ms / math.sqrt(latency.count)
-    return max(0.0, latency.p50_ms - half_width), latency.p50_ms + half_width
-
-
-def _overlaps(first: tuple[float, float], second: tuple[float, float]) -> bool:
-    return first[0] <= second[1] and second[0] <= first[1]
-
-
 @dataclass(frozen=True)
 class VariantRow:
     """One measured variant: its latest run, which succeeded."""
@@ -97,25 +78,44 @@ class VariantRow:
     """The device as the runner saw it ("NVIDIA A100-SXM4-80GB", a CPU model)."""
     latency: LatencyStats
     """Per iteration, i.e. per batch."""
-    ci_low_ms: float
-    """The median's confidence interval, see `median_interval`."""
-    ci_high_ms: float
+    estimate: MedianEstimate
+    """The median per batch with its 95 % CI: from the samples where the result has them."""
     is_p99_reliable: bool
     """False when too few iterations lie beyond p99 (or the result does not say)."""
-    throughput_samples_per_s: float | None
     is_noisy: bool | None
     """IQR above 10 % of the median, as the runner judged it; None when it did not say."""
+    mean_samples_per_s: float | None
+    """The runner's throughput: samples over the timed loop's total time, i.e. at the mean."""
+    doubts: tuple[str, ...]
+    """Why this run's number must not decide a comparison: the runner's validity flags that
+    are set (noisy, contended, CPU or GPU throttled, stopped early), with their reasons."""
+
+    @property
+    def ci_low_ms(self) -> float:
+        return self.estimate.low
+
+    @property
+    def ci_high_ms(self) -> float:
+        return self.estimate.high
+
+    @property
+    def per_sample(self) -> MedianEstimate:
+        """The median latency divided by the batch size: what a sweep's best minimises."""
+        return self.estimate.scaled(1 / self.key.batch_size)
 
     @property
     def p50_per_sample_ms(self) -> float:
-        """The median latency divided by the batch size: what a sweep's best minimises."""
-        return self.latency.p50_ms / self.key.batch_size
+        return self.per_sample.median
 
     @property
     def ci_per_sample_ms(self) -> tuple[float, float]:
         """The median's confidence interval, per sample."""
-        batch = self.key.batch_size
-        return self.ci_low_ms / batch, self.ci_high_ms / batch
+        return self.per_sample.low, self.per_sample.high
+
+    @property
+    def samples_per_s(self) -> float:
+        """Throughput at the median: batch size over the p50, the statistic latency uses."""
+        return 1000 / self.p50_per_sample_ms
 
 
 @dataclass(frozen=True)
@@ -137,10 +137,17 @@ class Ranked:
     """One variant within a comparison."""
 
     row: VariantRow
-    ratio: float
-    """Its p50 per sample over the fastest's (1 for the fastest)."""
-    is_significant: bool
-    """Its CI and the fastest's are disjoint (False for the fastest itself)."""
+    ratio: Ratio
+    """Its p50 per sample over the fastest's (1 for the fastest), with the ratio's CI."""
+    doubts: tuple[str, ...]
+    """Why it cannot be told apart from the fastest even if the CI says so: either side's
+    validity flags."""
+
+    @property
+    def is_significant(self) -> bool:
+        """Slower than the fastest beyond noise, with neither run in doubt (False for the
+        fastest itself)."""
+        return self.ratio.excludes_one and not self.doubts
 
 
 @dataclass(frozen=True)
@@ -163,13 +170,45 @@ class BestConfiguration:
     """The configurations of one model on one target: which is fastest, and is it clearly so."""
 
     comparison: Comparison
-    highest_throughput: VariantRow | None
-    """None when no run reported a throughput."""
 
     @property
     def is_significant(self) -> bool:
-        """The best's CI and the runner-up's are disjoint."""
+        """The runner-up is slower than the best beyond noise, neither run in doubt."""
         return self.comparison.entries[1].is_significant
+
+
+Direction = Literal["faster", "slower", "no difference", "inconclusive"]
+
+
+@dataclass(frozen=True)
+class AxisEntry:
+    """One variant against the reference value of an axis, every other setting the same."""
+
+    row: VariantRow
+    reference: VariantRow
+    ratio: Ratio
+    """Its p50 per sample over the reference's, with the ratio's CI."""
+    doubts: tuple[str, ...]
+    """Either side's validity flags: then no direction is claimed."""
+
+    @property
+    def direction(self) -> Direction:
+        """What the numbers allow to say, and no more."""
+        if self.doubts:
+            return "inconclusive"
+        if not self.ratio.excludes_one:
+            return "no difference"
+        return "faster" if self.ratio.value < 1 else "slower"
+
+
+@dataclass(frozen=True)
+class AxisComparison:
+    """Each value of one sweep axis against a reference value, the other axes held fixed:
+    "bf16 vs fp32 at batch 1: 0.62x [0.58, 0.66]"."""
+
+    axis: str
+    entries: tuple[AxisEntry, ...]
+    """Grouped by the settings held fixed, in key order."""
 
 
 @dataclass(frozen=True)
@@ -178,9 +217,12 @@ class Change:
 
     current: VariantRow
     baseline: VariantRow
-    ratio: float
-    """Current p50 over the baseline's."""
+    ratio: Ratio
+    """Current p50 over the baseline's, with the ratio's CI."""
     verdict: Verdict
+    doubts: tuple[str, ...]
+    """Why the verdict is inconclusive although the CI excludes no change: either side's
+    validity flags."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +256,8 @@ class Report:
     """Per cluster, target and model with several configurations."""
     rankings: tuple[Comparison, ...]
     """Models side by side, per cluster, target and configuration with several models."""
+    axes: tuple[AxisComparison, ...]
+    """Per sweep axis with several values: each value against the axis's reference."""
     baseline: BaselineComparison | None
     superseded: int
     """Runs left out because a later run of the same variant exists."""
@@ -275,7 +319,6 @@ def _measured(run: StoredRun) -> VariantRow | None:
     result = run.variant.result
     if run.variant.state != "succeeded" or not isinstance(result, OkResult) or not result.variant:
         return None
-    low, high = median_interval(result.latency)
     validity = result.validity
     return VariantRow(
         key=_key(run, result.variant),
@@ -284,11 +327,43 @@ def _measured(run: StoredRun) -> VariantRow | None:
         finished_at=run.variant.finished_at,
         device_name=result.environment.device_name if result.environment else None,
         latency=result.latency,
-        ci_low_ms=low,
-        ci_high_ms=high,
+        estimate=_estimate(result),
         is_p99_reliable=validity is not None and "p99" in validity.reliable_percentiles,
-        throughput_samples_per_s=result.throughput_samples_per_s,
         is_noisy=validity.noisy if validity else None,
+        mean_samples_per_s=result.throughput_samples_per_s,
+        doubts=_doubts(validity),
+    )
+
+
+def _estimate(result: OkResult) -> MedianEstimate:
+    if result.samples is not None:
+        try:
+            return intervals.from_samples([ns / 1e6 for ns in result.samples.durations_ns()])
+        except ValueError:
+            pass  # damaged samples: the summary still holds
+    latency = result.latency
+    return intervals.from_summary(latency.p50_ms, latency.iqr_ms, latency.count)
+
+
+_FLAGS: Final = {
+    "noisy": "noisy",
+    "contended": "contended",
+    "cpu_throttled": "CPU-throttled",
+    "gpu_throttled": "GPU-throttled",
+    "stopped_early": "stopped early",
+}
+
+
+def _doubts(validity: Validity | None) -> tuple[str, ...]:
+    if validity is None:
+        return ()
+    flagged = [words for flag, words in _FLAGS.items() if getattr(validity, flag)]
+    if not flagged:
+        return ()
+    return (
+        (f"{', '.join(flagged)}: {'; '.join(validity.reasons)}",)
+        if validity.reasons
+        else (", ".join(flagged),)
     )
 
 
@@ -321,6 +396,7 @@ def _split(runs: Iterable[StoredRun]) -> tuple[tuple[VariantRow, ...], tuple[Fai
 def _compare(rows: Sequence[VariantRow]) -> Comparison:
     ranked = sorted(rows, key=lambda row: (row.p50_per_sample_ms, row.key))
     fastest = ranked[0]
+    fastest_doubts = _labelled(fastest)
     varies = tuple(name for name in KEY_FIELDS if len({row.key.value(name) for row in rows}) > 1)
     return Comparison(
         fixed=tuple((name, fastest.key.value(name)) for name in KEY_FIELDS if name not in varies),
@@ -328,8 +404,8 @@ def _compare(rows: Sequence[VariantRow]) -> Comparison:
         entries=tuple(
             Ranked(
                 row=row,
-                ratio=row.p50_per_sample_ms / fastest.p50_per_sample_ms,
-                is_significant=not _overlaps(row.ci_per_sample_ms, fastest.ci_per_sample_ms),
+                ratio=intervals.ratio(row.per_sample, fastest.per_sample),
+                doubts=() if row is fastest else (*fastest_doubts, *_labelled(row)),
             )
             for row in ranked
         ),
@@ -345,33 +421,71 @@ def _comparisons(rows: Sequence[VariantRow], by: tuple[str, ...]) -> tuple[Compa
 
 
 def _best_configuration(comparison: Comparison) -> BestConfiguration:
-    throughputs = [
-        (entry.row.throughput_samples_per_s, entry.row)
-        for entry in comparison.entries
-        if entry.row.throughput_samples_per_s is not None
-    ]
-    # On a tie, max keeps the first: the one with the lower p50 per sample.
-    top = max(throughputs, key=lambda pair: pair[0], default=None)
-    return BestConfiguration(comparison=comparison, highest_throughput=top[1] if top else None)
+    return BestConfiguration(comparison=comparison)
 
 
-def _verdict(current: VariantRow, baseline: VariantRow, ratio: float, threshold: float) -> Verdict:
-    if 1 - threshold <= ratio <= 1 + threshold:
+AXES: Final = ("target", "precision", "quantization", "batch_size", "model")
+_REFERENCE_VALUES: Final = {"precision": "fp32", "quantization": "none"}
+"""What other values are compared with, where a group has it; else the group's first value
+(the smallest batch, the first target or model by name)."""
+
+
+def _reference(axis: str, group: Sequence[VariantRow]) -> VariantRow:
+    preferred = _REFERENCE_VALUES.get(axis)
+    for row in group:
+        if row.key.value(axis) == preferred:
+            return row
+    return min(group, key=lambda row: (getattr(row.key, axis), row.key))
+
+
+def _axis(axis: str, rows: Sequence[VariantRow]) -> AxisComparison | None:
+    held = tuple(name for name in KEY_FIELDS if name != axis)
+    groups: dict[tuple[str, ...], list[VariantRow]] = defaultdict(list)
+    for row in rows:
+        groups[tuple(row.key.value(name) for name in held)].append(row)
+    entries: list[AxisEntry] = []
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        reference = _reference(axis, group)
+        entries.extend(
+            AxisEntry(
+                row=row,
+                reference=reference,
+                ratio=intervals.ratio(row.per_sample, reference.per_sample),
+                doubts=(*_labelled(reference), *_labelled(row)),
+            )
+            for row in sorted(group, key=lambda row: row.key)
+            if row is not reference
+        )
+    return AxisComparison(axis, tuple(entries)) if entries else None
+
+
+def _labelled(row: VariantRow) -> tuple[str, ...]:
+    """The row's doubts, saying whose they are."""
+    return tuple(f"{row.key.label(KEY_FIELDS[1:])} is {doubt}" for doubt in row.doubts)
+
+
+def _verdict(ratio: Ratio, doubts: tuple[str, ...], threshold: float) -> Verdict:
+    if 1 - threshold <= ratio.value <= 1 + threshold:
         return "unchanged"
-    if _overlaps(
-        (current.ci_low_ms, current.ci_high_ms), (baseline.ci_low_ms, baseline.ci_high_ms)
-    ):
+    if doubts or not ratio.excludes_one:
         return "inconclusive"
-    return "regression" if ratio > 1 else "improvement"
+    return "regression" if ratio.value > 1 else "improvement"
 
 
 def _change(current: VariantRow, baseline: VariantRow, threshold: float) -> Change:
-    ratio = current.latency.p50_ms / baseline.latency.p50_ms
+    ratio = intervals.ratio(current.estimate, baseline.estimate)
+    doubts = (
+        *(f"now {doubt}" for doubt in current.doubts),
+        *(f"in the baseline {doubt}" for doubt in baseline.doubts),
+    )
     return Change(
         current=current,
         baseline=baseline,
         ratio=ratio,
-        verdict=_verdict(current, baseline, ratio, threshold),
+        verdict=_verdict(ratio, doubts, threshold),
+        doubts=doubts,
     )
 
 
@@ -384,7 +498,7 @@ def _against(
     changes.sort(
         key=lambda change: (
             VERDICT_ORDER[change.verdict],
-            -abs(math.log(change.ratio)),
+            -abs(math.log(change.ratio.value)),
             change.current.key,
         )
     )
@@ -428,6 +542,7 @@ def build_report(
         rankings=_comparisons(
             rows, ("cluster", "target", "precision", "quantization", "batch_size")
         ),
+        axes=tuple(comparison for axis in AXES if (comparison := _axis(axis, rows))),
         baseline=_against(rows, baseline, regression_threshold) if baseline is not None else None,
         superseded=superseded,
     )

@@ -1,4 +1,5 @@
-"""The report as a web page: `index.html` and its PNG plots in one folder, nothing fetched.
+"""The report as one self-contained web page: its PNG plots are inline data URIs, so the file
+can be attached, mailed or archived alone, and nothing is fetched when it opens.
 
 Plots are drawn on matplotlib's Agg canvas directly (no pyplot: no global figures, no
 display) under matplotlib's default style, so a user's matplotlibrc cannot change them, and
@@ -7,11 +8,13 @@ in the plots come from users, so the page escapes them, and so do the plots: a `
 otherwise start mathtext, and a lone one fail to draw.
 """
 
+import base64
 import html
+import io
 import math
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import matplotlib
@@ -21,7 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
-from collector.report import KEY_FIELDS, Comparison, Report, VariantRow
+from collector.report import KEY_FIELDS, Comparison, Report, VariantKey, VariantRow
 from collector.report_render import Layout, Table, lay_out
 
 BOXES_PER_PLOT: Final = 40
@@ -44,7 +47,7 @@ _Item = TypeVar("_Item")
 
 @dataclass(frozen=True)
 class _Plot:
-    file: str
+    png: bytes
     description: str
 
 
@@ -64,9 +67,11 @@ def _plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _save(figure: Figure, path: Path) -> None:
+def _png(figure: Figure) -> bytes:
     FigureCanvasAgg(figure)
-    figure.savefig(path, format="png", dpi=_DPI, metadata={"Software": None})
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=_DPI, metadata={"Software": None})
+    return buffer.getvalue()
 
 
 def _box(row: VariantRow, names: Sequence[str]) -> dict[str, Any]:
@@ -86,7 +91,7 @@ def _box(row: VariantRow, names: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _latency_plot(rows: Sequence[VariantRow], names: Sequence[str], path: Path) -> None:
+def _latency_plot(rows: Sequence[VariantRow], names: Sequence[str]) -> bytes:
     figure = Figure(figsize=(9, 1.2 + 0.35 * len(rows)), layout="constrained")
     axes = figure.add_subplot()
     axes.bxp(
@@ -100,19 +105,17 @@ def _latency_plot(rows: Sequence[VariantRow], names: Sequence[str], path: Path) 
     axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
     axes.invert_yaxis()
     axes.set_xlabel("latency per iteration (ms, log scale)")
-    _save(figure, path)
+    return _png(figure)
 
 
-def _latency_plots(rows: Sequence[VariantRow], folder: Path) -> list[_Plot]:
+def _latency_plots(rows: Sequence[VariantRow]) -> list[_Plot]:
     # Labels name only what tells the variants apart; one variant alone is named by its model.
     names = [name for name in KEY_FIELDS if len({row.key.value(name) for row in rows}) > 1]
     plots = []
-    for number, chunk in enumerate(_chunks(rows, BOXES_PER_PLOT), start=1):
-        file = f"latency-{number:02d}.png"
-        _latency_plot(chunk, names or ["model"], folder / file)
+    for chunk in _chunks(rows, BOXES_PER_PLOT):
         plots.append(
             _Plot(
-                file,
+                _latency_plot(chunk, names or ["model"]),
                 "Latency per iteration: box p25 to p75, notch the median's 95% CI, "
                 "whiskers min and p99 (p99?: too few iterations for it), dot max.",
             )
@@ -136,22 +139,82 @@ def _bars(axes: Axes, comparison: Comparison) -> None:
     axes.set_ylabel("p50 ms (95% CI)")
 
 
-def _target_plot(comparisons: Sequence[Comparison], path: Path) -> None:
+def _target_plot(comparisons: Sequence[Comparison]) -> bytes:
     columns = min(_PLOTS_PER_LINE, len(comparisons))
     lines = math.ceil(len(comparisons) / columns)
     figure = Figure(figsize=(4 * columns, 3.6 * lines), layout="constrained")
     for number, comparison in enumerate(comparisons, start=1):
         _bars(figure.add_subplot(lines, columns, number), comparison)
-    _save(figure, path)
+    return _png(figure)
 
 
-def _target_plots(comparisons: Sequence[Comparison], folder: Path) -> list[_Plot]:
-    plots = []
-    for number, chunk in enumerate(_chunks(comparisons, COMPARISONS_PER_PLOT), start=1):
-        file = f"targets-{number:02d}.png"
-        _target_plot(chunk, folder / file)
-        plots.append(_Plot(file, "By target: p50 latency per iteration, error bars the 95% CI."))
-    return plots
+def _target_plots(comparisons: Sequence[Comparison]) -> list[_Plot]:
+    return [
+        _Plot(_target_plot(chunk), "By target: p50 latency per iteration, error bars the 95% CI.")
+        for chunk in _chunks(comparisons, COMPARISONS_PER_PLOT)
+    ]
+
+
+_CURVE_FIELDS: Final = ("cluster", "target", "model", "precision", "quantization")
+"""A batch-size curve holds all of these fixed."""
+
+
+def _curves(rows: Sequence[VariantRow]) -> dict[tuple[str, ...], list[VariantRow]]:
+    curves: dict[tuple[str, ...], list[VariantRow]] = defaultdict(list)
+    for row in rows:
+        curves[tuple(row.key.value(name) for name in _CURVE_FIELDS)].append(row)
+    return {line: sorted(points, key=lambda row: row.key.batch_size)
+            for line, points in sorted(curves.items()) if len(points) > 1}  # fmt: skip
+
+
+def _batch_plot(curves: dict[tuple[str, ...], list[VariantRow]]) -> bytes:
+    figure = Figure(figsize=(11, 4.2), layout="constrained")
+    latency, throughput = figure.subplots(1, 2)
+    # Labels name only what tells the curves apart.
+    first: VariantKey = next(iter(curves.values()))[0].key
+    names = [
+        name
+        for name in _CURVE_FIELDS
+        if any(points[0].key.value(name) != first.value(name) for points in curves.values())
+    ]
+    for points in curves.values():
+        label = _plain(points[0].key.label(names or ["model"]))
+        batches = [row.key.batch_size for row in points]
+        latency.errorbar(
+            batches,
+            [row.latency.p50_ms for row in points],
+            yerr=[
+                [row.latency.p50_ms - row.ci_low_ms for row in points],
+                [row.ci_high_ms - row.latency.p50_ms for row in points],
+            ],
+            marker="o",
+            capsize=3,
+            label=label,
+        )
+        throughput.plot(batches, [row.samples_per_s for row in points], marker="o", label=label)
+    for axes, ylabel in (
+        (latency, "p50 latency per batch (ms, 95% CI)"),
+        (throughput, "samples/s at the p50"),
+    ):
+        axes.set_xscale("log", base=2)
+        axes.set_xlabel("batch size (log scale)")
+        axes.set_ylabel(ylabel)
+        axes.xaxis.set_major_formatter(_PlainLogFormatter())
+    throughput.legend(fontsize="small")
+    return _png(figure)
+
+
+def _batch_plots(rows: Sequence[VariantRow]) -> list[_Plot]:
+    curves = _curves(rows)
+    chunks = _chunks(list(curves.items()), COMPARISONS_PER_PLOT)
+    return [
+        _Plot(
+            _batch_plot(dict(chunk)),
+            "Latency and throughput against batch size, a line per model, precision, "
+            "quantization and target.",
+        )
+        for chunk in chunks
+    ]
 
 
 def _escape(text: str) -> str:
@@ -187,8 +250,9 @@ def _html_section(table: Table) -> str:
 
 def _html_plot(plot: _Plot) -> str:
     description = _escape(plot.description)
+    source = "data:image/png;base64," + base64.b64encode(plot.png).decode("ascii")
     return (
-        f'<figure><img src="{_escape(plot.file)}" alt="{description}">'
+        f'<figure><img src="{source}" alt="{description}">'
         f"<figcaption>{description}</figcaption></figure>"
     )
 
@@ -214,20 +278,18 @@ def _page(layout: Layout, plots: Sequence[_Plot]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_html(report: Report, folder: Path) -> Path:
-    """Write `index.html` and its PNGs into `folder` (created if missing); the page's path.
+def to_html(report: Report) -> str:
+    """The page: the tables every format shows, then the plots.
 
-    Latency box plots are drawn from the stored percentiles, since no samples are stored:
-    box p25 to p75, notch the median's CI, whiskers min and p99 (the tail an SLO cares
-    about), a dot at max. A bar chart of p50 with CI error bars shows each by-target
-    comparison. Files of an earlier report in the same folder are overwritten, not removed.
+    Latency box plots are drawn from each result's percentiles: box p25 to p75, notch the
+    median's CI, whiskers min and p99 (the tail an SLO cares about), a dot at max. Bars of
+    p50 with CI error bars show each by-target comparison; lines of latency and throughput
+    against batch size show each sweep over batch sizes.
     """
-    folder.mkdir(parents=True, exist_ok=True)
     with matplotlib.style.context("default"):
         plots = [
-            *(_latency_plots(report.variants, folder) if report.variants else []),
-            *_target_plots(report.by_target, folder),
+            *(_latency_plots(report.variants) if report.variants else []),
+            *_target_plots(report.by_target),
+            *_batch_plots(report.variants),
         ]
-    page = folder / "index.html"
-    page.write_text(_page(lay_out(report), plots), encoding="utf-8")
-    return page
+    return _page(lay_out(report), plots)

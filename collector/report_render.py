@@ -13,10 +13,13 @@ from typing import Final, Literal
 
 from pydantic import BaseModel
 
+from collector.intervals import Ratio
 from collector.report import (
     KEY_FIELDS,
     REPORT_SCHEMA_VERSION,
     VERDICT_ORDER,
+    AxisComparison,
+    AxisEntry,
     BaselineComparison,
     BestConfiguration,
     Change,
@@ -65,8 +68,13 @@ class Layout:
 
 
 _CI_NOTE: Final = (
-    "95% CI: median ± 1.57·IQR/√n, the box-plot notch (McGill, Tukey & Larsen 1978); "
-    "disjoint CIs mark a real difference."
+    "95% CI of the median: from every iteration's time (order statistics, distribution-free) "
+    "where the result carries them; ≈ marks the IQR approximation for results without samples. "
+    "Ratios combine both sides' uncertainty (Price & Bonett 2002)."
+)
+_FLAGS_NOTE: Final = (
+    "flags: the runner's validity flags (noisy, contended, throttled, stopped early); a "
+    "flagged run never decides a comparison."
 )
 
 
@@ -79,7 +87,9 @@ _NUMERIC: Final = frozenset(
         "iters",
         "cv",
         "change",
-        "samples/s",
+        "samples/s (p50)",
+        "ratio",
+        "95% CI",
         "p50 ms",
         "p90 ms",
         "p99 ms",
@@ -114,12 +124,28 @@ def _interval(low: float, high: float) -> str:
     return f"{format_ms(low)}-{format_ms(high)}"
 
 
+def _row_interval(row: VariantRow, low: float, high: float) -> str:
+    approximate = "≈" if row.estimate.method == "IQR approximation" else ""
+    return approximate + _interval(low, high)
+
+
+def _ratio_interval(ratio: Ratio) -> str:
+    return f"{format_ratio(ratio.low)}-{format_ratio(ratio.high)}"
+
+
+def _direction(ratio: Ratio, doubts: Sequence[str], than: str) -> str:
+    """The ratio in words, claiming no more than the interval and the flags allow."""
+    if doubts:
+        return "inconclusive: " + "; ".join(doubts)
+    if not ratio.excludes_one:
+        return f"no difference from {than} beyond noise"
+    if ratio.value < 1:
+        return f"{format_ratio(1 / ratio.value)} faster than {than}"
+    return f"{format_ratio(ratio.value)} slower than {than}"
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def _optional(value: float | None, pattern: str) -> str:
-    return "" if value is None else format(value, pattern)
 
 
 def _key_cells(key: VariantKey) -> tuple[str, ...]:
@@ -133,8 +159,8 @@ def _p99(row: VariantRow) -> str:
     return format_ms(row.latency.p99_ms) + ("" if row.is_p99_reliable else "?")
 
 
-def _noisy(row: VariantRow) -> str:
-    return {True: "yes", False: "", None: "?"}[row.is_noisy]
+def _flags(row: VariantRow) -> str:
+    return "; ".join(doubt.partition(":")[0] for doubt in row.doubts)
 
 
 def _variants_table(rows: Sequence[VariantRow]) -> Table:
@@ -142,20 +168,20 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
         title=f"Variants ({len(rows)})",
         columns=_columns(
             *_KEY_HEADINGS,
-            *("p50 ms", "95% CI ms", "p90 ms", "p99 ms", "samples/s", "cv", "iters", "noisy"),
-            "device",
+            *("p50 ms", "95% CI ms", "p90 ms", "p99 ms", "samples/s (p50)", "cv", "iters"),
+            *("flags", "device"),
         ),
         rows=tuple(
             (
                 *_key_cells(row.key),
                 format_ms(row.latency.p50_ms),
-                _interval(row.ci_low_ms, row.ci_high_ms),
+                _row_interval(row, row.ci_low_ms, row.ci_high_ms),
                 format_ms(row.latency.p90_ms),
                 _p99(row),
-                _optional(row.throughput_samples_per_s, ",.1f"),
+                f"{row.samples_per_s:,.1f}",
                 f"{row.latency.cv:.3f}",
                 str(row.latency.count),
-                _noisy(row),
+                _flags(row),
                 row.device_name or "",
             )
             for row in rows
@@ -163,7 +189,8 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
         notes=(
             _CI_NOTE,
             "p99? : too few iterations beyond p99 for it to be reliable.",
-            "noisy: IQR above 10 % of the median.",
+            "samples/s (p50): batch size over the median latency, the statistic of every table.",
+            _FLAGS_NOTE,
         ),
         kind="detail",
     )
@@ -172,8 +199,8 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
 def _versus(entry: Ranked, fastest: Ranked, varies: Sequence[str], first: str) -> str:
     if entry is fastest:
         return first
-    doubt = "" if entry.is_significant else " (CIs overlap)"
-    return f"{format_ratio(entry.ratio)} {fastest.row.key.label(varies)}{doubt}"
+    than = fastest.row.key.label(varies)
+    return f"{_direction(entry.ratio, entry.doubts, than)} [{_ratio_interval(entry.ratio)}]"
 
 
 def _comparison_table(title: str, comparison: Comparison) -> Table:
@@ -184,34 +211,39 @@ def _comparison_table(title: str, comparison: Comparison) -> Table:
         columns=_columns(
             "#",
             *map(heading, varies),
-            *("p50 ms", "95% CI ms", "p99 ms", "samples/s", "device", "vs fastest"),
+            *("p50 ms", "95% CI ms", "p99 ms", "samples/s (p50)", "device", "vs fastest"),
         ),
         rows=tuple(
             (
                 str(place),
                 *(entry.row.key.value(name) for name in varies),
                 format_ms(entry.row.latency.p50_ms),
-                _interval(entry.row.ci_low_ms, entry.row.ci_high_ms),
+                _row_interval(entry.row, entry.row.ci_low_ms, entry.row.ci_high_ms),
                 _p99(entry.row),
-                _optional(entry.row.throughput_samples_per_s, ",.1f"),
+                f"{entry.row.samples_per_s:,.1f}",
                 entry.row.device_name or "",
                 _versus(entry, fastest, varies, "fastest"),
             )
             for place, entry in enumerate(comparison.entries, start=1)
         ),
-        notes=("vs fastest: ratio of p50; (CIs overlap): not told apart from noise.",),
+        notes=("vs fastest: ratio of p50 per sample with its 95% CI.",),
     )
 
 
 def _significance_note(best: BestConfiguration) -> str:
     varies = best.comparison.varies
     first, second = best.comparison.entries[:2]
-    verdict, why = ("is", "CIs disjoint") if best.is_significant else ("is not", "CIs overlap")
+    if best.is_significant:
+        verdict, why = "is", "the ratio's CI excludes 1"
+    elif second.doubts:
+        verdict, why = "cannot be said to be", "; ".join(second.doubts)
+    else:
+        verdict, why = "is not", "the ratio's CI includes 1"
     close = sum(not entry.is_significant for entry in best.comparison.entries[1:])
     return (
-        f"{first.row.key.label(varies)} {verdict} significantly faster per sample than the "
+        f"{first.row.key.label(varies)} {verdict} faster per sample than the "
         f"runner-up, {second.row.key.label(varies)} ({why}); "
-        f"{_plural(close, 'configuration')} within noise of the best."
+        f"{_plural(close, 'configuration')} not told apart from the best."
     )
 
 
@@ -220,9 +252,6 @@ def _best_table(best: BestConfiguration) -> Table:
     varies = comparison.varies
     fastest, runner_up = comparison.entries[:2]
     picks = [("lowest p50/sample", fastest), ("runner-up", runner_up)]
-    if best.highest_throughput is not None:
-        top = next(entry for entry in comparison.entries if entry.row is best.highest_throughput)
-        picks.append(("highest throughput", top))
     return Table(
         title=(
             f"Best configuration: {comparison.describe()} "
@@ -231,16 +260,16 @@ def _best_table(best: BestConfiguration) -> Table:
         columns=_columns(
             "pick",
             *map(heading, varies),
-            *("p50 ms/sample", "95% CI ms/sample", "p50 ms", "samples/s", "vs best"),
+            *("p50 ms/sample", "95% CI ms/sample", "p50 ms", "samples/s (p50)", "vs best"),
         ),
         rows=tuple(
             (
                 pick,
                 *(entry.row.key.value(name) for name in varies),
                 format_ms(entry.row.p50_per_sample_ms),
-                _interval(*entry.row.ci_per_sample_ms),
+                _row_interval(entry.row, *entry.row.ci_per_sample_ms),
                 format_ms(entry.row.latency.p50_ms),
-                _optional(entry.row.throughput_samples_per_s, ",.1f"),
+                f"{entry.row.samples_per_s:,.1f}",
                 _versus(entry, fastest, varies, "best"),
             )
             for pick, entry in picks
@@ -255,16 +284,17 @@ def _changes_table(title: str, changes: Sequence[Change], kind: TableKind = "mai
     return Table(
         title=f"{title} ({len(changes)})",
         columns=_columns(
-            *_KEY_HEADINGS, "baseline p50 ms", "p50 ms", "change", "baseline CI ms", "95% CI ms"
+            *_KEY_HEADINGS, "baseline p50 ms", "p50 ms", "change", "ratio", "95% CI", "why"
         ),
         rows=tuple(
             (
                 *_key_cells(change.current.key),
                 format_ms(change.baseline.latency.p50_ms),
                 format_ms(change.current.latency.p50_ms),
-                f"{change.ratio - 1:+.1%} ({format_ratio(change.ratio)})",
-                _interval(change.baseline.ci_low_ms, change.baseline.ci_high_ms),
-                _interval(change.current.ci_low_ms, change.current.ci_high_ms),
+                f"{change.ratio.value - 1:+.1%}",
+                format_ratio(change.ratio.value),
+                _ratio_interval(change.ratio),
+                "; ".join(change.doubts),
             )
             for change in changes
         ),
@@ -286,16 +316,16 @@ def _baseline_tables(comparison: BaselineComparison) -> list[Table | None]:
     threshold = f"{comparison.threshold:.0%}"
     return [
         _changes_table(
-            f"Regressions: p50 more than {threshold} slower, CIs disjoint",
+            f"Regressions: p50 more than {threshold} slower, beyond noise",
             comparison.with_verdict("regression"),
             "alert",
         ),
         _changes_table(
-            f"Improvements: p50 more than {threshold} faster, CIs disjoint",
+            f"Improvements: p50 more than {threshold} faster, beyond noise",
             comparison.with_verdict("improvement"),
         ),
         _changes_table(
-            f"Inconclusive: p50 changed by more than {threshold}, CIs overlap",
+            f"Inconclusive: p50 changed by more than {threshold}, within noise or a run flagged",
             comparison.with_verdict("inconclusive"),
         ),
         _keys_table("New: not in the baseline", comparison.new),
@@ -335,6 +365,45 @@ def _failures_table(failures: Sequence[FailedVariant]) -> Table | None:
     )
 
 
+def _axis_table(comparison: AxisComparison) -> Table:
+    axis = comparison.axis
+    entries = comparison.entries
+    held = [
+        name
+        for name in KEY_FIELDS
+        if name != axis and len({entry.row.key.value(name) for entry in entries}) > 1
+    ]
+    references = {entry.reference.key.label((axis,)) for entry in entries}
+    against = f"against {references.pop()}" if len(references) == 1 else "against the first"
+    return Table(
+        title=f"{heading(axis).capitalize()}: each {against}, other settings held fixed",
+        columns=_columns(
+            *map(heading, held),
+            heading(axis),
+            "vs",
+            *("p50 ms/sample", "ratio", "95% CI", "verdict"),
+        ),
+        rows=tuple(_axis_row(entry, axis, held) for entry in entries),
+        notes=(
+            "ratio: p50 per sample over the reference's; the verdict claims a direction only "
+            "when the 95% CI excludes 1 and neither run is flagged.",
+        ),
+    )
+
+
+def _axis_row(entry: AxisEntry, axis: str, held: Sequence[str]) -> tuple[str, ...]:
+    reference = entry.reference.key.value(axis)
+    return (
+        *(entry.row.key.value(name) for name in held),
+        entry.row.key.value(axis),
+        reference,
+        format_ms(entry.row.p50_per_sample_ms),
+        format_ratio(entry.ratio.value),
+        _ratio_interval(entry.ratio),
+        _direction(entry.ratio, entry.doubts, entry.reference.key.label((axis,))),
+    )
+
+
 def _summary(report: Report) -> tuple[str, ...]:
     lines = [f"{_plural(len(report.variants), 'variant')} measured, {len(report.failures)} failed."]
     if report.superseded:
@@ -362,6 +431,7 @@ def lay_out(report: Report) -> Layout:
     tables: list[Table | None] = [
         *(_baseline_tables(report.baseline) if report.baseline else []),
         _failures_table(report.failures),
+        *map(_axis_table, report.axes),
         *(_comparison_table("By target", comparison) for comparison in report.by_target),
         *map(_best_table, report.best_configurations),
         *(_comparison_table("Ranking", comparison) for comparison in report.rankings),
@@ -484,6 +554,9 @@ CSV_COLUMNS: Final = (
     "change_ratio",
     "verdict",
     "explanation",
+    "samples_per_s_at_p50",
+    "ci_method",
+    "flags",
 )
 """`to_csv`'s header; columns are only ever added at the end."""
 
@@ -511,11 +584,14 @@ def _csv_measured(row: VariantRow, change: Change | None) -> dict[str, object]:
         "p99_reliable": row.is_p99_reliable,
         "cv": latency.cv,
         "noisy": row.is_noisy,
-        "throughput_samples_per_s": row.throughput_samples_per_s,
+        "throughput_samples_per_s": row.mean_samples_per_s,
+        "samples_per_s_at_p50": row.samples_per_s,
+        "ci_method": row.estimate.method,
+        "flags": "; ".join(row.doubts),
         **(
             {
                 "baseline_p50_ms": change.baseline.latency.p50_ms,
-                "change_ratio": change.ratio,
+                "change_ratio": change.ratio.value,
                 "verdict": change.verdict,
             }
             if change
@@ -568,7 +644,21 @@ def _json_default(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not part of a report")
 
 
+def _finite(value: object) -> object:
+    """JSON has no infinity: an unbounded interval's end is null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
 def to_json(report: Report) -> str:
     """The whole report, keys sorted, for other tools; `schema_version` says its shape."""
-    document = {"schema_version": REPORT_SCHEMA_VERSION, **asdict(report)}
-    return json.dumps(document, default=_json_default, sort_keys=True, indent=2) + "\n"
+    document = _finite({"schema_version": REPORT_SCHEMA_VERSION, **asdict(report)})
+    return (
+        json.dumps(document, default=_json_default, sort_keys=True, indent=2, allow_nan=False)
+        + "\n"
+    )

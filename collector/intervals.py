@@ -1,0 +1,125 @@
+"""How sure a median latency is, and a ratio of two: distribution-free intervals from the
+per-iteration samples, and an approximation from the summary for results that carry none.
+
+Timed iterations are not independent draws (caches, clocks, neighbours drift together), so
+every interval here is a lower bound on the uncertainty; the runner's validity flags say when
+the drift was large enough to distrust a run altogether.
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Final, Literal
+
+Z_95: Final = NormalDist().inv_cdf(0.975)
+_EXACT_BINOMIAL_UP_TO: Final = 1000
+_IQR_TO_SIGMA: Final = 1.349
+"""IQR of a normal distribution in standard deviations."""
+_MEDIAN_EFFICIENCY: Final = math.sqrt(math.pi / 2)
+"""se(median) = sqrt(pi/2) sigma / sqrt(n) for normal data."""
+
+Method = Literal["order statistics", "IQR approximation"]
+
+
+@dataclass(frozen=True)
+class MedianEstimate:
+    """A median with its 95 % confidence interval and the standard error of its logarithm,
+    which is what ratios of medians combine."""
+
+    median: float
+    low: float
+    high: float
+    log_se: float
+    method: Method
+
+    def scaled(self, factor: float) -> "MedianEstimate":
+        """The same estimate in other units (per sample instead of per batch)."""
+        return MedianEstimate(
+            self.median * factor, self.low * factor, self.high * factor, self.log_se, self.method
+        )
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of two medians with its 95 % confidence interval."""
+
+    value: float
+    low: float
+    high: float
+
+    @property
+    def excludes_one(self) -> bool:
+        """The interval says the two medians differ."""
+        return self.low > 1 or self.high < 1
+
+
+def median_interval(values: Sequence[float], z: float = Z_95) -> tuple[float, float]:
+    """The sign test's distribution-free interval of the median: the order statistics at ranks
+    n/2 -+ z*sqrt(n)/2. It assumes nothing about the shape of the noise."""
+    ordered = sorted(values)
+    n = len(ordered)
+    half_width = z * math.sqrt(n) / 2
+    low = max(math.floor(n / 2 - half_width), 1)
+    high = min(math.ceil(1 + n / 2 + half_width), n)
+    return ordered[low - 1], ordered[high - 1]
+
+
+def from_samples(values: Sequence[float]) -> MedianEstimate:
+    """The estimate from every iteration's duration.
+
+    The standard error of ln(median) is Price and Bonett's (2002, "Distribution-free confidence
+    intervals for difference and ratio of medians", J. Stat. Comput. Simul. 72(2)): the spread
+    of the order statistics c and n-c+1, c = (n+1)/2 - sqrt(n), divided by twice the normal
+    quantile of the exact coverage those two ranks give.
+    """
+    if not values:
+        raise ValueError("no samples")
+    ordered = sorted(values)
+    n = len(ordered)
+    low, high = median_interval(ordered)
+    c = max(1, round((n + 1) / 2 - math.sqrt(n)))
+    inner, outer = ordered[c - 1], ordered[n - c]
+    coverage = 1 - 2 * _binomial_cdf(c - 1, n)
+    log_se = math.inf
+    if inner > 0 and coverage > 0:
+        z = NormalDist().inv_cdf((1 + coverage) / 2)
+        log_se = (math.log(outer) - math.log(inner)) / (2 * z)
+    return MedianEstimate(_median(ordered), low, high, log_se, "order statistics")
+
+
+def from_summary(median: float, iqr: float, count: int) -> MedianEstimate:
+    """The estimate from a result's summary alone: se(median) from the IQR as if the noise were
+    normal (it rarely is: right-skewed noise makes this too narrow), on the log scale so the
+    interval stays above 0 without being clipped."""
+    if median <= 0 or count < 1:
+        return MedianEstimate(median, -math.inf, math.inf, math.inf, "IQR approximation")
+    log_se = _MEDIAN_EFFICIENCY * (iqr / _IQR_TO_SIGMA) / math.sqrt(count) / median
+    spread = math.exp(Z_95 * log_se)
+    return MedianEstimate(median, median / spread, median * spread, log_se, "IQR approximation")
+
+
+def ratio(numerator: MedianEstimate, denominator: MedianEstimate) -> Ratio:
+    """numerator / denominator, for medians measured independently of each other."""
+    value = numerator.median / denominator.median
+    log_se = math.hypot(numerator.log_se, denominator.log_se)
+    if not math.isfinite(log_se):
+        return Ratio(value, 0.0, math.inf)
+    spread = math.exp(Z_95 * log_se)
+    return Ratio(value, value / spread, value * spread)
+
+
+def _median(ordered: Sequence[float]) -> float:
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[middle])
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _binomial_cdf(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2); the normal approximation past 1000 trials."""
+    if k < 0:
+        return 0.0
+    if n > _EXACT_BINOMIAL_UP_TO:
+        return NormalDist(n / 2, math.sqrt(n) / 2).cdf(k + 0.5)
+    return math.fsum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
