@@ -5,12 +5,14 @@ to change, so `targets[0].gpu_type` rather than the whole file.
 """
 
 import math
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from contract.archive import UnsafeArchive, check_archive
 from synth.catalogue import DEVICE_TYPES
 from synth.fleet import Cluster, Fleet
+from synth.limits import MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
 from synth.names import (
     DNS_LABEL_MAX,
@@ -156,20 +158,25 @@ def _selectors_refer_to_something(workflow: Workflow) -> Iterator[Finding]:
         return
     models = [model.name for model in workflow.models]
     targets = [target.key for target in workflow.targets]
+    known_models, known_targets = set(models), set(targets)
     matrix = workflow.sweep.matrix
+    swept = {
+        dimension: set(getattr(matrix, dimension) or ())
+        for dimension in ("precision", "quantization", "batch_size")
+    }
     for kind, selectors in (
         ("exclude", workflow.sweep.exclude),
         ("include", workflow.sweep.include),
     ):
         for index, selector in enumerate(selectors):
             loc = ("sweep", kind, index)
-            if selector.model is not None and selector.model not in models:
+            if selector.model is not None and selector.model not in known_models:
                 yield Finding(
                     (*loc, "model"),
                     f"no model is named {selector.model!r}",
                     f"models: {', '.join(models)}",
                 )
-            if selector.target is not None and selector.target not in targets:
+            if selector.target is not None and selector.target not in known_targets:
                 yield Finding(
                     (*loc, "target"),
                     f"no target is named {selector.target!r}",
@@ -179,8 +186,7 @@ def _selectors_refer_to_something(workflow: Workflow) -> Iterator[Finding]:
                 continue
             for dimension in ("precision", "quantization", "batch_size"):
                 value = getattr(selector, dimension)
-                swept = getattr(matrix, dimension)
-                if value is not None and (swept is None or value not in swept):
+                if value is not None and value not in swept[dimension]:
                     yield Finding(
                         (*loc, dimension),
                         f"{dimension} {value} is not in sweep.matrix.{dimension}, "
@@ -200,7 +206,7 @@ def _variant_count(workflow: Workflow, variants: list[Variant]) -> Iterator[Find
             f"the workflow expands to {len(variants)} variants, more than scheduling."
             f"max_variants ({cap})",
             "exclude combinations, split the workflow, or raise scheduling.max_variants "
-            "(at most 10000)",
+            f"(at most {MAX_VARIANTS_CEILING})",
         )
 
 
@@ -218,24 +224,40 @@ def _devices_support_variants(workflow: Workflow, variants: list[Variant]) -> It
             if value in supported or (variant.target, loc) in reported:
                 continue
             reported.add((variant.target, loc))
-            allowed = ", ".join(sorted(str(item) for item in supported))
-            hint = (
-                f"add {{target: {variant.target}, {dimension}: {value}}} to sweep.exclude"
-                if loc[0] == "sweep"
-                else f"choose one of {allowed} for target {variant.target!r}"
-            )
             yield Finding(
                 loc,
                 f"{dimension} {value} is not supported on {device.name} ({device.architecture}),"
                 f" which target {variant.target!r} uses",
-                hint,
+                _unsupported_hint(workflow, variant.target, dimension, value, loc),
             )
+
+
+def _unsupported_hint(
+    workflow: Workflow, target: str, dimension: str, value: object, loc: Loc
+) -> str:
+    """The change that fixes an unsupported value where it is written: an exclude only where
+    some other target runs the value, else dropping it from the matrix."""
+    if loc[:2] == ("sweep", "matrix"):
+        elsewhere = [
+            t.key
+            for t in workflow.targets
+            if value in getattr(DEVICE_TYPES[t.gpu_type], f"{dimension}s")
+        ]
+        if elsewhere:
+            return f"add {{target: {target}, {dimension}: {value}}} to sweep.exclude"
+        return f"remove {value} from sweep.matrix.{dimension}: no target of this workflow runs it"
+    if loc[:2] == ("sweep", "include"):
+        return f"give this include a target that runs {dimension} {value}, or remove it"
+    device = DEVICE_TYPES[next(t.gpu_type for t in workflow.targets if t.key == target)]
+    allowed = ", ".join(sorted(str(item) for item in getattr(device, f"{dimension}s")))
+    return f"choose one of {allowed} for target {target!r}"
 
 
 def _derived_names_fit(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
     digest = placeholder_digest()
+    per_target = Counter(variant.target for variant in variants)
     for index, target in enumerate(workflow.targets):
-        count = sum(1 for variant in variants if variant.target == target.key)
+        count = per_target[target.key]
         name = job_name(workflow.id, target.key, digest) + indexed_pod_suffix(max(count, 1))
         if len(name) > DNS_LABEL_MAX:
             field = "name" if target.name else "gpu_type"
@@ -270,8 +292,9 @@ def _parallelism_and_deadline(workflow: Workflow, variants: list[Variant]) -> It
     benchmark = workflow.benchmark
     per_variant = benchmark.warmup_phase.min_time + benchmark.measure_phase.min_time
     share = workflow.parallelism_per_target
+    per_target = Counter(variant.target for variant in variants)
     for target in workflow.targets:
-        count = sum(1 for variant in variants if variant.target == target.key)
+        count = per_target[target.key]
         waves = math.ceil(count / share) if count else 0
         needed = waves * per_variant
         if needed > scheduling.deadline:

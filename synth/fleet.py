@@ -5,6 +5,7 @@ it has, how its nodes are labelled, where its API server is for NetworkPolicy, h
 nodes are tainted) is written here once rather than in every workflow.
 """
 
+from collections import Counter
 from ipaddress import ip_network
 from typing import Annotated, Literal
 
@@ -186,8 +187,8 @@ class Fleet(SpecModel):
     @field_validator("clusters")
     @classmethod
     def _unique_cluster_names(cls, clusters: list[Cluster]) -> list[Cluster]:
-        names = [cluster.name for cluster in clusters]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
+        counts = Counter(cluster.name for cluster in clusters)
+        duplicates = sorted(name for name, count in counts.items() if count > 1)
         if duplicates:
             raise SpecError(f"cluster names must be unique; repeated: {', '.join(duplicates)}")
         return clusters

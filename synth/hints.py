@@ -1,7 +1,8 @@
 """Errors that carry a hint, and the did-you-mean search behind most hints."""
 
-import difflib
+import math
 from collections.abc import Iterable
+from typing import Final
 
 
 class SpecError(ValueError):
@@ -17,19 +18,82 @@ class SpecError(ValueError):
         self.hint = hint
 
 
+_LOOKALIKES: Final = ("0oO", "1lIi", "5sS", "2zZ", "-_")
+"""Characters a reader (or a font) takes for each other: a slip between them is half a typo."""
+_SHORTEST_ABBREVIATION: Final = 3
+_CASE_ONLY: Final = 0.25
+_LOOKALIKE: Final = 0.5
+
+
+def _substitution(a: str, b: str) -> float:
+    if a == b:
+        return 0
+    if a.lower() == b.lower():
+        return _CASE_ONLY
+    if any(a in group and b in group for group in _LOOKALIKES):
+        return _LOOKALIKE
+    return 1
+
+
+def distance(word: str, candidate: str, limit: float) -> float:
+    """The edit distance from `word` to `candidate` (insertions, deletions, substitutions
+    and swaps of neighbours), where a change of case or to a look-alike character costs less
+    than a typo; anything above `limit` is reported as infinity, without computing it all."""
+    if abs(len(word) - len(candidate)) > limit:
+        return math.inf
+    previous2: list[float] = []
+    previous = [float(j) for j in range(len(candidate) + 1)]
+    for i in range(1, len(word) + 1):
+        current = [float(i)]
+        for j in range(1, len(candidate) + 1):
+            cost = min(
+                previous[j] + 1,
+                current[j - 1] + 1,
+                previous[j - 1] + _substitution(word[i - 1], candidate[j - 1]),
+            )
+            if (
+                i > 1
+                and j > 1
+                and word[i - 1] == candidate[j - 2]
+                and word[i - 2] == candidate[j - 1]
+            ):
+                cost = min(cost, previous2[j - 2] + 1)
+            current.append(cost)
+        if min(current) > limit:
+            return math.inf
+        previous2, previous = previous, current
+    return previous[-1] if previous[-1] <= limit else math.inf
+
+
+def likely(word: str, candidates: Iterable[str]) -> list[str]:
+    """The candidates most like `word` (several only when equally close), if any is close
+    enough to be a likely typo: at most one edit in three characters of the candidate, a
+    change of case alone, or `word` cut short."""
+    costs: dict[str, float] = {}
+    for candidate in candidates:
+        limit = max(1.0, len(candidate) / 3, _CASE_ONLY * len(candidate))
+        cost = distance(word, candidate, limit)
+        if len(word) >= _SHORTEST_ABBREVIATION and candidate.startswith(word):
+            cost = min(cost, 1.0)
+        if cost < math.inf:
+            costs[candidate] = cost
+    best = min(costs.values(), default=math.inf)
+    return sorted(candidate for candidate, cost in costs.items() if cost == best)
+
+
 def closest(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate most like `word`, if any is close enough to be a likely typo."""
-    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return matches[0] if matches else None
+    """The one candidate most like `word`, if one stands out (see `likely`)."""
+    found = likely(word, candidates)
+    return found[0] if len(found) == 1 else None
 
 
 def did_you_mean(word: str, candidates: Iterable[str], *, what: str = "one of") -> str:
     """A hint naming the likely intended candidate, or else listing them all."""
     ordered = sorted(candidates)
-    match = closest(word, ordered)
+    found = likely(word, ordered)
     listing = ", ".join(repr(c) for c in ordered)
-    if match is not None:
-        return f"did you mean {match!r}? {what}: {listing}"
+    if found:
+        return f"did you mean {' or '.join(repr(c) for c in found)}? {what}: {listing}"
     return f"{what}: {listing}"
 
 

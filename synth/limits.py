@@ -22,3 +22,16 @@ a committed model file travels in one."""
 MAX_DURATION_SECONDS: Final = 30 * 24 * 3600
 """Any duration (a phase's times, the deadline): a Job's activeDeadlineSeconds must fit an
 int64, and a benchmark longer than a month is a typo."""
+
+MAX_COMBINATIONS: Final = 50_000
+"""A workflow's targets x models x matrix (plus includes), counted from its lists before
+anything is expanded: excludes may bring five times the variant ceiling down to it, and
+expanding that many takes about half a second."""
+
+MAX_VARIANTS_CEILING: Final = 10_000
+"""No workflow expands past this, whatever its own `scheduling.max_variants` says: each
+variant is a pod."""
+
+MAX_MODELS: Final = 500
+"""Models in one workflow (the zoo example has 50): each committed file is read, hashed and
+its archive checked, a few milliseconds apiece."""

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from synth.checks import check_workflow
 from synth.fleet import Fleet
-from synth.limits import MAX_FILE_BYTES
+from synth.limits import MAX_COMBINATIONS, MAX_FILE_BYTES, MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
 from synth.problems import (
     Problem,
@@ -26,7 +26,7 @@ from synth.problems import (
 )
 from synth.repo_files import RepoFileError, read_inside
 from synth.spec import SpecContext, Workflow
-from synth.sweep import Variant, expand_variants
+from synth.sweep import Variant, combinations, expand_variants
 from synth.yaml_source import YamlSource, YamlSyntaxError, parse_yaml
 
 SPECS_DIR: Final = Path("specs")
@@ -140,6 +140,20 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
                     ("id",),
                     f"workflow id {workflow.id!r} is already used by {earlier.file}:{line}",
                     "ids are unique across all spec files: they name the Jobs and results",
+                )
+            )
+            continue
+        count = combinations(workflow)
+        if count > MAX_COMBINATIONS:
+            problems.append(
+                problem_at(
+                    source,
+                    file,
+                    ("sweep", "matrix") if workflow.sweep else ("models",),
+                    f"the workflow names {count:,} combinations (targets x models x matrix, "
+                    f"plus includes), more than the {MAX_COMBINATIONS:,} synth expands",
+                    "sweep fewer values or split the workflow: at most "
+                    f"{MAX_VARIANTS_CEILING:,} variants run after excludes",
                 )
             )
             continue

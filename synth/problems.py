@@ -6,6 +6,7 @@ Every problem prints as ``file:line:column: field.path: message`` with an option
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
@@ -129,6 +130,7 @@ _TYPE_HINTS: Mapping[str, str] = {
     "int_parsing": "write a whole number without quotes",
     "list_type": "write a list, e.g. [a, b] or one '- item' per line",
     "dict_type": "write a mapping of keys to values",
+    "too_long": "split the workflow into several files; docs/specs.md lists the limits",
 }
 
 
@@ -144,7 +146,7 @@ def _show(value: object) -> str:
 
 def _known_keys(model: type[BaseModel], loc: Loc) -> list[str]:
     """The keys the spec allows at `loc`, found by walking the model's JSON Schema."""
-    schema = model.model_json_schema()
+    schema = _json_schema(model)
     definitions = schema.get("$defs", {})
     node: Mapping[str, Any] | None = schema
     for part in loc:
@@ -153,6 +155,12 @@ def _known_keys(model: type[BaseModel], loc: Loc) -> list[str]:
             return []
     resolved = _resolve(node, definitions)
     return sorted(resolved.get("properties", {})) if resolved else []
+
+
+@cache
+def _json_schema(model: type[BaseModel]) -> Mapping[str, Any]:
+    # Built once per model: a file with thousands of unknown keys asks for it each time.
+    return model.model_json_schema()
 
 
 def _resolve(node: Mapping[str, Any] | None, definitions: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -7,6 +7,7 @@ supported on every target the sweep reaches) live in `synth.checks`, which repor
 problem at the field that causes it.
 """
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Annotated, Final, Literal, TypeVar
@@ -41,13 +42,10 @@ from synth.fields import (
 )
 from synth.fleet import DeviceTypeName, Fleet
 from synth.hints import SpecError, unknown
-from synth.limits import CONFIGMAP_LIMIT_BYTES
+from synth.limits import CONFIGMAP_LIMIT_BYTES, MAX_MODELS, MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
 from synth.quantity import parse_quantity
 from synth.repo_files import Missing, RepoFileError, TooLarge
-
-MAX_VARIANTS_CEILING: Final = 10_000
-"""No workflow expands past this, whatever its own cap says: each variant is a pod."""
 
 
 @dataclass(frozen=True)
@@ -530,7 +528,7 @@ class Matrix(SpecModel):
     @classmethod
     def _no_repeats(cls, values: list[object] | None, info: ValidationInfo) -> list[object] | None:
         if values is not None:
-            repeated = sorted({str(v) for v in values if values.count(v) > 1})
+            repeated = sorted(str(v) for v, n in Counter(values).items() if n > 1)
             if repeated:
                 raise SpecError(
                     f"{info.field_name} lists {', '.join(repeated)} more than once",
@@ -607,7 +605,7 @@ class Workflow(SpecModel):
     """Clusters to run in; default: every cluster in specs/clusters.yaml."""
     image: str | None = Field(default=None, min_length=1)
     """The runner image; default: the fleet's. Pin it by digest for reproducible numbers."""
-    models: list[ModelSpec] = Field(min_length=1)
+    models: list[ModelSpec] = Field(min_length=1, max_length=MAX_MODELS)
     """The models to benchmark."""
     benchmark: Benchmark = Field(default_factory=Benchmark)
     """Inputs, numeric format and measurement bounds."""

@@ -10,12 +10,19 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import product
+from typing import Final
 
 from contract.variant import Precision, Quantization
 from synth.spec import InputSpec, VariantSelector, Workflow
 from synth.yaml_source import Loc
 
 VARIANT_ID_LENGTH = 12
+
+DIMENSIONS: Final = ("model", "target", "precision", "quantization", "batch_size")
+"""What a VariantSelector can name, in the order of a variant's key."""
+
+_Key = tuple[str, str, Precision, Quantization, int]
+"""A variant's dimensions, in DIMENSIONS' order: what makes it distinct."""
 
 
 @dataclass(frozen=True)
@@ -46,13 +53,12 @@ class Variant:
     @property
     def dimensions(self) -> dict[str, object]:
         """The values a VariantSelector can match."""
-        return {
-            "model": self.model,
-            "target": self.target,
-            "precision": self.precision,
-            "quantization": self.quantization,
-            "batch_size": self.batch_size,
-        }
+        return dict(zip(DIMENSIONS, self.key, strict=True))
+
+    @property
+    def key(self) -> _Key:
+        """What makes the variant distinct (its inputs follow from its model)."""
+        return (self.model, self.target, self.precision, self.quantization, self.batch_size)
 
     def variant_id(self, workflow_id: str) -> str:
         """A stable id from what is measured: the same variant has the same id in every run,
@@ -66,10 +72,38 @@ class Variant:
         return "v" + hashlib.sha256(canonical.encode()).hexdigest()[:VARIANT_ID_LENGTH]
 
 
-def matches(selector: VariantSelector, variant: Variant) -> bool:
-    """Whether every key the selector sets equals the variant's value."""
-    values = variant.dimensions
-    return all(values[key] == getattr(selector, key) for key in selector.model_fields_set)
+def combinations(workflow: Workflow) -> int:
+    """How many variants the workflow names before `exclude` and before repeats are dropped:
+    counted from the lengths of its lists, so a sweep too large to expand is refused without
+    expanding it."""
+    targets, models = len(workflow.targets), len(workflow.models)
+    matrix = targets * models
+    for name in ("precision", "quantization", "batch_size"):
+        matrix *= len(_axis(workflow, name))
+    included = sum(
+        (1 if entry.target is not None else targets) * (1 if entry.model is not None else models)
+        for entry in (workflow.sweep.include if workflow.sweep else [])
+    )
+    return matrix + included
+
+
+class _Exclusions:
+    """The excludes indexed by which dimensions they name: a variant is looked up once per
+    such set (at most 31), not compared with every exclude."""
+
+    def __init__(self, excludes: list[VariantSelector]) -> None:
+        self._by_fields: dict[tuple[int, ...], set[tuple[object, ...]]] = {}
+        for selector in excludes:
+            fields = tuple(
+                i for i, name in enumerate(DIMENSIONS) if name in selector.model_fields_set
+            )
+            values = tuple(getattr(selector, DIMENSIONS[i]) for i in fields)
+            self._by_fields.setdefault(fields, set()).add(values)
+
+    def __contains__(self, key: _Key) -> bool:
+        return any(
+            tuple(key[i] for i in fields) in values for fields, values in self._by_fields.items()
+        )
 
 
 def _axis(workflow: Workflow, name: str) -> list[tuple[object, Loc]]:
@@ -89,7 +123,10 @@ def _default_loc(workflow: Workflow, name: str) -> Loc:
 
 
 def expand_variants(workflow: Workflow) -> list[Variant]:
-    """Every variant of the workflow, grouped by target in spec order, without repeats."""
+    """Every variant of the workflow, grouped by target in spec order, without repeats.
+
+    Its cost grows with `combinations(workflow)`, which the caller checks first.
+    """
     inputs = {
         model.name: tuple(
             VariantInput.of(spec)
@@ -97,31 +134,36 @@ def expand_variants(workflow: Workflow) -> list[Variant]:
         )
         for model in workflow.models
     }
-    axes = {name: _axis(workflow, name) for name in ("precision", "quantization", "batch_size")}
-    excludes = workflow.sweep.exclude if workflow.sweep else []
-    seen: set[Variant] = set()
+    precisions = [(Precision(str(v)), loc) for v, loc in _axis(workflow, "precision")]
+    quantizations = [(Quantization(str(v)), loc) for v, loc in _axis(workflow, "quantization")]
+    batch_sizes = [(int(str(v)), loc) for v, loc in _axis(workflow, "batch_size")]
+    excluded = _Exclusions(workflow.sweep.exclude if workflow.sweep else [])
+    seen: set[_Key] = set()
     by_target: dict[str, list[Variant]] = {target.key: [] for target in workflow.targets}
 
     def add(variant: Variant) -> None:
-        if variant not in seen:
-            seen.add(variant)
+        key = variant.key
+        if key not in seen:
+            seen.add(key)
             by_target[variant.target].append(variant)
 
     for target, model in product(workflow.targets, workflow.models):
         for (precision, p_loc), (quantization, q_loc), (batch, b_loc) in product(
-            axes["precision"], axes["quantization"], axes["batch_size"]
+            precisions, quantizations, batch_sizes
         ):
-            variant = Variant(
-                model=model.name,
-                target=target.key,
-                precision=Precision(str(precision)),
-                quantization=Quantization(str(quantization)),
-                batch_size=int(str(batch)),
-                inputs=inputs[model.name],
-                origins={"precision": p_loc, "quantization": q_loc, "batch_size": b_loc},
+            if (model.name, target.key, precision, quantization, batch) in excluded:
+                continue
+            add(
+                Variant(
+                    model=model.name,
+                    target=target.key,
+                    precision=precision,
+                    quantization=quantization,
+                    batch_size=batch,
+                    inputs=inputs[model.name],
+                    origins={"precision": p_loc, "quantization": q_loc, "batch_size": b_loc},
+                )
             )
-            if not any(matches(selector, variant) for selector in excludes):
-                add(variant)
     for variant in _included(workflow, inputs):
         add(variant)
     return [variant for target in by_target.values() for variant in target]

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
+import synth.load
 from synth.load import load_specs
-from synth.sweep import Variant
+from synth.problems import SpecProblems
+from synth.sweep import Variant, combinations
 from tests.synth.conftest import WriteSpec
 
 HEADER = """\
@@ -94,3 +96,47 @@ def test_variant_id_changes_with_content_only(expand) -> None:  # type: ignore[n
     swept_ids = {v.variant_id("sweep") for v in swept}
     assert base_ids < swept_ids
     assert base[0].variant_id("sweep") != base[0].variant_id("other-workflow")
+
+
+def test_combinations_are_counted_from_the_lists_with_includes(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    spec = write_spec(
+        "sweep.yaml",
+        HEADER
+        + "sweep:\n  matrix: {batch_size: [1, 2, 4], precision: [fp32, fp16]}\n"
+        + "  include: [{batch_size: 8}, {batch_size: 16, target: cpu, model: mlp}]\n"
+        + "scheduling: {max_variants: 1000}\n",
+    )
+    workflow = load_specs(spec_repo, [spec]).workflows[0].workflow
+    assert combinations(workflow) == 2 * 2 * 3 * 2 + 2 * 2 + 1
+
+
+def test_a_sweep_too_large_to_expand_is_refused_without_expanding_it(
+    spec_repo: Path, write_spec: WriteSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(workflow: object) -> None:
+        raise AssertionError("expanded")
+
+    monkeypatch.setattr(synth.load, "expand_variants", refuse)
+    sizes = ", ".join(str(size) for size in range(1, 15_001))
+    spec = write_spec("sweep.yaml", HEADER + f"sweep:\n  matrix: {{batch_size: [{sizes}]}}\n")
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(spec_repo, [spec])
+    assert [str(problem) for problem in raised.value.problems] == [
+        "specs/workflows/sweep.yaml:16:3: sweep.matrix: the workflow names 60,000 combinations "
+        "(targets x models x matrix, plus includes), more than the 50,000 synth expands\n"
+        "    hint: sweep fewer values or split the workflow: at most 10,000 variants run after "
+        "excludes"
+    ]
+
+
+def test_excludes_remove_what_each_one_names(expand) -> None:  # type: ignore[no-untyped-def]
+    variants = expand(
+        "sweep:\n  matrix: {batch_size: [1, 2], precision: [fp32, fp16]}\n"
+        "  exclude:\n    - {target: cpu, precision: fp16}\n    - {batch_size: 2, model: mlp}\n"
+    )
+    assert ("cpu", "mlp", "fp16", "none", 1) not in dims(variants)
+    assert not [d for d in dims(variants) if d[1] == "mlp" and d[4] == 2]
+    assert ("a100", "cnn", "fp16", "none", 2) in dims(variants)
+    assert len(variants) == 2 * 2 * 2 * 2 - 2 * 2 - 2 * 2 + 1
