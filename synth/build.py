@@ -17,8 +17,14 @@ from synth.charts.network import NetworkPoliciesChart
 from synth.charts.priorities import PriorityClassesChart
 from synth.charts.queues import QueuesChart
 from synth.charts.rbac import RbacChart
+from synth.constructs import joined_id
 from synth.fleet import Cluster, Fleet
 from synth.jobs import BenchmarkRun, namespace_of
+
+
+def _chart_id(path: PurePosixPath) -> str:
+    """Each file is one chart, so its path names the chart uniquely."""
+    return joined_id(*path.parts)
 
 
 class Build:
@@ -28,10 +34,8 @@ class Build:
         self._app = App()
         self._charts: dict[PurePosixPath, Chart] = {}
 
-    def add_workflow(
-        self, path: PurePosixPath, construct_id: str, runs: list[BenchmarkRun]
-    ) -> None:
-        self._charts[path] = BenchmarksChart(self._app, construct_id, runs=runs)
+    def add_workflow(self, path: PurePosixPath, runs: list[BenchmarkRun]) -> None:
+        self._charts[path] = BenchmarksChart(self._app, _chart_id(path), runs=runs)
 
     def add_infrastructure(
         self,
@@ -46,37 +50,37 @@ class Build:
         dist = cluster_dist(cluster.name)
         infrastructure = dist / INFRASTRUCTURE
         namespaces = [namespace_of(env) for env in fleet.environments]
+        namespaces_file = infrastructure / NAMESPACES_FILE
+        priorities_file = infrastructure / "priority-classes.yaml"
+        rbac_file = infrastructure / "rbac.yaml"
+        network_file = infrastructure / "network-policies.yaml"
         charts: dict[PurePosixPath, Chart] = {
-            infrastructure / NAMESPACES_FILE: NamespacesChart(
+            namespaces_file: NamespacesChart(
                 app,
-                f"{cluster.name}-namespaces",
+                _chart_id(namespaces_file),
                 cluster=cluster,
                 environments=list(fleet.environments),
             ),
-            infrastructure / "priority-classes.yaml": PriorityClassesChart(
-                app, f"{cluster.name}-priorities", fleet=fleet
-            ),
-            infrastructure / "rbac.yaml": RbacChart(
-                app, f"{cluster.name}-rbac", namespaces=namespaces
-            ),
-            infrastructure / "network-policies.yaml": NetworkPoliciesChart(
+            priorities_file: PriorityClassesChart(app, _chart_id(priorities_file), fleet=fleet),
+            rbac_file: RbacChart(app, _chart_id(rbac_file), namespaces=namespaces),
+            network_file: NetworkPoliciesChart(
                 app,
-                f"{cluster.name}-network",
+                _chart_id(network_file),
                 cluster=cluster,
                 namespaces=namespaces,
                 downloading=downloading,
             ),
         }
         if queues and cluster.kueue is not None:
-            charts[infrastructure / "queues.yaml"] = QueuesChart(
+            queues_file = infrastructure / "queues.yaml"
+            charts[queues_file] = QueuesChart(
                 app,
-                f"{cluster.name}-queues",
+                _chart_id(queues_file),
                 cluster_queue=cluster.kueue.cluster_queue,
                 queues=queues,
             )
-        charts[PurePosixPath(CLUSTERS, cluster.name, FLUX_FILE)] = FluxChart(
-            app, f"{cluster.name}-flux", fleet=fleet, dist_path=str(dist)
-        )
+        flux_file = PurePosixPath(CLUSTERS, cluster.name, FLUX_FILE)
+        charts[flux_file] = FluxChart(app, _chart_id(flux_file), fleet=fleet, dist_path=str(dist))
         self._charts.update(charts)
         return list(charts)
 

@@ -10,6 +10,14 @@ from constructs import Construct
 from synth.jobs import BenchmarkRun
 
 
+def joined_id(*parts: str) -> str:
+    """A construct's id from the names it is made of, joined by ':', which no Kubernetes name
+    or file name synth writes contains: different names give different ids, where joining
+    with '-' let workflow 'namespaces' in cluster 'alpha' take the id of alpha's namespaces
+    chart (cdk8s refuses a second construct of one id)."""
+    return ":".join(parts)
+
+
 def api_object(
     scope: Construct, construct_id: str, api_version: str, kind: str, body: Mapping[str, Any]
 ) -> ApiObject:

@@ -89,7 +89,7 @@ class _Rendering:
         runs = [run for run in planned if run.name not in stored]
         if not runs:
             return False
-        self.build.add_workflow(path, f"{cluster.name}-{loaded.workflow.id}", runs)
+        self.build.add_workflow(path, runs)
         if key is not None:
             self._to_cache[key] = [path]
         return True

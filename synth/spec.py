@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from contract.layout import KUSTOMIZATION_FILE, WORKLOADS
 from contract.variant import Precision, Quantization
 from synth.base import SpecModel
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE, RESOURCE_PRESETS
@@ -46,6 +47,10 @@ from synth.limits import CONFIGMAP_LIMIT_BYTES, MAX_MODELS, MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
 from synth.quantity import parse_quantity
 from synth.repo_files import Missing, RepoFileError, TooLarge
+
+RESERVED_WORKFLOW_IDS: Final = frozenset({PurePosixPath(KUSTOMIZATION_FILE).stem})
+"""A workflow's file is dist/<cluster>/workloads/<id>.yaml; these ids would name a file
+synth writes there for itself."""
 
 
 @dataclass(frozen=True)
@@ -615,6 +620,18 @@ class Workflow(SpecModel):
     """Variants beyond one per model and target."""
     scheduling: Scheduling = Field(default_factory=Scheduling)
     """Parallelism, priority, retries and deadline."""
+
+    @field_validator("id")
+    @classmethod
+    def _not_reserved(cls, workflow_id: str) -> str:
+        if workflow_id in RESERVED_WORKFLOW_IDS:
+            raise SpecError(
+                f"workflow id {workflow_id!r} is reserved: its file would be "
+                f"dist/<cluster>/{WORKLOADS}/{KUSTOMIZATION_FILE}, which synth writes to list "
+                "the folder, and Flux would stop applying the cluster",
+                "choose another id",
+            )
+        return workflow_id
 
     @field_validator("environment")
     @classmethod

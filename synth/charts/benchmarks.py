@@ -5,7 +5,7 @@ from typing import Any
 from cdk8s import Chart
 from constructs import Construct
 
-from synth.constructs import BenchmarkJob, api_object
+from synth.constructs import BenchmarkJob, api_object, joined_id
 from synth.jobs import BenchmarkRun, workflow_labels
 
 
@@ -18,11 +18,15 @@ class BenchmarksChart(Chart):
         for name, (bundle, run) in sorted(bundles.items()):
             labels = workflow_labels(run.config.workflow)
             maps[name] = api_object(
-                self, name, "v1", "ConfigMap", bundle.body(run.namespace, labels)
+                self,
+                joined_id("models", name),
+                "v1",
+                "ConfigMap",
+                bundle.body(run.namespace, labels),
             )
         # The model ConfigMaps come first in the file, as they are created first.
         for run in runs:
-            BenchmarkJob(self, run.config.target, run=run)
+            BenchmarkJob(self, joined_id("target", run.config.target), run=run)
 
     def manifests(self) -> list[dict[str, Any]]:
         """The synthesized objects, with each model ConfigMap's payload attached.

@@ -12,7 +12,7 @@ from contract.layout import (
     MANAGED_BY,
     REGION_KEY,
 )
-from synth.constructs import api_object
+from synth.constructs import api_object, joined_id
 from synth.fleet import Cluster
 from synth.jobs import namespace_of
 
@@ -31,7 +31,7 @@ class NamespacesChart(Chart):
                 labels[f"pod-security.kubernetes.io/{mode}-version"] = POD_SECURITY_VERSION
             api_object(
                 self,
-                environment,
+                joined_id(environment, "namespace"),
                 "v1",
                 "Namespace",
                 {"metadata": {"name": namespace_of(environment), "labels": labels}},
@@ -43,7 +43,7 @@ class NamespacesChart(Chart):
             }
             api_object(
                 self,
-                f"{environment}-identity",
+                joined_id(environment, "identity"),
                 "v1",
                 "ConfigMap",
                 {

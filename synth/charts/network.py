@@ -7,7 +7,7 @@ from cdk8s import Chart
 from constructs import Construct
 
 from contract.layout import APP, APP_LABEL, MANAGED_BY, WORKFLOW_LABEL
-from synth.constructs import api_object
+from synth.constructs import api_object, joined_id
 from synth.fleet import Cluster
 
 API_SERVER_PORTS = (443, 6443)
@@ -31,7 +31,7 @@ class NetworkPoliciesChart(Chart):
             def policy(name: str, spec: dict[str, Any], ns: str = namespace) -> None:
                 api_object(
                     self,
-                    f"{ns}-{name}",
+                    joined_id(ns, name),
                     "networking.k8s.io/v1",
                     "NetworkPolicy",
                     {"metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": spec},

@@ -4,7 +4,7 @@ from cdk8s import Chart
 from constructs import Construct
 
 from contract.layout import APP, MANAGED_BY
-from synth.constructs import api_object
+from synth.constructs import api_object, joined_id
 
 
 class QueuesChart(Chart):
@@ -21,7 +21,7 @@ class QueuesChart(Chart):
         for namespace, queue in sorted(queues):
             api_object(
                 self,
-                f"{namespace}-{queue}",
+                joined_id(namespace, queue),
                 "kueue.x-k8s.io/v1beta2",
                 "LocalQueue",
                 {

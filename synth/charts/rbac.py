@@ -13,7 +13,7 @@ from cdk8s import Chart
 from constructs import Construct
 
 from contract.layout import APP, CLUSTER_IDENTITY, MANAGED_BY
-from synth.constructs import api_object
+from synth.constructs import api_object, joined_id
 from synth.jobs import COLLECTOR_SERVICE_ACCOUNT, RUNNER_SERVICE_ACCOUNT
 
 COLLECTOR_RULES: Final = [
@@ -51,28 +51,28 @@ class RbacChart(Chart):
 
             api_object(
                 self,
-                f"{namespace}-runner",
+                joined_id(namespace, "runner"),
                 "v1",
                 "ServiceAccount",
                 {"metadata": meta(RUNNER_SERVICE_ACCOUNT), "automountServiceAccountToken": False},
             )
             api_object(
                 self,
-                f"{namespace}-collector",
+                joined_id(namespace, "collector"),
                 "v1",
                 "ServiceAccount",
                 {"metadata": meta(COLLECTOR_SERVICE_ACCOUNT), "automountServiceAccountToken": True},
             )
             role = api_object(
                 self,
-                f"{namespace}-collector-role",
+                joined_id(namespace, "collector-role"),
                 "rbac.authorization.k8s.io/v1",
                 "Role",
                 {"metadata": meta(COLLECTOR_SERVICE_ACCOUNT), "rules": COLLECTOR_RULES},
             )
             api_object(
                 self,
-                f"{namespace}-collector-binding",
+                joined_id(namespace, "collector-binding"),
                 "rbac.authorization.k8s.io/v1",
                 "RoleBinding",
                 {
