@@ -23,8 +23,11 @@ import re
 import zipfile
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Final
+
+from contract.inputs import ExpectedInput, declared_inputs
 
 MAX_MEMBERS: Final = 200_000
 MAX_JSON_BYTES: Final = 256 << 20
@@ -126,8 +129,9 @@ class UnsafeArchive(ValueError):
         super().__init__("; ".join(problems))
 
 
-def check_archive(source: Path | bytes) -> None:
-    """Raise UnsafeArchive unless `source` is a .pt2 that torch can load without running code."""
+def check_archive(source: Path | bytes) -> tuple[ExpectedInput, ...]:
+    """Raise UnsafeArchive unless `source` is a .pt2 that torch can load without running code;
+    return the user inputs its program declares (empty where it declares none readable)."""
     stream: IO[bytes] = io.BytesIO(source) if isinstance(source, bytes) else source.open("rb")
     with stream:
         if not zipfile.is_zipfile(stream):
@@ -139,13 +143,22 @@ def check_archive(source: Path | bytes) -> None:
                     "torch.export.export and save it with torch.export.save"
                 ]
             )
+        read = _Read()
         try:
             with zipfile.ZipFile(stream) as archive:
-                problems = list(_archive_problems(archive))
+                problems = list(_archive_problems(archive, read))
         except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
             problems = [f"its zip structure is damaged ({e})"]
     if problems:
         raise UnsafeArchive(problems[:MAX_PROBLEMS])
+    return declared_inputs(read.program)
+
+
+@dataclass
+class _Read:
+    """What the checks parsed, for what the caller wants of it afterwards."""
+
+    program: object = None
 
 
 class _Members:
@@ -174,7 +187,7 @@ class _TooLarge(Exception):
     pass
 
 
-def _archive_problems(archive: zipfile.ZipFile) -> Iterator[str]:
+def _archive_problems(archive: zipfile.ZipFile, read: _Read) -> Iterator[str]:
     infos = archive.infolist()
     if len(infos) > MAX_MEMBERS:
         yield f"it has {len(infos):,} members, more than {MAX_MEMBERS:,}"
@@ -205,7 +218,8 @@ def _archive_problems(archive: zipfile.ZipFile) -> Iterator[str]:
         if _MODEL_JSON in members.names:
             yield from _payload_problems(members)
             yield from _sample_input_problems(members)
-            yield from _program_problems(members.json(_MODEL_JSON))
+            read.program = members.json(_MODEL_JSON)
+            yield from _program_problems(read.program)
     except _TooLarge as error:
         yield str(error)
     except (ValueError, RecursionError) as error:  # json's errors are ValueErrors

@@ -1,16 +1,11 @@
-"""A variant's inputs: checked against what the exported program accepts, then made.
-
-The program itself checks its inputs when called, but it raises `AssertionError("Guard
-failed: input.size()[1] == 64")`, which says neither what the spec gave nor that the spec is
-at fault. Checking first turns a spec mistake into a `bad_config` error that names both shapes.
-"""
-
-from dataclasses import dataclass
+"""A variant's inputs: checked against what the exported program accepts (contract.inputs'
+rule, with what torch loaded), then made."""
 
 import torch
 from torch.export import ExportedProgram
 
 from contract.config import VariantConfig
+from contract.inputs import Dimension, ExpectedInput, GivenInput, inputs_misfit
 from runner.errors import ConfigError
 from runner.precision import dtype_name
 
@@ -25,35 +20,6 @@ INPUT_DTYPES = {
 _INPUT_SEED = 0
 
 
-@dataclass(frozen=True)
-class Dimension:
-    """One dimension an input accepts: a size, or a range of sizes (high None: unbounded)."""
-
-    low: int
-    high: int | None
-
-    def accepts(self, size: int) -> bool:
-        return self.low <= size and (self.high is None or size <= self.high)
-
-    def __str__(self) -> str:
-        if self.low == self.high:
-            return str(self.low)
-        return f"{self.low}..{'' if self.high is None else self.high}"
-
-
-@dataclass(frozen=True)
-class ExpectedInput:
-    """A user input of an exported program: its name, dimensions and dtype."""
-
-    name: str
-    dimensions: tuple[Dimension, ...]
-    dtype: torch.dtype
-
-    def __str__(self) -> str:
-        shape = ", ".join(str(d) for d in self.dimensions)
-        return f"{self.name} [{shape}] {dtype_name(self.dtype)}"
-
-
 def expected_inputs(program: ExportedProgram) -> list[ExpectedInput]:
     """What the program's user inputs accept, from its placeholders' metadata."""
     placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
@@ -63,7 +29,7 @@ def expected_inputs(program: ExportedProgram) -> list[ExpectedInput]:
         if not isinstance(value, torch.Tensor):
             continue
         dimensions = tuple(_dimension(program, size) for size in value.shape)
-        expected.append(ExpectedInput(name, dimensions, value.dtype))
+        expected.append(ExpectedInput(name, dimensions, dtype_name(value.dtype)))
     return expected
 
 
@@ -85,38 +51,10 @@ def _bound(value: object) -> int | None:
 
 def check_inputs(variant: VariantConfig, expected: list[ExpectedInput]) -> None:
     """Raise ConfigError unless the variant's inputs fit the program's."""
-    given = [((variant.batch_size, *spec.shape), spec.dtype) for spec in variant.inputs]
-    wanted = "; ".join(str(e) for e in expected)
-    if len(given) != len(expected):
-        raise ConfigError(
-            f"model {variant.model} takes {len(expected)} input(s) ({wanted}), but the spec "
-            f"gives {len(given)}; check the spec's inputs against the exported model"
-        )
-    for position, (want, (shape, dtype)) in enumerate(zip(expected, given, strict=True)):
-        problem = _mismatch(want, shape, INPUT_DTYPES[dtype])
-        if problem:
-            raise ConfigError(
-                f"model {variant.model} input {position} expects {want}; the spec gives "
-                f"[{', '.join(map(str, shape))}] {dtype} (batch {variant.batch_size} first): "
-                f"{problem}"
-            )
-
-
-def _mismatch(want: ExpectedInput, shape: tuple[int, ...], dtype: torch.dtype) -> str | None:
-    if len(shape) != len(want.dimensions):
-        return f"{len(shape)} dimensions, not {len(want.dimensions)}"
-    for index, (size, dimension) in enumerate(zip(shape, want.dimensions, strict=True)):
-        if not dimension.accepts(size):
-            if index == 0 and dimension.low == dimension.high:
-                return (
-                    f"the batch is {size}, but the model was exported with a static batch of "
-                    f"{dimension.low}: set batch_sizes to [{dimension.low}], or export with a "
-                    "dynamic batch dimension (torch.export.Dim)"
-                )
-            return f"dimension {index} is {size}, not {dimension}"
-    if dtype.is_floating_point != want.dtype.is_floating_point:
-        return f"a {dtype_name(dtype)} input where the model takes {dtype_name(want.dtype)}"
-    return None
+    given = [GivenInput(spec.shape, spec.dtype) for spec in variant.inputs]
+    misfit = inputs_misfit(variant.model, variant.batch_size, given, expected)
+    if misfit:
+        raise ConfigError(f"{misfit.message}; check the spec's inputs against the exported model")
 
 
 def make_inputs(

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from contract.archive import UnsafeArchive, check_archive
+from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from synth.catalogue import DEVICE_TYPES
 from synth.fleet import Cluster, Fleet
 from synth.limits import MAX_VARIANTS_CEILING
@@ -43,7 +44,7 @@ def check_workflow(
         *_unique_names(workflow),
         *_models_have_inputs(workflow),
         *_pinned_files_match(workflow, model_files),
-        *_model_files_are_plain_programs(workflow, model_files),
+        *_model_files_are_plain_programs(workflow, variants, model_files),
         *_clusters_can_run_targets(workflow, fleet),
         *_selectors_refer_to_something(workflow),
         *_variant_count(workflow, variants),
@@ -107,13 +108,14 @@ def _pinned_files_match(workflow: Workflow, model_files: ModelFiles) -> Iterator
 
 
 def _model_files_are_plain_programs(
-    workflow: Workflow, model_files: ModelFiles
+    workflow: Workflow, variants: list[Variant], model_files: ModelFiles
 ) -> Iterator[Finding]:
+    declared: dict[str, tuple[ExpectedInput, ...]] = {}
     for index, model in enumerate(workflow.models):
         if model.file is None:
             continue
         try:
-            check_archive(model_files.read(model.file).data)
+            declared[model.name] = check_archive(model_files.read(model.file).data)
         except UnsafeArchive as error:
             yield Finding(
                 ("models", index, "file"),
@@ -121,6 +123,48 @@ def _model_files_are_plain_programs(
                 "the runner would refuse it too; re-export the model with torch.export.export "
                 "and save it with torch.export.save, with tensors only",
             )
+    yield from _inputs_fit_models(workflow, variants, declared)
+
+
+def _inputs_fit_models(
+    workflow: Workflow, variants: list[Variant], declared: dict[str, tuple[ExpectedInput, ...]]
+) -> Iterator[Finding]:
+    """The spec's inputs against what each archive declares (contract.inputs, no torch): a
+    shape written with the batch in it, a batch a static-batch export refuses, an integer
+    input where the model takes floats. One finding per distinct misfit."""
+    seen: set[tuple[str, int | None]] = set()
+    for variant in variants:
+        expected = declared.get(variant.model)
+        if not expected or not variant.inputs:
+            continue  # no file, no inputs (said elsewhere), or inputs the archive does not spell
+        given = [GivenInput(spec.shape, spec.dtype) for spec in variant.inputs]
+        misfit = inputs_misfit(variant.model, variant.batch_size, given, expected)
+        # A shape that does not fit is said once per model; a batch, once per batch size.
+        key = (variant.model, variant.batch_size if misfit and misfit.is_batch else None)
+        if misfit is None or key in seen:
+            continue
+        seen.add(key)
+        if misfit.is_batch:
+            loc = variant.origins.get("batch_size") or ("benchmark", "batch_size")
+            yield Finding(loc, misfit.message)
+        elif misfit.has_extra_dimension:
+            yield Finding(
+                _inputs_loc(workflow, variant.model),
+                misfit.message,
+                "inputs are per sample: leave the batch dimension out (batch_size sets it)",
+            )
+        else:
+            yield Finding(_inputs_loc(workflow, variant.model), misfit.message)
+
+
+def _inputs_loc(workflow: Workflow, model: str) -> Loc:
+    """Where the model's inputs are written: its own, or the benchmark's for every model."""
+    index = next(i for i, spec in enumerate(workflow.models) if spec.name == model)
+    if workflow.models[index].inputs is not None:
+        return ("models", index, "inputs")
+    if workflow.benchmark.input_shape is not None:
+        return ("benchmark", "input_shape")
+    return ("benchmark", "inputs")
 
 
 def _clusters_can_run_targets(workflow: Workflow, fleet: Fleet) -> Iterator[Finding]:

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from contract.archive import check_archive
 from contract.config import InputConfig, RunConfig
 from contract.errors import ExitCode
 from contract.result import ErrorResult
@@ -39,7 +40,7 @@ def test_the_expected_inputs_are_read_from_the_program(models_dir: Path) -> None
         ),
         ("tiny-cnn", [(64, 64)], "float32", "3 dimensions, not 4"),
         ("tiny-mlp", [(64,), (64,)], "float32", "takes 1 input(s) (input [1..1024, 64] float32)"),
-        ("tiny-mlp", [(64,)], "int64", "a int64 input where the model takes float32"),
+        ("tiny-mlp", [(64,)], "int64", "an int64 input where the model takes float32"),
     ],
 )
 def test_a_mismatch_names_the_expected_and_the_given_shape(
@@ -114,3 +115,45 @@ def test_the_runner_exits_2_for_inputs_the_model_refuses(
     assert code == ExitCode.BAD_CONFIG
     assert isinstance(result, ErrorResult) and result.error.type == "bad_config"
     assert message in result.error.message
+
+
+@pytest.fixture(scope="module")
+def int_and_float_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Token ids and a float mask: an int64 input beside a float one, batch from 1 to 8."""
+
+    class Masked(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Embedding(10, 4)
+
+        def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            embedded: torch.Tensor = self.embed(ids)
+            return embedded * mask.unsqueeze(-1)
+
+    batch = torch.export.Dim("batch", min=1, max=8)
+    program = torch.export.export(
+        Masked().eval(),
+        (torch.zeros(2, 5, dtype=torch.int64), torch.ones(2, 5)),
+        dynamic_shapes={"ids": {0: batch}, "mask": {0: batch}},
+    )
+    path = tmp_path_factory.mktemp("models") / "masked.pt2"
+    torch.export.save(program, path)
+    return path
+
+
+def test_synth_reads_from_the_archive_what_the_runner_reads_from_torch(
+    repo_root: Path,
+    conv_only_model: Path,
+    unbounded_batch_model: Path,
+    linked_dims_model: Path,
+    int_and_float_model: Path,
+) -> None:
+    committed = sorted(repo_root.glob("models/**/*.pt2"))
+    assert len(committed) > 3
+    built = [conv_only_model, unbounded_batch_model, linked_dims_model, int_and_float_model]
+    for path in [*committed, *built]:
+        from_torch = expected_inputs(load_program(path, sha256_of(path)))
+        assert check_archive(path) == tuple(from_torch), path
+    declared = [str(e) for e in check_archive(int_and_float_model)]
+    assert declared == ["ids [1..8, 5] int64", "mask [1..8, 5] float32"]
+    assert [str(e) for e in check_archive(unbounded_batch_model)] == ["input [0.., 64] float32"]

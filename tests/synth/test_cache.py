@@ -9,7 +9,7 @@ import pytest
 from synth.cache import RenderCache
 from synth.load import load_specs
 from synth.render import render
-from tests.conftest import TEST_DATA
+from tests.conftest import REPO_ROOT, TEST_DATA
 from tests.synth.conftest import WriteSpec
 
 MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8")
@@ -84,11 +84,13 @@ def test_a_changed_model_file_is_rendered_anew(
 ) -> None:
     model = spec_repo / "own" / "m.pt2"
     model.parent.mkdir()
-    examples = spec_repo / "models" / "examples"
-    model.write_bytes((examples / "tiny-mlp.pt2").read_bytes())
-    write_spec("a.yaml", MINIMAL.replace("models/examples/tiny-mlp.pt2", "own/m.pt2"))
+    # Two different programs that take the same inputs, so the spec stays valid.
+    zoo = REPO_ROOT / "models" / "zoo"
+    model.write_bytes((zoo / "cnn-c10-b1.pt2").read_bytes())
+    spec = MINIMAL.replace("models/examples/tiny-mlp.pt2", "own/m.pt2")
+    write_spec("a.yaml", spec.replace("shape: [64]", "shape: [3, 32, 32]"))
     before = render(load_specs(spec_repo), spec_repo, cache)
-    model.write_bytes((examples / "tiny-cnn.pt2").read_bytes())
+    model.write_bytes((zoo / "cnn-c12-b1.pt2").read_bytes())
     after = render(load_specs(spec_repo), spec_repo, cache)
     assert after != before
     assert after == render(load_specs(spec_repo), spec_repo)

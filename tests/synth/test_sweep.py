@@ -10,6 +10,7 @@ from synth.problems import SpecProblems
 from synth.sweep import Variant, combinations
 from tests.synth.conftest import WriteSpec
 
+# "cnn" is any program that takes the inputs below: these tests need only the names.
 HEADER = """\
 id: sweep
 description: d
@@ -19,7 +20,7 @@ models:
   - name: mlp
     file: models/examples/tiny-mlp.pt2
   - name: cnn
-    file: models/examples/tiny-cnn.pt2
+    file: models/examples/tiny-mlp.pt2
 benchmark:
   inputs: [{shape: [64]}]
 targets:
