@@ -30,7 +30,7 @@ def stress_repo(folder: Path) -> Path:
     """50 workflows of 20 models each: 1000 distinct model entries, all valid."""
     (folder / "specs" / "workflows").mkdir(parents=True)
     shutil.copy(ROOT / "specs" / "clusters.yaml", folder / "specs" / "clusters.yaml")
-    (folder / "models").symlink_to(ROOT / "models", target_is_directory=True)
+    shutil.copytree(ROOT / "models", folder / "models")
     zoo = sorted((ROOT / "models" / "zoo").glob("*.pt2"))
     for number in range(STRESS_WORKFLOWS):
         models = "".join(

@@ -243,7 +243,7 @@ def repo(tmp_path: Path, live: LiveCluster) -> Iterator[Repo]:
     so that no test's pods hold a node another test needs."""
     (tmp_path / "specs" / "workflows").mkdir(parents=True)
     shutil.copy(REPO_ROOT / "specs" / "clusters.yaml", tmp_path / "specs" / "clusters.yaml")
-    (tmp_path / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+    shutil.copytree(REPO_ROOT / "models", tmp_path / "models")
     repo = Repo(tmp_path)
     yield repo
     for workflow in repo.workflows:

@@ -5,6 +5,7 @@ nobody running `kubectl apply` after the bootstrap. The pods hand over valid res
 runner's pods are proved in test_cpu_smoke.py and test_two_clusters.py.
 """
 
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -58,7 +59,7 @@ def gitops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitOps]:
         start_flux(live.cluster, live.binaries)
         fleet = (REPO_ROOT / "specs" / "clusters.yaml").read_text(encoding="utf-8")
         flux = prepare(base, live.cluster, live.binaries, server=server, fleet_text=fleet)
-        (flux.work / "models").symlink_to(REPO_ROOT / "models", target_is_directory=True)
+        shutil.copytree(REPO_ROOT / "models", flux.work / "models")
         flux.bootstrap()
         yield GitOps(flux, live, server)
 
