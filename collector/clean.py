@@ -8,15 +8,20 @@ printed with its reason:
 - dist/ does not hold it: Flux would re-create a Job that git still holds, and run it again;
 - it has finished: a running Job's results would be lost;
 - its results are stored: a record in results/, or every index in the database.
+
+Every call names a namespace synth made for the cluster: nothing lists namespaces, or Jobs
+across them. A namespace the credential may not list Jobs in (a collector whose Role is in
+another one) is skipped, saying so; it is an error only when every namespace is.
 """
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import Literal
 
 from collector.indexes import job_finished
-from collector.kube import KubeClient, Object
+from collector.kube import KubeClient, KubeError, Object
 from collector.store import Store
 from contract.dist import job_names, namespaces
 from contract.layout import APP_SELECTOR, WORKFLOW_LABEL, record_path
@@ -32,6 +37,15 @@ class Decision:
     job: str
     action: Action
     why: str
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    """What clean decided in one cluster, and the namespaces it was not allowed to look in."""
+
+    decisions: list[Decision]
+    forbidden: dict[str, str]
+    """Namespace: the API server's refusal."""
 
 
 def _stored(root: Path, store: Store, cluster: str, job: Object) -> bool:
@@ -69,17 +83,30 @@ def decide(
     return decisions
 
 
-def clean(
-    client: KubeClient, root: Path, store: Store, cluster: str, *, dry_run: bool
-) -> list[Decision]:
-    """Decide for every benchfleet Job in the cluster's namespaces; delete unless `dry_run`."""
+def clean(client: KubeClient, root: Path, store: Store, cluster: str, *, dry_run: bool) -> Cleaned:
+    """Decide for every benchfleet Job in the cluster's namespaces the credential may list;
+    delete unless `dry_run`. Raises KubeError when it may list none."""
     in_dist = job_names(root, cluster)
-    decisions = []
-    for namespace in namespaces(root, cluster):
-        jobs = client.list_jobs(namespace, APP_SELECTOR).items
+    decisions: list[Decision] = []
+    forbidden: dict[str, str] = {}
+    candidates = namespaces(root, cluster)
+    for namespace in candidates:
+        try:
+            jobs = client.list_jobs(namespace, APP_SELECTOR).items
+        except KubeError as error:
+            if not error.forbidden:
+                raise
+            forbidden[namespace] = str(error)
+            continue
         decisions += decide(root, store, cluster, jobs, in_dist)
+    if forbidden and len(forbidden) == len(candidates):
+        raise KubeError(
+            f"{cluster}: the credential may not list Jobs in any benchfleet namespace "
+            f"({', '.join(forbidden)}): {next(iter(forbidden.values()))}",
+            status=HTTPStatus.FORBIDDEN,
+        )
     if not dry_run:
         for decision in decisions:
             if decision.action == "delete":
                 client.delete_job(decision.namespace, decision.job)
-    return decisions
+    return Cleaned(decisions, forbidden)

@@ -274,15 +274,22 @@ def clean_command(settings: Settings, cluster: str | None, dry_run: bool) -> Non
     """
     clusters = [cluster] if cluster else dist_clusters(settings.root)
 
-    def first_namespace(name: str) -> str:
-        return namespaces(settings.root, name)[0]
+    def cluster_namespaces(name: str) -> list[str]:
+        return namespaces(settings.root, name)
 
     try:
         with open_store(settings.database) as store:
             for name, client in confirmed_clusters(
-                settings, clusters, first_namespace, cluster is not None
+                settings, clusters, cluster_namespaces, cluster is not None
             ):
-                for decision in clean(client, settings.root, store, name, dry_run=dry_run):
+                cleaned = clean(client, settings.root, store, name, dry_run=dry_run)
+                for namespace, refusal in cleaned.forbidden.items():
+                    click.echo(
+                        f"{name}/{namespace}: skipped: the credential may not list Jobs here "
+                        f"({refusal})",
+                        err=True,
+                    )
+                for decision in cleaned.decisions:
                     verb = decision.action if not dry_run else f"would {decision.action}"
                     click.echo(
                         f"{name}/{decision.namespace} Job {decision.job}: {verb}: {decision.why}"

@@ -10,12 +10,12 @@ committed, makes `make synth` drop it and Flux prune it.
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from collector.follow import Snapshot, WorkflowWatch, listed_once
-from collector.harvest import harvest
+from collector.harvest import harvest, needs_log, settled
 from collector.indexes import (
     IndexState,
     failure_condition,
@@ -25,14 +25,15 @@ from collector.indexes import (
     summary_counts,
 )
 from collector.kube import KubeClient, KubeError, Object
+from collector.logreads import LogReads
 from collector.logs import job_context
 from collector.metrics import ObservedJob
-from collector.pods import RUNNER
+from collector.pods import is_stuck
 from collector.status import explain_waiting, pods_by_job
 from collector.store import Store
 from collector.workload import ExpectedJob, expected_from, label_selector
 from contract.layout import recorded_jobs
-from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
+from contract.records import JobIdentity, JobRecord, StoredVariant, VariantState, write_record
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +57,14 @@ class JobProgress:
     """What gather knows about one expected Job."""
 
     expected: ExpectedJob
-    stored: set[int]
+    stored: dict[int, VariantState]
+    """How each stored index ended: what it counts as in progress, whatever its pod shows."""
     job: Object | None = None
     pods: list[Object] = field(default_factory=list)
     states: list[IndexState] = field(default_factory=list)
+    causes: dict[int, str] = field(default_factory=dict)
+    """Why each index waited, the last time it was seen waiting for a reason (unschedulable,
+    an image that cannot be pulled): its pod may be gone by the time the Job fails it."""
 
     @property
     def finished(self) -> bool:
@@ -116,12 +121,7 @@ class Gatherer:
         self._root = root
         self._options = options
         self._on_progress = on_progress
-        self._jobs = [
-            JobProgress(
-                e, store.stored_indexes(e.identity.cluster, e.identity.namespace, e.identity.job)
-            )
-            for e in expected
-        ]
+        self._jobs = [JobProgress(e, self._stored(e.identity)) for e in expected]
         self.stored_new = 0
         self.already_stored = sum(len(progress.stored) for progress in self._jobs)
         first = expected[0].identity
@@ -133,19 +133,41 @@ class Gatherer:
         (namespace,) = namespaces  # a workflow runs in one environment's namespace
         workflow = self._jobs[0].expected.identity.workflow
         selector = label_selector(workflow)
-        if not self._options.wait:
-            self._step(listed_once(self._client, namespace, selector))
-            return self._outcome()
         deadline = clock() + self._options.timeout_s
-        with WorkflowWatch(self._client, namespace, selector) as watch:
-            while not all(progress.finished for progress in self._jobs):
-                remaining = deadline - clock()
-                if remaining <= 0:
-                    break
-                watch.wait(min(remaining, self._options.batch_wait_s))
-                if watch.snapshot.synced == {"jobs", "pods"}:
-                    self._step(watch.snapshot)
+        self._logs = LogReads(self._client, namespace, deadline)
+        try:
+            if not self._options.wait:
+                snapshot = listed_once(self._client, namespace, selector)
+                self._step(snapshot)
+                self._logs.wait(deadline - clock())
+                self._step(snapshot)
+                return self._outcome()
+            with WorkflowWatch(self._client, namespace, selector) as watch:
+                while not all(progress.finished for progress in self._jobs):
+                    remaining = deadline - clock()
+                    if remaining <= 0:
+                        break
+                    watch.wait(min(remaining, self._options.batch_wait_s))
+                    if watch.snapshot.synced == {"jobs", "pods"}:
+                        self._step(watch.snapshot)
+                if watch.snapshot.synced != {"jobs", "pods"}:
+                    raise KubeError(self._unlisted(workflow))
+        finally:
+            self._logs.close()
         return self._outcome()
+
+    def _unlisted(self, workflow: str) -> str:
+        """Why gather saw nothing by its timeout: never that Flux has not applied the Jobs,
+        since it could not even ask."""
+        return (
+            f"could not list the Jobs and pods of {workflow} from the API server at "
+            f"{self._client.server} within --timeout ({self._options.timeout_s:g} s); last "
+            f"error: {self._client.last_failure or 'none, the server never answered'}"
+        )
+
+    def _stored(self, identity: JobIdentity) -> dict[int, VariantState]:
+        variants = self._store.variants(identity.cluster, identity.namespace, identity.job)
+        return {variant.index: variant.state for variant in variants}
 
     def _adopt_leftovers(self, snapshot: Snapshot) -> None:
         """Take on finished Jobs of the workflow that dist/ no longer holds (an earlier version
@@ -160,7 +182,7 @@ class Gatherer:
             expected = expected_from(cluster, job)
             identity = expected.identity
             log.info("Job %s is not in dist/ any more but finished: gathering it too", name)
-            stored = self._store.stored_indexes(identity.cluster, identity.namespace, name)
+            stored = self._stored(identity)
             self.already_stored += len(stored)
             self._jobs.append(JobProgress(expected, stored))
 
@@ -176,8 +198,9 @@ class Gatherer:
                 continue
             progress.pods = grouped.get(identity.job, [])
             progress.states = index_states(progress.job, progress.pods)
+            _remember_causes(progress)
             self._store_finished(progress)
-            for state, number in vars(summary_counts(progress.states)).items():
+            for state, number in vars(summary_counts(progress.states, progress.stored)).items():
                 counts[state] = counts.get(state, 0) + number
         self._on_progress(counts)
 
@@ -186,33 +209,36 @@ class Gatherer:
         assert progress.job is not None
         condition = failure_condition(progress.job)
         failure = condition.get("reason") if condition else None
-        fresh = [
-            harvest(
-                state,
-                progress.expected.variants.get(state.index),
-                failure,
-                lambda pod: self._read_log(identity.namespace, pod),
-            )
+        ready = [
+            state
             for state in progress.states
-            if _settled(state) and state.index not in progress.stored
+            if settled(state)
+            and state.index not in progress.stored
+            and (state.pod is None or not needs_log(state) or self._logs.ready(state.pod.name))
+        ]
+        fresh = [
+            _with_cause(
+                harvest(
+                    state,
+                    progress.expected.variants.get(state.index),
+                    failure,
+                    self._logs.reader(),
+                ),
+                progress.causes.get(state.index),
+            )
+            for state in ready
         ]
         if not fresh:
             return
         added = self._store.add(identity, fresh)
         self.stored_new += added.new
-        progress.stored.update(variant.index for variant in fresh)
+        progress.stored.update((variant.index, variant.state) for variant in fresh)
         for variant in fresh:
+            if variant.pod is not None:
+                self._logs.forget(variant.pod)
             log.debug(
                 "index %d stored: %s", variant.index, variant.explanation, extra=_context(identity)
             )
-
-    def _read_log(self, namespace: str, pod: str) -> str | None:
-        try:
-            return self._client.pod_log(namespace, pod, RUNNER)
-        except KubeError as error:
-            # The pod may be gone (a preempted or deadline-killed attempt): the message says so.
-            log.warning("no log for pod %s/%s: %s", namespace, pod, error)
-            return None
 
     def _outcome(self) -> GatherOutcome:
         records: list[tuple[JobRecord, Path | None]] = []
@@ -274,11 +300,25 @@ class Gatherer:
         waiting = [s for s in progress.states if s.phase not in ("succeeded", "failed")]
         assert progress.job is not None
         explained = explain_waiting(self._client, progress.job, progress.pods, waiting)
+        unread = [
+            replace(
+                state,
+                explanation="ended, but its log could not be read within --timeout to store "
+                "its result: run gather again",
+            )
+            for state in progress.states
+            if settled(state) and state.index not in progress.stored
+        ]
         done = progress.expected.completions - len(waiting)
         why = f"{done} of {progress.expected.completions} variants finished"
         stored = self._store.variants(identity.cluster, identity.namespace, identity.job)
         failed = tuple(variant for variant in stored if variant.state == "failed")
-        return Unfinished(identity.job, why, tuple(explained), failed)
+        return Unfinished(
+            identity.job,
+            why,
+            tuple(sorted([*explained, *unread], key=lambda state: state.index)),
+            failed,
+        )
 
 
 def _context(identity: JobIdentity) -> dict[str, object]:
@@ -287,12 +327,18 @@ def _context(identity: JobIdentity) -> dict[str, object]:
     )
 
 
-def _settled(state: IndexState) -> bool:
-    """The variant has ended and its pod, if any, shows how: the Jobs and the pods arrive on
-    two watches, so the Job may list an index as completed before its pod's update is here."""
-    if state.phase == "succeeded":
-        return state.pod is None or state.pod.phase == "succeeded"
-    return state.phase == "failed"
+def _remember_causes(progress: JobProgress) -> None:
+    for state in progress.states:
+        if state.phase == "pending" and state.pod is not None and is_stuck(state.pod):
+            progress.causes[state.index] = state.explanation
+
+
+def _with_cause(variant: StoredVariant, cause: str | None) -> StoredVariant:
+    """A failed variant's explanation with why it waited, when it no longer says so."""
+    if variant.state != "failed" or cause is None or cause in variant.explanation:
+        return variant
+    explanation = f"{variant.explanation}; it had been waiting: {cause}"
+    return variant.model_copy(update={"explanation": explanation})
 
 
 def _duration_s(job: Object) -> float | None:

@@ -7,7 +7,9 @@ the ConfigMap `benchfleet-cluster` into it, naming the cluster. The collector re
 namespace it is about to work in, and records nothing under a cluster it has not confirmed.
 """
 
-from collector.kube import KubeClient
+from collections.abc import Sequence
+
+from collector.kube import KubeClient, KubeError, Object
 from contract.layout import CLUSTER_IDENTITY, CLUSTER_KEY
 
 
@@ -15,9 +17,32 @@ class UnconfirmedCluster(RuntimeError):
     """The credential reaches another cluster, or one that does not say which it is."""
 
 
-def confirm_cluster(client: KubeClient, cluster: str, namespace: str, provider: str) -> None:
-    """Return if `client` reaches fleet cluster `cluster`; raise UnconfirmedCluster if not."""
-    found = client.read_configmap(namespace, CLUSTER_IDENTITY)
+def _readable(
+    client: KubeClient, namespaces: Sequence[str], provider: str
+) -> tuple[str, Object | None]:
+    """The first of `namespaces` whose identity ConfigMap the credential may read, and the
+    ConfigMap (None if there is none there): a collector whose Role is in one namespace
+    cannot read it in the others."""
+    forbidden = []
+    for namespace in namespaces:
+        try:
+            return namespace, client.read_configmap(namespace, CLUSTER_IDENTITY)
+        except KubeError as error:
+            if not error.forbidden:
+                raise
+            forbidden.append(namespace)
+    raise UnconfirmedCluster(
+        f"the credentials from {provider} may not read ConfigMap {CLUSTER_IDENTITY} in any of "
+        f"{', '.join(forbidden)}: cannot confirm which cluster they reach"
+    )
+
+
+def confirm_cluster(
+    client: KubeClient, cluster: str, namespaces: Sequence[str], provider: str
+) -> None:
+    """Return if `client` reaches fleet cluster `cluster`, as the first of `namespaces` it may
+    read says; raise UnconfirmedCluster if not."""
+    namespace, found = _readable(client, namespaces, provider)
     if found is None:
         raise UnconfirmedCluster(
             f"cannot confirm that the credentials from {provider} reach cluster {cluster}: "

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from collector.pods import Object, Phase, PodState, completion_index, condition, pod_state
+from contract.records import VariantState
 
 FAILURE_COUNT_KEY: Final = "batch.kubernetes.io/job-index-failure-count"
 IGNORED_COUNT_KEY: Final = "batch.kubernetes.io/job-index-ignored-failure-count"
@@ -47,6 +48,9 @@ class IndexState:
     """The attempt that decides the state: the succeeded one, else the latest."""
     manifest: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     """That attempt's pod as the API returned it (to read its result with its log)."""
+    cut_by: str | None = None
+    """The reason of the Job's Failed condition when that, not the index's own pod, ended it
+    (DeadlineExceeded, FailedIndexes...)."""
 
 
 @dataclass(frozen=True)
@@ -130,11 +134,12 @@ def index_states(
         if index is not None and labels.get("batch.kubernetes.io/controller-uid", uid) == uid:
             by_index[index].append(pod)
     status = job.get("status", {})
+    failed = condition(job, "Failed")
     view = _JobView(
         job,
         parse_indexes(status.get("completedIndexes")),
         parse_indexes(status.get("failedIndexes")),
-        failure_condition(job),
+        failed if failed is not None and failed.get("status") == "True" else None,
     )
     states = []
     for index in range(job["spec"]["completions"]):
@@ -145,12 +150,24 @@ def index_states(
         deciding = won or (attempts[-1] if attempts else None)
         state = None if deciding is None else pod_state(deciding, events)
         counted = _attempts(job, attempts)
-        phase, explanation = _ended(view, index, deciding, state, counted) or _ongoing(
-            job, state, counted
-        )
+        cut_by = None
+        ended = _ended(view, index, deciding, state, counted)
+        if ended is None and view.failure is not None:
+            # Only the Job's Failed condition ends an index its pod has not ended: at
+            # FailureTarget the pod may still be running, and may yet finish.
+            cut_by = view.failure.get("reason")
+            ended = "failed", _unfinished(job, view.failure, state)
+        phase, explanation = ended or _ongoing(job, state, counted)
         states.append(
             IndexState(
-                index, phase, explanation, counted.total, counted.preemptions, state, deciding
+                index,
+                phase,
+                explanation,
+                counted.total,
+                counted.preemptions,
+                state,
+                deciding,
+                cut_by,
             )
         )
     return states
@@ -162,14 +179,17 @@ class _JobView:
     completed: frozenset[int]
     failed: frozenset[int]
     failure: Object | None
-    """The Failed (or, while pods terminate, FailureTarget) condition."""
+    """The Failed condition, once the Job has ended (not FailureTarget: pods still run)."""
 
 
-def summary_counts(states: Iterable[IndexState]) -> SummaryCounts:
-    """How many of `states` are pending, running, succeeded, failed and preempted."""
+def summary_counts(
+    states: Iterable[IndexState], final: Mapping[int, VariantState] | None = None
+) -> SummaryCounts:
+    """How many of `states` are pending, running, succeeded, failed and preempted; an index in
+    `final` counts as it was stored (a pod that succeeded without a usable result failed)."""
     counts = dict.fromkeys(("pending", "running", "succeeded", "failed", "preempted"), 0)
     for state in states:
-        counts[state.phase] += 1
+        counts[(final or {}).get(state.index, state.phase)] += 1
     return SummaryCounts(**counts)
 
 
@@ -265,9 +285,7 @@ def _ended(
     if index in view.failed:
         last = "its pods are gone" if state is None else f"its last attempt: {state.explanation}"
         return "failed", f"failed (the Job lists it in failedIndexes); {last}"
-    if view.failure is None:
-        return None
-    return "failed", _unfinished(view.job, view.failure, state)
+    return None
 
 
 def _ongoing(job: Object, state: PodState | None, attempts: _Attempts) -> tuple[Phase, str]:
@@ -282,8 +300,10 @@ def _ongoing(job: Object, state: PodState | None, attempts: _Attempts) -> tuple[
 
 
 def _unfinished(job: Object, failure: Object, state: PodState | None) -> str:
-    """Why an index the Job's failure cut short did not finish."""
-    last = "" if state is None else f"; its last attempt: {state.explanation}"
+    """Why an index the Job's failure cut short did not finish. Its last attempt is named
+    unless it is shown running: its end has not reached us yet, and "running" would be stale."""
+    named = state is not None and state.phase != "running"
+    last = f"; its last attempt: {state.explanation}" if state is not None and named else ""
     if failure.get("reason") == "DeadlineExceeded":
         deadline = f"activeDeadlineSeconds={_deadline(job)}"
         return f"deadline exceeded: {deadline} passed before this variant finished{last}"

@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any, Final, Literal, TypeVar, cast
 
 import urllib3
@@ -57,9 +58,16 @@ _RBAC_FILE: Final = "dist/<cluster>/infrastructure/rbac.yaml"
 class KubeError(RuntimeError):
     """A request to the API server failed for good; the message says what and why in words."""
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, late: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        # Given up at its deadline, rather than for an error that retrying would repeat.
+        self.late = late
+
+    @property
+    def forbidden(self) -> bool:
+        """The credential may not do this (403): its Role's scope, not a fault."""
+        return self.status == HTTPStatus.FORBIDDEN
 
 
 @dataclass(frozen=True)
@@ -206,10 +214,18 @@ def _status_failure(status: Object) -> _Failure:
     return _Failure(summary, status=code if isinstance(code, int) else None, retryable=retryable)
 
 
-def _connection_failure(error: Exception) -> _Failure:
+def _connection_failure(error: Exception, server: str) -> _Failure:
     # MaxRetryError's own text repeats the URL; its reason is the error that matters.
     cause = error.reason if isinstance(error, urllib3.exceptions.MaxRetryError) else error
-    return _Failure(f"connection failed: {type(cause).__name__}: {cause}", retryable=True)
+    summary = f"cannot reach the API server at {server}: {type(cause).__name__}: {cause}"
+    return _Failure(summary, retryable=True)
+
+
+def _within(timeout_s: float, deadline: float | None) -> float:
+    """A request's timeout that ends by `deadline` (a moment of time.monotonic()), if any."""
+    if deadline is None:
+        return timeout_s
+    return max(min(timeout_s, deadline - time.monotonic()), 0.001)
 
 
 def _raw(response: object) -> urllib3.BaseHTTPResponse:
@@ -258,6 +274,9 @@ class KubeClient:
         self._timeout_s = request_timeout_s
         self._lock = threading.Lock()
         self.requests: Counter[str] = Counter()
+        self.server: str = configuration.host
+        self.last_failure: str | None = None
+        """What the latest failed request was doing and how it failed, retried or not."""
 
     def list_jobs(
         self, namespace: str, label_selector: str, *, page_size: int = DEFAULT_PAGE_SIZE
@@ -272,9 +291,16 @@ class KubeClient:
         return self._list("pods", namespace, label_selector, page_size)
 
     def pod_log(
-        self, namespace: str, name: str, container: str, tail_lines: int | None = None
+        self,
+        namespace: str,
+        name: str,
+        container: str,
+        tail_lines: int | None = None,
+        *,
+        deadline: float | None = None,
     ) -> str:
-        """A container's log (its last `tail_lines` lines if given), undecodable bytes replaced."""
+        """A container's log (its last `tail_lines` lines if given), undecodable bytes replaced;
+        retried only until `deadline` (time.monotonic()), then a KubeError that is `late`."""
         operation = _Operation(
             "log", "get", "pods/log", f"reading the log of {container} in pod {namespace}/{name}"
         )
@@ -287,7 +313,7 @@ class KubeClient:
                     container=container,
                     tail_lines=tail_lines,
                     _preload_content=False,
-                    _request_timeout=self._timeout_s,
+                    _request_timeout=_within(self._timeout_s, deadline),
                 )
             )
             try:
@@ -295,7 +321,7 @@ class KubeClient:
             finally:
                 response.release_conn()
 
-        return self._call(operation, request)
+        return self._call(operation, request, deadline=deadline)
 
     def events_for(self, namespace: str, kind: str, name: str) -> list[Object]:
         """The events about one object (kind as in the API: "Pod", "Job"), in the server's
@@ -459,17 +485,22 @@ class KubeClient:
         try:
             return request()
         except ApiException as error:
-            raise _api_failure(error) from None
+            failure = _api_failure(error)
         except CONNECTION_ERRORS as error:
-            raise _connection_failure(error) from None
+            failure = _connection_failure(error, self.server)
+        self.last_failure = f"{operation.doing}: {failure.summary}"
+        raise failure
 
     def _call(
         self,
         operation: _Operation,
         request: Callable[[], T],
         stop: threading.Event | None = None,
+        *,
+        deadline: float | None = None,
     ) -> T:
-        """`request`, retried per the policy; KubeError when it fails for good."""
+        """`request`, retried per the policy (and not past `deadline`, if given); KubeError
+        when it fails for good."""
         failures = 0
         while True:
             try:
@@ -481,7 +512,11 @@ class KubeClient:
                 if failures >= self.retry.max_attempts:
                     message = operation.gave_up(failures, failure)
                     raise KubeError(message, status=failure.status) from None
-                self._pause(self.retry.delay_s(failures, failure.retry_after_s), stop)
+                delay = self.retry.delay_s(failures, failure.retry_after_s)
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    message = f"{operation.doing}: not done in time; last error: {failure.summary}"
+                    raise KubeError(message, status=failure.status, late=True) from None
+                self._pause(delay, stop)
 
     def _pause(self, delay_s: float, stop: threading.Event | None) -> None:
         if self._sleep is not None:

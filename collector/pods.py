@@ -58,6 +58,10 @@ _DISRUPTED_BY: Final = {
 }
 _RETRIED: Final = "the Job retries it without spending a retry"
 _QUOTE_LIMIT: Final = 300
+_COMPACTED_ONLY: Final = (
+    "only the termination message's compacted copy is left, without what compaction left out "
+    "to fit it (the samples first, then the environment, timings, memory and applied details)"
+)
 
 
 @dataclass(frozen=True)
@@ -110,17 +114,21 @@ def read_result(pod: Object, log: str | None) -> ResultReading:
 def with_log(message: ResultReading, log: str | None) -> ResultReading:
     """The reading of the termination message, completed from `log` where it falls short."""
     from_message = message.result
-    if from_message is not None and not (from_message.compacted and log is not None):
+    if from_message is not None and not from_message.compacted:
         return ResultReading(from_message, "termination-message", None)
     if log is None:
+        if from_message is not None:
+            problem = f"the log cannot be read, so {_COMPACTED_ONLY}"
+            return ResultReading(from_message, "termination-message", problem)
         return ResultReading(None, None, message.problem)
     message_problem = message.problem
     from_log, log_problem = _from_log(log, "the log")
     if from_log is not None:
         return ResultReading(from_log, "log", None)
     if from_message is not None:
-        problem = f"{log_problem}, so only the termination message's compacted copy is left"
-        return ResultReading(from_message, "termination-message", problem)
+        return ResultReading(
+            from_message, "termination-message", f"{log_problem}, so {_COMPACTED_ONLY}"
+        )
     return ResultReading(None, None, f"{message_problem}; {log_problem}")
 
 
@@ -237,6 +245,12 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
         finished_at=terminated.get("finishedAt"),
         message=message,
     )
+
+
+def is_stuck(state: PodState) -> bool:
+    """A pending attempt held by something other than the time it takes to start: the
+    scheduler's verdict, an image that cannot be pulled, a container that cannot be made."""
+    return state.phase == "pending" and state.reason not in (None, *_STARTING)
 
 
 def completion_index(pod: Object) -> int | None:

@@ -2,11 +2,14 @@
 reach each, the Jobs left to follow there, and the gather of a workflow across them. The
 click commands in collector/cli.py are thin layers over these."""
 
+import signal
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -49,14 +52,15 @@ def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[st
     return found
 
 
-def _client(settings: Settings, cluster: str, namespace: str) -> KubeClient:
-    """A client for `cluster`, once the cluster it reaches has said it is `cluster`."""
+def _client(settings: Settings, cluster: str, namespaces: list[str]) -> KubeClient:
+    """A client for `cluster`, once the cluster it reaches has said it is `cluster` (in the
+    first of `namespaces` it may read)."""
     try:
         connection = connect(
             cluster, context=settings.context, credentials_dir=settings.credentials_dir
         )
         client = KubeClient(connection.api_client)
-        confirm_cluster(client, cluster, namespace, connection.provider)
+        confirm_cluster(client, cluster, namespaces, connection.provider)
     except (CredentialsError, UnconfirmedCluster, KubeError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"{cluster}: credentials from {connection.provider}", err=True)
@@ -64,7 +68,10 @@ def _client(settings: Settings, cluster: str, namespace: str) -> KubeClient:
 
 
 def confirmed_clusters(
-    settings: Settings, clusters: list[str], namespace_of: Callable[[str], str], explicit: bool
+    settings: Settings,
+    clusters: list[str],
+    namespaces_of: Callable[[str], list[str]],
+    explicit: bool,
 ) -> Iterator[tuple[str, KubeClient]]:
     """Each cluster with a client confirmed to reach it.
 
@@ -76,7 +83,7 @@ def confirmed_clusters(
     reached = 0
     for name in clusters:
         try:
-            client = _client(settings, name, namespace_of(name))
+            client = _client(settings, name, namespaces_of(name))
         except click.ClickException as error:
             if explicit:
                 raise
@@ -107,9 +114,9 @@ def pending_jobs(
     return pending
 
 
-def job_namespace(pending: dict[str, list[ExpectedJob]], cluster: str) -> str:
+def job_namespace(pending: dict[str, list[ExpectedJob]], cluster: str) -> list[str]:
     """The namespace of a cluster's expected Jobs (a workflow runs in one)."""
-    return pending[cluster][0].identity.namespace
+    return [pending[cluster][0].identity.namespace]
 
 
 def _expected(settings: Settings, workflow: str, cluster: str) -> list[ExpectedJob]:
@@ -150,6 +157,24 @@ def _summary(outcome: GatherOutcome) -> list[str]:
     return lines
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived (a CI job cancelled, a pod stopped): gather ends as on Ctrl-C."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM interrupts like SIGINT while inside; its earlier handler is put back after."""
+    earlier = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, earlier)
+
+
 def gather_workflow(
     settings: Settings, workflow: str, cluster: str | None, options: GatherOptions
 ) -> list[GatherOutcome]:
@@ -175,11 +200,13 @@ def gather_workflow(
                     on_progress=progress.update,
                 )
                 try:
-                    outcome = gatherer.run()
-                except KeyboardInterrupt:
+                    with _sigterm_interrupts():
+                        outcome = gatherer.run()
+                except KeyboardInterrupt as interrupt:
+                    how = " (SIGTERM)" if isinstance(interrupt, Terminated) else ""
                     raise click.ClickException(
-                        f"interrupted: {gatherer.stored_new} variant runs were stored; run "
-                        "gather again to resume"
+                        f"interrupted{how}: {gatherer.stored_new} variant runs were stored; "
+                        "run gather again to resume"
                     ) from None
                 finally:
                     progress.finish()

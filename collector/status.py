@@ -1,7 +1,9 @@
 """`collector status`: where a workflow's Jobs stand in a cluster, and why anything waits.
 
 Read-only: one list of the workflow's Jobs and pods, plus the events of a bounded number of
-pending pods, since the scheduler's reasons (no GPU of that type, quota) live in events.
+pending pods, since the scheduler's reasons (no GPU of that type, quota) live in events. A
+variant that has ended counts as gather would store it (harvest.py), reading its log when
+the termination message falls short, so status, progress and the record agree.
 """
 
 import logging
@@ -10,10 +12,19 @@ from dataclasses import dataclass
 from typing import Final
 
 from collector.follow import listed_once
-from collector.indexes import IndexState, index_states, job_failure, summary_counts
+from collector.harvest import harvest, settled
+from collector.indexes import (
+    IndexState,
+    failure_condition,
+    index_states,
+    job_failure,
+    summary_counts,
+)
 from collector.kube import KubeClient, KubeError, Object
+from collector.pods import RUNNER
 from collector.progress import counts_line
 from collector.workload import ExpectedJob, label_selector
+from contract.records import StoredVariant
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +69,8 @@ class JobStatus:
     expected: ExpectedJob
     job: Object | None
     states: tuple[IndexState, ...]
+    ended: dict[int, StoredVariant]
+    """Each variant that has ended, as gather stores it."""
 
 
 def workflow_status(client: KubeClient, expected: Sequence[ExpectedJob]) -> list[JobStatus]:
@@ -72,7 +85,7 @@ def workflow_status(client: KubeClient, expected: Sequence[ExpectedJob]) -> list
         name = job_expected.identity.job
         job = snapshot.jobs.get(name)
         if job is None:
-            statuses.append(JobStatus(job_expected, None, ()))
+            statuses.append(JobStatus(job_expected, None, (), {}))
             continue
         states = index_states(job, grouped.get(name, []))
         waiting = [s for s in states if s.phase not in ("succeeded", "failed")]
@@ -80,9 +93,35 @@ def workflow_status(client: KubeClient, expected: Sequence[ExpectedJob]) -> list
             s.index: s for s in explain_waiting(client, job, grouped.get(name, []), waiting)
         }
         statuses.append(
-            JobStatus(job_expected, job, tuple(explained.get(s.index, s) for s in states))
+            JobStatus(
+                job_expected,
+                job,
+                tuple(explained.get(s.index, s) for s in states),
+                _ended(client, job_expected, job, states),
+            )
         )
     return statuses
+
+
+def _ended(
+    client: KubeClient, expected: ExpectedJob, job: Object, states: Sequence[IndexState]
+) -> dict[int, StoredVariant]:
+    condition = failure_condition(job)
+    failure = condition.get("reason") if condition else None
+    namespace = expected.identity.namespace
+
+    def read_log(pod: str) -> str | None:
+        try:
+            return client.pod_log(namespace, pod, RUNNER)
+        except KubeError as error:
+            log.warning("no log for pod %s: %s", pod, error)
+            return None
+
+    return {
+        state.index: harvest(state, expected.variants.get(state.index), failure, read_log)
+        for state in states
+        if settled(state)
+    }
 
 
 def format_status(statuses: Sequence[JobStatus]) -> str:
@@ -96,10 +135,14 @@ def format_status(statuses: Sequence[JobStatus]) -> str:
         if status.job is None:
             lines.append("  not in the cluster: Flux has not applied it (yet)")
             continue
-        lines.append(f"  {counts_line(vars(summary_counts(status.states)))}")
+        final = {index: variant.state for index, variant in status.ended.items()}
+        lines.append(f"  {counts_line(vars(summary_counts(status.states, final)))}")
         if (failure := job_failure(status.job)) is not None:
             lines.append(f"  the Job failed: {failure}")
         for state in status.states:
-            if state.phase != "succeeded":
+            ended = status.ended.get(state.index)
+            if ended is not None and ended.state == "failed":
+                lines.append(f"  index {state.index}: failed: {ended.explanation}")
+            elif ended is None and state.phase != "succeeded":
                 lines.append(f"  index {state.index}: {state.phase}: {state.explanation}")
     return "\n".join(lines)

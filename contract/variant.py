@@ -44,6 +44,12 @@ class VariantRef(BaseModel):
         """Just the identity of `variant` (a config.json variant carries its inputs too)."""
         return cls.model_validate(variant.model_dump(include=set(VariantRef.model_fields)))
 
+    def describe(self) -> str:
+        """The variant as messages name it: `tiny-mlp fp16 int8-dynamic batch 4` (no
+        quantization word when there is none)."""
+        quantized = "" if self.quantization is Quantization.NONE else f" {self.quantization}"
+        return f"{self.model} {self.precision}{quantized} batch {self.batch_size}"
+
 
 VARIANT_FIELDS = tuple(VariantRef.model_fields)
 """index, id, model, precision, quantization, batch_size: in this order everywhere."""

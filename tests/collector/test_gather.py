@@ -10,106 +10,28 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
-import yaml
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from collector.cli import cli
-from contract.layout import record_path
 from contract.records import read_record
 from contract.result import OkResult
 from standin import objects
 from standin.api import FakeApiServer
 from standin.fixture import fixture_root
-
-WORKLOAD = Path("dist", "us-east", "workloads", "cpu-smoke.yaml")
-NAMESPACES = Path("dist", "us-east", "infrastructure", "namespaces.yaml")
-NAMESPACE = "benchfleet-dev"
-
-Obj = dict[str, Any]
-
-
-@pytest.fixture
-def api() -> Iterator[FakeApiServer]:
-    """The stand-in, serving us-east's identity ConfigMap (what Flux applied there)."""
-    with FakeApiServer() as server:
-        server.add("configmaps", objects.cluster_identity("us-east", NAMESPACE))
-        yield server
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A checkout holding the cpu-smoke workload and namespaces synth wrote for us-east."""
-    for path in (WORKLOAD, NAMESPACES):
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(fixture_root() / path, tmp_path / path)
-    return tmp_path
-
-
-@pytest.fixture
-def job() -> Obj:
-    return objects.job("cpu-smoke", cluster="us-east")
-
-
-def kubeconfig(server: str) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "us-east", "cluster": {"server": server}}],
-            "users": [{"name": "collector", "user": {"token": "t0ken"}}],
-            "contexts": [
-                {"name": "us-east", "context": {"cluster": "us-east", "user": "collector"}}
-            ],
-            "current-context": "us-east",
-        }
-    )
-
-
-Collect = Callable[..., Result]
-
-
-@pytest.fixture
-def collector(repo: Path, api: FakeApiServer) -> Collect:
-    """Runs `collector --root REPO COMMAND --workflow cpu-smoke ARGS` against the fake server."""
-
-    def run(command: str, *arguments: str) -> Result:
-        cluster = ["--cluster", "us-east"] if command in ("gather", "status", "clean") else []
-        workflow = ["--workflow", "cpu-smoke"] if command != "clean" else []
-        return CliRunner().invoke(
-            cli,
-            ["--root", str(repo), command, *workflow, *cluster, *arguments],
-            env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url)},
-        )
-
-    return run
-
-
-def rows(repo: Path) -> list[tuple[int, str, str | None]]:
-    with sqlite3.connect(repo / ".benchfleet" / "results.sqlite") as db:
-        query = "SELECT job_index, state, result_source FROM variant_runs ORDER BY job_index"
-        return list(db.execute(query))
-
-
-def record_of(repo: Path, job: Obj) -> Path:
-    return record_path(repo, "cpu-smoke", "us-east", job["metadata"]["name"])
-
-
-def requests(api: FakeApiServer) -> Counter[str]:
-    return Counter(
-        f"{'watch' if r.is_watch else r.method} {r.path.rsplit('/', 1)[-1]}" for r in api.requests
-    )
-
-
-def finish_all(api: FakeApiServer, job: Obj) -> None:
-    for index in range(6):
-        api.add("pods", objects.succeeded_pod(job, index))
-    api.add("jobs", objects.complete(job))
+from tests.collector.gathering import (
+    NAMESPACE,
+    NAMESPACES,
+    WORKLOAD,
+    Collect,
+    Obj,
+    finish_all,
+    kubeconfig,
+    record_of,
+    requests,
+    rows,
+)
 
 
 def test_a_finished_workflow_is_stored_and_recorded_in_one_gather(
@@ -492,3 +414,36 @@ class TestClusterIdentity:
         assert sorted(p.name for p in (repo / "results" / "cpu-smoke").iterdir()) == ["us-east"]
         with sqlite3.connect(repo / ".benchfleet" / "results.sqlite") as db:
             assert list(db.execute("SELECT DISTINCT cluster FROM variant_runs")) == [("us-east",)]
+
+
+def test_clean_with_a_role_in_one_namespace_cleans_there_and_says_what_it_skipped(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """The defect: a collector whose Role is in benchfleet-dev got a 403 elsewhere and aborted
+    before deleting anything."""
+    stored = leftover(job)
+    for index in range(6):
+        api.add("pods", objects.succeeded_pod(stored, index))
+    api.add("jobs", objects.complete(stored))
+    collector("gather")
+    forbidden = 'jobs.batch is forbidden: User "system:serviceaccount:benchfleet-dev:c" cannot'
+    api.fail_next(1000, 403, path_contains="/namespaces/benchfleet-prod/", message=forbidden)
+    run = collector("clean")
+    assert run.exit_code == 0, run.output
+    assert "us-east/benchfleet-prod: skipped: the credential may not list Jobs here" in run.stderr
+    assert "cpu-smoke-cpu-0123456789: delete: not in dist/, finished, results stored" in run.stdout
+    deleted = [r.path.rsplit("/", 1)[-1] for r in api.requests if r.method == "DELETE"]
+    assert deleted == ["cpu-smoke-cpu-0123456789"]
+    listed = {r.path for r in api.requests if r.method == "GET" and r.path.endswith("/jobs")}
+    assert all("/namespaces/" in path for path in listed), "nothing is listed cluster-wide"
+
+
+def test_clean_that_may_list_no_namespace_fails_saying_so(
+    collector: Collect, api: FakeApiServer
+) -> None:
+    api.fail_next(1000, 403, path_contains="/jobs")
+    run = collector("clean")
+    assert run.exit_code == 1
+    assert "may not list Jobs in any benchfleet namespace (benchfleet-dev, benchfleet-prod)" in (
+        run.output
+    )
