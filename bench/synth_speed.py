@@ -165,10 +165,10 @@ def write_stress(folder: Path, workflows: int, models: int) -> None:
 
 
 def measure(name: str, root: Path) -> tuple[Pairing, Pairing, Peaks]:
-    documents = documents_of(render(load_specs(root), root))
+    documents = documents_of(render(load_specs(root)))
     in_process = paired(
         f"{name}, in-process",
-        lambda: render(load_specs(root), root),
+        lambda: render(load_specs(root)),
         lambda: floor(documents),
         ROUNDS,
     )

@@ -73,7 +73,7 @@ def review(root: Path, base: str) -> Review:
         result.blocking.append(f"{len(problems.problems)} problems in the specs")
         result.sections.append("### Specs\n\n" + _fenced([str(p) for p in problems.problems]))
         return result
-    proposed = render(specs, root)
+    proposed = render(specs)
     committed = generated(root)
     stale = sorted(
         str(p) for p in proposed.keys() | committed.keys() if proposed.get(p) != committed.get(p)

@@ -41,10 +41,15 @@ def code_digest() -> str:
 
 
 def workflow_key(
-    loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, files: ModelFiles, stored: list[str]
+    loaded: LoadedWorkflow,
+    fleet: Fleet,
+    cluster: Cluster,
+    files: ModelFiles,
+    stored: Mapping[str, object],
 ) -> str:
-    """Everything one workflow's file in one cluster depends on, hashed; `stored` names the
-    Jobs whose results are recorded (they are left out)."""
+    """Everything one workflow's file in one cluster depends on, hashed; `stored` is what
+    results/ holds of it (synth.recorded.Recorded.key): recorded Jobs and variants are left
+    out."""
     models = {m.name: files.read(m.file).sha256 for m in loaded.workflow.models if m.file}
     return digest(
         {

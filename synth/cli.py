@@ -8,7 +8,9 @@ import click
 
 from contract.options import root_option
 from synth.cache import CACHE_DIR, RenderCache
+from synth.checks import target_clusters
 from synth.hints import did_you_mean
+from synth.jobs import committed_files, identified_variants, model_configs
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
 from synth.plan import format_plan, plan, plan_json
@@ -116,10 +118,12 @@ def schema(repo: Repo, check: bool) -> None:
 @click.argument("workflow_id")
 @pass_repo
 def variants(repo: Repo, workflow_id: str) -> None:
-    """List what a workflow expands to.
+    """List what a workflow expands to, and which variants will run.
 
-    One line per variant of WORKFLOW_ID: what each pod of its Jobs measures, with the
-    variant's content id.
+    One line per variant of WORKFLOW_ID in each cluster it runs in: what its pod measures,
+    its content id (a hash of everything that determines its number, so it differs between
+    clusters whose nodes differ), and whether it runs or a recorded result under results/
+    is reused.
     """
     specs = load_or_fail(repo)
     loaded = next((w for w in specs.workflows if w.workflow.id == workflow_id), None)
@@ -127,23 +131,37 @@ def variants(repo: Repo, workflow_id: str) -> None:
         known = [w.workflow.id for w in specs.workflows]
         hint = did_you_mean(workflow_id, known, what="workflows")
         raise click.ClickException(f"unknown workflow {workflow_id!r}; {hint}")
-    header = ("variant", "target", "model", "precision", "quantization", "batch")
-    rows = [
-        (
-            variant.variant_id(workflow_id),
-            variant.target,
-            variant.model,
-            str(variant.precision),
-            str(variant.quantization),
-            str(variant.batch_size),
-        )
-        for variant in loaded.variants
-    ]
+    header = ("cluster", "variant", "target", "model", "precision", "quantization", "batch", "")
+    rows = []
+    sources = model_configs(loaded, committed_files(loaded, specs.model_files))
+    for cluster in target_clusters(loaded.workflow, specs.fleet):
+        stored = specs.recorded[workflow_id, cluster.name]
+        for target in loaded.workflow.targets:
+            for variant, variant_id in identified_variants(
+                loaded, specs.fleet, cluster, target, sources
+            ):
+                reused = stored.reusable(variant_id, loaded.sha256)
+                rows.append(
+                    (
+                        cluster.name,
+                        variant_id,
+                        variant.target,
+                        variant.model,
+                        str(variant.precision),
+                        str(variant.quantization),
+                        str(variant.batch_size),
+                        "runs" if reused is None else f"recorded in {reused.job}",
+                    )
+                )
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
     for row in (header, *rows):
         cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
         click.echo("  ".join(cells).rstrip())
-    click.echo(f"{len(rows)} variants in {loaded.file}")
+    runs = sum(row[-1] == "runs" for row in rows)
+    plural = "s" * (len(rows) != 1)
+    click.echo(
+        f"{len(rows)} variant{plural} in {loaded.file}: {runs} run, {len(rows) - runs} recorded"
+    )
 
 
 @cli.command()
@@ -180,7 +198,7 @@ def plan_command(repo: Repo, output_format: str) -> None:
     specs = load_or_fail(repo, output_format=output_format)
     committed = generated(repo.root)
     # The render cache makes a plan after `make synth` (or before it) cost only the changes.
-    rendered = render(specs, repo.root, RenderCache(repo.root / CACHE_DIR))
+    rendered = render(specs, RenderCache(repo.root / CACHE_DIR))
     plans = plan(committed, rendered, repo.root)
     if output_format == "json":
         click.echo(json.dumps(plan_json(plans), indent=2))

@@ -44,6 +44,7 @@ from synth.limits import CONFIGMAP_LIMIT_BYTES
 from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import job_name, model_bundle_name
+from synth.recorded import Recorded
 from synth.spec import ModelSpec, Phase, Scheduling, Target
 from synth.sweep import Variant
 
@@ -188,15 +189,73 @@ def _model_config(model: ModelSpec, files: Mapping[str, ModelFile]) -> ModelConf
     return ModelConfig(source=model.source, location=location, sha256=model.sha256)
 
 
+def measurement_setup(
+    loaded: LoadedWorkflow, target: Target, cluster: Cluster, image: str
+) -> dict[str, object]:
+    """What, besides the variant itself and its model's bytes, determines its number: the
+    image (runner and torch), the measurement bounds, the device and its count, the resources,
+    and the nodes it may run on. Priority, retries, deadline, parallelism, queue, description
+    and owner decide when and whether it runs, not what it measures: they are left out, so
+    changing them re-runs nothing already recorded (docs/synth.md has the table)."""
+    benchmark = loaded.workflow.benchmark
+    node_selector, _ = _placement(target, cluster)
+    return {
+        "image": image,
+        "warmup": _phase(benchmark.warmup_phase).model_dump(mode="json"),
+        "measure": _phase(benchmark.measure_phase).model_dump(mode="json"),
+        "device_type": target.gpu_type,
+        "gpus": target.gpus,
+        "requests": dict(sorted(target.resources.requests.items())),
+        "limits": dict(sorted(target.resources.limits.items())),
+        "node_selector": dict(sorted(node_selector.items())),
+    }
+
+
+def committed_files(loaded: LoadedWorkflow, model_files: ModelFiles) -> dict[str, ModelFile]:
+    """The workflow's committed model files, by model name."""
+    return {
+        model.name: ModelFile(model.name, model_files.read(model.file))
+        for model in loaded.workflow.models
+        if model.file is not None
+    }
+
+
+def model_configs(loaded: LoadedWorkflow, files: Mapping[str, ModelFile]) -> dict[str, ModelConfig]:
+    """Where each model of the workflow comes from and what its bytes hash to."""
+    return {m.name: _model_config(m, files) for m in loaded.workflow.models}
+
+
+def identified_variants(
+    loaded: LoadedWorkflow,
+    fleet: Fleet,
+    cluster: Cluster,
+    target: Target,
+    sources: Mapping[str, ModelConfig],
+) -> list[tuple[Variant, str]]:
+    """The target's variants in `cluster`, each with its id: its measurement, with its
+    model's sha256 in it."""
+    setup = measurement_setup(loaded, target, cluster, loaded.workflow.image or fleet.image)
+    return [
+        (
+            variant,
+            variant.variant_id(
+                loaded.workflow.id, {**setup, "model_sha256": sources[variant.model].sha256}
+            ),
+        )
+        for variant in loaded.variants
+        if variant.target == target.key
+    ]
+
+
 def run_config(
     loaded: LoadedWorkflow,
     target: Target,
-    variants: list[Variant],
-    files: Mapping[str, ModelFile],
+    variants: list[tuple[Variant, str]],
+    models: Mapping[str, ModelConfig],
 ) -> RunConfig:
-    """config.json of one target's Job; `files` are the workflow's committed models."""
+    """config.json of one target's Job: `variants` with their ids, in index order."""
     workflow = loaded.workflow
-    used = {variant.model for variant in variants}
+    used = {variant.model for variant, _ in variants}
     return RunConfig(
         workflow=workflow.id,
         target=target.key,
@@ -204,18 +263,18 @@ def run_config(
         gpus=target.gpus,
         warmup=_phase(workflow.benchmark.warmup_phase),
         measure=_phase(workflow.benchmark.measure_phase),
-        models={m.name: _model_config(m, files) for m in workflow.models if m.name in used},
+        models={name: config for name, config in models.items() if name in used},
         variants=tuple(
             VariantConfig(
                 index=index,
-                id=variant.variant_id(workflow.id),
+                id=variant_id,
                 model=variant.model,
                 precision=str(variant.precision),
                 quantization=str(variant.quantization),
                 batch_size=variant.batch_size,
                 inputs=tuple(InputConfig(shape=i.shape, dtype=i.dtype) for i in variant.inputs),
             )
-            for index, variant in enumerate(variants)
+            for index, (variant, variant_id) in enumerate(variants)
         ),
     )
 
@@ -298,22 +357,27 @@ def name_job_spec(spec: dict[str, Any], name: str) -> dict[str, Any]:
     return spec
 
 
-def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
-    config, target, models = template.config, template.target, template.models
-    image, cluster, priority = template.image, template.cluster, template.priority
-    device = DEVICE_TYPES[target.gpu_type]
-    requests = dict(target.resources.requests)
-    limits = dict(target.resources.limits)
-    if target.gpus:
-        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = str(target.gpus)
+def _placement(target: Target, cluster: Cluster) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The node selector and tolerations of a target's pods in `cluster`."""
     node_selector = cluster.node_selector(target.gpu_type)
     tolerations: list[dict[str, Any]] = []
-    if device.is_gpu:
+    if DEVICE_TYPES[target.gpu_type].is_gpu:
         # GPU node pools are commonly tainted so that only GPU workloads land there.
         tolerations.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
     if target.spot and cluster.spot is not None:
         node_selector.update(cluster.spot.node_selector)
         tolerations += [t.model_dump(exclude_none=True) for t in cluster.spot.tolerations]
+    return node_selector, tolerations
+
+
+def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
+    config, target, models = template.config, template.target, template.models
+    image, cluster, priority = template.image, template.cluster, template.priority
+    requests = dict(target.resources.requests)
+    limits = dict(target.resources.limits)
+    if target.gpus:
+        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = str(target.gpus)
+    node_selector, tolerations = _placement(target, cluster)
     volumes: list[dict[str, Any]] = [
         {"name": CONFIG_VOLUME, "configMap": {"name": ""}},
         {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
@@ -403,22 +467,32 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
 
 
 def plan_runs(
-    loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, model_files: ModelFiles
+    loaded: LoadedWorkflow,
+    fleet: Fleet,
+    cluster: Cluster,
+    model_files: ModelFiles,
+    recorded: Recorded,
 ) -> list[BenchmarkRun]:
-    """The Jobs (one per target) that `loaded` needs in `cluster`."""
+    """The Jobs (one per target) that `loaded` needs in `cluster`: each runs the target's
+    variants that `recorded` holds no reusable outcome of; a target with none left has no
+    Job."""
     workflow = loaded.workflow
     namespace = namespace_of(workflow.environment)
     image = workflow.image or fleet.image
     priority = workflow.scheduling.priority or fleet.default_priority
-    files = {}
-    for model in workflow.models:
-        if model.file is not None:
-            files[model.name] = ModelFile(model.name, model_files.read(model.file))
+    files = committed_files(loaded, model_files)
     bundles = bundle_models(workflow.id, list(files.values()))
+    sources = model_configs(loaded, files)
     runs = []
     for target in workflow.targets:
-        variants = [v for v in loaded.variants if v.target == target.key]
-        config = run_config(loaded, target, variants, files)
+        pending = [
+            (variant, variant_id)
+            for variant, variant_id in identified_variants(loaded, fleet, cluster, target, sources)
+            if recorded.reusable(variant_id, loaded.sha256) is None
+        ]
+        if not pending:
+            continue
+        config = run_config(loaded, target, pending, sources)
         models = tuple(b for b in bundles if any(f.model in config.models for f in b.files))
         template_labels = {**workflow_labels(workflow.id), TARGET_LABEL: target.key}
         template = _JobTemplate(
@@ -448,7 +522,7 @@ def plan_runs(
                     SPEC_FILE_ANNOTATION: loaded.file,
                     SPEC_SHA256_ANNOTATION: loaded.sha256,
                     TOOL_VERSION_ANNOTATION: TOOL_VERSION,
-                    VARIANTS_ANNOTATION: str(len(variants)),
+                    VARIANTS_ANNOTATION: str(len(pending)),
                 },
                 config=config,
                 job_spec=name_job_spec(job_spec, name),

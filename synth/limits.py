@@ -35,3 +35,7 @@ variant is a pod."""
 MAX_MODELS: Final = 500
 """Models in one workflow (the zoo example has 50): each committed file is read, hashed and
 its archive checked, a few milliseconds apiece."""
+
+MAX_RECORD_BYTES: Final = 64 * 1024 * 1024
+"""A results/ record synth reads to find what is done: 10,000 variants' summaries (samples
+stay out of git) need a few MiB; anything far beyond that is not a record gather wrote."""

@@ -6,14 +6,14 @@ write output from a half-valid set.
 """
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from synth.checks import check_workflow
+from synth.checks import check_workflow, target_clusters
 from synth.fleet import Fleet
 from synth.limits import MAX_COMBINATIONS, MAX_FILE_BYTES, MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
@@ -24,6 +24,7 @@ from synth.problems import (
     problem_at,
     problems_from_validation,
 )
+from synth.recorded import Recorded, read_recorded
 from synth.repo_files import RepoFileError, read_inside
 from synth.spec import SpecContext, Workflow
 from synth.sweep import Variant, combinations, expand_variants
@@ -61,6 +62,8 @@ class Specs:
     workflows: tuple[LoadedWorkflow, ...]
     model_files: ModelFiles
     """The model files validation read, for the render to reuse."""
+    recorded: Mapping[tuple[str, str], Recorded]
+    """What results/ holds of each workflow (by id) in each cluster (by name) it runs in."""
 
 
 def workflow_files(root: Path) -> list[Path]:
@@ -163,11 +166,23 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         entry = LoadedWorkflow(file, sha256, source, workflow, tuple(variants))
         first_file_of[workflow.id] = entry
         loaded.append(entry)
+    recorded = {
+        (entry.workflow.id, cluster.name): read_recorded(
+            root, entry.workflow.id, cluster.name, problems
+        )
+        for entry in loaded
+        if fleet is not None
+        for cluster in target_clusters(entry.workflow, fleet)
+    }
     if problems:
         raise SpecProblems(problems)
     assert fleet is not None and fleet_read is not None  # else they were problems
     return Specs(
-        fleet=fleet, fleet_source=fleet_read[1], workflows=tuple(loaded), model_files=model_files
+        fleet=fleet,
+        fleet_source=fleet_read[1],
+        workflows=tuple(loaded),
+        model_files=model_files,
+        recorded=recorded,
     )
 
 

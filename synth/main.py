@@ -24,5 +24,5 @@ def synth(root: Path) -> SynthResult:
     Raises SpecProblems, before writing anything, if any spec is invalid.
     """
     specs = load_specs(root)
-    changed = write_trees(root, render(specs, root, RenderCache(root / CACHE_DIR)))
+    changed = write_trees(root, render(specs, RenderCache(root / CACHE_DIR)))
     return SynthResult(changed=changed, warnings=unpinned_images(specs))

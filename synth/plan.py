@@ -10,10 +10,11 @@ API server would refuse it and Flux would stop applying the cluster's workloads.
 """
 
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import documents
 from contract.layout import (
     CLUSTERS,
@@ -30,12 +31,64 @@ Action = Literal["create", "replace", "prune"]
 
 @dataclass(frozen=True)
 class JobRef:
-    """A Job as the plan needs it: which workflow and target, its name, its size."""
+    """A Job as the plan needs it: which workflow and target, its name, its size, and what
+    its variants measure and may cost."""
 
     workflow: str
     target: str
     name: str
     variants: int
+    gpus: int = 0
+    """Per pod."""
+    max_pod_seconds: float = 0.0
+    """The measurement bounds' maxima (warmup and measure) summed over the variants: what the
+    runner may spend measuring, before start-up and retries."""
+    ids: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """Variant id -> its setting (model, precision, quantization, batch)."""
+    setup: Mapping[str, object] = field(default_factory=dict, compare=False)
+    """What the variants are measured in, by field, to name what changed."""
+
+
+@dataclass(frozen=True)
+class Why:
+    """Why a created Job's variants run, counted."""
+
+    new: int = 0
+    """Settings the Job before it did not have."""
+    changed: int = 0
+    """Settings it had, measured differently now."""
+    changed_fields: tuple[str, ...] = ()
+    again: int = 0
+    """The same measurement again: its earlier Job has no record (yet), or it failed."""
+
+    def words(self) -> str:
+        parts = []
+        if self.new:
+            parts.append(f"{self.new} new")
+        if self.changed:
+            parts.append(f"{self.changed} changed ({', '.join(self.changed_fields)})")
+        if self.again:
+            parts.append(f"{self.again} without a reusable result")
+        return ", ".join(parts)
+
+
+def why(before: JobRef | None, after: JobRef) -> Why:
+    """Why `after`'s variants run, against the Job of the same workflow and target before."""
+    old_ids = dict(before.ids) if before else {}
+    old_settings = set(old_ids.values())
+    new = changed = again = 0
+    for variant_id, setting in after.ids.items():
+        if variant_id in old_ids:
+            again += 1
+        elif setting in old_settings:
+            changed += 1
+        else:
+            new += 1
+    fields: tuple[str, ...] = ()
+    if changed and before is not None:
+        keys = sorted(before.setup.keys() | after.setup.keys())
+        fields = tuple(k for k in keys if before.setup.get(k) != after.setup.get(k))
+    return Why(new, changed, fields, again)
 
 
 @dataclass(frozen=True)
@@ -95,20 +148,45 @@ def _jobs(
     objects: Mapping[tuple[str, str], tuple[PurePosixPath, Any]],
 ) -> dict[tuple[str, str], JobRef]:
     jobs = {}
-    for (kind, _), (_, obj) in objects.items():
+    for (kind, name), (_, obj) in objects.items():
         if kind == "Job":
-            job = _ref(obj)
+            configmap = objects.get(("ConfigMap", name))
+            job = _ref(obj, configmap[1] if configmap else None)
             jobs[job.workflow, job.target] = job
     return jobs
 
 
-def _ref(job: Mapping[str, Any]) -> JobRef:
+def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
     meta = job["metadata"]
-    return JobRef(
+    ref = JobRef(
         workflow=meta["labels"][WORKFLOW_LABEL],
         target=meta["labels"][TARGET_LABEL],
         name=meta["name"],
         variants=int(job["spec"]["completions"]),
+    )
+    if configmap is None:
+        return ref  # a Job without synth's config.json (hand-written): counted, not costed
+    config = RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    pod = job["spec"]["template"]["spec"]
+    per_variant = config.warmup.max_time_s + config.measure.max_time_s
+    return replace(
+        ref,
+        gpus=config.gpus,
+        max_pod_seconds=per_variant * len(config.variants),
+        ids={
+            v.id: f"{v.model} {v.precision} {v.quantization} batch {v.batch_size}"
+            for v in config.variants
+        },
+        setup={
+            "image": container["image"],
+            "warmup": config.warmup,
+            "measure": config.measure,
+            "device": (config.device_type, config.gpus),
+            "resources": container["resources"],
+            "nodes": pod.get("nodeSelector"),
+            "models": {name: model.sha256 for name, model in config.models.items()},
+        },
     )
 
 
@@ -165,6 +243,24 @@ EDITED_HINT = (
 )
 
 
+def _cost(job: JobRef) -> str:
+    """The most the Job's variants may spend measuring, in pod time and GPU time."""
+    minutes = job.max_pod_seconds / 60
+    cost = f"at most {minutes:.1f} pod-minutes measuring"
+    if job.gpus:
+        cost += f", {minutes * job.gpus / 60:.2f} GPU-hours"
+    return cost
+
+
+def _runs(change: Change) -> str:
+    """What a created or replacing Job runs, why, and what it may cost."""
+    job = change.job
+    plural = "s" * (job.variants != 1)
+    reasons = why(change.before, job).words() if job.ids else ""
+    because = f": {reasons}" if reasons else ""
+    return f"{job.variants} variant{plural} will run{because}; {_cost(job)}"
+
+
 def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:
     """The plan as lines for a terminal or a pull-request comment."""
     for cluster in plans:
@@ -172,13 +268,12 @@ def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:
         for change in cluster.changes:
             if change.action == "replace":
                 assert change.before is not None and change.after is not None
-                what = (
-                    f"{change.before.name} -> {change.after.name} "
-                    f"({change.before.variants} -> {change.after.variants} variants, all re-run)"
-                )
+                what = f"{change.before.name} -> {change.after.name} ({_runs(change)})"
+            elif change.action == "create":
+                what = f"{change.job.name} ({_runs(change)})"
             else:
                 job = change.job
-                verb = "will run" if change.action == "create" else "leave the cluster"
+                verb = "leave the cluster"
                 if change.recorded:
                     verb = "done, results recorded: leave the cluster"
                 what = f"{job.name} ({job.variants} variants {verb})"
@@ -206,9 +301,12 @@ def plan_json(plans: list[ClusterPlan]) -> dict[str, Any]:
                         "action": change.action,
                         "workflow": change.job.workflow,
                         "target": change.job.target,
-                        "before": asdict(change.before) if change.before else None,
-                        "after": asdict(change.after) if change.after else None,
+                        "before": _job_json(change.before),
+                        "after": _job_json(change.after),
                         "recorded": change.recorded,
+                        "why": asdict(why(change.before, change.after))
+                        if change.after is not None and change.after.ids
+                        else None,
                     }
                     for change in cluster.changes
                 ],
@@ -221,4 +319,18 @@ def plan_json(plans: list[ClusterPlan]) -> dict[str, Any]:
             for cluster in plans
         ],
         "edited": sum(len(cluster.edited) for cluster in plans),
+    }
+
+
+def _job_json(job: JobRef | None) -> dict[str, Any] | None:
+    """A Job of the plan as JSON: its size and cost, not the per-variant detail."""
+    if job is None:
+        return None
+    return {
+        "name": job.name,
+        "workflow": job.workflow,
+        "target": job.target,
+        "variants": job.variants,
+        "gpus": job.gpus,
+        "max_pod_seconds": job.max_pod_seconds,
     }

@@ -5,18 +5,19 @@ succeeded for every workflow and cluster.
 """
 
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from contract.layout import DIST, GENERATED_HEADER, WORKLOADS, recorded_jobs, workload_file
+from contract.layout import DIST, GENERATED_HEADER, WORKLOADS, workload_file
 from synth.cache import RenderCache, infrastructure_key, workflow_key
 from synth.checks import target_clusters
 from synth.fleet import Cluster, Fleet
 from synth.jobs import namespace_of, plan_runs
 from synth.load import LoadedWorkflow, Specs
 from synth.modelfiles import ModelFiles
+from synth.recorded import Recorded
 
 if TYPE_CHECKING:
     from synth.build import Build
@@ -54,8 +55,7 @@ class _Rendering:
     """One render: files reused from the cache, and the cdk8s build for the others, started
     at the first file the cache does not hold."""
 
-    def __init__(self, root: Path, cache: RenderCache | None, model_files: ModelFiles) -> None:
-        self.root = root
+    def __init__(self, cache: RenderCache | None, model_files: ModelFiles) -> None:
         self.cache = cache
         self.model_files = model_files
         self.reused: dict[PurePosixPath, str] = {}
@@ -72,21 +72,23 @@ class _Rendering:
             self._build = Build()
         return self._build
 
-    def workflow(self, loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster) -> bool:
+    def workflow(
+        self, loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, stored: Recorded
+    ) -> bool:
         """Adds the workflow's file in `cluster`; False if it has nothing left to run."""
         path = workload_file(cluster.name, loaded.workflow.id)
-        stored = recorded_jobs(self.root, loaded.workflow.id, cluster.name)
         key = None
         if self.cache is not None:
-            key = workflow_key(loaded, fleet, cluster, self.model_files, stored)
+            key = workflow_key(loaded, fleet, cluster, self.model_files, stored.key)
             cached = self.cache.get(key)
             if cached is not None:
                 self.reused.update(cached)
                 return True
         # A Job whose results are stored is done: leaving dist/ makes Flux prune it, where
-        # keeping it would run it again if anything deleted it.
-        planned = plan_runs(loaded, fleet, cluster, self.model_files)
-        runs = [run for run in planned if run.name not in stored]
+        # keeping it would run it again if anything deleted it. Its variants are left out of
+        # the Jobs that follow it, so only what has no recorded outcome runs.
+        planned = plan_runs(loaded, fleet, cluster, self.model_files, stored)
+        runs = [run for run in planned if run.name not in stored.jobs]
         if not runs:
             return False
         self.build.add_workflow(path, runs)
@@ -123,12 +125,12 @@ class _Rendering:
         return {**files, **self.reused}
 
 
-def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[PurePosixPath, str]:
+def render(specs: Specs, cache: RenderCache | None = None) -> dict[PurePosixPath, str]:
     """Every generated file, by path relative to the repository root.
 
     With a cache, files rendered before from the same inputs are reused.
     """
-    rendering = _Rendering(root, cache, specs.model_files)
+    rendering = _Rendering(cache, specs.model_files)
     fleet = specs.fleet
     for cluster in fleet.clusters:
         downloading: dict[str, list[str]] = {}
@@ -137,7 +139,8 @@ def render(specs: Specs, root: Path, cache: RenderCache | None = None) -> dict[P
             workflow = loaded.workflow
             if cluster not in target_clusters(workflow, fleet):
                 continue
-            if not rendering.workflow(loaded, fleet, cluster):
+            stored = specs.recorded[workflow.id, cluster.name]
+            if not rendering.workflow(loaded, fleet, cluster, stored):
                 continue
             namespace = namespace_of(workflow.environment)
             if any(model.url is not None for model in workflow.models):

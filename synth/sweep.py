@@ -60,13 +60,16 @@ class Variant:
         """What makes the variant distinct (its inputs follow from its model)."""
         return (self.model, self.target, self.precision, self.quantization, self.batch_size)
 
-    def variant_id(self, workflow_id: str) -> str:
-        """A stable id from what is measured: the same variant has the same id in every run,
-        so results compare across days, branches and clusters."""
+    def variant_id(self, workflow_id: str, setup: Mapping[str, object]) -> str:
+        """A stable id from everything that determines the variant's number: its dimensions
+        and inputs, and the `setup` it is measured in (synth/jobs.py, `measurement_setup`).
+        The same id means the same measurement, so a recorded result with it is reused
+        rather than run again (synth/recorded.py)."""
         content = {
             "workflow": workflow_id,
             **{key: str(value) for key, value in self.dimensions.items()},
             "inputs": [{"shape": list(i.shape), "dtype": i.dtype} for i in self.inputs],
+            "setup": setup,
         }
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return "v" + hashlib.sha256(canonical.encode()).hexdigest()[:VARIANT_ID_LENGTH]

@@ -68,7 +68,7 @@ def test_a_synthesized_change_gets_its_plan_and_may_merge(pull_request: Path) ->
     assert done.returncode == 0, done.stderr
     assert "✅ specs valid, dist/ is what synth writes" in done.stdout
     assert "~ replace  valid-minimal/cpu" in done.stdout
-    assert "all re-run" in done.stdout
+    assert "1 variant will run: 1 changed (resources)" in done.stdout
 
 
 def test_a_spec_change_without_synth_must_not_merge(pull_request: Path) -> None:

@@ -2,11 +2,16 @@
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import pytest
 
+from contract.config import CONFIG_FILE, RunConfig
+from contract.dist import read_workload
+from contract.layout import SPEC_SHA256_ANNOTATION, workload_file
+from contract.records import JobRecord, StoredVariant, write_record
+from contract.variant import VariantRef
 from tests.conftest import REPO_ROOT, TEST_DATA
 
 WriteSpec = Callable[[str, str], Path]
@@ -59,3 +64,47 @@ def write_spec(spec_repo: Path) -> WriteSpec:
         return path
 
     return write
+
+
+RecordJobs = Callable[..., list[str]]
+
+
+@pytest.fixture
+def record_jobs(spec_repo: Path) -> RecordJobs:
+    """Record every Job dist/ holds of a workflow in a cluster, as gather would once they
+    finished: each variant succeeded, except those whose batch size is in `failed`. Returns
+    the Job names."""
+
+    def record(workflow: str, cluster: str = "alpha", failed: Collection[int] = ()) -> list[str]:
+        workload = read_workload(spec_repo / workload_file(cluster, workflow))
+        names = []
+        for job in workload.jobs:
+            meta = job["metadata"]
+            config = RunConfig.model_validate_json(
+                workload.configmaps[meta["name"]]["data"][CONFIG_FILE]
+            )
+            variants = tuple(
+                StoredVariant(
+                    index=variant.index,
+                    state="failed" if variant.batch_size in failed else "succeeded",
+                    variant=VariantRef.of(variant),
+                    explanation="recorded by the test",
+                )
+                for variant in config.variants
+            )
+            write_record(
+                spec_repo,
+                JobRecord(
+                    workflow=workflow,
+                    cluster=cluster,
+                    namespace=meta["namespace"],
+                    job=meta["name"],
+                    spec_sha256=meta["annotations"][SPEC_SHA256_ANNOTATION],
+                    outcome="failed" if failed else "complete",
+                    variants=variants,
+                ),
+            )
+            names.append(meta["name"])
+        return names
+
+    return record

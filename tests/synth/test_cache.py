@@ -30,10 +30,10 @@ def test_cached_render_equals_a_fresh_one_and_builds_nothing(
 ) -> None:
     write_spec("a.yaml", MINIMAL)
     write_spec("b.yaml", MINIMAL.replace("id: valid-minimal", "id: other"))
-    first = render(load_specs(spec_repo), spec_repo, cache)
-    assert render(load_specs(spec_repo), spec_repo) == first
+    first = render(load_specs(spec_repo), cache)
+    assert render(load_specs(spec_repo)) == first
     monkeypatch.setattr("synth.build.Build", Unbuildable)
-    assert render(load_specs(spec_repo), spec_repo, cache) == first
+    assert render(load_specs(spec_repo), cache) == first
 
 
 def test_a_workflow_edit_leaves_the_other_workflows_and_the_infrastructure_cached(
@@ -41,10 +41,10 @@ def test_a_workflow_edit_leaves_the_other_workflows_and_the_infrastructure_cache
 ) -> None:
     write_spec("a.yaml", MINIMAL)
     write_spec("b.yaml", MINIMAL.replace("id: valid-minimal", "id: other"))
-    render(load_specs(spec_repo), spec_repo, cache)
+    render(load_specs(spec_repo), cache)
     entries = set(cache.folder.iterdir())
     write_spec("b.yaml", MINIMAL.replace("id: valid-minimal", "id: other").replace("tests", "me"))
-    render(load_specs(spec_repo), spec_repo, cache)
+    render(load_specs(spec_repo), cache)
     assert len(set(cache.folder.iterdir()) - entries) == 1
 
 
@@ -67,16 +67,14 @@ def test_an_edit_is_rendered_anew(
     spec_repo: Path, write_spec: WriteSpec, cache: RenderCache, change: object
 ) -> None:
     write_spec("a.yaml", MINIMAL.replace("gpu_type: cpu", "gpu_type: cpu\n    spot: true"))
-    render(load_specs(spec_repo), spec_repo, cache)
+    render(load_specs(spec_repo), cache)
     write_spec(
         "a.yaml",
         MINIMAL.replace("gpu_type: cpu", "gpu_type: cpu\n    spot: true\n")
         + "scheduling: {retries: 5}\n",
     )
     change(spec_repo)  # type: ignore[operator]
-    assert render(load_specs(spec_repo), spec_repo, cache) == render(
-        load_specs(spec_repo), spec_repo
-    )
+    assert render(load_specs(spec_repo), cache) == render(load_specs(spec_repo))
 
 
 def test_a_changed_model_file_is_rendered_anew(
@@ -89,11 +87,11 @@ def test_a_changed_model_file_is_rendered_anew(
     model.write_bytes((zoo / "cnn-c10-b1.pt2").read_bytes())
     spec = MINIMAL.replace("models/examples/tiny-mlp.pt2", "own/m.pt2")
     write_spec("a.yaml", spec.replace("shape: [64]", "shape: [3, 32, 32]"))
-    before = render(load_specs(spec_repo), spec_repo, cache)
+    before = render(load_specs(spec_repo), cache)
     model.write_bytes((zoo / "cnn-c12-b1.pt2").read_bytes())
-    after = render(load_specs(spec_repo), spec_repo, cache)
+    after = render(load_specs(spec_repo), cache)
     assert after != before
-    assert after == render(load_specs(spec_repo), spec_repo)
+    assert after == render(load_specs(spec_repo))
 
 
 def test_the_command_line_starts_without_cdk8s() -> None:

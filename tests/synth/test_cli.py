@@ -56,8 +56,11 @@ def test_variants_lists_each_variant_with_its_id(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["--root", str(REPO_ROOT), "variants", "cpu-smoke"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["variant", "target", "model", "precision", "quantization", "batch"]
-    assert lines[-1] == "6 variants in specs/workflows/cpu-smoke.yaml"
+    header = ["cluster", "variant", "target", "model", "precision", "quantization", "batch"]
+    assert lines[0].split() == header
+    # cpu-smoke runs in both clusters of the fleet, nothing of it is recorded.
+    assert lines[-1] == "12 variants in specs/workflows/cpu-smoke.yaml: 12 run, 0 recorded"
+    assert all(line.endswith("runs") for line in lines[1:-1])
 
 
 def test_variants_suggests_a_close_workflow_id(runner: CliRunner) -> None:

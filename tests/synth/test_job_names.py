@@ -37,7 +37,7 @@ sweep:
 
 
 def job_names(root: Path, spec: Path) -> dict[str, str]:
-    files = render(load_specs(root, [spec]), root)
+    files = render(load_specs(root, [spec]))
     return {
         obj["metadata"]["labels"]["benchfleet.io/target"]: obj["metadata"]["name"]
         for _, obj in objects(files)
@@ -68,7 +68,7 @@ def test_small_spec_renders_exactly_the_golden_files(
     spec_repo: Path, write_spec: WriteSpec
 ) -> None:
     """To accept a deliberate change, run with BENCHFLEET_UPDATE_GOLDEN=1 and review the diff."""
-    files = render(load_specs(spec_repo, [write_spec("names.yaml", SPEC)]), spec_repo)
+    files = render(load_specs(spec_repo, [write_spec("names.yaml", SPEC)]))
     wanted = {
         PurePosixPath("dist/alpha/workloads/names.yaml"): "workloads.yaml",
         PurePosixPath("clusters/alpha/benchfleet.yaml"): "flux.yaml",

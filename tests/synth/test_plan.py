@@ -3,7 +3,6 @@
 import json
 from pathlib import Path, PurePosixPath
 
-import yaml
 from click.testing import CliRunner
 
 from synth.cli import cli
@@ -13,13 +12,13 @@ from synth.plan import plan
 from synth.render import render
 from synth.write import generated
 from tests.conftest import TEST_DATA
-from tests.synth.conftest import WriteSpec
+from tests.synth.conftest import RecordJobs, WriteSpec
 
 MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8")
 
 
 def proposed(root: Path) -> dict[PurePosixPath, str]:
-    return render(load_specs(root), root)
+    return render(load_specs(root))
 
 
 def test_unchanged_specs_plan_nothing(spec_repo: Path, write_spec: WriteSpec) -> None:
@@ -60,15 +59,11 @@ def test_plan_command_prints_and_writes_nothing(spec_repo: Path, write_spec: Wri
 
 
 def test_a_job_whose_results_are_recorded_is_pruned_as_done(
-    spec_repo: Path, write_spec: WriteSpec
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
 ) -> None:
     write_spec("a.yaml", MINIMAL)
     synth(spec_repo)
-    workload = spec_repo / "dist" / "alpha" / "workloads" / "valid-minimal.yaml"
-    (job,) = [d for d in yaml.safe_load_all(workload.read_text()) if d and d["kind"] == "Job"]
-    record = spec_repo / "results" / "valid-minimal" / "alpha" / f"{job['metadata']['name']}.json"
-    record.parent.mkdir(parents=True)
-    record.write_text("{}")
+    record_jobs("valid-minimal")
     result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
     assert result.exit_code == 0, result.output
     assert "- prune    valid-minimal/cpu" in result.stdout

@@ -86,17 +86,18 @@ def test_an_include_equal_to_a_matrix_variant_adds_nothing(expand) -> None:  # t
 def test_variant_ids_are_stable_and_pinned(expand) -> None:  # type: ignore[no-untyped-def]
     """Ids are stored with results; a change here breaks every comparison with old runs."""
     first = expand("")[0]
-    assert first.variant_id("sweep") == first.variant_id("sweep")
-    assert first.variant_id("sweep") == "v9de38bf98744"
+    assert first.variant_id("sweep", {}) == first.variant_id("sweep", {})
+    assert first.variant_id("sweep", {"image": "runner:1"}) == "ve18724aa2608"
 
 
 def test_variant_id_changes_with_content_only(expand) -> None:  # type: ignore[no-untyped-def]
     base = expand("")
     swept = expand("sweep:\n  matrix: {batch_size: [1, 4]}\n")
-    base_ids = {v.variant_id("sweep") for v in base}
-    swept_ids = {v.variant_id("sweep") for v in swept}
+    base_ids = {v.variant_id("sweep", {}) for v in base}
+    swept_ids = {v.variant_id("sweep", {}) for v in swept}
     assert base_ids < swept_ids
-    assert base[0].variant_id("sweep") != base[0].variant_id("other-workflow")
+    assert base[0].variant_id("sweep", {}) != base[0].variant_id("other-workflow", {})
+    assert base[0].variant_id("sweep", {}) != base[0].variant_id("sweep", {"image": "runner:2"})
 
 
 def test_combinations_are_counted_from_the_lists_with_includes(

@@ -35,7 +35,7 @@ Files = dict[PurePosixPath, str]
 
 @pytest.fixture(scope="module")
 def rendered() -> Files:
-    return render(load_specs(REPO_ROOT), REPO_ROOT)
+    return render(load_specs(REPO_ROOT))
 
 
 def all_objects(rendered: Files) -> list[tuple[PurePosixPath, dict[str, Any]]]:
@@ -57,7 +57,7 @@ def test_committed_dist_and_clusters_are_current(rendered: Files) -> None:
 
 def test_render_is_deterministic_in_any_file_order(rendered: Files) -> None:
     files = list(reversed(workflow_files(REPO_ROOT)))
-    assert render(load_specs(REPO_ROOT, files), REPO_ROOT) == rendered
+    assert render(load_specs(REPO_ROOT, files)) == rendered
 
 
 def test_every_kubernetes_object_is_valid_at_1_33_strict(rendered: Files) -> None:

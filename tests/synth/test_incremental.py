@@ -1,0 +1,285 @@
+"""Incremental sweeps: once a workflow's Jobs are recorded, an edit runs only the variants
+whose measurement it changed (docs/synth.md, whose table of edits this file tests row by
+row), a recorded failure is final until the spec file changes, and results/ that cannot be
+read stop synth before it writes anything."""
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from contract.config import CONFIG_FILE, RunConfig
+from contract.dist import read_workload
+from contract.layout import workload_file
+from synth.cli import cli
+from synth.load import FLEET_FILE
+from synth.main import synth
+from tests.conftest import REPO_ROOT
+from tests.synth.conftest import RecordJobs, WriteSpec
+
+SPEC = """\
+id: sweep
+description: incremental sweeps
+owner: tests
+clusters: [alpha]
+models:
+  - name: mlp
+    file: models/examples/tiny-mlp.pt2
+    inputs: [{shape: [64]}]
+  - name: cnn
+    file: models/examples/tiny-cnn.pt2
+    inputs: [{shape: [3, 64, 64]}]
+benchmark:
+  warmup: {min_iterations: 5, min_time: 0.2s}
+  measure: {min_iterations: 50, min_time: 1s, max_time: 20s}
+targets:
+  - gpu_type: cpu
+  - name: gpu
+    gpu_type: nvidia-t4
+sweep:
+  matrix: {batch_size: [1, 2]}
+scheduling:
+  retries: 2
+  deadline: 30m
+"""
+
+T4 = "gpu_type: nvidia-t4\n"
+
+Setting = tuple[str, str, int]
+"""target, model, batch size: what a variant of SPEC measures."""
+
+ALL: frozenset[Setting] = frozenset(
+    (target, model, batch)
+    for target in ("cpu", "gpu")
+    for model in ("mlp", "cnn")
+    for batch in (1, 2)
+)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One row of the table: an edit of SPEC (or of the repository), and what it touches."""
+
+    apply: Callable[[Path, str], str]
+    """(repository root, spec text) -> the new spec text; may change other files."""
+    target: str | None = None
+    model: str | None = None
+    adds: frozenset[Setting] = frozenset()
+    """Settings the edit adds to the workflow."""
+
+
+def _spec(old: str, new: str, adds: frozenset[Setting] = frozenset()) -> Edit:
+    return Edit(lambda _, text: _replaced(text, old, new), adds=adds)
+
+
+def _replaced(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new)
+
+
+def _other_model_file(root: Path, text: str) -> str:
+    shutil.copy(REPO_ROOT / "models" / "zoo" / "mlp-w16-d1.pt2", root / "models" / "other.pt2")
+    return _replaced(text, "models/examples/tiny-mlp.pt2", "models/other.pt2")
+
+
+def _fleet_default_priority(root: Path, text: str) -> str:
+    fleet = root / FLEET_FILE
+    fleet.write_text(fleet.read_text(encoding="utf-8") + "default_priority: high\n")
+    return text
+
+
+EDITS: dict[str, Edit] = {
+    "`sweep.matrix` (a value added)": _spec(
+        "batch_size: [1, 2]",
+        "batch_size: [1, 2, 4]",
+        adds=frozenset((target, model, 4) for target, model, _ in ALL),
+    ),
+    "`benchmark.warmup`, `benchmark.measure`": _spec("min_iterations: 50", "min_iterations: 60"),
+    "`image`": _spec(
+        "owner: tests\n",
+        "owner: tests\nimage: registry.example.com/benchfleet/runner@sha256:" + "2" * 64 + "\n",
+    ),
+    "`targets[].resources`": Edit(
+        lambda _, text: _replaced(
+            text, "gpu_type: nvidia-t4\n", "gpu_type: nvidia-t4\n    resources: large\n"
+        ),
+        target="gpu",
+    ),
+    "`targets[].spot`": Edit(
+        lambda _, text: _replaced(
+            text, "gpu_type: nvidia-t4\n", "gpu_type: nvidia-t4\n    spot: true\n"
+        ),
+        target="gpu",
+    ),
+    "`targets[].gpu_type`": Edit(
+        lambda _, text: _replaced(text, "gpu_type: nvidia-t4", "gpu_type: nvidia-v100"),
+        target="gpu",
+    ),
+    "`models[].file` (other bytes)": Edit(_other_model_file, model="mlp"),
+    "`scheduling.priority`": _spec("retries: 2\n", "retries: 2\n  priority: high\n"),
+    "`scheduling.retries`": _spec("retries: 2", "retries: 3"),
+    "`scheduling.deadline`": _spec("deadline: 30m", "deadline: 1h"),
+    "`scheduling.max_parallel`": _spec("retries: 2\n", "retries: 2\n  max_parallel: 3\n"),
+    "`description`, `owner`": _spec("description: incremental sweeps", "description: edited"),
+    "`default_priority` in `specs/clusters.yaml`": Edit(_fleet_default_priority),
+}
+
+
+def _table() -> dict[str, str]:
+    """The rows of docs/synth.md's table: field edited -> what it re-runs."""
+    text = (REPO_ROOT / "docs" / "synth.md").read_text(encoding="utf-8")
+    table = text.split("<!-- rerun-table -->")[1].split("<!-- /rerun-table -->")[0]
+    rows = [line.strip().strip("|").split("|") for line in table.strip().splitlines()[2:]]
+    return {field.strip(): reruns.strip() for field, reruns in rows}
+
+
+TABLE = _table()
+
+
+def _expected(
+    reruns: str, edit: Edit, before: frozenset[Setting], after: frozenset[Setting]
+) -> frozenset[Setting]:
+    match reruns:
+        case "the new variants":
+            return after - before
+        case "everything":
+            return after
+        case "everything on that target":
+            return frozenset(s for s in after if s[0] == edit.target)
+        case "that model's variants":
+            return frozenset(s for s in after if s[1] == edit.model)
+        case "nothing":
+            return frozenset()
+    raise AssertionError(f"docs/synth.md: no test knows what {reruns!r} re-runs")
+
+
+def running(root: Path, workflow: str = "sweep") -> dict[str, list[Setting]]:
+    """Per Job in dist/, the settings its indexes run, in index order."""
+    path = root / workload_file("alpha", workflow)
+    if not path.is_file():
+        return {}
+    workload = read_workload(path)
+    jobs = {}
+    for job in workload.jobs:
+        name = job["metadata"]["name"]
+        config = RunConfig.model_validate_json(workload.configmaps[name]["data"][CONFIG_FILE])
+        assert [v.index for v in config.variants] == list(range(len(config.variants)))
+        assert job["spec"]["completions"] == len(config.variants)
+        jobs[name] = [(config.target, v.model, v.batch_size) for v in config.variants]
+    return jobs
+
+
+def settings(jobs: dict[str, list[Setting]]) -> frozenset[Setting]:
+    return frozenset(s for job in jobs.values() for s in job)
+
+
+def test_every_row_of_the_docs_table_is_tested() -> None:
+    assert TABLE.keys() == EDITS.keys()
+
+
+@pytest.mark.parametrize("field", list(EDITS))
+def test_an_edit_after_recording_reruns_what_the_docs_table_says(
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs, field: str
+) -> None:
+    path = write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    assert settings(running(spec_repo)) == ALL
+    record_jobs("sweep")
+    synth(spec_repo)
+    assert running(spec_repo) == {}, "a recorded workflow has nothing left to run"
+
+    edit = EDITS[field]
+    path.write_text(edit.apply(spec_repo, SPEC), encoding="utf-8")
+    synth(spec_repo)
+    assert settings(running(spec_repo)) == _expected(TABLE[field], edit, ALL, ALL | edit.adds)
+
+
+def test_adding_a_batch_size_runs_only_the_new_variants_then_nothing(
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+) -> None:
+    path = write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    first = running(spec_repo)
+    record_jobs("sweep")
+    path.write_text(SPEC.replace("batch_size: [1, 2]", "batch_size: [1, 2, 4]"))
+    synth(spec_repo)
+    second = running(spec_repo)
+    assert not second.keys() & first.keys(), "the new Jobs are new names"
+    assert sorted(s for job in second.values() for s in job) == sorted(
+        (t, m, 4) for t in ("cpu", "gpu") for m in ("mlp", "cnn")
+    )
+    record_jobs("sweep")
+    synth(spec_repo)
+    assert running(spec_repo) == {}
+
+
+def test_a_recorded_failure_is_final_until_the_spec_file_changes(
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+) -> None:
+    path = write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    record_jobs("sweep", failed={2})
+    synth(spec_repo)
+    assert running(spec_repo) == {}, "the same spec would fail the same way: nothing re-runs"
+    path.write_text(SPEC.replace("retries: 2", "retries: 4"))
+    synth(spec_repo)
+    assert settings(running(spec_repo)) == {s for s in ALL if s[2] == 2}
+
+
+def test_variants_says_which_run_and_which_record_each_reuses(
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+) -> None:
+    path = write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    (cpu_job, _) = sorted(record_jobs("sweep"))
+    path.write_text(SPEC.replace("batch_size: [1, 2]", "batch_size: [1, 2, 4]"))
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "variants", "sweep"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "12 variants in specs/workflows/sweep.yaml: 4 run, 8 recorded"
+    cpu_mlp_1 = next(
+        line for line in lines if line.split()[2:7] == ["cpu", "mlp", "fp32", "none", "1"]
+    )
+    assert cpu_mlp_1.endswith(f"recorded in {cpu_job}")
+
+
+def test_a_record_that_cannot_be_read_is_a_located_error_and_nothing_is_written(
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+) -> None:
+    write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    (job, _) = sorted(record_jobs("sweep"))
+    record = spec_repo / "results" / "sweep" / "alpha" / f"{job}.json"
+    record.write_text('{"workflow": "sweep"}')
+    dist = {p: p.read_bytes() for p in (spec_repo / "dist").rglob("*") if p.is_file()}
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "synth"])
+    assert result.exit_code == 1
+    assert (
+        f"results/sweep/alpha/{job}.json:1:1: not a results record: cluster: Field required"
+        in result.stderr
+    )
+    assert "Traceback" not in result.output
+    assert {p: p.read_bytes() for p in (spec_repo / "dist").rglob("*") if p.is_file()} == dist
+
+
+def test_plan_says_per_job_what_runs_why_and_what_it_may_cost(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    path = write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    path.write_text(
+        SPEC.replace("batch_size: [1, 2]", "batch_size: [1, 2, 4]").replace(
+            "min_iterations: 50", "min_iterations: 60"
+        )
+    )
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
+    assert result.exit_code == 0, result.output
+    (cpu,) = [line for line in result.stdout.splitlines() if "sweep/cpu" in line]
+    (gpu,) = [line for line in result.stdout.splitlines() if "sweep/gpu" in line]
+    assert "6 variants will run: 2 new, 4 changed (measure)" in cpu
+    assert "GPU-hours" not in cpu and "GPU-hours" in gpu
+    # Warmup at most 60 s by default, measurement at most 20 s, six variants: 8 minutes.
+    assert "at most 8.0 pod-minutes measuring, 0.13 GPU-hours" in gpu
