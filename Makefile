@@ -48,6 +48,7 @@ bench: install cluster-build
 	$(PY) -m bench.spec_loading
 	$(PY) -m bench.synth_speed
 	$(PY) -m bench.runner_accuracy
+	$(PY) -m bench.runner_startup
 	$(PY) -m bench.collector_gather
 	$(PY) -m bench.cluster_gather
 
