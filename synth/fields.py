@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Annotated, Any, Final
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -21,6 +22,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from synth.hints import SpecError
 from synth.limits import MAX_DURATION_SECONDS
 from synth.quantity import MAX_QUANTITY, parse_quantity
 
@@ -195,3 +197,83 @@ Sha256 = Annotated[
     Field(json_schema_extra={"pattern": _SHA256.pattern}),
 ]
 """A hex sha256 digest of a file's bytes."""
+
+
+_IMAGE_REF: Final = re.compile(
+    r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+    r"(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
+)
+"""An OCI image reference as the distribution project's grammar spells it: an optional
+registry host (with port), lower-case path components, an optional tag and digest."""
+
+
+def _check_image(value: str) -> str:
+    if value != value.strip():
+        raise ValueError(f"{value!r} has spaces around it; write the image reference alone")
+    if not _IMAGE_REF.match(value):
+        raise ValueError(
+            f"{value!r} is not an image reference: expected registry/path/name:tag or "
+            "registry/path/name@sha256:<64 hex>, path in lower case"
+        )
+    return value
+
+
+ImageRef = Annotated[
+    str,
+    AfterValidator(_check_image),
+    Field(json_schema_extra={"pattern": _IMAGE_REF.pattern}),
+]
+"""A container image reference; the kubelet would refuse anything else at pull time."""
+
+
+_SECRET_QUERY_KEYS: Final = re.compile(
+    r"token|key|sig|signature|secret|password|passwd|credential|auth|x-amz-|x-goog-",
+    re.IGNORECASE,
+)
+
+
+def _check_https_url(value: str) -> str:
+    """An https URL with a host, and nothing in it that looks like a credential: the URL is
+    written into config.json in dist/, which everyone with the repository can read."""
+    if any(character.isspace() or not character.isprintable() for character in value):
+        raise ValueError("the url holds spaces or control characters; percent-encode them")
+    parts = urlsplit(value)
+    if parts.scheme != "https":
+        raise SpecError(
+            f"url {value!r} must use https",
+            "plain http lets anyone on the path swap the model; the sha256 would catch it, "
+            "but only after the download",
+        )
+    if parts.username is not None or parts.password is not None:
+        # Not quoted: the message lands in CI logs.
+        raise SpecError(
+            "the url carries credentials (user:password@host); they would be written into "
+            "dist/ for everyone to read",
+            "serve the model where the runner pods may read it without credentials, or bake "
+            "it into the image (image_path)",
+        )
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1:
+        raise ValueError(f"url {value!r} has no valid host (https://host[:port]/path)")
+    secret = [key for key, _ in parse_qsl(parts.query) if _SECRET_QUERY_KEYS.search(key)]
+    if secret:
+        raise SpecError(
+            f"the url's query carries what looks like a credential ({', '.join(secret)}); it "
+            "would be written into dist/ for everyone to read",
+            "a signed or tokened URL expires and leaks; serve the model without one, or bake "
+            "it into the image (image_path)",
+        )
+    return value
+
+
+HttpsUrl = Annotated[
+    str,
+    AfterValidator(_check_https_url),
+    Field(json_schema_extra={"pattern": "^https://[^/@?#]+"}),
+]
+"""Where the runner downloads a model from."""

@@ -20,7 +20,7 @@ from pydantic import (
 
 from synth.base import SpecModel
 from synth.catalogue import DEFAULT_NODE_LABEL, DEVICE_TYPES
-from synth.fields import ClusterName, EnvironmentName, ObjectName
+from synth.fields import ClusterName, EnvironmentName, ImageRef, ObjectName
 from synth.hints import SpecError, unknown
 
 
@@ -173,7 +173,7 @@ class Fleet(SpecModel):
 
     git: GitSource
     """The repository Flux applies."""
-    image: str = Field(min_length=1)
+    image: ImageRef
     """The default runner image, ideally pinned by digest (`...@sha256:...`)."""
     environments: list[EnvironmentName] = Field(default_factory=lambda: ["dev"], min_length=1)
     """Each environment is a namespace `benchfleet-<name>` in every cluster."""

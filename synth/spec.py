@@ -34,6 +34,8 @@ from synth.fields import (
     Count,
     Duration,
     EnvironmentName,
+    HttpsUrl,
+    ImageRef,
     ModelName,
     ObjectName,
     Quantity,
@@ -99,7 +101,7 @@ class ModelSpec(SpecModel):
     image_path: str | None = None
     """An absolute path to a `.pt2` baked into the runner image, for models too big for a
     ConfigMap. Needs `sha256`."""
-    url: str | None = None
+    url: HttpsUrl | None = None
     """An https URL the runner downloads the `.pt2` from. Needs `sha256`; the runner pods then
     get egress to that host only."""
     sha256: Sha256 | None = None
@@ -151,17 +153,6 @@ class ModelSpec(SpecModel):
                 "e.g. /opt/models/llama.pt2",
             )
         return image_path
-
-    @field_validator("url")
-    @classmethod
-    def _url_is_https(cls, url: str | None) -> str | None:
-        if url is not None and not url.startswith("https://"):
-            raise SpecError(
-                f"url {url!r} must use https",
-                "plain http lets anyone on the path swap the model; the sha256 would catch it, "
-                "but only after the download",
-            )
-        return url
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> "ModelSpec":
@@ -608,7 +599,7 @@ class Workflow(SpecModel):
     """The environment (namespace `benchfleet-<environment>`) to run in."""
     clusters: list[KnownCluster] | None = Field(default=None, min_length=1)
     """Clusters to run in; default: every cluster in specs/clusters.yaml."""
-    image: str | None = Field(default=None, min_length=1)
+    image: ImageRef | None = None
     """The runner image; default: the fleet's. Pin it by digest for reproducible numbers."""
     models: list[ModelSpec] = Field(min_length=1, max_length=MAX_MODELS)
     """The models to benchmark."""

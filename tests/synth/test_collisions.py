@@ -13,7 +13,8 @@ MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8
 
 FLEET = """\
 git: {url: ssh://git@example.com/benchfleet}
-image: registry.example.com/runner@sha256:{digest}
+image: "registry.example.com/runner@sha256:\\
+  3333333333333333333333333333333333333333333333333333333333333333"
 environments: [dev, dev-identity, dev-collector]
 clusters:
   - {name: alpha, region: r, api_server_cidrs: [10.0.0.1/32], device_types: [cpu]}

@@ -18,7 +18,7 @@ id: names
 description: d
 owner: o
 clusters: [alpha]
-image: "registry.example.com/runner@sha256:\
+image: "registry.example.com/runner@sha256:\\
   2222222222222222222222222222222222222222222222222222222222222222"
 models:
   - name: baked
