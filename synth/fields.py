@@ -259,7 +259,13 @@ def _check_https_url(value: str) -> str:
     except ValueError:
         port = -1
     if not parts.hostname or port == -1:
-        raise ValueError(f"url {value!r} has no valid host (https://host[:port]/path)")
+        raise ValueError(f"url {value!r} has no valid host (https://host/path)")
+    if port not in (None, 443):
+        raise SpecError(
+            f"url {value!r} names port {port}",
+            "the runner pods' NetworkPolicy allows downloads on port 443 only (a policy cannot "
+            "name hosts, so it opens no more ports than it must): serve the model on 443",
+        )
     secret = [key for key, _ in parse_qsl(parts.query) if _SECRET_QUERY_KEYS.search(key)]
     if secret:
         raise SpecError(

@@ -102,8 +102,9 @@ class ModelSpec(SpecModel):
     """An absolute path to a `.pt2` baked into the runner image, for models too big for a
     ConfigMap. Needs `sha256`."""
     url: HttpsUrl | None = None
-    """An https URL the runner downloads the `.pt2` from. Needs `sha256`; the runner pods then
-    get egress to that host only."""
+    """An https URL (port 443, no credentials) the runner downloads the `.pt2` from. Needs
+    `sha256`, which is what guards the download: the workflow's pods get egress to DNS and to
+    port 443 anywhere, since a NetworkPolicy cannot name hosts."""
     sha256: Sha256 | None = None
     """The expected digest of the `.pt2`. Required for `image_path` and `url`; optional for
     `file`, where it pins the committed bytes."""

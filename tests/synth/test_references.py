@@ -36,6 +36,7 @@ def with_url(url: str) -> str:
         ("https://models.example.com/m.pt2?X-Amz-Signature=1", "(X-Amz-Signature)"),
         ("https:///m.pt2", "has no valid host"),
         ("https://models.example.com:99999/m.pt2", "has no valid host"),
+        ("https://models.example.com:8443/m.pt2", "names port 8443"),
         ("https://models.example.com/a b.pt2", "spaces or control characters"),
     ],
 )
@@ -52,7 +53,7 @@ def test_a_url_that_would_leak_or_cannot_work_is_located(
 def test_a_plain_https_url_with_a_harmless_query_is_accepted(
     spec_repo: Path, write_spec: WriteSpec
 ) -> None:
-    write_spec("a.yaml", with_url("https://models.example.com:8443/m.pt2?revision=3"))
+    write_spec("a.yaml", with_url("https://models.example.com:443/m.pt2?revision=3"))
     assert load_specs(spec_repo).workflows[0].workflow.models[0].url is not None
 
 
