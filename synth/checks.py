@@ -23,7 +23,7 @@ from synth.names import (
     placeholder_digest,
 )
 from synth.spec import Workflow
-from synth.sweep import Variant
+from synth.sweep import Variant, idle_includes
 from synth.yaml_source import Loc
 
 
@@ -48,6 +48,7 @@ def check_workflow(
         *_clusters_can_run_targets(workflow, fleet),
         *_selectors_refer_to_something(workflow),
         *_variant_count(workflow, variants),
+        *_includes_add_something(workflow),
         *_devices_support_variants(workflow, variants),
         *_derived_names_fit(workflow, variants),
         *_parallelism_and_deadline(workflow, variants),
@@ -237,6 +238,18 @@ def _selectors_refer_to_something(workflow: Workflow) -> Iterator[Finding]:
                         "so this exclude matches nothing",
                         "exclude only combinations the matrix produces",
                     )
+
+
+def _includes_add_something(workflow: Workflow) -> Iterator[Finding]:
+    """An include that adds nothing is a mistake that looks like a measurement: its author
+    expects a variant the matrix already runs, or meant other values."""
+    for index in idle_includes(workflow):
+        yield Finding(
+            ("sweep", "include", index),
+            "this include adds no variant: each one it names is already in the matrix or in "
+            "an earlier include",
+            "remove it, or name the value it was meant to add",
+        )
 
 
 def _variant_count(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:

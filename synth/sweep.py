@@ -125,56 +125,72 @@ def _default_loc(workflow: Workflow, name: str) -> Loc:
     return ("benchmark", name)
 
 
-def expand_variants(workflow: Workflow) -> list[Variant]:
-    """Every variant of the workflow, grouped by target in spec order, without repeats.
-
-    Its cost grows with `combinations(workflow)`, which the caller checks first.
-    """
-    inputs = {
+def _inputs(workflow: Workflow) -> dict[str, tuple[VariantInput, ...]]:
+    return {
         model.name: tuple(
             VariantInput.of(spec)
             for spec in model.inputs or workflow.benchmark.default_inputs or ()
         )
         for model in workflow.models
     }
+
+
+def expand_variants(workflow: Workflow) -> list[Variant]:
+    """Every variant of the workflow, grouped by target in spec order, without repeats.
+
+    Its cost grows with `combinations(workflow)`, which the caller checks first.
+    """
+    inputs = _inputs(workflow)
+    seen: set[_Key] = set()
+    by_target: dict[str, list[Variant]] = {target.key: [] for target in workflow.targets}
+    included = (variant for _, variant in _included(workflow, inputs))
+    for variant in (*_matrix(workflow, inputs), *included):
+        if variant.key not in seen:
+            seen.add(variant.key)
+            by_target[variant.target].append(variant)
+    return [variant for target in by_target.values() for variant in target]
+
+
+def idle_includes(workflow: Workflow) -> list[int]:
+    """The `include` entries that add no variant: each one they name is in the matrix (and
+    not excluded) or named by an earlier entry. Same cost as `expand_variants`."""
+    inputs = _inputs(workflow)
+    seen = {variant.key for variant in _matrix(workflow, inputs)}
+    adds: dict[int, bool] = {}
+    for index, variant in _included(workflow, inputs):
+        adds[index] = adds.get(index, False) or variant.key not in seen
+        seen.add(variant.key)
+    return [index for index, added in adds.items() if not added]
+
+
+def _matrix(
+    workflow: Workflow, inputs: Mapping[str, tuple[VariantInput, ...]]
+) -> Iterator[Variant]:
     precisions = [(Precision(str(v)), loc) for v, loc in _axis(workflow, "precision")]
     quantizations = [(Quantization(str(v)), loc) for v, loc in _axis(workflow, "quantization")]
     batch_sizes = [(int(str(v)), loc) for v, loc in _axis(workflow, "batch_size")]
     excluded = _Exclusions(workflow.sweep.exclude if workflow.sweep else [])
-    seen: set[_Key] = set()
-    by_target: dict[str, list[Variant]] = {target.key: [] for target in workflow.targets}
-
-    def add(variant: Variant) -> None:
-        key = variant.key
-        if key not in seen:
-            seen.add(key)
-            by_target[variant.target].append(variant)
-
     for target, model in product(workflow.targets, workflow.models):
         for (precision, p_loc), (quantization, q_loc), (batch, b_loc) in product(
             precisions, quantizations, batch_sizes
         ):
             if (model.name, target.key, precision, quantization, batch) in excluded:
                 continue
-            add(
-                Variant(
-                    model=model.name,
-                    target=target.key,
-                    precision=precision,
-                    quantization=quantization,
-                    batch_size=batch,
-                    inputs=inputs[model.name],
-                    origins={"precision": p_loc, "quantization": q_loc, "batch_size": b_loc},
-                )
+            yield Variant(
+                model=model.name,
+                target=target.key,
+                precision=precision,
+                quantization=quantization,
+                batch_size=batch,
+                inputs=inputs[model.name],
+                origins={"precision": p_loc, "quantization": q_loc, "batch_size": b_loc},
             )
-    for variant in _included(workflow, inputs):
-        add(variant)
-    return [variant for target in by_target.values() for variant in target]
 
 
 def _included(
     workflow: Workflow, inputs: Mapping[str, tuple[VariantInput, ...]]
-) -> Iterator[Variant]:
+) -> Iterator[tuple[int, Variant]]:
+    """Each `include` entry's variants, with the entry's index."""
     if workflow.sweep is None:
         return
     benchmark = workflow.benchmark
@@ -183,17 +199,20 @@ def _included(
         targets = [t.key for t in workflow.targets if entry.target in (None, t.key)]
         models = [m.name for m in workflow.models if entry.model in (None, m.name)]
         for target, model in product(targets, models):
-            yield Variant(
-                model=model,
-                target=target,
-                precision=entry.precision or benchmark.precision,
-                quantization=entry.quantization or benchmark.quantization,
-                batch_size=entry.batch_size or benchmark.default_batch_size,
-                inputs=inputs[model],
-                origins={
-                    dimension: (*loc, dimension)
-                    if dimension in entry.model_fields_set
-                    else _default_loc(workflow, dimension)
-                    for dimension in ("precision", "quantization", "batch_size")
-                },
+            yield (
+                index,
+                Variant(
+                    model=model,
+                    target=target,
+                    precision=entry.precision or benchmark.precision,
+                    quantization=entry.quantization or benchmark.quantization,
+                    batch_size=entry.batch_size or benchmark.default_batch_size,
+                    inputs=inputs[model],
+                    origins={
+                        dimension: (*loc, dimension)
+                        if dimension in entry.model_fields_set
+                        else _default_loc(workflow, dimension)
+                        for dimension in ("precision", "quantization", "batch_size")
+                    },
+                ),
             )

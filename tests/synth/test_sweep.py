@@ -78,9 +78,12 @@ sweep:
     ]
 
 
-def test_an_include_equal_to_a_matrix_variant_adds_nothing(expand) -> None:  # type: ignore[no-untyped-def]
-    variants = expand("sweep:\n  matrix: {batch_size: [1, 2]}\n  include: [{batch_size: 2}]\n")
-    assert len(variants) == 8
+def test_an_include_equal_to_a_matrix_variant_is_reported(expand) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SpecProblems) as raised:
+        expand("sweep:\n  matrix: {batch_size: [1, 2]}\n  include: [{batch_size: 2}]\n")
+    (problem,) = raised.value.problems
+    assert problem.path == "sweep.include[0]"
+    assert "adds no variant" in problem.message
 
 
 def test_variant_ids_are_stable_and_pinned(expand) -> None:  # type: ignore[no-untyped-def]
