@@ -6,7 +6,7 @@ BENCHFLEET := $(PY) -m synth
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: install test synth plan validate schema lint format bench demo models e2e-container \
-	image push pin-image cluster cluster-down cluster-build e2e
+	image push pin-image cluster cluster-down cluster-build e2e fuzz
 
 install: $(VENV)/.installed
 
@@ -22,6 +22,9 @@ $(VENV)/.installed: pyproject.toml
 
 test: install
 	$(PY) -m pytest
+
+fuzz: install
+	BENCHFLEET_FUZZ=fuzz $(PY) -m pytest tests/synth/test_fuzz.py --hypothesis-show-statistics
 
 validate: install
 	$(BENCHFLEET) validate

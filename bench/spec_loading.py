@@ -1,20 +1,29 @@
-"""How much validation costs over merely parsing the YAML.
+"""How much validation costs over merely parsing the YAML, and how fast a hostile spec fails.
 
     python -m bench.spec_loading
 
 Baseline: PyYAML's C loader reading the same files into dicts, the floor for any loader.
 Candidate: `load_specs`, which parses with positions (libyaml's C parser, YAML 1.2 types),
 validates every field, expands the variants and runs the cross-checks.
+
+Then the pathological inputs of issue 14, each alone: the time to the error (median of 5)
+and the peak of Python's allocations while loading (tracemalloc). Goal: each under 1 s and
+100 MiB. These are absolute numbers, not ratios: there is no baseline that fails the same way.
 """
 
 import shutil
+import statistics
 import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
 from bench.timing import Pairing, paired, table
 from synth.load import load_specs, workflow_files
+from synth.problems import SpecProblems
 
 ROOT = Path(__file__).resolve().parent.parent
 STRESS_WORKFLOWS = 50
@@ -48,6 +57,93 @@ def stress_repo(folder: Path) -> Path:
     return folder
 
 
+HEADER = (
+    "id: hostile\ndescription: d\nowner: o\nclusters: [us-east]\n"
+    "benchmark:\n  inputs: [{shape: [64]}]\ntargets:\n  - gpu_type: cpu\n"
+)
+
+
+def _big_file() -> str:
+    return HEADER + "# " + "x" * (10 * 1024 * 1024) + "\n"
+
+
+def _alias_bomb() -> str:
+    """Nine levels of ten aliases each: 10^9 values if expanded."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, 10):
+        refs = ", ".join([f"*a{level - 1}"] * 10)
+        lines.append(f"a{level}: &a{level} [{refs}]")
+    return HEADER + "\n".join(lines) + "\n"
+
+
+def _huge_product() -> str:
+    """250 models x 10,000 batch sizes x 4 precisions: 10^7 variants if expanded."""
+    models = "".join(
+        f"  - name: m{index}\n    file: models/examples/tiny-mlp.pt2\n" for index in range(250)
+    )
+    batches = ", ".join(str(batch) for batch in range(1, 10_001))
+    return (
+        HEADER
+        + f"models:\n{models}"
+        + "sweep:\n  matrix:\n    precision: [fp32, fp16, bf16, tf32]\n"
+        + f"    batch_size: [{batches}]\n"
+    )
+
+
+def _deep_nesting() -> str:
+    return HEADER + "models: " + "[" * 100_000 + "]" * 100_000 + "\n"
+
+
+HOSTILE: dict[str, Callable[[], str]] = {
+    "10 MiB file": _big_file,
+    "alias bomb (10^9 values)": _alias_bomb,
+    "10^7-variant product": _huge_product,
+    "nesting 100,000 deep": _deep_nesting,
+}
+
+
+def _fails(root: Path, spec: Path) -> str:
+    """Load `spec`, which must fail; its first problem."""
+    try:
+        load_specs(root, [spec])
+    except SpecProblems as problems:
+        return str(problems.problems[0]).splitlines()[0]
+    raise AssertionError(f"{spec.name} loaded")
+
+
+def hostile_rows(folder: Path) -> list[tuple[str, float, float, str]]:
+    """(case, median seconds to the error, peak MiB allocated, the first error)."""
+    (folder / "specs" / "workflows").mkdir(parents=True)
+    shutil.copy(ROOT / "specs" / "clusters.yaml", folder / "specs" / "clusters.yaml")
+    shutil.copytree(ROOT / "models" / "examples", folder / "models" / "examples")
+    rows = []
+    for name, make in HOSTILE.items():
+        spec = folder / "specs" / "workflows" / "hostile.yaml"
+        spec.write_text(make(), encoding="utf-8")
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            error = _fails(folder, spec)
+            times.append(time.perf_counter() - start)
+        tracemalloc.start()
+        _fails(folder, spec)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        rows.append((name, statistics.median(times), peak / 2**20, error))
+    return rows
+
+
+def hostile_table(rows: list[tuple[str, float, float, str]]) -> str:
+    lines = [
+        "hostile specs: time to the error and peak allocation (goal: < 1 s, < 100 MiB)",
+        f"{'case':<28} {'seconds':>8} {'peak MiB':>9}  first error",
+    ]
+    for name, seconds, peak, error in rows:
+        what = error.partition(": ")[2]
+        lines.append(f"{name:<28} {seconds:>8.3f} {peak:>9.1f}  {what[:90]}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     rows: list[Pairing] = [
         paired(
@@ -68,6 +164,8 @@ def main() -> None:
             )
         )
     print(table("spec loading: load_specs vs parse-only", "parse-only", rows))
+    with tempfile.TemporaryDirectory() as folder:
+        print(hostile_table(hostile_rows(Path(folder))))
 
 
 if __name__ == "__main__":
