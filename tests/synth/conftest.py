@@ -69,42 +69,49 @@ def write_spec(spec_repo: Path) -> WriteSpec:
 RecordJobs = Callable[..., list[str]]
 
 
+def record_jobs_in(
+    root: Path, workflow: str, cluster: str = "alpha", failed: Collection[int] = ()
+) -> list[str]:
+    """Record every Job dist/ holds of a workflow in a cluster under `root`, as gather would
+    once they finished: each variant succeeded, except those whose batch size is in
+    `failed`. Returns the Job names."""
+    workload = read_workload(root / workload_file(cluster, workflow))
+    names = []
+    for job in workload.jobs:
+        meta = job["metadata"]
+        config = RunConfig.model_validate_json(
+            workload.configmaps[meta["name"]]["data"][CONFIG_FILE]
+        )
+        variants = tuple(
+            StoredVariant(
+                index=variant.index,
+                state="failed" if variant.batch_size in failed else "succeeded",
+                variant=VariantRef.of(variant),
+                explanation="recorded by the test",
+            )
+            for variant in config.variants
+        )
+        write_record(
+            root,
+            JobRecord(
+                workflow=workflow,
+                cluster=cluster,
+                namespace=meta["namespace"],
+                job=meta["name"],
+                spec_sha256=meta["annotations"][SPEC_SHA256_ANNOTATION],
+                outcome="failed" if failed else "complete",
+                variants=variants,
+            ),
+        )
+        names.append(meta["name"])
+    return names
+
+
 @pytest.fixture
 def record_jobs(spec_repo: Path) -> RecordJobs:
-    """Record every Job dist/ holds of a workflow in a cluster, as gather would once they
-    finished: each variant succeeded, except those whose batch size is in `failed`. Returns
-    the Job names."""
+    """`record_jobs_in` the test's repository."""
 
     def record(workflow: str, cluster: str = "alpha", failed: Collection[int] = ()) -> list[str]:
-        workload = read_workload(spec_repo / workload_file(cluster, workflow))
-        names = []
-        for job in workload.jobs:
-            meta = job["metadata"]
-            config = RunConfig.model_validate_json(
-                workload.configmaps[meta["name"]]["data"][CONFIG_FILE]
-            )
-            variants = tuple(
-                StoredVariant(
-                    index=variant.index,
-                    state="failed" if variant.batch_size in failed else "succeeded",
-                    variant=VariantRef.of(variant),
-                    explanation="recorded by the test",
-                )
-                for variant in config.variants
-            )
-            write_record(
-                spec_repo,
-                JobRecord(
-                    workflow=workflow,
-                    cluster=cluster,
-                    namespace=meta["namespace"],
-                    job=meta["name"],
-                    spec_sha256=meta["annotations"][SPEC_SHA256_ANNOTATION],
-                    outcome="failed" if failed else "complete",
-                    variants=variants,
-                ),
-            )
-            names.append(meta["name"])
-        return names
+        return record_jobs_in(spec_repo, workflow, cluster, failed)
 
     return record

@@ -18,7 +18,7 @@ from synth.cli import cli
 from synth.load import FLEET_FILE
 from synth.main import synth
 from tests.conftest import REPO_ROOT
-from tests.synth.conftest import RecordJobs, WriteSpec
+from tests.synth.conftest import RecordJobs, WriteSpec, record_jobs_in
 
 SPEC = """\
 id: sweep
@@ -283,3 +283,21 @@ def test_plan_says_per_job_what_runs_why_and_what_it_may_cost(
     assert "GPU-hours" not in cpu and "GPU-hours" in gpu
     # Warmup at most 60 s by default, measurement at most 20 s, six variants: 8 minutes.
     assert "at most 8.0 pod-minutes measuring, 0.13 GPU-hours" in gpu
+
+
+def test_a_batch_size_added_to_the_recorded_96_variant_sweep_runs_only_8(tmp_path: Path) -> None:
+    """Issue 16's goal, on the committed example: 4 precisions x 2 quantizations more."""
+    for folder in ("specs", "models"):
+        shutil.copytree(REPO_ROOT / folder, tmp_path / folder)
+    synth(tmp_path)
+    record_jobs_in(tmp_path, "quantization-sweep", "eu-west")
+    spec = tmp_path / "specs" / "workflows" / "quantization-sweep.yaml"
+    spec.write_text(spec.read_text().replace("batch_size: [1, 2,", "batch_size: [1, 2, 3,"))
+    synth(tmp_path)
+    workload = read_workload(tmp_path / workload_file("eu-west", "quantization-sweep"))
+    (job,) = workload.jobs
+    assert job["spec"]["completions"] == 8
+    config = RunConfig.model_validate_json(
+        workload.configmaps[job["metadata"]["name"]]["data"][CONFIG_FILE]
+    )
+    assert {v.batch_size for v in config.variants} == {3}
