@@ -136,8 +136,45 @@ def test_an_edited_spec_is_a_new_job_and_the_old_one_is_pruned(gitops: GitOps) -
         gitops.flux.converge(second)
         wait_for("the old Job to be pruned", lambda: _objects_of(live, old) == [])
         assert wait_for("the new Job", lambda: job_condition(live, new)) == "Complete"
-    # Today an edit re-runs the whole Job, the two unchanged variants included.
+    # Not recorded yet when the spec changed: the new Job holds every variant again.
     assert len(observer.seen) == 3
+
+
+def test_a_value_added_to_a_recorded_sweep_runs_only_the_new_variant(gitops: GitOps) -> None:
+    """Issue 16 through Flux and the Job controller: once gather has recorded a workflow, a
+    batch size added to its sweep is a Job of that one variant; recorded, it leaves too."""
+    live, repo = gitops.live, gitops.repo
+    kubeconfig = service_account_kubeconfig(live)
+    repo.write_workflow("e2e-flux-grow", short_cpu_spec("e2e-flux-grow", "[1, 2]"))
+    first = gitops.flux.commit("e2e-flux-grow: two variants")
+    succeed_quickly(gitops.live, repo, "e2e-flux-grow")
+    (old,) = repo.job_names("e2e-flux-grow")
+    gitops.flux.converge(first)
+    gathered = repo.collector(
+        "gather", "--workflow", "e2e-flux-grow", "--cluster", CLUSTER, "--timeout", "3m",
+        kubeconfig=kubeconfig,
+    )  # fmt: skip
+    assert gathered.exit_code == 0, gathered.output
+    gitops.flux.converge(gitops.flux.commit("e2e-flux-grow: results"))
+    wait_for("the recorded Job to be pruned", lambda: _objects_of(live, old) == [])
+
+    repo.write_workflow("e2e-flux-grow", short_cpu_spec("e2e-flux-grow", "[1, 2, 4]"))
+    grown = gitops.flux.commit("e2e-flux-grow: one batch size more")
+    succeed_quickly(gitops.live, repo, "e2e-flux-grow")
+    (new,) = repo.job_names("e2e-flux-grow")
+    assert [v["batch_size"] for v in repo.config("e2e-flux-grow", new)["variants"]] == [4]
+    with PodObserver(live, f"job={new}") as observer:
+        gitops.flux.converge(grown)
+        assert wait_for("the new Job", lambda: job_condition(live, new)) == "Complete"
+    assert len(observer.seen) == 1, "only the added variant ran"
+    gathered = repo.collector(
+        "gather", "--workflow", "e2e-flux-grow", "--cluster", CLUSTER, "--timeout", "3m",
+        kubeconfig=kubeconfig,
+    )  # fmt: skip
+    assert gathered.exit_code == 0, gathered.output
+    gitops.flux.converge(gitops.flux.commit("e2e-flux-grow: results of the new variant"))
+    assert repo.job_names("e2e-flux-grow") == []
+    wait_for("the second Job to be pruned", lambda: _objects_of(live, new) == [])
 
 
 def test_a_finished_job_is_never_rerun_by_a_reconcile_but_is_when_deleted_by_hand(
