@@ -421,6 +421,7 @@ def test_clean_with_a_role_in_one_namespace_cleans_there_and_says_what_it_skippe
 ) -> None:
     """The defect: a collector whose Role is in benchfleet-dev got a 403 elsewhere and aborted
     before deleting anything."""
+    finish_all(api, job)
     stored = leftover(job)
     for index in range(6):
         api.add("pods", objects.succeeded_pod(stored, index))
