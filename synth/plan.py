@@ -9,6 +9,7 @@ is an error: a Job's pod template and an immutable ConfigMap cannot change in pl
 API server would refuse it and Flux would stop applying the cluster's workloads.
 """
 
+import statistics
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -23,8 +24,11 @@ from contract.layout import (
     TARGET_LABEL,
     WORKFLOW_LABEL,
     WORKLOADS,
+    record_path,
     recorded_jobs,
 )
+from contract.records import read_record
+from contract.result import OkResult
 
 Action = Literal["create", "replace", "prune"]
 
@@ -98,6 +102,8 @@ class Change:
     after: JobRef | None
     recorded: bool = False
     """A pruned Job whose results are recorded in results/: done, not dropped."""
+    estimate: "Estimate | None" = None
+    """What the Job's variants took before, where results/ holds runs of the same settings."""
 
     @property
     def job(self) -> JobRef:
@@ -109,6 +115,51 @@ class Change:
     @property
     def key(self) -> str:
         return f"{self.job.workflow}/{self.job.target}"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A created Job's pod time from earlier runs: each variant with a recorded success of
+    the same setting on the same target counts its median time (load to the end of the timed
+    loop), every other one its bounds' maximum."""
+
+    seconds: float
+    from_history: int
+    """How many of the Job's variants had earlier runs to go by."""
+
+
+def recorded_seconds(root: Path, workflow: str, cluster: str) -> dict[tuple[str, str], float]:
+    """(target, variant as described) -> the median time its recorded successful runs in
+    `cluster` took."""
+    runs: dict[tuple[str, str], list[float]] = {}
+    for job in recorded_jobs(root, workflow, cluster):
+        record = read_record(record_path(root, workflow, cluster, job))
+        for stored in record.variants:
+            result = stored.result
+            if stored.variant is None or not isinstance(result, OkResult) or not result.timings:
+                continue
+            timings = result.timings
+            seconds = (
+                timings.load_s
+                + timings.prepare_s
+                + timings.first_iteration_ms / 1000
+                + timings.warmup.seconds
+                + timings.measure.seconds
+            )
+            runs.setdefault((record.target or "", stored.variant.describe()), []).append(seconds)
+    return {key: statistics.median(values) for key, values in runs.items()}
+
+
+def _estimate(job: JobRef, history: Mapping[tuple[str, str], float]) -> Estimate | None:
+    known = [
+        history[job.target, setting]
+        for setting in job.ids.values()
+        if (job.target, setting) in history
+    ]
+    if not known:
+        return None
+    bound = job.max_pod_seconds / job.variants if job.variants else 0.0
+    return Estimate(sum(known) + bound * (len(job.ids) - len(known)), len(known))
 
 
 @dataclass(frozen=True)
@@ -174,10 +225,7 @@ def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
         ref,
         gpus=config.gpus,
         max_pod_seconds=per_variant * len(config.variants),
-        ids={
-            v.id: f"{v.model} {v.precision} {v.quantization} batch {v.batch_size}"
-            for v in config.variants
-        },
+        ids={v.id: v.describe() for v in config.variants},
         setup={
             "image": container["image"],
             "warmup": config.warmup,
@@ -200,8 +248,19 @@ def plan(
     root: Path | None = None,
 ) -> list[ClusterPlan]:
     """Per cluster, the Jobs `proposed` creates, replaces and prunes relative to `committed`;
-    with the repository `root`, prunes whose results are recorded say so."""
+    with the repository `root`, prunes whose results are recorded say so, and created Jobs
+    are estimated from the recorded runs of the same settings."""
     plans = []
+    history: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+
+    def estimate(job: JobRef, cluster: str) -> Estimate | None:
+        if root is None:
+            return None
+        key = (job.workflow, cluster)
+        if key not in history:
+            history[key] = recorded_seconds(root, job.workflow, cluster)
+        return _estimate(job, history[key])
+
     for cluster in sorted(_clusters(committed) | _clusters(proposed)):
         result = ClusterPlan(cluster)
         old_objects = _workload_objects(committed, cluster)
@@ -217,12 +276,13 @@ def plan(
             if old is not None and new is not None and old.name == new.name:
                 result.unchanged += 1
             elif old is None:
-                result.changes.append(Change("create", None, new))
+                assert new is not None  # the key is in one of the two
+                result.changes.append(Change("create", None, new, estimate=estimate(new, cluster)))
             elif new is None:
                 done = root is not None and old.name in recorded_jobs(root, old.workflow, cluster)
                 result.changes.append(Change("prune", old, None, recorded=done))
             else:
-                result.changes.append(Change("replace", old, new))
+                result.changes.append(Change("replace", old, new, estimate=estimate(new, cluster)))
         result.other_files = sorted(
             path
             for path in committed.keys() | proposed.keys()
@@ -258,7 +318,14 @@ def _runs(change: Change) -> str:
     plural = "s" * (job.variants != 1)
     reasons = why(change.before, job).words() if job.ids else ""
     because = f": {reasons}" if reasons else ""
-    return f"{job.variants} variant{plural} will run{because}; {_cost(job)}"
+    cost = _cost(job)
+    if change.estimate is not None:
+        known = change.estimate.from_history
+        cost = (
+            f"about {change.estimate.seconds / 60:.1f} pod-minutes by earlier runs of {known} "
+            f"of them ({cost})"
+        )
+    return f"{job.variants} variant{plural} will run{because}; {cost}"
 
 
 def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:
@@ -304,6 +371,7 @@ def plan_json(plans: list[ClusterPlan]) -> dict[str, Any]:
                         "before": _job_json(change.before),
                         "after": _job_json(change.after),
                         "recorded": change.recorded,
+                        "estimate": asdict(change.estimate) if change.estimate else None,
                         "why": asdict(why(change.before, change.after))
                         if change.after is not None and change.after.ids
                         else None,

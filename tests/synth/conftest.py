@@ -11,7 +11,9 @@ from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
 from contract.layout import SPEC_SHA256_ANNOTATION, workload_file
 from contract.records import JobRecord, StoredVariant, write_record
+from contract.result import RESULT_ADAPTER, BenchResult
 from contract.variant import VariantRef
+from localcluster.results import ok_result
 from tests.conftest import REPO_ROOT, TEST_DATA
 
 WriteSpec = Callable[[str, str], Path]
@@ -69,12 +71,26 @@ def write_spec(spec_repo: Path) -> WriteSpec:
 RecordJobs = Callable[..., list[str]]
 
 
+def _took(config: RunConfig, index: int, seconds: float) -> BenchResult:
+    """A successful result of variant `index` whose load and loops took `seconds`."""
+    result = ok_result(config.model_dump(mode="json"), index)
+    phase = {"iterations": 10, "seconds": seconds / 2, "stopped_by": "minimums"}
+    timings = {"load_s": 0, "prepare_s": 0, "first_iteration_ms": 0, "warmup": phase}
+    return RESULT_ADAPTER.validate_python(
+        {**result.model_dump(mode="json"), "timings": {**timings, "measure": phase}}
+    )
+
+
 def record_jobs_in(
-    root: Path, workflow: str, cluster: str = "alpha", failed: Collection[int] = ()
+    root: Path,
+    workflow: str,
+    cluster: str = "alpha",
+    failed: Collection[int] = (),
+    seconds: float | None = None,
 ) -> list[str]:
     """Record every Job dist/ holds of a workflow in a cluster under `root`, as gather would
-    once they finished: each variant succeeded, except those whose batch size is in
-    `failed`. Returns the Job names."""
+    once they finished: each variant succeeded (having taken `seconds`, when given), except
+    those whose batch size is in `failed`. Returns the Job names."""
     workload = read_workload(root / workload_file(cluster, workflow))
     names = []
     for job in workload.jobs:
@@ -88,6 +104,7 @@ def record_jobs_in(
                 state="failed" if variant.batch_size in failed else "succeeded",
                 variant=VariantRef.of(variant),
                 explanation="recorded by the test",
+                result=_took(config, variant.index, seconds) if seconds else None,
             )
             for variant in config.variants
         )
@@ -98,6 +115,7 @@ def record_jobs_in(
                 cluster=cluster,
                 namespace=meta["namespace"],
                 job=meta["name"],
+                target=config.target,
                 spec_sha256=meta["annotations"][SPEC_SHA256_ANNOTATION],
                 outcome="failed" if failed else "complete",
                 variants=variants,
@@ -111,7 +129,12 @@ def record_jobs_in(
 def record_jobs(spec_repo: Path) -> RecordJobs:
     """`record_jobs_in` the test's repository."""
 
-    def record(workflow: str, cluster: str = "alpha", failed: Collection[int] = ()) -> list[str]:
-        return record_jobs_in(spec_repo, workflow, cluster, failed)
+    def record(
+        workflow: str,
+        cluster: str = "alpha",
+        failed: Collection[int] = (),
+        seconds: float | None = None,
+    ) -> list[str]:
+        return record_jobs_in(spec_repo, workflow, cluster, failed, seconds)
 
     return record

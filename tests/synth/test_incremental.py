@@ -301,3 +301,20 @@ def test_a_batch_size_added_to_the_recorded_96_variant_sweep_runs_only_8(tmp_pat
         workload.configmaps[job["metadata"]["name"]]["data"][CONFIG_FILE]
     )
     assert {v.batch_size for v in config.variants} == {3}
+
+
+def test_plan_estimates_a_job_from_earlier_runs_of_the_same_settings(
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+) -> None:
+    path = write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    record_jobs("sweep", seconds=15.0)
+    synth(spec_repo)
+    path.write_text(SPEC.replace("min_iterations: 50", "min_iterations: 60"))
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
+    assert result.exit_code == 0, result.output
+    (cpu,) = [line for line in result.stdout.splitlines() if "sweep/cpu" in line]
+    # Four variants, each recorded at 15 s: one pod-minute, against eight by the bounds.
+    assert "+ create" in cpu
+    assert "about 1.0 pod-minutes by earlier runs of 4 of them" in cpu
+    assert "at most 5.3 pod-minutes measuring" in cpu
