@@ -13,7 +13,7 @@ from collector.history import HistoryError, merged, records_at, records_in, runs
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
-from collector.report import Report, build_report
+from collector.report import Report, UnknownJob, build_report
 from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.session import (
     Settings,
@@ -183,6 +183,19 @@ def gather(
     type=click.FloatRange(0, 1, max_open=True),
     help="A slowdown beyond this fraction, with disjoint CIs, is a regression.",
 )
+@click.option(
+    "--job",
+    "jobs",
+    multiple=True,
+    metavar="NAME",
+    help="Report this Job (repeatable), e.g. an older spec revision's "
+    "[default: the newest Job of each cluster and target]",
+)
+@click.option(
+    "--all-revisions",
+    is_flag=True,
+    help="Combine every Job: each variant from the newest Job that ran it, named per row.",
+)
 @pass_settings
 def report(
     settings: Settings,
@@ -191,6 +204,8 @@ def report(
     output: Path | None,
     baseline_ref: str | None,
     threshold: float,
+    jobs: tuple[str, ...],
+    all_revisions: bool,
 ) -> None:
     """Report a workflow's stored results.
 
@@ -198,7 +213,13 @@ def report(
     answers the design note's questions where the data allows: latency per GPU type, the
     best configuration of a sweep, a ranking of models; each median with a 95 % confidence
     interval. With --baseline, flags significant regressions against that revision.
+
+    Each spec revision runs as a new Job per target. The report shows the newest Job of each
+    cluster and target, every failed variant of it included; the Jobs table lists the older
+    ones, which --job NAME reports and --all-revisions combines.
     """
+    if jobs and all_revisions:
+        raise click.UsageError("--job and --all-revisions exclude each other")
     try:
         with open_store(settings.database) as store:
             runs = merged(store.runs(workflow), runs_of(records_in(settings.root, workflow)))
@@ -212,7 +233,16 @@ def report(
             f"no results for workflow {workflow!r} in {settings.database} or {RESULTS}/{workflow}/"
             ": run `collector gather` first"
         )
-    built = build_report(runs, baseline=baseline, regression_threshold=threshold)
+    try:
+        built = build_report(
+            runs,
+            baseline=baseline,
+            regression_threshold=threshold,
+            jobs=jobs,
+            all_revisions=all_revisions,
+        )
+    except UnknownJob as error:
+        raise click.ClickException(str(error)) from None
     render = {
         "text": to_text,
         "markdown": to_markdown,

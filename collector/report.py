@@ -9,10 +9,10 @@ into a page with plots (only those who want pictures import matplotlib).
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from collector import intervals
 from collector.intervals import MedianEstimate, Ratio
@@ -20,7 +20,7 @@ from collector.store import StoredRun
 from contract.result import LatencyStats, OkResult, Validity
 from contract.variant import SETTING_FIELDS, VariantRef
 
-REPORT_SCHEMA_VERSION: Final = 2
+REPORT_SCHEMA_VERSION: Final = 3
 """Bumped when a field of `to_json`'s output changes meaning or goes away."""
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
@@ -68,11 +68,12 @@ def heading(name: str) -> str:
 
 @dataclass(frozen=True)
 class VariantRow:
-    """One measured variant: its latest run, which succeeded."""
+    """One measured variant: its run in the newest reported Job that ran it, which succeeded."""
 
     key: VariantKey
     variant_id: str
     job: str
+    """The Job the number came from: with several revisions reported, not all rows share it."""
     finished_at: str | None
     device_name: str | None
     """The device as the runner saw it ("NVIDIA A100-SXM4-80GB", a CPU model)."""
@@ -120,7 +121,7 @@ class VariantRow:
 
 @dataclass(frozen=True)
 class FailedVariant:
-    """A variant whose latest run gave no measurement, and why."""
+    """A variant whose run in a reported Job gave no measurement, and why."""
 
     cluster: str
     target: str
@@ -130,6 +131,31 @@ class FailedVariant:
     """None when no result named the variant (the pod never started, or was OOMKilled)."""
     explanation: str
     attempts: int
+    finished_at: str | None
+    """None when no pod of it finished: killed at the Job's deadline, never scheduled."""
+
+
+Selection = Literal["newest", "named", "all"]
+"""Which Jobs a report shows: the newest of each workflow, cluster and target (the current
+spec revision), the Jobs named, or every revision combined."""
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    """One Job: one target's run of one spec revision of a workflow in one cluster."""
+
+    workflow: str
+    cluster: str
+    namespace: str
+    target: str
+    job: str
+    spec_sha256: str | None
+    finished_at: str | None
+    """When its last variant finished; None when none did."""
+    measured: int
+    failed: int
+    reported: bool
+    """Whether the report shows its runs (see `Report.selection`)."""
 
 
 @dataclass(frozen=True)
@@ -260,7 +286,11 @@ class Report:
     """Per sweep axis with several values: each value against the axis's reference."""
     baseline: BaselineComparison | None
     superseded: int
-    """Runs left out because a later run of the same variant exists."""
+    """Runs of the reported Jobs left out because a newer reported Job ran the same variant
+    (only where several Jobs of a target are reported)."""
+    selection: Selection
+    jobs: tuple[JobSummary, ...]
+    """Every Job of the runs, reported or not: by workflow, cluster and target, newest first."""
 
 
 def _target(run: StoredRun) -> str:
@@ -291,13 +321,113 @@ def _instant(text: str | None) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _recency(run: StoredRun) -> tuple[datetime, str, str, int]:
-    # Past finished_at, the rest only makes the choice independent of the input's order.
-    return _instant(run.variant.finished_at), run.collected_at, run.job.job, run.variant.index
+class JobId(NamedTuple):
+    """What tells Jobs apart: a name alone may recur in another cluster."""
+
+    cluster: str
+    namespace: str
+    name: str
 
 
-def _latest(runs: Iterable[StoredRun]) -> tuple[list[StoredRun], int]:
-    """One run per variant key, the latest finished; also how many were left out."""
+JobAge = tuple[datetime, str, str]
+
+
+def _job_id(run: StoredRun) -> JobId:
+    return JobId(run.job.cluster, run.job.namespace, run.job.job)
+
+
+def _job_age(runs: Sequence[StoredRun]) -> JobAge:
+    """What orders a workflow's Jobs in time: when the last variant finished.
+
+    A Job whose variants all lack a finish time (every pod killed at its deadline, never
+    scheduled) goes by when it was stored instead, which is later than any finish of it:
+    ranking it by its variants' times would put any older Job with one finished variant first.
+    Past the time, the name and namespace only make the order independent of the input's.
+    """
+    finished = [_instant(run.variant.finished_at) for run in runs if run.variant.finished_at]
+    collected = [_instant(run.collected_at) for run in runs if run.collected_at]
+    when = max(finished or collected or [_instant(None)])
+    return when, runs[0].job.job, runs[0].job.namespace
+
+
+def _measurement(run: StoredRun) -> tuple[OkResult, VariantRef] | None:
+    """The run's result and the variant it names, where the run measured one."""
+    result = run.variant.result
+    if run.variant.state != "succeeded" or not isinstance(result, OkResult) or not result.variant:
+        return None
+    return result, result.variant
+
+
+def _job_summary(runs: Sequence[StoredRun], reported: bool) -> JobSummary:
+    job = runs[0].job
+    finished = [run.variant.finished_at for run in runs if run.variant.finished_at]
+    measured = sum(_measurement(run) is not None for run in runs)
+    return JobSummary(
+        workflow=job.workflow,
+        cluster=job.cluster,
+        namespace=job.namespace,
+        target=min(map(_target, runs)),
+        job=job.job,
+        spec_sha256=job.spec_sha256,
+        finished_at=max(finished, key=_instant) if finished else None,
+        measured=measured,
+        failed=len(runs) - measured,
+        reported=reported,
+    )
+
+
+class UnknownJob(ValueError):
+    """A Job asked for by name is not among the runs."""
+
+
+def _select(
+    runs: Iterable[StoredRun], names: Collection[str], all_revisions: bool
+) -> tuple[list[StoredRun], dict[JobId, JobAge], tuple[JobSummary, ...]]:
+    """The runs of the Jobs to report, each Job's age, and a summary of every Job."""
+    by_job: dict[JobId, list[StoredRun]] = defaultdict(list)
+    for run in runs:
+        by_job[_job_id(run)].append(run)
+    ages = {job: _job_age(job_runs) for job, job_runs in by_job.items()}
+    known = {job.name for job in by_job}
+    unknown = set(names) - known
+    if unknown:
+        raise UnknownJob(
+            f"no Job named {', '.join(sorted(unknown))}; the runs have {', '.join(sorted(known))}"
+        )
+    slots: dict[tuple[str, str, str], list[JobId]] = defaultdict(list)
+    for job, job_runs in by_job.items():
+        slots[job_runs[0].job.workflow, job.cluster, min(map(_target, job_runs))].append(job)
+    if all_revisions:
+        chosen = set(by_job)
+    elif names:
+        chosen = {job for job in by_job if job.name in names}
+    else:
+        # A Job's name changes with its spec: the newest per target is the current revision,
+        # whatever its variants' finish times say.
+        chosen = {max(jobs, key=ages.__getitem__) for jobs in slots.values()}
+    summaries = tuple(
+        _job_summary(by_job[job], job in chosen)
+        for slot in sorted(slots)
+        for job in sorted(slots[slot], key=ages.__getitem__, reverse=True)
+    )
+    selected = [run for job in chosen for run in by_job[job]]
+    return selected, {job: ages[job] for job in chosen}, summaries
+
+
+def _recency(run: StoredRun, ages: dict[JobId, JobAge]) -> tuple[JobAge, datetime, str, int]:
+    # The newer Job's run wins even when it has no finish time: a failure of the current
+    # revision is never replaced by an older revision's success. Within a Job, the rest only
+    # makes the choice independent of the input's order.
+    return (
+        ages[_job_id(run)],
+        _instant(run.variant.finished_at),
+        run.collected_at,
+        run.variant.index,
+    )
+
+
+def _latest(runs: Iterable[StoredRun], ages: dict[JobId, JobAge]) -> tuple[list[StoredRun], int]:
+    """One run per variant key, the newest Job's; also how many were left out."""
     latest: dict[VariantKey, StoredRun] = {}
     unnamed: list[StoredRun] = []
     left_out = 0
@@ -309,20 +439,21 @@ def _latest(runs: Iterable[StoredRun]) -> tuple[list[StoredRun], int]:
             continue
         if key in latest:
             left_out += 1
-            if _recency(run) <= _recency(latest[key]):
+            if _recency(run, ages) <= _recency(latest[key], ages):
                 continue
         latest[key] = run
     return [*latest.values(), *unnamed], left_out
 
 
 def _measured(run: StoredRun) -> VariantRow | None:
-    result = run.variant.result
-    if run.variant.state != "succeeded" or not isinstance(result, OkResult) or not result.variant:
+    measurement = _measurement(run)
+    if measurement is None:
         return None
+    result, ref = measurement
     validity = result.validity
     return VariantRow(
-        key=_key(run, result.variant),
-        variant_id=result.variant.id,
+        key=_key(run, ref),
+        variant_id=ref.id,
         job=run.job.job,
         finished_at=run.variant.finished_at,
         device_name=result.environment.device_name if result.environment else None,
@@ -376,6 +507,7 @@ def _failure(run: StoredRun) -> FailedVariant:
         variant=_ref(run),
         explanation=run.variant.explanation,
         attempts=run.variant.attempts,
+        finished_at=run.variant.finished_at,
     )
 
 
@@ -493,7 +625,7 @@ def _against(
     rows: Sequence[VariantRow], baseline: Iterable[StoredRun], threshold: float
 ) -> BaselineComparison:
     now = {row.key: row for row in rows}
-    before = {row.key: row for row in _split(_latest(baseline)[0])[0]}
+    before = {row.key: row for row in _split(baseline)[0]}
     changes = [_change(now[key], before[key], threshold) for key in now.keys() & before.keys()]
     changes.sort(
         key=lambda change: (
@@ -510,26 +642,48 @@ def _against(
     )
 
 
+def _current(
+    runs: Iterable[StoredRun], names: Collection[str], all_revisions: bool
+) -> tuple[list[StoredRun], int, tuple[JobSummary, ...]]:
+    """The runs to report, one per variant; how many of the chosen Jobs' runs were left out;
+    a summary of every Job."""
+    selected, ages, summaries = _select(runs, names, all_revisions)
+    latest, superseded = _latest(selected, ages)
+    return latest, superseded, summaries
+
+
 def build_report(
     runs: Sequence[StoredRun],
     *,
     baseline: Sequence[StoredRun] | None = None,
     regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD,
+    jobs: Collection[str] = (),
+    all_revisions: bool = False,
 ) -> Report:
     """The report on `runs`, compared with `baseline` (earlier runs) when given.
 
-    Where several runs of the same variant (cluster, target, model, precision, quantization,
-    batch size) exist, in `runs` or in `baseline`, the one that finished last wins and the
-    others count as superseded. A variant is a regression when its p50 grew by more than
-    `regression_threshold` (a fraction: 0.05 is 5 %) and its CI and the baseline's are
-    disjoint; an improvement likewise for a p50 that shrank by more than the threshold.
+    A workflow's Jobs in a cluster are one per target and spec revision: the report shows
+    the newest Job of each target (the current revision; the newest by its last finish
+    time), or the Jobs named in `jobs`, or with `all_revisions` every Job. Every run of those
+    Jobs is shown, a failure whatever its finish time; where several of them ran the same
+    variant (cluster, target, model, precision, quantization, batch size), the newest Job's
+    run wins and the others count as superseded. The baseline's runs are chosen alike (its
+    newest Jobs, or every revision), never by name.
+
+    A variant is a regression when its p50 grew by more than `regression_threshold` (a
+    fraction: 0.05 is 5 %) and its CI and the baseline's are disjoint; an improvement likewise
+    for a p50 that shrank by more than the threshold. Raises `UnknownJob` for a name in `jobs`
+    that no run has.
     """
     if not 0 <= regression_threshold < 1:
         raise ValueError(
             f"regression_threshold is a fraction in [0, 1), not {regression_threshold}"
         )
-    latest, superseded = _latest(runs)
+    if jobs and all_revisions:
+        raise ValueError("name Jobs or ask for all revisions, not both")
+    latest, superseded, summaries = _current(runs, jobs, all_revisions)
     rows, failures = _split(latest)
+    before = _current(baseline, (), all_revisions)[0] if baseline is not None else None
     return Report(
         workflows=tuple(sorted({run.job.workflow for run in runs})),
         variants=rows,
@@ -543,8 +697,10 @@ def build_report(
             rows, ("cluster", "target", "precision", "quantization", "batch_size")
         ),
         axes=tuple(comparison for axis in AXES if (comparison := _axis(axis, rows))),
-        baseline=_against(rows, baseline, regression_threshold) if baseline is not None else None,
+        baseline=_against(rows, before, regression_threshold) if before is not None else None,
         superseded=superseded,
+        selection="all" if all_revisions else "named" if jobs else "newest",
+        jobs=summaries,
     )
 
 

@@ -9,6 +9,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Final, Literal
 
 from pydantic import BaseModel
@@ -25,6 +26,7 @@ from collector.report import (
     Change,
     Comparison,
     FailedVariant,
+    JobSummary,
     Ranked,
     Report,
     VariantKey,
@@ -84,6 +86,8 @@ _NUMERIC: Final = frozenset(
         "batch",
         "index",
         "attempts",
+        "measured",
+        "failed",
         "iters",
         "cv",
         "change",
@@ -118,6 +122,15 @@ def format_ratio(ratio: float) -> str:
     """Like 3.10x or 1.02x: two decimals, fewer from 10x on."""
     decimals = 2 if ratio < 10 else 1 if ratio < 100 else 0
     return f"{ratio:.{decimals}f}x"
+
+
+def format_finished(text: str | None) -> str:
+    """A finish time to the minute, in UTC: 2026-12-03 05:59Z; "-" for none."""
+    if text is None:
+        return "-"
+    moment = datetime.fromisoformat(text)
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return f"{moment:%Y-%m-%d %H:%M}Z"
 
 
 def _interval(low: float, high: float) -> str:
@@ -169,7 +182,7 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
         columns=_columns(
             *_KEY_HEADINGS,
             *("p50 ms", "95% CI ms", "p90 ms", "p99 ms", "samples/s (p50)", "cv", "iters"),
-            *("flags", "device"),
+            *("flags", "device", "job", "finished"),
         ),
         rows=tuple(
             (
@@ -183,6 +196,8 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
                 str(row.latency.count),
                 _flags(row),
                 row.device_name or "",
+                row.job,
+                format_finished(row.finished_at),
             )
             for row in rows
         ),
@@ -191,6 +206,7 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
             "p99? : too few iterations beyond p99 for it to be reliable.",
             "samples/s (p50): batch size over the median latency, the statistic of every table.",
             _FLAGS_NOTE,
+            "job, finished: the run the number comes from (UTC).",
         ),
         kind="detail",
     )
@@ -348,7 +364,10 @@ def _failures_table(failures: Sequence[FailedVariant]) -> Table | None:
     return Table(
         title=f"Failed ({len(failures)})",
         columns=_columns(
-            "cluster", "target", *_KEY_HEADINGS[2:], "job", "index", "attempts", "explanation"
+            "cluster",
+            "target",
+            *_KEY_HEADINGS[2:],
+            *("job", "index", "attempts", "finished", "explanation"),
         ),
         rows=tuple(
             (
@@ -358,10 +377,38 @@ def _failures_table(failures: Sequence[FailedVariant]) -> Table | None:
                 failed.job,
                 str(failed.index),
                 str(failed.attempts),
+                format_finished(failed.finished_at),
                 failed.explanation,
             )
             for failed in failures
         ),
+    )
+
+
+def _jobs_table(jobs: Sequence[JobSummary]) -> Table:
+    return Table(
+        title=f"Jobs ({len(jobs)})",
+        columns=_columns(
+            *("cluster", "target", "job", "spec", "finished", "measured", "failed", "reported")
+        ),
+        rows=tuple(
+            (
+                job.cluster,
+                job.target,
+                job.job,
+                (job.spec_sha256 or "")[:12],
+                format_finished(job.finished_at),
+                str(job.measured),
+                str(job.failed),
+                "yes" if job.reported else "no",
+            )
+            for job in jobs
+        ),
+        notes=(
+            "One Job per target and spec revision, newest first; spec: the spec file's sha256, "
+            "finished: when its last variant finished (UTC).",
+        ),
+        kind="detail",
     )
 
 
@@ -404,12 +451,35 @@ def _axis_row(entry: AxisEntry, axis: str, held: Sequence[str]) -> tuple[str, ..
     )
 
 
+def _selection(report: Report) -> str | None:
+    """Which Jobs the numbers come from, and how to see the others."""
+    left_out = sum(not job.reported for job in report.jobs)
+    if report.selection == "all":
+        return (
+            f"Every revision combined ({_plural(len(report.jobs), 'Job')}): each variant from "
+            "the newest Job that ran it, named in its row."
+        )
+    if report.selection == "named":
+        names = sorted({job.job for job in report.jobs if job.reported})
+        left = _plural(left_out, "other Job")
+        return f"Only the Jobs asked for ({', '.join(names)}); {left} left out."
+    if not left_out:
+        return None
+    return (
+        f"The newest Job of each target; {_plural(left_out, 'older Job')} left out "
+        "(collector report --job NAME reports one, --all-revisions combines them)."
+    )
+
+
 def _summary(report: Report) -> tuple[str, ...]:
     lines = [f"{_plural(len(report.variants), 'variant')} measured, {len(report.failures)} failed."]
+    selection = _selection(report)
+    if selection:
+        lines.append(selection)
     if report.superseded:
         lines.append(
             f"{_plural(report.superseded, 'earlier run')} of the same variants left out: "
-            "the latest finished run of a variant wins."
+            "the newest Job's run of a variant wins."
         )
     comparison = report.baseline
     if comparison is not None:
@@ -436,6 +506,7 @@ def lay_out(report: Report) -> Layout:
         *map(_best_table, report.best_configurations),
         *(_comparison_table("Ranking", comparison) for comparison in report.rankings),
         _variants_table(report.variants) if report.variants else None,
+        _jobs_table(report.jobs) if report.jobs else None,
     ]
     return Layout(
         title=f"benchfleet report: {', '.join(report.workflows) or 'no runs'}",
@@ -618,6 +689,7 @@ def _csv_failed(failed: FailedVariant) -> dict[str, object]:
             else {}
         ),
         "job": failed.job,
+        "finished_at": failed.finished_at,
         "explanation": failed.explanation,
     }
 

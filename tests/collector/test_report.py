@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from collector.report import REPORT_SCHEMA_VERSION, Report, build_report
+from collector.report import REPORT_SCHEMA_VERSION, Report, UnknownJob, build_report
 from collector.report_html import to_html
 from collector.report_render import CSV_COLUMNS, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
@@ -33,6 +33,10 @@ from runner.stats import reliable_percentiles
 DEVICES = {"a100": "NVIDIA A100-SXM4-80GB", "v100": "Tesla V100-SXM2-16GB", "t4": "Tesla T4"}
 LAST_WEEK = "2026-11-26T06:00:00Z"
 TODAY = "2026-12-03T06:00:00Z"
+TODAY_JOB = f"gpu-comparison-a100-{TODAY[:10]}"
+"""make_run's Job on an A100 today, as its Job names follow the finish date."""
+OLD_JOB = f"gpu-comparison-a100-{LAST_WEEK[:10]}"
+DEADLINE = "deadline exceeded: the Job's activeDeadlineSeconds (3600) passed before it ran"
 
 
 class MakeRun(Protocol):
@@ -330,12 +334,166 @@ def test_failed_variants_are_listed_with_their_explanation(everything: list[Stor
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-def test_the_latest_finished_run_of_a_variant_wins(make_run: MakeRun, reverse: bool) -> None:
+def test_the_newest_job_of_a_target_wins_and_the_older_is_listed(
+    make_run: MakeRun, reverse: bool
+) -> None:
     runs = [make_run(p50_ms=1.0, finished_at=LAST_WEEK), make_run(p50_ms=2.0)]
     report = build_report(runs[::-1] if reverse else runs)
     assert [row.latency.p50_ms for row in report.variants] == [2.0]
-    assert report.superseded == 1
-    assert "the latest finished run of a variant wins" in to_text(report)
+    assert report.superseded == 0
+    assert [(job.job, job.reported) for job in report.jobs] == [(TODAY_JOB, True), (OLD_JOB, False)]
+    text = to_text(report)
+    assert "The newest Job of each target; 1 older Job left out" in text
+    combined = build_report(runs[::-1] if reverse else runs, all_revisions=True)
+    assert [row.latency.p50_ms for row in combined.variants] == [2.0]
+    assert combined.superseded == 1
+    assert "the newest Job's run of a variant wins" in to_text(combined)
+
+
+def cut_off(run: StoredRun, collected_at: str = "") -> StoredRun:
+    """`run` as gather stores an index its Job's deadline ended before any pod finished it:
+    named from config.json, with no result and no finish time. `collected_at` is empty as
+    a record in results/ gives it, or when the database stored it."""
+    result = run.variant.result
+    assert result is not None
+    variant = run.variant.model_copy(
+        update={
+            "state": "failed",
+            "variant": result.variant,
+            "explanation": DEADLINE,
+            "reason": "DeadlineExceeded",
+            "pod": None,
+            "attempts": 0,
+            "finished_at": None,
+            "result_source": None,
+            "result": None,
+        }
+    )
+    return StoredRun(job=run.job, variant=variant, collected_at=collected_at)
+
+
+@pytest.fixture(scope="module")
+def revisions(make_run: MakeRun) -> tuple[list[StoredRun], list[StoredRun]]:
+    """(today, last week): two spec revisions of the a100 Job. Last week's measured batch 1,
+    2, 8 and 64; today's (which dropped batch 2) measured batch 1, ran out of memory at batch
+    8 and hit its deadline before batch 64 started."""
+    last_week = [
+        make_run(batch_size=batch, p50_ms=p50, index=index, finished_at=LAST_WEEK)
+        for index, (batch, p50) in enumerate([(1, 1.0), (2, 1.5), (8, 4.0), (64, 20.0)])
+    ]
+    today = [
+        make_run(batch_size=1, p50_ms=1.1, index=0),
+        make_run(batch_size=8, index=1, failure="CUDA out of memory"),
+        cut_off(make_run(batch_size=64, index=2)),
+    ]
+    return today, last_week
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_failure_without_a_finish_time_is_never_replaced_by_an_older_jobs_result(
+    revisions: tuple[list[StoredRun], list[StoredRun]], reverse: bool
+) -> None:
+    today, last_week = revisions
+    runs = [*last_week, *today]
+    report = build_report(runs[::-1] if reverse else runs)
+    assert [(row.key.batch_size, row.latency.p50_ms, row.job) for row in report.variants] == [
+        (1, 1.1, TODAY_JOB)
+    ]
+    assert [(f.job, f.explanation, f.finished_at) for f in report.failures] == [
+        (TODAY_JOB, "CUDA out of memory", TODAY),
+        (TODAY_JOB, DEADLINE, None),
+    ]
+    text = to_text(report)
+    assert "Failed (2)" in text and DEADLINE in text
+    assert "20.00" not in text
+
+
+def test_the_report_counts_every_failure_of_the_newest_job(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    today, last_week = revisions
+    report = build_report([*last_week, *today])
+    assert len(report.failures) == sum(run.variant.state == "failed" for run in today) == 2
+    (newest, older) = report.jobs
+    assert (newest.job, newest.measured, newest.failed, newest.finished_at) == (
+        TODAY_JOB,
+        1,
+        2,
+        TODAY,
+    )
+    assert (older.job, older.reported) == (OLD_JOB, False)
+    rows = list(csv.DictReader(io.StringIO(to_csv(report))))
+    assert [(row["status"], row["finished_at"]) for row in rows] == [
+        ("measured", TODAY),
+        ("failed", TODAY),
+        ("failed", ""),
+    ]
+
+
+def test_an_older_job_asked_for_by_name_shows_its_own_numbers(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    today, last_week = revisions
+    report = build_report([*today, *last_week], jobs=[OLD_JOB])
+    assert [(row.key.batch_size, row.latency.p50_ms, row.job) for row in report.variants] == [
+        (1, 1.0, OLD_JOB),
+        (2, 1.5, OLD_JOB),
+        (8, 4.0, OLD_JOB),
+        (64, 20.0, OLD_JOB),
+    ]
+    assert report.failures == ()
+    assert f"Only the Jobs asked for ({OLD_JOB}); 1 other Job left out." in to_text(report)
+
+
+def test_a_name_no_job_has_is_refused(revisions: tuple[list[StoredRun], list[StoredRun]]) -> None:
+    today, last_week = revisions
+    with pytest.raises(UnknownJob, match=f"no Job named gpu-comparison-a100-x; .*{OLD_JOB}"):
+        build_report([*today, *last_week], jobs=["gpu-comparison-a100-x"])
+
+
+def test_all_revisions_combine_each_variant_from_the_newest_job_that_ran_it(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    today, last_week = revisions
+    report = build_report([*last_week, *today], all_revisions=True)
+    assert [(row.key.batch_size, row.latency.p50_ms, row.job) for row in report.variants] == [
+        (1, 1.1, TODAY_JOB),
+        (2, 1.5, OLD_JOB),
+    ]
+    assert [f.explanation for f in report.failures] == ["CUDA out of memory", DEADLINE]
+    assert report.superseded == 3
+    variants_table = to_text(report).split("Variants (2)")[1]
+    assert f"{OLD_JOB}  2026-11-26 06:00Z" in variants_table
+    assert f"{TODAY_JOB}  2026-12-03 06:00Z" in variants_table
+    document = json.loads(to_json(report))
+    assert [row["job"] for row in document["variants"]] == [TODAY_JOB, OLD_JOB]
+    assert document["selection"] == "all"
+
+
+def test_a_job_with_no_finish_time_at_all_is_newer_than_one_stored_before_it(
+    make_run: MakeRun,
+) -> None:
+    # Every index ended by the deadline: only the database's time of storing orders it.
+    runs = [make_run(finished_at=LAST_WEEK), cut_off(make_run(), collected_at=TODAY)]
+    report = build_report(runs)
+    assert report.variants == ()
+    assert [(f.job, f.explanation) for f in report.failures] == [(TODAY_JOB, DEADLINE)]
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [{}, {"jobs": [OLD_JOB]}, {"jobs": [OLD_JOB, TODAY_JOB]}, {"all_revisions": True}],
+)
+def test_every_selection_renders_the_same_bytes_whatever_the_order_of_the_runs(
+    revisions: tuple[list[StoredRun], list[StoredRun]], selection: dict[str, Any]
+) -> None:
+    today, last_week = revisions
+    runs = [*today, *last_week]
+    shuffled = random.Random(5).sample(runs, len(runs))
+    first = build_report(runs, baseline=last_week, **selection)
+    second = build_report(shuffled, baseline=last_week[::-1], **selection)
+    for render in (to_text, to_markdown, to_csv, to_json):
+        assert render(first) == render(second)
 
 
 def test_a_later_failure_replaces_an_earlier_measurement(make_run: MakeRun) -> None:

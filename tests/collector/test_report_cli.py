@@ -1,15 +1,27 @@
 """`collector report --format html` writes one self-contained file where --output says, and
-refuses a folder rather than filling it."""
+refuses a folder rather than filling it; the report shows the Job of each target the user
+asks about (the newest by default), every failure of it, and says where each number is from."""
 
+import csv
+import io
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from collector.cli import HTML_REPORT, cli
-from collector.store import open_store
+from collector.store import StoredRun, open_store
 from contract.options import DEFAULT_DATABASE
+from contract.records import JobIdentity, JobRecord, write_record
 from tests.collector.stored import JOB, NOW, failed, succeeded
+from tests.collector.test_report import (  # noqa: F401 - fixtures
+    DEADLINE,
+    OLD_JOB,
+    TODAY_JOB,
+    make_run,
+    revisions,
+)
 
 
 @pytest.fixture
@@ -19,9 +31,9 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def report(repo: Path, *arguments: str) -> tuple[int, str]:
+def report(repo: Path, *arguments: str, workflow: str = "cpu-smoke") -> tuple[int, str]:
     done = CliRunner().invoke(
-        cli, ["--root", str(repo), "report", "--workflow", "cpu-smoke", *arguments]
+        cli, ["--root", str(repo), "report", "--workflow", workflow, *arguments]
     )
     return done.exit_code, done.output
 
@@ -51,3 +63,90 @@ def test_a_folder_as_output_is_refused_and_left_alone(repo: Path, tmp_path: Path
     assert code == 1
     assert f"--output {folder} is a folder; name the file to write" in output
     assert list(folder.iterdir()) == []
+
+
+def record(runs: list[StoredRun], failure: str | None = None) -> JobRecord:
+    """The record gather writes for the Job of `runs`."""
+    identity = runs[0].job.model_dump(include=set(JobIdentity.model_fields))
+    return JobRecord(
+        **identity,
+        outcome="failed" if failure else "complete",
+        failure=failure,
+        variants=tuple(run.variant for run in runs),
+    )
+
+
+@pytest.fixture
+def history(
+    revisions: tuple[list[StoredRun], list[StoredRun]],  # noqa: F811
+    tmp_path: Path,
+) -> tuple[Path, JobRecord]:
+    """A checkout with two revisions' records of the a100 Job, the newest cut short by its
+    deadline and also in the database (gather stores before it records); and that record."""
+    today, last_week = revisions
+    newest = record(today, failure="DeadlineExceeded: the Job was active longer than allowed")
+    write_record(tmp_path, record(last_week))
+    write_record(tmp_path, newest)
+    with open_store(tmp_path / DEFAULT_DATABASE) as store:
+        store.add(today[0].job, [run.variant for run in today], NOW)
+    return tmp_path, newest
+
+
+def gpu_report(repo: Path, *arguments: str) -> tuple[int, str]:
+    return report(repo, *arguments, workflow="gpu-comparison")
+
+
+def test_the_report_shows_every_failure_of_the_newest_record(
+    history: tuple[Path, JobRecord],
+) -> None:
+    repo, newest = history
+    code, output = gpu_report(repo, "--format", "json")
+    assert code == 0, output
+    document = json.loads(output)
+    recorded = [variant for variant in newest.variants if variant.state == "failed"]
+    assert len(document["failures"]) == len(recorded) == 2
+    assert [row["job"] for row in document["variants"]] == [TODAY_JOB]
+    code, text = gpu_report(repo)
+    assert "1 variant measured, 2 failed." in text
+    assert "The newest Job of each target; 1 older Job left out" in text
+    assert DEADLINE in text
+
+
+def test_an_older_revision_is_reported_when_named(history: tuple[Path, JobRecord]) -> None:
+    code, output = gpu_report(history[0], "--job", OLD_JOB, "--format", "json")
+    assert code == 0, output
+    document = json.loads(output)
+    assert [(row["job"], row["latency"]["p50_ms"]) for row in document["variants"]] == [
+        (OLD_JOB, 1.0),
+        (OLD_JOB, 1.5),
+        (OLD_JOB, 4.0),
+        (OLD_JOB, 20.0),
+    ]
+    assert document["failures"] == []
+
+
+def test_all_revisions_name_the_job_of_every_row(history: tuple[Path, JobRecord]) -> None:
+    code, output = gpu_report(history[0], "--all-revisions", "--format", "csv")
+    assert code == 0, output
+    rows = list(csv.DictReader(io.StringIO(output)))
+    assert [(row["status"], row["batch_size"], row["job"]) for row in rows] == [
+        ("measured", "1", TODAY_JOB),
+        ("measured", "2", OLD_JOB),
+        ("failed", "8", TODAY_JOB),
+        ("failed", "64", TODAY_JOB),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        (("--job", "gpu-comparison-a100-x"), "no Job named gpu-comparison-a100-x; "),
+        (("--job", OLD_JOB, "--all-revisions"), "--job and --all-revisions exclude each other"),
+    ],
+)
+def test_a_job_selection_that_cannot_be_met_is_refused(
+    history: tuple[Path, JobRecord], arguments: tuple[str, ...], says: str
+) -> None:
+    code, output = gpu_report(history[0], *arguments)
+    assert code != 0
+    assert says in output
