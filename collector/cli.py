@@ -221,11 +221,13 @@ def report(
     if jobs and all_revisions:
         raise click.UsageError("--job and --all-revisions exclude each other")
     try:
+        records = records_in(settings.root, workflow)
         with open_store(settings.database) as store:
-            runs = merged(store.runs(workflow), runs_of(records_in(settings.root, workflow)))
-        baseline = (
-            runs_of(records_at(settings.root, baseline_ref, workflow)) if baseline_ref else None
-        )
+            runs = merged(store.runs(workflow), runs_of(records))
+        earlier = records_at(settings.root, baseline_ref, workflow) if baseline_ref else None
+        baseline = runs_of(earlier) if earlier is not None else None
+        # Job names are content hashes: one mapping serves the runs and the baseline.
+        reuses = {r.job: r.reuses for r in [*records, *(earlier or [])] if r.reuses}
     except (StoreError, HistoryError) as error:
         raise click.ClickException(str(error)) from None
     if not runs:
@@ -240,6 +242,7 @@ def report(
             regression_threshold=threshold,
             jobs=jobs,
             all_revisions=all_revisions,
+            reuses=reuses,
         )
     except UnknownJob as error:
         raise click.ClickException(str(error)) from None

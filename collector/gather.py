@@ -287,6 +287,7 @@ class Gatherer:
             outcome="failed" if failure else "complete",
             failure=failure,
             variants=tuple(variants),
+            reuses=progress.expected.reuses or None,
         )
 
     def _unfinished(self, progress: JobProgress) -> Unfinished:

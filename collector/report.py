@@ -9,7 +9,7 @@ into a page with plots (only those who want pictures import matplotlib).
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple
@@ -17,6 +17,7 @@ from typing import Final, Literal, NamedTuple
 from collector import intervals
 from collector.intervals import MedianEstimate, Ratio
 from collector.store import StoredRun
+from contract.records import Reuses
 from contract.result import LatencyStats, OkResult, Validity
 from contract.variant import SETTING_FIELDS, VariantRef
 
@@ -380,8 +381,31 @@ class UnknownJob(ValueError):
     """A Job asked for by name is not among the runs."""
 
 
+def _reused(
+    chosen: Collection[JobId],
+    by_job: Mapping[JobId, list[StoredRun]],
+    reuses: Mapping[str, Reuses],
+) -> dict[JobId, list[StoredRun]]:
+    """The runs of earlier Jobs that the chosen Jobs' revisions reuse rather than ran again
+    (synth left them out: their recorded results stand for the revision), by Job."""
+    found: dict[JobId, list[StoredRun]] = {}
+    for job in chosen:
+        for earlier, ids in reuses.get(job.name, {}).items():
+            source = JobId(job.cluster, job.namespace, earlier)
+            if source in chosen or source not in by_job:
+                continue
+            wanted = set(ids)
+            runs = [run for run in by_job[source] if (ref := _ref(run)) and ref.id in wanted]
+            if runs:
+                found.setdefault(source, []).extend(runs)
+    return found
+
+
 def _select(
-    runs: Iterable[StoredRun], names: Collection[str], all_revisions: bool
+    runs: Iterable[StoredRun],
+    names: Collection[str],
+    all_revisions: bool,
+    reuses: Mapping[str, Reuses],
 ) -> tuple[list[StoredRun], dict[JobId, JobAge], tuple[JobSummary, ...]]:
     """The runs of the Jobs to report, each Job's age, and a summary of every Job."""
     by_job: dict[JobId, list[StoredRun]] = defaultdict(list)
@@ -405,13 +429,15 @@ def _select(
         # A Job's name changes with its spec: the newest per target is the current revision,
         # whatever its variants' finish times say.
         chosen = {max(jobs, key=ages.__getitem__) for jobs in slots.values()}
+    reused = _reused(chosen, by_job, reuses) if not all_revisions else {}
     summaries = tuple(
-        _job_summary(by_job[job], job in chosen)
+        _job_summary(by_job[job], job in chosen or job in reused)
         for slot in sorted(slots)
         for job in sorted(slots[slot], key=ages.__getitem__, reverse=True)
     )
     selected = [run for job in chosen for run in by_job[job]]
-    return selected, {job: ages[job] for job in chosen}, summaries
+    selected += [run for job_runs in reused.values() for run in job_runs]
+    return selected, {job: ages[job] for job in (*chosen, *reused)}, summaries
 
 
 def _recency(run: StoredRun, ages: dict[JobId, JobAge]) -> tuple[JobAge, datetime, str, int]:
@@ -643,11 +669,14 @@ def _against(
 
 
 def _current(
-    runs: Iterable[StoredRun], names: Collection[str], all_revisions: bool
+    runs: Iterable[StoredRun],
+    names: Collection[str],
+    all_revisions: bool,
+    reuses: Mapping[str, Reuses],
 ) -> tuple[list[StoredRun], int, tuple[JobSummary, ...]]:
     """The runs to report, one per variant; how many of the chosen Jobs' runs were left out;
     a summary of every Job."""
-    selected, ages, summaries = _select(runs, names, all_revisions)
+    selected, ages, summaries = _select(runs, names, all_revisions, reuses)
     latest, superseded = _latest(selected, ages)
     return latest, superseded, summaries
 
@@ -659,6 +688,7 @@ def build_report(
     regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD,
     jobs: Collection[str] = (),
     all_revisions: bool = False,
+    reuses: Mapping[str, Reuses] | None = None,
 ) -> Report:
     """The report on `runs`, compared with `baseline` (earlier runs) when given.
 
@@ -668,7 +698,9 @@ def build_report(
     Jobs is shown, a failure whatever its finish time; where several of them ran the same
     variant (cluster, target, model, precision, quantization, batch size), the newest Job's
     run wins and the others count as superseded. The baseline's runs are chosen alike (its
-    newest Jobs, or every revision), never by name.
+    newest Jobs, or every revision), never by name. `reuses` (Job name: what its record
+    says it reuses) brings in the earlier runs a chosen Job's revision reused instead of
+    running them again (incremental sweeps): they are shown under their own Job's name.
 
     A variant is a regression when its p50 grew by more than `regression_threshold` (a
     fraction: 0.05 is 5 %) and its CI and the baseline's are disjoint; an improvement likewise
@@ -681,9 +713,10 @@ def build_report(
         )
     if jobs and all_revisions:
         raise ValueError("name Jobs or ask for all revisions, not both")
-    latest, superseded, summaries = _current(runs, jobs, all_revisions)
+    reused = reuses or {}
+    latest, superseded, summaries = _current(runs, jobs, all_revisions, reused)
     rows, failures = _split(latest)
-    before = _current(baseline, (), all_revisions)[0] if baseline is not None else None
+    before = _current(baseline, (), all_revisions, reused)[0] if baseline is not None else None
     return Report(
         workflows=tuple(sorted({run.job.workflow for run in runs})),
         variants=rows,

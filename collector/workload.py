@@ -5,7 +5,8 @@ dist/ names but the cluster lacks is reported (Flux has not applied it yet), and
 cluster has but dist/ does not is left to `collector clean`.
 """
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from contract.dist import dist_clusters, read_workload
 from contract.layout import (
     APP_SELECTOR,
     DIST,
+    REUSES_ANNOTATION,
     SPEC_FILE_ANNOTATION,
     SPEC_SHA256_ANNOTATION,
     TARGET_LABEL,
@@ -24,12 +26,15 @@ from contract.layout import (
     workload_file,
     workload_files,
 )
-from contract.records import JobIdentity
+from contract.records import JobIdentity, Reuses, parse_reuses
 from contract.variant import VariantRef
 
 
 class WorkloadError(ValueError):
     """dist/ holds nothing for the workflow, or a file there is not what synth writes."""
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class ExpectedJob:
     completions: int
     variants: dict[int, VariantRef]
     """What each index runs, from the Job's config.json ConfigMap."""
+    reuses: Reuses = field(default_factory=dict)
+    """The recorded variants of earlier Jobs its spec revision reuses (synth's annotation)."""
 
 
 def label_selector(workflow: str) -> str:
@@ -76,7 +83,20 @@ def expected_from(
         identity=identity,
         completions=job["spec"].get("completions", 1),
         variants=_variants(configmap),
+        reuses=_reuses(metadata["name"], annotations.get(REUSES_ANNOTATION)),
     )
+
+
+def _reuses(job: str, text: str | None) -> Reuses:
+    try:
+        return parse_reuses(text)
+    except ValueError as error:
+        # Not synth's (edited by hand): the Job's own results are unharmed; only the report
+        # will not show what its revision reused.
+        log.warning(
+            "Job %s: annotation %s is not synth's, ignored: %s", job, REUSES_ANNOTATION, error
+        )
+        return {}
 
 
 def clusters_with(root: Path, workflow: str) -> list[str]:

@@ -39,6 +39,8 @@ SPEC_SHA256_ANNOTATION: Final = "benchfleet.io/spec-sha256"
 TOOL_VERSION_ANNOTATION: Final = "benchfleet.io/tool-version"
 VARIANTS_ANNOTATION: Final = "benchfleet.io/variants"
 MODELS_ANNOTATION: Final = "benchfleet.io/models"
+REUSES_ANNOTATION: Final = "benchfleet.io/reuses"
+"""On a Job: the recorded variants its revision reuses instead of running (contract.records)."""
 APP_SELECTOR: Final = f"{APP_LABEL}={APP}"
 """Selects every object and pod benchfleet's Jobs make."""
 

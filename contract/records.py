@@ -6,12 +6,14 @@ used), and Flux prunes them. A changed spec gives a new Job name with no record,
 Where records are, and which Jobs have one, is contract.layout's: synth reads the names too.
 """
 
+import json
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from contract.layout import record_path
 from contract.result import BenchResult
@@ -74,6 +76,10 @@ class JobRecord(JobIdentity):
     failure: str | None = None
     """Why the Job failed as a whole, in words."""
     variants: tuple[StoredVariant, ...]
+    reuses: dict[str, tuple[str, ...]] | None = None
+    """The variants of earlier Jobs (name: variant ids) whose recorded results this Job's
+    spec revision reuses instead of running them again: its report shows them beside its own
+    (docs/synth.md, "Incremental sweeps")."""
 
 
 _LEFT_OUT: Final = {"variants": {"__all__": {"result": {"samples"}}}}
@@ -108,3 +114,23 @@ def write_record(root: Path, record: JobRecord) -> tuple[Path, bool]:
 def read_record(path: Path) -> JobRecord:
     """Parse a record file; raises pydantic.ValidationError naming the bad field."""
     return JobRecord.model_validate_json(path.read_bytes())
+
+
+Reuses = dict[str, tuple[str, ...]]
+"""Earlier Job name -> the ids of its variants a Job reuses."""
+
+
+def reuses_text(reuses: Mapping[str, Iterable[str]]) -> str:
+    """The REUSES_ANNOTATION value synth writes on a Job: compact, sorted JSON."""
+    ordered = {job: sorted(ids) for job, ids in sorted(reuses.items())}
+    return json.dumps(ordered, separators=(",", ":"))
+
+
+def parse_reuses(text: str | None) -> Reuses:
+    """A Job's REUSES_ANNOTATION ({} without one); raises ValueError if it is not one."""
+    if not text:
+        return {}
+    return _REUSES.validate_json(text)
+
+
+_REUSES: Final = TypeAdapter(Reuses)

@@ -30,6 +30,7 @@ from contract.layout import (
     JOB_LABEL,
     MANAGED_BY,
     MODELS_ANNOTATION,
+    REUSES_ANNOTATION,
     SPEC_FILE_ANNOTATION,
     SPEC_SHA256_ANNOTATION,
     TARGET_LABEL,
@@ -37,6 +38,7 @@ from contract.layout import (
     VARIANTS_ANNOTATION,
     WORKFLOW_LABEL,
 )
+from contract.records import reuses_text
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
 from synth.digests import digest
 from synth.fleet import Cluster, Fleet
@@ -485,11 +487,14 @@ def plan_runs(
     sources = model_configs(loaded, files)
     runs = []
     for target in workflow.targets:
-        pending = [
-            (variant, variant_id)
-            for variant, variant_id in identified_variants(loaded, fleet, cluster, target, sources)
-            if recorded.reusable(variant_id, loaded.sha256) is None
-        ]
+        pending: list[tuple[Variant, str]] = []
+        reuses: dict[str, list[str]] = {}
+        for variant, variant_id in identified_variants(loaded, fleet, cluster, target, sources):
+            reusable = recorded.reusable(variant_id, loaded.sha256)
+            if reusable is None:
+                pending.append((variant, variant_id))
+            elif reusable.succeeded:
+                reuses.setdefault(reusable.job, []).append(variant_id)
         if not pending:
             continue
         config = run_config(loaded, target, pending, sources)
@@ -523,6 +528,9 @@ def plan_runs(
                     SPEC_SHA256_ANNOTATION: loaded.sha256,
                     TOOL_VERSION_ANNOTATION: TOOL_VERSION,
                     VARIANTS_ANNOTATION: str(len(pending)),
+                    # Outside the name's hash, like the others: what the report shows beside
+                    # this Job's own results.
+                    **({REUSES_ANNOTATION: reuses_text(reuses)} if reuses else {}),
                 },
                 config=config,
                 job_spec=name_job_spec(job_spec, name),

@@ -12,10 +12,12 @@ import threading
 import time
 from pathlib import Path
 
+import yaml
 from click.testing import CliRunner
 
 from collector.cli import cli
-from contract.records import read_record
+from contract.layout import REUSES_ANNOTATION
+from contract.records import read_record, reuses_text
 from contract.result import OkResult
 from standin import objects
 from standin.api import FakeApiServer
@@ -237,6 +239,23 @@ def leftover(job: Obj, name: str = "cpu-smoke-cpu-0123456789") -> Obj:
     for key in ("job", "job-name", "batch.kubernetes.io/job-name"):
         template_labels[key] = old["metadata"]["name"]
     return old
+
+
+def test_the_record_says_what_the_jobs_revision_reused(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """synth's annotation on the Job in dist/ reaches the record, where the report reads it."""
+    workload = repo / WORKLOAD
+    text = workload.read_text(encoding="utf-8")
+    reuses = {"cpu-smoke-cpu-0123456789": ("v000000000001", "v000000000002")}
+    documents = [d for d in yaml.safe_load_all(text) if d]
+    for document in documents:
+        if document["kind"] == "Job":
+            document["metadata"]["annotations"][REUSES_ANNOTATION] = reuses_text(reuses)
+    workload.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    finish_all(api, job)
+    assert collector("gather").exit_code == 0
+    assert read_record(record_of(repo, job)).reuses == reuses
 
 
 def test_a_finished_job_dist_no_longer_holds_is_gathered_too(

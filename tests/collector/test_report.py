@@ -16,7 +16,7 @@ from collector.report import REPORT_SCHEMA_VERSION, Report, UnknownJob, build_re
 from collector.report_html import to_html
 from collector.report_render import CSV_COLUMNS, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
-from contract.records import JobIdentity, StoredVariant
+from contract.records import JobIdentity, Reuses, StoredVariant
 from contract.result import (
     BenchResult,
     Environment,
@@ -468,6 +468,23 @@ def test_all_revisions_combine_each_variant_from_the_newest_job_that_ran_it(
     document = json.loads(to_json(report))
     assert [row["job"] for row in document["variants"]] == [TODAY_JOB, OLD_JOB]
     assert document["selection"] == "all"
+
+
+def test_an_incremental_revision_shows_what_it_reused_under_the_job_that_measured_it(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    """Synth left a variant with a recorded result out of today's Job; the Job's record says
+    it reuses last week's: the default report shows it beside today's own, named by its Job,
+    and nothing else of last week's."""
+    today, last_week = revisions
+    reuses: dict[str, Reuses] = {TODAY_JOB: {OLD_JOB: ("tiny-cnn-fp32-none-b2",)}}
+    report = build_report([*last_week, *today], reuses=reuses)
+    assert [(row.key.batch_size, row.latency.p50_ms, row.job) for row in report.variants] == [
+        (1, 1.1, TODAY_JOB),
+        (2, 1.5, OLD_JOB),
+    ]
+    assert [f.job for f in report.failures] == [TODAY_JOB, TODAY_JOB]
+    assert [(job.job, job.reported) for job in report.jobs] == [(TODAY_JOB, True), (OLD_JOB, True)]
 
 
 def test_a_job_with_no_finish_time_at_all_is_newer_than_one_stored_before_it(

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
-from contract.layout import workload_file
+from contract.layout import REUSES_ANNOTATION, TARGET_LABEL, workload_file
+from contract.records import parse_reuses
 from synth.cli import cli
 from synth.load import FLEET_FILE
 from synth.main import synth
@@ -214,6 +215,28 @@ def test_adding_a_batch_size_runs_only_the_new_variants_then_nothing(
     record_jobs("sweep")
     synth(spec_repo)
     assert running(spec_repo) == {}
+
+
+def test_a_job_says_which_recorded_variants_its_revision_reuses(
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+) -> None:
+    """The annotation gather copies into the record, for the report to show them (collector)."""
+    path = write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    first = read_workload(spec_repo / workload_file("alpha", "sweep"))
+    batch_1 = {}
+    for job in first.jobs:
+        name = job["metadata"]["name"]
+        config = RunConfig.model_validate_json(first.configmaps[name]["data"][CONFIG_FILE])
+        batch_1[config.target] = (name, sorted(v.id for v in config.variants if v.batch_size == 1))
+    record_jobs("sweep", failed={2})
+    path.write_text(SPEC.replace("batch_size: [1, 2]", "batch_size: [1, 2, 4]"))
+    synth(spec_repo)
+    for job in read_workload(spec_repo / workload_file("alpha", "sweep")).jobs:
+        old, ids = batch_1[job["metadata"]["labels"][TARGET_LABEL]]
+        # Batch 1 is reused; batch 2 failed and the spec changed, so it runs again.
+        reuses = parse_reuses(job["metadata"]["annotations"][REUSES_ANNOTATION])
+        assert reuses == {old: tuple(ids)}
 
 
 def test_a_recorded_failure_is_final_until_the_spec_file_changes(
