@@ -157,6 +157,14 @@ class JobSummary:
     failed: int
     reported: bool
     """Whether the report shows its runs (see `Report.selection`)."""
+    spec_file: str | None = None
+    image: str | None = None
+    """The runner image the Job's pods ran, as its pod template names it."""
+    first_finished_at: str | None = None
+    torch: tuple[str, ...] = ()
+    """The torch versions its runs report (one, unless the image was a moving tag)."""
+    devices: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -363,6 +371,13 @@ def _job_summary(runs: Sequence[StoredRun], reported: bool) -> JobSummary:
     job = runs[0].job
     finished = [run.variant.finished_at for run in runs if run.variant.finished_at]
     measured = sum(_measurement(run) is not None for run in runs)
+    environments = [
+        result.environment
+        for run in runs
+        if isinstance(result := run.variant.result, OkResult) and result.environment
+    ]
+    nodes = {run.variant.node for run in runs if run.variant.node}
+    nodes |= {e.node_name for e in environments if e.node_name}
     return JobSummary(
         workflow=job.workflow,
         cluster=job.cluster,
@@ -374,6 +389,12 @@ def _job_summary(runs: Sequence[StoredRun], reported: bool) -> JobSummary:
         measured=measured,
         failed=len(runs) - measured,
         reported=reported,
+        spec_file=job.spec_file,
+        image=job.image,
+        first_finished_at=min(finished, key=_instant) if finished else None,
+        torch=tuple(sorted({e.torch for e in environments})),
+        devices=tuple(sorted({e.device_name for e in environments})),
+        nodes=tuple(sorted(nodes)),
     )
 
 

@@ -412,6 +412,54 @@ def _jobs_table(jobs: Sequence[JobSummary]) -> Table:
     )
 
 
+def _listed(values: Sequence[str], most: int = 3) -> str:
+    shown = ", ".join(values[:most])
+    return f"{shown} (+{len(values) - most})" if len(values) > most else shown or "-"
+
+
+def _provenance_table(jobs: Sequence[JobSummary]) -> Table:
+    """Where the reported numbers come from: enough to rerun them, or to doubt them."""
+    reported = [job for job in jobs if job.reported]
+    return Table(
+        title="Provenance",
+        columns=_columns(
+            *(
+                "cluster",
+                "target",
+                "job",
+                "spec file",
+                "spec",
+                "image",
+                "torch",
+                "device",
+                "nodes",
+                "runs",
+            )
+        ),
+        rows=tuple(
+            (
+                job.cluster,
+                job.target,
+                job.job,
+                job.spec_file or "-",
+                (job.spec_sha256 or "")[:12] or "-",
+                job.image or "-",
+                _listed(job.torch),
+                _listed(job.devices),
+                _listed(job.nodes),
+                f"{format_finished(job.first_finished_at)} to {format_finished(job.finished_at)}",
+            )
+            for job in reported
+        ),
+        notes=(
+            "Per reported Job: the spec file and its sha256, the runner image its pods ran, "
+            "the torch, devices and nodes its results report, and when its first and last "
+            "variants finished (UTC).",
+        ),
+        kind="detail",
+    )
+
+
 def _axis_table(comparison: AxisComparison) -> Table:
     axis = comparison.axis
     entries = comparison.entries
@@ -507,6 +555,7 @@ def lay_out(report: Report) -> Layout:
         *(_comparison_table("Ranking", comparison) for comparison in report.rankings),
         _variants_table(report.variants) if report.variants else None,
         _jobs_table(report.jobs) if report.jobs else None,
+        _provenance_table(report.jobs) if any(job.reported for job in report.jobs) else None,
     ]
     return Layout(
         title=f"benchfleet report: {', '.join(report.workflows) or 'no runs'}",

@@ -408,6 +408,25 @@ def test_a_failure_without_a_finish_time_is_never_replaced_by_an_older_jobs_resu
     assert "20.00" not in text
 
 
+def test_provenance_names_what_the_reported_numbers_came_from(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    today, last_week = revisions
+    text = to_text(build_report([*last_week, *today]))
+    provenance = text.split("Provenance")[1]
+    (row,) = [line for line in provenance.splitlines() if TODAY_JOB in line]
+    assert OLD_JOB not in provenance, "only the reported Jobs"
+    for cell in (
+        "specs/workflows/gpu-comparison.yaml",
+        "a" * 12,
+        "registry.example.com/benchfleet/runner@sha256:" + "b" * 64,
+        "2.13.0",
+        "NVIDIA A100-SXM4-80GB",
+        "2026-12-03 06:00Z to 2026-12-03 06:00Z",
+    ):
+        assert cell in row
+
+
 def test_the_report_counts_every_failure_of_the_newest_job(
     revisions: tuple[list[StoredRun], list[StoredRun]],
 ) -> None:
