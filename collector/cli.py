@@ -13,6 +13,7 @@ from collector.history import HistoryError, merged, records_at, records_in, runs
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
+from collector.progress import plural
 from collector.report import Report, UnknownJob, build_report
 from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.session import (
@@ -26,7 +27,7 @@ from collector.status import format_status, workflow_status
 from collector.store import StoreError, open_store
 from contract.dist import dist_clusters, namespaces
 from contract.layout import RESULTS
-from contract.options import database_option, root_option
+from contract.options import database_option, root_option, version_option
 
 ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
 HTML_REPORT: Final = "report.html"
@@ -47,6 +48,7 @@ def _duration(text: str) -> float:
 
 
 @click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})
+@version_option
 @root_option
 @database_option
 @click.option(
@@ -154,7 +156,8 @@ def gather(
     unfinished = sum(len(o.unfinished) for o in outcomes)
     if failed or unfinished:
         raise click.ClickException(
-            f"{failed} variants failed, {unfinished} Jobs did not finish; see above"
+            f"{plural(failed, 'variant')} failed, {plural(unfinished, 'Job')} did not finish; "
+            "see above"
         )
 
 
@@ -227,7 +230,9 @@ def report(
         earlier = records_at(settings.root, baseline_ref, workflow) if baseline_ref else None
         baseline = runs_of(earlier) if earlier is not None else None
         # Job names are content hashes: one mapping serves the runs and the baseline.
-        reuses = {r.job: r.reuses for r in [*records, *(earlier or [])] if r.reuses}
+        every = [*records, *(earlier or [])]
+        reuses = {r.job: r.reuses for r in every if r.reuses}
+        about = {r.job: (r.description, r.owner) for r in every}
     except (StoreError, HistoryError) as error:
         raise click.ClickException(str(error)) from None
     if not runs:
@@ -243,6 +248,7 @@ def report(
             jobs=jobs,
             all_revisions=all_revisions,
             reuses=reuses,
+            about=about,
         )
     except UnknownJob as error:
         raise click.ClickException(str(error)) from None

@@ -29,6 +29,7 @@ from collector.logreads import LogReads
 from collector.logs import job_context
 from collector.metrics import ObservedJob
 from collector.pods import is_stuck
+from collector.progress import plural
 from collector.status import explain_waiting, pods_by_job
 from collector.store import Store
 from collector.workload import ExpectedJob, expected_from, label_selector
@@ -287,6 +288,8 @@ class Gatherer:
             outcome="failed" if failure else "complete",
             failure=failure,
             variants=tuple(variants),
+            description=progress.expected.description,
+            owner=progress.expected.owner,
             reuses=progress.expected.reuses or None,
         )
 
@@ -311,7 +314,7 @@ class Gatherer:
             if settled(state) and state.index not in progress.stored
         ]
         done = progress.expected.completions - len(waiting)
-        why = f"{done} of {progress.expected.completions} variants finished"
+        why = f"{done} of {plural(progress.expected.completions, 'variant')} finished"
         stored = self._store.variants(identity.cluster, identity.namespace, identity.job)
         failed = tuple(variant for variant in stored if variant.state == "failed")
         return Unfinished(

@@ -165,6 +165,14 @@ class JobSummary:
     """The torch versions its runs report (one, unless the image was a moving tag)."""
     devices: tuple[str, ...] = ()
     nodes: tuple[str, ...] = ()
+    description: str | None = None
+    """The workflow's, as the Job's record says (`About`)."""
+    owner: str | None = None
+
+
+About = tuple[str | None, str | None]
+"""A Job's workflow description and owner, from its record in results/."""
+NO_ABOUT: About = (None, None)
 
 
 @dataclass(frozen=True)
@@ -367,7 +375,7 @@ def _measurement(run: StoredRun) -> tuple[OkResult, VariantRef] | None:
     return result, result.variant
 
 
-def _job_summary(runs: Sequence[StoredRun], reported: bool) -> JobSummary:
+def _job_summary(runs: Sequence[StoredRun], reported: bool, about: About) -> JobSummary:
     job = runs[0].job
     finished = [run.variant.finished_at for run in runs if run.variant.finished_at]
     measured = sum(_measurement(run) is not None for run in runs)
@@ -395,6 +403,8 @@ def _job_summary(runs: Sequence[StoredRun], reported: bool) -> JobSummary:
         torch=tuple(sorted({e.torch for e in environments})),
         devices=tuple(sorted({e.device_name for e in environments})),
         nodes=tuple(sorted(nodes)),
+        description=about[0],
+        owner=about[1],
     )
 
 
@@ -427,6 +437,7 @@ def _select(
     names: Collection[str],
     all_revisions: bool,
     reuses: Mapping[str, Reuses],
+    about: Mapping[str, About],
 ) -> tuple[list[StoredRun], dict[JobId, JobAge], tuple[JobSummary, ...]]:
     """The runs of the Jobs to report, each Job's age, and a summary of every Job."""
     by_job: dict[JobId, list[StoredRun]] = defaultdict(list)
@@ -452,7 +463,7 @@ def _select(
         chosen = {max(jobs, key=ages.__getitem__) for jobs in slots.values()}
     reused = _reused(chosen, by_job, reuses) if not all_revisions else {}
     summaries = tuple(
-        _job_summary(by_job[job], job in chosen or job in reused)
+        _job_summary(by_job[job], job in chosen or job in reused, about.get(job.name, NO_ABOUT))
         for slot in sorted(slots)
         for job in sorted(slots[slot], key=ages.__getitem__, reverse=True)
     )
@@ -694,10 +705,11 @@ def _current(
     names: Collection[str],
     all_revisions: bool,
     reuses: Mapping[str, Reuses],
+    about: Mapping[str, About],
 ) -> tuple[list[StoredRun], int, tuple[JobSummary, ...]]:
     """The runs to report, one per variant; how many of the chosen Jobs' runs were left out;
     a summary of every Job."""
-    selected, ages, summaries = _select(runs, names, all_revisions, reuses)
+    selected, ages, summaries = _select(runs, names, all_revisions, reuses, about)
     latest, superseded = _latest(selected, ages)
     return latest, superseded, summaries
 
@@ -710,6 +722,7 @@ def build_report(
     jobs: Collection[str] = (),
     all_revisions: bool = False,
     reuses: Mapping[str, Reuses] | None = None,
+    about: Mapping[str, About] | None = None,
 ) -> Report:
     """The report on `runs`, compared with `baseline` (earlier runs) when given.
 
@@ -722,6 +735,7 @@ def build_report(
     newest Jobs, or every revision), never by name. `reuses` (Job name: what its record
     says it reuses) brings in the earlier runs a chosen Job's revision reused instead of
     running them again (incremental sweeps): they are shown under their own Job's name.
+    `about` (Job name: its workflow's description and owner) heads the report.
 
     A variant is a regression when its p50 grew by more than `regression_threshold` (a
     fraction: 0.05 is 5 %) and its CI and the baseline's are disjoint; an improvement likewise
@@ -734,10 +748,14 @@ def build_report(
         )
     if jobs and all_revisions:
         raise ValueError("name Jobs or ask for all revisions, not both")
-    reused = reuses or {}
-    latest, superseded, summaries = _current(runs, jobs, all_revisions, reused)
+    reused, described = reuses or {}, about or {}
+    latest, superseded, summaries = _current(runs, jobs, all_revisions, reused, described)
     rows, failures = _split(latest)
-    before = _current(baseline, (), all_revisions, reused)[0] if baseline is not None else None
+    before = (
+        _current(baseline, (), all_revisions, reused, described)[0]
+        if baseline is not None
+        else None
+    )
     return Report(
         workflows=tuple(sorted({run.job.workflow for run in runs})),
         variants=rows,

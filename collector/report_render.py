@@ -519,8 +519,22 @@ def _selection(report: Report) -> str | None:
     )
 
 
+def _about(jobs: Sequence[JobSummary]) -> list[str]:
+    """Each workflow's description and owner, as its newest reported Job's record says."""
+    lines, seen = [], set()
+    for job in jobs:
+        if job.reported and job.description and job.workflow not in seen:
+            seen.add(job.workflow)
+            owner = f" (owner: {job.owner})" if job.owner else ""
+            lines.append(f"{job.workflow}: {job.description}{owner}")
+    return lines
+
+
 def _summary(report: Report) -> tuple[str, ...]:
-    lines = [f"{_plural(len(report.variants), 'variant')} measured, {len(report.failures)} failed."]
+    lines = _about(report.jobs)
+    lines.append(
+        f"{_plural(len(report.variants), 'variant')} measured, {len(report.failures)} failed."
+    )
     selection = _selection(report)
     if selection:
         lines.append(selection)

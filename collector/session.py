@@ -4,7 +4,7 @@ click commands in collector/cli.py are thin layers over these."""
 
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -17,10 +17,11 @@ from collector.credentials import CredentialsError, connect
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.identity import UnconfirmedCluster, confirm_cluster
 from collector.kube import KubeClient, KubeError
-from collector.progress import Progress
+from collector.progress import Progress, plural
 from collector.store import StoreError, open_store
 from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs
 from contract.layout import RESULTS, recorded_clusters, recorded_jobs, workload_file
+from contract.variant import VariantRef
 
 
 @dataclass(frozen=True)
@@ -135,10 +136,30 @@ def _expected(settings: Settings, workflow: str, cluster: str) -> list[ExpectedJ
     return [e for e in expected if e.identity.job not in recorded]
 
 
-def _summary(outcome: GatherOutcome) -> list[str]:
+def _was(count: int) -> str:
+    return "was" if count == 1 else "were"
+
+
+def _index_namer(expected: Sequence[ExpectedJob]) -> Callable[[str, int, VariantRef | None], str]:
+    """Names a Job's index for the summary: `tiny-mlp fp16 batch 4 at index 3`, with the
+    variant from the stored run or else from dist/'s config.json; `index 3` when neither
+    knows it."""
+    by_job = {job.identity.job: job.variants for job in expected}
+
+    def name(job: str, index: int, variant: VariantRef | None) -> str:
+        known = variant or by_job.get(job, {}).get(index)
+        return f"{known.describe()} at index {index}" if known else f"index {index}"
+
+    return name
+
+
+def _summary(outcome: GatherOutcome, expected: Sequence[ExpectedJob] = ()) -> list[str]:
+    """What gather did in one cluster, for people; `expected` names the variants of indexes
+    whose stored run does not."""
+    name = _index_namer(expected)
     lines = [
-        f"{outcome.cluster}: stored {outcome.stored_new} variant runs "
-        f"({outcome.already_stored} were stored before)"
+        f"{outcome.cluster}: stored {plural(outcome.stored_new, 'variant run')} "
+        f"({outcome.already_stored} {_was(outcome.already_stored)} stored before)"
     ]
     for record, path in outcome.records:
         failed = [v for v in record.variants if v.state == "failed"]
@@ -147,13 +168,20 @@ def _summary(outcome: GatherOutcome) -> list[str]:
             f"  {record.job}: {record.outcome}, {len(record.variants) - len(failed)} ok, "
             f"{len(failed)} failed; {where}"
         )
-        lines += [f"    index {v.index}: {v.explanation}" for v in failed]
+        lines += [f"    {name(record.job, v.index, v.variant)}: {v.explanation}" for v in failed]
         if record.failure:
             lines.append(f"    the Job failed: {record.failure}")
     for unfinished in outcome.unfinished:
-        lines.append(f"  {unfinished.job}: NOT FINISHED: {unfinished.why}")
-        lines += [f"    index {v.index}: failed: {v.explanation}" for v in unfinished.failed]
-        lines += [f"    index {s.index}: {s.phase}: {s.explanation}" for s in unfinished.waiting]
+        job = unfinished.job
+        lines.append(f"  {job}: NOT FINISHED: {unfinished.why}")
+        lines += [
+            f"    {name(job, v.index, v.variant)}: failed: {v.explanation}"
+            for v in unfinished.failed
+        ]
+        lines += [
+            f"    {name(job, s.index, None)}: {s.phase}: {s.explanation}"
+            for s in unfinished.waiting
+        ]
     return lines
 
 
@@ -205,13 +233,14 @@ def gather_workflow(
                 except KeyboardInterrupt as interrupt:
                     how = " (SIGTERM)" if isinstance(interrupt, Terminated) else ""
                     raise click.ClickException(
-                        f"interrupted{how}: {gatherer.stored_new} variant runs were stored; "
+                        f"interrupted{how}: {plural(gatherer.stored_new, 'variant run')} "
+                        f"{_was(gatherer.stored_new)} stored; "
                         "run gather again to resume"
                     ) from None
                 finally:
                     progress.finish()
                 outcomes.append(outcome)
-                for line in _summary(outcome):
+                for line in _summary(outcome, expected):
                     click.echo(line)
                 click.echo(
                     f"{name}: API requests {dict(sorted(client.requests.items()))}", err=True

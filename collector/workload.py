@@ -16,7 +16,9 @@ from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import dist_clusters, read_workload
 from contract.layout import (
     APP_SELECTOR,
+    DESCRIPTION_ANNOTATION,
     DIST,
+    OWNER_ANNOTATION,
     REUSES_ANNOTATION,
     SPEC_FILE_ANNOTATION,
     SPEC_SHA256_ANNOTATION,
@@ -45,6 +47,8 @@ class ExpectedJob:
     completions: int
     variants: dict[int, VariantRef]
     """What each index runs, from the Job's config.json ConfigMap."""
+    description: str | None = None
+    owner: str | None = None
     reuses: Reuses = field(default_factory=dict)
     """The recorded variants of earlier Jobs its spec revision reuses (synth's annotation)."""
 
@@ -83,6 +87,8 @@ def expected_from(
         identity=identity,
         completions=job["spec"].get("completions", 1),
         variants=_variants(configmap),
+        description=annotations.get(DESCRIPTION_ANNOTATION),
+        owner=annotations.get(OWNER_ANNOTATION),
         reuses=_reuses(metadata["name"], annotations.get(REUSES_ANNOTATION)),
     )
 

@@ -1,5 +1,5 @@
 """The command-line options every benchfleet command shares, defined once: where the
-repository is, and where the collector's database is in it."""
+repository is, where the collector's database is in it, and --version."""
 
 from pathlib import Path
 from typing import Final
@@ -25,3 +25,10 @@ database_option = click.option(
     default=DEFAULT_DATABASE,
     help="The SQLite results database (relative to --root); created when missing.",
 )
+
+version_option = click.version_option(
+    package_name="benchfleet",
+    message="benchfleet %(version)s",
+    help="Print the installed benchfleet version and exit.",
+)
+"""`--version` on every command: the installed benchfleet distribution's version."""

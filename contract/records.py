@@ -76,6 +76,9 @@ class JobRecord(JobIdentity):
     failure: str | None = None
     """Why the Job failed as a whole, in words."""
     variants: tuple[StoredVariant, ...]
+    description: str | None = None
+    """The workflow's description and owner, as its spec said when synth made the Job."""
+    owner: str | None = None
     reuses: dict[str, tuple[str, ...]] | None = None
     """The variants of earlier Jobs (name: variant ids) whose recorded results this Job's
     spec revision reuses instead of running them again: its report shows them beside its own

@@ -1,61 +1,22 @@
-"""`python -m localrun WORKFLOW`: run a synthesized workflow's pods here and report them.
-
-Reads dist/<cluster>/workloads/WORKFLOW.yaml, the file Flux would apply, and runs each Job
-index as a process through the runner, with the ConfigMaps' files and the pod's env as the
-kubelet would give them. The results go into the collector's database as cluster `local`
-and are reported as `collector report` reports a cluster's. Try a spec this way before
-opening a pull request.
-"""
+"""`python -m localrun WORKFLOW`: what `localrun run WORKFLOW` does (see localrun.cli), with
+--root and --db after the workflow, as `make demo` runs it."""
 
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
-from collector.report import build_report
-from collector.report_render import to_text
-from collector.store import open_store
-from collector.workload import expected_jobs
-from contract.layout import cluster_of
-from contract.options import database_option, root_option
-from contract.records import JobIdentity
-from localrun.pod import PodSpecError
-from localrun.process import run_process
-from localrun.record import LOCAL_CLUSTER, local_identity, stored_variants
-from localrun.workflow import PodOutcome, pod_plans, run_pods, workload_file
-
-POD_TIMEOUT_S = 1800.0
-
-
-def _store(
-    root: Path, database: Path, workload: Path, outcomes: list[PodOutcome]
-) -> list[JobIdentity]:
-    """Store each Job's local runs over any earlier local run of it; the identities stored."""
-    cluster = cluster_of(workload)
-    identities = []
-    with open_store(database) as store:
-        for expected in expected_jobs(root, workload.stem, cluster):
-            mine = [o for o in outcomes if o.plan.job_name == expected.identity.job]
-            if mine:
-                identity = local_identity(expected)
-                store.add(identity, stored_variants(mine, expected), replace=True)
-                identities.append(identity)
-    return identities
+from contract.options import database_option, root_option, version_option
+from localrun.cli import CLUSTER_OPTION, INDEX_OPTION, run_workflow
 
 
 @click.command(context_settings={"show_default": True})
+@version_option
 @click.argument("workflow")
 @root_option
-@click.option("--cluster", help="Which cluster's manifests to run [default: the first]")
+@CLUSTER_OPTION
 @database_option
-@click.option(
-    "--index",
-    "indexes",
-    type=click.IntRange(min=0),
-    multiple=True,
-    help="Run only this Job completion index (repeatable) [default: all]",
-)
+@INDEX_OPTION
 def main(
     workflow: str, root: Path, cluster: str | None, database: Path, indexes: tuple[int, ...]
 ) -> None:
@@ -63,28 +24,7 @@ def main(
 
     Exits 1 when any pod handed over no result or an error result.
     """
-    with tempfile.TemporaryDirectory(prefix="benchfleet-local-") as scratch:
-        try:
-            workload = workload_file(root, workflow, cluster)
-            plans = list(pod_plans(workload, Path(scratch), indexes))
-        except PodSpecError as error:
-            raise click.ClickException(str(error)) from None
-        click.echo(f"running {len(plans)} pods of {workload.relative_to(root)}", err=True)
-        outcomes = []
-        for number, outcome in enumerate(
-            run_pods(plans, lambda plan: run_process(plan, POD_TIMEOUT_S)), start=1
-        ):
-            status = outcome.result.status if outcome.result else outcome.problem
-            click.echo(f"  [{number}/{len(plans)}] index {outcome.plan.index}: {status}", err=True)
-            outcomes.append(outcome)
-    identities = _store(root, root / database, workload, outcomes)
-    with open_store(root / database) as store:
-        runs = [run for run in store.runs(workflow) if run.job in identities]
-    click.echo(to_text(build_report(runs)))
-    click.echo(f"stored in {root / database} as cluster {LOCAL_CLUSTER}", err=True)
-    failed = [o for o in outcomes if o.result is None or o.result.status != "ok"]
-    if failed:
-        raise click.ClickException(f"{len(failed)} of {len(outcomes)} pods did not succeed")
+    run_workflow(root, database, workflow, cluster, indexes)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from contract.options import root_option
+from contract.options import root_option, version_option
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.hints import did_you_mean
@@ -62,6 +62,7 @@ FORMAT_OPTION = click.option(
 
 
 @click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})
+@version_option
 @root_option
 @click.pass_context
 def cli(context: click.Context, root: Path) -> None:

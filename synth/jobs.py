@@ -27,9 +27,11 @@ from contract.errors import ExitCode
 from contract.layout import (
     APP,
     APP_LABEL,
+    DESCRIPTION_ANNOTATION,
     JOB_LABEL,
     MANAGED_BY,
     MODELS_ANNOTATION,
+    OWNER_ANNOTATION,
     REUSES_ANNOTATION,
     SPEC_FILE_ANNOTATION,
     SPEC_SHA256_ANNOTATION,
@@ -524,6 +526,8 @@ def plan_runs(
                 namespace=namespace,
                 labels=labels,
                 annotations={
+                    DESCRIPTION_ANNOTATION: workflow.description,
+                    OWNER_ANNOTATION: workflow.owner,
                     SPEC_FILE_ANNOTATION: loaded.file,
                     SPEC_SHA256_ANNOTATION: loaded.sha256,
                     TOOL_VERSION_ANNOTATION: TOOL_VERSION,

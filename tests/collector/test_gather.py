@@ -45,6 +45,7 @@ def test_a_finished_workflow_is_stored_and_recorded_in_one_gather(
     assert rows(repo) == [(i, "succeeded", "termination-message") for i in range(6)]
     record = read_record(record_of(repo, job))
     assert (record.outcome, len(record.variants), record.target) == ("complete", 6, "cpu")
+    assert record.description and record.owner, "synth's annotations reach the record"
     assert all(v.result is not None and v.result.status == "ok" for v in record.variants)
     assert f"wrote {record_of(repo, job)}" in run.stdout
     assert not any(key.endswith("log") for key in requests(api)), "logs are not needed"

@@ -427,6 +427,22 @@ def test_provenance_names_what_the_reported_numbers_came_from(
         assert cell in row
 
 
+def test_the_workflows_description_and_owner_head_the_report(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    today, last_week = revisions
+    about = {
+        TODAY_JOB: ("Which GPU serves tiny-cnn fastest?", "ml-platform@example.com"),
+        OLD_JOB: ("an older wording", "someone-else@example.com"),
+    }
+    text = to_text(build_report([*last_week, *today], about=about))
+    assert (
+        "gpu-comparison: Which GPU serves tiny-cnn fastest? (owner: ml-platform@example.com)"
+        in text
+    )
+    assert "older wording" not in text
+
+
 def test_the_report_counts_every_failure_of_the_newest_job(
     revisions: tuple[list[StoredRun], list[StoredRun]],
 ) -> None:
