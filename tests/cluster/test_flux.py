@@ -145,18 +145,23 @@ def test_a_value_added_to_a_recorded_sweep_runs_only_the_new_variant(gitops: Git
     batch size added to its sweep is a Job of that one variant; recorded, it leaves too."""
     live, repo = gitops.live, gitops.repo
     kubeconfig = service_account_kubeconfig(live)
+
+    def record(job: str) -> None:
+        """Gather the workflow, commit its record, and see Flux prune the recorded Job."""
+        gathered = repo.collector(
+            "gather", "--workflow", "e2e-flux-grow", "--cluster", CLUSTER, "--timeout", "3m",
+            kubeconfig=kubeconfig,
+        )  # fmt: skip
+        assert gathered.exit_code == 0, gathered.output
+        gitops.flux.converge(gitops.flux.commit(f"e2e-flux-grow: results of {job}"))
+        wait_for(f"{job} to be pruned", lambda: _objects_of(live, job) == [])
+
     repo.write_workflow("e2e-flux-grow", short_cpu_spec("e2e-flux-grow", "[1, 2]"))
     first = gitops.flux.commit("e2e-flux-grow: two variants")
     succeed_quickly(gitops.live, repo, "e2e-flux-grow")
     (old,) = repo.job_names("e2e-flux-grow")
     gitops.flux.converge(first)
-    gathered = repo.collector(
-        "gather", "--workflow", "e2e-flux-grow", "--cluster", CLUSTER, "--timeout", "3m",
-        kubeconfig=kubeconfig,
-    )  # fmt: skip
-    assert gathered.exit_code == 0, gathered.output
-    gitops.flux.converge(gitops.flux.commit("e2e-flux-grow: results"))
-    wait_for("the recorded Job to be pruned", lambda: _objects_of(live, old) == [])
+    record(old)
 
     repo.write_workflow("e2e-flux-grow", short_cpu_spec("e2e-flux-grow", "[1, 2, 4]"))
     grown = gitops.flux.commit("e2e-flux-grow: one batch size more")
@@ -167,14 +172,8 @@ def test_a_value_added_to_a_recorded_sweep_runs_only_the_new_variant(gitops: Git
         gitops.flux.converge(grown)
         assert wait_for("the new Job", lambda: job_condition(live, new)) == "Complete"
     assert len(observer.seen) == 1, "only the added variant ran"
-    gathered = repo.collector(
-        "gather", "--workflow", "e2e-flux-grow", "--cluster", CLUSTER, "--timeout", "3m",
-        kubeconfig=kubeconfig,
-    )  # fmt: skip
-    assert gathered.exit_code == 0, gathered.output
-    gitops.flux.converge(gitops.flux.commit("e2e-flux-grow: results of the new variant"))
+    record(new)
     assert repo.job_names("e2e-flux-grow") == []
-    wait_for("the second Job to be pruned", lambda: _objects_of(live, new) == [])
 
 
 def test_a_finished_job_is_never_rerun_by_a_reconcile_but_is_when_deleted_by_hand(

@@ -273,15 +273,21 @@ def test_a_finished_job_dist_no_longer_holds_is_gathered_too(
     assert record_of(repo, old).exists()
 
 
-def test_clean_deletes_only_finished_stored_jobs_that_dist_does_not_hold(
-    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
-) -> None:
+def gather_with_a_leftover(collector: Collect, api: FakeApiServer, job: Obj) -> None:
+    """The dist/ Job finished, and a finished Job of an earlier spec beside it, both gathered:
+    the earlier one's results are stored, so clean may delete it."""
     finish_all(api, job)
     stored = leftover(job)
     for index in range(6):
         api.add("pods", objects.succeeded_pod(stored, index))
     api.add("jobs", objects.complete(stored))
     collector("gather")
+
+
+def test_clean_deletes_only_finished_stored_jobs_that_dist_does_not_hold(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    gather_with_a_leftover(collector, api, job)
     running = leftover(job, "cpu-smoke-cpu-9999999999")
     api.add("jobs", objects.job_status(running, active=6))
     unstored = leftover(job, "cpu-smoke-cpu-8888888888")
@@ -441,12 +447,7 @@ def test_clean_with_a_role_in_one_namespace_cleans_there_and_says_what_it_skippe
 ) -> None:
     """The defect: a collector whose Role is in benchfleet-dev got a 403 elsewhere and aborted
     before deleting anything."""
-    finish_all(api, job)
-    stored = leftover(job)
-    for index in range(6):
-        api.add("pods", objects.succeeded_pod(stored, index))
-    api.add("jobs", objects.complete(stored))
-    collector("gather")
+    gather_with_a_leftover(collector, api, job)
     forbidden = 'jobs.batch is forbidden: User "system:serviceaccount:benchfleet-dev:c" cannot'
     api.fail_next(1000, 403, path_contains="/namespaces/benchfleet-prod/", message=forbidden)
     run = collector("clean")
