@@ -21,6 +21,20 @@ class _Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+TAIL_SAMPLES: Final = 10
+"""A percentile is reliable with at least this many samples beyond it (MLPerf LoadGen's
+early-stopping idea, in its simplest form): p99 needs 1000 iterations, p90 100."""
+
+Tail = Literal["p90", "p95", "p99"]
+"""A tail percentile the timed loop can be asked to make reliable."""
+
+
+def tail_iterations(tail: Tail) -> int:
+    """The fewest iterations that make `tail` reliable."""
+    beyond = 100 - int(tail.removeprefix("p"))
+    return -(-TAIL_SAMPLES * 100 // beyond)
+
+
 class PhaseConfig(_Contract):
     """Stop once both minimums are met, or at either maximum."""
 
@@ -28,6 +42,13 @@ class PhaseConfig(_Contract):
     min_time_s: float = Field(ge=0)
     max_iterations: int = Field(ge=1)
     max_time_s: float = Field(gt=0)
+    tail: Tail | None = None
+    """Also run until this percentile is reliable (tail_iterations), within the maximums."""
+
+    @property
+    def least_iterations(self) -> int:
+        """The minimum count the loop runs to, the tail's included."""
+        return max(self.min_iterations, tail_iterations(self.tail) if self.tail else 0)
 
 
 class ModelConfig(_Contract):

@@ -28,7 +28,7 @@ def run_phase(
 ) -> PhaseOutcome:
     """Call `step` until `rule` says stop; `at_least` raises the minimum count (the timed
     loop needs one iteration even when its rule asks for none)."""
-    min_iterations = max(rule.min_iterations, at_least)
+    min_iterations = max(rule.least_iterations, at_least)
     durations: list[int] = []
     start = clock()
     while True:

@@ -5,12 +5,11 @@ from typing import Final
 
 import numpy as np
 
+from contract.config import TAIL_SAMPLES
 from contract.result import LatencyStats
 
 NOISY_IQR_RATIO: Final = 0.10
 """IQR / median above this marks a measurement as noisy."""
-TAIL_SAMPLES: Final = 10
-"""A percentile is reported as reliable with at least this many samples beyond it."""
 _REPORTED: Final = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
 
 

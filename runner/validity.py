@@ -91,8 +91,11 @@ def _early(name: str, outcome: PhaseOutcome, rule: PhaseConfig) -> str | None:
     if outcome.stopped_by == "minimums":
         return None
     short = []
-    if len(outcome.durations_ns) < rule.min_iterations:
-        short.append(f"{len(outcome.durations_ns)} of {rule.min_iterations} iterations")
+    if len(outcome.durations_ns) < rule.least_iterations:
+        wanted = (
+            f" (for a reliable {rule.tail})" if rule.least_iterations > rule.min_iterations else ""
+        )
+        short.append(f"{len(outcome.durations_ns)} of {rule.least_iterations} iterations{wanted}")
     if outcome.elapsed_s < rule.min_time_s:
         short.append(f"{outcome.elapsed_s:.3g} of {rule.min_time_s:g} s")
     if not short:

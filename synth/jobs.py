@@ -49,7 +49,7 @@ from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import job_name, model_bundle_name
 from synth.recorded import Recorded
-from synth.spec import ModelSpec, Phase, Scheduling, Target
+from synth.spec import MeasurePhase, ModelSpec, Phase, Scheduling, Target
 from synth.sweep import Variant
 
 TOOL_VERSION: Final = version("benchfleet")
@@ -181,6 +181,7 @@ def _phase(phase: Phase) -> PhaseConfig:
         min_time_s=phase.min_time,
         max_iterations=phase.max_iterations,
         max_time_s=phase.max_time,
+        tail=phase.tail if isinstance(phase, MeasurePhase) else None,
     )
 
 

@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from contract.config import Tail, tail_iterations
 from contract.layout import KUSTOMIZATION_FILE, WORKLOADS
 from contract.variant import Precision, Quantization
 from synth.base import SpecModel
@@ -240,6 +241,21 @@ class MeasurePhase(Phase):
     """Stop after this many iterations, even if min_time has not passed."""
     max_time: Duration = 300.0
     """Stop after this long, even if min_iterations have not run."""
+    tail: Tail | None = None
+    """A tail percentile to make reliable (p90, p95 or p99): run on until 10 iterations lie
+    beyond it (p99: 1000), within the maximums; the result says if a maximum came first."""
+
+    @field_validator("tail")
+    @classmethod
+    def _tail_fits_the_maximum(cls, tail: Tail | None, info: ValidationInfo) -> Tail | None:
+        maximum = info.data.get("max_iterations")
+        if tail is not None and maximum is not None and maximum < tail_iterations(tail):
+            raise SpecError(
+                f"{tail} needs {tail_iterations(tail)} iterations to be reliable; "
+                f"max_iterations is {maximum}",
+                f"raise max_iterations to {tail_iterations(tail)}, or ask for a lower tail",
+            )
+        return tail
 
 
 class Benchmark(SpecModel):

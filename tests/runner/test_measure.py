@@ -3,8 +3,11 @@ must be met, either maximum stops the loop."""
 
 import pytest
 
-from contract.config import PhaseConfig
+from contract.config import PhaseConfig, Tail
+from contract.result import Contention
 from runner.measure import run_phase
+from runner.stats import reliable_percentiles, summarize
+from runner.validity import validity
 
 
 class FakeClock:
@@ -74,3 +77,27 @@ def test_durations_are_what_each_step_returned() -> None:
     clock = FakeClock(step_ns=0)
     outcome = run_phase(lambda: next(durations), rule(3, 0.0, 3, 1.0), clock=clock)
     assert outcome.durations_ns == [5, 7, 11]
+
+
+@pytest.mark.parametrize(("tail", "iterations"), [("p90", 100), ("p95", 200), ("p99", 1000)])
+def test_a_tail_runs_on_until_ten_iterations_lie_beyond_it(tail: Tail, iterations: int) -> None:
+    clock = FakeClock(step_ns=10_000_000)
+    asked = rule(5, 0.1, 10_000, 60.0).model_copy(update={"tail": tail})
+    outcome = run_phase(clock.step, asked, clock=clock)
+    assert (len(outcome.durations_ns), outcome.stopped_by) == (iterations, "minimums")
+    assert tail in reliable_percentiles(len(outcome.durations_ns))
+    assert tail not in reliable_percentiles(len(outcome.durations_ns) - 1)
+
+
+def test_a_maximum_before_the_tail_is_reliable_is_stopped_early_and_says_why() -> None:
+    clock = FakeClock(step_ns=10_000_000)
+    asked = rule(5, 0.1, 10_000, 3.0).model_copy(update={"tail": "p99"})
+    outcome = run_phase(clock.step, asked, clock=clock)
+    assert (len(outcome.durations_ns), outcome.stopped_by) == (300, "max_time")
+    stats = summarize(outcome.durations_ns)
+    clean = Contention(wall_s=3.0, cpu_time_s=3.0, threads=1, cpus_allowed=2.0)
+    flags = validity(stats, True, [("measurement", outcome, asked)], clean, None)
+    assert flags.stopped_early
+    assert flags.reasons == [
+        "measurement stopped at max time with 300 of 1000 iterations (for a reliable p99)"
+    ]

@@ -341,3 +341,20 @@ def test_plan_estimates_a_job_from_earlier_runs_of_the_same_settings(
     assert "+ create" in cpu
     assert "about 1.0 pod-minutes by earlier runs of 4 of them" in cpu
     assert "at most 5.3 pod-minutes measuring" in cpu
+
+
+def test_a_tail_asked_for_reaches_config_json_and_is_part_of_the_measurement(
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+) -> None:
+    path = write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    record_jobs("sweep")
+    path.write_text(SPEC.replace("max_time: 20s}", "max_time: 20s, tail: p90}"))
+    synth(spec_repo)
+    assert settings(running(spec_repo)) == ALL, "a tail changes what is measured"
+    workload = read_workload(spec_repo / workload_file("alpha", "sweep"))
+    for job in workload.jobs:
+        data = workload.configmaps[job["metadata"]["name"]]["data"][CONFIG_FILE]
+        config = RunConfig.model_validate_json(data)
+        assert (config.measure.tail, config.measure.least_iterations) == ("p90", 100)
+        assert config.warmup.tail is None
