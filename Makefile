@@ -25,6 +25,7 @@ test: install
 
 fuzz: install
 	BENCHFLEET_FUZZ=fuzz $(PY) -m pytest tests/synth/test_fuzz.py --hypothesis-show-statistics
+	$(PY) -m tests.synth.fuzz_yaml -max_total_time=600
 
 validate: install
 	$(BENCHFLEET) validate

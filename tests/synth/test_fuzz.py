@@ -15,6 +15,8 @@ becomes a named case in tests/data/specs/invalid/.
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,9 @@ settings.register_profile(
 PROFILE = os.environ.get("BENCHFLEET_FUZZ", "ci")
 settings.load_profile(PROFILE)
 SYNTH_RUNS = 15 if PROFILE == "ci" else 300
+YAML_RUNS = 5000
+"""libFuzzer's runs in `make test` (a few seconds); `make fuzz` runs tests/synth/fuzz_yaml.py
+for ten minutes."""
 """Each synth run costs a render, cdk8s included, when the mutation leaves the spec valid."""
 
 SPLICES = [
@@ -234,3 +239,19 @@ def test_synth_on_a_mutated_spec_succeeds_or_changes_nothing(synthesized: Path, 
         target.write_bytes(original)
         if _tree(synthesized) != before:
             synth(synthesized)
+
+
+def test_the_coverage_guided_yaml_fuzzer_finds_nothing_in_a_short_seeded_run(
+    tmp_path: Path,
+) -> None:
+    """tests/synth/fuzz_yaml.py under libFuzzer: a crash (any exception but a located
+    YamlSyntaxError) ends it with a non-zero status and the input that caused it."""
+    for seed in (REPO_ROOT / "specs" / "workflows").glob("*.yaml"):
+        shutil.copy(seed, tmp_path / seed.name)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.synth.fuzz_yaml", f"-runs={YAML_RUNS}", "-seed=1",
+         str(tmp_path)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"Done {YAML_RUNS} runs" in done.stderr
