@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Final
 
 from contract.inputs import ExpectedInput, declared_inputs
+from contract.weights import linear_weight_share
 
 MAX_MEMBERS: Final = 200_000
 MAX_JSON_BYTES: Final = 256 << 20
@@ -129,9 +130,19 @@ class UnsafeArchive(ValueError):
         super().__init__("; ".join(problems))
 
 
-def check_archive(source: Path | bytes) -> tuple[ExpectedInput, ...]:
+@dataclass(frozen=True)
+class Program:
+    """What an archive's model.json says that matters before torch loads it."""
+
+    inputs: tuple[ExpectedInput, ...]
+    """The user inputs it declares (empty where it declares none readable)."""
+    linear_share: float | None
+    """The share of its parameters that int8 quantization reaches (contract.weights)."""
+
+
+def check_archive(source: Path | bytes) -> Program:
     """Raise UnsafeArchive unless `source` is a .pt2 that torch can load without running code;
-    return the user inputs its program declares (empty where it declares none readable)."""
+    return what its program declares."""
     stream: IO[bytes] = io.BytesIO(source) if isinstance(source, bytes) else source.open("rb")
     with stream:
         if not zipfile.is_zipfile(stream):
@@ -151,7 +162,7 @@ def check_archive(source: Path | bytes) -> tuple[ExpectedInput, ...]:
             problems = [f"its zip structure is damaged ({e})"]
     if problems:
         raise UnsafeArchive(problems[:MAX_PROBLEMS])
-    return declared_inputs(read.program)
+    return Program(declared_inputs(read.program), linear_weight_share(read.program))
 
 
 @dataclass

@@ -120,19 +120,19 @@ def declared_inputs(program: object) -> tuple[ExpectedInput, ...]:
     sizes (an integer, or a symbol with its range_constraints) and dtype. Empty where the JSON
     is not shaped as expected: then nothing can be checked before the runner loads it."""
     try:
-        module = _dict(_dict(program)["graph_module"])
-        values = _dict(_dict(module["graph"])["tensor_values"])
-        ranges = _dict(_dict(program).get("range_constraints") or {})
+        module = json_object(json_object(program)["graph_module"])
+        values = json_object(json_object(module["graph"])["tensor_values"])
+        ranges = json_object(json_object(program).get("range_constraints") or {})
         expected = []
-        for spec in _list(_dict(module["signature"])["input_specs"]):
-            argument = _dict(_dict(spec).get("user_input") or {}).get("arg")
-            tensor = _dict(argument).get("as_tensor") if argument else None
+        for spec in json_list(json_object(module["signature"])["input_specs"]):
+            argument = json_object(json_object(spec).get("user_input") or {}).get("arg")
+            tensor = json_object(argument).get("as_tensor") if argument else None
             if tensor is None:
                 continue  # a non-tensor input (an int, a flag): nothing to compare
-            name = str(_dict(tensor)["name"])
-            meta = _dict(values[name])
-            sizes = _list(meta["sizes"])
-            dimensions = tuple(_declared_dimension(_dict(size), ranges) for size in sizes)
+            name = str(json_object(tensor)["name"])
+            meta = json_object(values[name])
+            sizes = json_list(meta["sizes"])
+            dimensions = tuple(_declared_dimension(json_object(size), ranges) for size in sizes)
             code = meta["dtype"]
             dtype = _SERIALIZED_DTYPES.get(code, f"dtype {code}") if isinstance(code, int) else "?"
             expected.append(ExpectedInput(name, dimensions, dtype))
@@ -141,13 +141,15 @@ def declared_inputs(program: object) -> tuple[ExpectedInput, ...]:
     return tuple(expected)
 
 
-def _dict(value: object) -> dict[str, object]:
+def json_object(value: object) -> dict[str, object]:
+    """`value` as the JSON object model.json should have there; TypeError if it is not."""
     if not isinstance(value, dict):
         raise TypeError(f"expected an object, not {type(value).__name__}")
     return value
 
 
-def _list(value: object) -> list[object]:
+def json_list(value: object) -> list[object]:
+    """`value` as the JSON array model.json should have there; TypeError if it is not."""
     if not isinstance(value, list):
         raise TypeError(f"expected a list, not {type(value).__name__}")
     return value
@@ -157,7 +159,7 @@ def _declared_dimension(size: dict[str, object], ranges: Mapping[str, object]) -
     value = size.get("as_int")
     if isinstance(value, int):
         return Dimension(value, value)
-    symbol = _symbol(str(_dict(size["as_expr"])["expr_str"]))
+    symbol = _symbol(str(json_object(size["as_expr"])["expr_str"]))
     bounds = ranges.get(symbol) if symbol else None
     if not isinstance(bounds, dict):
         return Dimension(0, None)  # an expression of symbols: its range is not declared

@@ -116,7 +116,7 @@ def _model_files_are_plain_programs(
         if model.file is None:
             continue
         try:
-            declared[model.name] = check_archive(model_files.read(model.file).data)
+            declared[model.name] = check_archive(model_files.read(model.file).data).inputs
         except UnsafeArchive as error:
             yield Finding(
                 ("models", index, "file"),

@@ -186,32 +186,6 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
     )
 
 
-def unpinned_images(specs: Specs) -> list[Problem]:
-    """Warnings for runner images named by tag: a tag can move, so last week's numbers and
-    today's may come from different code. A digest cannot."""
-    places = [(specs.fleet_source, FLEET_FILE.as_posix(), specs.fleet.image)]
-    places += [(w.source, w.file, w.workflow.image) for w in specs.workflows if w.workflow.image]
-    return [
-        problem_at(
-            source,
-            file,
-            ("image",),
-            f"image {image!r} is named by tag, not by digest",
-            "pin it as name@sha256:<digest> so that every run measures the same runner"
-            + ("; ':latest' changes under you" if _is_latest(image) else ""),
-            severity="warning",
-        )
-        for source, file, image in places
-        if image is not None and "@sha256:" not in image
-    ]
-
-
-def _is_latest(image: str) -> bool:
-    """Whether `image` names ':latest', explicitly or by giving no tag at all."""
-    name = image.rsplit("/", 1)[-1]
-    return name.endswith(":latest") or ":" not in name
-
-
 def _display(root: Path, path: Path) -> str:
     """`path` relative to the repository root as written, symlinks not followed: the name
     the author knows it by, and the one that says where it is in the repository."""

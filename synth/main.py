@@ -3,8 +3,9 @@
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from synth.advice import warnings
 from synth.cache import CACHE_DIR, RenderCache
-from synth.load import load_specs, unpinned_images
+from synth.load import load_specs
 from synth.problems import Problem
 from synth.render import render
 from synth.write import write_trees
@@ -25,4 +26,4 @@ def synth(root: Path) -> SynthResult:
     """
     specs = load_specs(root)
     changed = write_trees(root, render(specs, RenderCache(root / CACHE_DIR)))
-    return SynthResult(changed=changed, warnings=unpinned_images(specs))
+    return SynthResult(changed=changed, warnings=warnings(specs))

@@ -153,7 +153,31 @@ def test_synth_reads_from_the_archive_what_the_runner_reads_from_torch(
     built = [conv_only_model, unbounded_batch_model, linked_dims_model, int_and_float_model]
     for path in [*committed, *built]:
         from_torch = expected_inputs(load_program(path, sha256_of(path)))
-        assert check_archive(path) == tuple(from_torch), path
-    declared = [str(e) for e in check_archive(int_and_float_model)]
+        assert check_archive(path).inputs == tuple(from_torch), path
+    declared = [str(e) for e in check_archive(int_and_float_model).inputs]
     assert declared == ["ids [1..8, 5] int64", "mask [1..8, 5] float32"]
-    assert [str(e) for e in check_archive(unbounded_batch_model)] == ["input [0.., 64] float32"]
+    assert [str(e) for e in check_archive(unbounded_batch_model).inputs] == [
+        "input [0.., 64] float32"
+    ]
+
+
+def _linear_share_from_torch(program: torch.export.ExportedProgram) -> float:
+    """What the runner's int8 rewrite reaches, counted on the loaded program."""
+    parameters = program.graph_signature.inputs_to_parameters
+    linear = {
+        parameters[node.args[1].name]
+        for node in program.graph.nodes
+        if node.target == torch.ops.aten.linear.default and node.args[1].name in parameters
+    }
+    sizes: dict[str, int] = {name: t.numel() for name, t in program.state_dict.items()}
+    counted = {name: sizes[name] for name in parameters.values()}
+    return sum(counted[name] for name in linear) / sum(counted.values())
+
+
+def test_synth_reads_the_linear_share_torch_would_count(repo_root: Path) -> None:
+    for path in sorted(repo_root.glob("models/**/*.pt2")):
+        share = check_archive(path).linear_share
+        program = torch.export.load(path)
+        assert share == pytest.approx(_linear_share_from_torch(program)), path
+    cnn = check_archive(repo_root / "models/examples/tiny-cnn.pt2").linear_share
+    assert cnn is not None and cnn < 0.05

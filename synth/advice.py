@@ -1,0 +1,79 @@
+"""Warnings: what is valid but likely not what the author meant. They are printed by `make
+synth` and change nothing: the specs are still written."""
+
+from contract.archive import UnsafeArchive, check_archive
+from contract.variant import Quantization
+from synth.load import FLEET_FILE, Specs
+from synth.problems import Problem, problem_at
+
+THIN_QUANTIZATION: float = 0.5
+"""Below this share of a model's parameters, an int8 quantization measures mostly fp32."""
+
+
+def warnings(specs: Specs) -> list[Problem]:
+    """Every warning about `specs`."""
+    return [*unpinned_images(specs), *thin_quantizations(specs)]
+
+
+def unpinned_images(specs: Specs) -> list[Problem]:
+    """Warnings for runner images named by tag: a tag can move, so last week's numbers and
+    today's may come from different code. A digest cannot."""
+    places = [(specs.fleet_source, FLEET_FILE.as_posix(), specs.fleet.image)]
+    places += [(w.source, w.file, w.workflow.image) for w in specs.workflows if w.workflow.image]
+    return [
+        problem_at(
+            source,
+            file,
+            ("image",),
+            f"image {image!r} is named by tag, not by digest",
+            "pin it as name@sha256:<digest> so that every run measures the same runner"
+            + ("; ':latest' changes under you" if _is_latest(image) else ""),
+            severity="warning",
+        )
+        for source, file, image in places
+        if image is not None and "@sha256:" not in image
+    ]
+
+
+def _is_latest(image: str) -> bool:
+    """Whether `image` names ':latest', explicitly or by giving no tag at all."""
+    name = image.rsplit("/", 1)[-1]
+    return name.endswith(":latest") or ":" not in name
+
+
+def thin_quantizations(specs: Specs) -> list[Problem]:
+    """Warnings for int8 variants of committed models whose Linear layers, the only ones the
+    runner quantizes (docs/runner.md), hold under THIN_QUANTIZATION of the parameters: the
+    result would be labelled int8 and measure mostly fp32."""
+    found = []
+    for loaded in specs.workflows:
+        workflow = loaded.workflow
+        for index, model in enumerate(workflow.models):
+            if model.file is None:
+                continue
+            try:
+                share = check_archive(specs.model_files.read(model.file).data).linear_share
+            except UnsafeArchive:
+                continue  # refused as an error already
+            quantized = sorted(
+                {
+                    str(v.quantization)
+                    for v in loaded.variants
+                    if v.model == model.name and v.quantization is not Quantization.NONE
+                }
+            )
+            if share is None or share >= THIN_QUANTIZATION or not quantized:
+                continue
+            found.append(
+                problem_at(
+                    loaded.source,
+                    loaded.file,
+                    ("models", index, "file"),
+                    f"{', '.join(quantized)} quantizes Linear layers only, {share:.0%} of "
+                    f"{model.name}'s parameters: its int8 results would measure mostly fp32",
+                    "exclude the quantization for this model, or read its results with the "
+                    "result's applied.quantized_layers beside them",
+                    severity="warning",
+                )
+            )
+    return found
