@@ -91,6 +91,9 @@ class VariantRow:
     doubts: tuple[str, ...]
     """Why this run's number must not decide a comparison: the runner's validity flags that
     are set (noisy, contended, CPU or GPU throttled, stopped early), with their reasons."""
+    quantized: str | None = None
+    """How much of the model a quantization reached, as the runner proved it ("1 of 1
+    Linear; conv2d x3 not"); None without quantization or where the result does not say."""
 
     @property
     def ci_low_ms(self) -> float:
@@ -521,7 +524,19 @@ def _measured(run: StoredRun) -> VariantRow | None:
         is_noisy=validity.noisy if validity else None,
         mean_samples_per_s=result.throughput_samples_per_s,
         doubts=_doubts(validity),
+        quantized=_quantized(result),
     )
+
+
+def _quantized(result: OkResult) -> str | None:
+    applied = result.applied
+    if applied is None or applied.quantization == "none":
+        return None
+    reached = f"{applied.quantized_layers} of {applied.linear_layers} Linear"
+    others = ", ".join(
+        f"{kind} x{count}" for kind, count in sorted(applied.unquantized_weighted_layers.items())
+    )
+    return f"{reached}; {others} not" if others else reached
 
 
 def _estimate(result: OkResult) -> MedianEstimate:

@@ -182,7 +182,7 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
         columns=_columns(
             *_KEY_HEADINGS,
             *("p50 ms", "95% CI ms", "p90 ms", "p99 ms", "samples/s (p50)", "cv", "iters"),
-            *("flags", "device", "job", "finished"),
+            *("quantized", "flags", "device", "job", "finished"),
         ),
         rows=tuple(
             (
@@ -194,6 +194,7 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
                 f"{row.samples_per_s:,.1f}",
                 f"{row.latency.cv:.3f}",
                 str(row.latency.count),
+                row.quantized or "",
                 _flags(row),
                 row.device_name or "",
                 row.job,
@@ -207,6 +208,8 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
             "samples/s (p50): batch size over the median latency, the statistic of every table.",
             _FLAGS_NOTE,
             "job, finished: the run the number comes from (UTC).",
+            "quantized: the layers the quantization reached, as the runner proved it; the "
+            "others ran in the precision (an int8 label over mostly fp32 compute).",
         ),
         kind="detail",
     )
@@ -691,6 +694,7 @@ CSV_COLUMNS: Final = (
     "samples_per_s_at_p50",
     "ci_method",
     "flags",
+    "quantized",
 )
 """`to_csv`'s header; columns are only ever added at the end."""
 
@@ -722,6 +726,7 @@ def _csv_measured(row: VariantRow, change: Change | None) -> dict[str, object]:
         "samples_per_s_at_p50": row.samples_per_s,
         "ci_method": row.estimate.method,
         "flags": "; ".join(row.doubts),
+        "quantized": row.quantized,
         **(
             {
                 "baseline_p50_ms": change.baseline.latency.p50_ms,

@@ -18,6 +18,7 @@ from collector.report_render import CSV_COLUMNS, to_csv, to_json, to_markdown, t
 from collector.store import StoredRun
 from contract.records import JobIdentity, Reuses, StoredVariant
 from contract.result import (
+    Applied,
     BenchResult,
     Environment,
     ErrorInfo,
@@ -745,3 +746,29 @@ def test_throughput_is_the_medians_and_an_interval_is_never_clipped(make_run: Ma
     assert 0 < row.ci_low_ms < 4.0 < row.ci_high_ms
     assert row.estimate.method == "IQR approximation"
     assert "≈" in to_text(build_report([run]))
+
+
+def test_a_quantized_row_says_how_much_of_the_model_the_quantization_reached(
+    make_run: MakeRun,
+) -> None:
+    run = make_run(quantization="int8-dynamic")
+    result = run.variant.result
+    assert isinstance(result, OkResult)
+    applied = Applied(
+        compute_dtype="float32",
+        parameter_dtypes={"torch.float32": 8, "torch.int8": 1},
+        input_dtypes=["torch.float32"],
+        output_dtype="torch.float32",
+        quantization="int8-dynamic",
+        linear_layers=1,
+        quantized_layers=1,
+        unquantized_weighted_layers={"conv2d": 3},
+        weight_bytes=1024,
+    )
+    variant = run.variant.model_copy(
+        update={"result": result.model_copy(update={"applied": applied})}
+    )
+    report = build_report([StoredRun(run.job, variant, run.collected_at)])
+    assert "1 of 1 Linear; conv2d x3 not" in to_text(report)
+    (row,) = csv.DictReader(io.StringIO(to_csv(report)))
+    assert row["quantized"] == "1 of 1 Linear; conv2d x3 not"
