@@ -96,13 +96,24 @@ def why(before: JobRef | None, after: JobRef) -> Why:
 
 
 @dataclass(frozen=True)
+class Estimate:
+    """A created Job's pod time from earlier runs: each variant with a recorded success of
+    the same setting on the same target counts its median time (load to the end of the timed
+    loop), every other one its bounds' maximum."""
+
+    seconds: float
+    from_history: int
+    """How many of the Job's variants had earlier runs to go by."""
+
+
+@dataclass(frozen=True)
 class Change:
     action: Action
     before: JobRef | None
     after: JobRef | None
     recorded: bool = False
     """A pruned Job whose results are recorded in results/: done, not dropped."""
-    estimate: "Estimate | None" = None
+    estimate: Estimate | None = None
     """What the Job's variants took before, where results/ holds runs of the same settings."""
 
     @property
@@ -115,17 +126,6 @@ class Change:
     @property
     def key(self) -> str:
         return f"{self.job.workflow}/{self.job.target}"
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A created Job's pod time from earlier runs: each variant with a recorded success of
-    the same setting on the same target counts its median time (load to the end of the timed
-    loop), every other one its bounds' maximum."""
-
-    seconds: float
-    from_history: int
-    """How many of the Job's variants had earlier runs to go by."""
 
 
 def recorded_seconds(root: Path, workflow: str, cluster: str) -> dict[tuple[str, str], float]:
