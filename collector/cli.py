@@ -9,12 +9,19 @@ import click
 from collector.clean import clean
 from collector.credentials import DEFAULT_CREDENTIALS_DIR
 from collector.gather import GatherOptions
-from collector.history import HistoryError, merged, records_at, records_in, runs_of
+from collector.history import (
+    HistoryError,
+    merged,
+    records_at,
+    records_in,
+    runs_of,
+    spec_commits,
+)
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
 from collector.progress import plural
-from collector.report import Report, UnknownJob, build_report
+from collector.report import Notes, Report, UnknownJob, build_report
 from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.session import (
     Settings,
@@ -231,8 +238,18 @@ def report(
         baseline = runs_of(earlier) if earlier is not None else None
         # Job names are content hashes: one mapping serves the runs and the baseline.
         every = [*records, *(earlier or [])]
-        reuses = {r.job: r.reuses for r in every if r.reuses}
-        about = {r.job: (r.description, r.owner) for r in every}
+        notes = Notes(
+            reuses={r.job: r.reuses for r in every if r.reuses},
+            about={r.job: (r.description, r.owner) for r in every},
+            spec_commits=spec_commits(
+                settings.root,
+                {
+                    (r.job.spec_file, r.job.spec_sha256)
+                    for r in runs
+                    if r.job.spec_file and r.job.spec_sha256
+                },
+            ),
+        )
     except (StoreError, HistoryError) as error:
         raise click.ClickException(str(error)) from None
     if not runs:
@@ -247,8 +264,7 @@ def report(
             regression_threshold=threshold,
             jobs=jobs,
             all_revisions=all_revisions,
-            reuses=reuses,
-            about=about,
+            notes=notes,
         )
     except UnknownJob as error:
         raise click.ClickException(str(error)) from None

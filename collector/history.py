@@ -1,9 +1,11 @@
 """Runs to report on, from the database and from the records in git (this checkout's, or
 another branch's or commit's): a fresh clone has no database, but its results/ are there."""
 
+import hashlib
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
+from typing import Final
 
 from pydantic import ValidationError
 
@@ -53,6 +55,34 @@ def records_at(root: Path, revision: str, workflow: str) -> list[JobRecord]:
         except ValidationError as error:
             raise HistoryError(f"{revision}:{name} is not a results record: {error}") from error
     return records
+
+
+SPEC_COMMITS_SEARCHED: Final = 50
+"""How far back a spec file's history is searched for the bytes a Job was made from."""
+
+
+def spec_commits(root: Path, specs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(spec file, sha256) -> the newest of the file's last SPEC_COMMITS_SEARCHED commits whose
+    copy has those bytes; a pair not found (an uncommitted edit, an older history, no git)
+    is left out."""
+    found = {}
+    for file, sha256 in sorted(set(specs)):
+        try:
+            commits = _git(
+                root, "log", f"-{SPEC_COMMITS_SEARCHED}", "--format=%H", "--", file
+            ).split()
+        except (HistoryError, OSError):
+            continue
+        for commit in commits:
+            shown = subprocess.run(
+                ["git", "-C", str(root), "show", f"{commit}:{file}"],
+                capture_output=True,
+                check=False,
+            )
+            if shown.returncode == 0 and hashlib.sha256(shown.stdout).hexdigest() == sha256:
+                found[file, sha256] = commit
+                break
+    return found
 
 
 def _git(root: Path, *arguments: str) -> str:

@@ -10,7 +10,7 @@ into a page with plots (only those who want pictures import matplotlib).
 import math
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple
 
@@ -171,11 +171,25 @@ class JobSummary:
     description: str | None = None
     """The workflow's, as the Job's record says (`About`)."""
     owner: str | None = None
+    spec_commit: str | None = None
+    """The git commit whose spec file has the bytes the Job was made from."""
 
 
 About = tuple[str | None, str | None]
 """A Job's workflow description and owner, from its record in results/."""
 NO_ABOUT: About = (None, None)
+
+
+@dataclass(frozen=True)
+class Notes:
+    """What the records in results/ and git add to the stored runs."""
+
+    reuses: Mapping[str, Reuses] = field(default_factory=dict)
+    """Job name: the earlier Jobs' variants its revision reused (its record's `reuses`)."""
+    about: Mapping[str, About] = field(default_factory=dict)
+    """Job name: its workflow's description and owner (its record's)."""
+    spec_commits: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(spec file, sha256): the git commit holding those bytes (collector.history)."""
 
 
 @dataclass(frozen=True)
@@ -378,8 +392,9 @@ def _measurement(run: StoredRun) -> tuple[OkResult, VariantRef] | None:
     return result, result.variant
 
 
-def _job_summary(runs: Sequence[StoredRun], reported: bool, about: About) -> JobSummary:
+def _job_summary(runs: Sequence[StoredRun], reported: bool, notes: Notes) -> JobSummary:
     job = runs[0].job
+    description, owner = notes.about.get(job.job, NO_ABOUT)
     finished = [run.variant.finished_at for run in runs if run.variant.finished_at]
     measured = sum(_measurement(run) is not None for run in runs)
     environments = [
@@ -406,8 +421,9 @@ def _job_summary(runs: Sequence[StoredRun], reported: bool, about: About) -> Job
         torch=tuple(sorted({e.torch for e in environments})),
         devices=tuple(sorted({e.device_name for e in environments})),
         nodes=tuple(sorted(nodes)),
-        description=about[0],
-        owner=about[1],
+        description=description,
+        owner=owner,
+        spec_commit=notes.spec_commits.get((job.spec_file or "", job.spec_sha256 or "")),
     )
 
 
@@ -439,8 +455,7 @@ def _select(
     runs: Iterable[StoredRun],
     names: Collection[str],
     all_revisions: bool,
-    reuses: Mapping[str, Reuses],
-    about: Mapping[str, About],
+    notes: Notes,
 ) -> tuple[list[StoredRun], dict[JobId, JobAge], tuple[JobSummary, ...]]:
     """The runs of the Jobs to report, each Job's age, and a summary of every Job."""
     by_job: dict[JobId, list[StoredRun]] = defaultdict(list)
@@ -464,9 +479,9 @@ def _select(
         # A Job's name changes with its spec: the newest per target is the current revision,
         # whatever its variants' finish times say.
         chosen = {max(jobs, key=ages.__getitem__) for jobs in slots.values()}
-    reused = _reused(chosen, by_job, reuses) if not all_revisions else {}
+    reused = _reused(chosen, by_job, notes.reuses) if not all_revisions else {}
     summaries = tuple(
-        _job_summary(by_job[job], job in chosen or job in reused, about.get(job.name, NO_ABOUT))
+        _job_summary(by_job[job], job in chosen or job in reused, notes)
         for slot in sorted(slots)
         for job in sorted(slots[slot], key=ages.__getitem__, reverse=True)
     )
@@ -719,12 +734,11 @@ def _current(
     runs: Iterable[StoredRun],
     names: Collection[str],
     all_revisions: bool,
-    reuses: Mapping[str, Reuses],
-    about: Mapping[str, About],
+    notes: Notes,
 ) -> tuple[list[StoredRun], int, tuple[JobSummary, ...]]:
     """The runs to report, one per variant; how many of the chosen Jobs' runs were left out;
     a summary of every Job."""
-    selected, ages, summaries = _select(runs, names, all_revisions, reuses, about)
+    selected, ages, summaries = _select(runs, names, all_revisions, notes)
     latest, superseded = _latest(selected, ages)
     return latest, superseded, summaries
 
@@ -736,8 +750,7 @@ def build_report(
     regression_threshold: float = DEFAULT_REGRESSION_THRESHOLD,
     jobs: Collection[str] = (),
     all_revisions: bool = False,
-    reuses: Mapping[str, Reuses] | None = None,
-    about: Mapping[str, About] | None = None,
+    notes: Notes | None = None,
 ) -> Report:
     """The report on `runs`, compared with `baseline` (earlier runs) when given.
 
@@ -747,10 +760,10 @@ def build_report(
     Jobs is shown, a failure whatever its finish time; where several of them ran the same
     variant (cluster, target, model, precision, quantization, batch size), the newest Job's
     run wins and the others count as superseded. The baseline's runs are chosen alike (its
-    newest Jobs, or every revision), never by name. `reuses` (Job name: what its record
-    says it reuses) brings in the earlier runs a chosen Job's revision reused instead of
-    running them again (incremental sweeps): they are shown under their own Job's name.
-    `about` (Job name: its workflow's description and owner) heads the report.
+    newest Jobs, or every revision), never by name. `notes` adds what results/ and git know:
+    the earlier runs a chosen Job's revision reused instead of running them again
+    (incremental sweeps), shown under their own Job's name; the workflow's description and
+    owner; the commit of each Job's spec.
 
     A variant is a regression when its p50 grew by more than `regression_threshold` (a
     fraction: 0.05 is 5 %) and its CI and the baseline's are disjoint; an improvement likewise
@@ -763,14 +776,10 @@ def build_report(
         )
     if jobs and all_revisions:
         raise ValueError("name Jobs or ask for all revisions, not both")
-    reused, described = reuses or {}, about or {}
-    latest, superseded, summaries = _current(runs, jobs, all_revisions, reused, described)
+    notes = notes or Notes()
+    latest, superseded, summaries = _current(runs, jobs, all_revisions, notes)
     rows, failures = _split(latest)
-    before = (
-        _current(baseline, (), all_revisions, reused, described)[0]
-        if baseline is not None
-        else None
-    )
+    before = _current(baseline, (), all_revisions, notes)[0] if baseline is not None else None
     return Report(
         workflows=tuple(sorted({run.job.workflow for run in runs})),
         variants=rows,

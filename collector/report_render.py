@@ -432,6 +432,7 @@ def _provenance_table(jobs: Sequence[JobSummary]) -> Table:
                 "job",
                 "spec file",
                 "spec",
+                "commit",
                 "image",
                 "torch",
                 "device",
@@ -446,6 +447,7 @@ def _provenance_table(jobs: Sequence[JobSummary]) -> Table:
                 job.job,
                 job.spec_file or "-",
                 (job.spec_sha256 or "")[:12] or "-",
+                (job.spec_commit or "")[:12] or "-",
                 job.image or "-",
                 _listed(job.torch),
                 _listed(job.devices),
@@ -455,7 +457,8 @@ def _provenance_table(jobs: Sequence[JobSummary]) -> Table:
             for job in reported
         ),
         notes=(
-            "Per reported Job: the spec file and its sha256, the runner image its pods ran, "
+            "Per reported Job: the spec file, its sha256 and the git commit holding those "
+            "bytes (- where none of its last 50 does), the runner image its pods ran, "
             "the torch, devices and nodes its results report, and when its first and last "
             "variants finished (UTC).",
         ),

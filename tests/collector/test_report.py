@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from collector.report import REPORT_SCHEMA_VERSION, Report, UnknownJob, build_report
+from collector.report import REPORT_SCHEMA_VERSION, Notes, Report, UnknownJob, build_report
 from collector.report_html import to_html
 from collector.report_render import CSV_COLUMNS, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
@@ -436,7 +436,7 @@ def test_the_workflows_description_and_owner_head_the_report(
         TODAY_JOB: ("Which GPU serves tiny-cnn fastest?", "ml-platform@example.com"),
         OLD_JOB: ("an older wording", "someone-else@example.com"),
     }
-    text = to_text(build_report([*last_week, *today], about=about))
+    text = to_text(build_report([*last_week, *today], notes=Notes(about=about)))
     assert (
         "gpu-comparison: Which GPU serves tiny-cnn fastest? (owner: ml-platform@example.com)"
         in text
@@ -514,7 +514,7 @@ def test_an_incremental_revision_shows_what_it_reused_under_the_job_that_measure
     and nothing else of last week's."""
     today, last_week = revisions
     reuses: dict[str, Reuses] = {TODAY_JOB: {OLD_JOB: ("tiny-cnn-fp32-none-b2",)}}
-    report = build_report([*last_week, *today], reuses=reuses)
+    report = build_report([*last_week, *today], notes=Notes(reuses=reuses))
     assert [(row.key.batch_size, row.latency.p50_ms, row.job) for row in report.variants] == [
         (1, 1.1, TODAY_JOB),
         (2, 1.5, OLD_JOB),

@@ -3,14 +3,19 @@ refuses a folder rather than filling it; the report shows the Job of each target
 asks about (the newest by default), every failure of it, and says where each number is from."""
 
 import csv
+import hashlib
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from collector.cli import HTML_REPORT, cli
+from collector.history import spec_commits
+from collector.report import Notes, build_report
+from collector.report_render import to_text
 from collector.store import StoredRun, open_store
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobIdentity, JobRecord, write_record
@@ -150,3 +155,43 @@ def test_a_job_selection_that_cannot_be_met_is_refused(
     code, output = gpu_report(history[0], *arguments)
     assert code != 0
     assert says in output
+
+
+def _git(root: Path, *arguments: str) -> str:
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    return subprocess.run(
+        ["git", "-C", str(root), *identity, *arguments], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_the_commit_of_a_spec_is_the_one_holding_the_bytes_the_job_was_made_from(
+    tmp_path: Path,
+) -> None:
+    spec = tmp_path / "specs" / "workflows" / "w.yaml"
+    spec.parent.mkdir(parents=True)
+    _git(tmp_path, "init", "-q")
+    versions = []
+    for text in ("id: w  # first\n", "id: w  # second\n"):
+        spec.write_text(text)
+        _git(tmp_path, "add", "-A")
+        _git(tmp_path, "commit", "-q", "-m", text)
+        versions.append(
+            (hashlib.sha256(text.encode()).hexdigest(), _git(tmp_path, "rev-parse", "HEAD"))
+        )
+    spec.write_text("id: w  # not committed\n")
+    uncommitted = hashlib.sha256(b"id: w  # not committed\n").hexdigest()
+    file = "specs/workflows/w.yaml"
+    found = spec_commits(tmp_path, [(file, sha) for sha, _ in versions] + [(file, uncommitted)])
+    assert found == {(file, sha): commit for sha, commit in versions}
+    assert spec_commits(tmp_path / "specs", [(file, uncommitted)]) == {}, "not a repository"
+
+
+def test_provenance_names_the_commit_of_each_reported_jobs_spec(
+    revisions: tuple[list[StoredRun], list[StoredRun]],  # noqa: F811
+) -> None:
+    today, last_week = revisions
+    job = today[0].job
+    commit = "c0ffee" * 7
+    notes = Notes(spec_commits={(job.spec_file or "", job.spec_sha256 or ""): commit})
+    provenance = to_text(build_report([*last_week, *today], notes=notes)).split("Provenance")[1]
+    assert commit[:12] in provenance
