@@ -37,6 +37,9 @@ class Progress:
         self._clock = clock
         self._last_line: str | None = None
         self._last_time = float("-inf")
+        self._start: tuple[float, int] | None = None
+        """When the first update came, and how many variants were done by then (stored by
+        an earlier gather): the rate since is what the ETA extrapolates."""
 
     def update(self, counts: Mapping[str, int]) -> None:
         """Show the current counts (a no-op when nothing changed and not yet due)."""
@@ -45,9 +48,12 @@ class Progress:
         total = max(self._total, sum(counts.get(state, 0) for state in STATES))
         line = f"{done}/{total} done  {counts_line(counts)}"
         now = self._clock()
+        if self._start is None:
+            self._start = (now, done)
         if line == self._last_line and now - self._last_time < _PLAIN_INTERVAL_S:
             return
         self._last_line, self._last_time = line, now
+        line += self._eta(now, done, total)
         if self._live:
             filled = _BAR_WIDTH * done // total if total else _BAR_WIDTH
             bar = "#" * filled + "." * (_BAR_WIDTH - filled)
@@ -56,6 +62,18 @@ class Progress:
         else:
             self._stream.write(line + "\n")
         self._stream.flush()
+
+    def _eta(self, now: float, done: int, total: int) -> str:
+        """`  ETA 4m10s` at the rate variants finished since the first update; nothing before
+        one has, or once all have."""
+        assert self._start is not None
+        started, done_before = self._start
+        finished = done - done_before
+        if finished <= 0 or done >= total:
+            return ""
+        remaining_s = (now - started) / finished * (total - done)
+        minutes, seconds = divmod(round(remaining_s), 60)
+        return f"  ETA {minutes}m{seconds:02d}s"
 
     def finish(self) -> None:
         """End the live line so what follows starts on its own."""

@@ -36,6 +36,22 @@ def test_plain_output_prints_a_line_per_change_and_repeats_rarely() -> None:
     assert len(lines) == 3 and lines[2].startswith("5/7 done")
 
 
+def test_the_eta_extrapolates_the_rate_since_gather_began() -> None:
+    stream, clock = io.StringIO(), Clock()
+    progress = Progress(stream, total=10, live=False, clock=clock)
+    started = {"pending": 8, "succeeded": 2}  # two stored by an earlier gather
+    progress.update(started)
+    clock.now = 60.0
+    progress.update({"pending": 4, "running": 2, "succeeded": 4})
+    clock.now = 120.0
+    progress.update({"succeeded": 10})
+    first, second, last = stream.getvalue().splitlines()
+    assert "ETA" not in first, "nothing has finished in this gather yet"
+    # Two finished in 60 s and six remain: three more minutes.
+    assert second.endswith("  ETA 3m00s")
+    assert "ETA" not in last
+
+
 def test_a_terminal_gets_one_line_redrawn_in_place() -> None:
     stream = io.StringIO()
     progress = Progress(stream, total=8, live=True, clock=Clock())
