@@ -15,6 +15,7 @@ from typing import Final, Literal
 from pydantic import BaseModel
 
 from collector.intervals import Ratio
+from collector.progress import plural
 from collector.report import (
     KEY_FIELDS,
     REPORT_SCHEMA_VERSION,
@@ -157,10 +158,6 @@ def _direction(ratio: Ratio, doubts: Sequence[str], than: str) -> str:
     return f"{format_ratio(ratio.value)} slower than {than}"
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def _key_cells(key: VariantKey) -> tuple[str, ...]:
     return tuple(key.value(name) for name in KEY_FIELDS)
 
@@ -262,7 +259,7 @@ def _significance_note(best: BestConfiguration) -> str:
     return (
         f"{first.row.key.label(varies)} {verdict} faster per sample than the "
         f"runner-up, {second.row.key.label(varies)} ({why}); "
-        f"{_plural(close, 'configuration')} not told apart from the best."
+        f"{plural(close, 'configuration')} not told apart from the best."
     )
 
 
@@ -274,7 +271,7 @@ def _best_table(best: BestConfiguration) -> Table:
     return Table(
         title=(
             f"Best configuration: {comparison.describe()} "
-            f"({_plural(len(comparison.entries), 'configuration')})"
+            f"({plural(len(comparison.entries), 'configuration')})"
         ),
         columns=_columns(
             "pick",
@@ -510,17 +507,17 @@ def _selection(report: Report) -> str | None:
     left_out = sum(not job.reported for job in report.jobs)
     if report.selection == "all":
         return (
-            f"Every revision combined ({_plural(len(report.jobs), 'Job')}): each variant from "
+            f"Every revision combined ({plural(len(report.jobs), 'Job')}): each variant from "
             "the newest Job that ran it, named in its row."
         )
     if report.selection == "named":
         names = sorted({job.job for job in report.jobs if job.reported})
-        left = _plural(left_out, "other Job")
+        left = plural(left_out, "other Job")
         return f"Only the Jobs asked for ({', '.join(names)}); {left} left out."
     if not left_out:
         return None
     return (
-        f"The newest Job of each target; {_plural(left_out, 'older Job')} left out "
+        f"The newest Job of each target; {plural(left_out, 'older Job')} left out "
         "(collector report --job NAME reports one, --all-revisions combines them)."
     )
 
@@ -539,14 +536,14 @@ def _about(jobs: Sequence[JobSummary]) -> list[str]:
 def _summary(report: Report) -> tuple[str, ...]:
     lines = _about(report.jobs)
     lines.append(
-        f"{_plural(len(report.variants), 'variant')} measured, {len(report.failures)} failed."
+        f"{plural(len(report.variants), 'variant')} measured, {len(report.failures)} failed."
     )
     selection = _selection(report)
     if selection:
         lines.append(selection)
     if report.superseded:
         lines.append(
-            f"{_plural(report.superseded, 'earlier run')} of the same variants left out: "
+            f"{plural(report.superseded, 'earlier run')} of the same variants left out: "
             "the newest Job's run of a variant wins."
         )
     comparison = report.baseline
@@ -556,7 +553,7 @@ def _summary(report: Report) -> tuple[str, ...]:
         )
         lines.append(
             f"Against the baseline (threshold {comparison.threshold:.0%}): "
-            f"{_plural(regressions, 'regression')}, {_plural(improvements, 'improvement')}, "
+            f"{plural(regressions, 'regression')}, {plural(improvements, 'improvement')}, "
             f"{inconclusive} inconclusive, {unchanged} unchanged, "
             f"{len(comparison.new)} new, {len(comparison.missing)} missing."
         )
@@ -580,7 +577,7 @@ def lay_out(report: Report) -> Layout:
     return Layout(
         title=f"benchfleet report: {', '.join(report.workflows) or 'no runs'}",
         headline=(
-            f"{_plural(len(regressions), 'regression')} against the baseline"
+            f"{plural(len(regressions), 'regression')} against the baseline"
             if regressions
             else None
         ),

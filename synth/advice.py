@@ -1,7 +1,7 @@
 """Warnings: what is valid but likely not what the author meant. They are printed by `make
 synth` and change nothing: the specs are still written."""
 
-from contract.archive import UnsafeArchive, check_archive
+from contract.archive import UnsafeArchive
 from contract.variant import Quantization
 from synth.load import FLEET_FILE, Specs
 from synth.problems import Problem, problem_at
@@ -52,7 +52,7 @@ def thin_quantizations(specs: Specs) -> list[Problem]:
             if model.file is None:
                 continue
             try:
-                share = check_archive(specs.model_files.read(model.file).data).linear_share
+                share = specs.model_files.program(model.file).linear_share
             except UnsafeArchive:
                 continue  # refused as an error already
             quantized = sorted(

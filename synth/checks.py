@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from contract.archive import UnsafeArchive, check_archive
+from contract.archive import UnsafeArchive
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from synth.catalogue import DEVICE_TYPES
 from synth.fleet import Cluster, Fleet
@@ -116,7 +116,7 @@ def _model_files_are_plain_programs(
         if model.file is None:
             continue
         try:
-            declared[model.name] = check_archive(model_files.read(model.file).data).inputs
+            declared[model.name] = model_files.program(model.file).inputs
         except UnsafeArchive as error:
             yield Finding(
                 ("models", index, "file"),

@@ -1,10 +1,12 @@
-"""The committed model files a render reads: each read and hashed once, whichever step asks
-first (validating a pinned sha256, keying the render cache, filling a model ConfigMap)."""
+"""The committed model files a render reads: each read, hashed and its archive checked once,
+whichever step asks first (validating a pinned sha256 or the inputs, keying the render cache,
+filling a model ConfigMap, warning about a thin quantization)."""
 
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contract.archive import Program, UnsafeArchive, check_archive
 from synth.limits import CONFIGMAP_LIMIT_BYTES
 from synth.repo_files import read_inside
 
@@ -28,6 +30,7 @@ class ModelFiles:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._read: dict[str, ModelBytes] = {}
+        self._programs: dict[str, Program | UnsafeArchive] = {}
 
     def read(self, file: str) -> ModelBytes:
         """The file at `file` (relative to the root). Raises RepoFileError for a path that
@@ -36,3 +39,16 @@ class ModelFiles:
             data = read_inside(self.root, file, CONFIGMAP_LIMIT_BYTES)
             self._read[file] = ModelBytes(self.root / file, hashlib.sha256(data).hexdigest(), data)
         return self._read[file]
+
+    def program(self, file: str) -> Program:
+        """What the archive at `file` declares (contract.archive.check_archive). Raises
+        UnsafeArchive, every time it is asked, for an archive torch could not load safely."""
+        if file not in self._programs:
+            try:
+                self._programs[file] = check_archive(self.read(file).data)
+            except UnsafeArchive as error:
+                self._programs[file] = error
+        checked = self._programs[file]
+        if isinstance(checked, UnsafeArchive):
+            raise checked
+        return checked
