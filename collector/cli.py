@@ -8,6 +8,7 @@ import click
 
 from collector.clean import clean
 from collector.credentials import DEFAULT_CREDENTIALS_DIR
+from collector.forget import ForgetError, forget
 from collector.gather import GatherOptions
 from collector.history import (
     HistoryError,
@@ -21,7 +22,7 @@ from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
 from collector.progress import plural
-from collector.report import Notes, Report, UnknownJob, build_report
+from collector.report import JobChoiceError, Notes, Report, build_report
 from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.session import (
     Settings,
@@ -33,7 +34,7 @@ from collector.session import (
 from collector.status import format_status, workflow_status
 from collector.store import StoreError, open_store
 from contract.dist import dist_clusters, namespaces
-from contract.layout import RESULTS
+from contract.layout import LOCAL_CLUSTER, RESULTS
 from contract.options import database_option, root_option, version_option
 
 ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
@@ -188,6 +189,14 @@ def gather(
     help="Compare with the results/ records at this git revision (main, a tag, a commit).",
 )
 @click.option(
+    "--baseline-job",
+    "baseline_jobs",
+    multiple=True,
+    metavar="NAME",
+    help="Compare with this stored Job's runs (repeatable): an earlier spec revision, or an "
+    "earlier local try of `localrun`.",
+)
+@click.option(
     "--threshold",
     default=0.05,
     type=click.FloatRange(0, 1, max_open=True),
@@ -216,13 +225,15 @@ def report(
     threshold: float,
     jobs: tuple[str, ...],
     all_revisions: bool,
+    baseline_jobs: tuple[str, ...],
 ) -> None:
     """Report a workflow's stored results.
 
     Reads the database and the records in results/ (so a fresh clone can report too) and
     answers the design note's questions where the data allows: latency per GPU type, the
     best configuration of a sweep, a ranking of models; each median with a 95 % confidence
-    interval. With --baseline, flags significant regressions against that revision.
+    interval. With --baseline, flags significant regressions against that revision; with
+    --baseline-job, against those stored Jobs (e.g. `localrun`'s try before an edit).
 
     Each spec revision runs as a new Job per target. The report shows the newest Job of each
     cluster and target, every failed variant of it included; the Jobs table lists the older
@@ -230,6 +241,8 @@ def report(
     """
     if jobs and all_revisions:
         raise click.UsageError("--job and --all-revisions exclude each other")
+    if baseline_ref and baseline_jobs:
+        raise click.UsageError("--baseline and --baseline-job exclude each other")
     try:
         records = records_in(settings.root, workflow)
         with open_store(settings.database) as store:
@@ -265,8 +278,9 @@ def report(
             jobs=jobs,
             all_revisions=all_revisions,
             notes=notes,
+            baseline_jobs=baseline_jobs,
         )
-    except UnknownJob as error:
+    except JobChoiceError as error:
         raise click.ClickException(str(error)) from None
     render = {
         "text": to_text,
@@ -351,3 +365,51 @@ def clean_command(settings: Settings, cluster: str | None, dry_run: bool) -> Non
                     )
     except (StoreError, KubeError, OSError) as error:
         raise click.ClickException(str(error)) from None
+
+
+@cli.command("forget")
+@click.option(
+    "--cluster",
+    required=True,
+    help=f"The cluster whose runs to forget; `{LOCAL_CLUSTER}` is localrun's on this machine.",
+)
+@click.option("--workflow", help="Only this workflow's runs [default: every workflow's]")
+@click.option(
+    "--job",
+    "jobs",
+    multiple=True,
+    metavar="NAME",
+    help="Only this Job's runs (repeatable) [default: every Job's]",
+)
+@click.option("--dry-run", is_flag=True, help="Print what would go; delete nothing.")
+@pass_settings
+def forget_command(
+    settings: Settings,
+    cluster: str,
+    workflow: str | None,
+    jobs: tuple[str, ...],
+    dry_run: bool,
+) -> None:
+    """Delete stored runs from the database, e.g. local tries: `--cluster local`.
+
+    A cluster's runs are forgotten only where results/ records them (the report still reads
+    the record there); runs held only in the database are refused, since they would be lost.
+    """
+    try:
+        with open_store(settings.database) as store:
+            forgotten = forget(
+                store, settings.root, cluster, workflow=workflow, jobs=jobs, dry_run=dry_run
+            )
+    except (StoreError, ForgetError) as error:
+        raise click.ClickException(str(error)) from None
+    verb = "would forget" if dry_run else "forgot"
+    for job in forgotten.jobs:
+        click.echo(f"{verb} {plural(job.runs, 'run')} of {job.workflow} Job {job.job} in {cluster}")
+    if forgotten.recorded:
+        click.echo(
+            f"still recorded in {RESULTS}/, and so in the report: "
+            f"{', '.join(job.job for job in forgotten.recorded)}; "
+            "`git rm` a record to forget it for everyone",
+            err=True,
+        )
+    click.echo(f"{verb} {plural(forgotten.runs, 'run')} in all", err=True)

@@ -427,7 +427,11 @@ def _job_summary(runs: Sequence[StoredRun], reported: bool, notes: Notes) -> Job
     )
 
 
-class UnknownJob(ValueError):
+class JobChoiceError(ValueError):
+    """Jobs asked for by name cannot be reported as asked."""
+
+
+class UnknownJob(JobChoiceError):
     """A Job asked for by name is not among the runs."""
 
 
@@ -751,6 +755,7 @@ def build_report(
     jobs: Collection[str] = (),
     all_revisions: bool = False,
     notes: Notes | None = None,
+    baseline_jobs: Collection[str] = (),
 ) -> Report:
     """The report on `runs`, compared with `baseline` (earlier runs) when given.
 
@@ -760,15 +765,17 @@ def build_report(
     Jobs is shown, a failure whatever its finish time; where several of them ran the same
     variant (cluster, target, model, precision, quantization, batch size), the newest Job's
     run wins and the others count as superseded. The baseline's runs are chosen alike (its
-    newest Jobs, or every revision), never by name. `notes` adds what results/ and git know:
-    the earlier runs a chosen Job's revision reused instead of running them again
-    (incremental sweeps), shown under their own Job's name; the workflow's description and
-    owner; the commit of each Job's spec.
+    newest Jobs, or every revision); or, with `baseline_jobs`, the runs of the Jobs so named
+    among `runs` (an earlier local try, say), which the report must not show itself. `notes`
+    adds what results/ and git know: the earlier runs a chosen Job's revision reused instead
+    of running them again (incremental sweeps), shown under their own Job's name; the
+    workflow's description and owner; the commit of each Job's spec.
 
     A variant is a regression when its p50 grew by more than `regression_threshold` (a
     fraction: 0.05 is 5 %) and its CI and the baseline's are disjoint; an improvement likewise
     for a p50 that shrank by more than the threshold. Raises `UnknownJob` for a name in `jobs`
-    that no run has.
+    or `baseline_jobs` that no run has, and `JobChoiceError` for a baseline Job the report
+    shows.
     """
     if not 0 <= regression_threshold < 1:
         raise ValueError(
@@ -776,10 +783,22 @@ def build_report(
         )
     if jobs and all_revisions:
         raise ValueError("name Jobs or ask for all revisions, not both")
+    if baseline is not None and baseline_jobs:
+        raise ValueError("give baseline runs or name baseline Jobs, not both")
     notes = notes or Notes()
     latest, superseded, summaries = _current(runs, jobs, all_revisions, notes)
     rows, failures = _split(latest)
-    before = _current(baseline, (), all_revisions, notes)[0] if baseline is not None else None
+    before = None
+    if baseline is not None:
+        before = _current(baseline, (), all_revisions, notes)[0]
+    elif baseline_jobs:
+        shown = {summary.job for summary in summaries if summary.reported} & set(baseline_jobs)
+        if shown:
+            raise JobChoiceError(
+                f"the baseline Job {', '.join(sorted(shown))} is also reported: name an older "
+                "Job as the baseline (the Jobs table lists them), or report others with --job"
+            )
+        before = _current(runs, baseline_jobs, False, notes)[0]
     return Report(
         workflows=tuple(sorted({run.job.workflow for run in runs})),
         variants=rows,

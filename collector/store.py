@@ -104,6 +104,17 @@ class StoredRun:
 
 
 @dataclass(frozen=True)
+class StoredJob:
+    """One Job's rows in the database."""
+
+    workflow: str
+    cluster: str
+    namespace: str
+    job: str
+    runs: int
+
+
+@dataclass(frozen=True)
 class Added:
     """What one `add` call did."""
 
@@ -210,6 +221,27 @@ class Store:
             (workflow,),
         )
         return [self._stored_run(dict(zip(_COLUMNS, row, strict=True))) for row in cursor]
+
+    def jobs(self, cluster: str, workflow: str | None = None) -> list[StoredJob]:
+        """The Jobs stored for `cluster` (of `workflow` only, when given), by workflow and name."""
+        cursor = self._db.execute(
+            "SELECT workflow, cluster, namespace, job, COUNT(*) FROM variant_runs "
+            "WHERE cluster = ? AND (? IS NULL OR workflow = ?) "
+            "GROUP BY workflow, cluster, namespace, job ORDER BY workflow, namespace, job",
+            (cluster, workflow, workflow),
+        )
+        return [StoredJob(*row) for row in cursor]
+
+    def forget(self, jobs: Sequence[StoredJob]) -> int:
+        """Delete every run of `jobs`, all or none; how many rows went."""
+        with self._db:
+            before = self._db.total_changes
+            self._db.executemany(
+                "DELETE FROM variant_runs "
+                "WHERE workflow = ? AND cluster = ? AND namespace = ? AND job = ?",
+                [(j.workflow, j.cluster, j.namespace, j.job) for j in jobs],
+            )
+            return self._db.total_changes - before
 
     @staticmethod
     def _stored_run(row: dict[str, object]) -> StoredRun:

@@ -19,12 +19,12 @@ from collector.report import build_report
 from collector.report_render import to_text
 from collector.store import open_store
 from collector.workload import expected_jobs
-from contract.layout import cluster_of
+from contract.layout import LOCAL_CLUSTER, cluster_of
 from contract.options import database_option, root_option, version_option
 from contract.records import JobIdentity
 from localrun.pod import PodSpecError
 from localrun.process import run_process
-from localrun.record import LOCAL_CLUSTER, local_identity, stored_variants
+from localrun.record import local_identity, stored_variants
 from localrun.workflow import PodOutcome, pod_plans, run_pods, workload_file
 
 POD_TIMEOUT_S = 1800.0
@@ -91,7 +91,13 @@ def run_workflow(
     with open_store(root / database) as store:
         runs = [run for run in store.runs(workflow) if run.job in identities]
     click.echo(to_text(build_report(runs)))
-    click.echo(f"stored in {root / database} as cluster {LOCAL_CLUSTER}", err=True)
+    baseline = " ".join(f"--baseline-job {identity.job}" for identity in identities)
+    click.echo(
+        f"stored in {root / database} as cluster {LOCAL_CLUSTER}; after an edit, "
+        f"`collector report --workflow {workflow} {baseline}` compares a new try with this "
+        f"one, and `collector forget --cluster {LOCAL_CLUSTER}` deletes local tries",
+        err=True,
+    )
     failed = [o for o in outcomes if o.result is None or o.result.status != "ok"]
     if failed:
         raise click.ClickException(f"{len(failed)} of {len(outcomes)} pods did not succeed")

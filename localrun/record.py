@@ -3,14 +3,12 @@
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Final
 
 from collector.workload import ExpectedJob
+from contract.layout import LOCAL_CLUSTER
 from contract.records import JobIdentity, StoredVariant, VariantState
 from contract.result import ErrorResult
 from localrun.workflow import PodOutcome
-
-LOCAL_CLUSTER: Final = "local"
 
 
 def local_identity(expected: ExpectedJob) -> JobIdentity:

@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from contract.layout import LOCAL_CLUSTER
 from synth.base import SpecModel
 from synth.catalogue import DEFAULT_NODE_LABEL, DEVICE_TYPES
 from synth.fields import ClusterName, EnvironmentName, ImageRef, ObjectName
@@ -97,7 +98,7 @@ class Cluster(SpecModel):
     """One Kubernetes cluster, in one region, that Flux applies this repository to."""
 
     name: ClusterName
-    """Becomes the folder `clusters/<name>/`."""
+    """Becomes the folder `clusters/<name>/`; `local` is reserved (localrun's runs)."""
     region: str = Field(min_length=1)
     """Where the cluster runs, e.g. 'us-east-1'; recorded with every result."""
     api_server_cidrs: list[Cidr] = Field(min_length=1)
@@ -112,6 +113,17 @@ class Cluster(SpecModel):
     """How spot nodes are selected; targets with `spot: true` need it."""
     kueue: Kueue | None = None
     """Set where Kueue is installed, so workflows may name a `queue`."""
+
+    @field_validator("name")
+    @classmethod
+    def _not_this_machine(cls, name: str) -> str:
+        if name == LOCAL_CLUSTER:
+            raise SpecError(
+                f"cluster name {name!r} is reserved: the results database stores `localrun`'s "
+                "runs on this machine under it",
+                "choose another name",
+            )
+        return name
 
     @field_validator("node_labels")
     @classmethod

@@ -12,7 +12,14 @@ from typing import Any, Protocol
 
 import pytest
 
-from collector.report import REPORT_SCHEMA_VERSION, Notes, Report, UnknownJob, build_report
+from collector.report import (
+    REPORT_SCHEMA_VERSION,
+    JobChoiceError,
+    Notes,
+    Report,
+    UnknownJob,
+    build_report,
+)
 from collector.report_html import to_html
 from collector.report_render import CSV_COLUMNS, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
@@ -485,6 +492,29 @@ def test_a_name_no_job_has_is_refused(revisions: tuple[list[StoredRun], list[Sto
     today, last_week = revisions
     with pytest.raises(UnknownJob, match=f"no Job named gpu-comparison-a100-x; .*{OLD_JOB}"):
         build_report([*today, *last_week], jobs=["gpu-comparison-a100-x"])
+
+
+def test_a_stored_job_named_as_the_baseline_is_compared_with_the_newest(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    today, last_week = revisions
+    report = build_report([*today, *last_week], baseline_jobs=[OLD_JOB])
+    assert report.baseline is not None
+    (change,) = report.baseline.changes
+    assert (change.current.job, change.baseline.job) == (TODAY_JOB, OLD_JOB)
+    assert (change.baseline.latency.p50_ms, change.current.latency.p50_ms) == (1.0, 1.1)
+    assert [key.batch_size for key in report.baseline.missing] == [2, 8, 64]
+    assert [row.job for row in report.variants] == [TODAY_JOB]
+
+
+def test_a_baseline_job_the_report_shows_is_refused(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    today, last_week = revisions
+    with pytest.raises(JobChoiceError, match=f"baseline Job {TODAY_JOB} is also reported"):
+        build_report([*today, *last_week], baseline_jobs=[TODAY_JOB])
+    with pytest.raises(UnknownJob, match="no Job named nope"):
+        build_report([*today, *last_week], baseline_jobs=["nope"])
 
 
 def test_all_revisions_combine_each_variant_from_the_newest_job_that_ran_it(

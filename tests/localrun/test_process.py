@@ -15,6 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from collector.cli import cli as collector_cli
 from contract.dist import read_workload
 from contract.result import ErrorInfo, ErrorResult, compact
 from localrun.__main__ import main
@@ -174,3 +175,39 @@ def test_the_command_fails_when_a_pod_reports_an_error(
     assert "runner error model_load (exit 3)" in run.stdout and "sha256" in run.stdout
     assert "1 of 1 pods did not succeed" in run.output
     assert stored(root)[0][2] == "failed"
+
+
+def test_a_try_after_an_edit_is_compared_with_the_one_before_and_both_can_be_forgotten(
+    quick_root: Path,
+) -> None:
+    first = CliRunner().invoke(main, ["cpu-smoke", "--root", str(quick_root), "--index", "0"])
+    assert first.exit_code == 0, first.output
+    workload = quick_root / "dist" / "us-east" / "workloads" / SMOKE.name
+    (job,) = read_workload(workload).jobs
+    old = job["metadata"]["name"]
+    assert f"--baseline-job {old}` compares a new try with this one" in first.output
+    # A spec edit gives the Job a new content-hash name: the earlier try stays stored.
+    workload.write_text(workload.read_text(encoding="utf-8").replace(old, f"{old}x"))
+    second = CliRunner().invoke(main, ["cpu-smoke", "--root", str(quick_root), "--index", "0"])
+    assert second.exit_code == 0, second.output
+    collector = ["--root", str(quick_root)]
+    compared = CliRunner().invoke(
+        collector_cli,
+        [
+            *collector,
+            "report",
+            "--workflow",
+            "cpu-smoke",
+            "--baseline-job",
+            old,
+            "--format",
+            "json",
+        ],
+    )
+    assert compared.exit_code == 0, compared.output
+    (change,) = json.loads(compared.output)["baseline"]["changes"]
+    assert (change["baseline"]["job"], change["current"]["job"]) == (old, f"{old}x")
+    forgotten = CliRunner().invoke(collector_cli, [*collector, "forget", "--cluster", "local"])
+    assert forgotten.exit_code == 0, forgotten.output
+    assert "forgot 2 runs in all" in forgotten.output
+    assert stored(quick_root) == []

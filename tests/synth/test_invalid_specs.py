@@ -93,3 +93,16 @@ def test_a_model_file_that_would_run_code_is_a_spec_problem_at_its_file_field(
     )
     assert re.search(attack.refusal, problem)
     assert not (spec_repo / "marker").exists()
+
+
+def test_the_name_local_runs_are_stored_under_is_no_clusters(spec_repo: Path) -> None:
+    fleet = spec_repo / "specs" / "clusters.yaml"
+    fleet.write_text(
+        fleet.read_text(encoding="utf-8").replace("  - name: beta", "  - name: local"),
+        encoding="utf-8",
+    )
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(spec_repo)
+    (problem,) = raised.value.problems
+    assert str(problem).startswith("specs/clusters.yaml:16:11: clusters[1].name: cluster name ")
+    assert "'local' is reserved" in str(problem)
