@@ -8,9 +8,10 @@ into a page with plots (only those who want pictures import matplotlib).
 """
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple
 
@@ -68,8 +69,26 @@ def heading(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class Repeats:
+    """A variant's runs in separate pods (`benchmark.repeats`): the row's number is their
+    median, and how far they spread is the noise between runs."""
+
+    p50s_ms: tuple[float, ...]
+    """Each run's median per batch, in repeat order."""
+    jobs: tuple[str, ...]
+    """The Job of each run, in the same order."""
+
+    @property
+    def spread(self) -> float:
+        """The largest p50 over the smallest, less 1: a change within it is not told apart
+        from running the same thing again."""
+        return max(self.p50s_ms) / min(self.p50s_ms) - 1
+
+
+@dataclass(frozen=True)
 class VariantRow:
-    """One measured variant: its run in the newest reported Job that ran it, which succeeded."""
+    """One measured variant: its run in the newest reported Job that ran it, which succeeded;
+    with repeats, the median of its runs in the newest reported Job of each repeat."""
 
     key: VariantKey
     variant_id: str
@@ -94,6 +113,10 @@ class VariantRow:
     quantized: str | None = None
     """How much of the model a quantization reached, as the runner proved it ("1 of 1
     Linear; conv2d x3 not"); None without quantization or where the result does not say."""
+    repeats: Repeats | None = None
+    """Its several runs, where the spec repeats it and more than one was measured; the row's
+    other fields are then those of the median run, its latency and estimate scaled to the
+    median of the runs' p50s."""
 
     @property
     def ci_low_ms(self) -> float:
@@ -201,7 +224,7 @@ class Ranked:
     """Its p50 per sample over the fastest's (1 for the fastest), with the ratio's CI."""
     doubts: tuple[str, ...]
     """Why it cannot be told apart from the fastest even if the CI says so: either side's
-    validity flags."""
+    validity flags, or a difference within either side's between-run noise."""
 
     @property
     def is_significant(self) -> bool:
@@ -249,7 +272,8 @@ class AxisEntry:
     ratio: Ratio
     """Its p50 per sample over the reference's, with the ratio's CI."""
     doubts: tuple[str, ...]
-    """Either side's validity flags: then no direction is claimed."""
+    """Either side's validity flags, or a difference within either side's between-run
+    noise: then no direction is claimed."""
 
     @property
     def direction(self) -> Direction:
@@ -282,7 +306,7 @@ class Change:
     verdict: Verdict
     doubts: tuple[str, ...]
     """Why the verdict is inconclusive although the CI excludes no change: either side's
-    validity flags."""
+    validity flags, or a change within either side's between-run noise."""
 
 
 @dataclass(frozen=True)
@@ -341,6 +365,12 @@ def _ref(run: StoredRun) -> VariantRef | None:
     """Which variant the run was: as config.json named it, else as its result says."""
     result = run.variant.result
     return run.variant.variant or (result.variant if result else None)
+
+
+def _same_variant(run: StoredRun, other: StoredRun) -> bool:
+    """Whether the two runs measured the same thing, as their variant ids say."""
+    ref, other_ref = _ref(run), _ref(other)
+    return ref is not None and other_ref is not None and ref.id == other_ref.id
 
 
 def _variant_key(run: StoredRun) -> VariantKey | None:
@@ -472,16 +502,17 @@ def _select(
         raise UnknownJob(
             f"no Job named {', '.join(sorted(unknown))}; the runs have {', '.join(sorted(known))}"
         )
-    slots: dict[tuple[str, str, str], list[JobId]] = defaultdict(list)
+    slots: dict[tuple[str, str, str, int], list[JobId]] = defaultdict(list)
     for job, job_runs in by_job.items():
-        slots[job_runs[0].job.workflow, job.cluster, min(map(_target, job_runs))].append(job)
+        first = job_runs[0].job
+        slots[first.workflow, job.cluster, min(map(_target, job_runs)), first.run].append(job)
     if all_revisions:
         chosen = set(by_job)
     elif names:
         chosen = {job for job in by_job if job.name in names}
     else:
-        # A Job's name changes with its spec: the newest per target is the current revision,
-        # whatever its variants' finish times say.
+        # A Job's name changes with its spec: the newest per target and repeat is the current
+        # revision, whatever its variants' finish times say.
         chosen = {max(jobs, key=ages.__getitem__) for jobs in slots.values()}
     reused = _reused(chosen, by_job, notes.reuses) if not all_revisions else {}
     summaries = tuple(
@@ -507,8 +538,10 @@ def _recency(run: StoredRun, ages: dict[JobId, JobAge]) -> tuple[JobAge, datetim
 
 
 def _latest(runs: Iterable[StoredRun], ages: dict[JobId, JobAge]) -> tuple[list[StoredRun], int]:
-    """One run per variant key, the newest Job's; also how many were left out."""
-    latest: dict[VariantKey, StoredRun] = {}
+    """One run per variant key and repeat, the newest Job's, and of a key's repeats only
+    those measuring what its newest run measures (the same variant id); also how many were
+    left out."""
+    latest: dict[tuple[VariantKey, int], StoredRun] = {}
     unnamed: list[StoredRun] = []
     left_out = 0
     for run in runs:
@@ -517,12 +550,20 @@ def _latest(runs: Iterable[StoredRun], ages: dict[JobId, JobAge]) -> tuple[list[
             # Without a result nothing says which variant this was, so nothing supersedes it.
             unnamed.append(run)
             continue
-        if key in latest:
+        slot = (key, run.job.run)
+        if slot in latest:
             left_out += 1
-            if _recency(run, ages) <= _recency(latest[key], ages):
+            if _recency(run, ages) <= _recency(latest[slot], ages):
                 continue
-        latest[key] = run
-    return [*latest.values(), *unnamed], left_out
+        latest[slot] = run
+    newest: dict[VariantKey, StoredRun] = {}
+    for (key, _), run in latest.items():
+        if key not in newest or _recency(run, ages) > _recency(newest[key], ages):
+            newest[key] = run
+    # A repeat left from an earlier revision (repeats lowered after a change of what is
+    # measured) measured something else: it does not join the current runs.
+    kept = [run for (key, _), run in latest.items() if _same_variant(run, newest[key])]
+    return [*kept, *unnamed], left_out + len(latest) - len(kept)
 
 
 def _measured(run: StoredRun) -> VariantRow | None:
@@ -545,6 +586,36 @@ def _measured(run: StoredRun) -> VariantRow | None:
         doubts=_doubts(validity),
         quantized=_quantized(result),
     )
+
+
+def _median_run(runs: Sequence[tuple[int, VariantRow]]) -> VariantRow:
+    """One variant's runs, by repeat, as one row: the median run's (the lower middle one of
+    an even count), scaled to the median of every run's p50, with the runs' p50s and every
+    run's doubts (a flagged repeat puts the median in doubt too)."""
+    rows = [row for _, row in runs]
+    if len(rows) == 1:
+        return rows[0]
+    p50s = tuple(row.estimate.median for row in rows)
+    middle = sorted(rows, key=lambda row: row.estimate.median)[(len(rows) - 1) // 2]
+    factor = statistics.median(p50s) / middle.estimate.median
+    latency = middle.latency
+    return replace(
+        middle,
+        latency=latency.model_copy(update={"p50_ms": latency.p50_ms * factor}),
+        estimate=middle.estimate.scaled(factor),
+        is_p99_reliable=all(row.is_p99_reliable for row in rows),
+        doubts=tuple(dict.fromkeys(doubt for row in rows for doubt in row.doubts)),
+        repeats=Repeats(p50s_ms=p50s, jobs=tuple(row.job for row in rows)),
+    )
+
+
+def _between_runs(ratio: Ratio, *rows: VariantRow) -> tuple[str, ...]:
+    """Why a ratio says nothing, where it lies within the noise between either side's
+    repeated runs."""
+    spread = max((row.repeats.spread for row in rows if row.repeats), default=None)
+    if spread is None or abs(ratio.value - 1) > spread:
+        return ()
+    return (f"within between-run noise ±{spread:.1%}",)
 
 
 def _quantized(result: OkResult) -> str | None:
@@ -604,14 +675,16 @@ def _failure(run: StoredRun) -> FailedVariant:
 
 
 def _split(runs: Iterable[StoredRun]) -> tuple[tuple[VariantRow, ...], tuple[FailedVariant, ...]]:
-    rows: list[VariantRow] = []
+    """A row per measured variant (its repeats combined), and every failed run."""
+    repeats: dict[VariantKey, list[tuple[int, VariantRow]]] = defaultdict(list)
     failures: list[FailedVariant] = []
     for run in runs:
         row = _measured(run)
         if row is None:
             failures.append(_failure(run))
         else:
-            rows.append(row)
+            repeats[row.key].append((run.job.run, row))
+    rows = [_median_run(sorted(measured)) for measured in repeats.values()]
     rows.sort(key=lambda row: row.key)
     failures.sort(key=lambda failed: (failed.cluster, failed.target, failed.job, failed.index))
     return tuple(rows), tuple(failures)
@@ -620,20 +693,20 @@ def _split(runs: Iterable[StoredRun]) -> tuple[tuple[VariantRow, ...], tuple[Fai
 def _compare(rows: Sequence[VariantRow]) -> Comparison:
     ranked = sorted(rows, key=lambda row: (row.p50_per_sample_ms, row.key))
     fastest = ranked[0]
-    fastest_doubts = _labelled(fastest)
     varies = tuple(name for name in KEY_FIELDS if len({row.key.value(name) for row in rows}) > 1)
     return Comparison(
         fixed=tuple((name, fastest.key.value(name)) for name in KEY_FIELDS if name not in varies),
         varies=varies,
-        entries=tuple(
-            Ranked(
-                row=row,
-                ratio=intervals.ratio(row.per_sample, fastest.per_sample),
-                doubts=() if row is fastest else (*fastest_doubts, *_labelled(row)),
-            )
-            for row in ranked
-        ),
+        entries=tuple(_ranked(row, fastest) for row in ranked),
     )
+
+
+def _ranked(row: VariantRow, fastest: VariantRow) -> Ranked:
+    ratio = intervals.ratio(row.per_sample, fastest.per_sample)
+    if row is fastest:
+        return Ranked(row=row, ratio=ratio, doubts=())
+    doubts = (*_labelled(fastest), *_labelled(row), *_between_runs(ratio, fastest, row))
+    return Ranked(row=row, ratio=ratio, doubts=doubts)
 
 
 def _comparisons(rows: Sequence[VariantRow], by: tuple[str, ...]) -> tuple[Comparison, ...]:
@@ -673,16 +746,21 @@ def _axis(axis: str, rows: Sequence[VariantRow]) -> AxisComparison | None:
             continue
         reference = _reference(axis, group)
         entries.extend(
-            AxisEntry(
-                row=row,
-                reference=reference,
-                ratio=intervals.ratio(row.per_sample, reference.per_sample),
-                doubts=(*_labelled(reference), *_labelled(row)),
-            )
+            _axis_entry(row, reference)
             for row in sorted(group, key=lambda row: row.key)
             if row is not reference
         )
     return AxisComparison(axis, tuple(entries)) if entries else None
+
+
+def _axis_entry(row: VariantRow, reference: VariantRow) -> AxisEntry:
+    ratio = intervals.ratio(row.per_sample, reference.per_sample)
+    return AxisEntry(
+        row=row,
+        reference=reference,
+        ratio=ratio,
+        doubts=(*_labelled(reference), *_labelled(row), *_between_runs(ratio, reference, row)),
+    )
 
 
 def _labelled(row: VariantRow) -> tuple[str, ...]:
@@ -703,6 +781,7 @@ def _change(current: VariantRow, baseline: VariantRow, threshold: float) -> Chan
     doubts = (
         *(f"now {doubt}" for doubt in current.doubts),
         *(f"in the baseline {doubt}" for doubt in baseline.doubts),
+        *_between_runs(ratio, current, baseline),
     )
     return Change(
         current=current,

@@ -173,12 +173,29 @@ def _flags(row: VariantRow) -> str:
     return "; ".join(doubt.partition(":")[0] for doubt in row.doubts)
 
 
+def _runs(row: VariantRow) -> str:
+    """How many runs the row's number is the median of, and how far they spread."""
+    if row.repeats is None:
+        return "1"
+    return f"{len(row.repeats.p50s_ms)} runs, spread ±{row.repeats.spread:.1%}"
+
+
+_RUNS_NOTE: Final = (
+    "runs: where the spec repeats a variant (benchmark.repeats), its p50 is the median of its "
+    "runs' p50s and the other numbers the median run's; the spread is their largest p50 over "
+    "their smallest, less 1. A difference within either side's spread is inconclusive."
+)
+
+
 def _variants_table(rows: Sequence[VariantRow]) -> Table:
+    # Shown only where a variant ran more than once: a report without repeats is unchanged.
+    repeated = any(row.repeats for row in rows)
     return Table(
         title=f"Variants ({len(rows)})",
         columns=_columns(
             *_KEY_HEADINGS,
             *("p50 ms", "95% CI ms", "p90 ms", "p99 ms", "samples/s (p50)", "cv", "iters"),
+            *(("runs",) if repeated else ()),
             *("quantized", "flags", "device", "job", "finished"),
         ),
         rows=tuple(
@@ -191,6 +208,7 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
                 f"{row.samples_per_s:,.1f}",
                 f"{row.latency.cv:.3f}",
                 str(row.latency.count),
+                *((_runs(row),) if repeated else ()),
                 row.quantized or "",
                 _flags(row),
                 row.device_name or "",
@@ -207,6 +225,7 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
             "job, finished: the run the number comes from (UTC).",
             "quantized: the layers the quantization reached, as the runner proved it; the "
             "others ran in the precision (an int8 label over mostly fp32 compute).",
+            *((_RUNS_NOTE,) if repeated else ()),
         ),
         kind="detail",
     )
@@ -695,6 +714,8 @@ CSV_COLUMNS: Final = (
     "ci_method",
     "flags",
     "quantized",
+    "runs",
+    "between_run_spread",
 )
 """`to_csv`'s header; columns are only ever added at the end."""
 
@@ -727,6 +748,9 @@ def _csv_measured(row: VariantRow, change: Change | None) -> dict[str, object]:
         "ci_method": row.estimate.method,
         "flags": "; ".join(row.doubts),
         "quantized": row.quantized,
+        # Empty where the variant ran once.
+        "runs": len(row.repeats.p50s_ms) if row.repeats else None,
+        "between_run_spread": row.repeats.spread if row.repeats else None,
         **(
             {
                 "baseline_p50_ms": change.baseline.latency.p50_ms,

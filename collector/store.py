@@ -17,10 +17,13 @@ from contract.records import JobIdentity, StoredVariant
 from contract.result import parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 2
+_SCHEMA_VERSION: Final = 3
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
+# Version 3 adds the Job's repeat (`benchmark.repeats`); rows stored before it are NULL,
+# their Jobs' only run.
+_ADDED_IN_3: Final = "ALTER TABLE variant_runs ADD COLUMN repeat INTEGER"
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -32,6 +35,7 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     spec_file TEXT,
     spec_sha256 TEXT,
     image TEXT,
+    repeat INTEGER,
     state TEXT NOT NULL CHECK (state IN ('succeeded', 'failed')),
     explanation TEXT NOT NULL,
     reason TEXT,
@@ -62,6 +66,7 @@ _COLUMNS: Final = [
     "spec_file",
     "spec_sha256",
     "image",
+    "repeat",
     "state",
     "explanation",
     "reason",
@@ -156,7 +161,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -165,6 +170,8 @@ class Store:
                 if version == 1:
                     for column in _DROPPED_IN_2:
                         self._db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
+                if version in {1, 2}:
+                    self._db.execute(_ADDED_IN_3)
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
         except sqlite3.DatabaseError as error:

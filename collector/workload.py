@@ -28,7 +28,7 @@ from contract.layout import (
     workload_file,
     workload_files,
 )
-from contract.records import JobIdentity, Reuses, parse_reuses
+from contract.records import JobIdentity, Reuses, parse_reuses, repeat_of
 from contract.variant import VariantRef
 
 
@@ -82,6 +82,7 @@ def expected_from(
         spec_file=annotations.get(SPEC_FILE_ANNOTATION),
         spec_sha256=annotations.get(SPEC_SHA256_ANNOTATION),
         image=container["image"],
+        repeat=repeat_of(metadata["labels"]),
     )
     return ExpectedJob(
         identity=identity,

@@ -15,7 +15,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from contract.layout import record_path
+from contract.layout import REPEAT_LABEL, record_path
 from contract.result import BenchResult
 from contract.variant import VariantRef
 
@@ -65,6 +65,22 @@ class JobIdentity(_Record):
     spec_file: str | None = None
     spec_sha256: str | None = None
     image: str | None = None
+    repeat: int | None = None
+    """Which run of its variants the Job is, where the spec repeats them
+    (`benchmark.repeats`), from 0; None where it runs them once."""
+
+    @property
+    def run(self) -> int:
+        """The repeat, 0 for a Job of a workflow that runs its variants once: that run is
+        the first of any repeats added later."""
+        return self.repeat or 0
+
+
+def repeat_of(labels: Mapping[str, str]) -> int | None:
+    """The repeat a Job's (or pod's) REPEAT_LABEL names; None without one, or where the
+    value is not synth's (edited by hand): such a Job counts as its variants' only run."""
+    value = labels.get(REPEAT_LABEL)
+    return int(value) if value is not None and value.isascii() and value.isdigit() else None
 
 
 class JobRecord(JobIdentity):

@@ -338,17 +338,25 @@ def _derived_names_fit(workflow: Workflow, variants: list[Variant]) -> Iterator[
 
 def _parallelism_and_deadline(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
     scheduling = workflow.scheduling
-    if scheduling.max_parallel < len(workflow.targets):
+    jobs = workflow.jobs_per_cluster
+    if scheduling.max_parallel < jobs:
+        repeats = workflow.benchmark.repeats
+        counted = (
+            f"the number of targets ({jobs}); each target's Job"
+            if repeats == 1
+            else f"the number of Jobs ({len(workflow.targets)} targets x {repeats} repeats); "
+            "each Job"
+        )
         yield Finding(
             ("scheduling", "max_parallel"),
-            f"max_parallel ({scheduling.max_parallel}) is below the number of targets "
-            f"({len(workflow.targets)}); each target's Job needs at least one pod",
-            f"raise max_parallel to at least {len(workflow.targets)}",
+            f"max_parallel ({scheduling.max_parallel}) is below {counted} needs at least one pod",
+            f"raise max_parallel to at least {jobs}"
+            + ("" if repeats == 1 else ", or lower benchmark.repeats"),
         )
         return
     benchmark = workflow.benchmark
     per_variant = benchmark.warmup_phase.min_time + benchmark.measure_phase.min_time
-    share = workflow.parallelism_per_target
+    share = workflow.parallelism_per_job
     per_target = Counter(variant.target for variant in variants)
     for target in workflow.targets:
         count = per_target[target.key]

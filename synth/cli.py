@@ -124,7 +124,7 @@ def variants(repo: Repo, workflow_id: str) -> None:
     One line per variant of WORKFLOW_ID in each cluster it runs in: what its pod measures,
     its content id (a hash of everything that determines its number, so it differs between
     clusters whose nodes differ), and whether it runs or a recorded result under results/
-    is reused.
+    is reused; with `benchmark.repeats`, a line per repeat.
     """
     specs = load_or_fail(repo)
     loaded = next((w for w in specs.workflows if w.workflow.id == workflow_id), None)
@@ -134,35 +134,38 @@ def variants(repo: Repo, workflow_id: str) -> None:
         raise click.ClickException(f"unknown workflow {workflow_id!r}; {hint}")
     header = ("cluster", "variant", "target", "model", "precision", "quantization", "batch", "")
     rows = []
+    runs = 0
     sources = model_configs(loaded, committed_files(loaded, specs.model_files))
+    repeats = loaded.workflow.benchmark.repeats
     for cluster in target_clusters(loaded.workflow, specs.fleet):
         stored = specs.recorded[workflow_id, cluster.name]
         for target in loaded.workflow.targets:
             for variant, variant_id in identified_variants(
                 loaded, specs.fleet, cluster, target, sources
             ):
-                reused = stored.reusable(variant_id, loaded.sha256)
-                rows.append(
-                    (
-                        cluster.name,
-                        variant_id,
-                        variant.target,
-                        variant.model,
-                        str(variant.precision),
-                        str(variant.quantization),
-                        str(variant.batch_size),
-                        "runs" if reused is None else f"recorded in {reused.job}",
+                for repeat in range(repeats):
+                    reused = stored.reusable(variant_id, repeat, loaded.sha256)
+                    outcome = "runs" if reused is None else f"recorded in {reused.job}"
+                    runs += reused is None
+                    rows.append(
+                        (
+                            cluster.name,
+                            variant_id,
+                            variant.target,
+                            variant.model,
+                            str(variant.precision),
+                            str(variant.quantization),
+                            str(variant.batch_size),
+                            f"repeat {repeat}: {outcome}" if repeats > 1 else outcome,
+                        )
                     )
-                )
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
     for row in (header, *rows):
         cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
         click.echo("  ".join(cells).rstrip())
-    runs = sum(row[-1] == "runs" for row in rows)
     plural = "s" * (len(rows) != 1)
-    click.echo(
-        f"{len(rows)} variant{plural} in {loaded.file}: {runs} run, {len(rows) - runs} recorded"
-    )
+    counted = f"variant{plural}" if repeats == 1 else f"runs of variants ({repeats} repeats)"
+    click.echo(f"{len(rows)} {counted} in {loaded.file}: {runs} run, {len(rows) - runs} recorded")
 
 
 @cli.command()

@@ -27,11 +27,15 @@ from contract.errors import ExitCode
 from contract.layout import (
     APP,
     APP_LABEL,
+    COMPLETION_INDEX_KEY,
     DESCRIPTION_ANNOTATION,
+    HOSTNAME_LABEL,
     JOB_LABEL,
     MANAGED_BY,
     MODELS_ANNOTATION,
     OWNER_ANNOTATION,
+    REPEAT_LABEL,
+    REPEAT_SET_LABEL,
     REUSES_ANNOTATION,
     SPEC_FILE_ANNOTATION,
     SPEC_SHA256_ANNOTATION,
@@ -47,7 +51,7 @@ from synth.fleet import Cluster, Fleet
 from synth.limits import CONFIGMAP_LIMIT_BYTES
 from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
-from synth.names import job_name, model_bundle_name
+from synth.names import DIGEST_LENGTH, job_name, model_bundle_name
 from synth.recorded import Recorded
 from synth.spec import MeasurePhase, ModelSpec, Phase, Scheduling, Target
 from synth.sweep import Variant
@@ -333,6 +337,9 @@ class _JobTemplate:
     scheduling: Scheduling
     parallelism: int
     labels: Mapping[str, str]
+    spread: Mapping[str, str] | None = None
+    """Where the target's variants run several times: the labels every repeat's pods share,
+    whose pods of the same index a pod of this Job keeps away from."""
 
     def job_spec(self) -> dict[str, Any]:
         """The Job's spec with its own name left empty: what the name is hashed from, then
@@ -420,9 +427,7 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
         {
             "name": "VARIANT_INDEX",
             "valueFrom": {
-                "fieldRef": {
-                    "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-                }
+                "fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX_KEY}']"}
             },
         },
         {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
@@ -468,7 +473,62 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
         spec["nodeSelector"] = dict(sorted(node_selector.items()))
     if tolerations:
         spec["tolerations"] = tolerations
+    if template.spread is not None:
+        spec["affinity"] = _apart_from_other_repeats(template.spread)
     return spec
+
+
+def _apart_from_other_repeats(shared: Mapping[str, str]) -> dict[str, Any]:
+    """Keep a pod off the nodes running the same index of another repeat: the same variant,
+    when the repeats run the same variants in the same order (which `shared` says).
+
+    A preference, not a requirement: a cluster with fewer fitting nodes than repeats still
+    runs them all, side by side (a required term would leave the extra pods Pending until
+    the others finish). The index and repeat come from the incoming pod's own labels
+    (`matchLabelKeys`, `mismatchLabelKeys`: GA in Kubernetes 1.33), since one pod template
+    serves every index."""
+    return {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": dict(shared)},
+                        "matchLabelKeys": [COMPLETION_INDEX_KEY],
+                        "mismatchLabelKeys": [REPEAT_LABEL],
+                        "topologyKey": HOSTNAME_LABEL,
+                    },
+                }
+            ]
+        }
+    }
+
+
+def _left_to_run(
+    identified: list[tuple[Variant, str]], recorded: Recorded, repeat: int, spec_sha256: str
+) -> tuple[list[tuple[Variant, str]], dict[str, list[str]]]:
+    """The variants whose run `repeat` has no reusable recorded outcome, and the recorded
+    successes that stand for the others (earlier Job: variant ids)."""
+    pending: list[tuple[Variant, str]] = []
+    reuses: dict[str, list[str]] = {}
+    for variant, variant_id in identified:
+        reusable = recorded.reusable(variant_id, repeat, spec_sha256)
+        if reusable is None:
+            pending.append((variant, variant_id))
+        elif reusable.succeeded:
+            reuses.setdefault(reusable.job, []).append(variant_id)
+    return pending, reuses
+
+
+def _repeat_labels(
+    workflow_id: str, target: str, repeat: int, pending: list[tuple[Variant, str]]
+) -> dict[str, str]:
+    """The labels telling the repeat Jobs of a target apart and together. The repeat set is
+    hashed from the variants in index order, not from the spec: repeats that reuse different
+    recorded runs hold different variants at the same index, and must not avoid each other's
+    nodes by index."""
+    repeat_set = digest([workflow_id, target, [variant_id for _, variant_id in pending]])
+    return {REPEAT_LABEL: str(repeat), REPEAT_SET_LABEL: repeat_set[:DIGEST_LENGTH]}
 
 
 def plan_runs(
@@ -478,9 +538,9 @@ def plan_runs(
     model_files: ModelFiles,
     recorded: Recorded,
 ) -> list[BenchmarkRun]:
-    """The Jobs (one per target) that `loaded` needs in `cluster`: each runs the target's
-    variants that `recorded` holds no reusable outcome of; a target with none left has no
-    Job."""
+    """The Jobs (one per target and repeat) that `loaded` needs in `cluster`: each runs the
+    target's variants whose run of that repeat `recorded` holds no reusable outcome of; a
+    repeat with none left has no Job."""
     workflow = loaded.workflow
     namespace = namespace_of(workflow.environment)
     image = workflow.image or fleet.image
@@ -488,21 +548,26 @@ def plan_runs(
     files = committed_files(loaded, model_files)
     bundles = bundle_models(workflow.id, list(files.values()))
     sources = model_configs(loaded, files)
+    repeats = workflow.benchmark.repeats
+    identified = {
+        target.key: identified_variants(loaded, fleet, cluster, target, sources)
+        for target in workflow.targets
+    }
     runs = []
-    for target in workflow.targets:
-        pending: list[tuple[Variant, str]] = []
-        reuses: dict[str, list[str]] = {}
-        for variant, variant_id in identified_variants(loaded, fleet, cluster, target, sources):
-            reusable = recorded.reusable(variant_id, loaded.sha256)
-            if reusable is None:
-                pending.append((variant, variant_id))
-            elif reusable.succeeded:
-                reuses.setdefault(reusable.job, []).append(variant_id)
+    for target, repeat in ((t, r) for t in workflow.targets for r in range(repeats)):
+        pending, reuses = _left_to_run(identified[target.key], recorded, repeat, loaded.sha256)
         if not pending:
             continue
         config = run_config(loaded, target, pending, sources)
         models = tuple(b for b in bundles if any(f.model in config.models for f in b.files))
         template_labels = {**workflow_labels(workflow.id), TARGET_LABEL: target.key}
+        spread = None
+        if repeats > 1:
+            template_labels |= _repeat_labels(workflow.id, target.key, repeat, pending)
+            spread = {
+                WORKFLOW_LABEL: workflow.id,
+                REPEAT_SET_LABEL: template_labels[REPEAT_SET_LABEL],
+            }
         template = _JobTemplate(
             config=config,
             target=target,
@@ -511,8 +576,9 @@ def plan_runs(
             cluster=cluster,
             priority=priority,
             scheduling=workflow.scheduling,
-            parallelism=workflow.parallelism_per_target,
+            parallelism=workflow.parallelism_per_job,
             labels=template_labels,
+            spread=spread,
         )
         # The name is hashed from the content with an empty name in it, then filled in.
         job_spec = template.job_spec()

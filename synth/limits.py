@@ -32,6 +32,10 @@ MAX_VARIANTS_CEILING: Final = 10_000
 """No workflow expands past this, whatever its own `scheduling.max_variants` says: each
 variant is a pod."""
 
+MAX_REPEATS: Final = 10
+"""Repeats of a workflow's variants (`benchmark.repeats`): each is a Job per target, and a
+between-run spread needs a handful of runs, not dozens."""
+
 MAX_MODELS: Final = 500
 """Models in one workflow (the zoo example has 50): each committed file is read, hashed and
 its archive checked, a few milliseconds apiece."""

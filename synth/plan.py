@@ -27,7 +27,7 @@ from contract.layout import (
     record_path,
     recorded_jobs,
 )
-from contract.records import read_record
+from contract.records import read_record, repeat_of
 from contract.result import OkResult
 
 Action = Literal["create", "replace", "prune"]
@@ -42,6 +42,8 @@ class JobRef:
     target: str
     name: str
     variants: int
+    repeat: int | None = None
+    """Which run of its variants, where the workflow repeats them (`benchmark.repeats`)."""
     gpus: int = 0
     """Per pod."""
     max_pod_seconds: float = 0.0
@@ -125,7 +127,9 @@ class Change:
 
     @property
     def key(self) -> str:
-        return f"{self.job.workflow}/{self.job.target}"
+        job = self.job
+        repeat = "" if job.repeat is None else f" repeat {job.repeat}"
+        return f"{job.workflow}/{job.target}{repeat}"
 
 
 def recorded_seconds(root: Path, workflow: str, cluster: str) -> dict[tuple[str, str], float]:
@@ -195,15 +199,19 @@ def _workload_objects(
     return found
 
 
+JobSlot = tuple[str, str, int]
+"""What a Job replaces: the Job of the same workflow, target and repeat before."""
+
+
 def _jobs(
     objects: Mapping[tuple[str, str], tuple[PurePosixPath, Any]],
-) -> dict[tuple[str, str], JobRef]:
+) -> dict[JobSlot, JobRef]:
     jobs = {}
     for (kind, name), (_, obj) in objects.items():
         if kind == "Job":
             configmap = objects.get(("ConfigMap", name))
             job = _ref(obj, configmap[1] if configmap else None)
-            jobs[job.workflow, job.target] = job
+            jobs[job.workflow, job.target, job.repeat or 0] = job
     return jobs
 
 
@@ -214,6 +222,7 @@ def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
         target=meta["labels"][TARGET_LABEL],
         name=meta["name"],
         variants=int(job["spec"]["completions"]),
+        repeat=repeat_of(meta["labels"]),
     )
     if configmap is None:
         return ref  # a Job without synth's config.json (hand-written): counted, not costed
@@ -368,6 +377,7 @@ def plan_json(plans: list[ClusterPlan]) -> dict[str, Any]:
                         "action": change.action,
                         "workflow": change.job.workflow,
                         "target": change.job.target,
+                        "repeat": change.job.repeat,
                         "before": _job_json(change.before),
                         "after": _job_json(change.after),
                         "recorded": change.recorded,

@@ -36,11 +36,13 @@ class Recorded:
 
     jobs: frozenset[str]
     """Every Job with a record: done, whatever it holds."""
-    variants: dict[str, RecordedVariant]
+    variants: dict[tuple[str, int], RecordedVariant]
+    """By variant id and repeat (`benchmark.repeats`): repeats measure the same variant, so
+    they share its id, and each run counts once."""
 
-    def reusable(self, variant_id: str, spec_sha256: str) -> RecordedVariant | None:
-        """The record that makes running `variant_id` again pointless, if any."""
-        recorded = self.variants.get(variant_id)
+    def reusable(self, variant_id: str, repeat: int, spec_sha256: str) -> RecordedVariant | None:
+        """The record that makes running `variant_id`'s `repeat` again pointless, if any."""
+        recorded = self.variants.get((variant_id, repeat))
         if recorded is None:
             return None
         if recorded.succeeded or recorded.spec_sha256 == spec_sha256:
@@ -53,7 +55,8 @@ class Recorded:
         return {
             "jobs": sorted(self.jobs),
             "variants": sorted(
-                (v, r.job, r.succeeded, r.spec_sha256) for v, r in self.variants.items()
+                (v, repeat, r.job, r.succeeded, r.spec_sha256)
+                for (v, repeat), r in self.variants.items()
             ),
         }
 
@@ -61,11 +64,11 @@ class Recorded:
 def read_recorded(root: Path, workflow: str, cluster: str, problems: list[Problem]) -> Recorded:
     """Read results/<workflow>/<cluster>/; each file that is not a record is a problem in
     `problems` and counts as a done Job with nothing reusable. A success wins over a failure
-    of the same variant; among several, the first record in name order (stable, not newer:
-    names are hashes). Records are read like spec files: regular files inside the
+    of the same variant and repeat; among several, the first record in name order (stable,
+    not newer: names are hashes). Records are read like spec files: regular files inside the
     repository, bounded in size."""
     jobs = recorded_jobs(root, workflow, cluster)
-    variants: dict[str, RecordedVariant] = {}
+    variants: dict[tuple[str, int], RecordedVariant] = {}
     for job in jobs:
         relative = record_path(Path(), workflow, cluster, job).as_posix()
         try:
@@ -77,9 +80,10 @@ def read_recorded(root: Path, workflow: str, cluster: str, problems: list[Proble
             if stored.variant is None:
                 continue
             found = RecordedVariant(job, stored.state == "succeeded", record.spec_sha256)
-            earlier = variants.get(stored.variant.id)
+            key = (stored.variant.id, record.run)
+            earlier = variants.get(key)
             if earlier is None or (found.succeeded and not earlier.succeeded):
-                variants[stored.variant.id] = found
+                variants[key] = found
     return Recorded(frozenset(jobs), variants)
 
 

@@ -46,7 +46,7 @@ from synth.fields import (
 )
 from synth.fleet import DeviceTypeName, Fleet
 from synth.hints import SpecError, unknown
-from synth.limits import CONFIGMAP_LIMIT_BYTES, MAX_MODELS, MAX_VARIANTS_CEILING
+from synth.limits import CONFIGMAP_LIMIT_BYTES, MAX_MODELS, MAX_REPEATS, MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
 from synth.quantity import parse_quantity
 from synth.repo_files import Missing, RepoFileError, TooLarge
@@ -276,6 +276,10 @@ class Benchmark(SpecModel):
     """Untimed iterations first, to fill caches and trigger lazy initialisation."""
     measure: MeasurePhase = Field(default_factory=MeasurePhase)
     """The timed iterations."""
+    repeats: StrictInt = Field(default=1, ge=1, le=MAX_REPEATS)
+    """Run every variant this many times, each in a pod of its own (on separate nodes where
+    the cluster has enough), so the report can state the between-run noise and judge a
+    change against it."""
     iterations: Count | None = None
     """The design note's form of `measure.min_iterations`."""
     warmup_iterations: Annotated[StrictInt, Field(ge=0)] | None = None
@@ -650,7 +654,12 @@ class Workflow(SpecModel):
         return name
 
     @property
-    def parallelism_per_target(self) -> int:
-        """How many pods each target's Job runs at once: max_parallel, split evenly between the
-        targets (the deadline check and the Jobs both use this one number)."""
-        return self.scheduling.max_parallel // len(self.targets)
+    def jobs_per_cluster(self) -> int:
+        """The Jobs the workflow needs in a cluster at most: one per target and repeat."""
+        return len(self.targets) * self.benchmark.repeats
+
+    @property
+    def parallelism_per_job(self) -> int:
+        """How many pods each Job runs at once: max_parallel, split evenly between the Jobs of
+        every target and repeat (the deadline check and the Jobs both use this one number)."""
+        return self.scheduling.max_parallel // self.jobs_per_cluster

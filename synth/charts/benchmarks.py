@@ -1,10 +1,12 @@
-"""One workflow's objects in one cluster: its model bundles (ConfigMaps) and a Job per target."""
+"""One workflow's objects in one cluster: its model bundles (ConfigMaps) and a Job per target
+and repeat."""
 
 from typing import Any
 
 from cdk8s import Chart
 from constructs import Construct
 
+from contract.layout import REPEAT_LABEL
 from synth.constructs import BenchmarkJob, api_object, joined_id
 from synth.jobs import BenchmarkRun, workflow_labels
 
@@ -26,7 +28,9 @@ class BenchmarksChart(Chart):
             )
         # The model ConfigMaps come first in the file, as they are created first.
         for run in runs:
-            BenchmarkJob(self, joined_id("target", run.config.target), run=run)
+            repeat = run.labels.get(REPEAT_LABEL)
+            parts = ("target", run.config.target, *(("repeat", repeat) if repeat else ()))
+            BenchmarkJob(self, joined_id(*parts), run=run)
 
     def manifests(self) -> list[dict[str, Any]]:
         """The synthesized objects, with each model ConfigMap's payload attached.

@@ -5,16 +5,17 @@ The GPU pods' runs are rules (no GPU here); where they are placed, who is preemp
 the Job controller does about it is all the real scheduler and controller.
 """
 
+import copy
 from collections.abc import Iterator
 
 import pytest
 import yaml
 
 from collector.indexes import IGNORED_COUNT_KEY
-from contract.layout import record_path
+from contract.layout import HOSTNAME_LABEL, record_path
 from contract.records import read_record
-from localcluster.nodes import node_manifests
-from localcluster.podexecutor import Succeed
+from localcluster.nodes import node_manifests, node_name
+from localcluster.podexecutor import Succeed, job_index
 from localcluster.results import ok_result
 from synth.load import load_specs
 from tests.cluster.conftest import (
@@ -22,6 +23,7 @@ from tests.cluster.conftest import (
     PodObserver,
     Repo,
     job_condition,
+    short_cpu_spec,
     wait_for,
 )
 from tests.conftest import REPO_ROOT
@@ -133,3 +135,55 @@ def test_high_priority_preempts_low_and_the_low_variant_is_retried_not_failed(
 
 def _phases(observer: PodObserver) -> list[str]:
     return [pod.get("status", {}).get("phase", "") for pod in observer.seen.values()]
+
+
+@pytest.fixture
+def second_cpu_node(live: LiveCluster) -> Iterator[str]:
+    """us-east with a second on-demand CPU node for the test (removed afterwards)."""
+    fleet = load_specs(REPO_ROOT).fleet
+    (node,) = [
+        node
+        for node in node_manifests(fleet.cluster("us-east"))
+        if node["metadata"]["name"] == node_name("cpu")
+    ]
+    twin = copy.deepcopy(node)
+    name = "cpu-1"
+    twin["metadata"]["name"] = twin["metadata"]["labels"][HOSTNAME_LABEL] = name
+    live.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(twin))
+    wait_for("the second CPU node to be Ready", lambda: _ready(live, [twin]))
+    yield name
+    live.kubectl("delete", "node", name)
+
+
+def test_the_repeats_of_a_variant_run_on_different_nodes(
+    live: LiveCluster, repo: Repo, second_cpu_node: str
+) -> None:
+    """Two repeats of two variants on two nodes: the scheduler may put any two pods on a node,
+    but the anti-affinity keeps each index's two repeats apart. (Without it, the scheduler's
+    spreading by allocation alone put both repeats of each index on one node in one of three
+    tries: this test catches its loss only sometimes.)"""
+    spec = short_cpu_spec("e2e-repeats", "[1, 2]")
+    measure = "  measure: {min_iterations: 5, min_time: 0s, max_time: 1s}\n"
+    repo.write_workflow("e2e-repeats", spec.replace(measure, f"{measure}  repeats: 2\n"))
+    repo.synth()
+    first, second = repo.job_names("e2e-repeats")
+    config = repo.config("e2e-repeats", first)
+    assert config["variants"] == repo.config("e2e-repeats", second)["variants"]
+    for index in range(2):
+        # Long enough that every pod still runs when the last is scheduled.
+        live.rules.set("e2e-repeats", index, Succeed(ok_result(config, index), seconds=30))
+    live.kubectl("apply", "--server-side", "-f", str(repo.workload("e2e-repeats")))
+
+    def placed() -> dict[int, list[str]] | None:
+        pods = live.pods("workflow=e2e-repeats")
+        nodes = [pod["spec"].get("nodeName") for pod in pods]
+        if len(pods) < 4 or not all(nodes):
+            return None
+        by_index: dict[int, list[str]] = {}
+        for pod, node in zip(pods, nodes, strict=True):
+            by_index.setdefault(job_index(pod)[1], []).append(node)
+        return by_index
+
+    by_index = wait_for("the four pods to be scheduled", placed)
+    assert {index: len(set(nodes)) for index, nodes in by_index.items()} == {0: 2, 1: 2}
+    assert {node for nodes in by_index.values() for node in nodes} == {"cpu-0", second_cpu_node}

@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from collector.cli import cli
-from contract.layout import REUSES_ANNOTATION
+from contract.layout import REPEAT_LABEL, REUSES_ANNOTATION
 from contract.records import read_record, reuses_text
 from contract.result import OkResult
 from standin import objects
@@ -257,6 +257,24 @@ def test_the_record_says_what_the_jobs_revision_reused(
     finish_all(api, job)
     assert collector("gather").exit_code == 0
     assert read_record(record_of(repo, job)).reuses == reuses
+
+
+def test_the_record_and_the_store_say_which_repeat_the_job_is(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """synth's repeat label on the Job in dist/ reaches the record and the store, where the
+    report groups a variant's repeats and synth reuses each repeat apart."""
+    workload = repo / WORKLOAD
+    documents = [d for d in yaml.safe_load_all(workload.read_text(encoding="utf-8")) if d]
+    for document in documents:
+        if document["kind"] == "Job":
+            document["metadata"]["labels"][REPEAT_LABEL] = "1"
+    workload.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    finish_all(api, job)
+    assert collector("gather").exit_code == 0
+    assert read_record(record_of(repo, job)).repeat == 1
+    with sqlite3.connect(repo / ".benchfleet" / "results.sqlite") as db:
+        assert list(db.execute("SELECT DISTINCT repeat FROM variant_runs")) == [(1,)]
 
 
 def test_a_finished_job_dist_no_longer_holds_is_gathered_too(

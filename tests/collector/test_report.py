@@ -21,7 +21,7 @@ from collector.report import (
     build_report,
 )
 from collector.report_html import to_html
-from collector.report_render import CSV_COLUMNS, to_csv, to_json, to_markdown, to_text
+from collector.report_render import CSV_COLUMNS, lay_out, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
 from contract.records import JobIdentity, Reuses, StoredVariant
 from contract.result import (
@@ -802,3 +802,101 @@ def test_a_quantized_row_says_how_much_of_the_model_the_quantization_reached(
     assert "1 of 1 Linear; conv2d x3 not" in to_text(report)
     (row,) = csv.DictReader(io.StringIO(to_csv(report)))
     assert row["quantized"] == "1 of 1 Linear; conv2d x3 not"
+
+
+def repeats(make_run: MakeRun, p50s: list[float], **settings: Any) -> list[StoredRun]:
+    """One variant run once per repeat (`benchmark.repeats`), each in its own Job."""
+    runs = []
+    for repeat, p50_ms in enumerate(p50s):
+        run = make_run(p50_ms=p50_ms, **settings)
+        job = run.job.model_copy(update={"job": f"{run.job.job}-r{repeat}", "repeat": repeat})
+        runs.append(StoredRun(job=job, variant=run.variant, collected_at=run.collected_at))
+    return runs
+
+
+def test_a_variants_repeats_are_one_row_with_their_median_and_spread(make_run: MakeRun) -> None:
+    report = build_report(repeats(make_run, [1.0, 1.1, 1.04]))
+    (row,) = report.variants
+    assert row.latency.p50_ms == pytest.approx(1.04)
+    assert row.repeats is not None
+    assert row.repeats.p50s_ms == pytest.approx((1.0, 1.1, 1.04))
+    assert row.repeats.spread == pytest.approx(0.1)
+    assert row.job == f"{TODAY_JOB}-r2"
+    assert report.superseded == 0
+    assert [job.reported for job in report.jobs] == [True] * 3
+    assert "3 runs, spread ±10.0%" in to_text(report)
+    (csv_row,) = csv.DictReader(io.StringIO(to_csv(report)))
+    assert csv_row["runs"] == "3"
+    assert float(csv_row["between_run_spread"]) == pytest.approx(0.1)
+
+
+def test_an_even_number_of_repeats_reports_the_middle_of_the_two_middle_runs(
+    make_run: MakeRun,
+) -> None:
+    (row,) = build_report(repeats(make_run, [1.0, 1.2, 1.1, 1.3])).variants
+    assert row.latency.p50_ms == pytest.approx(1.15)
+    assert row.estimate.median == pytest.approx(1.15)
+    assert row.ci_low_ms < 1.15 < row.ci_high_ms
+
+
+def test_a_report_without_repeats_has_no_runs_column(gpu_comparison: list[StoredRun]) -> None:
+    layout = lay_out(build_report(gpu_comparison))
+    (variants,) = [table for table in layout.tables if table.title.startswith("Variants")]
+    assert "runs" not in [column.heading for column in variants.columns]
+
+
+@pytest.mark.parametrize(
+    ("baseline_p50s", "verdict"),
+    [([1.0, 1.2, 1.05], "inconclusive"), ([1.0, 1.01, 1.05], "regression")],
+)
+def test_a_change_within_the_between_run_noise_is_inconclusive(
+    make_run: MakeRun, baseline_p50s: list[float], verdict: str
+) -> None:
+    today = repeats(make_run, [1.2, 1.21, 1.22])
+    last_week = repeats(make_run, baseline_p50s, finished_at=LAST_WEEK)
+    report = build_report(today, baseline=last_week)
+    assert report.baseline is not None
+    (change,) = report.baseline.changes
+    assert change.ratio.value == pytest.approx(1.21 / statistics.median(baseline_p50s))
+    assert change.ratio.excludes_one
+    assert change.verdict == verdict
+    noted = "within between-run noise ±20.0%" in to_text(report)
+    assert noted is (verdict == "inconclusive")
+
+
+def test_an_axis_difference_within_the_between_run_noise_has_no_direction(
+    make_run: MakeRun,
+) -> None:
+    runs = [
+        *repeats(make_run, [1.0, 1.3, 1.1], precision="fp32"),
+        *repeats(make_run, [0.95, 1.0, 1.05], precision="fp16"),
+    ]
+    report = build_report(runs)
+    (axis,) = report.axes
+    (entry,) = axis.entries
+    assert entry.ratio.excludes_one and entry.direction == "inconclusive"
+    assert entry.doubts == ("within between-run noise ±30.0%",)
+    (best,) = report.best_configurations
+    assert not best.is_significant
+
+
+def test_a_repeat_left_from_a_revision_that_measured_something_else_is_left_out(
+    make_run: MakeRun,
+) -> None:
+    current = repeats(make_run, [1.0, 1.02])
+    (old,) = repeats(make_run, [2.0, 2.0, 2.0], finished_at=LAST_WEEK)[2:]
+    assert old.variant.result is not None and isinstance(old.variant.result, OkResult)
+    other = old.variant.result.variant
+    assert other is not None
+    result = old.variant.result.model_copy(
+        update={"variant": other.model_copy(update={"id": "measured-otherwise"})}
+    )
+    stale = StoredRun(
+        job=old.job,
+        variant=old.variant.model_copy(update={"result": result}),
+        collected_at=old.collected_at,
+    )
+    report = build_report([*current, stale])
+    (row,) = report.variants
+    assert row.repeats is not None and row.repeats.p50s_ms == pytest.approx((1.0, 1.02))
+    assert report.superseded == 1

@@ -102,13 +102,29 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
+        db.execute("ALTER TABLE variant_runs DROP COLUMN repeat")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
         assert [run.variant.index for run in store.runs("cpu-smoke")] == [0]
     with sqlite3.connect(path) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(variant_runs)")}
         assert not columns & {"device_name", "model_sha256", "status", "p50_ms"}
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+
+
+def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)])
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE variant_runs DROP COLUMN repeat")
+        db.execute("PRAGMA user_version = 2")
+    repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
+    with open_store(path) as store:
+        store.add(repeated, [succeeded(0)])
+        assert [run.job.repeat for run in store.runs("cpu-smoke")] == [None, 1]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 def test_samples_stay_in_the_store_and_out_of_the_git_record(store: Store, tmp_path: Path) -> None:

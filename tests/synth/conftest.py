@@ -10,7 +10,7 @@ import pytest
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
 from contract.layout import SPEC_SHA256_ANNOTATION, workload_file
-from contract.records import JobRecord, StoredVariant, write_record
+from contract.records import JobRecord, StoredVariant, repeat_of, write_record
 from contract.result import RESULT_ADAPTER, BenchResult
 from contract.variant import VariantRef
 from localcluster.results import ok_result
@@ -117,6 +117,7 @@ def record_jobs_in(
                 job=meta["name"],
                 target=config.target,
                 spec_sha256=meta["annotations"][SPEC_SHA256_ANNOTATION],
+                repeat=repeat_of(meta["labels"]),
                 outcome="failed" if failed else "complete",
                 variants=variants,
             ),

@@ -121,7 +121,7 @@ SPEC_KEYS = [
     "id", "description", "owner", "clusters", "environment", "image", "models", "name",
     "file", "url", "image_path", "sha256", "inputs", "shape", "dtype", "benchmark",
     "input_shape", "batch_size", "precision", "quantization", "warmup", "measure",
-    "min_iterations", "min_time", "max_iterations", "max_time", "iterations",
+    "min_iterations", "min_time", "max_iterations", "max_time", "iterations", "repeats",
     "warmup_iterations", "targets", "gpu_type", "gpu_count", "resources", "requests",
     "limits", "cpu", "memory", "spot", "sweep", "matrix", "exclude", "include",
     "scheduling", "priority", "retries", "deadline", "max_parallel", "max_variants", "queue",

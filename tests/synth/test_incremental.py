@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
-from contract.layout import REUSES_ANNOTATION, TARGET_LABEL, workload_file
+from contract.layout import REPEAT_LABEL, REUSES_ANNOTATION, TARGET_LABEL, workload_file
 from contract.records import parse_reuses
 from synth.cli import cli
 from synth.load import FLEET_FILE
@@ -70,6 +70,10 @@ class Edit:
     model: str | None = None
     adds: frozenset[Setting] = frozenset()
     """Settings the edit adds to the workflow."""
+    start: str = SPEC
+    """The spec recorded before the edit."""
+    new_repeats: frozenset[str] = frozenset()
+    """The repeats (`benchmark.repeats`) the edit adds: what its Jobs' repeat labels say."""
 
 
 def _spec(old: str, new: str, adds: frozenset[Setting] = frozenset()) -> Edit:
@@ -92,6 +96,13 @@ def _fleet_default_priority(root: Path, text: str) -> str:
     return text
 
 
+MEASURE = "  measure: {min_iterations: 50, min_time: 1s, max_time: 20s}\n"
+
+
+def _repeats(count: int) -> str:
+    return SPEC.replace(MEASURE, f"{MEASURE}  repeats: {count}\n")
+
+
 EDITS: dict[str, Edit] = {
     "`sweep.matrix` (a value added)": _spec(
         "batch_size: [1, 2]",
@@ -99,6 +110,10 @@ EDITS: dict[str, Edit] = {
         adds=frozenset((target, model, 4) for target, model, _ in ALL),
     ),
     "`benchmark.warmup`, `benchmark.measure`": _spec("min_iterations: 50", "min_iterations: 60"),
+    "`benchmark.repeats` (raised)": Edit(
+        lambda _, text: _repeats(3), start=_repeats(1), new_repeats=frozenset({"1", "2"})
+    ),
+    "`benchmark.repeats` (lowered)": Edit(lambda _, text: _repeats(2), start=_repeats(3)),
     "`image`": _spec(
         "owner: tests\n",
         "owner: tests\nimage: registry.example.com/benchfleet/runner@sha256:" + "2" * 64 + "\n",
@@ -146,6 +161,8 @@ def _expected(
     match reruns:
         case "the new variants":
             return after - before
+        case "the new repeats":
+            return after
         case "everything":
             return after
         case "everything on that target":
@@ -173,6 +190,16 @@ def running(root: Path, workflow: str = "sweep") -> dict[str, list[Setting]]:
     return jobs
 
 
+def repeats_running(root: Path) -> frozenset[str]:
+    """The repeat labels of the Jobs in dist/ (none where the workflow runs each variant
+    once)."""
+    path = root / workload_file("alpha", "sweep")
+    if not path.is_file():
+        return frozenset()
+    labels = [job["metadata"]["labels"] for job in read_workload(path).jobs]
+    return frozenset(label[REPEAT_LABEL] for label in labels if REPEAT_LABEL in label)
+
+
 def settings(jobs: dict[str, list[Setting]]) -> frozenset[Setting]:
     return frozenset(s for job in jobs.values() for s in job)
 
@@ -185,17 +212,18 @@ def test_every_row_of_the_docs_table_is_tested() -> None:
 def test_an_edit_after_recording_reruns_what_the_docs_table_says(
     spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs, field: str
 ) -> None:
-    path = write_spec("sweep.yaml", SPEC)
+    edit = EDITS[field]
+    path = write_spec("sweep.yaml", edit.start)
     synth(spec_repo)
     assert settings(running(spec_repo)) == ALL
     record_jobs("sweep")
     synth(spec_repo)
     assert running(spec_repo) == {}, "a recorded workflow has nothing left to run"
 
-    edit = EDITS[field]
-    path.write_text(edit.apply(spec_repo, SPEC), encoding="utf-8")
+    path.write_text(edit.apply(spec_repo, edit.start), encoding="utf-8")
     synth(spec_repo)
     assert settings(running(spec_repo)) == _expected(TABLE[field], edit, ALL, ALL | edit.adds)
+    assert repeats_running(spec_repo) == edit.new_repeats
 
 
 def test_adding_a_batch_size_runs_only_the_new_variants_then_nothing(
