@@ -27,8 +27,9 @@ REPORT_SCHEMA_VERSION: Final = 3
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
 Verdict = Literal["regression", "improvement", "inconclusive", "unchanged"]
-"""A change beyond the threshold is a regression or improvement only when the ratio's CI
-excludes 1 and neither run is in doubt (see `VariantRow.doubts`); otherwise inconclusive."""
+"""With neither run in doubt (see `VariantRow.doubts`): a change beyond the threshold whose
+ratio's CI excludes 1 is a regression or an improvement; a CI wholly within the threshold is
+unchanged; anything else, and any run in doubt, is inconclusive."""
 VERDICT_ORDER: Final[dict[Verdict, int]] = {
     "regression": 0,
     "improvement": 1,
@@ -109,10 +110,13 @@ class VariantRow:
     """The runner's throughput: samples over the timed loop's total time, i.e. at the mean."""
     doubts: tuple[str, ...]
     """Why this run's number must not decide a comparison: the runner's validity flags that
-    are set (noisy, contended, CPU or GPU throttled, stopped early), with their reasons."""
+    are set (noisy, contended, CPU or GPU throttled, stopped early), in words."""
     quantized: str | None = None
     """How much of the model a quantization reached, as the runner proved it ("1 of 1
     Linear; conv2d x3 not"); None without quantization or where the result does not say."""
+    flag_reasons: tuple[str, ...] = ()
+    """The runner's reasons for its flags ("IQR is 37% of the median (over 10%)"): said once
+    per run, not in every verdict the flags make inconclusive."""
     repeats: Repeats | None = None
     """Its several runs, where the spec repeats it and more than one was measured; the row's
     other fields are then those of the median run, its latency and estimate scaled to the
@@ -584,6 +588,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         is_noisy=validity.noisy if validity else None,
         mean_samples_per_s=result.throughput_samples_per_s,
         doubts=_doubts(validity),
+        flag_reasons=tuple(validity.reasons) if validity and _doubts(validity) else (),
         quantized=_quantized(result),
     )
 
@@ -605,6 +610,7 @@ def _median_run(runs: Sequence[tuple[int, VariantRow]]) -> VariantRow:
         estimate=middle.estimate.scaled(factor),
         is_p99_reliable=all(row.is_p99_reliable for row in rows),
         doubts=tuple(dict.fromkeys(doubt for row in rows for doubt in row.doubts)),
+        flag_reasons=tuple(dict.fromkeys(why for row in rows for why in row.flag_reasons)),
         repeats=Repeats(p50s_ms=p50s, jobs=tuple(row.job for row in rows)),
     )
 
@@ -652,13 +658,7 @@ def _doubts(validity: Validity | None) -> tuple[str, ...]:
     if validity is None:
         return ()
     flagged = [words for flag, words in _FLAGS.items() if getattr(validity, flag)]
-    if not flagged:
-        return ()
-    return (
-        (f"{', '.join(flagged)}: {'; '.join(validity.reasons)}",)
-        if validity.reasons
-        else (", ".join(flagged),)
-    )
+    return (", ".join(flagged),) if flagged else ()
 
 
 def _failure(run: StoredRun) -> FailedVariant:
@@ -769,11 +769,15 @@ def _labelled(row: VariantRow) -> tuple[str, ...]:
 
 
 def _verdict(ratio: Ratio, doubts: tuple[str, ...], threshold: float) -> Verdict:
-    if 1 - threshold <= ratio.value <= 1 + threshold:
-        return "unchanged"
-    if doubts or not ratio.excludes_one:
+    # "unchanged" is a claim too: only when the whole interval lies within the threshold
+    # (an equivalence test), never from a point estimate whose interval reaches beyond it.
+    if doubts:
         return "inconclusive"
-    return "regression" if ratio.value > 1 else "improvement"
+    if 1 - threshold <= ratio.low and ratio.high <= 1 + threshold:
+        return "unchanged"
+    if ratio.excludes_one and not 1 - threshold <= ratio.value <= 1 + threshold:
+        return "regression" if ratio.value > 1 else "improvement"
+    return "inconclusive"
 
 
 def _change(current: VariantRow, baseline: VariantRow, threshold: float) -> Change:

@@ -170,7 +170,7 @@ def _p99(row: VariantRow) -> str:
 
 
 def _flags(row: VariantRow) -> str:
-    return "; ".join(doubt.partition(":")[0] for doubt in row.doubts)
+    return "; ".join(row.doubts)
 
 
 def _runs(row: VariantRow) -> str:
@@ -226,6 +226,24 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
             "quantized: the layers the quantization reached, as the runner proved it; the "
             "others ran in the precision (an int8 label over mostly fp32 compute).",
             *((_RUNS_NOTE,) if repeated else ()),
+        ),
+        kind="detail",
+    )
+
+
+def _flagged_table(rows: Sequence[VariantRow]) -> Table | None:
+    flagged = [row for row in rows if row.doubts]
+    if not flagged:
+        return None
+    return Table(
+        title=f"Flagged ({len(flagged)}): why these runs decide nothing",
+        columns=_columns(*_KEY_HEADINGS, "flags", "why"),
+        rows=tuple(
+            (*_key_cells(row.key), _flags(row), "; ".join(row.flag_reasons)) for row in flagged
+        ),
+        notes=(
+            "why: the runner's own reasons, measured during the timed loop (docs/runner.md). "
+            "Every comparison with these runs is inconclusive.",
         ),
         kind="detail",
     )
@@ -360,13 +378,15 @@ def _baseline_tables(comparison: BaselineComparison) -> list[Table | None]:
             comparison.with_verdict("improvement"),
         ),
         _changes_table(
-            f"Inconclusive: p50 changed by more than {threshold}, within noise or a run flagged",
+            f"Inconclusive: the 95% CI reaches past {threshold} and 1, or a run is flagged",
             comparison.with_verdict("inconclusive"),
         ),
         _keys_table("New: not in the baseline", comparison.new),
         _keys_table("Missing: measured in the baseline, not now", comparison.missing),
         _changes_table(
-            f"Unchanged: within {threshold}", comparison.with_verdict("unchanged"), "detail"
+            f"Unchanged: the whole 95% CI within {threshold}",
+            comparison.with_verdict("unchanged"),
+            "detail",
         ),
     ]
 
@@ -590,6 +610,7 @@ def lay_out(report: Report) -> Layout:
         *map(_best_table, report.best_configurations),
         *(_comparison_table("Ranking", comparison) for comparison in report.rankings),
         _variants_table(report.variants) if report.variants else None,
+        _flagged_table(report.variants),
         _jobs_table(report.jobs) if report.jobs else None,
         _provenance_table(report.jobs) if any(job.reported for job in report.jobs) else None,
     ]
@@ -716,6 +737,7 @@ CSV_COLUMNS: Final = (
     "quantized",
     "runs",
     "between_run_spread",
+    "flag_reasons",
 )
 """`to_csv`'s header; columns are only ever added at the end."""
 
@@ -751,6 +773,7 @@ def _csv_measured(row: VariantRow, change: Change | None) -> dict[str, object]:
         # Empty where the variant ran once.
         "runs": len(row.repeats.p50s_ms) if row.repeats else None,
         "between_run_spread": row.repeats.spread if row.repeats else None,
+        "flag_reasons": "; ".join(row.flag_reasons),
         **(
             {
                 "baseline_p50_ms": change.baseline.latency.p50_ms,
