@@ -10,13 +10,14 @@ from contract.options import root_option, version_option
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.hints import did_you_mean
-from synth.jobs import committed_files, identified_variants, model_configs
+from synth.jobs import committed_files, identified_variants, model_configs, pod_groups
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
 from synth.plan import format_plan, plan, plan_json
 from synth.problems import SpecProblems
 from synth.render import render
 from synth.schema import stale_files, write_generated
+from synth.sweep import Variant
 from synth.write import generated
 
 
@@ -138,10 +139,14 @@ def variants(repo: Repo, workflow_id: str) -> None:
     for cluster in target_clusters(loaded.workflow, specs.fleet):
         stored = specs.recorded[workflow_id, cluster.name]
         for target in loaded.workflow.targets:
-            for variant, variant_id in identified_variants(
-                loaded, specs.fleet, cluster, target, sources
-            ):
+            identified = identified_variants(loaded, specs.fleet, cluster, target, sources)
+            pods = _pods(
+                [(v, i) for v, i in identified if stored.reusable(i, loaded.sha256) is None],
+                loaded.workflow.scheduling.variants_per_pod,
+            )
+            for variant, variant_id in identified:
                 reused = stored.reusable(variant_id, loaded.sha256)
+                pod = f" in pod {pods[variant_id]}" if variant_id in pods else ""
                 rows.append(
                     (
                         cluster.name,
@@ -151,18 +156,26 @@ def variants(repo: Repo, workflow_id: str) -> None:
                         str(variant.precision),
                         str(variant.quantization),
                         str(variant.batch_size),
-                        "runs" if reused is None else f"recorded in {reused.job}",
+                        f"runs{pod}" if reused is None else f"recorded in {reused.job}",
                     )
                 )
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
     for row in (header, *rows):
         cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
         click.echo("  ".join(cells).rstrip())
-    runs = sum(row[-1] == "runs" for row in rows)
+    runs = sum(row[-1].startswith("runs") for row in rows)
     plural = "s" * (len(rows) != 1)
     click.echo(
         f"{len(rows)} variant{plural} in {loaded.file}: {runs} run, {len(rows) - runs} recorded"
     )
+
+
+def _pods(pending: list[tuple[Variant, str]], per_pod: int) -> dict[str, int]:
+    """Variant id -> the completion index (pod) that runs it, when pods run groups."""
+    groups = pod_groups([variant.model for variant, _ in pending], per_pod)
+    if groups is None:
+        return {}
+    return {pending[position][1]: pod for pod, group in enumerate(groups) for position in group}
 
 
 @cli.command()

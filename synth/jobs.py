@@ -252,15 +252,30 @@ def identified_variants(
     ]
 
 
+def pod_groups(models: list[str], per_pod: int) -> tuple[tuple[int, ...], ...] | None:
+    """Which variant positions each pod runs, given each variant's model in index order:
+    the variants of one model together (a pod loads each of its models once), in their
+    sweep order, cut into groups of `per_pod`. None for one variant per pod, which leaves
+    config.json, and so the Job's name, as it was before groups existed."""
+    if per_pod == 1:
+        return None
+    ordered = sorted(range(len(models)), key=lambda position: models[position])
+    return tuple(
+        tuple(ordered[start : start + per_pod]) for start in range(0, len(ordered), per_pod)
+    )
+
+
 def run_config(
     loaded: LoadedWorkflow,
     target: Target,
     variants: list[tuple[Variant, str]],
     models: Mapping[str, ModelConfig],
 ) -> RunConfig:
-    """config.json of one target's Job: `variants` with their ids, in index order."""
+    """config.json of one target's Job: `variants` with their ids, in index order, and the
+    groups its pods run them in."""
     workflow = loaded.workflow
     used = {variant.model for variant, _ in variants}
+    groups = pod_groups([v.model for v, _ in variants], workflow.scheduling.variants_per_pod)
     return RunConfig(
         workflow=workflow.id,
         target=target.key,
@@ -281,6 +296,7 @@ def run_config(
             )
             for index, (variant, variant_id) in enumerate(variants)
         ),
+        groups=groups,
     )
 
 
@@ -337,7 +353,7 @@ class _JobTemplate:
     def job_spec(self) -> dict[str, Any]:
         """The Job's spec with its own name left empty: what the name is hashed from, then
         filled in by `name_job_spec`."""
-        completions = len(self.config.variants)
+        completions = self.config.completions
         return {
             "completionMode": "Indexed",
             "completions": completions,
