@@ -113,10 +113,13 @@ class RunConfig(_Contract):
         """The Job's completion indexes: one per group."""
         return len(self.variants) if self.groups is None else len(self.groups)
 
-    def group(self, index: int) -> tuple[VariantConfig, ...]:
-        """The variants completion index `index` runs, in order; IndexError when there is no
-        such index."""
+    def positions(self, index: int) -> tuple[int, ...]:
+        """The positions in `variants` that completion index `index` runs, in order;
+        IndexError when there is no such index."""
         if not 0 <= index < self.completions:
             raise IndexError(index)
-        positions = (index,) if self.groups is None else self.groups[index]
-        return tuple(self.variants[position] for position in positions)
+        return (index,) if self.groups is None else self.groups[index]
+
+    def group(self, index: int) -> tuple[VariantConfig, ...]:
+        """The variants completion index `index` runs, in order."""
+        return tuple(self.variants[position] for position in self.positions(index))

@@ -23,7 +23,7 @@ from contract.config import (
     RunConfig,
     VariantConfig,
 )
-from contract.errors import ExitCode
+from contract.errors import DETERMINISTIC
 from contract.layout import (
     APP,
     APP_LABEL,
@@ -313,14 +313,6 @@ def workflow_labels(workflow_id: str) -> dict[str, str]:
     }
 
 
-_DETERMINISTIC_FAILURES: Final = (
-    ExitCode.BAD_CONFIG,
-    ExitCode.OUT_OF_MEMORY,
-    ExitCode.UNSUPPORTED_VARIANT,
-)
-"""Runner exits that a retry on the same pod template would only repeat. A model load error
-stays retryable (a download can fail transiently), as does a missing device (another node)."""
-
 _FAILURE_RULES: Final = [
     # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
     # fault: retry the index without spending its retries.
@@ -330,7 +322,7 @@ _FAILURE_RULES: Final = [
         "onExitCodes": {
             "containerName": RUNNER_CONTAINER,
             "operator": "In",
-            "values": [int(code) for code in _DETERMINISTIC_FAILURES],
+            "values": sorted(int(code) for code in DETERMINISTIC),
         },
     },
 ]
