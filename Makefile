@@ -53,6 +53,7 @@ bench: install cluster-build
 	$(PY) -m bench.synth_speed
 	$(PY) -m bench.runner_accuracy
 	$(PY) -m bench.runner_startup
+	$(PY) -m bench.grouping
 	$(PY) -m bench.collector_gather
 	$(PY) -m bench.cluster_gather
 

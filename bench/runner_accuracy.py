@@ -140,7 +140,7 @@ def runner_median(
     samples to `observed`."""
 
     def measure() -> float:
-        result = run_variant(config, 0, paths)
+        result = run_variant(config, config.variants[0], paths)
         assert result.environment is not None  # the runner always describes its environment
         assert result.samples is not None  # and always carries its samples
         if result.environment.threads != threads:

@@ -59,7 +59,8 @@ class JobProgress:
 
     expected: ExpectedJob
     stored: dict[int, VariantState]
-    """How each stored index ended: what it counts as in progress, whatever its pod shows."""
+    """How each stored variant (by its index) ended: what it counts as in progress, whatever
+    its pod shows."""
     job: Object | None = None
     pods: list[Object] = field(default_factory=list)
     states: list[IndexState] = field(default_factory=list)
@@ -73,8 +74,12 @@ class JobProgress:
         return (
             self.job is not None
             and job_finished(self.job)
-            and len(self.stored) == self.expected.completions
+            and len(self.stored) == self.expected.variant_count
         )
+
+    def unstored(self, state: IndexState) -> bool:
+        """Whether a variant that index `state` runs has yet to be stored."""
+        return any(p not in self.stored for p in self.expected.positions(state.index))
 
 
 @dataclass(frozen=True)
@@ -195,13 +200,14 @@ class Gatherer:
             identity = progress.expected.identity
             progress.job = snapshot.jobs.get(identity.job)
             if progress.job is None:
-                counts["pending"] = counts.get("pending", 0) + progress.expected.completions
+                counts["pending"] = counts.get("pending", 0) + progress.expected.variant_count
                 continue
             progress.pods = grouped.get(identity.job, [])
             progress.states = index_states(progress.job, progress.pods)
             _remember_causes(progress)
             self._store_finished(progress)
-            for state, number in vars(summary_counts(progress.states, progress.stored)).items():
+            summary = summary_counts(progress.states, progress.stored, progress.expected.positions)
+            for state, number in vars(summary).items():
                 counts[state] = counts.get(state, 0) + number
         self._on_progress(counts)
 
@@ -214,20 +220,16 @@ class Gatherer:
             state
             for state in progress.states
             if settled(state)
-            and state.index not in progress.stored
+            and progress.unstored(state)
             and (state.pod is None or not needs_log(state) or self._logs.ready(state.pod.name))
         ]
         fresh = [
-            _with_cause(
-                harvest(
-                    state,
-                    progress.expected.variants.get(state.index),
-                    failure,
-                    self._logs.reader(),
-                ),
-                progress.causes.get(state.index),
-            )
+            _with_cause(variant, progress.causes.get(state.index))
             for state in ready
+            for variant in harvest(
+                state, progress.expected.group(state.index), failure, self._logs.reader()
+            )
+            if variant.index not in progress.stored
         ]
         if not fresh:
             return
@@ -238,7 +240,10 @@ class Gatherer:
             if variant.pod is not None:
                 self._logs.forget(variant.pod)
             log.debug(
-                "index %d stored: %s", variant.index, variant.explanation, extra=_context(identity)
+                "variant %d stored: %s",
+                variant.index,
+                variant.explanation,
+                extra=_context(identity),
             )
 
     def _outcome(self) -> GatherOutcome:
@@ -311,10 +316,11 @@ class Gatherer:
                 "its result: run gather again",
             )
             for state in progress.states
-            if settled(state) and state.index not in progress.stored
+            if settled(state) and progress.unstored(state)
         ]
-        done = progress.expected.completions - len(waiting)
-        why = f"{done} of {plural(progress.expected.completions, 'variant')} finished"
+        total = progress.expected.variant_count
+        done = total - sum(len(progress.expected.positions(s.index)) for s in waiting)
+        why = f"{done} of {plural(total, 'variant')} finished"
         stored = self._store.variants(identity.cluster, identity.namespace, identity.job)
         failed = tuple(variant for variant in stored if variant.state == "failed")
         return Unfinished(

@@ -1,14 +1,19 @@
-"""A finished variant's stored form: its result, read from the pod, and how it ended in words.
+"""A finished pod's variants in their stored form: each one's result, read from the pod, and
+how it ended in words.
 
 The termination message is read first, because it costs no request: it arrived with the pod
-in the watch. The log is fetched only when the message holds no whole, valid result (a
+in the watch. The log is fetched only when the message holds no whole, valid results (a
 compacted copy, an OOMKilled pod, a crash), so requests grow with failures, not variants.
+
+A pod runs one variant, or a group of them in sequence (scheduling.variants_per_pod). Each
+result is filed by the variant it names, never by its place: a variant the pod never
+reported (it crashed, or was killed, mid-group) fails with the pod's end as its cause.
 
 What is stored here is also what progress and `collector status` count: a variant whose pod
 succeeded but whose result cannot be used is failed everywhere, not only in the record.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from collector.indexes import IndexState
 from collector.pods import ResultReading, with_log
@@ -37,7 +42,7 @@ def needs_log(state: IndexState) -> bool:
     if state.pod is None:
         return False
     reading = state.pod.message
-    return reading.result is None or reading.result.compacted or reading.problem is not None
+    return not reading.whole or reading.problem is not None
 
 
 def _reading(state: IndexState, read_log: LogReader) -> ResultReading | None:
@@ -75,12 +80,23 @@ def _succeeded(state: IndexState, reading: ResultReading) -> str:
 
 def harvest(
     state: IndexState,
+    group: Sequence[VariantRef],
+    job_failure_reason: str | None,
+    read_log: LogReader,
+) -> list[StoredVariant]:
+    """The stored form of every variant of a settled (succeeded or failed) index; `group` is
+    what config.json says the index runs (empty when its config.json is not known)."""
+    if len(group) <= 1:
+        return [_harvest_one(state, group[0] if group else None, job_failure_reason, read_log)]
+    return _harvest_group(state, group, job_failure_reason, read_log)
+
+
+def _harvest_one(
+    state: IndexState,
     variant: VariantRef | None,
     job_failure_reason: str | None,
     read_log: LogReader,
 ) -> StoredVariant:
-    """The stored form of a settled (succeeded or failed) variant; `variant` is what
-    config.json says the index runs."""
     reading = _reading(state, read_log)
     result = reading.result if reading else None
     pod = state.pod
@@ -105,7 +121,7 @@ def harvest(
                 state.cut_by or (pod.reason if pod else None) or job_failure_reason or "unknown"
             )
     return StoredVariant(
-        index=state.index,
+        index=variant.index if variant else state.index,
         state=stored_state,
         variant=variant,
         explanation=explanation,
@@ -117,4 +133,85 @@ def harvest(
         finished_at=pod.finished_at if pod else None,
         result_source=reading.source if reading and result else None,
         result=result,
+    )
+
+
+def _harvest_group(
+    state: IndexState,
+    group: Sequence[VariantRef],
+    job_failure_reason: str | None,
+    read_log: LogReader,
+) -> list[StoredVariant]:
+    reading = _reading(state, read_log)
+    results = reading.results if reading else ()
+    own = {r.variant: r for r in results if r.variant in group}
+    # What names no variant of the group: the group's own failure (config.json unreadable,
+    # SIGTERM between variants), or a result for another variant altogether.
+    stray = [r for r in results if r.variant not in group]
+    reported = {(o.index, o.id) for o in reading.omitted} if reading else set()
+    pod = state.pod
+    cause = state.cut_by or (pod.reason if pod else None) or job_failure_reason or "unknown"
+    stored = []
+    for variant in group:
+        result = own.get(variant)
+        if result is None and stray:
+            result = stray.pop(0) if stray[0].variant is not None else stray[0]
+        stored_state: VariantState = "failed"
+        reason: str | None = cause
+        if result is not None:
+            stored_state, reason, explanation = _reported(state, variant, result, reading)
+        else:
+            explanation = _unreported(state, variant, reading, reported, len(own))
+        stored.append(
+            StoredVariant(
+                index=variant.index,
+                state=stored_state,
+                variant=variant,
+                explanation=explanation,
+                reason=reason,
+                pod=pod.name if pod else None,
+                node=pod.node if pod else None,
+                attempts=state.attempts,
+                preemptions=state.preemptions,
+                finished_at=pod.finished_at if pod else None,
+                result_source=reading.source if reading and result else None,
+                result=result,
+            )
+        )
+    return stored
+
+
+def _reported(
+    state: IndexState, variant: VariantRef, result: BenchResult, reading: ResultReading | None
+) -> tuple[VariantState, str | None, str]:
+    """How a variant of a group ended that a result was filed for: its state, reason, words."""
+    if (misfiled := _misfiled(result, variant)) is not None:
+        return "failed", WRONG_VARIANT, misfiled
+    if isinstance(result, ErrorResult):
+        words = f"runner error {result.error.type}: {result.error.message}"
+        return "failed", result.error.type, words
+    if state.phase == "succeeded" and reading is not None:
+        return "succeeded", None, _succeeded(state, reading)
+    return "succeeded", None, f"succeeded; its pod then ended: {state.explanation}"
+
+
+def _unreported(
+    state: IndexState,
+    variant: VariantRef,
+    reading: ResultReading | None,
+    stubs: set[tuple[int | None, str | None]],
+    own: int,
+) -> str:
+    """Why a variant of a group has no result, in words (it failed)."""
+    problem = reading.problem if reading else "no pod is left to read it from"
+    if (variant.index, variant.id) in stubs:
+        return (
+            f"the runner reported {_named(variant)}, but the termination message had no room "
+            f"for its result and the log does not have it: {problem}"
+        )
+    if state.phase == "succeeded":
+        return f"the pod succeeded but left no result for {_named(variant)}: {problem}"
+    return (
+        f"the pod ended before {_named(variant)} reported ({own} of its group had): "
+        f"{state.explanation}"
     )

@@ -20,7 +20,7 @@ backoffLimitPerIndex, which synth always sets:
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -183,13 +183,18 @@ class _JobView:
 
 
 def summary_counts(
-    states: Iterable[IndexState], final: Mapping[int, VariantState] | None = None
+    states: Iterable[IndexState],
+    final: Mapping[int, VariantState] | None = None,
+    positions: Callable[[int], Iterable[int]] = lambda index: (index,),
 ) -> SummaryCounts:
-    """How many of `states` are pending, running, succeeded, failed and preempted; an index in
-    `final` counts as it was stored (a pod that succeeded without a usable result failed)."""
+    """How many variants of `states` are pending, running, succeeded, failed and preempted:
+    an index runs the variants `positions` gives (one, or a group), each counting as its
+    index stands unless `final` holds it as stored (a pod that succeeded without a usable
+    result failed)."""
     counts = dict.fromkeys(("pending", "running", "succeeded", "failed", "preempted"), 0)
     for state in states:
-        counts[(final or {}).get(state.index, state.phase)] += 1
+        for position in positions(state.index):
+            counts[(final or {}).get(position, state.phase)] += 1
     return SummaryCounts(**counts)
 
 

@@ -26,7 +26,9 @@ from contract.result import (
     SCHEMA_FILE,
     BenchResult,
     ErrorResult,
-    find_result_text,
+    OmittedResult,
+    find_result_texts,
+    parse_group_message,
     parse_result,
 )
 
@@ -66,12 +68,29 @@ _COMPACTED_ONLY: Final = (
 
 @dataclass(frozen=True)
 class ResultReading:
-    """What a pod's runner handed over, and where it was found."""
+    """What a pod's runner handed over, and where it was found: one result per variant it
+    ran (a pod runs one variant, or a group of them in order)."""
 
-    result: BenchResult | None
+    results: tuple[BenchResult, ...]
     source: ResultSource | None
     problem: str | None
-    """What kept the whole result from being read, in words; None when nothing did."""
+    """What kept the whole results from being read, in words; None when nothing did."""
+    omitted: tuple[OmittedResult, ...] = ()
+    """Results a group's termination message had no room for: only the log has them."""
+
+    @property
+    def result(self) -> BenchResult | None:
+        """The last result handed over: the only one of a pod that ran one variant."""
+        return self.results[-1] if self.results else None
+
+    @property
+    def whole(self) -> bool:
+        """Every result handed over is here in full: none compacted, none left out."""
+        return (
+            bool(self.results)
+            and not self.omitted
+            and not any(result.compacted for result in self.results)
+        )
 
 
 @dataclass(frozen=True)
@@ -96,40 +115,52 @@ class PodState:
 
 
 def message_reading(pod: Object) -> ResultReading:
-    """The runner's result as the termination message holds it (no request needed)."""
+    """The runner's results as the termination message holds them (no request needed)."""
     message = _runner_terminated(pod).get("message")
     if message is None or not message.strip():
-        return ResultReading(None, None, _no_message(pod))
-    result, problem = _from_termination_message(message)
-    return ResultReading(result, "termination-message" if result else None, problem)
+        return ResultReading((), None, _no_message(pod))
+    if message.lstrip().startswith("["):
+        return _from_group_message(message.strip())
+    results, problem = _from_termination_message(message)
+    return ResultReading(results, "termination-message" if results else None, problem)
 
 
 def read_result(pod: Object, log: str | None) -> ResultReading:
-    """The runner's result: from the termination message when it is there, whole and valid;
-    otherwise (missing, malformed, or `compacted` while a log is given) from the last
-    BENCH_RESULT line of `log`. A malformed result is a `problem`, never an exception."""
+    """The runner's results: from the termination message when it holds them whole and
+    valid; otherwise (missing, malformed, compacted while a log is given) from the
+    BENCH_RESULT lines of `log`. A malformed result is a `problem`, never an exception."""
     return with_log(message_reading(pod), log)
 
 
 def with_log(message: ResultReading, log: str | None) -> ResultReading:
     """The reading of the termination message, completed from `log` where it falls short."""
-    from_message = message.result
-    if from_message is not None and not from_message.compacted:
-        return ResultReading(from_message, "termination-message", None)
+    if message.whole:
+        return ResultReading(message.results, "termination-message", None)
     if log is None:
-        if from_message is not None:
+        if message.results or message.omitted:
             problem = f"the log cannot be read, so {_COMPACTED_ONLY}"
-            return ResultReading(from_message, "termination-message", problem)
-        return ResultReading(None, None, message.problem)
-    message_problem = message.problem
-    from_log, log_problem = _from_log(log, "the log")
-    if from_log is not None:
-        return ResultReading(from_log, "log", None)
-    if from_message is not None:
+            return ResultReading(message.results, "termination-message", problem, message.omitted)
+        return ResultReading((), None, message.problem)
+    from_log, log_problem = _all_from_log(log, "the log")
+    if from_log:
+        return ResultReading(from_log, "log", log_problem)
+    if message.results or message.omitted:
+        problem = f"{log_problem}, so {_COMPACTED_ONLY}"
+        return ResultReading(message.results, "termination-message", problem, message.omitted)
+    return ResultReading((), None, f"{message.problem}; {log_problem}")
+
+
+def _from_group_message(message: str) -> ResultReading:
+    """A group's termination message: its results, and stubs of those it had no room for."""
+    try:
+        entries = parse_group_message(message)
+    except ValidationError as error:
         return ResultReading(
-            from_message, "termination-message", f"{log_problem}, so {_COMPACTED_ONLY}"
+            (), None, f"the termination message is not a group of results: {_pydantic_words(error)}"
         )
-    return ResultReading(None, None, f"{message_problem}; {log_problem}")
+    results = tuple(e for e in entries if not isinstance(e, OmittedResult))
+    omitted = tuple(e for e in entries if isinstance(e, OmittedResult))
+    return ResultReading(results, "termination-message", None, omitted)
 
 
 def _no_message(pod: Object) -> str:
@@ -138,19 +169,30 @@ def _no_message(pod: Object) -> str:
     return "the runner container left no termination message"
 
 
-def _from_termination_message(message: str) -> tuple[BenchResult | None, str | None]:
+def _from_termination_message(message: str) -> tuple[tuple[BenchResult, ...], str | None]:
     if message.lstrip().startswith("{"):
-        return _parse(message.strip(), "the termination message")
+        result, problem = _parse(message.strip(), "the termination message")
+        return ((result,) if result else ()), problem
     # Not the runner's JSON: FallbackToLogsOnError put the end of the log there, which may
-    # still end with the result line (when writing /dev/termination-log failed).
-    return _from_log(message, "the termination message (the end of the log)")
+    # still hold result lines (when writing /dev/termination-log failed).
+    return _all_from_log(message, "the termination message (the end of the log)")
 
 
-def _from_log(text: str, where: str) -> tuple[BenchResult | None, str | None]:
-    found = find_result_text(text)
-    if found is None:
-        return None, f"{where} has no {RESULT_PREFIX.strip()} line"
-    return _parse(found, f"the result line of {where}")
+def _all_from_log(text: str, where: str) -> tuple[tuple[BenchResult, ...], str | None]:
+    """Every valid result line of `text`, and what was wrong with the others (or that there
+    were none)."""
+    found = find_result_texts(text)
+    if not found:
+        return (), f"{where} has no {RESULT_PREFIX.strip()} line"
+    results, problems = [], []
+    for number, line in enumerate(found, 1):
+        at = "the result line" if len(found) == 1 else f"result line {number}"
+        result, problem = _parse(line, f"{at} of {where}")
+        if result is not None:
+            results.append(result)
+        if problem is not None:
+            problems.append(problem)
+    return tuple(results), "; ".join(problems) or None
 
 
 def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:

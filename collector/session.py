@@ -217,7 +217,7 @@ def gather_workflow(
                 settings, list(pending), namespace, cluster is not None
             ):
                 expected = pending[name]
-                total = sum(job.completions for job in expected)
+                total = sum(job.variant_count for job in expected)
                 progress = Progress(sys.stderr, total, live=sys.stderr.isatty())
                 gatherer = Gatherer(
                     client,

@@ -118,10 +118,16 @@ def _ended(
             return None
 
     return {
-        state.index: harvest(state, expected.variants.get(state.index), failure, read_log)
+        variant.index: variant
         for state in states
         if settled(state)
+        for variant in harvest(state, expected.group(state.index), failure, read_log)
     }
+
+
+def _where(index: int, variant: int) -> str:
+    """Which variant: its completion index, and its own index where a group makes them differ."""
+    return f"index {index}" if index == variant else f"index {index}, variant {variant}"
 
 
 def format_status(statuses: Sequence[JobStatus]) -> str:
@@ -136,13 +142,19 @@ def format_status(statuses: Sequence[JobStatus]) -> str:
             lines.append("  not in the cluster: Flux has not applied it (yet)")
             continue
         final = {index: variant.state for index, variant in status.ended.items()}
-        lines.append(f"  {counts_line(vars(summary_counts(status.states, final)))}")
+        counts = summary_counts(status.states, final, status.expected.positions)
+        lines.append(f"  {counts_line(vars(counts))}")
         if (failure := job_failure(status.job)) is not None:
             lines.append(f"  the Job failed: {failure}")
         for state in status.states:
-            ended = status.ended.get(state.index)
-            if ended is not None and ended.state == "failed":
-                lines.append(f"  index {state.index}: failed: {ended.explanation}")
-            elif ended is None and state.phase != "succeeded":
+            ended = [
+                status.ended[p] for p in status.expected.positions(state.index) if p in status.ended
+            ]
+            for variant in ended:
+                if variant.state == "failed":
+                    lines.append(
+                        f"  {_where(state.index, variant.index)}: failed: {variant.explanation}"
+                    )
+            if not ended and state.phase != "succeeded":
                 lines.append(f"  index {state.index}: {state.phase}: {state.explanation}")
     return "\n".join(lines)

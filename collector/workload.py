@@ -46,11 +46,27 @@ class ExpectedJob:
     identity: JobIdentity
     completions: int
     variants: dict[int, VariantRef]
-    """What each index runs, from the Job's config.json ConfigMap."""
+    """The Job's variants by their index (position in config.json), from its ConfigMap."""
+    groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """The variant indexes each completion index runs, from config.json; empty without it."""
     description: str | None = None
     owner: str | None = None
     reuses: Reuses = field(default_factory=dict)
     """The recorded variants of earlier Jobs its spec revision reuses (synth's annotation)."""
+
+    def positions(self, index: int) -> tuple[int, ...]:
+        """The variant indexes completion index `index` runs (itself without config.json)."""
+        return self.groups.get(index, (index,))
+
+    def group(self, index: int) -> tuple[VariantRef, ...]:
+        """The variants completion index `index` runs, in order, as far as config.json is
+        known (none without it)."""
+        return tuple(self.variants[p] for p in self.positions(index) if p in self.variants)
+
+    @property
+    def variant_count(self) -> int:
+        """How many variants the Job runs (its completions without config.json)."""
+        return sum(len(self.positions(index)) for index in range(self.completions))
 
 
 def label_selector(workflow: str) -> str:
@@ -58,11 +74,10 @@ def label_selector(workflow: str) -> str:
     return f"{APP_SELECTOR},{WORKFLOW_LABEL}={workflow}"
 
 
-def _variants(configmap: dict[str, Any] | None) -> dict[int, VariantRef]:
+def _config(configmap: dict[str, Any] | None) -> RunConfig | None:
     if configmap is None:
-        return {}
-    config = RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
-    return {v.index: VariantRef.of(v) for v in config.variants}
+        return None
+    return RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
 
 
 def expected_from(
@@ -84,10 +99,13 @@ def expected_from(
         image=container["image"],
         repeat=repeat_of(metadata["labels"]),
     )
+    config = _config(configmap)
+    completions = job["spec"].get("completions", 1)
     return ExpectedJob(
         identity=identity,
-        completions=job["spec"].get("completions", 1),
-        variants=_variants(configmap),
+        completions=completions,
+        variants={v.index: VariantRef.of(v) for v in config.variants} if config else {},
+        groups={i: config.positions(i) for i in range(config.completions)} if config else {},
         description=annotations.get(DESCRIPTION_ANNOTATION),
         owner=annotations.get(OWNER_ANNOTATION),
         reuses=_reuses(metadata["name"], annotations.get(REUSES_ANNOTATION)),

@@ -1,13 +1,13 @@
 """config.json: what synth tells the runner to measure, one file per Job.
 
 This is the contract between synth (which writes it into the Job's ConfigMap) and the runner
-(which reads it in the pod, picking its variant by JOB_COMPLETION_INDEX). It imports only
+(which reads it in the pod, picking its variants by JOB_COMPLETION_INDEX). It imports only
 pydantic, so both sides share one definition without the runner depending on synth.
 """
 
-from typing import Final, Literal
+from typing import Final, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contract.variant import VariantRef
 
@@ -15,6 +15,9 @@ SCHEMA_VERSION: Final = 1
 CONFIG_DIR: Final = "/config"
 CONFIG_FILE: Final = "config.json"
 MODELS_DIR: Final = "/models"
+MAX_VARIANTS_PER_POD: Final = 32
+"""The most variants one pod runs: their stubs, at least, fit one termination message
+(contract.result.termination_message)."""
 
 
 class _Contract(BaseModel):
@@ -86,3 +89,37 @@ class RunConfig(_Contract):
     measure: PhaseConfig
     models: dict[str, ModelConfig]
     variants: tuple[VariantConfig, ...] = Field(min_length=1)
+    groups: tuple[tuple[int, ...], ...] | None = None
+    """Completion index i runs the variants at positions groups[i] of `variants`, in order,
+    in one process; None: index i runs variant i alone. A variant keeps its position in
+    `variants` as its `index` whichever pod runs it, so results are keyed alike either way."""
+
+    @model_validator(mode="after")
+    def _every_variant_once(self) -> Self:
+        if self.groups is None:
+            return self
+        listed = sorted(position for group in self.groups for position in group)
+        if listed != list(range(len(self.variants))) or not all(self.groups):
+            raise ValueError(
+                f"groups must list every variant position 0..{len(self.variants) - 1} exactly "
+                f"once, in non-empty groups; they list {listed}"
+            )
+        if (largest := max(map(len, self.groups))) > MAX_VARIANTS_PER_POD:
+            raise ValueError(f"a group of {largest} variants; at most {MAX_VARIANTS_PER_POD}")
+        return self
+
+    @property
+    def completions(self) -> int:
+        """The Job's completion indexes: one per group."""
+        return len(self.variants) if self.groups is None else len(self.groups)
+
+    def positions(self, index: int) -> tuple[int, ...]:
+        """The positions in `variants` that completion index `index` runs, in order;
+        IndexError when there is no such index."""
+        if not 0 <= index < self.completions:
+            raise IndexError(index)
+        return (index,) if self.groups is None else self.groups[index]
+
+    def group(self, index: int) -> tuple[VariantConfig, ...]:
+        """The variants completion index `index` runs, in order."""
+        return tuple(self.variants[position] for position in self.positions(index))

@@ -259,10 +259,18 @@ def result_line(result: BenchResult) -> str:
 
 def find_result_text(output: str) -> str | None:
     """The JSON of the last BENCH_RESULT line in `output`, or None if there is none."""
-    for line in reversed(output.splitlines()):
-        if line.startswith(RESULT_PREFIX):
-            return line.removeprefix(RESULT_PREFIX).strip()
-    return None
+    texts = find_result_texts(output)
+    return texts[-1] if texts else None
+
+
+def find_result_texts(output: str) -> list[str]:
+    """The JSON of every BENCH_RESULT line in `output`, in order (a pod running a group of
+    variants prints one per variant)."""
+    return [
+        line.removeprefix(RESULT_PREFIX).strip()
+        for line in output.splitlines()
+        if line.startswith(RESULT_PREFIX)
+    ]
 
 
 _ERROR_MESSAGE_BUDGET: Final = 1500
@@ -307,6 +315,70 @@ def compact(result: BenchResult, limit: int = TERMINATION_LOG_LIMIT) -> str:
         if len(text.encode()) <= limit:
             return text
     raise ValueError(f"a result cannot be compacted below {limit} bytes: {text[:200]}")
+
+
+class OmittedResult(_Result):
+    """A result of a group that its termination message has no room for: the pod's log has
+    it whole, on its BENCH_RESULT line."""
+
+    status: Literal["omitted"] = "omitted"
+    index: int | None
+    """The variant's index, as its result names it (None: a result naming no variant)."""
+    id: str | None
+    """The variant's id: the variant's identity is whole in the log, this finds it there."""
+    outcome: Literal["ok", "error"]
+    """The omitted result's own status."""
+
+
+GroupEntry = Annotated[OkResult | ErrorResult | OmittedResult, Field(discriminator="status")]
+"""One entry of a group's termination message: a result, whole or compacted, or its stub."""
+GROUP_ADAPTER: Final = TypeAdapter[list[GroupEntry]](list[GroupEntry])
+
+
+def _group_text(entries: list[OkResult | ErrorResult | OmittedResult]) -> str:
+    return GROUP_ADAPTER.dump_json(entries, exclude_none=True).decode()
+
+
+def _omitted(result: BenchResult) -> OmittedResult:
+    variant = result.variant
+    return OmittedResult(
+        index=variant.index if variant else None,
+        id=variant.id if variant else None,
+        outcome=result.status,
+    )
+
+
+def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG_LIMIT) -> str:
+    """What the termination log holds for a pod's results so far, at most `limit` bytes.
+
+    One result is compacted alone (`compact`): a pod of one variant writes what it always
+    has. Several become a JSON array: every result goes through the same compaction steps in
+    step, and if even the most compacted array is too long, results turn into stubs
+    (`OmittedResult`) from the last successful one back, failures last, since a failure's
+    words matter most when the log is gone.
+    """
+    if len(results) == 1:
+        return compact(results[0], limit)
+    entries: list[OkResult | ErrorResult | OmittedResult] = list(results)
+    for index, step in enumerate(_COMPACTIONS):
+        entries = [step(r) for r in results]
+        if index:
+            entries = [e.model_copy(update={"compacted": True}) for e in entries]
+        text = _group_text(entries)
+        if len(text.encode()) <= limit:
+            return text
+    order = sorted(range(len(entries)), key=lambda i: (results[i].status == "error", -i))
+    for position in order:
+        entries[position] = _omitted(results[position])
+        text = _group_text(entries)
+        if len(text.encode()) <= limit:
+            return text
+    raise ValueError(f"{len(results)} results do not fit {limit} bytes even as stubs")
+
+
+def parse_group_message(text: str | bytes) -> list[OkResult | ErrorResult | OmittedResult]:
+    """The entries of a group's termination message; raises pydantic.ValidationError."""
+    return GROUP_ADAPTER.validate_json(text, strict=True)
 
 
 def parse_result_line(output: str) -> BenchResult | None:

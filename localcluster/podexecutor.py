@@ -33,7 +33,8 @@ from typing import Any, Final, cast
 from kubernetes import client, config, watch
 from kubernetes.client import ApiException
 
-from contract.result import BenchResult, compact, result_line
+from contract.result import BenchResult, result_line
+from contract.result import termination_message as runner_termination_log
 from localcluster.controlplane import Cluster
 from localcluster.processes import start
 from localrun.pod import COMPLETION_INDEX_ANNOTATION, plan_pod
@@ -51,9 +52,10 @@ RUN_TIMEOUT_S: Final = 1800.0
 
 @dataclass(frozen=True)
 class Succeed:
-    """Run for `seconds`, print `result`'s line, write its termination log, exit 0."""
+    """Run for `seconds`, print `result`'s line (a group's: one per variant), write the
+    termination log the runner writes, exit 0."""
 
-    result: BenchResult
+    result: BenchResult | tuple[BenchResult, ...]
     seconds: float = 0.2
 
 
@@ -185,7 +187,9 @@ class _PodTask:
         if ended_early:
             return 143, "", "terminated\n", "", "Error"
         if isinstance(outcome, Succeed):
-            return 0, result_line(outcome.result), "", compact(outcome.result), "Completed"
+            results = outcome.result if isinstance(outcome.result, tuple) else (outcome.result,)
+            lines = "".join(result_line(result) for result in results)
+            return 0, lines, "", runner_termination_log(list(results)), "Completed"
         return outcome.code, outcome.output, "", outcome.message, outcome.reason
 
     def _run_runner(self) -> tuple[int, str, str, str]:

@@ -37,6 +37,14 @@ def ok_result(config: Config, index: int, p50_ms: float = 2.0) -> BenchResult:
     )  # fmt: skip
 
 
+def group_results(config: Config, index: int, p50_ms: float = 2.0) -> tuple[BenchResult, ...]:
+    """Successful runs of every variant completion index `index` of `config` runs, in order
+    (one variant when config.json has no groups)."""
+    groups = config.get("groups")
+    positions = [index] if groups is None else groups[index]
+    return tuple(ok_result(config, position, p50_ms) for position in positions)
+
+
 def error_result(config: Config, index: int, error: str, message: str) -> BenchResult:
     """The error result the runner hands over for variant `index` of `config`."""
     return RESULT_ADAPTER.validate_python(

@@ -84,12 +84,13 @@ def run_workflow(
         for number, outcome in enumerate(
             run_pods(plans, lambda plan: run_process(plan, POD_TIMEOUT_S)), start=1
         ):
-            status = outcome.result.status if outcome.result else outcome.problem
+            status = ", ".join(r.status for r in outcome.results) or outcome.problem
             click.echo(f"  [{number}/{len(plans)}] index {outcome.plan.index}: {status}", err=True)
             outcomes.append(outcome)
     identities = _store(root, root / database, workload, outcomes)
     with open_store(root / database) as store:
         runs = [run for run in store.runs(workflow) if run.job in identities]
+    failed = [run for run in runs if run.variant.state != "succeeded"]
     click.echo(to_text(build_report(runs)))
     baseline = " ".join(f"--baseline-job {identity.job}" for identity in identities)
     click.echo(
@@ -98,9 +99,10 @@ def run_workflow(
         f"one, and `collector forget --cluster {LOCAL_CLUSTER}` deletes local tries",
         err=True,
     )
-    failed = [o for o in outcomes if o.result is None or o.result.status != "ok"]
     if failed:
-        raise click.ClickException(f"{len(failed)} of {len(outcomes)} pods did not succeed")
+        raise click.ClickException(
+            f"{len(failed)} of {plural(len(runs), 'variant')} did not succeed"
+        )
 
 
 @click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})

@@ -40,8 +40,9 @@ def _affinity(cpu_limit: float | None) -> Callable[[], None] | None:
 
 
 def process_environment(plan: PodPlan) -> tuple[dict[str, str], Path]:
-    """The child's env and its termination-log file; only the pod's env plus PATH and the
-    scratch variables, so nothing of the caller's shell leaks into the measurement."""
+    """The child's env and its termination-log file; only the pod's env plus PATH, the
+    scratch variables, and the caller's GPU selection and PYTHONPATH, so nothing else of the
+    caller's shell leaks into the measurement."""
     workdir = plan.workdir
     folders = {mount.container_path: mount.host_path for mount in plan.mounts}
     for path in plan.tmpfs:
@@ -58,8 +59,11 @@ def process_environment(plan: PodPlan) -> tuple[dict[str, str], Path]:
         "TMPDIR": str(scratch),
         "TERMINATION_LOG": str(termination_log),
     }
-    if "CUDA_VISIBLE_DEVICES" in os.environ:
-        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    # PYTHONPATH picks which checkout's runner `python -m runner` imports: the caller's, not
+    # whichever one the environment's editable install points at.
+    for name in ("CUDA_VISIBLE_DEVICES", "PYTHONPATH"):
+        if name in os.environ:
+            env[name] = os.environ[name]
     return env, termination_log
 
 

@@ -8,6 +8,7 @@ from collector.workload import ExpectedJob
 from contract.layout import LOCAL_CLUSTER
 from contract.records import JobIdentity, StoredVariant, VariantState
 from contract.result import ErrorResult
+from contract.variant import VariantRef
 from localrun.workflow import PodOutcome
 
 
@@ -16,12 +17,17 @@ def local_identity(expected: ExpectedJob) -> JobIdentity:
     return expected.identity.model_copy(update={"cluster": LOCAL_CLUSTER})
 
 
-def stored_variant(outcome: PodOutcome, expected: ExpectedJob, now: datetime) -> StoredVariant:
-    """One local pod's run in the form gather stores a cluster pod's."""
-    result = outcome.result
+def stored_variant(outcome: PodOutcome, variant: VariantRef | None, now: datetime) -> StoredVariant:
+    """One variant of a local pod's run in the form gather stores a cluster pod's: its own
+    result, the pod's result that names no variant (config.json unreadable), or none."""
+    own = [r for r in outcome.results if variant is None or r.variant in (variant, None)]
+    result = own[0] if own else None
     state: VariantState = "failed"
     reason: str | None = "no_result"
-    explanation = outcome.problem or "no result"
+    explanation = outcome.problem or (
+        f"the pod ended (exit {outcome.run.exit_code}) before "
+        f"{variant.describe() if variant else 'its variant'} reported"
+    )
     if result is not None and result.status == "ok":
         state, reason, explanation = "succeeded", None, "ok"
     elif isinstance(result, ErrorResult):
@@ -31,9 +37,9 @@ def stored_variant(outcome: PodOutcome, expected: ExpectedJob, now: datetime) ->
             f"{result.error.message}"
         )
     return StoredVariant(
-        index=outcome.plan.index,
+        index=variant.index if variant else outcome.plan.index,
         state=state,
-        variant=expected.variants.get(outcome.plan.index),
+        variant=variant,
         explanation=explanation,
         reason=reason,
         pod=outcome.plan.env.get("POD_NAME"),
@@ -48,6 +54,10 @@ def stored_variant(outcome: PodOutcome, expected: ExpectedJob, now: datetime) ->
 def stored_variants(
     outcomes: Sequence[PodOutcome], expected: ExpectedJob, now: datetime | None = None
 ) -> list[StoredVariant]:
-    """Every pod of one Job, finished now."""
+    """Every variant of every pod of one Job, finished now."""
     moment = now or datetime.now(UTC)
-    return [stored_variant(outcome, expected, moment) for outcome in outcomes]
+    return [
+        stored_variant(outcome, variant, moment)
+        for outcome in outcomes
+        for variant in expected.group(outcome.plan.index) or (None,)
+    ]

@@ -12,7 +12,13 @@ from pydantic import ValidationError
 
 from contract.dist import read_workload
 from contract.layout import DIST, cluster_of, workload_files
-from contract.result import BenchResult, parse_result, parse_result_line
+from contract.result import (
+    BenchResult,
+    OmittedResult,
+    find_result_texts,
+    parse_group_message,
+    parse_result,
+)
 from localrun.pod import PodPlan, PodRun, PodSpecError, pod_plan
 
 Executor = Callable[[PodPlan], PodRun]
@@ -21,13 +27,19 @@ Executor = Callable[[PodPlan], PodRun]
 
 @dataclass(frozen=True)
 class PodOutcome:
-    """One pod's run and the result it handed over, or why there is none."""
+    """One pod's run and the results it handed over (one per variant it ran), or why there
+    are none."""
 
     plan: PodPlan
     run: PodRun
-    result: BenchResult | None
+    results: tuple[BenchResult, ...]
     problem: str | None
-    """Why no valid result came back (None when `result` is set)."""
+    """Why no valid result came back (None when `results` has some)."""
+
+    @property
+    def result(self) -> BenchResult | None:
+        """The last result: the only one of a pod that runs one variant."""
+        return self.results[-1] if self.results else None
 
 
 def workload_file(root: Path, workflow: str, cluster: str | None) -> Path:
@@ -44,18 +56,25 @@ def workload_file(root: Path, workflow: str, cluster: str | None) -> Path:
 
 
 def read_outcome(plan: PodPlan, run: PodRun) -> PodOutcome:
-    """The result from the stdout line, or from the termination log when the line is missing,
+    """The results from the stdout lines, or from the termination log when there are none,
     as the collector reads a pod whose logs are gone."""
     try:
-        result = parse_result_line(run.stdout)
-        if result is None and run.termination_log.strip():
-            result = parse_result(run.termination_log)
+        results = tuple(parse_result(text) for text in find_result_texts(run.stdout))
+        if not results and run.termination_log.strip():
+            results = _from_termination_log(run.termination_log.strip())
     except (ValidationError, ValueError) as error:
-        return PodOutcome(plan, run, None, f"malformed result: {error}")
-    if result is None:
+        return PodOutcome(plan, run, (), f"malformed result: {error}")
+    if not results:
         tail = " | ".join(run.stderr.strip().splitlines()[-3:])
-        return PodOutcome(plan, run, None, f"exit {run.exit_code}, no result; stderr: {tail}")
-    return PodOutcome(plan, run, result, None)
+        return PodOutcome(plan, run, (), f"exit {run.exit_code}, no result; stderr: {tail}")
+    return PodOutcome(plan, run, results, None)
+
+
+def _from_termination_log(text: str) -> tuple[BenchResult, ...]:
+    if not text.startswith("["):
+        return (parse_result(text),)
+    entries = parse_group_message(text)
+    return tuple(e for e in entries if not isinstance(e, OmittedResult))
 
 
 def pod_plans(workload: Path, workdir: Path, indexes: tuple[int, ...] = ()) -> Iterator[PodPlan]:

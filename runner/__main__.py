@@ -1,8 +1,10 @@
-"""`python -m runner`: measure the variant of this pod and print its result.
+"""`python -m runner`: measure the variants of this pod and print a result for each.
 
 Reads the pod's env as synth writes it: CONFIG_PATH (config.json), MODEL_PATH (the models'
 folder), JOB_COMPLETION_INDEX (set by Kubernetes for Indexed Jobs; VARIANT_INDEX is the same
-value from the downward API). Logs go to stderr; the last stdout line is the result.
+value from the downward API), which picks the group of variants the pod runs, in order, in
+this one process. Logs go to stderr; stdout has one result line per variant, each written
+as its variant ends.
 """
 
 import argparse
@@ -16,13 +18,14 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from contract.config import CONFIG_DIR, CONFIG_FILE, MODELS_DIR, RunConfig
-from contract.errors import ExitCode
+from contract.config import CONFIG_DIR, CONFIG_FILE, MODELS_DIR, RunConfig, VariantConfig
+from contract.errors import ExitCode, most_severe
 from contract.result import BenchResult, ErrorInfo, ErrorResult
 from contract.variant import VariantRef
 from runner.channel import emit
 from runner.errors import ConfigError, RunnerError, Terminated
-from runner.run import RunPaths, run_variant
+from runner.programs import Programs
+from runner.run import RunPaths, pick_group, run_variant
 
 log = logging.getLogger("runner")
 
@@ -61,15 +64,32 @@ def _index(text: str) -> int:
         raise ConfigError(f"the variant index {text!r} is not an integer") from error
 
 
-def _failure(error: RunnerError | Terminated, config: RunConfig | None, index: str) -> BenchResult:
+def _failure(
+    error: RunnerError | Terminated, config: RunConfig | None, variant: VariantConfig | None
+) -> BenchResult:
     """The error result, naming the variant when config.json and the index say which."""
-    variants = {str(v.index): v for v in config.variants} if config else {}
     return ErrorResult(
         workflow=config.workflow if config else None,
         target=config.target if config else None,
-        variant=VariantRef.of(variants[index]) if index in variants else None,
+        variant=VariantRef.of(variant) if variant else None,
         error=ErrorInfo(type=error.error_type, message=str(error)),
     )
+
+
+def _run(
+    config: RunConfig, variant: VariantConfig, paths: RunPaths, programs: Programs
+) -> tuple[BenchResult, ExitCode]:
+    """One variant of the group: its result, or its own error result. A failure here is
+    the variant's alone; the group goes on (a SIGTERM, which ends the pod, is raised)."""
+    try:
+        return run_variant(config, variant, paths, programs), ExitCode.OK
+    except RunnerError as error:
+        log.error("variant %d: %s: %s", variant.index, error.error_type, error)
+        return _failure(error, config, variant), error.exit_code
+    except Exception as error:
+        log.exception("variant %d: internal error", variant.index)
+        internal = RunnerError(f"{type(error).__name__}: {error}")
+        return _failure(internal, config, variant), internal.exit_code
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
@@ -80,27 +100,43 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one variant and return the process's exit code."""
+    """Run this pod's variants and return the process's exit code: the most severe of their
+    classes (contract.errors.most_severe)."""
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
     )
     args = _arguments(argv)
     config: RunConfig | None = None
-    result: BenchResult
+    results: list[BenchResult] = []
+    codes: list[ExitCode] = []
+    current: VariantConfig | None = None
     try:
         config = _read_config(args.config)
+        group = pick_group(config, _index(args.index))
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
-        result = run_variant(config, _index(args.index), RunPaths(args.models, scratch))
-        code = ExitCode.OK
+        paths = RunPaths(args.models, scratch)
+        programs = Programs(args.models, scratch)
+        for variant in group:
+            current = variant
+            result, code = _run(config, variant, paths, programs)
+            results.append(result)
+            codes.append(code)
+            current = None  # its result is in hand: a SIGTERM from here on is the group's
+            emit(results, sys.stdout, args.termination_log)
+        return int(most_severe(codes))
     except (RunnerError, Terminated) as error:
+        # The group as a whole: config.json or the index is bad, or SIGTERM ends the pod
+        # (during `current`, whose result is this one; the rest of the group never ran).
         log.error("%s: %s", error.error_type, error)
-        result, code = _failure(error, config, args.index), error.exit_code
+        results.append(_failure(error, config, current))
+        codes.append(error.exit_code)
     except Exception as error:
         log.exception("internal error")
         internal = RunnerError(f"{type(error).__name__}: {error}")
-        result, code = _failure(internal, config, args.index), internal.exit_code
-    emit(result, sys.stdout, args.termination_log)
-    return int(code)
+        results.append(_failure(internal, config, current))
+        codes.append(internal.exit_code)
+    emit(results, sys.stdout, args.termination_log)
+    return int(most_severe(codes))
 
 
 def _exit_at_once(code: int) -> NoReturn:

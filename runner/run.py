@@ -19,9 +19,9 @@ from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
 from runner.gpu_telemetry import GpuSampler, nvml_uuid
 from runner.inputs import check_inputs, expected_inputs, make_inputs
-from runner.loading import load_program, model_file
 from runner.measure import PhaseOutcome, run_phase
 from runner.memory import peak_rss_bytes
+from runner.programs import Programs, own_module
 from runner.stats import summarize
 from runner.threads import cpu_quota, thread_count, usable_cpus
 from runner.validity import validity
@@ -37,18 +37,19 @@ class RunPaths:
     scratch: Path
 
 
-def pick_variant(config: RunConfig, index: int) -> VariantConfig:
-    """The variant of this Job index."""
-    if not 0 <= index < len(config.variants):
+def pick_group(config: RunConfig, index: int) -> tuple[VariantConfig, ...]:
+    """The variants Job index `index` runs, in order."""
+    try:
+        positions = config.positions(index)
+    except IndexError:
+        listed = "variants" if config.groups is None else "groups"
         raise ConfigError(
-            f"index {index} is out of range: config.json has variants 0..{len(config.variants) - 1}"
-        )
-    variant = config.variants[index]
-    if variant.index != index:
-        raise ConfigError(f"config.json lists variant {variant.index} at position {index}")
-    if variant.model not in config.models:
-        raise ConfigError(f"variant {index} names model {variant.model!r}, not in models")
-    return variant
+            f"index {index} is out of range: config.json has {listed} 0..{config.completions - 1}"
+        ) from None
+    for position in positions:
+        if (found := config.variants[position].index) != position:
+            raise ConfigError(f"config.json lists variant {found} at position {position}")
+    return config.group(index)
 
 
 def _training_ops(module: torch.fx.GraphModule) -> list[str]:
@@ -112,29 +113,35 @@ def _first_iteration(step: Callable[[], int], variant: VariantConfig) -> int:
         ) from error
 
 
-def run_variant(config: RunConfig, index: int, paths: RunPaths) -> OkResult:
-    """Measure variant `index` of `config`; raises RunnerError subclasses on failure."""
+def run_variant(
+    config: RunConfig, variant: VariantConfig, paths: RunPaths, programs: Programs | None = None
+) -> OkResult:
+    """Measure `variant` of `config`, taking its model from `programs` (a fresh load without);
+    raises RunnerError subclasses on failure."""
     try:
-        return _measure(config, index, paths)
+        return _measure(config, variant, paths, programs or Programs(paths.models, paths.scratch))
     except (MemoryError, RuntimeError) as error:
         if _out_of_memory(error):
             raise OutOfMemory(f"out of memory: {str(error).splitlines()[0]}") from error
         raise
 
 
-def _measure(config: RunConfig, index: int, paths: RunPaths) -> OkResult:
-    variant = pick_variant(config, index)
+def _measure(
+    config: RunConfig, variant: VariantConfig, paths: RunPaths, programs: Programs
+) -> OkResult:
+    if variant.model not in config.models:
+        raise ConfigError(f"variant {variant.index} names model {variant.model!r}, not in models")
     model = config.models[variant.model]
     device = select_device(config.device_type, config.gpus)
     quota = cpu_quota()
     threads = thread_count(quota, usable_cpus())
     torch.set_num_threads(threads)
-    log.info("variant %s (%s): %d threads, device %s", index, variant.id, threads, device)
+    log.info("variant %s (%s): %d threads, device %s", variant.index, variant.id, threads, device)
 
     began = time.perf_counter()
-    program = load_program(model_file(model, paths.models, paths.scratch), model.sha256)
+    program = programs.program(variant.model, model)
     check_inputs(variant, expected_inputs(program))
-    module = program.module()
+    module = own_module(program)
     load_s = time.perf_counter() - began
     if training := _training_ops(module):
         raise UnsupportedVariant(

@@ -13,7 +13,7 @@ collector meets the shapes a cluster gives it. Every factory returns a new dict.
 import copy
 import hashlib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, Final, TypedDict, Unpack
@@ -36,6 +36,7 @@ from contract.result import (
     Validity,
     compact,
     result_line,
+    termination_message,
 )
 from contract.variant import VariantRef
 from standin.fixture import fixture_root
@@ -565,6 +566,27 @@ def failed_pod(
     text = compact(error_result(job, error_type, message))
     state = _terminated(created, int(code), "Error", text, ran=4)
     return _scheduled(created, phase="Failed", state=state, started=True)
+
+
+def group_pod(
+    job: Mapping[str, Any],
+    index: int,
+    results: Sequence[BenchResult],
+    *,
+    exit_code: int = 0,
+    reason: str = "Completed",
+    **attempt: Unpack[Attempt],
+) -> Obj:
+    """A pod that ran a group of variants and handed over `results` (the runner rewrites the
+    termination log with all of them after each one) before it ended with `exit_code` and
+    `reason`: 0 and Completed, a runner error's code, or 137 and OOMKilled when the kernel
+    killed it mid-group, whose non-empty termination log the kubelet keeps."""
+    created = pod(job, index, **attempt)
+    message = termination_message(list(results)) if results else log_tail(starting_log(job, 0))
+    state = _terminated(created, exit_code, reason, message, ran=30 * max(len(results), 1))
+    return _scheduled(
+        created, phase="Succeeded" if exit_code == 0 else "Failed", state=state, started=True
+    )
 
 
 def crashed_pod(

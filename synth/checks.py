@@ -360,13 +360,17 @@ def _parallelism_and_deadline(workflow: Workflow, variants: list[Variant]) -> It
     per_target = Counter(variant.target for variant in variants)
     for target in workflow.targets:
         count = per_target[target.key]
-        waves = math.ceil(count / share) if count else 0
-        needed = waves * per_variant
+        # A pod runs its group in sequence: the waves are of pods, each as long as its group.
+        group = min(scheduling.variants_per_pod, count)
+        pods = math.ceil(count / group) if count else 0
+        waves = math.ceil(pods / share)
+        needed = waves * group * per_variant
         if needed > scheduling.deadline:
+            grouped = f", {group} per pod, {share} pods" if group > 1 else f", {share}"
             yield Finding(
                 ("scheduling", "deadline"),
-                f"target {target.key!r} needs at least {needed:g}s ({count} variants, "
-                f"{share} at a time, {per_variant:g}s of minimum warmup and measurement each), "
-                f"more than the deadline of {scheduling.deadline:g}s",
+                f"target {target.key!r} needs at least {needed:g}s ({count} variants{grouped} "
+                f"at a time, {per_variant:g}s of minimum warmup and measurement "
+                f"each), more than the deadline of {scheduling.deadline:g}s",
                 "raise the deadline or max_parallel, or shorten min_time",
             )

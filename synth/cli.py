@@ -10,13 +10,14 @@ from contract.options import root_option, version_option
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.hints import did_you_mean
-from synth.jobs import committed_files, identified_variants, model_configs
+from synth.jobs import committed_files, identified_variants, model_configs, pod_groups
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
 from synth.plan import format_plan, plan, plan_json
 from synth.problems import SpecProblems
 from synth.render import render
 from synth.schema import stale_files, write_generated
+from synth.sweep import Variant
 from synth.write import generated
 
 
@@ -140,12 +141,27 @@ def variants(repo: Repo, workflow_id: str) -> None:
     for cluster in target_clusters(loaded.workflow, specs.fleet):
         stored = specs.recorded[workflow_id, cluster.name]
         for target in loaded.workflow.targets:
-            for variant, variant_id in identified_variants(
-                loaded, specs.fleet, cluster, target, sources
-            ):
+            identified = identified_variants(loaded, specs.fleet, cluster, target, sources)
+            pods = [
+                _pods(
+                    [
+                        (v, i)
+                        for v, i in identified
+                        if stored.reusable(i, repeat, loaded.sha256) is None
+                    ],
+                    loaded.workflow.scheduling.variants_per_pod,
+                )
+                for repeat in range(repeats)
+            ]
+            for variant, variant_id in identified:
                 for repeat in range(repeats):
                     reused = stored.reusable(variant_id, repeat, loaded.sha256)
-                    outcome = "runs" if reused is None else f"recorded in {reused.job}"
+                    pod = pods[repeat].get(variant_id)
+                    outcome = (
+                        (f"runs in pod {pod}" if pod is not None else "runs")
+                        if reused is None
+                        else f"recorded in {reused.job}"
+                    )
                     runs += reused is None
                     rows.append(
                         (
@@ -166,6 +182,14 @@ def variants(repo: Repo, workflow_id: str) -> None:
     plural = "s" * (len(rows) != 1)
     counted = f"variant{plural}" if repeats == 1 else f"runs of variants ({repeats} repeats)"
     click.echo(f"{len(rows)} {counted} in {loaded.file}: {runs} run, {len(rows) - runs} recorded")
+
+
+def _pods(pending: list[tuple[Variant, str]], per_pod: int) -> dict[str, int]:
+    """Variant id -> the completion index (pod) that runs it, when pods run groups."""
+    groups = pod_groups([variant.model for variant, _ in pending], per_pod)
+    if groups is None:
+        return {}
+    return {pending[position][1]: pod for pod, group in enumerate(groups) for position in group}
 
 
 @cli.command()

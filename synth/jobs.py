@@ -23,7 +23,7 @@ from contract.config import (
     RunConfig,
     VariantConfig,
 )
-from contract.errors import ExitCode
+from contract.errors import DETERMINISTIC
 from contract.layout import (
     APP,
     APP_LABEL,
@@ -256,15 +256,30 @@ def identified_variants(
     ]
 
 
+def pod_groups(models: list[str], per_pod: int) -> tuple[tuple[int, ...], ...] | None:
+    """Which variant positions each pod runs, given each variant's model in index order:
+    the variants of one model together (a pod loads each of its models once), in their
+    sweep order, cut into groups of `per_pod`. None for one variant per pod, which leaves
+    config.json, and so the Job's name, as it was before groups existed."""
+    if per_pod == 1:
+        return None
+    ordered = sorted(range(len(models)), key=lambda position: models[position])
+    return tuple(
+        tuple(ordered[start : start + per_pod]) for start in range(0, len(ordered), per_pod)
+    )
+
+
 def run_config(
     loaded: LoadedWorkflow,
     target: Target,
     variants: list[tuple[Variant, str]],
     models: Mapping[str, ModelConfig],
 ) -> RunConfig:
-    """config.json of one target's Job: `variants` with their ids, in index order."""
+    """config.json of one target's Job: `variants` with their ids, in index order, and the
+    groups its pods run them in."""
     workflow = loaded.workflow
     used = {variant.model for variant, _ in variants}
+    groups = pod_groups([v.model for v, _ in variants], workflow.scheduling.variants_per_pod)
     return RunConfig(
         workflow=workflow.id,
         target=target.key,
@@ -285,6 +300,7 @@ def run_config(
             )
             for index, (variant, variant_id) in enumerate(variants)
         ),
+        groups=groups,
     )
 
 
@@ -301,14 +317,6 @@ def workflow_labels(workflow_id: str) -> dict[str, str]:
     }
 
 
-_DETERMINISTIC_FAILURES: Final = (
-    ExitCode.BAD_CONFIG,
-    ExitCode.OUT_OF_MEMORY,
-    ExitCode.UNSUPPORTED_VARIANT,
-)
-"""Runner exits that a retry on the same pod template would only repeat. A model load error
-stays retryable (a download can fail transiently), as does a missing device (another node)."""
-
 _FAILURE_RULES: Final = [
     # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
     # fault: retry the index without spending its retries.
@@ -318,7 +326,7 @@ _FAILURE_RULES: Final = [
         "onExitCodes": {
             "containerName": RUNNER_CONTAINER,
             "operator": "In",
-            "values": [int(code) for code in _DETERMINISTIC_FAILURES],
+            "values": sorted(int(code) for code in DETERMINISTIC),
         },
     },
 ]
@@ -344,7 +352,7 @@ class _JobTemplate:
     def job_spec(self) -> dict[str, Any]:
         """The Job's spec with its own name left empty: what the name is hashed from, then
         filled in by `name_job_spec`."""
-        completions = len(self.config.variants)
+        completions = self.config.completions
         return {
             "completionMode": "Indexed",
             "completions": completions,

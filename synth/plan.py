@@ -42,6 +42,8 @@ class JobRef:
     target: str
     name: str
     variants: int
+    pods: int
+    """Completion indexes: one per group of variants (scheduling.variants_per_pod)."""
     repeat: int | None = None
     """Which run of its variants, where the workflow repeats them (`benchmark.repeats`)."""
     gpus: int = 0
@@ -217,11 +219,13 @@ def _jobs(
 
 def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
     meta = job["metadata"]
+    completions = int(job["spec"]["completions"])
     ref = JobRef(
         workflow=meta["labels"][WORKFLOW_LABEL],
         target=meta["labels"][TARGET_LABEL],
         name=meta["name"],
-        variants=int(job["spec"]["completions"]),
+        variants=completions,
+        pods=completions,
         repeat=repeat_of(meta["labels"]),
     )
     if configmap is None:
@@ -232,6 +236,7 @@ def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
     per_variant = config.warmup.max_time_s + config.measure.max_time_s
     return replace(
         ref,
+        variants=len(config.variants),
         gpus=config.gpus,
         max_pod_seconds=per_variant * len(config.variants),
         ids={v.id: v.describe() for v in config.variants},
@@ -334,7 +339,8 @@ def _runs(change: Change) -> str:
             f"about {change.estimate.seconds / 60:.1f} pod-minutes by earlier runs of {known} "
             f"of them ({cost})"
         )
-    return f"{job.variants} variant{plural} will run{because}; {cost}"
+    pods = f" in {job.pods} pods" if job.pods != job.variants else ""
+    return f"{job.variants} variant{plural} will run{pods}{because}; {cost}"
 
 
 def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:
@@ -409,6 +415,7 @@ def _job_json(job: JobRef | None) -> dict[str, Any] | None:
         "workflow": job.workflow,
         "target": job.target,
         "variants": job.variants,
+        "pods": job.pods,
         "gpus": job.gpus,
         "max_pod_seconds": job.max_pod_seconds,
     }

@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-from contract.config import Tail, tail_iterations
+from contract.config import MAX_VARIANTS_PER_POD, Tail, tail_iterations
 from contract.layout import KUSTOMIZATION_FILE, WORKLOADS
 from contract.variant import Precision, Quantization
 from synth.base import SpecModel
@@ -590,6 +590,10 @@ class Scheduling(SpecModel):
     """Wall-clock limit for the whole workflow in a cluster; pods still running then fail."""
     queue: ObjectName | None = None
     """A Kueue LocalQueue to submit to (synth creates it); the cluster must have `kueue`."""
+    variants_per_pod: StrictInt = Field(default=1, ge=1, le=MAX_VARIANTS_PER_POD)
+    """Variants one pod runs in sequence, in one process: the start-up (imports, CUDA, the
+    first model load) is paid once per pod, not per variant. 1 keeps each variant alone,
+    so an OOM kill or a crash loses only its own result; see docs/synth.md for the trade."""
 
     @field_validator("priority")
     @classmethod

@@ -38,7 +38,7 @@ from localcluster.podexecutor import (
     running_executor,
 )
 from localcluster.processes import poll_until
-from localcluster.results import ok_result
+from localcluster.results import group_results
 from synth.load import load_specs
 from synth.main import synth
 from tests.conftest import REPO_ROOT
@@ -229,8 +229,8 @@ def succeed_quickly(live: LiveCluster, repo: Repo, workflow: str) -> None:
     the runner: for tests about Kubernetes and Flux, not about measuring."""
     for job in repo.job_names(workflow):
         config = repo.config(workflow, job)
-        for index in range(len(config["variants"])):
-            live.rules.set(workflow, index, Succeed(ok_result(config, index)))
+        for index in range(len(config.get("groups") or config["variants"])):
+            live.rules.set(workflow, index, Succeed(group_results(config, index)))
 
 
 def _no_pods(live: LiveCluster, workflow: str) -> bool:

@@ -189,7 +189,7 @@ def test_a_pod_without_a_termination_message_is_read_from_its_log(
     reading = read_result(silent, log_of(smoke, 3, whole))
     assert (reading.result, reading.source, reading.problem) == (whole, "log", None)
     assert read_result(silent, None) == ResultReading(
-        None, None, "the runner container left no termination message"
+        (), None, "the runner container left no termination message"
     )
 
 

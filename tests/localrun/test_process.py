@@ -173,7 +173,7 @@ def test_the_command_fails_when_a_pod_reports_an_error(
     run = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "1"])
     assert run.exit_code == 1
     assert "runner error model_load (exit 3)" in run.stdout and "sha256" in run.stdout
-    assert "1 of 1 pods did not succeed" in run.output
+    assert "1 of 1 variant did not succeed" in run.output
     assert stored(root)[0][2] == "failed"
 
 
@@ -211,3 +211,28 @@ def test_a_try_after_an_edit_is_compared_with_the_one_before_and_both_can_be_for
     assert forgotten.exit_code == 0, forgotten.output
     assert "forgot 2 runs in all" in forgotten.output
     assert stored(quick_root) == []
+
+
+def test_a_grouped_pod_stores_every_variant_of_its_group(
+    make_root: Callable[[EditConfig], Path],
+) -> None:
+    def grouped(config: dict[str, Any]) -> None:
+        quick(config)
+        config["groups"] = [[0, 1, 2], [3, 4, 5]]
+        # One variant of the group fails on its own: the others are stored all the same.
+        config["variants"][1]["inputs"] = [{"shape": [3, 8], "dtype": "float32"}]
+
+    root = make_root(grouped)
+    workload = root / "dist" / "us-east" / "workloads" / SMOKE.name
+    workload.write_text(
+        workload.read_text(encoding="utf-8").replace("completions: 6", "completions: 2")
+    )
+    run = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "0"])
+    assert run.exit_code == 1
+    assert "index 0: ok, error, ok" in run.output
+    assert "1 of 3 variants did not succeed" in run.output
+    assert [(index, state) for _, index, state, _ in stored(root)] == [
+        (0, "succeeded"),
+        (1, "failed"),
+        (2, "succeeded"),
+    ]

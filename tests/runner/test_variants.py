@@ -34,7 +34,7 @@ def test_each_cpu_combination_shows_its_effect_in_the_result(
     quantization: Quantization,
 ) -> None:
     config = make_config("tiny-transformer", precision=precision_name, quantization=quantization)
-    applied = run_variant(config, 0, RunPaths(models_dir, tmp_path)).applied
+    applied = run_variant(config, config.variants[0], RunPaths(models_dir, tmp_path)).applied
     assert applied is not None
     dtype = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}[precision_name]
     assert (applied.compute_dtype, applied.input_dtypes, applied.output_dtype) == (

@@ -125,6 +125,7 @@ SPEC_KEYS = [
     "warmup_iterations", "targets", "gpu_type", "gpu_count", "resources", "requests",
     "limits", "cpu", "memory", "spot", "sweep", "matrix", "exclude", "include",
     "scheduling", "priority", "retries", "deadline", "max_parallel", "max_variants", "queue",
+    "variants_per_pod",
 ]  # fmt: skip
 
 scalars = (

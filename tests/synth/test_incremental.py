@@ -139,6 +139,7 @@ EDITS: dict[str, Edit] = {
     "`scheduling.retries`": _spec("retries: 2", "retries: 3"),
     "`scheduling.deadline`": _spec("deadline: 30m", "deadline: 1h"),
     "`scheduling.max_parallel`": _spec("retries: 2\n", "retries: 2\n  max_parallel: 3\n"),
+    "`scheduling.variants_per_pod`": _spec("retries: 2\n", "retries: 2\n  variants_per_pod: 4\n"),
     "`description`, `owner`": _spec("description: incremental sweeps", "description: edited"),
     "`default_priority` in `specs/clusters.yaml`": Edit(_fleet_default_priority),
 }
@@ -185,7 +186,7 @@ def running(root: Path, workflow: str = "sweep") -> dict[str, list[Setting]]:
         name = job["metadata"]["name"]
         config = RunConfig.model_validate_json(workload.configmaps[name]["data"][CONFIG_FILE])
         assert [v.index for v in config.variants] == list(range(len(config.variants)))
-        assert job["spec"]["completions"] == len(config.variants)
+        assert job["spec"]["completions"] == config.completions
         jobs[name] = [(config.target, v.model, v.batch_size) for v in config.variants]
     return jobs
 

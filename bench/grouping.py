@@ -1,0 +1,175 @@
+"""What running several variants per pod saves: a 24-variant CPU sweep through localrun's
+process executor, one variant per pod against grouped pods (scheduling.variants_per_pod).
+
+    python -m bench.grouping [--measure-s 1.0] [--per-pod 6] [--pairs 3]
+
+The sweep is the three example models x fp32, bf16 x batch 1, 2, 4, 8, measured for
+`--measure-s` each (min_time, after a 0.1 s warm-up), every pod pinned to one CPU as a
+`cpu: 1` limit pins it. Its config.json is the same on both sides but for `groups`, which
+synth's own `pod_groups` makes, so both sides run the same variants. The sides alternate, A
+B A B, and are compared pair by pair (shared/notes/measurement.md): total wall time, the
+overhead share ((wall - measurement) / wall, where measurement is each result's warm-up and
+timed loop), and the ratio of the wall times with its range over the pairs.
+"""
+
+import argparse
+import hashlib
+import tempfile
+import time
+from pathlib import Path
+from typing import Final
+
+from bench.timing import Pairing, pairing, table
+from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
+from contract.result import OkResult
+from localrun.pod import Mount, PodPlan
+from localrun.process import run_process
+from localrun.workflow import read_outcome
+from synth.digests import digest
+from synth.jobs import pod_groups
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES: Final = ROOT / "models" / "examples"
+INPUTS: Final = {"tiny-cnn": (3, 64, 64), "tiny-mlp": (64,), "tiny-transformer": (32, 16)}
+"""Each example model's input shape per sample."""
+MODELS: Final = tuple(INPUTS)
+PRECISIONS: Final = ("fp32", "bf16")
+BATCHES: Final = (1, 2, 4, 8)
+POD_TIMEOUT_S: Final = 600.0
+
+
+def sweep(measure_s: float, per_pod: int) -> RunConfig:
+    """The 24 variants, grouped `per_pod` to a pod (1: no groups)."""
+    variants = [
+        VariantConfig(
+            index=index,
+            id="v" + digest([model, precision, batch])[:12],
+            model=model,
+            precision=precision,
+            quantization="none",
+            batch_size=batch,
+            inputs=(InputConfig(shape=INPUTS[model], dtype="float32"),),
+        )
+        for index, (model, precision, batch) in enumerate(
+            (m, p, b) for m in MODELS for p in PRECISIONS for b in BATCHES
+        )
+    ]
+    return RunConfig(
+        workflow="bench-grouping",
+        target="cpu",
+        device_type="cpu",
+        gpus=0,
+        warmup=PhaseConfig(min_iterations=1, min_time_s=0.1, max_iterations=10**6, max_time_s=5),
+        measure=PhaseConfig(
+            min_iterations=10, min_time_s=measure_s, max_iterations=10**7, max_time_s=60
+        ),
+        models={m: _model(m) for m in MODELS},
+        variants=tuple(variants),
+        groups=pod_groups([v.model for v in variants], per_pod),
+    )
+
+
+def _model(name: str) -> ModelConfig:
+    sha256 = hashlib.sha256((EXAMPLES / f"{name}.pt2").read_bytes()).hexdigest()
+    return ModelConfig(source="file", location=f"{name}.pt2", sha256=sha256)
+
+
+def _plan(config_dir: Path, index: int, workdir: Path) -> PodPlan:
+    return PodPlan(
+        job_name="bench-grouping",
+        index=index,
+        workdir=workdir,
+        image="local",
+        env={
+            "CONFIG_PATH": "/config/config.json",
+            "MODEL_PATH": "/models",
+            "JOB_COMPLETION_INDEX": str(index),
+        },
+        mounts=(
+            Mount(config_dir, "/config", read_only=True),
+            Mount(EXAMPLES, "/models", read_only=True),
+        ),
+        tmpfs=("/tmp",),
+        run_as_user=0,
+        run_as_group=0,
+        read_only_root=False,
+        cpu_limit=1.0,
+        memory_limit_bytes=None,
+        gpus=0,
+        termination_message_path="/dev/termination-log",
+    )
+
+
+def run_sweep(config: RunConfig, scratch: Path) -> tuple[float, float]:
+    """Every pod of `config`, one after another: (wall seconds, measurement seconds)."""
+    config_dir = scratch / "config"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "config.json").write_text(config.model_dump_json(), encoding="utf-8")
+    measured = 0.0
+    reported = 0
+    began = time.perf_counter()
+    for index in range(config.completions):
+        workdir = scratch / f"pod-{index}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        plan = _plan(config_dir, index, workdir)
+        outcome = read_outcome(plan, run_process(plan, POD_TIMEOUT_S))
+        for result in outcome.results:
+            if not isinstance(result, OkResult) or result.timings is None:
+                raise RuntimeError(f"pod {index} did not measure: {result}")
+            measured += result.timings.warmup.seconds + result.timings.measure.seconds
+            reported += 1
+    wall = time.perf_counter() - began
+    if reported != len(config.variants):
+        raise RuntimeError(f"{reported} of {len(config.variants)} variants reported")
+    return wall, measured
+
+
+def _spread(values: list[float]) -> str:
+    """The median share and its range."""
+    ordered = sorted(values)
+    return f"{ordered[len(ordered) // 2]:.0%} [{ordered[0]:.0%}-{ordered[-1]:.0%}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.grouping", description=__doc__)
+    parser.add_argument("--measure-s", type=float, default=1.0)
+    parser.add_argument("--per-pod", type=int, default=6)
+    parser.add_argument("--pairs", type=int, default=3)
+    args = parser.parse_args()
+    alone, grouped = sweep(args.measure_s, 1), sweep(args.measure_s, args.per_pod)
+    walls: list[tuple[float, float]] = []
+    shares: list[tuple[float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-grouping-") as scratch:
+        for pair in range(args.pairs):
+            sides = {}
+            # Alternate which side goes first, so neither always runs in the other's wake.
+            order = ("grouped", "alone") if pair % 2 == 0 else ("alone", "grouped")
+            for side in order:
+                config = grouped if side == "grouped" else alone
+                sides[side] = run_sweep(config, Path(scratch) / f"{pair}-{side}")
+            (g_wall, g_measured), (a_wall, a_measured) = sides["grouped"], sides["alone"]
+            walls.append((g_wall, a_wall))
+            shares.append(((g_wall - g_measured) / g_wall, (a_wall - a_measured) / a_wall))
+            print(
+                f"pair {pair + 1}: grouped {g_wall:.1f} s ({g_measured:.1f} s measuring), "
+                f"one per pod {a_wall:.1f} s ({a_measured:.1f} s measuring)",
+                flush=True,
+            )
+    rows: list[Pairing] = [pairing("wall time of the sweep", walls)]
+    print()
+    print(
+        table(
+            f"24 variants, {args.measure_s:g} s measurement each, {args.per_pod} per pod "
+            f"against 1 per pod, {args.pairs} interleaved pairs",
+            "1/pod",
+            rows,
+        )
+    )
+    print(
+        f"overhead share (wall - measurement) / wall: grouped {_spread([g for g, _ in shares])}, "
+        f"one per pod {_spread([a for _, a in shares])}"
+    )
+
+
+if __name__ == "__main__":
+    main()

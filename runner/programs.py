@@ -1,0 +1,53 @@
+"""The models a pod has loaded, by name: a group of variants loads each of its models once.
+
+The first `torch.export.load` in a process costs seconds of one-time imports, later ones
+0.04-0.7 s (docs/runner.md), and a group's variants of one model share the file's sha256
+check, archive check and download too. Each variant gets a copy of the program's module:
+`ExportedProgram.module()` shares its tensors with the program, and casting or quantizing
+them would change what the next variant of the model loads.
+"""
+
+import copy
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torch.export import ExportedProgram
+from torch.fx import GraphModule
+
+from contract.config import ModelConfig
+from runner.errors import ModelLoadError
+from runner.loading import load_program, model_file
+
+
+@dataclass
+class Programs:
+    """Loaded programs by model name, and the load errors, which a second try would repeat."""
+
+    models_dir: Path
+    scratch: Path
+    _loaded: dict[str, ExportedProgram] = field(default_factory=dict)
+    _failed: dict[str, ModelLoadError] = field(default_factory=dict)
+
+    def program(self, name: str, model: ModelConfig) -> ExportedProgram:
+        """The program of model `name`, loaded on first use; raises ModelLoadError."""
+        if name in self._failed:
+            raise ModelLoadError(str(self._failed[name]))
+        if name not in self._loaded:
+            try:
+                path = model_file(model, self.models_dir, self.scratch)
+                self._loaded[name] = load_program(path, model.sha256)
+            except ModelLoadError as error:
+                self._failed[name] = error
+                raise
+        return self._loaded[name]
+
+
+def own_module(program: ExportedProgram) -> GraphModule:
+    """A module of `program` whose tensors are its own, to cast and quantize."""
+    with warnings.catch_warnings():
+        # torch 2.13's pytree warns about its own LeafSpec while copying a module's specs:
+        # nothing the runner can change, and once per variant in every log.
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        module: GraphModule = copy.deepcopy(program.module())
+    return module

@@ -1,0 +1,124 @@
+"""Pods that run a group of variants (scheduling.variants_per_pod): every result the pod
+handed over is filed under the variant it names, and a variant it never reported fails with
+the pod's end as its cause. Jobs and pods are shaped as Kubernetes 1.33 returns them
+(standin/objects.py), the Job's config.json grouped as synth writes it."""
+
+import copy
+from typing import Any
+
+from collector.harvest import WRONG_VARIANT, harvest
+from collector.indexes import index_states, summary_counts
+from collector.workload import ExpectedJob, expected_from
+from contract.config import CONFIG_FILE
+from contract.records import StoredVariant
+from contract.result import TERMINATION_LOG_LIMIT, BenchResult, OkResult, result_line
+from contract.samples import encode
+from standin import objects
+
+Obj = dict[str, Any]
+GROUPS = ((0, 1, 2), (3, 4, 5))
+SAMPLES = encode([840_000 + (i * 7919) % 90_000 for i in range(1180)])
+
+
+def _grouped() -> tuple[Obj, ExpectedJob]:
+    """cpu-smoke's Job with its six variants in two pods of three."""
+    job = copy.deepcopy(objects.job("cpu-smoke", cluster="us-east"))
+    job["spec"]["completions"] = len(GROUPS)
+    config = objects.run_config(job).model_copy(update={"groups": GROUPS})
+    configmap = {"data": {CONFIG_FILE: config.model_dump_json()}}
+    return job, expected_from("us-east", job, configmap)
+
+
+def _harvested(
+    job: Obj, expected: ExpectedJob, pod: Obj, log: str | None = None
+) -> list[StoredVariant]:
+    (state, _) = index_states(job, [pod])
+    return harvest(state, expected.group(0), None, lambda name: log)
+
+
+def test_every_result_of_a_group_is_stored_under_its_own_variant() -> None:
+    job, expected = _grouped()
+    results = [objects.ok_result(job, i, p50_ms=1.0 + i) for i in GROUPS[0]]
+    stored = _harvested(job, expected, objects.group_pod(job, 0, results))
+    assert [(v.index, v.state, v.result_source) for v in stored] == [
+        (0, "succeeded", "termination-message"),
+        (1, "succeeded", "termination-message"),
+        (2, "succeeded", "termination-message"),
+    ]
+    assert [v.result.variant for v in stored if v.result] == [v.variant for v in stored]
+
+
+def test_a_compacted_summary_is_completed_from_the_log_lines() -> None:
+    job, expected = _grouped()
+    results: list[BenchResult] = [
+        objects.ok_result(job, i).model_copy(update={"samples": SAMPLES}) for i in GROUPS[0]
+    ]
+    pod = objects.group_pod(job, 0, results)
+    message = pod["status"]["containerStatuses"][0]["state"]["terminated"]["message"]
+    assert len(message.encode()) <= TERMINATION_LOG_LIMIT
+    log = objects.starting_log(job, 0) + "".join(result_line(r) for r in results)
+    stored = _harvested(job, expected, pod, log)
+    assert [(v.state, v.result_source) for v in stored] == [("succeeded", "log")] * 3
+    assert all(isinstance(v.result, OkResult) and v.result.samples for v in stored)
+
+
+def test_a_group_killed_after_its_first_variant_keeps_it_and_fails_the_rest() -> None:
+    job, expected = _grouped()
+    first = objects.ok_result(job, 0)
+    # The last of its three attempts (backoffLimitPerIndex 2): the index has failed for good.
+    pod = objects.group_pod(job, 0, [first], exit_code=137, reason="OOMKilled", failures=2)
+    stored = _harvested(job, expected, pod, objects.starting_log(job, 0) + result_line(first))
+    assert [(v.index, v.state, v.reason) for v in stored] == [
+        (0, "succeeded", None),
+        (1, "failed", "OOMKilled"),
+        (2, "failed", "OOMKilled"),
+    ]
+    assert stored[0].result == first
+    second = stored[1]
+    assert second.variant is not None and second.result is None
+    assert f"the pod ended before variant {second.variant.id} (index 1: " in second.explanation
+    assert "(1 of its group had): retries exhausted after 3 attempts: OOMKilled: the " in (
+        second.explanation
+    )
+
+
+def test_a_result_for_a_variant_outside_the_group_is_wrong_variant() -> None:
+    job, expected = _grouped()
+    foreign = objects.ok_result(job, 4)
+    results = [objects.ok_result(job, 0), foreign, objects.ok_result(job, 2)]
+    stored = _harvested(job, expected, objects.group_pod(job, 0, results))
+    assert [(v.index, v.state, v.reason) for v in stored] == [
+        (0, "succeeded", None),
+        (1, "failed", WRONG_VARIANT),
+        (2, "succeeded", None),
+    ]
+    config = objects.run_config(job)
+    assert f"the result is for variant {config.variants[4].id} (index 4: " in stored[1].explanation
+    assert f"config.json runs variant {config.variants[1].id} (index 1: " in stored[1].explanation
+    kept = stored[1].result
+    assert kept is not None and kept.variant == foreign.variant, "what arrived is kept"
+
+
+def test_a_failing_variant_is_its_own_failure_in_a_failed_pod() -> None:
+    job, expected = _grouped()
+    error = objects.error_result(job, "unsupported_variant", "no linear layer to quantize")
+    error = error.model_copy(update={"variant": objects.ok_result(job, 1).variant})
+    results = [objects.ok_result(job, 0), error, objects.ok_result(job, 2)]
+    pod = objects.group_pod(job, 0, results, exit_code=6, reason="Error")
+    stored = _harvested(job, expected, pod)
+    assert [(v.state, v.reason) for v in stored] == [
+        ("succeeded", None),
+        ("failed", "unsupported_variant"),
+        ("succeeded", None),
+    ]
+    assert "runner error unsupported_variant: no linear layer" in stored[1].explanation
+
+
+def test_progress_counts_variants_not_pods() -> None:
+    job, expected = _grouped()
+    pods = [objects.group_pod(job, 0, [objects.ok_result(job, i) for i in GROUPS[0]])]
+    pods.append(objects.running_pod(job, 1))
+    states = index_states(job, pods)
+    counts = summary_counts(states, {0: "succeeded", 1: "failed"}, expected.positions)
+    assert (counts.succeeded, counts.failed, counts.running, counts.total) == (2, 1, 3, 6)
+    assert expected.variant_count == 6 and expected.completions == 2

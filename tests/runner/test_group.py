@@ -1,0 +1,143 @@
+"""A pod that runs a group of variants: a result line for each as it ends, one variant's
+failure its own, and the termination log a summary of all of them within 4096 bytes."""
+
+from pathlib import Path
+
+import pytest
+
+from contract.config import InputConfig, ModelConfig, RunConfig, VariantConfig
+from contract.errors import ExitCode, most_severe
+from contract.result import (
+    TERMINATION_LOG_LIMIT,
+    ErrorResult,
+    OkResult,
+    OmittedResult,
+    parse_group_message,
+    parse_result,
+    termination_message,
+)
+from localcluster.results import ok_result
+from runner.__main__ import main
+from tests.runner.conftest import EXAMPLE_INPUTS, EXAMPLES, QUICK, sha256_of
+
+MODELS = ("tiny-mlp", "tiny-cnn", "tiny-transformer")
+
+
+def _variant(
+    index: int, model: str, shape: tuple[int, ...], precision: str = "fp32"
+) -> VariantConfig:
+    return VariantConfig(
+        index=index,
+        id=f"v{index:012x}",
+        model=model,
+        precision=precision,
+        quantization="none",
+        batch_size=2,
+        inputs=(InputConfig(shape=shape, dtype="float32"),),
+    )
+
+
+def _config() -> RunConfig:
+    """Four variants in two pods: pod 0 runs the three example models and tiny-mlp again at
+    fp16, with tiny-cnn given inputs it rejects; pod 1 runs nothing else (a variant alone)."""
+    variants = (
+        _variant(0, "tiny-mlp", EXAMPLE_INPUTS["tiny-mlp"]),
+        _variant(1, "tiny-cnn", (3, 8)),
+        _variant(2, "tiny-transformer", EXAMPLE_INPUTS["tiny-transformer"]),
+        _variant(3, "tiny-mlp", EXAMPLE_INPUTS["tiny-mlp"], "bf16"),
+        _variant(4, "tiny-mlp", EXAMPLE_INPUTS["tiny-mlp"], "fp16"),
+    )
+    return RunConfig(
+        workflow="test",
+        target="cpu",
+        device_type="cpu",
+        gpus=0,
+        warmup=QUICK,
+        measure=QUICK,
+        models={
+            m: ModelConfig(
+                source="file", location=f"{m}.pt2", sha256=sha256_of(EXAMPLES / f"{m}.pt2")
+            )
+            for m in MODELS
+        },
+        variants=variants,
+        groups=((0, 3, 1, 2), (4,)),
+    )
+
+
+def _arguments(config: Path, index: str, log: Path) -> list[str]:
+    return [
+        *("--config", str(config), "--models", str(EXAMPLES)),
+        *("--index", index, "--termination-log", str(log)),
+    ]
+
+
+def test_a_group_reports_every_variant_and_one_failure_loses_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config_path = tmp_path / "config.json"
+    config_path.write_text(_config().model_dump_json(), encoding="utf-8")
+    log = tmp_path / "termination-log"
+    code = main(_arguments(config_path, "0", log))
+    lines = capsys.readouterr().out.splitlines()
+    results = [parse_result(line.removeprefix("BENCH_RESULT ")) for line in lines]
+    assert [r.variant.index for r in results if r.variant] == [0, 3, 1, 2], "in group order"
+    assert [r.status for r in results] == ["ok", "ok", "error", "ok"]
+    failed = results[2]
+    assert isinstance(failed, ErrorResult) and failed.error.type == "bad_config"
+    assert code == ExitCode.BAD_CONFIG
+    mlp, bf16 = results[0], results[1]
+    assert isinstance(mlp, OkResult) and isinstance(bf16, OkResult)
+    assert bf16.applied is not None and bf16.applied.compute_dtype == "bfloat16"
+    assert mlp.applied is not None and mlp.applied.compute_dtype == "float32", (
+        "casting the second variant left the first one's program alone"
+    )
+    assert mlp.timings is not None and bf16.timings is not None
+    text = log.read_text(encoding="utf-8")
+    assert len(text.encode()) <= TERMINATION_LOG_LIMIT
+    summary = parse_group_message(text)
+    outcomes = [e.outcome if isinstance(e, OmittedResult) else e.status for e in summary]
+    assert outcomes == ["ok", "ok", "error", "ok"], "whole, compacted or a stub: all are there"
+    assert isinstance(summary[2], ErrorResult) and summary[2].error == failed.error
+
+
+def test_a_group_of_one_writes_the_single_result_as_before(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config_path = tmp_path / "config.json"
+    config_path.write_text(_config().model_dump_json(), encoding="utf-8")
+    log = tmp_path / "termination-log"
+    code = main(_arguments(config_path, "1", log))
+    assert code == ExitCode.OK
+    (line,) = capsys.readouterr().out.splitlines()
+    assert (
+        parse_result(log.read_text(encoding="utf-8")).variant
+        == parse_result(line.removeprefix("BENCH_RESULT ")).variant
+    )
+
+
+def test_the_summary_of_32_full_results_fits_as_stubs_failures_kept_longest() -> None:
+    config = _config().model_copy(update={"groups": None})
+    big = ok_result(config.model_dump(mode="json"), 0)
+    assert big.variant is not None
+    results: list[OkResult | ErrorResult] = [
+        big.model_copy(
+            update={"variant": big.variant.model_copy(update={"index": i, "id": f"v{i:012x}"})}
+        )
+        for i in range(31)
+    ]
+    error = ErrorResult(variant=big.variant, error={"type": "internal", "message": "x" * 500})
+    text = termination_message([*results, error])
+    assert len(text.encode()) <= TERMINATION_LOG_LIMIT
+    entries = parse_group_message(text)
+    assert len(entries) == 32
+    assert isinstance(entries[-1], ErrorResult), "the failure keeps its words longest"
+    assert all(isinstance(e, OmittedResult | OkResult) for e in entries[:-1])
+    assert any(isinstance(e, OmittedResult) and e.outcome == "ok" for e in entries)
+
+
+def test_the_exit_code_of_a_group_is_its_most_severe_class() -> None:
+    assert most_severe([]) == ExitCode.OK
+    assert most_severe([ExitCode.OK, ExitCode.BAD_CONFIG]) == ExitCode.BAD_CONFIG
+    assert most_severe([ExitCode.BAD_CONFIG, ExitCode.MODEL_LOAD]) == ExitCode.MODEL_LOAD
+    assert most_severe([ExitCode.MODEL_LOAD, ExitCode.TERMINATED]) == ExitCode.TERMINATED

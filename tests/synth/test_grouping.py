@@ -1,0 +1,150 @@
+"""`scheduling.variants_per_pod`: a Job's completion indexes run groups of variants, listed
+in config.json's `groups`; the variants, their positions and their ids stay what they were."""
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from pydantic import ValidationError
+
+from contract.config import CONFIG_FILE, MAX_VARIANTS_PER_POD, RunConfig
+from contract.dist import read_workload
+from contract.layout import workload_file
+from synth.cli import cli
+from synth.jobs import pod_groups
+from synth.load import load_specs
+from synth.main import synth
+from synth.problems import SpecProblems
+from tests.synth.conftest import WriteSpec
+
+SPEC = """\
+id: grouped
+description: several variants per pod
+owner: tests
+clusters: [alpha]
+models:
+  - name: mlp
+    file: models/examples/tiny-mlp.pt2
+    inputs: [{shape: [64]}]
+  - name: cnn
+    file: models/examples/tiny-cnn.pt2
+    inputs: [{shape: [3, 64, 64]}]
+benchmark:
+  warmup: {min_iterations: 5, min_time: 1s}
+  measure: {min_iterations: 50, min_time: 2s, max_time: 20s}
+targets:
+  - gpu_type: cpu
+sweep:
+  matrix: {batch_size: [1, 2, 4]}
+scheduling:
+  deadline: 30m
+"""
+
+
+def _job(root: Path) -> tuple[dict[str, object], RunConfig]:
+    workload = read_workload(root / workload_file("alpha", "grouped"))
+    (job,) = workload.jobs
+    data = workload.configmaps[job["metadata"]["name"]]["data"][CONFIG_FILE]
+    return job["spec"], RunConfig.model_validate_json(data)
+
+
+def _with(per_pod: int) -> str:
+    return SPEC.replace("deadline: 30m", f"deadline: 30m\n  variants_per_pod: {per_pod}")
+
+
+def test_one_variant_per_pod_writes_no_groups(spec_repo: Path, write_spec: WriteSpec) -> None:
+    write_spec("grouped.yaml", SPEC)
+    synth(spec_repo)
+    spec, config = _job(spec_repo)
+    assert config.groups is None
+    assert spec["completions"] == len(config.variants) == 6
+
+
+def test_groups_hold_one_model_together_in_sweep_order(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    write_spec("grouped.yaml", SPEC)
+    synth(spec_repo)
+    _, alone = _job(spec_repo)
+    write_spec("grouped.yaml", _with(2))
+    synth(spec_repo)
+    spec, config = _job(spec_repo)
+    assert config.variants == alone.variants, "positions and ids do not depend on grouping"
+    assert spec["completions"] == config.completions == 3
+    models = [[config.variants[p].model for p in group] for group in config.groups or ()]
+    assert models == [["cnn", "cnn"], ["cnn", "mlp"], ["mlp", "mlp"]]
+    batches = [config.variants[p].batch_size for group in config.groups or () for p in group]
+    assert batches == [1, 2, 4, 1, 2, 4]
+    assert [len(config.group(i)) for i in range(3)] == [2, 2, 2]
+
+
+def test_pod_groups_chunk_a_stable_sort_by_model() -> None:
+    assert pod_groups(["b", "a", "b", "a", "c"], 1) is None
+    assert pod_groups(["b", "a", "b", "a", "c"], 3) == ((1, 3, 0), (2, 4))
+    assert pod_groups(["a"] * 3, 32) == ((0, 1, 2),)
+
+
+@pytest.mark.parametrize("per_pod", [0, MAX_VARIANTS_PER_POD + 1])
+def test_variants_per_pod_out_of_bounds_is_a_located_error(
+    spec_repo: Path, write_spec: WriteSpec, per_pod: int
+) -> None:
+    path = write_spec("grouped.yaml", _with(per_pod))
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(spec_repo, [path])
+    (problem,) = raised.value.problems
+    located = "specs/workflows/grouped.yaml:21:21: scheduling.variants_per_pod: "
+    assert str(problem).startswith(located)
+
+
+def test_the_deadline_check_counts_a_group_in_sequence(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    # 6 variants of 3 s each: 10 pods at a time need 3 s alone, 18 s as one group of 6.
+    path = write_spec("grouped.yaml", _with(6).replace("deadline: 30m", "deadline: 10s"))
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(spec_repo, [path])
+    (problem,) = raised.value.problems
+    assert "needs at least 18s (6 variants, 6 per pod, 10 pods at a time" in str(problem)
+    write_spec("grouped.yaml", _with(1).replace("deadline: 30m", "deadline: 10s"))
+    load_specs(spec_repo)
+
+
+def test_config_json_groups_must_list_every_variant_once() -> None:
+    base = {
+        "workflow": "w",
+        "target": "cpu",
+        "device_type": "cpu",
+        "gpus": 0,
+        "warmup": {"min_iterations": 0, "min_time_s": 0, "max_iterations": 1, "max_time_s": 1},
+        "measure": {"min_iterations": 0, "min_time_s": 0, "max_iterations": 1, "max_time_s": 1},
+        "models": {},
+        "variants": [
+            {
+                "index": i,
+                "id": f"v{i:012x}",
+                "model": "m",
+                "precision": "fp32",
+                "quantization": "none",
+                "batch_size": 1,
+                "inputs": [],
+            }
+            for i in range(3)
+        ],
+    }
+    assert RunConfig.model_validate({**base, "groups": [[2, 0], [1]]}).completions == 2
+    for groups in ([[0, 1]], [[0, 1, 1], [2]], [[0, 1, 2], []], [[0, 1, 2, 3]]):
+        with pytest.raises(ValidationError, match="exactly once"):
+            RunConfig.model_validate({**base, "groups": groups})
+
+
+def test_plan_and_variants_name_the_pods(spec_repo: Path, write_spec: WriteSpec) -> None:
+    write_spec("grouped.yaml", _with(4))
+    runner = CliRunner()
+    planned = runner.invoke(cli, ["--root", str(spec_repo), "plan"])
+    assert planned.exit_code == 0, planned.output
+    assert "(6 variants will run in 2 pods: 6 new;" in planned.stdout
+    listed = runner.invoke(cli, ["--root", str(spec_repo), "variants", "grouped"])
+    assert listed.exit_code == 0, listed.output
+    pods = [line.split()[-1] for line in listed.stdout.splitlines()[1:-1]]
+    assert sorted(pods) == ["0", "0", "0", "0", "1", "1"]
+    assert listed.stdout.splitlines()[-1].endswith(": 6 run, 0 recorded")
