@@ -160,7 +160,7 @@ class BenchmarkRun:
     models: tuple[ModelBundle, ...]
 
     def config_body(self) -> dict[str, Any]:
-        text = self.config.model_dump_json(indent=2) + "\n"
+        text = self.config.model_dump_json(indent=2, exclude=_left_out(self.config)) + "\n"
         return {
             "metadata": self._metadata(),
             "immutable": True,
@@ -254,6 +254,13 @@ def identified_variants(
         for variant in loaded.variants
         if variant.target == target.key
     ]
+
+
+def _left_out(config: RunConfig) -> set[str] | None:
+    """What config.json leaves out: `groups` where there are none, so that it, and so every
+    Job's content-hash name, stays byte for byte what it was before groups existed (no
+    rename, no run under a new name)."""
+    return {"groups"} if config.groups is None else None
 
 
 def pod_groups(models: list[str], per_pod: int) -> tuple[tuple[int, ...], ...] | None:
@@ -590,7 +597,11 @@ def plan_runs(
         )
         # The name is hashed from the content with an empty name in it, then filled in.
         job_spec = template.job_spec()
-        content = {"config": config.model_dump(mode="json"), "job": job_spec, "ns": namespace}
+        content = {
+            "config": config.model_dump(mode="json", exclude=_left_out(config)),
+            "job": job_spec,
+            "ns": namespace,
+        }
         name = job_name(workflow.id, target.key, digest(content))
         labels = {**template_labels, JOB_LABEL: name, "app.kubernetes.io/version": TOOL_VERSION}
         if workflow.scheduling.queue is not None:
