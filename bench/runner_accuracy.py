@@ -44,8 +44,8 @@ import torch
 from torch.utils.benchmark import Timer
 
 from bench.timing import Pairing, interleaved
-from collector.intervals import median_interval
 from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
+from contract.order_stats import median_interval
 from models.architectures import TinyTransformer
 from models.make_models import ModelRecipe, export_bytes
 from runner import precision

@@ -17,7 +17,7 @@ arrive, and by the result's own `timings`:
 - exit: the BENCH_RESULT line to the end of the process.
 Absolute times drift by up to 30 % on this shared machine, so each part is compared pair by
 pair: the median of the per-pair ratios with their range, which for 5 pairs is the sign
-test's 94 % interval of that median (`collector.intervals.median_interval`). Then one more run,
+test's 94 % interval of that median (`contract.order_stats.median_interval`). Then one more run,
 under `python -X importtime`, says which packages the imports of the start and those during
 the run (the first `torch.export.load` pulls in torch's export deserializer) spend their time
 in; importtime slows imports, so those seconds are relative. Last, ROUNDS processes each load

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Final, Literal
 
-Z_95: Final = NormalDist().inv_cdf(0.975)
+from contract.order_stats import Z_95, median_interval
+
 _EXACT_BINOMIAL_UP_TO: Final = 1000
 _IQR_TO_SIGMA: Final = 1.349
 """IQR of a normal distribution in standard deviations."""
@@ -52,17 +53,6 @@ class Ratio:
     def excludes_one(self) -> bool:
         """The interval says the two medians differ."""
         return self.low > 1 or self.high < 1
-
-
-def median_interval(values: Sequence[float], z: float = Z_95) -> tuple[float, float]:
-    """The sign test's distribution-free interval of the median: the order statistics at ranks
-    n/2 -+ z*sqrt(n)/2. It assumes nothing about the shape of the noise."""
-    ordered = sorted(values)
-    n = len(ordered)
-    half_width = z * math.sqrt(n) / 2
-    low = max(math.floor(n / 2 - half_width), 1)
-    high = min(math.ceil(1 + n / 2 + half_width), n)
-    return ordered[low - 1], ordered[high - 1]
 
 
 def from_samples(values: Sequence[float]) -> MedianEstimate:

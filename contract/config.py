@@ -93,6 +93,10 @@ class RunConfig(_Contract):
     """Completion index i runs the variants at positions groups[i] of `variants`, in order,
     in one process; None: index i runs variant i alone. A variant keeps its position in
     `variants` as its `index` whichever pod runs it, so results are keyed alike either way."""
+    interleave: bool = False
+    """A group's variants of one model are measured in alternating rounds rather than one
+    after the other (runner/rounds.py), and each later one's result is paired with the
+    first's."""
 
     @model_validator(mode="after")
     def _every_variant_once(self) -> Self:

@@ -194,6 +194,22 @@ class Environment(_Result):
     hostname: str
 
 
+class Paired(_Result):
+    """This variant against another of its pod, measured in alternating rounds
+    (`interleave`): the ratio of their medians, each round compared within itself, so drift
+    that both saw cancels out."""
+
+    against: str
+    """The variant id this one is compared with: the group's first variant of the model."""
+    rounds: int = Field(ge=1)
+    """Rounds, each holding a block of iterations of every variant."""
+    ratio: float
+    """The median over rounds of this variant's block median / the other's, same round."""
+    low: float
+    """The sign test's 95 % interval of that median, from the round ratios."""
+    high: float
+
+
 class ErrorInfo(_Result):
     """What went wrong."""
 
@@ -228,6 +244,8 @@ class OkResult(_ResultBase):
     samples: Samples | None = None
     """Every iteration's duration; left out of the termination log when the whole result does
     not fit there (then `compacted` is set and the log line has them)."""
+    paired: Paired | None = None
+    """Set where this variant was measured in rounds alternating with an earlier one."""
     compacted: bool = False
     """Details were left out to fit the termination log; the log line has them all."""
 

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -25,7 +26,15 @@ from contract.variant import VariantRef
 from runner.channel import emit
 from runner.errors import ConfigError, RunnerError, Terminated
 from runner.programs import Programs
-from runner.run import RunPaths, pick_group, run_variant
+from runner.rounds import runs
+from runner.run import (
+    Prepared,
+    RunPaths,
+    pick_group,
+    prepare_variant,
+    run_interleaved,
+    run_variant,
+)
 
 log = logging.getLogger("runner")
 
@@ -76,20 +85,52 @@ def _failure(
     )
 
 
+Outcome = tuple[BenchResult, ExitCode]
+
+
+def _failures(
+    error: Exception, config: RunConfig, variants: Sequence[VariantConfig]
+) -> list[Outcome]:
+    """`error` as the error result of each of `variants`: a failure there is theirs alone, and
+    the group goes on (a SIGTERM, which ends the pod, is not an Exception and passes)."""
+    names = ", ".join(str(variant.index) for variant in variants)
+    if isinstance(error, RunnerError):
+        log.error("variant %s: %s: %s", names, error.error_type, error)
+        failure = error
+    else:
+        log.exception("variant %s: internal error", names)
+        failure = RunnerError(f"{type(error).__name__}: {error}")
+    return [(_failure(failure, config, variant), failure.exit_code) for variant in variants]
+
+
 def _run(
     config: RunConfig, variant: VariantConfig, paths: RunPaths, programs: Programs
-) -> tuple[BenchResult, ExitCode]:
-    """One variant of the group: its result, or its own error result. A failure here is
-    the variant's alone; the group goes on (a SIGTERM, which ends the pod, is raised)."""
+) -> list[Outcome]:
+    """One variant of the group: its result, or its own error result."""
     try:
-        return run_variant(config, variant, paths, programs), ExitCode.OK
-    except RunnerError as error:
-        log.error("variant %d: %s: %s", variant.index, error.error_type, error)
-        return _failure(error, config, variant), error.exit_code
+        return [(run_variant(config, variant, paths, programs), ExitCode.OK)]
     except Exception as error:
-        log.exception("variant %d: internal error", variant.index)
-        internal = RunnerError(f"{type(error).__name__}: {error}")
-        return _failure(internal, config, variant), internal.exit_code
+        return _failures(error, config, (variant,))
+
+
+def _run_interleaved(
+    config: RunConfig, variants: Sequence[VariantConfig], programs: Programs
+) -> list[Outcome]:
+    """Variants of one model in alternating rounds: those that fail to prepare report their
+    error, the others are measured together."""
+    outcomes: list[Outcome] = []
+    prepared: list[Prepared] = []
+    for variant in variants:
+        try:
+            prepared.append(prepare_variant(config, variant, programs))
+        except Exception as error:
+            outcomes += _failures(error, config, (variant,))
+    if prepared:
+        try:
+            outcomes += [(result, ExitCode.OK) for result in run_interleaved(config, prepared)]
+        except Exception as error:
+            outcomes += _failures(error, config, [ready.variant for ready in prepared])
+    return outcomes
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
@@ -116,13 +157,18 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
         paths = RunPaths(args.models, scratch)
         programs = Programs(args.models, scratch)
-        for variant in group:
-            current = variant
-            result, code = _run(config, variant, paths, programs)
-            results.append(result)
-            codes.append(code)
-            current = None  # its result is in hand: a SIGTERM from here on is the group's
-            emit(results, sys.stdout, args.termination_log)
+        for unit in runs(group, config.interleave):
+            current = unit[0]
+            outcomes = (
+                _run(config, unit[0], paths, programs)
+                if len(unit) == 1
+                else _run_interleaved(config, unit, programs)
+            )
+            current = None  # its results are in hand: a SIGTERM from here on is the group's
+            for result, code in outcomes:
+                results.append(result)
+                codes.append(code)
+                emit(results, sys.stdout, args.termination_log)
         return int(most_severe(codes))
     except (RunnerError, Terminated) as error:
         # The group as a whole: config.json or the index is bad, or SIGTERM ends the pod

@@ -2,24 +2,33 @@
 
 import logging
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from contract.config import RunConfig, VariantConfig
-from contract.result import Applied, Memory, OkResult, PhaseTiming, Timings
+from contract.result import (
+    Applied,
+    Contention,
+    GpuTelemetry,
+    Memory,
+    OkResult,
+    Paired,
+    PhaseTiming,
+    Timings,
+)
 from contract.samples import encode
 from contract.variant import Precision, Quantization, VariantRef
-from runner import contention, precision, quantize
+from runner import contention, precision, quantize, rounds
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
 from runner.gpu_telemetry import GpuSampler, nvml_uuid
 from runner.inputs import check_inputs, expected_inputs, make_inputs
-from runner.measure import PhaseOutcome, run_phase
+from runner.measure import PhaseOutcome, Step, run_phase
 from runner.memory import peak_rss_bytes
 from runner.programs import Programs, own_module
 from runner.stats import summarize
@@ -113,22 +122,82 @@ def _first_iteration(step: Callable[[], int], variant: VariantConfig) -> int:
         ) from error
 
 
-def run_variant(
-    config: RunConfig, variant: VariantConfig, paths: RunPaths, programs: Programs | None = None
-) -> OkResult:
-    """Measure `variant` of `config`, taking its model from `programs` (a fresh load without);
-    raises RunnerError subclasses on failure."""
+@dataclass
+class Prepared:
+    """A variant ready for its timed loop, with what was measured on the way there."""
+
+    variant: VariantConfig
+    device: torch.device
+    threads: int
+    quota: float | None
+    module: torch.fx.GraphModule
+    inputs: tuple[torch.Tensor, ...]
+    dtype: torch.dtype
+    fp32_math: str | None
+    report: quantize.QuantizationReport
+    load_s: float
+    prepare_s: float
+    first_ns: int
+    warmup: PhaseOutcome
+    step: Step
+    last_output: list[object]
+
+
+@dataclass(frozen=True)
+class _Span:
+    """What the kernel and NVML saw during a timed loop, shared by the variants it ran."""
+
+    used: Contention
+    telemetry: GpuTelemetry | None
+
+
+@contextmanager
+def _allocator_failures() -> Iterator[None]:
     try:
-        return _measure(config, variant, paths, programs or Programs(paths.models, paths.scratch))
+        yield
     except (MemoryError, RuntimeError) as error:
         if _out_of_memory(error):
             raise OutOfMemory(f"out of memory: {str(error).splitlines()[0]}") from error
         raise
 
 
-def _measure(
-    config: RunConfig, variant: VariantConfig, paths: RunPaths, programs: Programs
+def run_variant(
+    config: RunConfig, variant: VariantConfig, paths: RunPaths, programs: Programs | None = None
 ) -> OkResult:
+    """Measure `variant` of `config`, taking its model from `programs` (a fresh load without);
+    raises RunnerError subclasses on failure."""
+    ready = prepare_variant(config, variant, programs or Programs(paths.models, paths.scratch))
+    with _allocator_failures():
+        blocks, span = _timed(ready, lambda: [[run_phase(ready.step, config.measure, at_least=1)]])
+    return _result(config, ready, blocks[0][0], span)
+
+
+def run_interleaved(config: RunConfig, variants: Sequence[Prepared]) -> list[OkResult]:
+    """Measure prepared variants of one model in alternating rounds (runner/rounds.py); every
+    one after the first carries its paired comparison with the first."""
+    steps = [ready.step for ready in variants]
+    with _allocator_failures():
+        blocks, span = _timed(variants[0], lambda: rounds.run_rounds(steps, config.measure))
+    reference = variants[0].variant.id
+    return [
+        _result(
+            config,
+            ready,
+            rounds.joined(own),
+            span,
+            rounds.paired(own, blocks[0], reference) if position else None,
+        )
+        for position, (ready, own) in enumerate(zip(variants, blocks, strict=True))
+    ]
+
+
+def prepare_variant(config: RunConfig, variant: VariantConfig, programs: Programs) -> Prepared:
+    """Load, prepare and warm up `variant`; raises RunnerError subclasses on failure."""
+    with _allocator_failures():
+        return _prepare(config, variant, programs)
+
+
+def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> Prepared:
     if variant.model not in config.models:
         raise ConfigError(f"variant {variant.index} names model {variant.model!r}, not in models")
     model = config.models[variant.model]
@@ -163,26 +232,68 @@ def _measure(
         last_output[:] = [module(*inputs)]
 
     step = timed_step(call, device)
-    gpu = device.type == "cuda"
     with torch.inference_mode():
-        if gpu:
+        if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         first_ns = _first_iteration(step, variant)
         warmup = run_phase(step, config.warmup)
-        with GpuSampler(nvml_uuid(device)) if gpu else nullcontext() as sampler:
-            before = contention.read_counters()
-            measured = run_phase(step, config.measure, at_least=1)
-            after = contention.read_counters()
-    output = last_output[0]
+    return Prepared(
+        variant=variant,
+        device=device,
+        threads=threads,
+        quota=quota,
+        module=module,
+        inputs=inputs,
+        dtype=dtype,
+        fp32_math=fp32_math,
+        report=report,
+        load_s=load_s,
+        prepare_s=prepare_s,
+        first_ns=first_ns,
+        warmup=warmup,
+        step=step,
+        last_output=last_output,
+    )
 
-    stats = summarize(measured.durations_ns)
-    cpus = contention.cpus_allowed(quota, usable_cpus())
+
+def _timed(
+    ready: Prepared, loop: Callable[[], list[list[PhaseOutcome]]]
+) -> tuple[list[list[PhaseOutcome]], _Span]:
+    """Run a timed `loop` on `ready`'s device, which returns each variant's blocks, with
+    contention and GPU telemetry read around it: one span for all the variants it ran, as
+    they ran at the same moments."""
+    device = ready.device
+    gpu = device.type == "cuda"
+    sampling = GpuSampler(nvml_uuid(device)) if gpu else nullcontext()
+    with torch.inference_mode(), sampling as sampler:
+        before = contention.read_counters()
+        blocks = loop()
+        after = contention.read_counters()
+    outcomes = [block for own in blocks for block in own]
+    cpus = contention.cpus_allowed(ready.quota, usable_cpus())
     used = contention.contention(before, after, torch.get_num_threads(), cpus)
     telemetry = (
-        sampler.telemetry(sum(measured.durations_ns) / 1e9, measured.elapsed_s)
+        sampler.telemetry(
+            sum(sum(o.durations_ns) for o in outcomes) / 1e9, sum(o.elapsed_s for o in outcomes)
+        )
         if sampler is not None
         else None
     )
+    return blocks, _Span(used, telemetry)
+
+
+def _result(
+    config: RunConfig,
+    ready: Prepared,
+    measured: PhaseOutcome,
+    span: _Span,
+    paired: Paired | None = None,
+) -> OkResult:
+    variant, device, module, inputs = ready.variant, ready.device, ready.module, ready.inputs
+    model = config.models[variant.model]
+    gpu = device.type == "cuda"
+    output = ready.last_output[0]
+    stats = summarize(measured.durations_ns)
     cpu = cpu_model()
     samples = variant.batch_size * stats.count
     return OkResult(
@@ -193,10 +304,10 @@ def _measure(
         latency=stats,
         throughput_samples_per_s=samples / (sum(measured.durations_ns) / 1e9),
         timings=Timings(
-            load_s=load_s,
-            prepare_s=prepare_s,
-            first_iteration_ms=first_ns / 1e6,
-            warmup=_phase_timing(warmup),
+            load_s=ready.load_s,
+            prepare_s=ready.prepare_s,
+            first_iteration_ms=ready.first_ns / 1e6,
+            warmup=_phase_timing(ready.warmup),
             measure=_phase_timing(measured),
         ),
         memory=Memory(
@@ -205,27 +316,28 @@ def _measure(
             gpu_peak_reserved_bytes=torch.cuda.max_memory_reserved(device) if gpu else None,
         ),
         applied=Applied(
-            compute_dtype=precision.dtype_name(dtype),
+            compute_dtype=precision.dtype_name(ready.dtype),
             parameter_dtypes=precision.tensor_dtypes(module),
             input_dtypes=[precision.dtype_name(t.dtype) for t in inputs],
             output_dtype=_output_dtype(output),
-            matmul_fp32_precision=fp32_math,
+            matmul_fp32_precision=ready.fp32_math,
             quantization=variant.quantization,
-            linear_layers=report.linear_layers,
-            quantized_layers=report.quantized_layers,
-            unquantized_weighted_layers=report.unquantized_weighted_layers,
+            linear_layers=ready.report.linear_layers,
+            quantized_layers=ready.report.quantized_layers,
+            unquantized_weighted_layers=ready.report.unquantized_weighted_layers,
             weight_bytes=precision.tensor_bytes(module),
             kernel=quantize.KERNELS.get(variant.quantization),
         ),
         validity=validity(
             stats,
             _all_finite(output),
-            [("warmup", warmup, config.warmup), ("measurement", measured, config.measure)],
-            used,
-            telemetry,
+            [("warmup", ready.warmup, config.warmup), ("measurement", measured, config.measure)],
+            span.used,
+            span.telemetry,
         ),
-        contention=used,
-        gpu=telemetry,
-        environment=fingerprint(device, device_name(device, cpu), threads, quota),
+        contention=span.used,
+        gpu=span.telemetry,
+        environment=fingerprint(device, device_name(device, cpu), ready.threads, ready.quota),
         samples=encode(measured.durations_ns),
+        paired=paired,
     )

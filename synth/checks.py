@@ -52,6 +52,7 @@ def check_workflow(
         *_devices_support_variants(workflow, variants),
         *_derived_names_fit(workflow, variants),
         *_parallelism_and_deadline(workflow, variants),
+        *_interleave_needs_groups(workflow),
     ]
 
 
@@ -374,3 +375,15 @@ def _parallelism_and_deadline(workflow: Workflow, variants: list[Variant]) -> It
                 f"each), more than the deadline of {scheduling.deadline:g}s",
                 "raise the deadline or max_parallel, or shorten min_time",
             )
+
+
+def _interleave_needs_groups(workflow: Workflow) -> Iterator[Finding]:
+    # Rounds alternate between the variants of one pod: with one variant per pod there is
+    # nothing to alternate with, and the option would silently do nothing.
+    if workflow.benchmark.interleave and workflow.scheduling.variants_per_pod == 1:
+        yield Finding(
+            ("benchmark", "interleave"),
+            "interleave needs several variants per pod; scheduling.variants_per_pod is 1",
+            "set scheduling.variants_per_pod above 1 (the variants to compare share a pod), "
+            "or drop interleave",
+        )

@@ -217,6 +217,8 @@ def measurement_setup(
         "requests": dict(sorted(target.resources.requests.items())),
         "limits": dict(sorted(target.resources.limits.items())),
         "node_selector": dict(sorted(node_selector.items())),
+        # Only when set, so that every variant id from before the option stays as it was.
+        **({"interleave": True} if benchmark.interleave else {}),
     }
 
 
@@ -257,10 +259,12 @@ def identified_variants(
 
 
 def _left_out(config: RunConfig) -> set[str] | None:
-    """What config.json leaves out: `groups` where there are none, so that it, and so every
-    Job's content-hash name, stays byte for byte what it was before groups existed (no
-    rename, no run under a new name)."""
-    return {"groups"} if config.groups is None else None
+    """What config.json leaves out: `groups` where there are none and `interleave` where it
+    is off, so that it, and so every Job's content-hash name, stays byte for byte what it was
+    before these options existed (no rename, no run under a new name)."""
+    unset = {"groups"} if config.groups is None else set()
+    unset |= set() if config.interleave else {"interleave"}
+    return unset or None
 
 
 def pod_groups(models: list[str], per_pod: int) -> tuple[tuple[int, ...], ...] | None:
@@ -308,6 +312,7 @@ def run_config(
             for index, (variant, variant_id) in enumerate(variants)
         ),
         groups=groups,
+        interleave=workflow.benchmark.interleave,
     )
 
 

@@ -284,6 +284,11 @@ class Benchmark(SpecModel):
     """The design note's form of `measure.min_iterations`."""
     warmup_iterations: Annotated[StrictInt, Field(ge=0)] | None = None
     """The design note's form of `warmup.min_iterations`."""
+    interleave: StrictBool = False
+    """Measure the variants of one model that share a pod (`scheduling.variants_per_pod`
+    above 1) in alternating rounds, A B B A, within the measure phase's bounds, so their
+    comparison is paired: same node, same moments. Each later variant's result carries its
+    ratio to the first one with a 95 % interval (docs/runner.md)."""
 
     @field_validator("iterations")
     @classmethod

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from collector.intervals import from_samples, from_summary, median_interval, ratio
+from collector.intervals import from_samples, from_summary, ratio
+from contract.order_stats import median_interval
 
 
 def timings(rng: random.Random, median: float, count: int) -> list[float]:

@@ -109,6 +109,41 @@ def test_the_deadline_check_counts_a_group_in_sequence(
     load_specs(spec_repo)
 
 
+def _interleaved(per_pod: int) -> str:
+    measure = "max_time: 20s}\n"
+    return _with(per_pod).replace(measure, f"{measure}  interleave: true\n")
+
+
+def test_interleave_without_groups_is_a_located_error(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    path = write_spec("grouped.yaml", _interleaved(1))
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(spec_repo, [path])
+    (problem,) = raised.value.problems
+    located = "specs/workflows/grouped.yaml:15:15: benchmark.interleave: "
+    assert str(problem).startswith(located)
+    assert "variants_per_pod" in str(problem)
+
+
+def test_interleave_reaches_config_json_and_every_variant_id(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    write_spec("grouped.yaml", _with(3))
+    synth(spec_repo)
+    _, sequential = _job(spec_repo)
+    workload = read_workload(spec_repo / workload_file("alpha", "grouped"))
+    (job,) = workload.jobs
+    assert '"interleave"' not in workload.configmaps[job["metadata"]["name"]]["data"][CONFIG_FILE]
+    write_spec("grouped.yaml", _interleaved(3))
+    synth(spec_repo)
+    _, interleaved = _job(spec_repo)
+    assert not sequential.interleave and interleaved.interleave
+    assert interleaved.groups == sequential.groups
+    before = {v.id for v in sequential.variants}
+    assert before.isdisjoint(v.id for v in interleaved.variants), "it changes the numbers"
+
+
 def test_config_json_groups_must_list_every_variant_once() -> None:
     base = {
         "workflow": "w",

@@ -140,6 +140,13 @@ EDITS: dict[str, Edit] = {
     "`scheduling.deadline`": _spec("deadline: 30m", "deadline: 1h"),
     "`scheduling.max_parallel`": _spec("retries: 2\n", "retries: 2\n  max_parallel: 3\n"),
     "`scheduling.variants_per_pod`": _spec("retries: 2\n", "retries: 2\n  variants_per_pod: 4\n"),
+    "`benchmark.interleave`": Edit(
+        lambda _, text: _replaced(
+            _replaced(text, "retries: 2\n", "retries: 2\n  variants_per_pod: 4\n"),
+            MEASURE,
+            f"{MEASURE}  interleave: true\n",
+        )
+    ),
     "`description`, `owner`": _spec("description: incremental sweeps", "description: edited"),
     "`default_priority` in `specs/clusters.yaml`": Edit(_fleet_default_priority),
 }

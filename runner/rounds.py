@@ -1,0 +1,94 @@
+"""Interleaved rounds (config.json `interleave`): the variants of one model in a pod take
+turns in the timed loop, so that what drifts during it (clocks, caches, neighbours) falls on
+all of them alike, and each later variant is compared with the first round by round.
+
+Every variant runs one block of iterations per round; the order is reversed on odd rounds
+(A B, B A, A B, ...: ABBA), so a drift that is linear over two rounds falls on each side
+equally, where A B A B would always give B the later moment.
+"""
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Final
+
+from contract.config import PhaseConfig, VariantConfig
+from contract.order_stats import median_interval
+from contract.result import Paired, StoppedBy
+from runner.measure import PhaseOutcome, Step, run_phase
+
+ROUNDS: Final = 16
+"""Rounds of a timed loop, fewer only when max_iterations is below this. 16 round ratios give
+the sign test's 95 % interval of their median at ranks 4 and 13; more rounds narrow it
+slowly, while each round's block, and so its median, gets shorter."""
+
+
+def runs(group: Sequence[VariantConfig], interleave: bool) -> list[tuple[VariantConfig, ...]]:
+    """What a pod measures in turn: each variant alone, or with `interleave` the group's
+    variants of one model together (in the group's order, placed where the model's first
+    variant is)."""
+    if not interleave:
+        return [(variant,) for variant in group]
+    by_model: dict[str, list[VariantConfig]] = {}
+    for variant in group:
+        by_model.setdefault(variant.model, []).append(variant)
+    return [tuple(variants) for variants in by_model.values()]
+
+
+def round_count(rule: PhaseConfig) -> int:
+    """The rounds of a timed loop under `rule`: each block holds at least one iteration."""
+    return min(ROUNDS, rule.max_iterations)
+
+
+def block_rule(rule: PhaseConfig, rounds: int) -> PhaseConfig:
+    """One block's share of `rule`, so that a variant's blocks together meet its minimums and
+    stay within its maximums, as its single loop would."""
+    return PhaseConfig(
+        min_iterations=math.ceil(rule.least_iterations / rounds),
+        min_time_s=rule.min_time_s / rounds,
+        max_iterations=rule.max_iterations // rounds,
+        max_time_s=rule.max_time_s / rounds,
+    )
+
+
+def round_order(variants: int, round_number: int) -> list[int]:
+    """The positions of `variants` in the order round `round_number` runs them: ABBA."""
+    order = list(range(variants))
+    return order[::-1] if round_number % 2 else order
+
+
+def run_rounds(steps: Sequence[Step], rule: PhaseConfig) -> list[list[PhaseOutcome]]:
+    """Each step's blocks, round by round, under the timed loop's `rule`."""
+    rounds = round_count(rule)
+    block = block_rule(rule, rounds)
+    blocks: list[list[PhaseOutcome]] = [[] for _ in steps]
+    for round_number in range(rounds):
+        for position in round_order(len(steps), round_number):
+            blocks[position].append(run_phase(steps[position], block, at_least=1))
+    return blocks
+
+
+def joined(blocks: Sequence[PhaseOutcome]) -> PhaseOutcome:
+    """A variant's blocks as one timed loop: its samples, time, and the first reason a block
+    stopped other than reaching its minimums."""
+    early = (block.stopped_by for block in blocks if block.stopped_by != "minimums")
+    stopped_by: StoppedBy = next(early, "minimums")
+    return PhaseOutcome(
+        [duration for block in blocks for duration in block.durations_ns],
+        sum(block.elapsed_s for block in blocks),
+        stopped_by,
+    )
+
+
+def paired(
+    blocks: Sequence[PhaseOutcome], reference: Sequence[PhaseOutcome], against: str
+) -> Paired:
+    """`blocks` against the `reference` variant's blocks of the same rounds."""
+    ratios = [
+        statistics.median(mine.durations_ns) / statistics.median(theirs.durations_ns)
+        for mine, theirs in zip(blocks, reference, strict=True)
+    ]
+    low, high = median_interval(ratios)
+    return Paired(
+        against=against, rounds=len(ratios), ratio=statistics.median(ratios), low=low, high=high
+    )

@@ -1,0 +1,140 @@
+"""Interleaved rounds (config.json `interleave`): the schedule is ABBA, a variant's blocks
+stay within its measure phase's bounds, and a pod running two example models at fp32 and
+bf16 pairs each bf16 variant with its model's fp32 one."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
+from contract.errors import ExitCode
+from contract.result import OkResult, parse_result
+from runner.__main__ import main
+from runner.measure import PhaseOutcome
+from runner.rounds import (
+    ROUNDS,
+    block_rule,
+    joined,
+    paired,
+    round_count,
+    round_order,
+    run_rounds,
+    runs,
+)
+from tests.runner.conftest import EXAMPLE_INPUTS, EXAMPLES, QUICK, sha256_of
+
+SHORT = PhaseConfig(min_iterations=32, min_time_s=0.0, max_iterations=64, max_time_s=5.0)
+
+
+def _variant(index: int, model: str, precision: str) -> VariantConfig:
+    return VariantConfig(
+        index=index,
+        id=f"v{index:012x}",
+        model=model,
+        precision=precision,
+        quantization="none",
+        batch_size=2,
+        inputs=(InputConfig(shape=EXAMPLE_INPUTS[model], dtype="float32"),),
+    )
+
+
+def test_rounds_alternate_abba() -> None:
+    assert [round_order(2, r) for r in range(4)] == [[0, 1], [1, 0], [0, 1], [1, 0]]
+    assert [round_order(3, r) for r in range(2)] == [[0, 1, 2], [2, 1, 0]]
+
+
+def _recording(name: str, duration_ns: int, calls: list[str]) -> Callable[[], int]:
+    def step() -> int:
+        calls.append(name)
+        return duration_ns
+
+    return step
+
+
+def test_run_rounds_calls_the_variants_in_abba_blocks_and_pairs_them() -> None:
+    calls: list[str] = []
+    one_per_block = PhaseConfig(min_iterations=4, min_time_s=0.0, max_iterations=4, max_time_s=5.0)
+    steps = [_recording("A", 100, calls), _recording("B", 250, calls)]
+    first, second = run_rounds(steps, one_per_block)
+    assert "".join(calls) == "ABBAABBA"
+    assert joined(first).durations_ns == [100] * 4
+    comparison = paired(second, first, "a")
+    assert (comparison.against, comparison.rounds) == ("a", 4)
+    assert comparison.low == comparison.ratio == comparison.high == 2.5
+
+
+def test_blocks_together_keep_the_measure_phases_bounds() -> None:
+    assert round_count(SHORT) == ROUNDS
+    assert round_count(QUICK) == QUICK.max_iterations, "every block holds an iteration"
+    block = block_rule(SHORT, ROUNDS)
+    assert block.min_iterations * ROUNDS >= SHORT.min_iterations
+    assert block.max_iterations * ROUNDS <= SHORT.max_iterations
+    assert block.max_time_s * ROUNDS <= SHORT.max_time_s
+
+
+def test_a_block_stopped_early_marks_the_joined_loop() -> None:
+    done = PhaseOutcome([1], 0.1, "minimums")
+    cut = PhaseOutcome([1], 0.1, "max_time")
+    assert joined([done, cut, done]).stopped_by == "max_time"
+    assert joined([done, done]).stopped_by == "minimums"
+
+
+def test_only_variants_of_one_model_are_interleaved() -> None:
+    a, b, c = (
+        _variant(0, "tiny-mlp", "fp32"),
+        _variant(1, "tiny-cnn", "fp32"),
+        _variant(2, "tiny-mlp", "bf16"),
+    )
+    assert runs([a, b, c], interleave=False) == [(a,), (b,), (c,)]
+    assert runs([a, b, c], interleave=True) == [(a, c), (b,)]
+
+
+def test_a_pod_pairs_bf16_with_fp32_of_the_same_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    models = ("tiny-mlp", "tiny-cnn")
+    variants = tuple(
+        _variant(2 * m + p, model, precision)
+        for m, model in enumerate(models)
+        for p, precision in enumerate(("fp32", "bf16"))
+    )
+    config = RunConfig(
+        workflow="test",
+        target="cpu",
+        device_type="cpu",
+        gpus=0,
+        warmup=QUICK,
+        measure=SHORT,
+        models={
+            m: ModelConfig(
+                source="file", location=f"{m}.pt2", sha256=sha256_of(EXAMPLES / f"{m}.pt2")
+            )
+            for m in models
+        },
+        variants=variants,
+        groups=((0, 1, 2, 3),),
+        interleave=True,
+    )
+    path = tmp_path / "config.json"
+    path.write_text(config.model_dump_json(), encoding="utf-8")
+    code = main(["--config", str(path), "--models", str(EXAMPLES), "--index", "0",
+                 "--termination-log", str(tmp_path / "log")])  # fmt: skip
+    assert code == ExitCode.OK
+    lines = capsys.readouterr().out.splitlines()
+    results = [parse_result(line.removeprefix("BENCH_RESULT ")) for line in lines]
+    assert all(isinstance(r, OkResult) for r in results)
+    by_index = {r.variant.index: r for r in results if isinstance(r, OkResult) and r.variant}
+    assert sorted(by_index) == [0, 1, 2, 3]
+    for reference, other in ((0, 1), (2, 3)):
+        fp32, bf16 = by_index[reference], by_index[other]
+        assert fp32.paired is None
+        assert fp32.samples is not None and bf16.samples is not None
+        assert len(bf16.samples.durations_ns()) == bf16.latency.count >= ROUNDS, (
+            "a block holds one at least"
+        )
+        assert bf16.paired is not None
+        assert bf16.paired.against == variants[reference].id
+        assert bf16.paired.rounds == ROUNDS
+        assert bf16.paired.low <= bf16.paired.ratio <= bf16.paired.high
+        assert bf16.applied is not None and bf16.applied.compute_dtype == "bfloat16"
