@@ -48,6 +48,9 @@ class Ratio:
     value: float
     low: float
     high: float
+    paired: bool = False
+    """From rounds that alternated the two in one pod (`benchmark.interleave`), each round
+    compared within itself; otherwise from both sides' own intervals."""
 
     @property
     def excludes_one(self) -> bool:

@@ -19,7 +19,7 @@ from collector import intervals
 from collector.intervals import MedianEstimate, Ratio
 from collector.store import StoredRun
 from contract.records import Reuses
-from contract.result import LatencyStats, OkResult, Validity
+from contract.result import LatencyStats, OkResult, Paired, Validity
 from contract.variant import SETTING_FIELDS, VariantRef
 
 REPORT_SCHEMA_VERSION: Final = 3
@@ -114,6 +114,9 @@ class VariantRow:
     quantized: str | None = None
     """How much of the model a quantization reached, as the runner proved it ("1 of 1
     Linear; conv2d x3 not"); None without quantization or where the result does not say."""
+    paired: Paired | None = None
+    """Where its pod measured it in rounds alternating with another variant of the model
+    (`benchmark.interleave`): the ratio of their latencies, round by round."""
     flag_reasons: tuple[str, ...] = ()
     """The runner's reasons for its flags ("IQR is 37% of the median (over 10%)"): said once
     per run, not in every verdict the flags make inconclusive."""
@@ -590,6 +593,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         doubts=_doubts(validity),
         flag_reasons=tuple(validity.reasons) if validity and _doubts(validity) else (),
         quantized=_quantized(result),
+        paired=result.paired,
     )
 
 
@@ -611,6 +615,8 @@ def _median_run(runs: Sequence[tuple[int, VariantRow]]) -> VariantRow:
         is_p99_reliable=all(row.is_p99_reliable for row in rows),
         doubts=tuple(dict.fromkeys(doubt for row in rows for doubt in row.doubts)),
         flag_reasons=tuple(dict.fromkeys(why for row in rows for why in row.flag_reasons)),
+        # A pairing compares two variants within one run; the median of several runs has none.
+        paired=None,
         repeats=Repeats(p50s_ms=p50s, jobs=tuple(row.job for row in rows)),
     )
 
@@ -701,8 +707,27 @@ def _compare(rows: Sequence[VariantRow]) -> Comparison:
     )
 
 
+def _per_sample_ratio(row: VariantRow, other: VariantRow) -> Ratio:
+    """`row`'s p50 per sample over `other`'s: from their pairing where one was measured in
+    rounds against the other in the same pod (the tighter, drift-free interval), otherwise
+    from both sides' own intervals."""
+    per_sample = other.key.batch_size / row.key.batch_size
+    if row is not other and row.job == other.job:
+        if row.paired is not None and row.paired.against == other.variant_id:
+            pair = row.paired
+            return Ratio(
+                pair.ratio * per_sample, pair.low * per_sample, pair.high * per_sample, True
+            )
+        if other.paired is not None and other.paired.against == row.variant_id:
+            pair = other.paired
+            return Ratio(
+                per_sample / pair.ratio, per_sample / pair.high, per_sample / pair.low, True
+            )
+    return intervals.ratio(row.per_sample, other.per_sample)
+
+
 def _ranked(row: VariantRow, fastest: VariantRow) -> Ranked:
-    ratio = intervals.ratio(row.per_sample, fastest.per_sample)
+    ratio = _per_sample_ratio(row, fastest)
     if row is fastest:
         return Ranked(row=row, ratio=ratio, doubts=())
     doubts = (*_labelled(fastest), *_labelled(row), *_between_runs(ratio, fastest, row))
@@ -754,7 +779,7 @@ def _axis(axis: str, rows: Sequence[VariantRow]) -> AxisComparison | None:
 
 
 def _axis_entry(row: VariantRow, reference: VariantRow) -> AxisEntry:
-    ratio = intervals.ratio(row.per_sample, reference.per_sample)
+    ratio = _per_sample_ratio(row, reference)
     return AxisEntry(
         row=row,
         reference=reference,

@@ -73,7 +73,9 @@ class Layout:
 _CI_NOTE: Final = (
     "95% CI of the median: from every iteration's time (order statistics, distribution-free) "
     "where the result carries them; ≈ marks the IQR approximation for results without samples. "
-    "Ratios combine both sides' uncertainty (Price & Bonett 2002)."
+    "Ratios combine both sides' uncertainty (Price & Bonett 2002); a paired one comes from "
+    "rounds alternating the two in one pod (benchmark.interleave), each round compared within "
+    "itself."
 )
 _FLAGS_NOTE: Final = (
     "flags: the runner's validity flags (noisy, contended, throttled, stopped early); a "
@@ -144,7 +146,8 @@ def _row_interval(row: VariantRow, low: float, high: float) -> str:
 
 
 def _ratio_interval(ratio: Ratio) -> str:
-    return f"{format_ratio(ratio.low)}-{format_ratio(ratio.high)}"
+    paired = " paired" if ratio.paired else ""
+    return f"{format_ratio(ratio.low)}-{format_ratio(ratio.high)}{paired}"
 
 
 def _direction(ratio: Ratio, doubts: Sequence[str], than: str) -> str:

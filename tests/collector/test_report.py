@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from collector.intervals import Ratio
 from collector.report import (
     REPORT_SCHEMA_VERSION,
     JobChoiceError,
@@ -32,6 +33,7 @@ from contract.result import (
     ErrorResult,
     LatencyStats,
     OkResult,
+    Paired,
     Validity,
 )
 from contract.samples import Samples, encode
@@ -905,3 +907,54 @@ def test_a_repeat_left_from_a_revision_that_measured_something_else_is_left_out(
     (row,) = report.variants
     assert row.repeats is not None and row.repeats.p50s_ms == pytest.approx((1.0, 1.02))
     assert report.superseded == 1
+
+
+def with_pairing(
+    run: StoredRun, against: StoredRun, ratio: float, low: float, high: float
+) -> StoredRun:
+    """`run` as a pod measuring it in rounds against `against` reports it."""
+    mine, theirs = run.variant.result, against.variant.result
+    assert isinstance(mine, OkResult) and isinstance(theirs, OkResult)
+    pairing = Paired(against=theirs.variant.id, rounds=16, ratio=ratio, low=low, high=high)
+    result = mine.model_copy(update={"paired": pairing})
+    return StoredRun(run.job, run.variant.model_copy(update={"result": result}), run.collected_at)
+
+
+def test_a_pairing_in_one_pod_decides_where_the_unpaired_intervals_overlap(
+    make_run: MakeRun,
+) -> None:
+    fp32 = make_run(precision="fp32", p50_ms=1.0, iqr_ms=0.09, count=10, index=0)
+    bf16 = make_run(precision="bf16", p50_ms=0.95, iqr_ms=0.09, count=10, index=1)
+    (unpaired,) = build_report([fp32, bf16]).axes[0].entries
+    assert not unpaired.ratio.excludes_one and not unpaired.ratio.paired
+    report = build_report([fp32, with_pairing(bf16, fp32, 0.95, 0.93, 0.97)])
+    (axis,) = report.axes
+    (entry,) = axis.entries
+    assert (entry.row.key.precision, entry.reference.key.precision) == ("bf16", "fp32")
+    assert entry.ratio == Ratio(0.95, 0.93, 0.97, paired=True)
+    assert entry.direction == "faster"
+    assert "0.93x-0.97x paired" in to_text(report)
+
+
+def test_a_pairing_reads_both_ways_and_per_sample(make_run: MakeRun) -> None:
+    """The reference measured against the other (it is the pod's first variant of the model
+    only by order): the ratio inverts; batches differ: latency becomes per sample."""
+    batch_1 = make_run(batch_size=1, p50_ms=1.0, index=0)
+    batch_8 = make_run(batch_size=8, p50_ms=4.0, index=1)
+    report = build_report([with_pairing(batch_1, batch_8, 0.25, 0.2, 0.3), batch_8])
+    (entry,) = report.axes[0].entries
+    assert entry.row.key.batch_size == 8
+    # batch 8 per sample over batch 1: (4.0 / 8) / 1.0 = 0.5, from the pairing 1 / 0.25 / 8.
+    assert entry.ratio.paired
+    assert (entry.ratio.value, entry.ratio.low, entry.ratio.high) == pytest.approx(
+        (0.5, 1 / 0.3 / 8, 1 / 0.2 / 8)
+    )
+
+
+def test_a_pairing_counts_only_within_its_own_job(make_run: MakeRun) -> None:
+    """Another target's run of the same settings has the same variant id in these runs, but
+    ran in another Job's pod: a pairing names only a variant of its own pod."""
+    a100 = make_run(target="a100", p50_ms=1.0)
+    h100 = with_pairing(make_run(target="h100", p50_ms=0.95), a100, 0.95, 0.93, 0.97)
+    (comparison,) = build_report([a100, h100]).by_target
+    assert [entry.ratio.paired for entry in comparison.entries] == [False, False]
