@@ -914,7 +914,7 @@ def with_pairing(
 ) -> StoredRun:
     """`run` as a pod measuring it in rounds against `against` reports it."""
     mine, theirs = run.variant.result, against.variant.result
-    assert isinstance(mine, OkResult) and isinstance(theirs, OkResult)
+    assert isinstance(mine, OkResult) and isinstance(theirs, OkResult) and theirs.variant
     pairing = Paired(against=theirs.variant.id, rounds=16, ratio=ratio, low=low, high=high)
     result = mine.model_copy(update={"paired": pairing})
     return StoredRun(run.job, run.variant.model_copy(update={"result": result}), run.collected_at)
