@@ -95,6 +95,43 @@ class PodState:
     """The result in the termination message, parsed once when the state is read."""
 
 
+_HELD_METADATA: Final = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "labels",
+    "annotations",
+)
+_HELD_SPEC: Final = ("nodeName", "schedulingGates")
+
+
+def held_pod(pod: Object) -> dict[str, Any]:
+    """What the collector keeps of a pod as the API returned it: every field this module,
+    indexes.py and status.py read (the metadata that names and orders attempts, the node,
+    scheduling gates, the runner's memory limit, the whole status), nothing else.
+
+    A pod the API returns is about 40 KiB of Python objects, most of it managedFields and
+    the pod template's spec (env, volumes, security context); holding thousands of them made
+    gather's memory grow with every variant by that much."""
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    held_spec: dict[str, Any] = {key: spec[key] for key in _HELD_SPEC if key in spec}
+    held_spec["containers"] = [
+        {"name": container.get("name"), "resources": container.get("resources") or {}}
+        for container in spec.get("containers") or ()
+    ]
+    held: dict[str, Any] = {
+        "metadata": {key: metadata[key] for key in _HELD_METADATA if key in metadata},
+        "spec": held_spec,
+    }
+    if "status" in pod:
+        held["status"] = pod["status"]
+    return held
+
+
 def message_reading(pod: Object) -> ResultReading:
     """The runner's result as the termination message holds it (no request needed)."""
     message = _runner_terminated(pod).get("message")
