@@ -28,7 +28,7 @@ from collector.kube import KubeClient, KubeError, Object
 from collector.logreads import LogReads
 from collector.logs import job_context
 from collector.metrics import ObservedJob
-from collector.pods import is_stuck
+from collector.pods import completion_index, is_stuck
 from collector.progress import plural
 from collector.status import explain_waiting, pods_by_job
 from collector.store import Store
@@ -62,7 +62,10 @@ class JobProgress:
     """How each stored index ended: what it counts as in progress, whatever its pod shows."""
     job: Object | None = None
     pods: list[Object] = field(default_factory=list)
+    """The pods of the indexes not stored yet: a stored index's pods are never read again."""
     states: list[IndexState] = field(default_factory=list)
+    """The indexes not stored yet: a stored one's state holds its whole result, and it
+    counts as it was stored."""
     causes: dict[int, str] = field(default_factory=dict)
     """Why each index waited, the last time it was seen waiting for a reason (unschedulable,
     an image that cannot be pulled): its pod may be gone by the time the Job fails it."""
@@ -197,12 +200,20 @@ class Gatherer:
             if progress.job is None:
                 counts["pending"] = counts.get("pending", 0) + progress.expected.completions
                 continue
-            progress.pods = grouped.get(identity.job, [])
-            progress.states = index_states(progress.job, progress.pods)
+            # Reading a pod parses its termination message: done for stored indexes at every
+            # step, following thousands of variants cost time with every variant stored.
+            progress.pods = [
+                pod
+                for pod in grouped.get(identity.job, [])
+                if completion_index(pod) not in progress.stored
+            ]
+            states = index_states(progress.job, progress.pods)
+            progress.states = [state for state in states if state.index not in progress.stored]
             _remember_causes(progress)
             self._store_finished(progress)
-            for state, number in vars(summary_counts(progress.states, progress.stored)).items():
+            for state, number in vars(summary_counts(states, progress.stored)).items():
                 counts[state] = counts.get(state, 0) + number
+            progress.states = [state for state in states if state.index not in progress.stored]
         self._on_progress(counts)
 
     def _store_finished(self, progress: JobProgress) -> None:
