@@ -5,7 +5,8 @@ and `Follower` (list + watch of a workflow's Jobs or pods). Objects are plain di
 exactly like the API's JSON (`metadata.resourceVersion`, `status.containerStatuses`), not the
 client library's model classes: the modules that interpret them, and their tests, work on what
 `kubectl get -o json` shows. So every call asks for the raw response (`_preload_content=False`)
-and decodes its body itself.
+and decodes its body itself. A list or a follower may be given `keep`, what to hold of each
+object (gather holds pods as `pods.held_pod` cuts them).
 
 Transient failures (429, 500, 502, 503, 504, broken connections) are retried with bounded,
 deterministic exponential backoff; anything else raises `KubeError` at once with a message that

@@ -38,6 +38,8 @@ ResultSource = Literal["termination-message", "log"]
 
 RUNNER: Final = "runner"
 INDEX_KEY: Final = "batch.kubernetes.io/job-completion-index"
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
 _IMAGE_PULL: Final = frozenset(
     {
         "ErrImagePull",
@@ -102,16 +104,17 @@ _HELD_METADATA: Final = (
     "resourceVersion",
     "creationTimestamp",
     "deletionTimestamp",
-    "labels",
     "annotations",
 )
+_HELD_LABELS: Final = (INDEX_KEY, JOB_NAME_LABEL, CONTROLLER_UID_LABEL)
 _HELD_SPEC: Final = ("nodeName", "schedulingGates")
 
 
 def held_pod(pod: Object) -> dict[str, Any]:
     """What the collector keeps of a pod as the API returned it: every field this module,
-    indexes.py and status.py read (the metadata that names and orders attempts, the node,
-    scheduling gates, the runner's memory limit, the whole status), nothing else.
+    indexes.py and status.py read (the metadata that names and orders attempts, the labels
+    naming its Job and index, the node, scheduling gates, the runner's limits, the whole
+    status), nothing else.
 
     A pod the API returns is about 40 KiB of Python objects, most of it managedFields and
     the pod template's spec (env, volumes, security context); holding thousands of them made
@@ -120,16 +123,21 @@ def held_pod(pod: Object) -> dict[str, Any]:
     spec = pod.get("spec") or {}
     held_spec: dict[str, Any] = {key: spec[key] for key in _HELD_SPEC if key in spec}
     held_spec["containers"] = [
-        {"name": container.get("name"), "resources": container.get("resources") or {}}
+        {"name": container.get("name"), "resources": _limits(container)}
         for container in spec.get("containers") or ()
     ]
-    held: dict[str, Any] = {
-        "metadata": {key: metadata[key] for key in _HELD_METADATA if key in metadata},
-        "spec": held_spec,
-    }
+    labels = metadata.get("labels") or {}
+    held_metadata = {key: metadata[key] for key in _HELD_METADATA if key in metadata}
+    held_metadata["labels"] = {key: labels[key] for key in _HELD_LABELS if key in labels}
+    held: dict[str, Any] = {"metadata": held_metadata, "spec": held_spec}
     if "status" in pod:
         held["status"] = pod["status"]
     return held
+
+
+def _limits(container: Object) -> dict[str, Any]:
+    resources = container.get("resources") or {}
+    return {"limits": resources["limits"]} if "limits" in resources else {}
 
 
 def message_reading(pod: Object) -> ResultReading:

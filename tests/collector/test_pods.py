@@ -6,6 +6,7 @@ import pytest
 
 from collector.indexes import index_states
 from collector.pods import ResultReading, held_pod, pod_state, read_result
+from collector.status import pods_by_job
 from contract.result import BenchResult, ErrorResult
 from standin import objects
 from standin.objects import Obj
@@ -98,6 +99,8 @@ def test_a_held_pod_reads_as_the_whole_pod(smoke: Obj, spot_gpu: Obj) -> None:
         assert pod_state(kept, events) == pod_state(whole, events)
         assert pod_state(kept).message == pod_state(whole).message
     assert index_states(smoke, held, events) == index_states(smoke, pods, events)
+    jobs = {smoke["metadata"]["name"], spot_gpu["metadata"]["name"]}
+    assert pods_by_job(held).keys() == pods_by_job(pods).keys() == jobs
     assert "volumes" in pods[0]["spec"] and "volumes" not in held[0]["spec"]
 
 
