@@ -70,6 +70,11 @@ class JobProgress:
     """Why each index waited, the last time it was seen waiting for a reason (unschedulable,
     an image that cannot be pulled): its pod may be gone by the time the Job fails it."""
 
+    def keep_unstored(self, pods: list[Object], states: list[IndexState]) -> None:
+        """Hold `pods` and `states` of the indexes not stored yet only."""
+        self.pods = [pod for pod in pods if completion_index(pod) not in self.stored]
+        self.states = [state for state in states if state.index not in self.stored]
+
     @property
     def finished(self) -> bool:
         """The Job has ended and every variant of it is stored."""
@@ -140,25 +145,37 @@ class Gatherer:
         deadline = clock() + self._options.timeout_s
         self._logs = LogReads(self._client, namespace, deadline)
         try:
-            if not self._options.wait:
-                snapshot = listed_once(self._client, namespace, selector)
-                self._step(snapshot)
-                self._logs.wait(deadline - clock())
-                self._step(snapshot)
-                return self._outcome()
-            with WorkflowWatch(self._client, namespace, selector) as watch:
-                while not all(progress.finished for progress in self._jobs):
-                    remaining = deadline - clock()
-                    if remaining <= 0:
-                        break
-                    watch.wait(min(remaining, self._options.batch_wait_s))
-                    if watch.snapshot.synced == {"jobs", "pods"}:
-                        self._step(watch.snapshot)
-                if watch.snapshot.synced != {"jobs", "pods"}:
-                    raise KubeError(self._unlisted(workflow))
+            if self._options.wait:
+                self._follow(namespace, selector, deadline, clock)
+            else:
+                self._list_once(namespace, selector, deadline, clock)
         finally:
             self._logs.close()
+        # The pods seen are let go by now: the records read every stored result back, and
+        # holding both was the peak of a large gather.
         return self._outcome()
+
+    def _list_once(
+        self, namespace: str, selector: str, deadline: float, clock: Callable[[], float]
+    ) -> None:
+        snapshot = listed_once(self._client, namespace, selector)
+        self._step(snapshot)
+        self._logs.wait(deadline - clock())
+        self._step(snapshot)
+
+    def _follow(
+        self, namespace: str, selector: str, deadline: float, clock: Callable[[], float]
+    ) -> None:
+        with WorkflowWatch(self._client, namespace, selector) as watch:
+            while not all(progress.finished for progress in self._jobs):
+                remaining = deadline - clock()
+                if remaining <= 0:
+                    break
+                watch.wait(min(remaining, self._options.batch_wait_s))
+                if watch.snapshot.synced == {"jobs", "pods"}:
+                    self._step(watch.snapshot)
+            if watch.snapshot.synced != {"jobs", "pods"}:
+                raise KubeError(self._unlisted(self._jobs[0].expected.identity.workflow))
 
     def _unlisted(self, workflow: str) -> str:
         """Why gather saw nothing by its timeout: never that Flux has not applied the Jobs,
@@ -202,18 +219,18 @@ class Gatherer:
                 continue
             # Reading a pod parses its termination message: done for stored indexes at every
             # step, following thousands of variants cost time with every variant stored.
-            progress.pods = [
+            pods = [
                 pod
                 for pod in grouped.get(identity.job, [])
                 if completion_index(pod) not in progress.stored
             ]
-            states = index_states(progress.job, progress.pods)
-            progress.states = [state for state in states if state.index not in progress.stored]
+            states = index_states(progress.job, pods)
+            progress.keep_unstored(pods, states)
             _remember_causes(progress)
             self._store_finished(progress)
             for state, number in vars(summary_counts(states, progress.stored)).items():
                 counts[state] = counts.get(state, 0) + number
-            progress.states = [state for state in states if state.index not in progress.stored]
+            progress.keep_unstored(pods, states)
         self._on_progress(counts)
 
     def _store_finished(self, progress: JobProgress) -> None:
