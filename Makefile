@@ -56,6 +56,7 @@ bench: install cluster-build
 	$(PY) -m bench.grouping
 	$(PY) -m bench.collector_gather
 	$(PY) -m bench.cluster_gather
+	$(PY) -m bench.cluster_gather_scale
 
 demo: synth
 	$(PY) -m localrun cpu-smoke

@@ -10,9 +10,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Final
 
-from collector.kube import Change, Follower, Kind, KubeClient, KubeError, Object, ObjectList
+from collector.kube import Change, Follower, Keep, Kind, KubeClient, KubeError, Object, ObjectList
+from collector.pods import held_pod
 
 _KINDS: Final[tuple[Kind, ...]] = ("jobs", "pods")
+_KEEP: Final[dict[Kind, Keep | None]] = {"jobs": None, "pods": held_pod}
+"""Pods are held as pods.held_pod cuts them: a workflow has thousands. Its few Jobs whole."""
 
 
 @dataclass
@@ -41,7 +44,10 @@ class WorkflowWatch:
         self._threads = [
             threading.Thread(
                 target=self._follow,
-                args=(Follower(client, kind, namespace, label_selector), watch_timeout_s),
+                args=(
+                    Follower(client, kind, namespace, label_selector, keep=_KEEP[kind]),
+                    watch_timeout_s,
+                ),
                 name=f"follow {kind} in {namespace}",
                 daemon=True,
             )
@@ -104,7 +110,7 @@ def listed_once(client: KubeClient, namespace: str, label_selector: str) -> Snap
     snapshot = Snapshot()
     listings: dict[Kind, ObjectList] = {
         "jobs": client.list_jobs(namespace, label_selector),
-        "pods": client.list_pods(namespace, label_selector),
+        "pods": client.list_pods(namespace, label_selector, keep=_KEEP["pods"]),
     }
     for kind, listing in listings.items():
         snapshot.of(kind).update({obj["metadata"]["name"]: obj for obj in listing.items})

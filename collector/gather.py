@@ -28,7 +28,7 @@ from collector.kube import KubeClient, KubeError, Object
 from collector.logreads import LogReads
 from collector.logs import job_context
 from collector.metrics import ObservedJob
-from collector.pods import is_stuck
+from collector.pods import completion_index, is_stuck
 from collector.progress import plural
 from collector.status import explain_waiting, pods_by_job
 from collector.store import Store
@@ -63,10 +63,18 @@ class JobProgress:
     its pod shows."""
     job: Object | None = None
     pods: list[Object] = field(default_factory=list)
+    """The pods of the indexes not stored yet: a stored index's pods are never read again."""
     states: list[IndexState] = field(default_factory=list)
+    """The indexes not stored yet: a stored one's state holds its whole result, and it
+    counts as it was stored."""
     causes: dict[int, str] = field(default_factory=dict)
     """Why each index waited, the last time it was seen waiting for a reason (unschedulable,
     an image that cannot be pulled): its pod may be gone by the time the Job fails it."""
+
+    def keep_unstored(self, pods: list[Object], states: list[IndexState]) -> None:
+        """Hold `pods` and `states` of the indexes not stored yet only."""
+        self.pods = [pod for pod in pods if self.index_unstored(completion_index(pod))]
+        self.states = [state for state in states if self.unstored(state)]
 
     @property
     def finished(self) -> bool:
@@ -77,9 +85,14 @@ class JobProgress:
             and len(self.stored) == self.expected.variant_count
         )
 
+    def index_unstored(self, index: int | None) -> bool:
+        """Whether a variant that completion index `index` runs has yet to be stored (a pod
+        without an index is kept: nothing says it is done)."""
+        return index is None or any(p not in self.stored for p in self.expected.positions(index))
+
     def unstored(self, state: IndexState) -> bool:
         """Whether a variant that index `state` runs has yet to be stored."""
-        return any(p not in self.stored for p in self.expected.positions(state.index))
+        return self.index_unstored(state.index)
 
 
 @dataclass(frozen=True)
@@ -142,25 +155,37 @@ class Gatherer:
         deadline = clock() + self._options.timeout_s
         self._logs = LogReads(self._client, namespace, deadline)
         try:
-            if not self._options.wait:
-                snapshot = listed_once(self._client, namespace, selector)
-                self._step(snapshot)
-                self._logs.wait(deadline - clock())
-                self._step(snapshot)
-                return self._outcome()
-            with WorkflowWatch(self._client, namespace, selector) as watch:
-                while not all(progress.finished for progress in self._jobs):
-                    remaining = deadline - clock()
-                    if remaining <= 0:
-                        break
-                    watch.wait(min(remaining, self._options.batch_wait_s))
-                    if watch.snapshot.synced == {"jobs", "pods"}:
-                        self._step(watch.snapshot)
-                if watch.snapshot.synced != {"jobs", "pods"}:
-                    raise KubeError(self._unlisted(workflow))
+            if self._options.wait:
+                self._follow(namespace, selector, deadline, clock)
+            else:
+                self._list_once(namespace, selector, deadline, clock)
         finally:
             self._logs.close()
+        # The pods seen are let go by now: the records read every stored result back, and
+        # holding both was the peak of a large gather.
         return self._outcome()
+
+    def _list_once(
+        self, namespace: str, selector: str, deadline: float, clock: Callable[[], float]
+    ) -> None:
+        snapshot = listed_once(self._client, namespace, selector)
+        self._step(snapshot)
+        self._logs.wait(deadline - clock())
+        self._step(snapshot)
+
+    def _follow(
+        self, namespace: str, selector: str, deadline: float, clock: Callable[[], float]
+    ) -> None:
+        with WorkflowWatch(self._client, namespace, selector) as watch:
+            while not all(progress.finished for progress in self._jobs):
+                remaining = deadline - clock()
+                if remaining <= 0:
+                    break
+                watch.wait(min(remaining, self._options.batch_wait_s))
+                if watch.snapshot.synced == {"jobs", "pods"}:
+                    self._step(watch.snapshot)
+            if watch.snapshot.synced != {"jobs", "pods"}:
+                raise KubeError(self._unlisted(self._jobs[0].expected.identity.workflow))
 
     def _unlisted(self, workflow: str) -> str:
         """Why gather saw nothing by its timeout: never that Flux has not applied the Jobs,
@@ -202,13 +227,21 @@ class Gatherer:
             if progress.job is None:
                 counts["pending"] = counts.get("pending", 0) + progress.expected.variant_count
                 continue
-            progress.pods = grouped.get(identity.job, [])
-            progress.states = index_states(progress.job, progress.pods)
+            # Reading a pod parses its termination message: done for stored indexes at every
+            # step, following thousands of variants cost time with every variant stored.
+            pods = [
+                pod
+                for pod in grouped.get(identity.job, [])
+                if progress.index_unstored(completion_index(pod))
+            ]
+            states = index_states(progress.job, pods)
+            progress.keep_unstored(pods, states)
             _remember_causes(progress)
             self._store_finished(progress)
-            summary = summary_counts(progress.states, progress.stored, progress.expected.positions)
+            summary = summary_counts(states, progress.stored, progress.expected.positions)
             for state, number in vars(summary).items():
                 counts[state] = counts.get(state, 0) + number
+            progress.keep_unstored(pods, states)
         self._on_progress(counts)
 
     def _store_finished(self, progress: JobProgress) -> None:

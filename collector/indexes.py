@@ -24,7 +24,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from collector.pods import Object, Phase, PodState, completion_index, condition, pod_state
+from collector.pods import (
+    CONTROLLER_UID_LABEL,
+    Object,
+    Phase,
+    PodState,
+    completion_index,
+    condition,
+    pod_state,
+)
 from contract.records import VariantState
 
 FAILURE_COUNT_KEY: Final = "batch.kubernetes.io/job-index-failure-count"
@@ -131,7 +139,7 @@ def index_states(
     for pod in pods:
         labels = pod["metadata"].get("labels") or {}
         index = completion_index(pod)
-        if index is not None and labels.get("batch.kubernetes.io/controller-uid", uid) == uid:
+        if index is not None and labels.get(CONTROLLER_UID_LABEL, uid) == uid:
             by_index[index].append(pod)
     status = job.get("status", {})
     failed = condition(job, "Failed")

@@ -5,7 +5,8 @@ and `Follower` (list + watch of a workflow's Jobs or pods). Objects are plain di
 exactly like the API's JSON (`metadata.resourceVersion`, `status.containerStatuses`), not the
 client library's model classes: the modules that interpret them, and their tests, work on what
 `kubectl get -o json` shows. So every call asks for the raw response (`_preload_content=False`)
-and decodes its body itself.
+and decodes its body itself. A list or a follower may be given `keep`, what to hold of each
+object (gather holds pods as `pods.held_pod` cuts them).
 
 Transient failures (429, 500, 502, 503, 504, broken connections) are retried with bounded,
 deterministic exponential backoff; anything else raises `KubeError` at once with a message that
@@ -31,6 +32,9 @@ from kubernetes.client import ApiClient, ApiException, BatchV1Api, CoreV1Api, re
 from kubernetes.watch.watch import iter_resp_lines
 
 Object = dict[str, Any]
+Keep = Callable[[Object], Object]
+"""What a caller holds of each listed or watched object: applied as each page or event
+arrives, so a large list never holds every object whole at once."""
 Kind = Literal["jobs", "pods"]
 ChangeType = Literal["ADDED", "MODIFIED", "DELETED", "SYNCED"]
 
@@ -285,10 +289,15 @@ class KubeClient:
         return self._list("jobs", namespace, label_selector, page_size)
 
     def list_pods(
-        self, namespace: str, label_selector: str, *, page_size: int = DEFAULT_PAGE_SIZE
+        self,
+        namespace: str,
+        label_selector: str,
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        keep: Keep | None = None,
     ) -> ObjectList:
         """Every pod in `namespace` matching `label_selector`, one request per page."""
-        return self._list("pods", namespace, label_selector, page_size)
+        return self._list("pods", namespace, label_selector, page_size, keep=keep)
 
     def pod_log(
         self,
@@ -393,6 +402,8 @@ class KubeClient:
         label_selector: str,
         page_size: int,
         stop: threading.Event | None = None,
+        *,
+        keep: Keep | None = None,
     ) -> ObjectList:
         operation = _Operation(
             f"list {kind}", "list", kind, f"listing {kind} in {namespace} ({label_selector})"
@@ -410,8 +421,12 @@ class KubeClient:
                         self._page_request(lister, namespace, label_selector, page_size, token),
                         stop,
                     )
-                    items.extend(page.get("items") or [])
+                    listed = page.get("items") or []
+                    items.extend(map(keep, listed) if keep else listed)
                     metadata = page.get("metadata") or {}
+                    # Let this page go before the next one is decoded: whole pods are 50 KiB
+                    # each, and two pages of them were the peak of a large gather.
+                    del page, listed
                     resource_version = resource_version or str(metadata["resourceVersion"])
                     token = metadata.get("continue") or None
                     if token is None:
@@ -543,8 +558,10 @@ class Follower:
         label_selector: str,
         *,
         page_size: int = DEFAULT_PAGE_SIZE,
+        keep: Keep | None = None,
     ) -> None:
         self._client = client
+        self._keep = keep
         self._kind: Kind = kind
         self._namespace = namespace
         self._selector = label_selector
@@ -600,7 +617,7 @@ class Follower:
 
     def _relist(self, sink: Callable[[Change], None], stop: threading.Event) -> None:
         listing = self._client._list(
-            self._kind, self._namespace, self._selector, self._page_size, stop
+            self._kind, self._namespace, self._selector, self._page_size, stop, keep=self._keep
         )
         for item in listing.items:
             sink(Change(self._kind, "ADDED", item))
@@ -669,7 +686,7 @@ class Follower:
         except (ValueError, KeyError, TypeError, AttributeError):
             raise _Failure("the watch sent a line that is not an event", retryable=True) from None
         if type_ in ("ADDED", "MODIFIED", "DELETED"):
-            sink(Change(self._kind, type_, obj))
+            sink(Change(self._kind, type_, self._keep(obj) if self._keep else obj))
         # BOOKMARKs only move the resourceVersion on, so a re-watch skips what they covered.
         self._resource_version = resource_version
         self._failures = 0

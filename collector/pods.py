@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
+from contract.layout import COMPLETION_INDEX_KEY
 from contract.result import (
     RESULT_PREFIX,
     RESULT_SCHEMA_VERSION,
@@ -39,7 +40,8 @@ podFailurePolicy ignores, so the Job replaces the pod without spending a retry."
 ResultSource = Literal["termination-message", "log"]
 
 RUNNER: Final = "runner"
-INDEX_KEY: Final = "batch.kubernetes.io/job-completion-index"
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
 _IMAGE_PULL: Final = frozenset(
     {
         "ErrImagePull",
@@ -112,6 +114,49 @@ class PodState:
     """When the runner container terminated, as the API server reports it."""
     message: ResultReading = field(compare=False, repr=False)
     """The result in the termination message, parsed once when the state is read."""
+
+
+_HELD_METADATA: Final = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "annotations",
+)
+_HELD_LABELS: Final = (COMPLETION_INDEX_KEY, JOB_NAME_LABEL, CONTROLLER_UID_LABEL)
+_HELD_SPEC: Final = ("nodeName", "schedulingGates")
+
+
+def held_pod(pod: Object) -> dict[str, Any]:
+    """What the collector keeps of a pod as the API returned it: every field this module,
+    indexes.py and status.py read (the metadata that names and orders attempts, the labels
+    naming its Job and index, the node, scheduling gates, the runner's limits, the whole
+    status), nothing else.
+
+    A pod the API returns is about 40 KiB of Python objects, most of it managedFields and
+    the pod template's spec (env, volumes, security context); holding thousands of them made
+    gather's memory grow with every variant by that much."""
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    held_spec: dict[str, Any] = {key: spec[key] for key in _HELD_SPEC if key in spec}
+    held_spec["containers"] = [
+        {"name": container.get("name"), "resources": _limits(container)}
+        for container in spec.get("containers") or ()
+    ]
+    labels = metadata.get("labels") or {}
+    held_metadata = {key: metadata[key] for key in _HELD_METADATA if key in metadata}
+    held_metadata["labels"] = {key: labels[key] for key in _HELD_LABELS if key in labels}
+    held: dict[str, Any] = {"metadata": held_metadata, "spec": held_spec}
+    if "status" in pod:
+        held["status"] = pod["status"]
+    return held
+
+
+def _limits(container: Object) -> dict[str, Any]:
+    resources = container.get("resources") or {}
+    return {"limits": resources["limits"]} if "limits" in resources else {}
 
 
 def message_reading(pod: Object) -> ResultReading:
@@ -299,8 +344,8 @@ def completion_index(pod: Object) -> int | None:
     """The Job completion index of `pod`: its label, or the annotation older clusters set."""
     meta = pod.get("metadata", {})
     for value in (
-        (meta.get("labels") or {}).get(INDEX_KEY),
-        (meta.get("annotations") or {}).get(INDEX_KEY),
+        (meta.get("labels") or {}).get(COMPLETION_INDEX_KEY),
+        (meta.get("annotations") or {}).get(COMPLETION_INDEX_KEY),
     ):
         if value is not None and value.isdigit():
             return int(value)

@@ -21,14 +21,13 @@ from collector.indexes import (
     summary_counts,
 )
 from collector.kube import KubeClient, KubeError, Object
-from collector.pods import RUNNER
+from collector.pods import JOB_NAME_LABEL, RUNNER
 from collector.progress import counts_line
 from collector.workload import ExpectedJob, label_selector
 from contract.records import StoredVariant
 
 log = logging.getLogger(__name__)
 
-JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 EXPLAINED_PENDING: Final = 20
 """Pending pods whose events are fetched: enough to show why, a bounded number of requests."""
 

@@ -229,7 +229,9 @@ def _start_apiserver(cluster: Cluster, binaries: Path, etcd: str) -> None:
         raise RuntimeError(f"/version says {version}, not {KUBERNETES_VERSION}")
 
 
-def _start_controller_manager(cluster: Cluster, binaries: Path) -> None:
+def _start_controller_manager(
+    cluster: Cluster, binaries: Path, extra_flags: Sequence[str] = ()
+) -> None:
     pki, port = cluster.pki, free_port()
     kubeconfig = str(cluster.kubeconfig)
     command = [
@@ -246,6 +248,7 @@ def _start_controller_manager(cluster: Cluster, binaries: Path) -> None:
         f"--cert-dir={cluster.directory / 'controller-manager-certs'}",
         f"--controllers={','.join(CONTROLLERS)}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
+        *extra_flags,
     ]
     context = _https_context(pki, verify=False)
     _timed_start(
@@ -370,8 +373,13 @@ def start_cluster(
     *,
     crds_of: Sequence[Component] = (KWOK, KUEUE),
     gpus_per_node: int = GPUS_PER_NODE,
+    controller_manager_flags: Sequence[str] = (),
 ) -> Cluster:
-    """Start a fresh cluster in `directory` (emptied first) with `fleet_cluster`'s nodes."""
+    """Start a fresh cluster in `directory` (emptied first) with `fleet_cluster`'s nodes.
+
+    `controller_manager_flags` go after the harness's own: a benchmark of thousands of pods
+    raises the client's --kube-api-qps and --kube-api-burst (20 and 30 by default, which pace
+    the Job controller's pod creation) and --terminated-pod-gc-threshold (12500)."""
     if directory.exists():
         subprocess.run(["rm", "-rf", str(directory)], check=True)
     directory.mkdir(parents=True)
@@ -384,7 +392,7 @@ def start_cluster(
         write_kubeconfig(cluster)
         apply_documents(binaries, cluster, crd_documents(binaries, crds_of))
         kubectl(binaries, cluster, "wait", "--for=condition=Established", "crd", "--all")
-        _start_controller_manager(cluster, binaries)
+        _start_controller_manager(cluster, binaries, controller_manager_flags)
         _start_scheduler(cluster, binaries)
         nodes = node_manifests(fleet_cluster, gpus_per_node)
         apply_documents(binaries, cluster, nodes)

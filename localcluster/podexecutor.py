@@ -33,11 +33,12 @@ from typing import Any, Final, cast
 from kubernetes import client, config, watch
 from kubernetes.client import ApiException
 
+from contract.layout import COMPLETION_INDEX_KEY
 from contract.result import BenchResult, result_line
 from contract.result import termination_message as runner_termination_log
 from localcluster.controlplane import Cluster
 from localcluster.processes import start
-from localrun.pod import COMPLETION_INDEX_ANNOTATION, plan_pod
+from localrun.pod import plan_pod
 from localrun.process import start_process
 
 Pod = dict[str, Any]
@@ -86,7 +87,7 @@ def job_index(pod: Pod) -> tuple[str, int]:
     """The Job a pod belongs to and its completion index."""
     metadata = pod["metadata"]
     job = metadata.get("labels", {}).get("batch.kubernetes.io/job-name", "")
-    return job, int(metadata.get("annotations", {}).get(COMPLETION_INDEX_ANNOTATION, 0))
+    return job, int(metadata.get("annotations", {}).get(COMPLETION_INDEX_KEY, 0))
 
 
 def downward_fields(pod: Pod) -> dict[str, str]:

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contract.dist import Manifest
+from contract.layout import COMPLETION_INDEX_KEY
 from synth.quantity import parse_quantity
-
-COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 
 
 class PodSpecError(ValueError):
@@ -106,7 +105,7 @@ def _materialise_volume(
 def downward_fields(pod_name: str, node_name: str, index: int) -> dict[str, str]:
     """The values the downward API gives a Job's pod, by fieldPath."""
     return {
-        f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']": str(index),
+        f"metadata.annotations['{COMPLETION_INDEX_KEY}']": str(index),
         "spec.nodeName": node_name,
         "metadata.name": pod_name,
     }

@@ -22,6 +22,7 @@ import yaml
 
 from contract.config import RunConfig
 from contract.errors import ErrorType, ExitCode
+from contract.layout import COMPLETION_INDEX_KEY
 from contract.result import (
     Applied,
     BenchResult,
@@ -47,7 +48,6 @@ START: Final = datetime(2025, 6, 1, 2, 0, tzinfo=UTC)
 """When every Job here was created; the other times are offsets from it."""
 NODE: Final = "ip-10-20-4-17.ec2.internal"
 TRACKING_FINALIZER: Final = "batch.kubernetes.io/job-tracking"
-INDEX_KEY: Final = "batch.kubernetes.io/job-completion-index"
 FAILURE_COUNT_KEY: Final = "batch.kubernetes.io/job-index-failure-count"
 IGNORED_COUNT_KEY: Final = "batch.kubernetes.io/job-index-ignored-failure-count"
 
@@ -318,7 +318,7 @@ def pod(
     digest = _digest(name, index, attempt)
     suffix = "".join(_NAME_ALPHABET[int(digest[i : i + 2], 16) % 27] for i in range(0, 10, 2))
     template = copy.deepcopy(spec["template"])
-    annotations = {INDEX_KEY: str(index)}
+    annotations = {COMPLETION_INDEX_KEY: str(index)}
     if "backoffLimitPerIndex" in spec:
         annotations[FAILURE_COUNT_KEY] = str(failures)
         if ignored:
@@ -332,7 +332,7 @@ def pod(
                 "valueFrom": {
                     "fieldRef": {
                         "apiVersion": "v1",
-                        "fieldPath": f"metadata.labels['{INDEX_KEY}']",
+                        "fieldPath": f"metadata.labels['{COMPLETION_INDEX_KEY}']",
                     }
                 },
             }
@@ -354,7 +354,7 @@ def pod(
             "uid": _uid(name, index, attempt),
             "resourceVersion": str(50000 + 100 * attempt + index),
             "creationTimestamp": stamp(created),
-            "labels": {**template["metadata"]["labels"], INDEX_KEY: str(index)},
+            "labels": {**template["metadata"]["labels"], COMPLETION_INDEX_KEY: str(index)},
             "annotations": annotations,
             "ownerReferences": [
                 {

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from collector.kube import Change, Follower, Kind, KubeClient, KubeError, RetryPolicy
+from collector.kube import Change, Follower, Keep, Kind, KubeClient, KubeError, RetryPolicy
 from standin.api import FakeApiServer, Request
 
 NAMESPACE = "benchfleet-dev"
@@ -181,9 +181,13 @@ def follow(kube: KubeClient) -> Iterator[FollowFactory]:
     started: list[Following] = []
 
     def start(
-        kind: Kind = "pods", *, watch_timeout_s: int = WATCH_TIMEOUT_S, page_size: int = 500
+        kind: Kind = "pods",
+        *,
+        watch_timeout_s: int = WATCH_TIMEOUT_S,
+        page_size: int = 500,
+        keep: Keep | None = None,
     ) -> Following:
-        follower = Follower(kube, kind, NAMESPACE, SELECTOR, page_size=page_size)
+        follower = Follower(kube, kind, NAMESPACE, SELECTOR, page_size=page_size, keep=keep)
         started.append(Following(follower, watch_timeout_s))
         return started[-1]
 
@@ -423,6 +427,24 @@ def test_a_follower_delivers_the_list_then_synced_then_each_change(
     (watch,) = watches(api)
     assert watch.query["allowWatchBookmarks"] == "true"
     assert watch.query["timeoutSeconds"] == str(WATCH_TIMEOUT_S)
+
+
+def test_a_follower_delivers_what_keep_makes_of_each_listed_and_watched_object(
+    api: FakeApiServer, follow: FollowFactory
+) -> None:
+    def keep(obj: Object) -> Object:
+        return {"metadata": {"name": obj["metadata"]["name"]}, "kept": True}
+
+    for name in ("a", "b", "c"):
+        api.add("pods", pod(name))
+    following = follow("pods", page_size=2, keep=keep)
+    following.wait_for_syncs()
+    api.update("pods", pod("a", "Running"))
+    changes = following.wait_for_change("MODIFIED", "a")
+    delivered = [change.object for change in changes if change.object is not None]
+    assert delivered == [{"metadata": {"name": name}, "kept": True} for name in "abca"]
+    listed = KubeClient(api.client()).list_pods(NAMESPACE, SELECTOR, page_size=2, keep=keep)
+    assert listed.items == [{"metadata": {"name": name}, "kept": True} for name in "abc"]
 
 
 def test_a_dropped_watch_resumes_from_the_last_resource_version_without_duplicates_or_losses(

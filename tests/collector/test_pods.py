@@ -4,7 +4,10 @@ does."""
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
-from collector.pods import ResultReading, pod_state, read_result
+from collector.indexes import index_states
+from collector.pods import ResultReading, held_pod, pod_state, read_result
+from collector.status import pods_by_job
+from contract.layout import COMPLETION_INDEX_KEY
 from contract.result import BenchResult, ErrorResult
 from standin import objects
 from standin.objects import Obj
@@ -69,6 +72,37 @@ def test_the_pod_factories_build_pods_the_1_33_api_schema_accepts(smoke: Obj) ->
     ]
     for obj in [*pods, *events]:
         kubernetes_validate.validate(obj, "1.33.0", strict=True)
+
+
+def test_a_held_pod_reads_as_the_whole_pod(smoke: Obj, spot_gpu: Obj) -> None:
+    """held_pod drops only what nothing reads: every state, explanation and index reads the
+    same from it, including with events and on a node with a memory limit (OOMKilled)."""
+    pods = [
+        objects.unschedulable_pod(smoke, 0),
+        objects.image_pull_pod(smoke, 1, reason="ImagePullBackOff"),
+        objects.running_pod(smoke, 2),
+        objects.succeeded_pod(smoke, 3),
+        objects.failed_pod(smoke, 4),
+        objects.oom_killed_pod(smoke, 5, failures=1),
+        objects.crashed_pod(smoke, 0),
+        objects.preempted_pod(smoke, 1, ignored=1),
+        objects.evicted_pod(smoke, 2),
+        objects.deadline_killed_pod(smoke, 3),
+        objects.oom_killed_pod(spot_gpu, 0),
+    ]
+    events = [
+        objects.failed_scheduling_event(pods[0], count=3),
+        objects.image_pull_failed_event(pods[1]),
+        objects.back_off_event(pods[1], count=4),
+    ]
+    held = [held_pod(pod) for pod in pods]
+    for whole, kept in zip(pods, held, strict=True):
+        assert pod_state(kept, events) == pod_state(whole, events)
+        assert pod_state(kept).message == pod_state(whole).message
+    assert index_states(smoke, held, events) == index_states(smoke, pods, events)
+    jobs = {smoke["metadata"]["name"], spot_gpu["metadata"]["name"]}
+    assert pods_by_job(held).keys() == pods_by_job(pods).keys() == jobs
+    assert "volumes" in pods[0]["spec"] and "volumes" not in held[0]["spec"]
 
 
 # read_result
@@ -401,7 +435,7 @@ def test_an_eviction_without_a_disruption_condition_is_a_failure(smoke: Obj) -> 
 
 def test_the_completion_index_comes_from_the_label_or_else_the_annotation(smoke: Obj) -> None:
     pod = objects.running_pod(smoke, 4)
-    del pod["metadata"]["labels"][objects.INDEX_KEY]
+    del pod["metadata"]["labels"][COMPLETION_INDEX_KEY]
     assert pod_state(pod).index == 4
-    del pod["metadata"]["annotations"][objects.INDEX_KEY]
+    del pod["metadata"]["annotations"][COMPLETION_INDEX_KEY]
     assert pod_state(pod).index is None
