@@ -14,6 +14,7 @@ succeeded but whose result cannot be used is failed everywhere, not only in the 
 """
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from collector.indexes import IndexState
 from collector.pods import ResultReading, with_log
@@ -99,7 +100,6 @@ def _harvest_one(
 ) -> StoredVariant:
     reading = _reading(state, read_log)
     result = reading.result if reading else None
-    pod = state.pod
     explanation = state.explanation
     reason: str | None = None
     stored_state: VariantState = "succeeded"
@@ -117,23 +117,8 @@ def _harvest_one(
         if isinstance(result, ErrorResult):
             reason = result.error.type
         else:
-            reason = (
-                state.cut_by or (pod.reason if pod else None) or job_failure_reason or "unknown"
-            )
-    return StoredVariant(
-        index=variant.index if variant else state.index,
-        state=stored_state,
-        variant=variant,
-        explanation=explanation,
-        reason=reason,
-        pod=pod.name if pod else None,
-        node=pod.node if pod else None,
-        attempts=state.attempts,
-        preemptions=state.preemptions,
-        finished_at=pod.finished_at if pod else None,
-        result_source=reading.source if reading and result else None,
-        result=result,
-    )
+            reason = _cause(state, job_failure_reason)
+    return _stored(state, variant, Ending(stored_state, reason, explanation), reading, result)
 
 
 def _harvest_group(
@@ -149,8 +134,7 @@ def _harvest_group(
     # SIGTERM between variants), or a result for another variant altogether.
     stray = [r for r in results if r.variant not in group]
     reported = {(o.index, o.id) for o in reading.omitted} if reading else set()
-    pod = state.pod
-    cause = state.cut_by or (pod.reason if pod else None) or job_failure_reason or "unknown"
+    cause = _cause(state, job_failure_reason)
     stored = []
     for variant in group:
         result = own.get(variant)
@@ -162,23 +146,49 @@ def _harvest_group(
             stored_state, reason, explanation = _reported(state, variant, result, reading)
         else:
             explanation = _unreported(state, variant, reading, reported, len(own))
-        stored.append(
-            StoredVariant(
-                index=variant.index,
-                state=stored_state,
-                variant=variant,
-                explanation=explanation,
-                reason=reason,
-                pod=pod.name if pod else None,
-                node=pod.node if pod else None,
-                attempts=state.attempts,
-                preemptions=state.preemptions,
-                finished_at=pod.finished_at if pod else None,
-                result_source=reading.source if reading and result else None,
-                result=result,
-            )
-        )
+        ending = Ending(stored_state, reason, explanation)
+        stored.append(_stored(state, variant, ending, reading, result))
     return stored
+
+
+def _cause(state: IndexState, job_failure_reason: str | None) -> str:
+    """Why the pod of `state` ended without a result, in one word."""
+    pod = state.pod
+    return state.cut_by or (pod.reason if pod else None) or job_failure_reason or "unknown"
+
+
+class Ending(NamedTuple):
+    """How a variant ended, as stored: its state, the reason in one word, and in words."""
+
+    state: VariantState
+    reason: str | None
+    explanation: str
+
+
+def _stored(
+    state: IndexState,
+    variant: VariantRef | None,
+    ending: Ending,
+    reading: ResultReading | None,
+    result: BenchResult | None,
+) -> StoredVariant:
+    """One variant of the pod that `state` ran, as stored (without config.json's word for
+    which, under the pod's index)."""
+    pod = state.pod
+    return StoredVariant(
+        index=variant.index if variant else state.index,
+        state=ending.state,
+        variant=variant,
+        explanation=ending.explanation,
+        reason=ending.reason,
+        pod=pod.name if pod else None,
+        node=pod.node if pod else None,
+        attempts=state.attempts,
+        preemptions=state.preemptions,
+        finished_at=pod.finished_at if pod else None,
+        result_source=reading.source if reading and result else None,
+        result=result,
+    )
 
 
 def _reported(
