@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from collector.indexes import IndexState
-from collector.pods import ResultReading, with_log
+from collector.pods import PodState, ResultReading, ResultSource, with_log
 from contract.records import StoredVariant, VariantState
 from contract.result import BenchResult, ErrorResult
 from contract.variant import VariantRef
@@ -27,6 +27,16 @@ LogReader = Callable[[str], str | None]
 
 WRONG_VARIANT = "wrong_variant"
 """The reason of a result that names another variant than config.json runs at its index."""
+
+
+class Ending(NamedTuple):
+    """How a variant ended, as stored: its state, the reason in one word, in words, and where
+    its result was read."""
+
+    state: VariantState
+    reason: str | None
+    explanation: str
+    source: ResultSource | None
 
 
 def settled(state: IndexState) -> bool:
@@ -118,7 +128,8 @@ def _harvest_one(
             reason = result.error.type
         else:
             reason = _cause(state, job_failure_reason)
-    return _stored(state, variant, Ending(stored_state, reason, explanation), reading, result)
+    ending = Ending(stored_state, reason, explanation, reading.source if reading else None)
+    return _stored(state, state.pod, variant, ending, result)
 
 
 def _harvest_group(
@@ -134,10 +145,17 @@ def _harvest_group(
     # SIGTERM between variants), or a result for another variant altogether.
     stray = [r for r in results if r.variant not in group]
     reported = {(o.index, o.id) for o in reading.omitted} if reading else set()
+    earlier = _earlier_results(state, group)
     cause = _cause(state, job_failure_reason)
+    source = reading.source if reading else None
     stored = []
     for variant in group:
+        pod = state.pod
         result = own.get(variant)
+        if result is None and variant in earlier:
+            result, pod = earlier[variant]
+            stored.append(_stored(state, pod, variant, _from_earlier(pod), result))
+            continue
         if result is None and stray:
             result = stray.pop(0) if stray[0].variant is not None else stray[0]
         stored_state: VariantState = "failed"
@@ -146,9 +164,32 @@ def _harvest_group(
             stored_state, reason, explanation = _reported(state, variant, result, reading)
         else:
             explanation = _unreported(state, variant, reading, reported, len(own))
-        ending = Ending(stored_state, reason, explanation)
-        stored.append(_stored(state, variant, ending, reading, result))
+        ending = Ending(stored_state, reason, explanation, source)
+        stored.append(_stored(state, pod, variant, ending, result))
     return stored
+
+
+def _earlier_results(
+    state: IndexState, group: Sequence[VariantRef]
+) -> dict[VariantRef, tuple[BenchResult, PodState]]:
+    """The measurements of `group` that the index's earlier attempts handed over in their
+    termination messages before they ended (the newest attempt's, where several did): a
+    retried group runs every variant again, and the retry may end sooner."""
+    found: dict[VariantRef, tuple[BenchResult, PodState]] = {}
+    for pod in state.earlier:
+        for result in pod.message.results:
+            if result.status == "ok" and (ref := result.variant) is not None and ref in group:
+                found[ref] = (result, pod)
+    return found
+
+
+def _from_earlier(pod: PodState) -> Ending:
+    return Ending(
+        "succeeded",
+        None,
+        f"succeeded in an earlier attempt, pod {pod.name}, which then ended: {pod.explanation}",
+        "termination-message",
+    )
 
 
 def _cause(state: IndexState, job_failure_reason: str | None) -> str:
@@ -157,24 +198,15 @@ def _cause(state: IndexState, job_failure_reason: str | None) -> str:
     return state.cut_by or (pod.reason if pod else None) or job_failure_reason or "unknown"
 
 
-class Ending(NamedTuple):
-    """How a variant ended, as stored: its state, the reason in one word, and in words."""
-
-    state: VariantState
-    reason: str | None
-    explanation: str
-
-
 def _stored(
     state: IndexState,
+    pod: PodState | None,
     variant: VariantRef | None,
     ending: Ending,
-    reading: ResultReading | None,
     result: BenchResult | None,
 ) -> StoredVariant:
-    """One variant of the pod that `state` ran, as stored (without config.json's word for
-    which, under the pod's index)."""
-    pod = state.pod
+    """One variant of index `state`, run by `pod`, as stored (without config.json's word for
+    which variant, under the index)."""
     return StoredVariant(
         index=variant.index if variant else state.index,
         state=ending.state,
@@ -186,7 +218,7 @@ def _stored(
         attempts=state.attempts,
         preemptions=state.preemptions,
         finished_at=pod.finished_at if pod else None,
-        result_source=reading.source if reading and result else None,
+        result_source=ending.source if result else None,
         result=result,
     )
 

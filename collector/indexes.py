@@ -59,6 +59,9 @@ class IndexState:
     cut_by: str | None = None
     """The reason of the Job's Failed condition when that, not the index's own pod, ended it
     (DeadlineExceeded, FailedIndexes...)."""
+    earlier: tuple[PodState, ...] = field(default=(), compare=False, repr=False)
+    """The index's other attempts that ended, oldest first: a pod running a group that ended
+    mid-group handed over the variants it finished, which its retry may not repeat."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,11 @@ def index_states(
                 state,
                 deciding,
                 cut_by,
+                tuple(
+                    pod_state(pod, events)
+                    for pod in attempts
+                    if pod is not deciding and pod.get("status", {}).get("phase") == "Failed"
+                ),
             )
         )
     return states

@@ -122,3 +122,26 @@ def test_progress_counts_variants_not_pods() -> None:
     counts = summary_counts(states, {0: "succeeded", 1: "failed"}, expected.positions)
     assert (counts.succeeded, counts.failed, counts.running, counts.total) == (2, 1, 3, 6)
     assert expected.variant_count == 6 and expected.completions == 2
+
+
+def test_what_an_earlier_attempt_reported_is_kept_when_the_retry_ends_sooner() -> None:
+    """Attempt 1 measured variants 0 and 1, then the kernel killed it at 2; its retry (the
+    last allowed) died at once, after variant 0 only. Variant 1's measurement is kept from
+    attempt 1's termination message; 2 fails with the retry's end."""
+    job, expected = _grouped()
+    measured = [objects.ok_result(job, i, p50_ms=1.0 + i) for i in (0, 1)]
+    first = objects.group_pod(job, 0, measured, exit_code=137, reason="OOMKilled", failures=1)
+    retry = objects.group_pod(job, 0, [measured[0]], exit_code=1, reason="Error", failures=2)
+    assert first["metadata"]["name"] != retry["metadata"]["name"]
+    (state, _) = index_states(job, [first, retry])
+    stored = harvest(state, expected.group(0), None, lambda name: None)
+    assert [(v.index, v.state, v.pod) for v in stored] == [
+        (0, "succeeded", retry["metadata"]["name"]),
+        (1, "succeeded", first["metadata"]["name"]),
+        (2, "failed", retry["metadata"]["name"]),
+    ]
+    assert stored[1].result == measured[1]
+    assert stored[1].explanation.startswith(
+        f"succeeded in an earlier attempt, pod {first['metadata']['name']}, which then ended: "
+    )
+    assert "OOMKilled" in stored[1].explanation
