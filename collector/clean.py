@@ -24,7 +24,7 @@ from collector.indexes import job_finished
 from collector.kube import KubeClient, KubeError, Object
 from collector.store import Store
 from contract.dist import job_names, namespaces
-from contract.layout import APP_SELECTOR, WORKFLOW_LABEL, record_path
+from contract.layout import APP_SELECTOR, VARIANTS_ANNOTATION, WORKFLOW_LABEL, record_path
 
 Action = Literal["delete", "keep"]
 
@@ -53,9 +53,19 @@ def _stored(root: Path, store: Store, cluster: str, job: Object) -> bool:
     workflow = (metadata.get("labels") or {}).get(WORKFLOW_LABEL, "")
     if record_path(root, workflow, cluster, metadata["name"]).is_file():
         return True
-    completions: int = job["spec"].get("completions", 1)
     stored = store.stored_indexes(cluster, metadata["namespace"], metadata["name"])
-    return len(stored) >= completions
+    return len(stored) >= _variants(job)
+
+
+def _variants(job: Object) -> int:
+    """How many variants the Job runs: synth's annotation says, since a pod may run a group
+    of them (scheduling.variants_per_pod); a Job without it (applied by hand) runs one per
+    completion index."""
+    annotated = (job["metadata"].get("annotations") or {}).get(VARIANTS_ANNOTATION, "")
+    if annotated.isascii() and annotated.isdigit():
+        return int(annotated)
+    completions: int = job["spec"].get("completions", 1)
+    return completions
 
 
 def decide(

@@ -4,16 +4,21 @@ the pod's end as its cause. Jobs and pods are shaped as Kubernetes 1.33 returns 
 (standin/objects.py), the Job's config.json grouped as synth writes it."""
 
 import copy
+from pathlib import Path
 from typing import Any
 
+from collector.clean import decide
 from collector.harvest import WRONG_VARIANT, harvest
 from collector.indexes import index_states, summary_counts
+from collector.store import open_store
 from collector.workload import ExpectedJob, expected_from
 from contract.config import CONFIG_FILE
+from contract.layout import VARIANTS_ANNOTATION
 from contract.records import StoredVariant
 from contract.result import TERMINATION_LOG_LIMIT, BenchResult, OkResult, result_line
 from contract.samples import encode
 from standin import objects
+from tests.collector.stored import succeeded
 
 Obj = dict[str, Any]
 GROUPS = ((0, 1, 2), (3, 4, 5))
@@ -145,3 +150,20 @@ def test_what_an_earlier_attempt_reported_is_kept_when_the_retry_ends_sooner() -
         f"succeeded in an earlier attempt, pod {first['metadata']['name']}, which then ended: "
     )
     assert "OOMKilled" in stored[1].explanation
+
+
+def test_clean_keeps_a_grouped_job_until_every_variant_is_stored(tmp_path: Path) -> None:
+    """Two pods of three variants: two stored variants are as many as its completion
+    indexes, but not its variants (synth's annotation says six)."""
+    job, expected = _grouped()
+    finished = objects.complete(job)
+    assert finished["metadata"]["annotations"][VARIANTS_ANNOTATION] == "6"
+    identity = expected.identity
+    with open_store(tmp_path / "results.sqlite") as store:
+        store.add(identity, [succeeded(0), succeeded(1)])
+        (decision,) = decide(tmp_path, store, identity.cluster, [finished], set())
+        assert decision.action == "keep"
+        assert "but its results are not stored" in decision.why
+        store.add(identity, [succeeded(i) for i in range(2, 6)])
+        (decision,) = decide(tmp_path, store, identity.cluster, [finished], set())
+        assert decision.action == "delete"
