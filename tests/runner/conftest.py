@@ -22,6 +22,49 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def group_variant(
+    index: int, model: str, precision: str = "fp32", shape: tuple[int, ...] | None = None
+) -> VariantConfig:
+    """A variant of an example model at batch 2, with its own inputs unless `shape` says
+    otherwise."""
+    return VariantConfig(
+        index=index,
+        id=f"v{index:012x}",
+        model=model,
+        precision=precision,
+        quantization="none",
+        batch_size=2,
+        inputs=(InputConfig(shape=shape or EXAMPLE_INPUTS[model], dtype="float32"),),
+    )
+
+
+def group_config(
+    variants: tuple[VariantConfig, ...],
+    groups: tuple[tuple[int, ...], ...],
+    *,
+    measure: PhaseConfig = QUICK,
+    interleave: bool = False,
+) -> RunConfig:
+    """config.json for pods running `groups` of example-model `variants`, as synth writes it."""
+    return RunConfig(
+        workflow="test",
+        target="cpu",
+        device_type="cpu",
+        gpus=0,
+        warmup=QUICK,
+        measure=measure,
+        models={
+            model: ModelConfig(
+                source="file", location=f"{model}.pt2", sha256=sha256_of(EXAMPLES / f"{model}.pt2")
+            )
+            for model in sorted({variant.model for variant in variants})
+        },
+        variants=variants,
+        groups=groups,
+        interleave=interleave,
+    )
+
+
 @pytest.fixture(scope="session")
 def models_dir() -> Path:
     """The committed example models (tiny-mlp, tiny-cnn, tiny-transformer)."""

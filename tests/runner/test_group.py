@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from contract.config import InputConfig, ModelConfig, RunConfig, VariantConfig
+from contract.config import RunConfig
 from contract.errors import ExitCode, most_severe
 from contract.result import (
     TERMINATION_LOG_LIMIT,
@@ -18,51 +18,20 @@ from contract.result import (
 )
 from localcluster.results import ok_result
 from runner.__main__ import main
-from tests.runner.conftest import EXAMPLE_INPUTS, EXAMPLES, QUICK, sha256_of
-
-MODELS = ("tiny-mlp", "tiny-cnn", "tiny-transformer")
-
-
-def _variant(
-    index: int, model: str, shape: tuple[int, ...], precision: str = "fp32"
-) -> VariantConfig:
-    return VariantConfig(
-        index=index,
-        id=f"v{index:012x}",
-        model=model,
-        precision=precision,
-        quantization="none",
-        batch_size=2,
-        inputs=(InputConfig(shape=shape, dtype="float32"),),
-    )
+from tests.runner.conftest import EXAMPLES, group_config, group_variant
 
 
 def _config() -> RunConfig:
     """Four variants in two pods: pod 0 runs the three example models and tiny-mlp again at
     fp16, with tiny-cnn given inputs it rejects; pod 1 runs nothing else (a variant alone)."""
     variants = (
-        _variant(0, "tiny-mlp", EXAMPLE_INPUTS["tiny-mlp"]),
-        _variant(1, "tiny-cnn", (3, 8)),
-        _variant(2, "tiny-transformer", EXAMPLE_INPUTS["tiny-transformer"]),
-        _variant(3, "tiny-mlp", EXAMPLE_INPUTS["tiny-mlp"], "bf16"),
-        _variant(4, "tiny-mlp", EXAMPLE_INPUTS["tiny-mlp"], "fp16"),
+        group_variant(0, "tiny-mlp"),
+        group_variant(1, "tiny-cnn", shape=(3, 8)),
+        group_variant(2, "tiny-transformer"),
+        group_variant(3, "tiny-mlp", "bf16"),
+        group_variant(4, "tiny-mlp", "fp16"),
     )
-    return RunConfig(
-        workflow="test",
-        target="cpu",
-        device_type="cpu",
-        gpus=0,
-        warmup=QUICK,
-        measure=QUICK,
-        models={
-            m: ModelConfig(
-                source="file", location=f"{m}.pt2", sha256=sha256_of(EXAMPLES / f"{m}.pt2")
-            )
-            for m in MODELS
-        },
-        variants=variants,
-        groups=((0, 3, 1, 2), (4,)),
-    )
+    return group_config(variants, ((0, 3, 1, 2), (4,)))
 
 
 def _arguments(config: Path, index: str, log: Path) -> list[str]:

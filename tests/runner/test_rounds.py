@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
+from contract.config import PhaseConfig
 from contract.errors import ExitCode
 from contract.result import OkResult, parse_result
 from runner.__main__ import main
@@ -22,21 +22,9 @@ from runner.rounds import (
     run_rounds,
     runs,
 )
-from tests.runner.conftest import EXAMPLE_INPUTS, EXAMPLES, QUICK, sha256_of
+from tests.runner.conftest import EXAMPLES, QUICK, group_config, group_variant
 
 SHORT = PhaseConfig(min_iterations=32, min_time_s=0.0, max_iterations=64, max_time_s=5.0)
-
-
-def _variant(index: int, model: str, precision: str) -> VariantConfig:
-    return VariantConfig(
-        index=index,
-        id=f"v{index:012x}",
-        model=model,
-        precision=precision,
-        quantization="none",
-        batch_size=2,
-        inputs=(InputConfig(shape=EXAMPLE_INPUTS[model], dtype="float32"),),
-    )
 
 
 def test_rounds_alternate_abba() -> None:
@@ -82,9 +70,9 @@ def test_a_block_stopped_early_marks_the_joined_loop() -> None:
 
 def test_only_variants_of_one_model_are_interleaved() -> None:
     a, b, c = (
-        _variant(0, "tiny-mlp", "fp32"),
-        _variant(1, "tiny-cnn", "fp32"),
-        _variant(2, "tiny-mlp", "bf16"),
+        group_variant(0, "tiny-mlp", "fp32"),
+        group_variant(1, "tiny-cnn", "fp32"),
+        group_variant(2, "tiny-mlp", "bf16"),
     )
     assert runs([a, b, c], interleave=False) == [(a,), (b,), (c,)]
     assert runs([a, b, c], interleave=True) == [(a, c), (b,)]
@@ -95,27 +83,11 @@ def test_a_pod_pairs_bf16_with_fp32_of_the_same_model(
 ) -> None:
     models = ("tiny-mlp", "tiny-cnn")
     variants = tuple(
-        _variant(2 * m + p, model, precision)
+        group_variant(2 * m + p, model, precision)
         for m, model in enumerate(models)
         for p, precision in enumerate(("fp32", "bf16"))
     )
-    config = RunConfig(
-        workflow="test",
-        target="cpu",
-        device_type="cpu",
-        gpus=0,
-        warmup=QUICK,
-        measure=SHORT,
-        models={
-            m: ModelConfig(
-                source="file", location=f"{m}.pt2", sha256=sha256_of(EXAMPLES / f"{m}.pt2")
-            )
-            for m in models
-        },
-        variants=variants,
-        groups=((0, 1, 2, 3),),
-        interleave=True,
-    )
+    config = group_config(variants, ((0, 1, 2, 3),), measure=SHORT, interleave=True)
     path = tmp_path / "config.json"
     path.write_text(config.model_dump_json(), encoding="utf-8")
     code = main(["--config", str(path), "--models", str(EXAMPLES), "--index", "0",
