@@ -51,19 +51,24 @@ def log_of(job: Obj, index: int, result: BenchResult) -> str:
     return objects.runner_log(job, index, result)
 
 
-def test_the_pod_factories_build_pods_the_1_33_api_schema_accepts(smoke: Obj) -> None:
-    pods = [
-        objects.unschedulable_pod(smoke, 0),
-        objects.image_pull_pod(smoke, 1, reason="ImagePullBackOff"),
-        objects.running_pod(smoke, 2),
-        objects.succeeded_pod(smoke, 3),
-        objects.failed_pod(smoke, 4),
-        objects.oom_killed_pod(smoke, 5, failures=1),
-        objects.crashed_pod(smoke, 0),
-        objects.preempted_pod(smoke, 1, ignored=1),
-        objects.evicted_pod(smoke, 2),
-        objects.deadline_killed_pod(smoke, 3),
+def every_kind_of_pod(job: Obj) -> list[Obj]:
+    """One pod of `job` in each state the collector explains."""
+    return [
+        objects.unschedulable_pod(job, 0),
+        objects.image_pull_pod(job, 1, reason="ImagePullBackOff"),
+        objects.running_pod(job, 2),
+        objects.succeeded_pod(job, 3),
+        objects.failed_pod(job, 4),
+        objects.oom_killed_pod(job, 5, failures=1),
+        objects.crashed_pod(job, 0),
+        objects.preempted_pod(job, 1, ignored=1),
+        objects.evicted_pod(job, 2),
+        objects.deadline_killed_pod(job, 3),
     ]
+
+
+def test_the_pod_factories_build_pods_the_1_33_api_schema_accepts(smoke: Obj) -> None:
+    pods = every_kind_of_pod(smoke)
     events = [
         objects.failed_scheduling_event(pods[0], count=3),
         objects.image_pull_failed_event(pods[1]),
@@ -77,19 +82,7 @@ def test_the_pod_factories_build_pods_the_1_33_api_schema_accepts(smoke: Obj) ->
 def test_a_held_pod_reads_as_the_whole_pod(smoke: Obj, spot_gpu: Obj) -> None:
     """held_pod drops only what nothing reads: every state, explanation and index reads the
     same from it, including with events and on a node with a memory limit (OOMKilled)."""
-    pods = [
-        objects.unschedulable_pod(smoke, 0),
-        objects.image_pull_pod(smoke, 1, reason="ImagePullBackOff"),
-        objects.running_pod(smoke, 2),
-        objects.succeeded_pod(smoke, 3),
-        objects.failed_pod(smoke, 4),
-        objects.oom_killed_pod(smoke, 5, failures=1),
-        objects.crashed_pod(smoke, 0),
-        objects.preempted_pod(smoke, 1, ignored=1),
-        objects.evicted_pod(smoke, 2),
-        objects.deadline_killed_pod(smoke, 3),
-        objects.oom_killed_pod(spot_gpu, 0),
-    ]
+    pods = [*every_kind_of_pod(smoke), objects.oom_killed_pod(spot_gpu, 0)]
     events = [
         objects.failed_scheduling_event(pods[0], count=3),
         objects.image_pull_failed_event(pods[1]),
