@@ -12,6 +12,7 @@ import torch
 from contract.config import ModelConfig
 from runner.errors import ModelLoadError
 from runner.loading import load_program, model_file
+from runner.programs import own_module
 from tests.runner.conftest import sha256_of
 
 
@@ -115,3 +116,17 @@ def test_a_url_that_fails_leaves_no_partial_file(model_server: str, tmp_path: Pa
     with pytest.raises(ModelLoadError, match=r"cannot download .*absent\.pt2"):
         model_file(model, tmp_path, downloads)
     assert list(downloads.iterdir()) == []
+
+
+def test_a_variants_module_runs_as_torchs_own_and_casting_it_leaves_the_program(
+    models_dir: Path,
+) -> None:
+    """own_module keeps the hooks `module()` installs (the guard checks a user's call runs
+    through, and whose cost is part of every call), and its tensors are its own."""
+    program = torch.export.load(models_dir / "tiny-mlp.pt2")
+    torchs = program.module()
+    mine = own_module(program)
+    assert len(mine._forward_pre_hooks) == len(torchs._forward_pre_hooks) > 0
+    assert len(mine._forward_hooks) == len(torchs._forward_hooks)
+    mine.to(torch.float16)
+    assert {t.dtype for t in program.state_dict.values()} == {torch.float32}
