@@ -10,7 +10,13 @@ from contract.options import root_option, version_option
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.hints import did_you_mean
-from synth.jobs import committed_files, identified_variants, model_configs, pod_groups
+from synth.jobs import (
+    committed_files,
+    identified_variants,
+    left_to_run,
+    model_configs,
+    pod_groups,
+)
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
 from synth.plan import format_plan, plan, plan_json
@@ -144,11 +150,7 @@ def variants(repo: Repo, workflow_id: str) -> None:
             identified = identified_variants(loaded, specs.fleet, cluster, target, sources)
             pods = [
                 _pods(
-                    [
-                        (v, i)
-                        for v, i in identified
-                        if stored.reusable(i, repeat, loaded.sha256) is None
-                    ],
+                    left_to_run(identified, stored, repeat, loaded.sha256)[0],
                     loaded.workflow.scheduling.variants_per_pod,
                 )
                 for repeat in range(repeats)

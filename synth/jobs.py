@@ -524,7 +524,7 @@ def _apart_from_other_repeats(shared: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _left_to_run(
+def left_to_run(
     identified: list[tuple[Variant, str]], recorded: Recorded, repeat: int, spec_sha256: str
 ) -> tuple[list[tuple[Variant, str]], dict[str, list[str]]]:
     """The variants whose run `repeat` has no reusable recorded outcome, and the recorded
@@ -575,7 +575,7 @@ def plan_runs(
     }
     runs = []
     for target, repeat in ((t, r) for t in workflow.targets for r in range(repeats)):
-        pending, reuses = _left_to_run(identified[target.key], recorded, repeat, loaded.sha256)
+        pending, reuses = left_to_run(identified[target.key], recorded, repeat, loaded.sha256)
         if not pending:
             continue
         config = run_config(loaded, target, pending, sources)
