@@ -15,7 +15,15 @@ from datetime import datetime
 from pathlib import Path
 
 from collector.follow import Snapshot, WorkflowWatch, listed_once
-from collector.harvest import harvest, needs_log, settled
+from collector.handback import hand_back
+from collector.harvest import (
+    earlier_needs_log,
+    ended_attempts,
+    harvest,
+    harvest_earlier,
+    needs_log,
+    settled,
+)
 from collector.indexes import (
     IndexState,
     failure_condition,
@@ -70,6 +78,10 @@ class JobProgress:
     causes: dict[int, str] = field(default_factory=dict)
     """Why each index waited, the last time it was seen waiting for a reason (unschedulable,
     an image that cannot be pulled): its pod may be gone by the time the Job fails it."""
+    harvested: set[str] = field(default_factory=set)
+    """The ended attempts whose measurements are stored: none is read twice."""
+    handed_back: dict[str, str] = field(default_factory=dict)
+    """What the Job's pods were last told an earlier attempt reported (contract/reported.py)."""
 
     def keep_unstored(self, pods: list[Object], states: list[IndexState]) -> None:
         """Hold `pods` and `states` of the indexes not stored yet only."""
@@ -89,6 +101,14 @@ class JobProgress:
         """Whether a variant that completion index `index` runs has yet to be stored (a pod
         without an index is kept: nothing says it is done)."""
         return index is None or any(p not in self.stored for p in self.expected.positions(index))
+
+    def attempts_unread(self, state: IndexState) -> bool:
+        """Whether index `state` runs a group and has ended attempts whose measurements are
+        not stored yet: they come first, or the variants only they measured would be stored
+        as never reported."""
+        return len(self.expected.positions(state.index)) > 1 and any(
+            pod.name not in self.harvested for pod in ended_attempts(state)
+        )
 
     def unstored(self, state: IndexState) -> bool:
         """Whether a variant that index `state` runs has yet to be stored."""
@@ -237,15 +257,39 @@ class Gatherer:
             states = index_states(progress.job, pods)
             progress.keep_unstored(pods, states)
             _remember_causes(progress)
+            self._store_earlier(progress)
             self._store_finished(progress)
+            hand_back(self._client, progress)
             summary = summary_counts(states, progress.stored, progress.expected.positions)
             for state, number in vars(summary).items():
                 counts[state] = counts.get(state, 0) + number
             progress.keep_unstored(pods, states)
         self._on_progress(counts)
 
+    def _store_earlier(self, progress: JobProgress) -> None:
+        """Store what the ended attempts of grouped indexes measured, while their retries are
+        still due or running (harvest.harvest_earlier)."""
+        fresh: list[StoredVariant] = []
+        for state in progress.states:
+            if not progress.attempts_unread(state):
+                continue
+            attempts = [p for p in ended_attempts(state) if p.name not in progress.harvested]
+            # Every read starts here at once; the index waits until all of them are done.
+            unread = [p for p in attempts if earlier_needs_log(p) and not self._logs.ready(p.name)]
+            if unread:
+                continue
+            group = progress.expected.group(state.index)
+            fresh += [
+                variant
+                for variant in harvest_earlier(state, attempts, group, self._logs.reader())
+                if variant.index not in progress.stored
+            ]
+            for pod in attempts:
+                progress.harvested.add(pod.name)
+                self._logs.forget(pod.name)
+        self._add(progress, fresh)
+
     def _store_finished(self, progress: JobProgress) -> None:
-        identity = progress.expected.identity
         assert progress.job is not None
         condition = failure_condition(progress.job)
         failure = condition.get("reason") if condition else None
@@ -254,6 +298,7 @@ class Gatherer:
             for state in progress.states
             if settled(state)
             and progress.unstored(state)
+            and not progress.attempts_unread(state)
             and (state.pod is None or not needs_log(state) or self._logs.ready(state.pod.name))
         ]
         fresh = [
@@ -264,8 +309,13 @@ class Gatherer:
             )
             if variant.index not in progress.stored
         ]
+        self._add(progress, fresh)
+
+    def _add(self, progress: JobProgress, fresh: list[StoredVariant]) -> None:
+        """Store `fresh` variants of the Job: before anything else is done with them."""
         if not fresh:
             return
+        identity = progress.expected.identity
         added = self._store.add(identity, fresh)
         self.stored_new += added.new
         progress.stored.update((variant.index, variant.state) for variant in fresh)

@@ -145,17 +145,11 @@ def _harvest_group(
     # SIGTERM between variants), or a result for another variant altogether.
     stray = [r for r in results if r.variant not in group]
     reported = {(o.index, o.id) for o in reading.omitted} if reading else set()
-    earlier = _earlier_results(state, group)
     cause = _cause(state, job_failure_reason)
     source = reading.source if reading else None
     stored = []
     for variant in group:
-        pod = state.pod
         result = own.get(variant)
-        if result is None and variant in earlier:
-            result, pod = earlier[variant]
-            stored.append(_stored(state, pod, variant, _from_earlier(pod), result))
-            continue
         if result is None and stray:
             result = stray.pop(0) if stray[0].variant is not None else stray[0]
         stored_state: VariantState = "failed"
@@ -165,31 +159,52 @@ def _harvest_group(
         else:
             explanation = _unreported(state, variant, reading, reported, len(own))
         ending = Ending(stored_state, reason, explanation, source)
-        stored.append(_stored(state, pod, variant, ending, result))
+        stored.append(_stored(state, state.pod, variant, ending, result))
     return stored
 
 
-def _earlier_results(
-    state: IndexState, group: Sequence[VariantRef]
-) -> dict[VariantRef, tuple[BenchResult, PodState]]:
-    """The measurements of `group` that the index's earlier attempts handed over in their
-    termination messages before they ended (the newest attempt's, where several did): a
-    retried group runs every variant again, and the retry may end sooner."""
-    found: dict[VariantRef, tuple[BenchResult, PodState]] = {}
-    for pod in state.earlier:
-        for result in pod.message.results:
-            if result.status == "ok" and (ref := result.variant) is not None and ref in group:
-                found[ref] = (result, pod)
-    return found
+def ended_attempts(state: IndexState) -> tuple[PodState, ...]:
+    """The attempts of index `state` that ended without deciding it, oldest first: those
+    before the deciding one, and while a retry is due the deciding one itself."""
+    pod = state.pod
+    if pod is not None and not settled(state) and pod.phase in ("failed", "preempted"):
+        return (*state.earlier, pod)
+    return state.earlier
 
 
-def _from_earlier(pod: PodState) -> Ending:
-    return Ending(
-        "succeeded",
-        None,
-        f"succeeded in an earlier attempt, pod {pod.name}, which then ended: {pod.explanation}",
-        "termination-message",
-    )
+def earlier_needs_log(pod: PodState) -> bool:
+    """Whether what attempt `pod` measured takes its log to read: its termination message
+    lists results it holds no whole copy of."""
+    reading = pod.message
+    return bool(reading.results or reading.omitted) and not reading.whole
+
+
+def harvest_earlier(
+    state: IndexState,
+    attempts: Sequence[PodState],
+    group: Sequence[VariantRef],
+    read_log: LogReader,
+) -> list[StoredVariant]:
+    """The variants of `group` that `attempts` (ended attempts of index `state`, oldest first:
+    ended_attempts) measured, each as stored from the first attempt that did: stored at once,
+    so that the retry of a group can be told to skip them (contract/reported.py), and kept
+    whatever the retry does. `read_log` is called for the attempts earlier_needs_log names."""
+    found: dict[VariantRef, StoredVariant] = {}
+    for pod in attempts:
+        reading = with_log(pod.message, read_log(pod.name)) if earlier_needs_log(pod) else None
+        for result in (reading or pod.message).results:
+            ref = result.variant
+            if result.status == "ok" and ref in group and ref is not None and ref not in found:
+                explanation = (
+                    f"succeeded in an earlier attempt, pod {pod.name}, which then ended: "
+                    f"{pod.explanation}"
+                )
+                if reading is not None and reading.problem:
+                    explanation += f"; {reading.problem}"
+                source = reading.source if reading else "termination-message"
+                ending = Ending("succeeded", None, explanation, source)
+                found[ref] = _stored(state, pod, ref, ending, result)
+    return [found[variant] for variant in group if variant in found]
 
 
 def _cause(state: IndexState, job_failure_reason: str | None) -> str:

@@ -372,6 +372,31 @@ class KubeClient:
                 return None
             raise
 
+    def apply_configmap(self, configmap: Object, field_manager: str) -> None:
+        """Create or update a ConfigMap to hold what `configmap` says, by server-side apply
+        (one request either way; the fields `field_manager` set before and left out now go)."""
+        metadata = configmap["metadata"]
+        namespace, name = metadata["namespace"], metadata["name"]
+        operation = _Operation(
+            "apply configmap", "patch", "configmaps", f"applying ConfigMap {namespace}/{name}"
+        )
+
+        def request() -> Object:
+            return _read_json(
+                self._core.patch_namespaced_config_map(
+                    name,
+                    namespace,
+                    configmap,
+                    field_manager=field_manager,
+                    force=True,
+                    _content_type="application/apply-patch+yaml",
+                    _preload_content=False,
+                    _request_timeout=self._timeout_s,
+                )
+            )
+
+        self._call(operation, request)
+
     def delete_job(self, namespace: str, name: str) -> bool:
         """Delete a Job and, in the background, its pods; False if it was already gone."""
         operation = _Operation("delete job", "delete", "jobs", f"deleting Job {namespace}/{name}")

@@ -317,7 +317,8 @@ class PodExecutor:
 
     # What a kubelet writes.
     def configmaps(self, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
-        """The ConfigMaps the pod's volumes name, as the API server holds them."""
+        """The ConfigMaps the pod's volumes name, as the API server holds them when the pod
+        starts (a kubelet also refreshes them while it runs, which this executor does not)."""
         names = set()
         for volume in spec.get("volumes", []):
             if "configMap" in volume:
@@ -327,7 +328,14 @@ class PodExecutor:
                     names.add(source["configMap"]["name"])
         found = {}
         for name in sorted(names):
-            response = self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
+            try:
+                response = self.core.read_namespaced_config_map(
+                    name, namespace, _preload_content=False
+                )
+            except ApiException as error:
+                if error.status == 404:
+                    continue  # plan_pod mounts it empty if optional, and refuses it if not
+                raise
             found[name] = _raw(response)
         return found
 

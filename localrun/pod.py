@@ -71,6 +71,8 @@ def _write_items(
     source: Manifest, configmaps: dict[str, Manifest], folder: Path, job_name: str
 ) -> None:
     name = source["name"]
+    if name not in configmaps and source.get("optional"):
+        return  # a kubelet mounts an optional ConfigMap that is not there as an empty folder
     if name not in configmaps:
         raise PodSpecError(f"Job {job_name} mounts ConfigMap {name}, which dist/ does not hold")
     files = _configmap_files(configmaps[name])

@@ -3,8 +3,9 @@
 Reads the pod's env as synth writes it: CONFIG_PATH (config.json), MODEL_PATH (the models'
 folder), JOB_COMPLETION_INDEX (set by Kubernetes for Indexed Jobs; VARIANT_INDEX is the same
 value from the downward API), which picks the group of variants the pod runs, in order, in
-this one process. Logs go to stderr; stdout has one result line per variant, each written
-as its variant ends.
+this one process, and for a group REPORTED_PATH (contract/reported.py), which lists those an
+earlier attempt of the index already reported. Logs go to stderr; stdout has one result line
+per variant, each written as its variant ends.
 """
 
 import argparse
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 
 from contract.config import CONFIG_DIR, CONFIG_FILE, MODELS_DIR, RunConfig, VariantConfig
 from contract.errors import ExitCode, most_severe
+from contract.reported import REPORTED_ENV, read_reported
 from contract.result import BenchResult, ErrorInfo, ErrorResult
 from contract.variant import VariantRef
 from runner.channel import emit
@@ -48,6 +50,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--models", type=Path, default=Path(env.get("MODEL_PATH", MODELS_DIR)))
     parser.add_argument(
         "--index", default=env.get("JOB_COMPLETION_INDEX", env.get("VARIANT_INDEX", "0"))
+    )
+    parser.add_argument(
+        "--reported",
+        type=Path,
+        default=Path(env[REPORTED_ENV]) if REPORTED_ENV in env else None,
+        help="the folder of ids an earlier attempt reported, a file per index",
     )
     parser.add_argument(
         "--termination-log",
@@ -133,6 +141,30 @@ def _run_interleaved(
     return outcomes
 
 
+def _not_reported(
+    unit: Sequence[VariantConfig], reported: Path | None, index: int
+) -> tuple[VariantConfig, ...]:
+    """The variants of `unit` that no earlier attempt of this index reported. Read before each
+    unit, not once: the collector may hand the list back after this pod started."""
+    if reported is None:
+        return tuple(unit)
+    try:
+        done = read_reported(reported, index)
+    except ValueError as error:
+        log.warning("%s: running every variant", error)
+        return tuple(unit)
+    for variant in unit:
+        if variant.id in done:
+            log.info(
+                "variant %d (%s, %s): an earlier attempt of this index measured it and the "
+                "collector stored that: not run again",
+                variant.index,
+                variant.id,
+                variant.describe(),
+            )
+    return tuple(variant for variant in unit if variant.id not in done)
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated(
         "SIGTERM: the pod is being deleted (preemption, eviction, the Job's deadline or a "
@@ -153,11 +185,15 @@ def main(argv: list[str] | None = None) -> int:
     current: VariantConfig | None = None
     try:
         config = _read_config(args.config)
-        group = pick_group(config, _index(args.index))
+        index = _index(args.index)
+        group = pick_group(config, index)
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
         paths = RunPaths(args.models, scratch)
         programs = Programs(args.models, scratch)
-        for unit in runs(group, config.interleave):
+        for planned in runs(group, config.interleave):
+            unit = _not_reported(planned, args.reported, index)
+            if not unit:
+                continue
             current = unit[0]
             outcomes = (
                 _run(config, unit[0], paths, programs)

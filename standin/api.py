@@ -24,6 +24,11 @@ events and pod logs in memory, per namespace, under one resourceVersion counter,
   server it sends no DELETED for an object whose labels stop matching.
 - GET .../pods/{name}/log with `container` and `tailLines`: text/plain.
 - GET /api/v1/namespaces/{ns}/configmaps/{name}: the object, or a 404 Status.
+- PATCH of the same path as a server-side apply (`application/apply-patch+yaml`, with
+  `fieldManager` and `force`; the body in JSON, which is YAML): creates the ConfigMap or
+  replaces its labels, ownerReferences and data with the body's, as a real server does for
+  the one field manager that owns them; 201 or 200 with the object. Any other PATCH is a
+  415 Status.
 - GET /api/v1/namespaces/{ns}/events with an equality-based `fieldSelector` on dotted paths
   (`involvedObject.kind=Pod,involvedObject.name=p`).
 - DELETE /apis/batch/v1/namespaces/{ns}/jobs/{name}: a Success Status, or a 404 Status. The
@@ -221,6 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: "_HttpServer"
     signals_seen = 0
+    body = b""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read `FakeApiServer.requests` instead of an access log."""
@@ -229,6 +235,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.fake.handle(self)
 
     def do_DELETE(self) -> None:
+        self.server.fake.handle(self)
+
+    def do_PATCH(self) -> None:
         self.server.fake.handle(self)
 
     def send_json(self, code: int, body: Object, headers: dict[str, str] | None = None) -> None:
@@ -451,8 +460,7 @@ class FakeApiServer:
         target = urlsplit(handler.path)
         query = {k: v[-1] for k, v in parse_qs(target.query, keep_blank_values=True).items()}
         length = int(handler.headers.get("Content-Length") or 0)
-        if length:
-            handler.rfile.read(length)
+        handler.body = handler.rfile.read(length) if length else b""
         with self._state.changed:
             self._requests.append(
                 Request(handler.command, target.path, query, handler.headers.get("Authorization"))
@@ -487,6 +495,8 @@ class FakeApiServer:
     def _route(self, handler: _Handler, path: str, query: dict[str, str]) -> None:
         if handler.command == "DELETE" and (match := _JOB_PATH.match(path)):
             self._delete_job(handler, match["ns"], match["name"])
+        elif handler.command == "PATCH" and (match := _CONFIGMAP_PATH.match(path)):
+            self._apply_configmap(handler, match["ns"], match["name"], query)
         elif handler.command == "GET" and (match := _CONFIGMAP_PATH.match(path)):
             found = self.get("configmaps", match["ns"], match["name"])
             if found is None:
@@ -658,6 +668,35 @@ class FakeApiServer:
             lines = text.splitlines(keepends=True)
             text = "".join(lines[-int(query["tailLines"]) :])
         handler.send_text(text)
+
+    def _apply_configmap(
+        self, handler: _Handler, namespace: str, name: str, query: dict[str, str]
+    ) -> None:
+        content_type = handler.headers.get("Content-Type", "")
+        if content_type != "application/apply-patch+yaml" or not query.get("fieldManager"):
+            handler.send_json(415, _status(415, f"unsupported patch: {content_type}"))
+            return
+        body = json.loads(handler.body)
+        if body.get("metadata", {}).get("name") != name:
+            raise _BadRequest("the body's metadata.name does not match the path")
+        found = self.get("configmaps", namespace, name)
+        applied = {
+            "metadata": {
+                **(found or {"metadata": {}})["metadata"],
+                "name": name,
+                "namespace": namespace,
+                **{
+                    key: body["metadata"][key]
+                    for key in ("labels", "ownerReferences")
+                    if key in body["metadata"]
+                },
+            },
+            "data": body.get("data", {}),
+        }
+        if found is None:
+            handler.send_json(201, _with_kind("configmaps", self.add("configmaps", applied)))
+        else:
+            handler.send_json(200, _with_kind("configmaps", self.update("configmaps", applied)))
 
     def _delete_job(self, handler: _Handler, namespace: str, name: str) -> None:
         found = self.get("jobs", namespace, name)

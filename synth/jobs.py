@@ -45,6 +45,7 @@ from contract.layout import (
     WORKFLOW_LABEL,
 )
 from contract.records import reuses_text
+from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
 from synth.digests import digest
 from synth.fleet import Cluster, Fleet
@@ -380,12 +381,15 @@ class _JobTemplate:
 
 
 def name_job_spec(spec: dict[str, Any], name: str) -> dict[str, Any]:
-    """`spec` with the Job's name in the two places that hold it: its pods' label, and the
-    config.json ConfigMap (named like the Job) they mount."""
+    """`spec` with the Job's name in the places that hold it: its pods' label, the config.json
+    ConfigMap (named like the Job) they mount, and for a grouped Job the ConfigMap of the
+    variants an earlier attempt reported."""
     template = spec["template"]
     template["metadata"]["labels"][JOB_LABEL] = name
-    (config,) = [v for v in template["spec"]["volumes"] if v["name"] == CONFIG_VOLUME]
-    config["configMap"]["name"] = name
+    volumes = {volume["name"]: volume for volume in template["spec"]["volumes"]}
+    volumes[CONFIG_VOLUME]["configMap"]["name"] = name
+    if REPORTED_VOLUME in volumes:
+        volumes[REPORTED_VOLUME]["configMap"]["name"] = reported_configmap(name)
     return spec
 
 
@@ -440,7 +444,7 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
             }
         )
         mounts.append({"name": "models", "mountPath": MODELS_DIR, "readOnly": True})
-    env = [
+    env: list[dict[str, Any]] = [
         {"name": "WORKFLOW_ID", "value": config.workflow},
         {"name": "MODEL_PATH", "value": MODELS_DIR},
         {"name": "CONFIG_PATH", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
@@ -454,6 +458,13 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "RUNNER_IMAGE", "value": image},
     ]
+    if config.groups is not None:
+        # Written by the collector once an attempt of an index ends having measured some of
+        # its group, so that the retry runs only the rest (contract/reported.py); optional,
+        # because until then there is none.
+        volumes.append({"name": REPORTED_VOLUME, "configMap": {"name": "", "optional": True}})
+        mounts.append({"name": REPORTED_VOLUME, "mountPath": REPORTED_DIR, "readOnly": True})
+        env.append({"name": REPORTED_ENV, "value": REPORTED_DIR})
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "serviceAccountName": RUNNER_SERVICE_ACCOUNT,

@@ -26,6 +26,10 @@ COLLECTOR_RULES: Final = [
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     # gather and status: explain why a pod waits (scheduler and kubelet events).
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
+    # gather: hand the variants an earlier attempt of a grouped index measured back to its
+    # retry (contract/reported.py), by server-side apply, which creates the ConfigMap the
+    # first time. `create` cannot be narrowed to names; the ConfigMap is owned by its Job.
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch"]},
     # Every command: confirm which fleet cluster the credential reaches before recording.
     {
         "apiGroups": [""],

@@ -55,13 +55,13 @@ Obj = dict[str, Any]
 @dataclass
 class Rules:
     """Outcomes for GPU pods by (workflow, index), one per attempt: each new pod of an index
-    takes the next, and the last repeats. Indexes without a rule take the workflow's
-    default; without that, the pod runs the real runner."""
+    takes the next, and the last repeats (None: that attempt runs the real runner). Indexes
+    without a rule take the workflow's default; without that, the pod runs the real runner."""
 
-    outcomes: dict[tuple[str, int], list[Outcome]] = field(default_factory=dict)
+    outcomes: dict[tuple[str, int], list[Outcome | None]] = field(default_factory=dict)
     defaults: dict[str, Outcome] = field(default_factory=dict)
 
-    def set(self, workflow: str, index: int, *attempts: Outcome) -> None:
+    def set(self, workflow: str, index: int, *attempts: Outcome | None) -> None:
         self.outcomes[(workflow, index)] = list(attempts)
 
     def __call__(self, pod: Pod) -> Outcome | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from collector.clean import decide
-from collector.harvest import WRONG_VARIANT, harvest
+from collector.harvest import WRONG_VARIANT, ended_attempts, harvest, harvest_earlier
 from collector.indexes import index_states, summary_counts
 from collector.store import open_store
 from collector.workload import ExpectedJob, expected_from
@@ -129,27 +129,47 @@ def test_progress_counts_variants_not_pods() -> None:
     assert expected.variant_count == 6 and expected.completions == 2
 
 
-def test_what_an_earlier_attempt_reported_is_kept_when_the_retry_ends_sooner() -> None:
+def test_what_ended_attempts_measured_is_harvested_from_the_first_that_did() -> None:
     """Attempt 1 measured variants 0 and 1, then the kernel killed it at 2; its retry (the
-    last allowed) died at once, after variant 0 only. Variant 1's measurement is kept from
-    attempt 1's termination message; 2 fails with the retry's end."""
+    last allowed) measured 0 again and died. Both are ended attempts of a failed index: each
+    variant is taken from the first attempt that measured it, and the retry's end decides
+    only variant 2."""
     job, expected = _grouped()
     measured = [objects.ok_result(job, i, p50_ms=1.0 + i) for i in (0, 1)]
     first = objects.group_pod(job, 0, measured, exit_code=137, reason="OOMKilled", failures=1)
-    retry = objects.group_pod(job, 0, [measured[0]], exit_code=1, reason="Error", failures=2)
-    assert first["metadata"]["name"] != retry["metadata"]["name"]
+    again = objects.ok_result(job, 0, p50_ms=9.0)
+    retry = objects.group_pod(job, 0, [again], exit_code=1, reason="Error", failures=2)
     (state, _) = index_states(job, [first, retry])
-    stored = harvest(state, expected.group(0), None, lambda name: None)
+    assert state.phase == "failed"
+    attempts = ended_attempts(state)
+    assert [pod.name for pod in attempts] == [first["metadata"]["name"]]
+    stored = harvest_earlier(state, attempts, expected.group(0), lambda name: None)
     assert [(v.index, v.state, v.pod) for v in stored] == [
-        (0, "succeeded", retry["metadata"]["name"]),
+        (0, "succeeded", first["metadata"]["name"]),
         (1, "succeeded", first["metadata"]["name"]),
-        (2, "failed", retry["metadata"]["name"]),
     ]
     assert stored[1].result == measured[1]
     assert stored[1].explanation.startswith(
         f"succeeded in an earlier attempt, pod {first['metadata']['name']}, which then ended: "
     )
     assert "OOMKilled" in stored[1].explanation
+    final = harvest(state, expected.group(0), None, lambda name: None)
+    assert [(v.index, v.state) for v in final] == [(0, "succeeded"), (1, "failed"), (2, "failed")]
+
+
+def test_while_a_retry_is_due_the_failed_attempt_is_an_ended_one() -> None:
+    """Between a pod's failure and its replacement the failed pod is the index's latest
+    attempt: what it measured is harvested now, not when the index ends."""
+    job, expected = _grouped()
+    first = objects.group_pod(
+        job, 0, [objects.ok_result(job, 0)], exit_code=137, reason="OOMKilled"
+    )
+    (state, _) = index_states(job, [first])
+    assert state.phase not in ("succeeded", "failed"), "a retry is due"
+    attempts = ended_attempts(state)
+    assert [pod.name for pod in attempts] == [first["metadata"]["name"]]
+    stored = harvest_earlier(state, attempts, expected.group(0), lambda name: None)
+    assert [(v.index, v.state) for v in stored] == [(0, "succeeded")]
 
 
 def test_clean_keeps_a_grouped_job_until_every_variant_is_stored(tmp_path: Path) -> None:

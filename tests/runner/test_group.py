@@ -1,12 +1,14 @@
 """A pod that runs a group of variants: a result line for each as it ends, one variant's
 failure its own, and the termination log a summary of all of them within 4096 bytes."""
 
+import logging
 from pathlib import Path
 
 import pytest
 
 from contract.config import RunConfig
 from contract.errors import ExitCode, most_severe
+from contract.reported import MAX_REPORTED_BYTES, reported_text
 from contract.result import (
     TERMINATION_LOG_LIMIT,
     ErrorResult,
@@ -83,6 +85,54 @@ def test_a_group_of_one_writes_the_single_result_as_before(
         parse_result(log.read_text(encoding="utf-8")).variant
         == parse_result(line.removeprefix("BENCH_RESULT ")).variant
     )
+
+
+def test_a_retry_skips_what_an_earlier_attempt_reported(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """The collector handed back variants 0 and 1 (tiny-cnn's bad inputs, had they been
+    listed, would not fail again either): the retry runs 3 and 2 only, and says why."""
+    caplog.set_level(logging.INFO, logger="runner")
+    config = _config()
+    config_path = tmp_path / "config.json"
+    config_path.write_text(config.model_dump_json(), encoding="utf-8")
+    reported = tmp_path / "reported"
+    reported.mkdir()
+    (reported / "0").write_text(reported_text([config.variants[1].id, config.variants[0].id]))
+    (reported / "1").write_text(reported_text([config.variants[4].id]))
+    log = tmp_path / "termination-log"
+    code = main([*_arguments(config_path, "0", log), "--reported", str(reported)])
+    lines = capsys.readouterr().out.splitlines()
+    results = [parse_result(line.removeprefix("BENCH_RESULT ")) for line in lines]
+    assert [r.variant.index for r in results if r.variant] == [3, 2]
+    assert code == ExitCode.OK, "the variant that failed before is not run again"
+    assert [e.variant.index for e in parse_group_message(log.read_text()) if e.variant] == [3, 2]
+    skipped = [r.getMessage() for r in caplog.records if "not run again" in r.getMessage()]
+    assert [message.split(" (")[0] for message in skipped] == ["variant 0", "variant 1"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"not-an-id\n", b"v" * (MAX_REPORTED_BYTES + 1)],
+    ids=["no variant id", "too large"],
+)
+def test_a_handed_back_file_that_is_not_the_collectors_runs_everything(
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    content: bytes,
+) -> None:
+    config_path = tmp_path / "config.json"
+    config_path.write_text(_config().model_dump_json(), encoding="utf-8")
+    reported = tmp_path / "reported"
+    reported.mkdir()
+    (reported / "1").write_bytes(content)
+    log = tmp_path / "termination-log"
+    code = main([*_arguments(config_path, "1", log), "--reported", str(reported)])
+    (line,) = capsys.readouterr().out.splitlines()
+    assert parse_result(line.removeprefix("BENCH_RESULT ")).status == "ok"
+    assert code == ExitCode.OK
+    assert any("running every variant" in record.getMessage() for record in caplog.records)
 
 
 def test_the_summary_of_32_full_results_fits_as_stubs_failures_kept_longest() -> None:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from contract.config import CONFIG_FILE, MAX_VARIANTS_PER_POD, RunConfig
 from contract.dist import read_workload
 from contract.layout import workload_file
+from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
 from synth.cli import cli
 from synth.jobs import pod_groups
 from synth.load import load_specs
@@ -76,6 +77,31 @@ def test_groups_hold_one_model_together_in_sweep_order(
     batches = [config.variants[p].batch_size for group in config.groups or () for p in group]
     assert batches == [1, 2, 4, 1, 2, 4]
     assert [len(config.group(i)) for i in range(3)] == [2, 2, 2]
+
+
+def test_only_grouped_pods_mount_what_the_collector_hands_back(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """The retry of a group reads which of its variants an earlier attempt reported from a
+    ConfigMap named after its Job, which need not exist (contract/reported.py)."""
+    write_spec("grouped.yaml", SPEC)
+    synth(spec_repo)
+    alone, _ = _job(spec_repo)
+    assert REPORTED_VOLUME not in str(alone)
+    write_spec("grouped.yaml", _with(2))
+    synth(spec_repo)
+    workload = read_workload(spec_repo / workload_file("alpha", "grouped"))
+    (job,) = workload.jobs
+    pod = job["spec"]["template"]["spec"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == REPORTED_VOLUME]
+    name = reported_configmap(job["metadata"]["name"])
+    assert volume["configMap"] == {"name": name, "optional": True}
+    assert name not in workload.configmaps, "the collector writes it, not synth"
+    (container,) = pod["containers"]
+    assert {"name": REPORTED_VOLUME, "mountPath": REPORTED_DIR, "readOnly": True} in container[
+        "volumeMounts"
+    ]
+    assert {"name": REPORTED_ENV, "value": REPORTED_DIR} in container["env"]
 
 
 def test_pod_groups_chunk_a_stable_sort_by_model() -> None:
