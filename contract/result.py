@@ -378,8 +378,12 @@ def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG
     if len(results) == 1:
         return compact(results[0], limit)
     entries: list[OkResult | ErrorResult | OmittedResult] = list(results)
+    current: list[BenchResult] = list(results)
     for index, step in enumerate(_COMPACTIONS):
-        entries = [step(r) for r in results]
+        # Each step on top of the ones before, as `compact` does: a step applied to the
+        # originals alone would bring back what the earlier ones left out.
+        current = [step(r) for r in current]
+        entries = list(current)
         if index:
             entries = [e.model_copy(update={"compacted": True}) for e in entries]
         text = _group_text(entries)
