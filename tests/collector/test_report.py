@@ -1102,3 +1102,11 @@ def test_rounds_travel_in_the_json_report(make_run: MakeRun) -> None:
     (row,) = document["variants"]
     (run,) = row["rounds"]
     assert run["rounds"] == {"id": "0123456789ab", "medians_ns": [1e6, 1.1e6]}
+
+
+def test_damaged_rounds_leave_the_comparison_unpaired(make_run: MakeRun) -> None:
+    fp32 = with_rounds(make_run(precision="fp32", p50_ms=1.0), "same", rounds_of(1.0, seed=1))
+    bf16 = make_run(precision="bf16", p50_ms=0.95, index=1)
+    bf16 = with_rounds(bf16, "same", rounds_of(0.95, 15, seed=1))
+    (entry,) = build_report([fp32, bf16]).axes[0].entries
+    assert not entry.ratio.paired

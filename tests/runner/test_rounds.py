@@ -185,3 +185,13 @@ def test_32_interleaved_results_still_fit_the_termination_log() -> None:
     assert all(not isinstance(e, OkResult) or e.rounds is None for e in entries), (
         "rounds are the first detail left out after the samples"
     )
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs"), [([1.0], [1.0, 2.0]), ([], []), ([0.0, 1.0], [1.0, 1.0])]
+)
+def test_rounds_that_do_not_match_or_hold_no_time_give_no_ratio(
+    mine: list[float], theirs: list[float]
+) -> None:
+    with pytest.raises(ValueError, match=r"rounds cannot be paired|not positive"):
+        paired_ratio(mine, theirs)
