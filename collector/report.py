@@ -18,8 +18,9 @@ from typing import Final, Literal, NamedTuple
 from collector import intervals
 from collector.intervals import MedianEstimate, Ratio
 from collector.store import StoredRun
+from contract.order_stats import paired_ratio
 from contract.records import Reuses
-from contract.result import LatencyStats, OkResult, Paired, Validity
+from contract.result import LatencyStats, OkResult, Paired, Rounds, Validity
 from contract.variant import SETTING_FIELDS, VariantRef
 
 REPORT_SCHEMA_VERSION: Final = 3
@@ -87,6 +88,18 @@ class Repeats:
 
 
 @dataclass(frozen=True)
+class RunRounds:
+    """What one run of a variant measured in interleaved rounds brings to paired ratios."""
+
+    job: str
+    rounds: Rounds | None
+    """Its block median in each round, under the rounds' name: pairs it with any variant of
+    the same rounds (None in results of runners before `rounds`)."""
+    paired: Paired | None
+    """Its ratio to its pod's first variant of the model: all that older results pair by."""
+
+
+@dataclass(frozen=True)
 class VariantRow:
     """One measured variant: its run in the newest reported Job that ran it, which succeeded;
     with repeats, the median of its runs in the newest reported Job of each repeat."""
@@ -124,6 +137,9 @@ class VariantRow:
     """Its several runs, where the spec repeats it and more than one was measured; the row's
     other fields are then those of the median run, its latency and estimate scaled to the
     median of the runs' p50s."""
+    rounds: tuple[RunRounds, ...] = ()
+    """Each of its runs that was measured in interleaved rounds, in repeat order: what pairs
+    it with every other variant of the same rounds, run by run (`_paired_ratio`)."""
 
     @property
     def ci_low_ms(self) -> float:
@@ -594,6 +610,11 @@ def _measured(run: StoredRun) -> VariantRow | None:
         flag_reasons=tuple(validity.reasons) if validity and _doubts(validity) else (),
         quantized=_quantized(result),
         paired=result.paired,
+        rounds=(
+            (RunRounds(run.job.job, result.rounds, result.paired),)
+            if result.rounds or result.paired
+            else ()
+        ),
     )
 
 
@@ -615,9 +636,11 @@ def _median_run(runs: Sequence[tuple[int, VariantRow]]) -> VariantRow:
         is_p99_reliable=all(row.is_p99_reliable for row in rows),
         doubts=tuple(dict.fromkeys(doubt for row in rows for doubt in row.doubts)),
         flag_reasons=tuple(dict.fromkeys(why for row in rows for why in row.flag_reasons)),
-        # A pairing compares two variants within one run; the median of several runs has none.
+        # A pairing compares two variants within one run; the median of several runs has none
+        # of its own: every run's rounds stay, and _paired_ratio combines them per pair.
         paired=None,
         repeats=Repeats(p50s_ms=p50s, jobs=tuple(row.job for row in rows)),
+        rounds=tuple(rounds for row in rows for rounds in row.rounds),
     )
 
 
@@ -707,30 +730,107 @@ def _compare(rows: Sequence[VariantRow]) -> Comparison:
     )
 
 
-def _per_sample_ratio(row: VariantRow, other: VariantRow) -> Ratio:
-    """`row`'s p50 per sample over `other`'s: from their pairing where one was measured in
-    rounds against the other in the same pod (the tighter, drift-free interval), otherwise
-    from both sides' own intervals."""
+RunRatio = tuple[float, float, float]
+"""One run's paired ratio: (median over rounds, low, high of its 95 % interval)."""
+
+
+def _run_ratio(
+    row: VariantRow, mine: RunRounds | None, other: VariantRow, theirs: RunRounds | None
+) -> RunRatio | None:
+    """`row`'s run `mine` over `other`'s run `theirs` of the same Job, where the two ran in
+    the same rounds (either may be None: a run that names no rounds)."""
+    if mine is not None and mine.rounds is not None and theirs is not None and theirs.rounds:
+        # Both name their rounds: the names decide, also against an older `paired` (a
+        # retried pod's variant may name a first variant whose kept run is another attempt's).
+        if mine.rounds.id != theirs.rounds.id:
+            return None
+        try:
+            return paired_ratio(mine.rounds.medians_ns, theirs.rounds.medians_ns)
+        except ValueError:
+            return None  # damaged rounds: the unpaired ratio still holds
+    # A result of a runner before `rounds`: only its pairing with its pod's first variant
+    # (whose result says nothing of rounds).
+    return _older_pairing(mine, other.variant_id) or _inverse(
+        _older_pairing(theirs, row.variant_id)
+    )
+
+
+def _older_pairing(run: RunRounds | None, against: str) -> RunRatio | None:
+    if run is None or run.paired is None or run.paired.against != against:
+        return None
+    return run.paired.ratio, run.paired.low, run.paired.high
+
+
+def _inverse(ratio: RunRatio | None) -> RunRatio | None:
+    if ratio is None:
+        return None
+    value, low, high = ratio
+    return 1 / value, 1 / high, 1 / low
+
+
+def _jobs(row: VariantRow) -> tuple[str, ...]:
+    """The Job of each run the row's numbers come from."""
+    return row.repeats.jobs if row.repeats else (row.job,)
+
+
+def _paired_ratio(row: VariantRow, other: VariantRow) -> tuple[Ratio, bool] | None:
+    """`row`'s p50 per sample over `other`'s from the rounds both were measured in, and
+    whether every run of both rows is in it; None where no run of one shared rounds with a
+    run of the other.
+
+    With several runs (`benchmark.repeats`), each pairs within its own pod and the runs
+    combine as the rows do: the ratio is the median of the runs' ratios, and its interval
+    spans every run's own interval, lowest low to highest high. A direction is then claimed
+    only where every run's interval lies on the same side of 1, each run on its own node
+    showing it. Pooling all runs' rounds into one sign test would be narrower, but rounds
+    of one pod share its node and moment: the runs are the independent units, and pooling
+    would count node-to-node differences in the ratio (which repeats exist to expose) as if
+    they were 16 x N independent rounds. A sign test over the runs' ratios alone says
+    little with the few runs a spec repeats (with 3 the range of the three covers the median
+    only 75 % of the time) and leaves out each run's own uncertainty; the envelope keeps
+    both. With one run it is that run's interval, as before.
+    """
+    if row is other or row.key.cluster != other.key.cluster:
+        return None
+    # Rounds are a pod's, so two runs pair only within one Job: a Job is one repeat, and
+    # another target's Job has the same variant ids (another cluster's the same Job names).
+    mine = {run.job: run for run in row.rounds}
+    theirs = {run.job: run for run in other.rounds}
+    shared = [job for job in _jobs(row) if job in _jobs(other)]
+    runs = [
+        found
+        for job in shared
+        if (found := _run_ratio(row, mine.get(job), other, theirs.get(job))) is not None
+    ]
+    if not runs:
+        return None
     per_sample = other.key.batch_size / row.key.batch_size
-    if row is not other and row.job == other.job:
-        if row.paired is not None and row.paired.against == other.variant_id:
-            pair = row.paired
-            return Ratio(
-                pair.ratio * per_sample, pair.low * per_sample, pair.high * per_sample, True
-            )
-        if other.paired is not None and other.paired.against == row.variant_id:
-            pair = other.paired
-            return Ratio(
-                per_sample / pair.ratio, per_sample / pair.high, per_sample / pair.low, True
-            )
-    return intervals.ratio(row.per_sample, other.per_sample)
+    value = statistics.median(value for value, _, _ in runs)
+    low = min(low for _, low, _ in runs)
+    high = max(high for _, _, high in runs)
+    ratio = Ratio(value * per_sample, low * per_sample, high * per_sample, paired=True)
+    return ratio, len(runs) == len(_jobs(row)) == len(_jobs(other))
+
+
+def _per_sample_ratio(row: VariantRow, other: VariantRow) -> tuple[Ratio, tuple[str, ...]]:
+    """`row`'s p50 per sample over `other`'s, and why the between-run noise makes it say
+    nothing (if it does): from the rounds both were measured in where they share any (the
+    tighter, drift-free interval), otherwise from both sides' own intervals."""
+    paired = _paired_ratio(row, other)
+    if paired is None:
+        ratio = intervals.ratio(row.per_sample, other.per_sample)
+        return ratio, _between_runs(ratio, row, other)
+    ratio, every_run = paired
+    # The runs' spread in p50 is the nodes' speed, which a ratio within one pod cancels;
+    # what the ratio itself varies by between runs is in its interval, if all runs are.
+    return ratio, () if every_run else _between_runs(ratio, row, other)
 
 
 def _ranked(row: VariantRow, fastest: VariantRow) -> Ranked:
-    ratio = _per_sample_ratio(row, fastest)
+    ratio, noise = _per_sample_ratio(row, fastest)
     if row is fastest:
         return Ranked(row=row, ratio=ratio, doubts=())
-    doubts = (*_labelled(fastest), *_labelled(row), *_between_runs(ratio, fastest, row))
+    doubts = (*_labelled(fastest), *_labelled(row), *noise)
     return Ranked(row=row, ratio=ratio, doubts=doubts)
 
 
@@ -779,12 +879,12 @@ def _axis(axis: str, rows: Sequence[VariantRow]) -> AxisComparison | None:
 
 
 def _axis_entry(row: VariantRow, reference: VariantRow) -> AxisEntry:
-    ratio = _per_sample_ratio(row, reference)
+    ratio, noise = _per_sample_ratio(row, reference)
     return AxisEntry(
         row=row,
         reference=reference,
         ratio=ratio,
-        doubts=(*_labelled(reference), *_labelled(row), *_between_runs(ratio, reference, row)),
+        doubts=(*_labelled(reference), *_labelled(row), *noise),
     )
 
 

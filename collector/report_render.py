@@ -75,7 +75,7 @@ _CI_NOTE: Final = (
     "where the result carries them; ≈ marks the IQR approximation for results without samples. "
     "Ratios combine both sides' uncertainty (Price & Bonett 2002); a paired one comes from "
     "rounds alternating the two in one pod (benchmark.interleave), each round compared within "
-    "itself."
+    "itself; over repeats, the median of the runs' paired ratios, its CI spanning all of theirs."
 )
 _FLAGS_NOTE: Final = (
     "flags: the runner's validity flags (noisy, contended, throttled, stopped early); a "

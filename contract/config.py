@@ -95,8 +95,8 @@ class RunConfig(_Contract):
     `variants` as its `index` whichever pod runs it, so results are keyed alike either way."""
     interleave: bool = False
     """A group's variants of one model are measured in alternating rounds rather than one
-    after the other (runner/rounds.py), and each later one's result is paired with the
-    first's."""
+    after the other (runner/rounds.py): each later one's result is paired with the first's,
+    and every one's keeps its round medians, which pair any two in the report."""
 
     @model_validator(mode="after")
     def _every_variant_once(self) -> Self:

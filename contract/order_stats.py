@@ -1,7 +1,10 @@
 """Order statistics both the runner and the collector compute: the sign test's interval of a
-median, which assumes nothing about the shape of the noise."""
+median, which assumes nothing about the shape of the noise, and the paired ratio of two
+variants measured in the same interleaved rounds (the runner's `paired`, the report's any
+pair): one function, so the two can never disagree."""
 
 import math
+import statistics
 from collections.abc import Sequence
 from statistics import NormalDist
 from typing import Final
@@ -18,3 +21,19 @@ def median_interval(values: Sequence[float], z: float = Z_95) -> tuple[float, fl
     low = max(math.floor(n / 2 - half_width), 1)
     high = min(math.ceil(1 + n / 2 + half_width), n)
     return ordered[low - 1], ordered[high - 1]
+
+
+def paired_ratio(
+    mine: Sequence[float], theirs: Sequence[float], z: float = Z_95
+) -> tuple[float, float, float]:
+    """(median, low, high) over rounds of `mine[r] / theirs[r]`: two variants' block medians
+    in the same rounds, each round compared within itself so drift both saw cancels out, with
+    the sign test's interval of that median. Raises ValueError for rounds that do not match
+    or a median that is not positive (no ratio of a duration of 0 means anything)."""
+    if len(mine) != len(theirs) or not mine:
+        raise ValueError(f"{len(mine)} and {len(theirs)} rounds cannot be paired")
+    if min(*mine, *theirs) <= 0:
+        raise ValueError("a round's median is not positive")
+    ratios = [a / b for a, b in zip(mine, theirs, strict=True)]
+    low, high = median_interval(ratios, z)
+    return statistics.median(ratios), low, high

@@ -210,6 +210,20 @@ class Paired(_Result):
     high: float
 
 
+class Rounds(_Result):
+    """This variant's share of the alternating rounds it was measured in (`interleave`): its
+    block median in each round. Any two variants whose results name the same `id` ran in the
+    same rounds, so the report compares every such pair round by round, not only each
+    variant with the first (`paired`), and keeps that pairing across repeated runs."""
+
+    id: str = Field(min_length=1, max_length=64)
+    """Names the rounds: the same in every variant's result of one interleaved loop, drawn
+    afresh for each loop, so another model's rounds or a retried pod's never match it."""
+    medians_ns: list[float] = Field(min_length=1)
+    """The block median of each round, in round order, in nanoseconds (exact: an iteration's
+    duration or the mean of the middle two)."""
+
+
 class ErrorInfo(_Result):
     """What went wrong."""
 
@@ -246,6 +260,9 @@ class OkResult(_ResultBase):
     not fit there (then `compacted` is set and the log line has them)."""
     paired: Paired | None = None
     """Set where this variant was measured in rounds alternating with an earlier one."""
+    rounds: Rounds | None = None
+    """Set in every variant's result of an interleaved loop of several variants, the first
+    one's too: what pairs any two of them. Results of runners before it have `paired` only."""
     compacted: bool = False
     """Details were left out to fit the termination log; the log line has them all."""
 
@@ -304,6 +321,11 @@ def _short_error(result: BenchResult) -> BenchResult:
 _COMPACTIONS: Final[tuple[Callable[[BenchResult], BenchResult], ...]] = (
     lambda r: r,
     lambda r: r.model_copy(update={"samples": None}) if isinstance(r, OkResult) else r,
+    # Round medians (about 12 bytes a round) go on their own, right after the samples: a
+    # result that fits without them has exactly what it had before they existed, and one
+    # with room keeps them. `paired` stays to the end, the pairing against the first variant
+    # whatever the log's fate; the log line has the rounds for every other pair.
+    lambda r: r.model_copy(update={"rounds": None}) if isinstance(r, OkResult) else r,
     _short_error,
     lambda r: r.model_copy(update={"environment": None}),
     lambda r: (
@@ -378,8 +400,12 @@ def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG
     if len(results) == 1:
         return compact(results[0], limit)
     entries: list[OkResult | ErrorResult | OmittedResult] = list(results)
+    current: list[BenchResult] = list(results)
     for index, step in enumerate(_COMPACTIONS):
-        entries = [step(r) for r in results]
+        # Each step on top of the ones before, as `compact` does: a step applied to the
+        # originals alone would bring back what the earlier ones left out.
+        current = [step(r) for r in current]
+        entries = list(current)
         if index:
             entries = [e.model_copy(update={"compacted": True}) for e in entries]
         text = _group_text(entries)

@@ -1,6 +1,8 @@
 """Interleaved rounds (config.json `interleave`): the variants of one model in a pod take
 turns in the timed loop, so that what drifts during it (clocks, caches, neighbours) falls on
-all of them alike, and each later variant is compared with the first round by round.
+all of them alike, and each later variant is compared with the first round by round. Every
+variant's result also keeps its median of each round (`Rounds`), so that the report can
+compare any two variants of the loop round by round, and keep doing so across repeats.
 
 Every variant runs one block of iterations per round; the order is reversed on odd rounds
 (A B, B A, A B, ...: ABBA), so a drift that is linear over two rounds falls on each side
@@ -8,13 +10,14 @@ equally, where A B A B would always give B the later moment.
 """
 
 import math
+import secrets
 import statistics
 from collections.abc import Sequence
 from typing import Final
 
 from contract.config import PhaseConfig, VariantConfig
-from contract.order_stats import median_interval
-from contract.result import Paired, StoppedBy
+from contract.order_stats import paired_ratio
+from contract.result import Paired, Rounds, StoppedBy
 from runner.measure import PhaseOutcome, Step, run_phase
 
 ROUNDS: Final = 16
@@ -80,15 +83,25 @@ def joined(blocks: Sequence[PhaseOutcome]) -> PhaseOutcome:
     )
 
 
+def block_medians(blocks: Sequence[PhaseOutcome]) -> list[float]:
+    """A variant's median in each round: what a round compares of it."""
+    return [float(statistics.median(block.durations_ns)) for block in blocks]
+
+
+def round_shares(blocks: Sequence[Sequence[PhaseOutcome]]) -> list[Rounds]:
+    """Every variant's block medians under one name for the loop's rounds, so that the report
+    can pair any two of them, not only each with the first (`paired`).
+
+    The name is random rather than derived from the pod: a retried pod runs the same
+    variants again in other rounds, and the collector may keep one variant from each attempt;
+    48 random bits never name two loops alike among the few a report compares."""
+    name = secrets.token_hex(6)
+    return [Rounds(id=name, medians_ns=block_medians(own)) for own in blocks]
+
+
 def paired(
     blocks: Sequence[PhaseOutcome], reference: Sequence[PhaseOutcome], against: str
 ) -> Paired:
     """`blocks` against the `reference` variant's blocks of the same rounds."""
-    ratios = [
-        statistics.median(mine.durations_ns) / statistics.median(theirs.durations_ns)
-        for mine, theirs in zip(blocks, reference, strict=True)
-    ]
-    low, high = median_interval(ratios)
-    return Paired(
-        against=against, rounds=len(ratios), ratio=statistics.median(ratios), low=low, high=high
-    )
+    ratio, low, high = paired_ratio(block_medians(blocks), block_medians(reference))
+    return Paired(against=against, rounds=len(blocks), ratio=ratio, low=low, high=high)

@@ -18,6 +18,7 @@ from contract.result import (
     OkResult,
     Paired,
     PhaseTiming,
+    Rounds,
     Timings,
 )
 from contract.samples import encode
@@ -174,20 +175,25 @@ def run_variant(
 
 def run_interleaved(config: RunConfig, variants: Sequence[Prepared]) -> list[OkResult]:
     """Measure prepared variants of one model in alternating rounds (runner/rounds.py); every
-    one after the first carries its paired comparison with the first."""
+    one after the first carries its paired comparison with the first, and, where there are
+    several, every one its block medians under the loop's name, which pair any two."""
     steps = [ready.step for ready in variants]
     with _allocator_failures():
         blocks, span = _timed(variants[0], lambda: rounds.run_rounds(steps, config.measure))
     reference = variants[0].variant.id
+    # A loop left with one variant (the others failed to prepare) pairs nothing: its result
+    # stays as a lone variant's.
+    shares: list[Rounds | None] = [*rounds.round_shares(blocks)] if len(blocks) > 1 else [None]
     return [
         _result(
             config,
             ready,
             rounds.joined(own),
             span,
-            rounds.paired(own, blocks[0], reference) if position else None,
+            paired=rounds.paired(own, blocks[0], reference) if position else None,
+            round_share=share,
         )
-        for position, (ready, own) in enumerate(zip(variants, blocks, strict=True))
+        for position, (ready, own, share) in enumerate(zip(variants, blocks, shares, strict=True))
     ]
 
 
@@ -287,7 +293,9 @@ def _result(
     ready: Prepared,
     measured: PhaseOutcome,
     span: _Span,
+    *,
     paired: Paired | None = None,
+    round_share: Rounds | None = None,
 ) -> OkResult:
     variant, device, module, inputs = ready.variant, ready.device, ready.module, ready.inputs
     model = config.models[variant.model]
@@ -340,4 +348,5 @@ def _result(
         environment=fingerprint(device, device_name(device, cpu), ready.threads, ready.quota),
         samples=encode(measured.durations_ns),
         paired=paired,
+        rounds=round_share,
     )

@@ -24,6 +24,7 @@ from collector.report import (
 from collector.report_html import to_html
 from collector.report_render import CSV_COLUMNS, lay_out, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
+from contract.order_stats import paired_ratio
 from contract.records import JobIdentity, Reuses, StoredVariant
 from contract.result import (
     Applied,
@@ -34,6 +35,7 @@ from contract.result import (
     LatencyStats,
     OkResult,
     Paired,
+    Rounds,
     Validity,
 )
 from contract.samples import Samples, encode
@@ -958,3 +960,153 @@ def test_a_pairing_counts_only_within_its_own_job(make_run: MakeRun) -> None:
     h100 = with_pairing(make_run(target="h100", p50_ms=0.95), a100, 0.95, 0.93, 0.97)
     (comparison,) = build_report([a100, h100]).by_target
     assert [entry.ratio.paired for entry in comparison.entries] == [False, False]
+
+
+def with_rounds(run: StoredRun, name: str, medians_ms: list[float]) -> StoredRun:
+    """`run` as a runner with round medians reports it: measured in the rounds `name`."""
+    result = run.variant.result
+    assert isinstance(result, OkResult)
+    rounds = Rounds(id=name, medians_ns=[ms * 1e6 for ms in medians_ms])
+    result = result.model_copy(update={"rounds": rounds})
+    return StoredRun(run.job, run.variant.model_copy(update={"result": result}), run.collected_at)
+
+
+def rounds_of(p50_ms: float, rounds: int = 16, *, seed: int) -> list[float]:
+    """Round medians about `p50_ms` that drift together with every other list of the same
+    seed: the node's drift a pairing cancels (+-20 %), with 0.5 % of its own noise."""
+    drift = random.Random(seed)
+    own = random.Random(seed * 1000 + round(p50_ms * 1000))
+    return [
+        p50_ms * (1 + 0.2 * drift.uniform(-1, 1)) * (1 + 0.005 * own.uniform(-1, 1))
+        for _ in range(rounds)
+    ]
+
+
+def test_any_two_variants_of_the_same_rounds_compare_paired(make_run: MakeRun) -> None:
+    """fp32, bf16 and fp16 in one pod's rounds: bf16 against fp16 is paired as well as each
+    against fp32 (the pod's first, the only one `paired` names); an older `paired` alone
+    would leave bf16 against fp16 to the unpaired intervals, which overlap."""
+    fp32 = make_run(precision="fp32", p50_ms=1.0, index=0, iqr_ms=0.05, count=10)
+    bf16 = make_run(precision="bf16", p50_ms=0.62, index=1, iqr_ms=0.05, count=10)
+    fp16 = make_run(precision="fp16", p50_ms=0.6, index=2, iqr_ms=0.05, count=10)
+    medians = {run: rounds_of(p50, seed=7) for run, p50 in ((0, 1.0), (1, 0.62), (2, 0.6))}
+    older = [fp32, with_pairing(bf16, fp32, 0.62, 0.61, 0.63),
+             with_pairing(fp16, fp32, 0.6, 0.59, 0.61)]  # fmt: skip
+    (best,) = build_report(older).best_configurations
+    fastest, second, _ = best.comparison.entries
+    assert (fastest.row.key.precision, second.row.key.precision) == ("fp16", "bf16")
+    assert not second.ratio.paired and not second.ratio.excludes_one
+    now = [with_rounds(run, "0123456789ab", medians[i]) for i, run in enumerate(older)]
+    report = build_report(now)
+    (best,) = report.best_configurations
+    _, second, third = best.comparison.entries
+    expected = paired_ratio(medians[1], medians[2])
+    assert (second.ratio.value, second.ratio.low, second.ratio.high) == pytest.approx(expected)
+    assert second.ratio.paired
+    assert second.ratio.excludes_one and second.is_significant
+    assert third.ratio.paired, "fp32 against fp16: from the rounds as well"
+    (axis,) = report.axes
+    for entry in axis.entries:
+        assert entry.ratio.paired and entry.direction == "faster"
+    assert "1.03x slower than fp16 [1.03x-1.04x paired]" in to_text(report)
+    assert "1.03x-1.04x paired" in to_markdown(report)
+
+
+def test_rounds_of_another_pod_do_not_pair(make_run: MakeRun) -> None:
+    """The same Job kept fp32 from one attempt and bf16 from its retry: bf16's `paired` names
+    fp32, but their rounds differ, so the comparison is unpaired."""
+    fp32 = with_rounds(make_run(precision="fp32", p50_ms=1.0), "attempt-1", rounds_of(1.0, seed=1))
+    bf16 = with_pairing(make_run(precision="bf16", p50_ms=0.95, index=1), fp32, 0.95, 0.93, 0.97)
+    bf16 = with_rounds(bf16, "attempt-2", rounds_of(0.95, seed=2))
+    (entry,) = build_report([fp32, bf16]).axes[0].entries
+    assert not entry.ratio.paired
+
+
+def paired_repeats(
+    make_run: MakeRun, ratios: list[float], p50s: list[float], *, older: bool = False
+) -> list[StoredRun]:
+    """fp32 and bf16 in one pod's rounds per repeat (its own Job and node speed, `p50s`),
+    bf16 at `ratios` of fp32 in them; `older`: as a runner before `rounds` wrote them."""
+    runs = []
+    for repeat, (ratio, p50) in enumerate(zip(ratios, p50s, strict=True)):
+        fp32_medians = rounds_of(p50, seed=repeat)
+        bf16_medians = [median * ratio for median in fp32_medians]
+        fp32 = make_run(precision="fp32", p50_ms=p50, index=0)
+        bf16 = make_run(precision="bf16", p50_ms=p50 * ratio, index=1)
+        if older:
+            bf16 = with_pairing(bf16, fp32, ratio, ratio * 0.99, ratio * 1.01)
+        else:
+            fp32 = with_rounds(fp32, f"r{repeat}", fp32_medians)
+            bf16 = with_rounds(bf16, f"r{repeat}", bf16_medians)
+        for run in (fp32, bf16):
+            job = run.job.model_copy(update={"job": f"{run.job.job}-r{repeat}", "repeat": repeat})
+            runs.append(StoredRun(job=job, variant=run.variant, collected_at=run.collected_at))
+    return runs
+
+
+def unpair(run: StoredRun) -> StoredRun:
+    """`run` as a runner without `interleave` reports it."""
+    assert isinstance(run.variant.result, OkResult)
+    result = run.variant.result.model_copy(update={"rounds": None, "paired": None})
+    return StoredRun(run.job, run.variant.model_copy(update={"result": result}), run.collected_at)
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["rounds", "older-paired"])
+def test_repeats_keep_their_pairing_median_of_runs_within_all_their_intervals(
+    make_run: MakeRun, older: bool
+) -> None:
+    """Three repeats on nodes 40 % apart in speed: the unpaired ratio is lost in the runs'
+    spread, the paired one is the median of each run's ratio, its interval spanning every
+    run's interval, and the nodes' speed is no doubt of it."""
+    runs = paired_repeats(make_run, [0.8, 0.82, 0.79], [1.0, 1.4, 1.2], older=older)
+    unpaired = [unpair(run) for run in runs]
+    (entry,) = build_report(unpaired).axes[0].entries
+    assert not entry.ratio.paired and entry.direction == "inconclusive"
+    assert entry.reference.repeats is not None
+    assert entry.reference.repeats.spread == pytest.approx(0.4)
+    (entry,) = build_report(runs).axes[0].entries
+    assert entry.ratio.paired
+    assert entry.ratio.value == pytest.approx(0.8)
+    assert entry.ratio.low <= 0.79 and entry.ratio.high >= 0.82
+    assert entry.ratio.high < 0.83
+    assert entry.doubts == () and entry.direction == "faster"
+
+
+def test_repeats_whose_runs_disagree_claim_no_direction(make_run: MakeRun) -> None:
+    """One repeat's node ran bf16 slower: the interval spans it, so no run is outvoted."""
+    runs = paired_repeats(make_run, [0.9, 0.92, 1.05], [1.0, 1.0, 1.0])
+    (entry,) = build_report(runs).axes[0].entries
+    assert entry.ratio.paired and entry.ratio.value == pytest.approx(0.92)
+    assert entry.ratio.low < 1 < entry.ratio.high
+    assert entry.direction == "no difference"
+
+
+def test_a_repeat_without_its_pairing_leaves_the_between_run_noise_in_doubt(
+    make_run: MakeRun,
+) -> None:
+    """bf16's third run kept no rounds (its pod's rounds lost with its log): the pairing
+    covers two of three runs, so the runs' spread still weighs as it does unpaired."""
+    runs = paired_repeats(make_run, [0.8, 0.82, 0.79], [1.0, 1.4, 1.2])
+    last = runs[-1]
+    assert isinstance(last.variant.result, OkResult)
+    result = last.variant.result.model_copy(update={"rounds": None})
+    runs[-1] = StoredRun(last.job, last.variant.model_copy(update={"result": result}), TODAY)
+    (entry,) = build_report(runs).axes[0].entries
+    assert entry.ratio.paired
+    assert entry.doubts == ("within between-run noise ±43.5%",)
+
+
+def test_rounds_travel_in_the_json_report(make_run: MakeRun) -> None:
+    fp32 = with_rounds(make_run(precision="fp32"), "0123456789ab", [1.0, 1.1])
+    document = json.loads(to_json(build_report([fp32])))
+    (row,) = document["variants"]
+    (run,) = row["rounds"]
+    assert run["rounds"] == {"id": "0123456789ab", "medians_ns": [1e6, 1.1e6]}
+
+
+def test_damaged_rounds_leave_the_comparison_unpaired(make_run: MakeRun) -> None:
+    fp32 = with_rounds(make_run(precision="fp32", p50_ms=1.0), "same", rounds_of(1.0, seed=1))
+    bf16 = make_run(precision="bf16", p50_ms=0.95, index=1)
+    bf16 = with_rounds(bf16, "same", rounds_of(0.95, 15, seed=1))
+    (entry,) = build_report([fp32, bf16]).axes[0].entries
+    assert not entry.ratio.paired

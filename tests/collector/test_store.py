@@ -9,7 +9,7 @@ import pytest
 from collector.store import Store, StoreError, open_store
 from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, StoredVariant, read_record, write_record
-from contract.result import OkResult
+from contract.result import OkResult, Rounds
 from contract.samples import encode
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
@@ -139,3 +139,15 @@ def test_samples_stay_in_the_store_and_out_of_the_git_record(store: Store, tmp_p
     path, _ = write_record(tmp_path, record(with_samples))
     assert "samples" not in path.read_text(encoding="utf-8")
     assert read_record(path).variants == (measured,)
+
+
+def test_round_medians_stay_in_the_git_record(tmp_path: Path) -> None:
+    """A report from results/ alone pairs variants by their rounds: the record keeps them."""
+    measured = succeeded(0)
+    assert isinstance(measured.result, OkResult)
+    rounds = Rounds(id="0123456789ab", medians_ns=[1_500_000.5, 1_490_000.0])
+    paired = measured.model_copy(
+        update={"result": measured.result.model_copy(update={"rounds": rounds})}
+    )
+    path, _ = write_record(tmp_path, record(paired))
+    assert read_record(path).variants == (paired,)

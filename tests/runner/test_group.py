@@ -11,13 +11,16 @@ from contract.errors import ExitCode, most_severe
 from contract.reported import MAX_REPORTED_BYTES, reported_text
 from contract.result import (
     TERMINATION_LOG_LIMIT,
+    Environment,
     ErrorResult,
     OkResult,
     OmittedResult,
+    compact,
     parse_group_message,
     parse_result,
     termination_message,
 )
+from contract.samples import encode
 from localcluster.results import ok_result
 from runner.__main__ import main
 from tests.runner.conftest import EXAMPLES, group_config, group_variant
@@ -164,3 +167,27 @@ def test_the_exit_code_of_a_group_is_its_most_severe_class() -> None:
     assert most_severe([ExitCode.OK, ExitCode.BAD_CONFIG]) == ExitCode.BAD_CONFIG
     assert most_severe([ExitCode.BAD_CONFIG, ExitCode.MODEL_LOAD]) == ExitCode.MODEL_LOAD
     assert most_severe([ExitCode.MODEL_LOAD, ExitCode.TERMINATED]) == ExitCode.TERMINATED
+
+
+def test_a_groups_compaction_steps_add_up_as_a_single_results_do() -> None:
+    """Two results that fit once both their samples and their environment are left out:
+    each step builds on the ones before, so the group needs no stubs (a step applied to
+    the whole results alone brought the samples back and left only stubs)."""
+    config = _config().model_copy(update={"groups": None})
+    big = ok_result(config.model_dump(mode="json"), 0)
+    assert big.variant is not None
+    environment = Environment(
+        python="3.11", torch="2.9", device="cpu", device_name="x" * 1700, cpu_model="cpu",
+        threads=1, hostname="h",
+    )  # fmt: skip
+    samples = encode([1_000_000 + (i * 7919) % 500_000 for i in range(1000)])
+    first = big.model_copy(update={"samples": samples, "environment": environment})
+    second = first.model_copy(
+        update={"variant": big.variant.model_copy(update={"index": 1, "id": "v1"})}
+    )
+    assert len(compact(first).encode()) > TERMINATION_LOG_LIMIT // 2, "one alone needs the step"
+    text = termination_message([first, second])
+    entries = parse_group_message(text)
+    assert all(isinstance(e, OkResult) and e.compacted for e in entries)
+    assert all(isinstance(e, OkResult) and e.samples is None and e.environment is None
+               for e in entries)  # fmt: skip

@@ -9,7 +9,17 @@ import pytest
 
 from contract.config import PhaseConfig
 from contract.errors import ExitCode
-from contract.result import OkResult, parse_result
+from contract.order_stats import paired_ratio
+from contract.result import (
+    TERMINATION_LOG_LIMIT,
+    ErrorResult,
+    OkResult,
+    Rounds,
+    parse_group_message,
+    parse_result,
+    termination_message,
+)
+from localcluster.results import ok_result
 from runner.__main__ import main
 from runner.measure import PhaseOutcome
 from runner.rounds import (
@@ -19,6 +29,7 @@ from runner.rounds import (
     paired,
     round_count,
     round_order,
+    round_shares,
     run_rounds,
     runs,
 )
@@ -50,6 +61,23 @@ def test_run_rounds_calls_the_variants_in_abba_blocks_and_pairs_them() -> None:
     comparison = paired(second, first, "a")
     assert (comparison.against, comparison.rounds) == ("a", 4)
     assert comparison.low == comparison.ratio == comparison.high == 2.5
+    mine, theirs = round_shares([first, second])
+    assert mine.id == theirs.id, "one loop, one name for its rounds"
+    assert (mine.medians_ns, theirs.medians_ns) == ([100.0] * 4, [250.0] * 4)
+    assert round_shares([first, second])[0].id != mine.id, "each loop names its own rounds"
+
+
+def test_the_round_medians_give_the_paired_ratio_exactly() -> None:
+    """The report pairs any two variants from their round medians with the function the
+    runner's `paired` uses: from the medians it gets the runner's numbers to the bit."""
+    reference = [PhaseOutcome([100 + r, 90, 130 - r], 0.0, "minimums") for r in range(16)]
+    other = [PhaseOutcome([70 + 3 * r, 71, 69, 75], 0.0, "minimums") for r in range(16)]
+    comparison = paired(other, reference, "a")
+    mine, theirs = round_shares([other, reference])
+    assert mine.medians_ns[0] == 70.5, "an even block's median is the mean of the middle two"
+    ratio, low, high = paired_ratio(mine.medians_ns, theirs.medians_ns)
+    assert (comparison.ratio, comparison.low, comparison.high) == (ratio, low, high)
+    assert low < ratio < high
 
 
 def test_blocks_together_keep_the_measure_phases_bounds() -> None:
@@ -98,9 +126,14 @@ def test_a_pod_pairs_bf16_with_fp32_of_the_same_model(
     assert all(isinstance(r, OkResult) for r in results)
     by_index = {r.variant.index: r for r in results if isinstance(r, OkResult) and r.variant}
     assert sorted(by_index) == [0, 1, 2, 3]
+    names = set()
     for reference, other in ((0, 1), (2, 3)):
         fp32, bf16 = by_index[reference], by_index[other]
         assert fp32.paired is None
+        assert fp32.rounds is not None and bf16.rounds is not None, "the first keeps its too"
+        assert fp32.rounds.id == bf16.rounds.id
+        names.add(fp32.rounds.id)
+        assert len(fp32.rounds.medians_ns) == len(bf16.rounds.medians_ns) == ROUNDS
         assert fp32.samples is not None and bf16.samples is not None
         assert len(bf16.samples.durations_ns()) == bf16.latency.count >= ROUNDS, (
             "a block holds one at least"
@@ -109,4 +142,56 @@ def test_a_pod_pairs_bf16_with_fp32_of_the_same_model(
         assert bf16.paired.against == variants[reference].id
         assert bf16.paired.rounds == ROUNDS
         assert bf16.paired.low <= bf16.paired.ratio <= bf16.paired.high
+        assert bf16.paired.ratio == paired_ratio(bf16.rounds.medians_ns, fp32.rounds.medians_ns)[0]
         assert bf16.applied is not None and bf16.applied.compute_dtype == "bfloat16"
+    assert len(names) == 2, "each model's loop has rounds of its own"
+    log = parse_group_message((tmp_path / "log").read_text(encoding="utf-8"))
+    assert [e.variant.index for e in log if isinstance(e, OkResult) and e.variant] == [0, 1, 2, 3]
+    for entry in log:
+        assert isinstance(entry, OkResult) and entry.variant
+        assert entry.rounds is None or entry.rounds == by_index[entry.variant.index].rounds
+        assert entry.rounds is not None or entry.compacted, "left out only to fit"
+
+
+def _interleaved(count: int) -> list[OkResult | ErrorResult]:
+    """`count` results of one interleaved loop of 16 rounds, as the runner writes them."""
+    base = ok_result(
+        group_config((group_variant(0, "tiny-mlp"),), ((0,),)).model_dump(mode="json"), 0
+    )
+    assert base.variant is not None
+    medians = [1_234_567.5 + 1000 * r for r in range(ROUNDS)]
+    return [
+        base.model_copy(
+            update={
+                "variant": base.variant.model_copy(update={"index": i, "id": f"v{i:012x}"}),
+                "rounds": Rounds(id="0123456789ab", medians_ns=medians),
+            }
+        )
+        for i in range(count)
+    ]
+
+
+def test_round_medians_stay_in_the_termination_log_where_there_is_room() -> None:
+    pair = _interleaved(2)
+    entries = parse_group_message(termination_message(pair))
+    assert entries == pair, "two results with their rounds fit whole"
+
+
+def test_32_interleaved_results_still_fit_the_termination_log() -> None:
+    text = termination_message(_interleaved(32))
+    assert len(text.encode()) <= TERMINATION_LOG_LIMIT
+    entries = parse_group_message(text)
+    assert len(entries) == 32
+    assert all(not isinstance(e, OkResult) or e.rounds is None for e in entries), (
+        "rounds are the first detail left out after the samples"
+    )
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs"), [([1.0], [1.0, 2.0]), ([], []), ([0.0, 1.0], [1.0, 1.0])]
+)
+def test_rounds_that_do_not_match_or_hold_no_time_give_no_ratio(
+    mine: list[float], theirs: list[float]
+) -> None:
+    with pytest.raises(ValueError, match=r"rounds cannot be paired|not positive"):
+        paired_ratio(mine, theirs)
