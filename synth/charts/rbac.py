@@ -5,6 +5,10 @@ Each environment's namespace has a collector ServiceAccount (for a collector run
 and each namespace's RoleBinding names all of them: `collector gather`, `status` and `clean`
 work on a cluster as a whole, so one credential per cluster must reach every environment
 (a real API server refused `collector clean` with a per-namespace binding).
+
+RBAC cannot narrow `create` to names, so a ValidatingAdmissionPolicy does: those
+ServiceAccounts may write only the ConfigMaps that hand a grouped Job's stored variants back
+to its retries (contract/reported.py), each owned by its Job.
 """
 
 from typing import Final
@@ -12,7 +16,8 @@ from typing import Final
 from cdk8s import Chart
 from constructs import Construct
 
-from contract.layout import APP, CLUSTER_IDENTITY, MANAGED_BY
+from contract.layout import APP, CLUSTER_IDENTITY, ENVIRONMENT_LABEL, MANAGED_BY
+from contract.reported import REPORTED_SUFFIX
 from synth.constructs import api_object, joined_id
 from synth.jobs import COLLECTOR_SERVICE_ACCOUNT, RUNNER_SERVICE_ACCOUNT
 
@@ -28,7 +33,7 @@ COLLECTOR_RULES: Final = [
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
     # gather: hand the variants an earlier attempt of a grouped index measured back to its
     # retry (contract/reported.py), by server-side apply, which creates the ConfigMap the
-    # first time. `create` cannot be narrowed to names; the ConfigMap is owned by its Job.
+    # first time. `create` cannot be narrowed to names: CONFIGMAP_POLICY narrows both.
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch"]},
     # Every command: confirm which fleet cluster the credential reaches before recording.
     {
@@ -38,6 +43,72 @@ COLLECTOR_RULES: Final = [
         "verbs": ["get"],
     },
 ]
+
+
+CONFIGMAP_POLICY: Final = "benchfleet-collector-configmaps"
+_OWNED_BY_ITS_JOB: Final = (
+    f"object.metadata.name.endsWith('{REPORTED_SUFFIX}') && "
+    "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(owner, "
+    "owner.apiVersion == 'batch/v1' && owner.kind == 'Job' && "
+    f"object.metadata.name == owner.name + '{REPORTED_SUFFIX}')"
+)
+
+
+def _configmap_policy(chart: Chart, collectors: list[str]) -> None:
+    """What the collectors' ServiceAccounts may write of ConfigMaps: a Job's `-reported` one,
+    owned by that Job (a server-side apply is a CREATE the first time, an UPDATE after)."""
+    users = ", ".join(f"'{user}'" for user in collectors)
+    api_object(
+        chart,
+        "collector-configmaps-policy",
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        {
+            "metadata": {"name": CONFIGMAP_POLICY, "labels": {MANAGED_BY: APP}},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": ["configmaps"],
+                        }
+                    ]
+                },
+                "matchConditions": [
+                    {"name": "collector", "expression": f"request.userInfo.username in [{users}]"}
+                ],
+                "validations": [
+                    {
+                        "expression": _OWNED_BY_ITS_JOB,
+                        "message": "the collector writes no ConfigMap but a Job's "
+                        f"<job>{REPORTED_SUFFIX}, owned by that Job",
+                    }
+                ],
+            },
+        },
+    )
+    api_object(
+        chart,
+        "collector-configmaps-binding",
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        {
+            "metadata": {"name": CONFIGMAP_POLICY, "labels": {MANAGED_BY: APP}},
+            "spec": {
+                "policyName": CONFIGMAP_POLICY,
+                "validationActions": ["Deny"],
+                "matchResources": {
+                    "namespaceSelector": {
+                        "matchLabels": {MANAGED_BY: APP},
+                        "matchExpressions": [{"key": ENVIRONMENT_LABEL, "operator": "Exists"}],
+                    }
+                },
+            },
+        },
+    )
 
 
 class RbacChart(Chart):
@@ -89,3 +160,7 @@ class RbacChart(Chart):
                     },
                 },
             )
+        _configmap_policy(
+            self,
+            [f"system:serviceaccount:{ns}:{COLLECTOR_SERVICE_ACCOUNT}" for ns in namespaces],
+        )

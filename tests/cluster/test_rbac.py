@@ -5,10 +5,13 @@ Every verb the collector uses is allowed to its ServiceAccount (what `collector 
 denied. The runner's ServiceAccount may do nothing, and its pods mount no token.
 """
 
+import json
+import uuid
+
 import pytest
 
 from contract.layout import CLUSTER_IDENTITY
-from synth.charts.rbac import COLLECTOR_RULES
+from synth.charts.rbac import COLLECTOR_RULES, CONFIGMAP_POLICY
 from tests.cluster.conftest import NAMESPACE, LiveCluster, PodObserver, Repo, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -57,6 +60,37 @@ def test_the_collector_reads_no_configmap_but_the_cluster_identity(live: LiveClu
     assert can(live, COLLECTOR, "get", "configmaps", NAMESPACE, CLUSTER_IDENTITY)
     assert not can(live, COLLECTOR, "get", "configmaps", NAMESPACE, "e2e-some-job-config")
     assert not can(live, COLLECTOR, "list", "configmaps", NAMESPACE)
+
+
+def _apply_configmap_as_collector(live: LiveCluster, name: str, owner: str | None) -> str:
+    """Server-side apply a ConfigMap as the collector's ServiceAccount, as gather does; the
+    API server's words ("" when it was allowed)."""
+    metadata: dict[str, object] = {"name": name, "namespace": NAMESPACE}
+    if owner is not None:
+        metadata["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": owner, "uid": str(uuid.uuid4())}
+        ]
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {"0": "v1\n"}}
+    answer = live.run(
+        "apply", "--server-side", "--as", COLLECTOR, "-f", "-", stdin=json.dumps(body)
+    )
+    return "" if answer.returncode == 0 else answer.stderr
+
+
+def test_the_collector_writes_only_a_jobs_reported_configmap(live: LiveCluster) -> None:
+    """RBAC lets the collector create and patch any ConfigMap (gather's hand-back to retried
+    groups needs both, and names cannot narrow `create`); the ValidatingAdmissionPolicy that
+    synth writes beside the Role narrows it to `<job>-reported`, owned by that Job."""
+    denied = wait_for(
+        "the admission policy to be in force",
+        lambda: _apply_configmap_as_collector(live, "e2e-anything", owner=None),
+    )
+    assert CONFIGMAP_POLICY in denied and "owned by that Job" in denied
+    assert _apply_configmap_as_collector(live, "e2e-job-reported", owner=None)
+    assert _apply_configmap_as_collector(live, "e2e-other-reported", owner="e2e-job")
+    assert _apply_configmap_as_collector(live, "e2e-job-reported", owner="e2e-job") == ""
+    assert _apply_configmap_as_collector(live, CLUSTER_IDENTITY, owner=None), "refused"
+    live.run("delete", "configmap", "e2e-job-reported", "-n", NAMESPACE)
 
 
 @pytest.mark.parametrize(
