@@ -165,9 +165,12 @@ def _harvest_group(
 
 def ended_attempts(state: IndexState) -> tuple[PodState, ...]:
     """The attempts of index `state` that ended without deciding it, oldest first: those
-    before the deciding one, and while a retry is due the deciding one itself."""
+    before the deciding one, and while a retry is due the deciding one itself, once its
+    runner has exited (a disrupted pod is `preempted` while it still terminates, and its
+    termination message is only there at the end)."""
     pod = state.pod
-    if pod is not None and not settled(state) and pod.phase in ("failed", "preempted"):
+    ended = pod is not None and pod.phase in ("failed", "preempted") and pod.exit_code is not None
+    if pod is not None and ended and not settled(state):
         return (*state.earlier, pod)
     return state.earlier
 

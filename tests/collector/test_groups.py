@@ -172,6 +172,20 @@ def test_while_a_retry_is_due_the_failed_attempt_is_an_ended_one() -> None:
     assert [(v.index, v.state) for v in stored] == [(0, "succeeded")]
 
 
+def test_a_disrupted_attempt_still_terminating_has_not_ended() -> None:
+    """Preempted, its runner still handing over what it finished (SIGTERM): its results
+    arrive with its end, and only then is it harvested."""
+    job, _ = _grouped()
+    running = objects.running_pod(job, 0)
+    running["status"]["conditions"].insert(
+        0,
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"},
+    )
+    (state, _) = index_states(job, [running])
+    assert state.pod is not None and state.pod.phase == "preempted"
+    assert ended_attempts(state) == ()
+
+
 def test_clean_keeps_a_grouped_job_until_every_variant_is_stored(tmp_path: Path) -> None:
     """Two pods of three variants: two stored variants are as many as its completion
     indexes, but not its variants (synth's annotation says six)."""
