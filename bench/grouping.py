@@ -1,7 +1,7 @@
 """What running several variants per pod saves: a 24-variant CPU sweep through localrun's
 process executor, one variant per pod against grouped pods (scheduling.variants_per_pod).
 
-    python -m bench.grouping [--measure-s 1.0] [--per-pod 6] [--pairs 3]
+    python -m bench.grouping [--measure-s 1.0] [--per-pod 6] [--pairs 3] [--grouped-only]
 
 The sweep is the three example models x fp32, bf16 x batch 1, 2, 4, 8, measured for
 `--measure-s` each (min_time, after a 0.1 s warm-up), every pod pinned to one CPU as a
@@ -9,19 +9,22 @@ The sweep is the three example models x fp32, bf16 x batch 1, 2, 4, 8, measured 
 synth's own `pod_groups` makes, so both sides run the same variants. The sides alternate, A
 B A B, and are compared pair by pair (shared/notes/measurement.md): total wall time, the
 overhead share ((wall - measurement) / wall, where measurement is each result's warm-up and
-timed loop), and the ratio of the wall times with its range over the pairs.
+timed loop), and the ratio of the wall times with its range over the pairs. `--grouped-only`
+runs the grouped side alone, `--pairs` times, for its overhead share in a minute rather than
+the one-per-pod side's five: no ratio then, since that needs the baseline in the same run.
 """
 
 import argparse
 import hashlib
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from bench.timing import Pairing, pairing, table
 from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
-from contract.result import OkResult
+from contract.result import OkResult, Timings
 from localrun.pod import Mount, PodPlan
 from localrun.process import run_process
 from localrun.workflow import read_outcome
@@ -100,13 +103,40 @@ def _plan(config_dir: Path, index: int, workdir: Path) -> PodPlan:
     )
 
 
-def run_sweep(config: RunConfig, scratch: Path) -> tuple[float, float]:
-    """Every pod of `config`, one after another: (wall seconds, measurement seconds)."""
+@dataclass(frozen=True)
+class Sweep:
+    """One side's run: its wall time and every variant's timings, in the order they ran."""
+
+    wall_s: float
+    timings: list[tuple[int, str, Timings]]
+    """(pod, model, timings) per variant."""
+
+    @property
+    def measured_s(self) -> float:
+        """Warm-up and timed loops, what the overhead share leaves out."""
+        return sum(t.warmup.seconds + t.measure.seconds for _, _, t in self.timings)
+
+    def parts(self) -> dict[str, float]:
+        """The overhead in the results' own timings; what they do not time is the rest."""
+        # A pod loads each of its models once, for the first of its variants.
+        firsts = {(pod, model): t.load_s for pod, model, t in reversed(self.timings)}
+        loads = sum(t.load_s for _, _, t in self.timings)
+        parts = {
+            "first load of each model (+ its copy)": sum(firsts.values()),
+            "module copies of the later variants": loads - sum(firsts.values()),
+            "precision, quantization, inputs": sum(t.prepare_s for _, _, t in self.timings),
+            "cold first iterations": sum(t.first_iteration_ms for _, _, t in self.timings) / 1e3,
+        }
+        overhead = self.wall_s - self.measured_s
+        return parts | {"rest: start, imports, results, exit": overhead - sum(parts.values())}
+
+
+def run_sweep(config: RunConfig, scratch: Path) -> Sweep:
+    """Every pod of `config`, one after another."""
     config_dir = scratch / "config"
     config_dir.mkdir(parents=True, exist_ok=True)
     (config_dir / "config.json").write_text(config.model_dump_json(), encoding="utf-8")
-    measured = 0.0
-    reported = 0
+    timings: list[tuple[int, str, Timings]] = []
     began = time.perf_counter()
     for index in range(config.completions):
         workdir = scratch / f"pod-{index}"
@@ -114,14 +144,13 @@ def run_sweep(config: RunConfig, scratch: Path) -> tuple[float, float]:
         plan = _plan(config_dir, index, workdir)
         outcome = read_outcome(plan, run_process(plan, POD_TIMEOUT_S))
         for result in outcome.results:
-            if not isinstance(result, OkResult) or result.timings is None:
+            if not isinstance(result, OkResult) or not (result.timings and result.variant):
                 raise RuntimeError(f"pod {index} did not measure: {result}")
-            measured += result.timings.warmup.seconds + result.timings.measure.seconds
-            reported += 1
+            timings.append((index, result.variant.model, result.timings))
     wall = time.perf_counter() - began
-    if reported != len(config.variants):
-        raise RuntimeError(f"{reported} of {len(config.variants)} variants reported")
-    return wall, measured
+    if len(timings) != len(config.variants):
+        raise RuntimeError(f"{len(timings)} of {len(config.variants)} variants reported")
+    return Sweep(wall, timings)
 
 
 def _spread(values: list[float]) -> str:
@@ -130,13 +159,34 @@ def _spread(values: list[float]) -> str:
     return f"{ordered[len(ordered) // 2]:.0%} [{ordered[0]:.0%}-{ordered[-1]:.0%}]"
 
 
+def _grouped_only(grouped: RunConfig, runs: int) -> None:
+    """The grouped side alone: each run's wall, measurement, overhead and its parts."""
+    shares = []
+    with tempfile.TemporaryDirectory(prefix="bench-grouping-") as scratch:
+        for run in range(runs):
+            sweep = run_sweep(grouped, Path(scratch) / str(run))
+            overhead = sweep.wall_s - sweep.measured_s
+            shares.append(overhead / sweep.wall_s)
+            parts = ", ".join(f"{name} {s:.2f}" for name, s in sweep.parts().items())
+            print(
+                f"run {run + 1}: grouped {sweep.wall_s:.1f} s ({sweep.measured_s:.1f} s "
+                f"measuring, overhead {overhead:.1f} s: {parts})",
+                flush=True,
+            )
+    print(f"overhead share (wall - measurement) / wall: grouped {_spread(shares)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.grouping", description=__doc__)
     parser.add_argument("--measure-s", type=float, default=1.0)
     parser.add_argument("--per-pod", type=int, default=6)
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--grouped-only", action="store_true")
     args = parser.parse_args()
     alone, grouped = sweep(args.measure_s, 1), sweep(args.measure_s, args.per_pod)
+    if args.grouped_only:
+        _grouped_only(grouped, args.pairs)
+        return
     walls: list[tuple[float, float]] = []
     shares: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-grouping-") as scratch:
@@ -146,7 +196,8 @@ def main() -> None:
             order = ("grouped", "alone") if pair % 2 == 0 else ("alone", "grouped")
             for side in order:
                 config = grouped if side == "grouped" else alone
-                sides[side] = run_sweep(config, Path(scratch) / f"{pair}-{side}")
+                ran = run_sweep(config, Path(scratch) / f"{pair}-{side}")
+                sides[side] = ran.wall_s, ran.measured_s
             (g_wall, g_measured), (a_wall, a_measured) = sides["grouped"], sides["alone"]
             walls.append((g_wall, a_wall))
             shares.append(((g_wall - g_measured) / g_wall, (a_wall - a_measured) / a_wall))

@@ -375,8 +375,14 @@ GroupEntry = Annotated[OkResult | ErrorResult | OmittedResult, Field(discriminat
 GROUP_ADAPTER: Final = TypeAdapter[list[GroupEntry]](list[GroupEntry])
 
 
-def _group_text(entries: list[OkResult | ErrorResult | OmittedResult]) -> str:
-    return GROUP_ADAPTER.dump_json(entries, exclude_none=True).decode()
+def _group_text(texts: list[str]) -> str:
+    """The JSON array of entries already dumped, as GROUP_ADAPTER.dump_json writes it."""
+    return "[" + ",".join(texts) + "]"
+
+
+def _group_size(sizes: list[int]) -> int:
+    """Bytes of the array whose entries take `sizes` bytes: brackets and commas added."""
+    return sum(sizes) + len(sizes) + 1
 
 
 def _omitted(result: BenchResult) -> OmittedResult:
@@ -399,8 +405,12 @@ def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG
     """
     if len(results) == 1:
         return compact(results[0], limit)
-    entries: list[OkResult | ErrorResult | OmittedResult] = list(results)
+    # Each entry is dumped once per step and each stub once, and the array is sized from
+    # those: dumping the whole array at every try cost a group of 24 a quarter second over its
+    # variants, and grew with the cube of the group's size (docs/runner.md).
     current: list[BenchResult] = list(results)
+    texts: list[str] = []
+    sizes: list[int] = []
     for index, step in enumerate(_COMPACTIONS):
         # Each step on top of the ones before, as `compact` does: a step applied to the
         # originals alone would bring back what the earlier ones left out.
@@ -408,15 +418,16 @@ def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG
         entries = list(current)
         if index:
             entries = [e.model_copy(update={"compacted": True}) for e in entries]
-        text = _group_text(entries)
-        if len(text.encode()) <= limit:
-            return text
-    order = sorted(range(len(entries)), key=lambda i: (results[i].status == "error", -i))
+        texts = [entry.model_dump_json(exclude_none=True) for entry in entries]
+        sizes = [len(text.encode()) for text in texts]
+        if _group_size(sizes) <= limit:
+            return _group_text(texts)
+    order = sorted(range(len(texts)), key=lambda i: (results[i].status == "error", -i))
     for position in order:
-        entries[position] = _omitted(results[position])
-        text = _group_text(entries)
-        if len(text.encode()) <= limit:
-            return text
+        texts[position] = _omitted(results[position]).model_dump_json(exclude_none=True)
+        sizes[position] = len(texts[position].encode())
+        if _group_size(sizes) <= limit:
+            return _group_text(texts)
     raise ValueError(f"{len(results)} results do not fit {limit} bytes even as stubs")
 
 

@@ -10,7 +10,9 @@ from contract.config import RunConfig
 from contract.errors import ExitCode, most_severe
 from contract.reported import MAX_REPORTED_BYTES, reported_text
 from contract.result import (
+    GROUP_ADAPTER,
     TERMINATION_LOG_LIMIT,
+    BenchResult,
     Environment,
     ErrorResult,
     OkResult,
@@ -160,6 +162,41 @@ def test_the_summary_of_32_full_results_fits_as_stubs_failures_kept_longest() ->
     assert isinstance(entries[-1], ErrorResult), "the failure keeps its words longest"
     assert all(isinstance(e, OmittedResult | OkResult) for e in entries[:-1])
     assert any(isinstance(e, OmittedResult) and e.outcome == "ok" for e in entries)
+
+
+def test_every_size_of_group_summary_is_the_adapters_own_array_of_the_least_compacted_fit() -> None:
+    # The message is assembled from entries dumped one by one: it has to be byte for byte
+    # what the collector's adapter reads and writes, at each compaction step and with stubs.
+    config = _config().model_copy(update={"groups": None})
+    big = ok_result(config.model_dump(mode="json"), 0)
+    assert big.variant is not None
+    results: list[BenchResult] = []
+    for i in range(32):
+        variant = big.variant.model_copy(update={"index": i, "id": f"v{i:012x}"})
+        samples = encode([1_000_000 + 7919 * j % 50_000 for j in range(40 * i + 1)])
+        results.append(big.model_copy(update={"variant": variant, "samples": samples}))
+        if i % 5 == 4:
+            results.append(
+                ErrorResult(variant=variant, error={"type": "internal", "message": "é" * 90 * i})
+            )
+    seen = set()
+    for count in range(2, len(results) + 1):
+        text = termination_message(results[:count])
+        assert len(text.encode()) <= TERMINATION_LOG_LIMIT
+        entries = parse_group_message(text)
+        assert GROUP_ADAPTER.dump_json(entries, exclude_none=True).decode() == text
+        assert len(entries) == count
+        whole = GROUP_ADAPTER.dump_json([*results[:count]], exclude_none=True)
+        compacted = any(getattr(entry, "compacted", False) for entry in entries)
+        assert compacted == (len(whole) > TERMINATION_LOG_LIMIT), "compacted only when needed"
+        seen.add(
+            "stubs"
+            if any(isinstance(entry, OmittedResult) for entry in entries)
+            else "compacted"
+            if compacted
+            else "whole"
+        )
+    assert seen == {"whole", "compacted", "stubs"}
 
 
 def test_the_exit_code_of_a_group_is_its_most_severe_class() -> None:
