@@ -1,6 +1,7 @@
 """What the collector's end-to-end tests share: the checkout's paths, a kubeconfig for the
 stand-in, and readers of what gather wrote (the fixtures are in conftest.py)."""
 
+import copy
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
@@ -10,6 +11,8 @@ from typing import Any
 import yaml
 from click.testing import Result
 
+from collector.workload import ExpectedJob, expected_from
+from contract.config import CONFIG_FILE
 from contract.layout import record_path
 from standin import objects
 from standin.api import FakeApiServer
@@ -19,6 +22,17 @@ NAMESPACES = Path("dist", "us-east", "infrastructure", "namespaces.yaml")
 NAMESPACE = "benchfleet-dev"
 
 Obj = dict[str, Any]
+GROUPS = ((0, 1, 2), (3, 4, 5))
+"""cpu-smoke's six variants as two pods of three."""
+
+
+def grouped_job() -> tuple[Obj, ExpectedJob]:
+    """cpu-smoke's Job with its six variants in GROUPS, as gather expects it."""
+    job = copy.deepcopy(objects.job("cpu-smoke", cluster="us-east"))
+    job["spec"]["completions"] = len(GROUPS)
+    config = objects.run_config(job).model_copy(update={"groups": GROUPS})
+    configmap = {"data": {CONFIG_FILE: config.model_dump_json()}}
+    return job, expected_from("us-east", job, configmap)
 
 
 def kubeconfig(server: str) -> str:

@@ -3,35 +3,22 @@ handed over is filed under the variant it names, and a variant it never reported
 the pod's end as its cause. Jobs and pods are shaped as Kubernetes 1.33 returns them
 (standin/objects.py), the Job's config.json grouped as synth writes it."""
 
-import copy
 from pathlib import Path
-from typing import Any
 
 from collector.clean import decide
 from collector.harvest import WRONG_VARIANT, ended_attempts, harvest, harvest_earlier
 from collector.indexes import index_states, summary_counts
 from collector.store import open_store
-from collector.workload import ExpectedJob, expected_from
-from contract.config import CONFIG_FILE
+from collector.workload import ExpectedJob
 from contract.layout import VARIANTS_ANNOTATION
 from contract.records import StoredVariant
 from contract.result import TERMINATION_LOG_LIMIT, BenchResult, OkResult, result_line
 from contract.samples import encode
 from standin import objects
+from tests.collector.gathering import GROUPS, Obj, grouped_job
 from tests.collector.stored import succeeded
 
-Obj = dict[str, Any]
-GROUPS = ((0, 1, 2), (3, 4, 5))
 SAMPLES = encode([840_000 + (i * 7919) % 90_000 for i in range(1180)])
-
-
-def _grouped() -> tuple[Obj, ExpectedJob]:
-    """cpu-smoke's Job with its six variants in two pods of three."""
-    job = copy.deepcopy(objects.job("cpu-smoke", cluster="us-east"))
-    job["spec"]["completions"] = len(GROUPS)
-    config = objects.run_config(job).model_copy(update={"groups": GROUPS})
-    configmap = {"data": {CONFIG_FILE: config.model_dump_json()}}
-    return job, expected_from("us-east", job, configmap)
 
 
 def _harvested(
@@ -42,7 +29,7 @@ def _harvested(
 
 
 def test_every_result_of_a_group_is_stored_under_its_own_variant() -> None:
-    job, expected = _grouped()
+    job, expected = grouped_job()
     results = [objects.ok_result(job, i, p50_ms=1.0 + i) for i in GROUPS[0]]
     stored = _harvested(job, expected, objects.group_pod(job, 0, results))
     assert [(v.index, v.state, v.result_source) for v in stored] == [
@@ -54,7 +41,7 @@ def test_every_result_of_a_group_is_stored_under_its_own_variant() -> None:
 
 
 def test_a_compacted_summary_is_completed_from_the_log_lines() -> None:
-    job, expected = _grouped()
+    job, expected = grouped_job()
     results: list[BenchResult] = [
         objects.ok_result(job, i).model_copy(update={"samples": SAMPLES}) for i in GROUPS[0]
     ]
@@ -68,7 +55,7 @@ def test_a_compacted_summary_is_completed_from_the_log_lines() -> None:
 
 
 def test_a_group_killed_after_its_first_variant_keeps_it_and_fails_the_rest() -> None:
-    job, expected = _grouped()
+    job, expected = grouped_job()
     first = objects.ok_result(job, 0)
     # The last of its three attempts (backoffLimitPerIndex 2): the index has failed for good.
     pod = objects.group_pod(job, 0, [first], exit_code=137, reason="OOMKilled", failures=2)
@@ -88,7 +75,7 @@ def test_a_group_killed_after_its_first_variant_keeps_it_and_fails_the_rest() ->
 
 
 def test_a_result_for_a_variant_outside_the_group_is_wrong_variant() -> None:
-    job, expected = _grouped()
+    job, expected = grouped_job()
     foreign = objects.ok_result(job, 4)
     results = [objects.ok_result(job, 0), foreign, objects.ok_result(job, 2)]
     stored = _harvested(job, expected, objects.group_pod(job, 0, results))
@@ -105,7 +92,7 @@ def test_a_result_for_a_variant_outside_the_group_is_wrong_variant() -> None:
 
 
 def test_a_failing_variant_is_its_own_failure_in_a_failed_pod() -> None:
-    job, expected = _grouped()
+    job, expected = grouped_job()
     error = objects.error_result(job, "unsupported_variant", "no linear layer to quantize")
     error = error.model_copy(update={"variant": objects.ok_result(job, 1).variant})
     results = [objects.ok_result(job, 0), error, objects.ok_result(job, 2)]
@@ -120,7 +107,7 @@ def test_a_failing_variant_is_its_own_failure_in_a_failed_pod() -> None:
 
 
 def test_progress_counts_variants_not_pods() -> None:
-    job, expected = _grouped()
+    job, expected = grouped_job()
     pods = [objects.group_pod(job, 0, [objects.ok_result(job, i) for i in GROUPS[0]])]
     pods.append(objects.running_pod(job, 1))
     states = index_states(job, pods)
@@ -134,7 +121,7 @@ def test_what_ended_attempts_measured_is_harvested_from_the_first_that_did() -> 
     last allowed) measured 0 again and died. Both are ended attempts of a failed index: each
     variant is taken from the first attempt that measured it, and the retry's end decides
     only variant 2."""
-    job, expected = _grouped()
+    job, expected = grouped_job()
     measured = [objects.ok_result(job, i, p50_ms=1.0 + i) for i in (0, 1)]
     first = objects.group_pod(job, 0, measured, exit_code=137, reason="OOMKilled", failures=1)
     again = objects.ok_result(job, 0, p50_ms=9.0)
@@ -160,7 +147,7 @@ def test_what_ended_attempts_measured_is_harvested_from_the_first_that_did() -> 
 def test_while_a_retry_is_due_the_failed_attempt_is_an_ended_one() -> None:
     """Between a pod's failure and its replacement the failed pod is the index's latest
     attempt: what it measured is harvested now, not when the index ends."""
-    job, expected = _grouped()
+    job, expected = grouped_job()
     first = objects.group_pod(
         job, 0, [objects.ok_result(job, 0)], exit_code=137, reason="OOMKilled"
     )
@@ -175,7 +162,7 @@ def test_while_a_retry_is_due_the_failed_attempt_is_an_ended_one() -> None:
 def test_a_disrupted_attempt_still_terminating_has_not_ended() -> None:
     """Preempted, its runner still handing over what it finished (SIGTERM): its results
     arrive with its end, and only then is it harvested."""
-    job, _ = _grouped()
+    job, _ = grouped_job()
     running = objects.running_pod(job, 0)
     running["status"]["conditions"].insert(
         0,
@@ -189,7 +176,7 @@ def test_a_disrupted_attempt_still_terminating_has_not_ended() -> None:
 def test_clean_keeps_a_grouped_job_until_every_variant_is_stored(tmp_path: Path) -> None:
     """Two pods of three variants: two stored variants are as many as its completion
     indexes, but not its variants (synth's annotation says six)."""
-    job, expected = _grouped()
+    job, expected = grouped_job()
     finished = objects.complete(job)
     assert finished["metadata"]["annotations"][VARIANTS_ANNOTATION] == "6"
     identity = expected.identity

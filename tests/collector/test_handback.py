@@ -3,7 +3,6 @@ the retry (a ConfigMap the Job owns, contract/reported.py) to skip those variant
 ends with every variant from the attempt that measured it. Against the stand-in API server,
 Jobs and pods shaped as Kubernetes 1.33 returns them."""
 
-import copy
 import logging
 import random
 from collections.abc import Iterator
@@ -14,15 +13,13 @@ import pytest
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.kube import KubeClient
 from collector.store import Store, open_store
-from collector.workload import ExpectedJob, expected_from
-from contract.config import CONFIG_FILE
+from collector.workload import ExpectedJob
 from contract.reported import read_reported, reported_configmap, reported_text
 from contract.result import BenchResult, OkResult, result_line
 from contract.samples import encode
 from standin import objects
 from standin.api import FakeApiServer
-from tests.collector.gathering import NAMESPACE, Obj
-from tests.collector.test_groups import GROUPS
+from tests.collector.gathering import GROUPS, NAMESPACE, Obj, grouped_job
 
 _NOISE = random.Random(7)
 LONG_SAMPLES = encode([_NOISE.randrange(800_000, 900_000) for _ in range(2000)])
@@ -31,12 +28,7 @@ LONG_SAMPLES = encode([_NOISE.randrange(800_000, 900_000) for _ in range(2000)])
 
 @pytest.fixture
 def grouped() -> tuple[Obj, ExpectedJob]:
-    """cpu-smoke's Job with its six variants in two pods of three."""
-    job = copy.deepcopy(objects.job("cpu-smoke", cluster="us-east"))
-    job["spec"]["completions"] = len(GROUPS)
-    config = objects.run_config(job).model_copy(update={"groups": GROUPS})
-    configmap = {"data": {CONFIG_FILE: config.model_dump_json()}}
-    return job, expected_from("us-east", job, configmap)
+    return grouped_job()
 
 
 @pytest.fixture
