@@ -29,6 +29,7 @@ from contract.result import (
     ErrorResult,
     OmittedResult,
     find_result_texts,
+    is_group_message,
     parse_group_message,
     parse_result,
 )
@@ -165,7 +166,7 @@ def message_reading(pod: Object) -> ResultReading:
     message = _runner_terminated(pod).get("message")
     if message is None or not message.strip():
         return ResultReading((), None, _no_message(pod))
-    if message.lstrip().startswith("["):
+    if is_group_message(message):
         return _from_group_message(message.strip())
     results, problem = _from_termination_message(message)
     return ResultReading(results, "termination-message" if results else None, problem)

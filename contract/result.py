@@ -431,6 +431,12 @@ def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG
     raise ValueError(f"{len(results)} results do not fit {limit} bytes even as stubs")
 
 
+def is_group_message(text: str) -> bool:
+    """Whether a termination message is a group's (a JSON array, `termination_message` with
+    several results) rather than one result's (an object) or a log's tail."""
+    return text.lstrip().startswith("[")
+
+
 def parse_group_message(text: str | bytes) -> list[OkResult | ErrorResult | OmittedResult]:
     """The entries of a group's termination message; raises pydantic.ValidationError."""
     return GROUP_ADAPTER.validate_json(text, strict=True)

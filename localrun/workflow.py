@@ -16,6 +16,7 @@ from contract.result import (
     BenchResult,
     OmittedResult,
     find_result_texts,
+    is_group_message,
     parse_group_message,
     parse_result,
 )
@@ -71,7 +72,7 @@ def read_outcome(plan: PodPlan, run: PodRun) -> PodOutcome:
 
 
 def _from_termination_log(text: str) -> tuple[BenchResult, ...]:
-    if not text.startswith("["):
+    if not is_group_message(text):
         return (parse_result(text),)
     entries = parse_group_message(text)
     return tuple(e for e in entries if not isinstance(e, OmittedResult))
