@@ -362,9 +362,10 @@ class OmittedResult(_Result):
     it whole, on its BENCH_RESULT line."""
 
     status: Literal["omitted"] = "omitted"
-    index: int | None
-    """The variant's index, as its result names it (None: a result naming no variant)."""
-    id: str | None
+    index: int | None = None
+    """The variant's index, as its result names it (None: a result naming no variant, which
+    the message leaves out like every None)."""
+    id: str | None = None
     """The variant's id: the variant's identity is whole in the log, this finds it there."""
     outcome: Literal["ok", "error"]
     """The omitted result's own status."""

@@ -164,6 +164,27 @@ def test_the_summary_of_32_full_results_fits_as_stubs_failures_kept_longest() ->
     assert any(isinstance(e, OmittedResult) and e.outcome == "ok" for e in entries)
 
 
+def test_a_stub_of_a_result_naming_no_variant_reads_back() -> None:
+    """A SIGTERM between two variants is the group's failure, naming none; where even it
+    must become a stub, the stub (its index and id, None, left out) still parses."""
+    config = _config().model_copy(update={"groups": None})
+    big = ok_result(config.model_dump(mode="json"), 0)
+    assert big.variant is not None
+    results: list[BenchResult] = [
+        big.model_copy(
+            update={"variant": big.variant.model_copy(update={"index": i, "id": f"v{i:012x}"})}
+        )
+        for i in range(4)
+    ]
+    results.append(ErrorResult(error={"type": "terminated", "message": "x" * 4000}))
+    # Room for the five stubs (308 bytes) and no more: the failure is a stub too.
+    entries = parse_group_message(termination_message(results, limit=320))
+    assert len(entries) == 5
+    last = entries[-1]
+    assert isinstance(last, OmittedResult) and (last.index, last.id) == (None, None)
+    assert last.outcome == "error"
+
+
 def test_every_size_of_group_summary_is_the_adapters_own_array_of_the_least_compacted_fit() -> None:
     # The message is assembled from entries dumped one by one: it has to be byte for byte
     # what the collector's adapter reads and writes, at each compaction step and with stubs.
