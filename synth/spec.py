@@ -287,8 +287,9 @@ class Benchmark(SpecModel):
     interleave: StrictBool = False
     """Measure the variants of one model that share a pod (`scheduling.variants_per_pod`
     above 1) in alternating rounds, A B B A, within the measure phase's bounds, so their
-    comparison is paired: same node, same moments. Each later variant's result carries its
-    ratio to the first one with a 95 % interval (docs/runner.md)."""
+    comparison is paired: same node, same moments. Each result keeps its median of every
+    round, and the report compares any two of them round by round, with a 95 % interval,
+    also across `repeats` (docs/runner.md, docs/collector.md)."""
 
     @field_validator("iterations")
     @classmethod
