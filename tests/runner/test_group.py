@@ -3,6 +3,7 @@ failure its own, and the termination log a summary of all of them within 4096 by
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ from contract.result import (
 from contract.samples import encode
 from localcluster.results import ok_result
 from runner.__main__ import main
+from runner.channel import emit
 from tests.runner.conftest import EXAMPLES, group_config, group_variant
 
 
@@ -118,6 +120,30 @@ def test_a_retry_skips_what_an_earlier_attempt_reported(
     assert indexes == [3, 2]
     skipped = [r.getMessage() for r in caplog.records if "not run again" in r.getMessage()]
     assert [message.split(" (")[0] for message in skipped] == ["variant 0", "variant 1"]
+
+
+def test_a_list_handed_back_while_the_pod_runs_is_read_before_the_next_variant(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collector may write the list after the retry started (a kubelet then updates the
+    mounted file): what is listed by the time a variant's turn comes is skipped."""
+    config = _config()
+    config_path = tmp_path / "config.json"
+    config_path.write_text(config.model_dump_json(), encoding="utf-8")
+    reported = tmp_path / "reported"
+    reported.mkdir()
+    handed = reported_text([config.variants[1].id, config.variants[2].id])
+
+    def emit_then_hand_back(*arguments: Any) -> None:
+        emit(*arguments)
+        (reported / "0").write_text(handed)
+
+    monkeypatch.setattr("runner.__main__.emit", emit_then_hand_back)
+    log = tmp_path / "termination-log"
+    main([*_arguments(config_path, "0", log), "--reported", str(reported)])
+    lines = capsys.readouterr().out.splitlines()
+    results = [parse_result(line.removeprefix("BENCH_RESULT ")) for line in lines]
+    assert [r.variant.index for r in results if r.variant] == [0, 3], "1 and 2 were listed"
 
 
 @pytest.mark.parametrize(
