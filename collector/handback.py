@@ -23,16 +23,17 @@ log = logging.getLogger(__name__)
 FIELD_MANAGER: Final = "benchfleet-collector"
 
 
-def reported_by_index(progress: "JobProgress") -> dict[str, str]:
+def _reported_by_index(progress: "JobProgress") -> dict[str, str]:
     """What the Job's pods are to be told now: for each grouped index that has not ended, the
     ids of its variants stored as succeeded (as contract.reported writes them), on top of
     what they were told before (an index whose variants are all stored leaves the states
     gather follows, and its retry must still be told)."""
     told = dict(progress.handed_back)
     for state in progress.states:
-        group = progress.expected.group(state.index)
-        if len(group) <= 1 or settled(state):
+        # Checked first and cheaply: gather asks at every step, for every index of every Job.
+        if len(progress.expected.positions(state.index)) <= 1 or settled(state):
             continue
+        group = progress.expected.group(state.index)
         done = [v.id for v in group if progress.stored.get(v.index) == "succeeded"]
         if done:
             told[str(state.index)] = reported_text(done)
@@ -44,7 +45,7 @@ def hand_back(client: KubeClient, progress: "JobProgress") -> None:
     job = progress.job
     if job is None:
         return
-    told = reported_by_index(progress)
+    told = _reported_by_index(progress)
     if told == progress.handed_back:
         return
     # Remembered whether or not it is written: a refusal is not asked again at every step.

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from collector.pods import (
-    CONTROLLER_UID_LABEL,
     Object,
     Phase,
     PodState,
@@ -33,6 +32,7 @@ from collector.pods import (
     condition,
     pod_state,
 )
+from contract.layout import CONTROLLER_UID_LABEL
 from contract.records import VariantState
 
 FAILURE_COUNT_KEY: Final = "batch.kubernetes.io/job-index-failure-count"

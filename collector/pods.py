@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
-from contract.layout import COMPLETION_INDEX_KEY
+from contract.layout import COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from contract.result import (
     RESULT_PREFIX,
     RESULT_SCHEMA_VERSION,
@@ -41,8 +41,6 @@ podFailurePolicy ignores, so the Job replaces the pod without spending a retry."
 ResultSource = Literal["termination-message", "log"]
 
 RUNNER: Final = "runner"
-JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
-CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
 _IMAGE_PULL: Final = frozenset(
     {
         "ErrImagePull",

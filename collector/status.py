@@ -21,9 +21,10 @@ from collector.indexes import (
     summary_counts,
 )
 from collector.kube import KubeClient, KubeError, Object
-from collector.pods import JOB_NAME_LABEL, RUNNER
+from collector.pods import RUNNER
 from collector.progress import counts_line
 from collector.workload import ExpectedJob, label_selector
+from contract.layout import JOB_NAME_LABEL
 from contract.records import StoredVariant
 
 log = logging.getLogger(__name__)

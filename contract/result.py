@@ -416,10 +416,8 @@ def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG
         # Each step on top of the ones before, as `compact` does: a step applied to the
         # originals alone would bring back what the earlier ones left out.
         current = [step(r) for r in current]
-        entries = list(current)
-        if index:
-            entries = [e.model_copy(update={"compacted": True}) for e in entries]
-        texts = [entry.model_dump_json(exclude_none=True) for entry in entries]
+        marked = [r.model_copy(update={"compacted": True}) for r in current] if index else current
+        texts = [entry.model_dump_json(exclude_none=True) for entry in marked]
         sizes = [len(text.encode()) for text in texts]
         if _group_size(sizes) <= limit:
             return _group_text(texts)

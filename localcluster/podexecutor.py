@@ -33,7 +33,7 @@ from typing import Any, Final, cast
 from kubernetes import client, config, watch
 from kubernetes.client import ApiException
 
-from contract.layout import COMPLETION_INDEX_KEY
+from contract.layout import COMPLETION_INDEX_KEY, JOB_NAME_LABEL
 from contract.result import BenchResult, result_line
 from contract.result import termination_message as runner_termination_log
 from localcluster.controlplane import Cluster
@@ -86,7 +86,7 @@ Rule = Callable[[Pod], Outcome | None]
 def job_index(pod: Pod) -> tuple[str, int]:
     """The Job a pod belongs to and its completion index."""
     metadata = pod["metadata"]
-    job = metadata.get("labels", {}).get("batch.kubernetes.io/job-name", "")
+    job = metadata.get("labels", {}).get(JOB_NAME_LABEL, "")
     return job, int(metadata.get("annotations", {}).get(COMPLETION_INDEX_KEY, 0))
 
 

@@ -3,7 +3,7 @@ failure its own, and the termination log a summary of all of them within 4096 by
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -19,6 +19,7 @@ from contract.result import (
     OkResult,
     OmittedResult,
     compact,
+    find_result_texts,
     parse_group_message,
     parse_result,
     termination_message,
@@ -43,22 +44,49 @@ def _config() -> RunConfig:
     return group_config(variants, ((0, 3, 1, 2), (4,)))
 
 
-def _arguments(config: Path, index: str, log: Path) -> list[str]:
-    return [
-        *("--config", str(config), "--models", str(EXAMPLES)),
+class _Pod(NamedTuple):
+    """What a pod's runner did: its exit code, its result lines, its termination log."""
+
+    code: int
+    results: list[BenchResult]
+    log: Path
+
+
+def _run_pod(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    index: str,
+    config: RunConfig | None = None,
+    reported: Path | None = None,
+) -> _Pod:
+    """`python -m runner` in-process, as a pod of index `index` runs it (with `reported` as
+    its folder of handed-back ids, when given)."""
+    config_path = tmp_path / "config.json"
+    config_path.write_text((config or _config()).model_dump_json(), encoding="utf-8")
+    log = tmp_path / "termination-log"
+    arguments = [
+        *("--config", str(config_path), "--models", str(EXAMPLES)),
         *("--index", index, "--termination-log", str(log)),
+        *(("--reported", str(reported)) if reported else ()),
     ]
+    code = main(arguments)
+    results = [parse_result(text) for text in find_result_texts(capsys.readouterr().out)]
+    return _Pod(code, results, log)
+
+
+def _reported(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    """A folder of handed-back ids as the ConfigMap's volume holds it: a file per index."""
+    folder = tmp_path / "reported"
+    folder.mkdir()
+    for index, content in files.items():
+        (folder / index).write_bytes(content)
+    return folder
 
 
 def test_a_group_reports_every_variant_and_one_failure_loses_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    config_path = tmp_path / "config.json"
-    config_path.write_text(_config().model_dump_json(), encoding="utf-8")
-    log = tmp_path / "termination-log"
-    code = main(_arguments(config_path, "0", log))
-    lines = capsys.readouterr().out.splitlines()
-    results = [parse_result(line.removeprefix("BENCH_RESULT ")) for line in lines]
+    code, results, log = _run_pod(tmp_path, capsys, "0")
     assert [r.variant.index for r in results if r.variant] == [0, 3, 1, 2], "in group order"
     assert [r.status for r in results] == ["ok", "ok", "error", "ok"]
     failed = results[2]
@@ -82,16 +110,9 @@ def test_a_group_reports_every_variant_and_one_failure_loses_nothing(
 def test_a_group_of_one_writes_the_single_result_as_before(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    config_path = tmp_path / "config.json"
-    config_path.write_text(_config().model_dump_json(), encoding="utf-8")
-    log = tmp_path / "termination-log"
-    code = main(_arguments(config_path, "1", log))
+    code, (result,), log = _run_pod(tmp_path, capsys, "1")
     assert code == ExitCode.OK
-    (line,) = capsys.readouterr().out.splitlines()
-    assert (
-        parse_result(log.read_text(encoding="utf-8")).variant
-        == parse_result(line.removeprefix("BENCH_RESULT ")).variant
-    )
+    assert parse_result(log.read_text(encoding="utf-8")).variant == result.variant
 
 
 def test_a_retry_skips_what_an_earlier_attempt_reported(
@@ -101,16 +122,11 @@ def test_a_retry_skips_what_an_earlier_attempt_reported(
     listed, would not fail again either): the retry runs 3 and 2 only, and says why."""
     caplog.set_level(logging.INFO, logger="runner")
     config = _config()
-    config_path = tmp_path / "config.json"
-    config_path.write_text(config.model_dump_json(), encoding="utf-8")
-    reported = tmp_path / "reported"
-    reported.mkdir()
-    (reported / "0").write_text(reported_text([config.variants[1].id, config.variants[0].id]))
-    (reported / "1").write_text(reported_text([config.variants[4].id]))
-    log = tmp_path / "termination-log"
-    code = main([*_arguments(config_path, "0", log), "--reported", str(reported)])
-    lines = capsys.readouterr().out.splitlines()
-    results = [parse_result(line.removeprefix("BENCH_RESULT ")) for line in lines]
+    listed = {
+        "0": reported_text([config.variants[1].id, config.variants[0].id]).encode(),
+        "1": reported_text([config.variants[4].id]).encode(),
+    }
+    code, results, log = _run_pod(tmp_path, capsys, "0", reported=_reported(tmp_path, listed))
     assert [r.variant.index for r in results if r.variant] == [3, 2]
     assert code == ExitCode.OK, "the variant that failed before is not run again"
     summary = parse_group_message(log.read_text())
@@ -128,10 +144,7 @@ def test_a_list_handed_back_while_the_pod_runs_is_read_before_the_next_variant(
     """The collector may write the list after the retry started (a kubelet then updates the
     mounted file): what is listed by the time a variant's turn comes is skipped."""
     config = _config()
-    config_path = tmp_path / "config.json"
-    config_path.write_text(config.model_dump_json(), encoding="utf-8")
-    reported = tmp_path / "reported"
-    reported.mkdir()
+    reported = _reported(tmp_path, {})
     handed = reported_text([config.variants[1].id, config.variants[2].id])
 
     def emit_then_hand_back(*arguments: Any) -> None:
@@ -139,10 +152,7 @@ def test_a_list_handed_back_while_the_pod_runs_is_read_before_the_next_variant(
         (reported / "0").write_text(handed)
 
     monkeypatch.setattr("runner.__main__.emit", emit_then_hand_back)
-    log = tmp_path / "termination-log"
-    main([*_arguments(config_path, "0", log), "--reported", str(reported)])
-    lines = capsys.readouterr().out.splitlines()
-    results = [parse_result(line.removeprefix("BENCH_RESULT ")) for line in lines]
+    results = _run_pod(tmp_path, capsys, "0", config, reported).results
     assert [r.variant.index for r in results if r.variant] == [0, 3], "1 and 2 were listed"
 
 
@@ -157,15 +167,9 @@ def test_a_handed_back_file_that_is_not_the_collectors_runs_everything(
     tmp_path: Path,
     content: bytes,
 ) -> None:
-    config_path = tmp_path / "config.json"
-    config_path.write_text(_config().model_dump_json(), encoding="utf-8")
-    reported = tmp_path / "reported"
-    reported.mkdir()
-    (reported / "1").write_bytes(content)
-    log = tmp_path / "termination-log"
-    code = main([*_arguments(config_path, "1", log), "--reported", str(reported)])
-    (line,) = capsys.readouterr().out.splitlines()
-    assert parse_result(line.removeprefix("BENCH_RESULT ")).status == "ok"
+    reported = _reported(tmp_path, {"1": content})
+    code, (result,), _ = _run_pod(tmp_path, capsys, "1", reported=reported)
+    assert result.status == "ok"
     assert code == ExitCode.OK
     assert any("running every variant" in record.getMessage() for record in caplog.records)
 
