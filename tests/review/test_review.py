@@ -13,18 +13,10 @@ import yaml
 from contract.records import JobRecord, StoredVariant, write_record
 from localcluster.results import ok_result
 from synth.main import synth
-from tests.conftest import REPO_ROOT, TEST_DATA
+from tests.conftest import REPO_ROOT, TEST_DATA, git
 
 MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8")
 SPEC = Path("specs", "workflows", "valid-minimal.yaml")
-
-
-def git(root: Path, *arguments: str) -> str:
-    identity = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
-    done = subprocess.run(
-        ["git", "-C", str(root), *identity, *arguments], capture_output=True, text=True, check=True
-    )
-    return done.stdout
 
 
 @pytest.fixture
