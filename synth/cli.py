@@ -13,11 +13,10 @@ from synth.hints import did_you_mean
 from synth.jobs import committed_files, identified_variants, may_stay, model_configs, plan_runs
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
-from synth.plan import format_plan, plan, plan_json
+from synth.plan import format_plan, plan, plan_json, planned_against
 from synth.problems import SpecProblems
 from synth.render import render
 from synth.schema import stale_files, write_generated
-from synth.write import generated
 
 
 @dataclass(frozen=True)
@@ -209,19 +208,22 @@ def synth(repo: Repo) -> None:
 def plan_command(repo: Repo, output_format: str) -> None:
     """Preview Job changes per cluster (writes nothing to dist/ or clusters/).
 
-    Compares what synth would write with the committed dist/ and lists, per cluster, the Jobs
-    Flux would create, replace (a changed Job gets a new name and runs again) and prune.
-    Exits 1 when dist/ holds a workload object the API server would refuse: one that keeps
-    its name but not the content synth writes for it (edited by hand, or stale).
+    Compares what synth would write with the committed dist/ (git's HEAD: what Flux applies
+    once pushed; without git, the working tree's) and lists, per cluster, the Jobs Flux
+    would create, replace (a changed Job gets a new name and runs again) and prune; the
+    first line says which it compared with. Exits 1 when the committed dist/ holds a
+    workload object the API server would refuse: one that keeps its name but not the
+    content synth writes for it (edited by hand, or stale).
     """
     specs = load_or_fail(repo, output_format=output_format)
-    committed = generated(repo.root)
+    committed, compared = planned_against(repo.root, specs.committed)
     # The render cache makes a plan after `make synth` (or before it) cost only the changes.
     rendered = render(specs, RenderCache(repo.root / CACHE_DIR))
     plans = plan(committed, rendered, repo.root)
     if output_format == "json":
-        click.echo(json.dumps(plan_json(plans), indent=2))
+        click.echo(json.dumps({"compared_with": compared, **plan_json(plans)}, indent=2))
     else:
+        click.echo(f"compared with {compared}")
         for line in format_plan(plans):
             click.echo(line)
     edited = sum(len(cluster.edited) for cluster in plans)

@@ -21,6 +21,12 @@ def git(root: Path, *arguments: str) -> str:
     return done.stdout
 
 
+def commit(root: Path, message: str) -> None:
+    """Commit everything in `root` that git does not ignore."""
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     """The checkout the tests run in: its specs/, models/ and generated files."""

@@ -13,7 +13,7 @@ import yaml
 from contract.records import JobRecord, StoredVariant, write_record
 from localcluster.results import ok_result
 from synth.main import synth
-from tests.conftest import REPO_ROOT, TEST_DATA, git
+from tests.conftest import REPO_ROOT, TEST_DATA, commit, git
 
 MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8")
 SPEC = Path("specs", "workflows", "valid-minimal.yaml")
@@ -43,11 +43,6 @@ def run_review(root: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
     done.stdout = comment.read_text(encoding="utf-8") if comment.exists() else ""
     return done
-
-
-def commit(root: Path, message: str) -> None:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
 
 
 def test_a_synthesized_change_gets_its_plan_and_may_merge(pull_request: Path) -> None:

@@ -14,7 +14,7 @@ from contract.records import JobRecord, StoredVariant, repeat_of, write_record
 from contract.result import RESULT_ADAPTER, BenchResult
 from contract.variant import VariantRef
 from localcluster.results import ok_result
-from tests.conftest import REPO_ROOT, TEST_DATA
+from tests.conftest import REPO_ROOT, TEST_DATA, git
 
 WriteSpec = Callable[[str, str], Path]
 LinkModels = Callable[[Path], None]
@@ -54,6 +54,15 @@ def spec_repo(tmp_path: Path, link_models: LinkModels) -> Path:
     with (tmp_path / "big" / "oversize.pt2").open("wb") as big:
         big.truncate(OVERSIZE_BYTES)
     return tmp_path
+
+
+@pytest.fixture
+def git_repo(spec_repo: Path) -> Path:
+    """`spec_repo` as a git repository with no commit yet, its render cache ignored as in a
+    real checkout."""
+    (spec_repo / ".gitignore").write_text(".cache/\n")
+    git(spec_repo, "init", "-q", "-b", "main")
+    return spec_repo
 
 
 @pytest.fixture

@@ -9,25 +9,12 @@ from click.testing import CliRunner
 
 from synth.cli import cli
 from synth.main import synth
-from tests.conftest import git
+from tests.conftest import commit, git
 from tests.synth.conftest import RecordJobs, WriteSpec
 from tests.synth.test_incremental import SPEC, running
 
 WIDER = SPEC.replace("batch_size: [1, 2]", "batch_size: [1, 2, 4]")
 RETRIES = "retries: 2"
-
-
-def commit(root: Path, message: str) -> None:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
-
-
-@pytest.fixture
-def repo(spec_repo: Path) -> Path:
-    """spec_repo as a git repository, its render cache ignored as in a real checkout."""
-    (spec_repo / ".gitignore").write_text(".cache/\n")
-    git(spec_repo, "init", "-q", "-b", "main")
-    return spec_repo
 
 
 def _replaced_while_running(
@@ -81,25 +68,25 @@ REVISIONS = {
 
 @pytest.mark.parametrize("revisions", list(REVISIONS))
 def test_a_record_of_an_older_revision_leaves_the_running_jobs_as_they_are(
-    repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs, revisions: str
+    git_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs, revisions: str
 ) -> None:
     first, second = REVISIONS[revisions]
-    current = _replaced_while_running(repo, write_spec, record_jobs, first, second)
-    synth(repo)
-    assert running(repo) == current
-    synth(repo)
-    assert running(repo) == current, "synth again: the same dist/"
+    current = _replaced_while_running(git_repo, write_spec, record_jobs, first, second)
+    synth(git_repo)
+    assert running(git_repo) == current
+    synth(git_repo)
+    assert running(git_repo) == current, "synth again: the same dist/"
 
 
 def test_plan_and_variants_show_the_running_jobs_unchanged(
-    repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+    git_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
 ) -> None:
-    current = _replaced_while_running(repo, write_spec, record_jobs, SPEC, WIDER)
-    plan = CliRunner().invoke(cli, ["--root", str(repo), "plan"])
+    current = _replaced_while_running(git_repo, write_spec, record_jobs, SPEC, WIDER)
+    plan = CliRunner().invoke(cli, ["--root", str(git_repo), "plan"])
     assert plan.exit_code == 0, plan.output
     assert "create" not in plan.stdout and "replace" not in plan.stdout
     assert "2 Jobs unchanged (they will not run again)" in plan.stdout
-    variants = CliRunner().invoke(cli, ["--root", str(repo), "variants", "sweep"])
+    variants = CliRunner().invoke(cli, ["--root", str(git_repo), "variants", "sweep"])
     assert variants.exit_code == 0, variants.output
     assert variants.stdout.splitlines()[-1] == (
         f"12 variants in specs/workflows/sweep.yaml: {sum(map(len, current.values()))} run, 0 "
@@ -108,39 +95,41 @@ def test_plan_and_variants_show_the_running_jobs_unchanged(
 
 
 def test_an_edit_of_the_running_jobs_spec_runs_only_what_has_no_record(
-    repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+    git_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
 ) -> None:
-    path = repo / "specs" / "workflows" / "sweep.yaml"
-    current = _replaced_while_running(repo, write_spec, record_jobs, SPEC, WIDER)
-    synth(repo)
-    commit(repo, "results of the first revision")
+    path = git_repo / "specs" / "workflows" / "sweep.yaml"
+    current = _replaced_while_running(git_repo, write_spec, record_jobs, SPEC, WIDER)
+    synth(git_repo)
+    commit(git_repo, "results of the first revision")
     path.write_text(WIDER.replace(RETRIES, "retries: 3"))
-    synth(repo)
-    jobs = running(repo)
+    synth(git_repo)
+    jobs = running(git_repo)
     assert not jobs.keys() & current.keys()
     assert {batch for settings in jobs.values() for _, _, batch in settings} == {4}
 
 
 def test_the_running_jobs_leave_dist_once_recorded(
-    repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+    git_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
 ) -> None:
-    _replaced_while_running(repo, write_spec, record_jobs, SPEC, WIDER)
-    synth(repo)
+    _replaced_while_running(git_repo, write_spec, record_jobs, SPEC, WIDER)
+    synth(git_repo)
     record_jobs("sweep")
-    synth(repo)
-    assert running(repo) == {}
+    synth(git_repo)
+    assert running(git_repo) == {}
 
 
 def test_only_the_committed_dist_keeps_a_job_not_the_working_tree(
-    repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+    git_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
 ) -> None:
     """A Job synthesized but never committed runs nowhere: a record arriving gives it the
     variants left, under a new name."""
-    current = _replaced_while_running(repo, write_spec, record_jobs, SPEC, WIDER, committed=False)
-    git(repo, "add", "-A", "--", ".", ":!dist")
-    git(repo, "commit", "-q", "-m", "everything but dist/")
-    synth(repo)
-    jobs = running(repo)
+    current = _replaced_while_running(
+        git_repo, write_spec, record_jobs, SPEC, WIDER, committed=False
+    )
+    git(git_repo, "add", "-A", "--", ".", ":!dist")
+    git(git_repo, "commit", "-q", "-m", "everything but dist/")
+    synth(git_repo)
+    jobs = running(git_repo)
     assert not jobs.keys() & current.keys()
     assert {batch for settings in jobs.values() for _, _, batch in settings} == {4}
 
