@@ -108,8 +108,9 @@ def run_workflow(
     baseline = " ".join(f"--baseline-job {identity.job}" for identity in identities)
     click.echo(
         f"stored in {root / database} as cluster {LOCAL_CLUSTER}; after an edit, "
-        f"`collector report --workflow {workflow} {baseline}` compares a new try with this "
-        f"one, and `collector forget --cluster {LOCAL_CLUSTER}` deletes local tries",
+        f"`collector report --workflow {workflow} --cluster {LOCAL_CLUSTER} {baseline}` "
+        f"compares a new try with this one, and `collector forget --cluster {LOCAL_CLUSTER}` "
+        "deletes local tries",
         err=True,
     )
     if failed:
