@@ -11,7 +11,7 @@ from synth.cli import cli
 from synth.main import synth
 from tests.conftest import commit, git
 from tests.synth.conftest import RecordJobs, WriteSpec
-from tests.synth.test_incremental import SPEC, running
+from tests.synth.test_incremental import SPEC, Setting, running
 
 WIDER = SPEC.replace("batch_size: [1, 2]", "batch_size: [1, 2, 4]")
 RETRIES = "retries: 2"
@@ -25,7 +25,7 @@ def _replaced_while_running(
     second: str,
     *,
     committed: bool = True,
-) -> dict[str, list[tuple[str, str, int]]]:
+) -> dict[str, list[Setting]]:
     """Revision `first` applied, then `second` synthesized (and `committed`) before gather
     recorded the first's Jobs, then the record of the first arriving (all it measured
     succeeded): the second revision's Jobs, which run as the record arrives if committed."""
@@ -43,6 +43,14 @@ def _replaced_while_running(
     current = running(repo)
     (repo / "gathered-later").rename(results)
     return current
+
+
+def assert_given_way(root: Path, current: dict[str, list[Setting]]) -> None:
+    """The Jobs in dist/ are not `current` and run only what WIDER adds to SPEC, which no
+    record covers."""
+    jobs = running(root)
+    assert not jobs.keys() & current.keys()
+    assert {batch for settings in jobs.values() for _, _, batch in settings} == {4}
 
 
 # Each row: the revision replaced while it ran, and the one that replaced it.
@@ -103,9 +111,7 @@ def test_an_edit_of_the_running_jobs_spec_runs_only_what_has_no_record(
     commit(git_repo, "results of the first revision")
     path.write_text(WIDER.replace(RETRIES, "retries: 3"))
     synth(git_repo)
-    jobs = running(git_repo)
-    assert not jobs.keys() & current.keys()
-    assert {batch for settings in jobs.values() for _, _, batch in settings} == {4}
+    assert_given_way(git_repo, current)
 
 
 def test_the_running_jobs_leave_dist_once_recorded(
@@ -129,9 +135,7 @@ def test_only_the_committed_dist_keeps_a_job_not_the_working_tree(
     git(git_repo, "add", "-A", "--", ".", ":!dist")
     git(git_repo, "commit", "-q", "-m", "everything but dist/")
     synth(git_repo)
-    jobs = running(git_repo)
-    assert not jobs.keys() & current.keys()
-    assert {batch for settings in jobs.values() for _, _, batch in settings} == {4}
+    assert_given_way(git_repo, current)
 
 
 def test_without_git_a_record_gives_the_jobs_the_variants_left(
@@ -141,6 +145,4 @@ def test_without_git_a_record_gives_the_jobs_the_variants_left(
         spec_repo, write_spec, record_jobs, SPEC, WIDER, committed=False
     )
     synth(spec_repo)
-    jobs = running(spec_repo)
-    assert not jobs.keys() & current.keys()
-    assert {batch for settings in jobs.values() for _, _, batch in settings} == {4}
+    assert_given_way(spec_repo, current)
