@@ -13,16 +13,16 @@ from collector.gather import GatherOptions
 from collector.history import (
     HistoryError,
     merged,
+    notes_of,
     records_at,
     records_in,
     runs_of,
-    spec_commits,
 )
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
 from collector.progress import plural
-from collector.report import JobChoiceError, Notes, Report, build_report, in_cluster
+from collector.report import JobChoiceError, Report, build_report, in_cluster
 from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.session import (
     Settings,
@@ -257,20 +257,7 @@ def report(
         earlier = records_at(settings.root, baseline_ref, workflow) if baseline_ref else None
         runs = in_cluster(every_run, cluster)
         baseline = in_cluster(runs_of(earlier), cluster) if earlier is not None else None
-        # Job names are content hashes: one mapping serves the runs and the baseline.
-        every = [*records, *(earlier or [])]
-        notes = Notes(
-            reuses={r.job: r.reuses for r in every if r.reuses},
-            about={r.job: (r.description, r.owner) for r in every},
-            spec_commits=spec_commits(
-                settings.root,
-                {
-                    (r.job.spec_file, r.job.spec_sha256)
-                    for r in runs
-                    if r.job.spec_file and r.job.spec_sha256
-                },
-            ),
-        )
+        notes = notes_of(settings.root, [*records, *(earlier or [])], runs)
     except (StoreError, HistoryError) as error:
         raise click.ClickException(str(error)) from None
     if not runs and every_run:

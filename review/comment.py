@@ -4,7 +4,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collector.history import HistoryError, records_at, records_in, runs_of
+from collector.history import HistoryError, notes_of, records_at, records_in, runs_of
 from collector.report import build_report
 from collector.report_render import to_markdown
 from contract.layout import RESULTS
@@ -74,12 +74,13 @@ def review(root: Path, base: str) -> Review:
     )
     for workflow in changed_workflows(root, base):
         try:
-            runs = runs_of(records_in(root, workflow))
-            baseline = runs_of(records_at(root, base, workflow))
+            records, earlier = records_in(root, workflow), records_at(root, base, workflow)
         except HistoryError as error:
             result.blocking.append(str(error))
             continue
+        runs, baseline = runs_of(records), runs_of(earlier)
         if runs:
-            report = build_report(runs, baseline=baseline or None)
+            notes = notes_of(root, [*records, *earlier], runs)
+            report = build_report(runs, baseline=baseline or None, notes=notes)
             result.sections.append(f"### Results: {workflow}\n\n" + to_markdown(report))
     return result
