@@ -13,16 +13,16 @@ from collector.gather import GatherOptions
 from collector.history import (
     HistoryError,
     merged,
+    notes_of,
     records_at,
     records_in,
     runs_of,
-    spec_commits,
 )
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
 from collector.progress import plural
-from collector.report import JobChoiceError, Notes, Report, build_report
+from collector.report import JobChoiceError, Report, build_report, in_cluster
 from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.session import (
     Settings,
@@ -215,6 +215,11 @@ def gather(
     is_flag=True,
     help="Combine every Job: each variant from the newest Job that ran it, named per row.",
 )
+@click.option(
+    "--cluster",
+    help=f"Only this cluster's runs, and its baseline's (`{LOCAL_CLUSTER}`: localrun's tries) "
+    "[default: every cluster's]",
+)
 @pass_settings
 def report(
     settings: Settings,
@@ -226,6 +231,7 @@ def report(
     jobs: tuple[str, ...],
     all_revisions: bool,
     baseline_jobs: tuple[str, ...],
+    cluster: str | None,
 ) -> None:
     """Report a workflow's stored results.
 
@@ -237,7 +243,8 @@ def report(
 
     Each spec revision runs as a new Job per target. The report shows the newest Job of each
     cluster and target, every failed variant of it included; the Jobs table lists the older
-    ones, which --job NAME reports and --all-revisions combines.
+    ones, which --job NAME reports and --all-revisions combines. A local try of a Job has the
+    Job's name: --cluster keeps a cluster's runs (or `local`'s) apart from the others'.
     """
     if jobs and all_revisions:
         raise click.UsageError("--job and --all-revisions exclude each other")
@@ -246,25 +253,19 @@ def report(
     try:
         records = records_in(settings.root, workflow)
         with open_store(settings.database) as store:
-            runs = merged(store.runs(workflow), runs_of(records))
+            every_run = merged(store.runs(workflow), runs_of(records))
         earlier = records_at(settings.root, baseline_ref, workflow) if baseline_ref else None
-        baseline = runs_of(earlier) if earlier is not None else None
-        # Job names are content hashes: one mapping serves the runs and the baseline.
-        every = [*records, *(earlier or [])]
-        notes = Notes(
-            reuses={r.job: r.reuses for r in every if r.reuses},
-            about={r.job: (r.description, r.owner) for r in every},
-            spec_commits=spec_commits(
-                settings.root,
-                {
-                    (r.job.spec_file, r.job.spec_sha256)
-                    for r in runs
-                    if r.job.spec_file and r.job.spec_sha256
-                },
-            ),
-        )
+        runs = in_cluster(every_run, cluster)
+        baseline = in_cluster(runs_of(earlier), cluster) if earlier is not None else None
+        notes = notes_of(settings.root, [*records, *(earlier or [])], runs)
     except (StoreError, HistoryError) as error:
         raise click.ClickException(str(error)) from None
+    if not runs and every_run:
+        clusters = sorted({run.job.cluster for run in every_run})
+        raise click.ClickException(
+            f"no results for workflow {workflow!r} in cluster {cluster!r}; it has results in "
+            f"{', '.join(clusters)}"
+        )
     if not runs:
         raise click.ClickException(
             f"no results for workflow {workflow!r} in {settings.database} or {RESULTS}/{workflow}/"

@@ -9,6 +9,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
+from collector.report import Notes
 from collector.store import StoredRun
 from contract.layout import RESULTS
 from contract.records import JobIdentity, JobRecord, read_record
@@ -83,6 +84,24 @@ def spec_commits(root: Path, specs: Iterable[tuple[str, str]]) -> dict[tuple[str
                 found[file, sha256] = commit
                 break
     return found
+
+
+def notes_of(root: Path, records: Iterable[JobRecord], runs: Iterable[StoredRun]) -> Notes:
+    """What the records (the current ones and a baseline's) and git add to the report of
+    `runs`: Job names are content hashes, so one mapping serves the runs and the baseline."""
+    every = list(records)
+    return Notes(
+        reuses={r.job: r.reuses for r in every if r.reuses},
+        about={r.job: (r.description, r.owner) for r in every},
+        spec_commits=spec_commits(
+            root,
+            {
+                (r.job.spec_file, r.job.spec_sha256)
+                for r in runs
+                if r.job.spec_file and r.job.spec_sha256
+            },
+        ),
+    )
 
 
 def _git(root: Path, *arguments: str) -> str:

@@ -23,7 +23,7 @@ from contract.records import Reuses
 from contract.result import LatencyStats, OkResult, Paired, Rounds, Validity
 from contract.variant import SETTING_FIELDS, VariantRef
 
-REPORT_SCHEMA_VERSION: Final = 3
+REPORT_SCHEMA_VERSION: Final = 4
 """Bumped when a field of `to_json`'s output changes meaning or goes away."""
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
@@ -140,6 +140,11 @@ class VariantRow:
     rounds: tuple[RunRounds, ...] = ()
     """Each of its runs that was measured in interleaved rounds, in repeat order: what pairs
     it with every other variant of the same rounds, run by run (`_paired_ratio`)."""
+
+    @property
+    def run_jobs(self) -> tuple[str, ...]:
+        """The Job of each run the row's numbers come from."""
+        return self.repeats.jobs if self.repeats else (self.job,)
 
     @property
     def ci_low_ms(self) -> float:
@@ -343,6 +348,9 @@ class BaselineComparison:
     """Measured now, not in the baseline."""
     missing: tuple[VariantKey, ...]
     """Measured in the baseline, not now (see the failures for why)."""
+    reused: tuple[VariantRow, ...] = ()
+    """Variants whose current number is the baseline's own run (the current revision reuses
+    it rather than measuring again): the same measurement, so no change of any kind."""
 
     def with_verdict(self, verdict: Verdict) -> tuple[Change, ...]:
         """The changes with that verdict, in report order."""
@@ -768,11 +776,6 @@ def _inverse(ratio: RunRatio | None) -> RunRatio | None:
     return 1 / value, 1 / high, 1 / low
 
 
-def _jobs(row: VariantRow) -> tuple[str, ...]:
-    """The Job of each run the row's numbers come from."""
-    return row.repeats.jobs if row.repeats else (row.job,)
-
-
 def _paired_ratio(row: VariantRow, other: VariantRow) -> tuple[Ratio, bool] | None:
     """`row`'s p50 per sample over `other`'s from the rounds both were measured in, and
     whether every run of both rows is in it; None where no run of one shared rounds with a
@@ -796,7 +799,7 @@ def _paired_ratio(row: VariantRow, other: VariantRow) -> tuple[Ratio, bool] | No
     # another target's Job has the same variant ids (another cluster's the same Job names).
     mine = {run.job: run for run in row.rounds}
     theirs = {run.job: run for run in other.rounds}
-    shared = [job for job in _jobs(row) if job in _jobs(other)]
+    shared = [job for job in row.run_jobs if job in other.run_jobs]
     runs = [
         found
         for job in shared
@@ -809,7 +812,7 @@ def _paired_ratio(row: VariantRow, other: VariantRow) -> tuple[Ratio, bool] | No
     low = min(low for _, low, _ in runs)
     high = max(high for _, _, high in runs)
     ratio = Ratio(value * per_sample, low * per_sample, high * per_sample, paired=True)
-    return ratio, len(runs) == len(_jobs(row)) == len(_jobs(other))
+    return ratio, len(runs) == len(row.run_jobs) == len(other.run_jobs)
 
 
 def _per_sample_ratio(row: VariantRow, other: VariantRow) -> tuple[Ratio, tuple[str, ...]]:
@@ -921,12 +924,28 @@ def _change(current: VariantRow, baseline: VariantRow, threshold: float) -> Chan
     )
 
 
+def _same_run(current: VariantRow, baseline: VariantRow) -> bool:
+    """Whether two rows are one measurement: the same variant from the same runs (Job names
+    are content hashes, and both rows are of one cluster), with the same numbers."""
+    return (current.variant_id, current.run_jobs, current.latency) == (
+        baseline.variant_id,
+        baseline.run_jobs,
+        baseline.latency,
+    )
+
+
 def _against(
     rows: Sequence[VariantRow], baseline: Iterable[StoredRun], threshold: float
 ) -> BaselineComparison:
     now = {row.key: row for row in rows}
     before = {row.key: row for row in _split(baseline)[0]}
-    changes = [_change(now[key], before[key], threshold) for key in now.keys() & before.keys()]
+    matched = sorted(now.keys() & before.keys())
+    reused = tuple(now[key] for key in matched if _same_run(now[key], before[key]))
+    changes = [
+        _change(now[key], before[key], threshold)
+        for key in matched
+        if not _same_run(now[key], before[key])
+    ]
     changes.sort(
         key=lambda change: (
             VERDICT_ORDER[change.verdict],
@@ -939,6 +958,7 @@ def _against(
         changes=tuple(changes),
         new=tuple(sorted(now.keys() - before.keys())),
         missing=tuple(sorted(before.keys() - now.keys())),
+        reused=reused,
     )
 
 
@@ -953,6 +973,12 @@ def _current(
     selected, ages, summaries = _select(runs, names, all_revisions, notes)
     latest, superseded = _latest(selected, ages)
     return latest, superseded, summaries
+
+
+def in_cluster(runs: Iterable[StoredRun], cluster: str | None) -> list[StoredRun]:
+    """The runs of `cluster` (every run with None): a local try of a Job carries the Job's
+    name, so naming Jobs alone would mix it with the cluster's run."""
+    return [run for run in runs if cluster is None or run.job.cluster == cluster]
 
 
 def build_report(

@@ -368,6 +368,28 @@ def _keys_table(title: str, keys: Sequence[VariantKey]) -> Table | None:
     )
 
 
+REUSED: Final = "reused, same run"
+"""What a variant whose number is the baseline's own run shows instead of a change."""
+
+
+def _reused_table(rows: Sequence[VariantRow]) -> Table | None:
+    if not rows:
+        return None
+    return Table(
+        title=f"Reused: the baseline's own run, not measured again ({len(rows)})",
+        columns=_columns(*_KEY_HEADINGS, "p50 ms", "job", "change"),
+        rows=tuple(
+            (*_key_cells(row.key), format_ms(row.latency.p50_ms), " ".join(row.run_jobs), REUSED)
+            for row in rows
+        ),
+        notes=(
+            "The current spec revision reuses these results instead of running the variants "
+            "again (docs/synth.md, incremental sweeps): there is nothing to compare.",
+        ),
+        kind="detail",
+    )
+
+
 def _baseline_tables(comparison: BaselineComparison) -> list[Table | None]:
     threshold = f"{comparison.threshold:.0%}"
     return [
@@ -391,6 +413,7 @@ def _baseline_tables(comparison: BaselineComparison) -> list[Table | None]:
             comparison.with_verdict("unchanged"),
             "detail",
         ),
+        _reused_table(comparison.reused),
     ]
 
 
@@ -597,7 +620,8 @@ def _summary(report: Report) -> tuple[str, ...]:
             f"Against the baseline (threshold {comparison.threshold:.0%}): "
             f"{plural(regressions, 'regression')}, {plural(improvements, 'improvement')}, "
             f"{inconclusive} inconclusive, {unchanged} unchanged, "
-            f"{len(comparison.new)} new, {len(comparison.missing)} missing."
+            f"{len(comparison.new)} new, {len(comparison.missing)} missing"
+            + (f", {len(comparison.reused)} {REUSED}." if comparison.reused else ".")
         )
     return tuple(lines)
 
@@ -745,7 +769,9 @@ CSV_COLUMNS: Final = (
 """`to_csv`'s header; columns are only ever added at the end."""
 
 
-def _csv_measured(row: VariantRow, change: Change | None) -> dict[str, object]:
+def _csv_measured(
+    row: VariantRow, change: Change | None, *, reused: bool = False
+) -> dict[str, object]:
     latency = row.latency
     return {
         "status": "measured",
@@ -786,6 +812,8 @@ def _csv_measured(row: VariantRow, change: Change | None) -> dict[str, object]:
             if change
             else {}
         ),
+        # The baseline's own run: its p50, and no ratio, which would compare it with itself.
+        **({"baseline_p50_ms": latency.p50_ms, "verdict": "reused"} if reused else {}),
     }
 
 
@@ -823,7 +851,11 @@ def to_csv(report: Report) -> str:
     writer.writeheader()
     baseline = report.baseline
     changes = {change.current.key: change for change in baseline.changes} if baseline else {}
-    writer.writerows(_csv_measured(row, changes.get(row.key)) for row in report.variants)
+    reused = {row.key for row in baseline.reused} if baseline else set()
+    writer.writerows(
+        _csv_measured(row, changes.get(row.key), reused=row.key in reused)
+        for row in report.variants
+    )
     writer.writerows(map(_csv_failed, report.failures))
     return buffer.getvalue()
 

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from contract.config import CONFIG_FILE, RunConfig
-from contract.dist import dist_clusters, read_workload
+from contract.dist import Workload, dist_clusters, read_workload
 from contract.layout import (
     APP_SELECTOR,
     DESCRIPTION_ANNOTATION,
@@ -137,9 +137,14 @@ def expected_jobs(root: Path, workflow: str, cluster: str) -> list[ExpectedJob]:
         raise WorkloadError(f"{DIST}/ has no cluster {cluster!r}; it has {', '.join(known)}")
     if not path.is_file():
         return []
+    return read_expected(path, cluster)[1]
+
+
+def read_expected(path: Path, cluster: str) -> tuple[Workload, list[ExpectedJob]]:
+    """A workloads file of `cluster`, and the ExpectedJob of each of its Jobs."""
     try:
         workload = read_workload(path)
-        return [
+        return workload, [
             expected_from(cluster, job, workload.configmaps.get(job["metadata"]["name"]))
             for job in workload.jobs
         ]

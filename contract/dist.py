@@ -32,7 +32,12 @@ class Workload:
 
 def read_workload(path: Path) -> Workload:
     """A workloads file as Flux would apply it."""
-    objects = read_documents(path)
+    return read_workload_text(path.read_text(encoding="utf-8"))
+
+
+def read_workload_text(text: str) -> Workload:
+    """A workloads file's text (from the working tree or from git) as Flux would apply it."""
+    objects = documents(text)
     return Workload(
         jobs=tuple(d for d in objects if d["kind"] == "Job"),
         configmaps={d["metadata"]["name"]: d for d in objects if d["kind"] == "ConfigMap"},

@@ -9,6 +9,7 @@ opening a pull request. `python -m localrun WORKFLOW` does the same.
 """
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,14 +19,14 @@ from collector.progress import plural
 from collector.report import build_report
 from collector.report_render import to_text
 from collector.store import open_store
-from collector.workload import expected_jobs
+from collector.workload import ExpectedJob, WorkloadError, read_expected
 from contract.layout import LOCAL_CLUSTER, cluster_of
 from contract.options import database_option, root_option, version_option
 from contract.records import JobIdentity
 from localrun.pod import PodSpecError
 from localrun.process import run_process
 from localrun.record import local_identity, stored_variants
-from localrun.workflow import PodOutcome, pod_plans, run_pods, workload_file
+from localrun.workflow import Executor, PodOutcome, pod_plans, run_pods, workload_file
 
 POD_TIMEOUT_S = 1800.0
 
@@ -53,13 +54,12 @@ pass_local = click.make_pass_decorator(Local)
 
 
 def _store(
-    root: Path, database: Path, workload: Path, outcomes: list[PodOutcome]
+    database: Path, jobs: Sequence[ExpectedJob], outcomes: list[PodOutcome]
 ) -> list[JobIdentity]:
     """Store each Job's local runs over any earlier local run of it; the identities stored."""
-    cluster = cluster_of(workload)
     identities = []
     with open_store(database) as store:
-        for expected in expected_jobs(root, workload.stem, cluster):
+        for expected in jobs:
             mine = [o for o in outcomes if o.plan.job_name == expected.identity.job]
             if mine:
                 identity = local_identity(expected)
@@ -69,25 +69,38 @@ def _store(
 
 
 def run_workflow(
-    root: Path, database: Path, workflow: str, cluster: str | None, indexes: tuple[int, ...]
+    root: Path,
+    database: Path,
+    workflow: str,
+    cluster: str | None,
+    indexes: tuple[int, ...],
+    executor: Executor | None = None,
 ) -> None:
-    """Run `workflow`'s pods one at a time, store and report the results; raises
-    click.ClickException when any pod did not succeed."""
+    """Run `workflow`'s pods one at a time (with `executor`, processes by default), store and
+    report the results; raises click.ClickException when any pod did not succeed, or when
+    nothing was stored.
+
+    Everything the run needs from dist/ is read at its start: a `make synth` meanwhile may
+    rename the Job or drop the file, and what was measured is still stored under the Job it
+    ran as."""
+    run_pod = executor or (lambda plan: run_process(plan, POD_TIMEOUT_S))
     with tempfile.TemporaryDirectory(prefix="benchfleet-local-") as scratch:
         try:
-            workload = workload_file(root, workflow, cluster)
+            path = workload_file(root, workflow, cluster)
+            workload, jobs = read_expected(path, cluster_of(path))
             plans = list(pod_plans(workload, Path(scratch), indexes))
-        except PodSpecError as error:
+        except (PodSpecError, WorkloadError) as error:
             raise click.ClickException(str(error)) from None
-        click.echo(f"running {plural(len(plans), 'pod')} of {workload.relative_to(root)}", err=True)
+        shown = path.relative_to(root)
+        click.echo(f"running {plural(len(plans), 'pod')} of {shown}", err=True)
         outcomes = []
-        for number, outcome in enumerate(
-            run_pods(plans, lambda plan: run_process(plan, POD_TIMEOUT_S)), start=1
-        ):
+        for number, outcome in enumerate(run_pods(plans, run_pod), start=1):
             status = ", ".join(r.status for r in outcome.results) or outcome.problem
             click.echo(f"  [{number}/{len(plans)}] index {outcome.plan.index}: {status}", err=True)
             outcomes.append(outcome)
-    identities = _store(root, root / database, workload, outcomes)
+    identities = _store(root / database, jobs, outcomes)
+    if not identities:
+        raise click.ClickException(f"nothing to store: {shown} holds no pod to run")
     with open_store(root / database) as store:
         runs = [run for run in store.runs(workflow) if run.job in identities]
     failed = [run for run in runs if run.variant.state != "succeeded"]
@@ -95,8 +108,9 @@ def run_workflow(
     baseline = " ".join(f"--baseline-job {identity.job}" for identity in identities)
     click.echo(
         f"stored in {root / database} as cluster {LOCAL_CLUSTER}; after an edit, "
-        f"`collector report --workflow {workflow} {baseline}` compares a new try with this "
-        f"one, and `collector forget --cluster {LOCAL_CLUSTER}` deletes local tries",
+        f"`collector report --workflow {workflow} --cluster {LOCAL_CLUSTER} {baseline}` "
+        f"compares a new try with this one, and `collector forget --cluster {LOCAL_CLUSTER}` "
+        "deletes local tries",
         err=True,
     )
     if failed:

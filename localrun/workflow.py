@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from contract.dist import read_workload
+from contract.dist import Workload
 from contract.layout import DIST, cluster_of, workload_files
 from contract.result import (
     BenchResult,
@@ -78,14 +78,15 @@ def _from_termination_log(text: str) -> tuple[BenchResult, ...]:
     return tuple(e for e in entries if not isinstance(e, OmittedResult))
 
 
-def pod_plans(workload: Path, workdir: Path, indexes: tuple[int, ...] = ()) -> Iterator[PodPlan]:
+def pod_plans(
+    workload: Workload, workdir: Path, indexes: tuple[int, ...] = ()
+) -> Iterator[PodPlan]:
     """A plan per Job index of `workload` (only `indexes` when given), volumes under workdir."""
-    loaded = read_workload(workload)
-    for job in loaded.jobs:
+    for job in workload.jobs:
         completions = job["spec"].get("completions", 1)
         for index in indexes or range(completions):
             folder = workdir / f"{job['metadata']['name']}-{index}"
-            yield pod_plan(job, loaded.configmaps, index, folder)
+            yield pod_plan(job, workload.configmaps, index, folder)
 
 
 def run_pods(plans: list[PodPlan], executor: Executor) -> Iterator[PodOutcome]:

@@ -2,17 +2,18 @@
 
 import subprocess
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from collector.history import HistoryError, records_at, records_in, runs_of
+from collector.history import HistoryError, notes_of, records_at, records_in, runs_of
 from collector.report import build_report
 from collector.report_render import to_markdown
-from contract.layout import CLUSTERS, DIST, RESULTS
+from contract.layout import RESULTS
+from synth.committed import generated_at
 from synth.load import load_specs
 from synth.plan import format_plan, plan
 from synth.problems import SpecProblems
 from synth.render import render
-from synth.write import generated, is_generated
+from synth.write import generated
 
 
 @dataclass
@@ -34,25 +35,6 @@ class Review:
 
 def _fenced(lines: list[str]) -> str:
     return "```text\n" + "\n".join(lines) + "\n```"
-
-
-def _git(root: Path, *arguments: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), *arguments], capture_output=True, text=True, check=True
-    )
-    return done.stdout
-
-
-def generated_at(root: Path, revision: str) -> dict[PurePosixPath, str]:
-    """synth's files as git holds them at `revision`: what Flux applies before the merge."""
-    listing = _git(root, "ls-tree", "-r", "--name-only", revision, "--", DIST, CLUSTERS)
-    files = {}
-    for name in listing.splitlines():
-        path = PurePosixPath(name)
-        text = _git(root, "show", f"{revision}:{name}")
-        if is_generated(path, text):
-            files[path] = text
-    return files
 
 
 def changed_workflows(root: Path, base: str) -> list[str]:
@@ -92,12 +74,13 @@ def review(root: Path, base: str) -> Review:
     )
     for workflow in changed_workflows(root, base):
         try:
-            runs = runs_of(records_in(root, workflow))
-            baseline = runs_of(records_at(root, base, workflow))
+            records, earlier = records_in(root, workflow), records_at(root, base, workflow)
         except HistoryError as error:
             result.blocking.append(str(error))
             continue
+        runs, baseline = runs_of(records), runs_of(earlier)
         if runs:
-            report = build_report(runs, baseline=baseline or None)
+            notes = notes_of(root, [*records, *earlier], runs)
+            report = build_report(runs, baseline=baseline or None, notes=notes)
             result.sections.append(f"### Results: {workflow}\n\n" + to_markdown(report))
     return result

@@ -12,18 +12,19 @@ runner/, and the cdk8s version): any change to any input renders anew. The cache
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path, PurePosixPath
 from typing import Final
 
+from contract.layout import SYNTH_CACHE
 from synth.digests import digest
 from synth.fleet import Cluster, Fleet
 from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelFiles
 
-CACHE_DIR: Final = Path(".cache/synth")
+CACHE_DIR: Final = Path(SYNTH_CACHE)
 _SOURCES: Final = Path(__file__).resolve().parent.parent
 _CONTRACTS: Final = ("contract/config.py", "runner/errors.py")
 """What synth imports from the runner: config.json's shape and the exit codes Jobs act on."""
@@ -46,10 +47,12 @@ def workflow_key(
     cluster: Cluster,
     files: ModelFiles,
     stored: Mapping[str, object],
+    *,
+    committed: Sequence[object],
 ) -> str:
     """Everything one workflow's file in one cluster depends on, hashed; `stored` is what
     results/ holds of it (synth.recorded.Recorded.key): recorded Jobs and variants are left
-    out."""
+    out; `committed` the Jobs git's HEAD holds of it that may stay (synth.committed.listed)."""
     models = {m.name: files.read(m.file).sha256 for m in loaded.workflow.models if m.file}
     return digest(
         {
@@ -61,6 +64,7 @@ def workflow_key(
             "workflow": loaded.workflow.model_dump(mode="json"),
             "models": models,
             "stored": stored,
+            "committed": committed,
         }
     )
 

@@ -10,21 +10,13 @@ from contract.options import root_option, version_option
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.hints import did_you_mean
-from synth.jobs import (
-    committed_files,
-    identified_variants,
-    left_to_run,
-    model_configs,
-    pod_groups,
-)
+from synth.jobs import committed_files, identified_variants, may_stay, model_configs, plan_runs
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
-from synth.plan import format_plan, plan, plan_json
+from synth.plan import format_plan, plan, plan_json, planned_against
 from synth.problems import SpecProblems
 from synth.render import render
 from synth.schema import stale_files, write_generated
-from synth.sweep import Variant
-from synth.write import generated
 
 
 @dataclass(frozen=True)
@@ -146,25 +138,29 @@ def variants(repo: Repo, workflow_id: str) -> None:
     repeats = loaded.workflow.benchmark.repeats
     for cluster in target_clusters(loaded.workflow, specs.fleet):
         stored = specs.recorded[workflow_id, cluster.name]
+        committed = specs.committed.jobs.get((workflow_id, cluster.name), {})
+        staying = may_stay(
+            loaded, specs.fleet, cluster, specs.model_files, stored, committed=committed
+        )
+        jobs = {
+            (run.config.target, run.repeat): run
+            for run in plan_runs(
+                loaded, specs.fleet, cluster, specs.model_files, stored, staying=staying
+            )
+        }
         for target in loaded.workflow.targets:
             identified = identified_variants(loaded, specs.fleet, cluster, target, sources)
-            pods = [
-                _pods(
-                    left_to_run(identified, stored, repeat, loaded.sha256)[0],
-                    loaded.workflow.scheduling.variants_per_pod,
-                )
-                for repeat in range(repeats)
-            ]
             for variant, variant_id in identified:
                 for repeat in range(repeats):
+                    job = jobs.get((target.key, repeat))
+                    pod = job.pods().get(variant_id) if job is not None else None
+                    grouped = job is not None and job.config.groups is not None
                     reused = stored.reusable(variant_id, repeat, loaded.sha256)
-                    pod = pods[repeat].get(variant_id)
-                    outcome = (
-                        (f"runs in pod {pod}" if pod is not None else "runs")
-                        if reused is None
-                        else f"recorded in {reused.job}"
-                    )
-                    runs += reused is None
+                    if pod is not None:
+                        outcome = f"runs in pod {pod}" if grouped else "runs"
+                    else:
+                        outcome = f"recorded in {reused.job}" if reused else "recorded"
+                    runs += pod is not None
                     rows.append(
                         (
                             cluster.name,
@@ -184,14 +180,6 @@ def variants(repo: Repo, workflow_id: str) -> None:
     plural = "s" * (len(rows) != 1)
     counted = f"variant{plural}" if repeats == 1 else f"runs of variants ({repeats} repeats)"
     click.echo(f"{len(rows)} {counted} in {loaded.file}: {runs} run, {len(rows) - runs} recorded")
-
-
-def _pods(pending: list[tuple[Variant, str]], per_pod: int) -> dict[str, int]:
-    """Variant id -> the completion index (pod) that runs it, when pods run groups."""
-    groups = pod_groups([variant.model for variant, _ in pending], per_pod)
-    if groups is None:
-        return {}
-    return {pending[position][1]: pod for pod, group in enumerate(groups) for position in group}
 
 
 @cli.command()
@@ -220,19 +208,22 @@ def synth(repo: Repo) -> None:
 def plan_command(repo: Repo, output_format: str) -> None:
     """Preview Job changes per cluster (writes nothing to dist/ or clusters/).
 
-    Compares what synth would write with the committed dist/ and lists, per cluster, the Jobs
-    Flux would create, replace (a changed Job gets a new name and runs again) and prune.
-    Exits 1 when dist/ holds a workload object the API server would refuse: one that keeps
-    its name but not the content synth writes for it (edited by hand, or stale).
+    Compares what synth would write with the committed dist/ (git's HEAD: what Flux applies
+    once pushed; without git, the working tree's) and lists, per cluster, the Jobs Flux
+    would create, replace (a changed Job gets a new name and runs again) and prune; the
+    first line says which it compared with. Exits 1 when the committed dist/ holds a
+    workload object the API server would refuse: one that keeps its name but not the
+    content synth writes for it (edited by hand, or stale).
     """
     specs = load_or_fail(repo, output_format=output_format)
-    committed = generated(repo.root)
+    committed, compared = planned_against(repo.root, specs.committed)
     # The render cache makes a plan after `make synth` (or before it) cost only the changes.
     rendered = render(specs, RenderCache(repo.root / CACHE_DIR))
     plans = plan(committed, rendered, repo.root)
     if output_format == "json":
-        click.echo(json.dumps(plan_json(plans), indent=2))
+        click.echo(json.dumps({"compared_with": compared, **plan_json(plans)}, indent=2))
     else:
+        click.echo(f"compared with {compared}")
         for line in format_plan(plans):
             click.echo(line)
     edited = sum(len(cluster.edited) for cluster in plans)

@@ -47,6 +47,7 @@ from contract.layout import (
 from contract.records import reuses_text
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
+from synth.committed import CommittedJob, JobSlot
 from synth.digests import digest
 from synth.fleet import Cluster, Fleet
 from synth.limits import CONFIGMAP_LIMIT_BYTES
@@ -159,6 +160,17 @@ class BenchmarkRun:
     config: RunConfig
     job_spec: Mapping[str, Any]
     models: tuple[ModelBundle, ...]
+    repeat: int
+    """Which run of its variants (0 where the workflow runs them once)."""
+
+    def pods(self) -> dict[str, int]:
+        """Variant id -> the completion index (pod) that runs it."""
+        config = self.config
+        return {
+            config.variants[position].id: index
+            for index in range(config.completions)
+            for position in config.positions(index)
+        }
 
     def config_body(self) -> dict[str, Any]:
         text = self.config.model_dump_json(indent=2, exclude=_left_out(self.config)) + "\n"
@@ -562,38 +574,33 @@ def _repeat_labels(
     return {REPEAT_LABEL: str(repeat), REPEAT_SET_LABEL: repeat_set[:DIGEST_LENGTH]}
 
 
-def plan_runs(
-    loaded: LoadedWorkflow,
-    fleet: Fleet,
-    cluster: Cluster,
-    model_files: ModelFiles,
-    recorded: Recorded,
-) -> list[BenchmarkRun]:
-    """The Jobs (one per target and repeat) that `loaded` needs in `cluster`: each runs the
-    target's variants whose run of that repeat `recorded` holds no reusable outcome of; a
-    repeat with none left has no Job."""
-    workflow = loaded.workflow
-    namespace = namespace_of(workflow.environment)
-    image = workflow.image or fleet.image
-    priority = workflow.scheduling.priority or fleet.default_priority
-    files = committed_files(loaded, model_files)
-    bundles = bundle_models(workflow.id, list(files.values()))
-    sources = model_configs(loaded, files)
-    repeats = workflow.benchmark.repeats
-    identified = {
-        target.key: identified_variants(loaded, fleet, cluster, target, sources)
-        for target in workflow.targets
-    }
-    runs = []
-    for target, repeat in ((t, r) for t in workflow.targets for r in range(repeats)):
-        pending, reuses = left_to_run(identified[target.key], recorded, repeat, loaded.sha256)
-        if not pending:
-            continue
-        config = run_config(loaded, target, pending, sources)
-        models = tuple(b for b in bundles if any(f.model in config.models for f in b.files))
+@dataclass(frozen=True)
+class _Workflow:
+    """What every Job of one workflow in one cluster is made from, besides its variants."""
+
+    loaded: LoadedWorkflow
+    fleet: Fleet
+    cluster: Cluster
+    bundles: tuple[ModelBundle, ...]
+    sources: Mapping[str, ModelConfig]
+
+    def run(
+        self,
+        target: Target,
+        repeat: int,
+        pending: list[tuple[Variant, str]],
+        reuses: Mapping[str, list[str]],
+    ) -> BenchmarkRun:
+        """The Job of `target`'s `repeat` running `pending`, which `reuses` stand in for
+        the rest of."""
+        loaded = self.loaded
+        workflow = loaded.workflow
+        namespace = namespace_of(workflow.environment)
+        config = run_config(loaded, target, pending, self.sources)
+        models = tuple(b for b in self.bundles if any(f.model in config.models for f in b.files))
         template_labels = {**workflow_labels(workflow.id), TARGET_LABEL: target.key}
         spread = None
-        if repeats > 1:
+        if workflow.benchmark.repeats > 1:
             template_labels |= _repeat_labels(workflow.id, target.key, repeat, pending)
             spread = {
                 WORKFLOW_LABEL: workflow.id,
@@ -603,9 +610,9 @@ def plan_runs(
             config=config,
             target=target,
             models=models,
-            image=image,
-            cluster=cluster,
-            priority=priority,
+            image=workflow.image or self.fleet.image,
+            cluster=self.cluster,
+            priority=workflow.scheduling.priority or self.fleet.default_priority,
             scheduling=workflow.scheduling,
             parallelism=workflow.parallelism_per_job,
             labels=template_labels,
@@ -622,25 +629,96 @@ def plan_runs(
         labels = {**template_labels, JOB_LABEL: name, "app.kubernetes.io/version": TOOL_VERSION}
         if workflow.scheduling.queue is not None:
             labels["kueue.x-k8s.io/queue-name"] = workflow.scheduling.queue
-        runs.append(
-            BenchmarkRun(
-                name=name,
-                namespace=namespace,
-                labels=labels,
-                annotations={
-                    DESCRIPTION_ANNOTATION: workflow.description,
-                    OWNER_ANNOTATION: workflow.owner,
-                    SPEC_FILE_ANNOTATION: loaded.file,
-                    SPEC_SHA256_ANNOTATION: loaded.sha256,
-                    TOOL_VERSION_ANNOTATION: TOOL_VERSION,
-                    VARIANTS_ANNOTATION: str(len(pending)),
-                    # Outside the name's hash, like the others: what the report shows beside
-                    # this Job's own results.
-                    **({REUSES_ANNOTATION: reuses_text(reuses)} if reuses else {}),
-                },
-                config=config,
-                job_spec=name_job_spec(job_spec, name),
-                models=models,
-            )
+        return BenchmarkRun(
+            name=name,
+            namespace=namespace,
+            labels=labels,
+            annotations={
+                DESCRIPTION_ANNOTATION: workflow.description,
+                OWNER_ANNOTATION: workflow.owner,
+                SPEC_FILE_ANNOTATION: loaded.file,
+                SPEC_SHA256_ANNOTATION: loaded.sha256,
+                TOOL_VERSION_ANNOTATION: TOOL_VERSION,
+                VARIANTS_ANNOTATION: str(len(pending)),
+                # Outside the name's hash, like the others: what the report shows beside
+                # this Job's own results.
+                **({REUSES_ANNOTATION: reuses_text(reuses)} if reuses else {}),
+            },
+            config=config,
+            job_spec=name_job_spec(job_spec, name),
+            models=models,
+            repeat=repeat,
         )
+
+
+def may_stay(
+    loaded: LoadedWorkflow,
+    fleet: Fleet,
+    cluster: Cluster,
+    model_files: ModelFiles,
+    recorded: Recorded,
+    *,
+    committed: Mapping[JobSlot, CommittedJob],
+) -> dict[JobSlot, CommittedJob]:
+    """The Jobs of `committed` (git's HEAD) that a record arriving would otherwise rename:
+    without a record, each runs every variant its target and repeat have left to run, and
+    more. Only these make a render differ from one without `committed`."""
+    if not committed:
+        return {}
+    sources = model_configs(loaded, committed_files(loaded, model_files))
+    found = {}
+    for target in loaded.workflow.targets:
+        repeats = [
+            r for r in range(loaded.workflow.benchmark.repeats) if (target.key, r) in committed
+        ]
+        if not repeats:
+            continue
+        identified = identified_variants(loaded, fleet, cluster, target, sources)
+        for repeat in repeats:
+            held = committed[target.key, repeat]
+            pending, _ = left_to_run(identified, recorded, repeat, loaded.sha256)
+            if held.name not in recorded.jobs and {v for _, v in pending} < held.variant_ids:
+                found[target.key, repeat] = held
+    return found
+
+
+def plan_runs(
+    loaded: LoadedWorkflow,
+    fleet: Fleet,
+    cluster: Cluster,
+    model_files: ModelFiles,
+    recorded: Recorded,
+    *,
+    staying: Mapping[JobSlot, CommittedJob],
+) -> list[BenchmarkRun]:
+    """The Jobs (one per target and repeat) that `loaded` needs in `cluster`: each runs the
+    target's variants whose run of that repeat `recorded` holds no reusable outcome of; a
+    repeat with none left has no Job, and a Job `recorded` holds is done and left out.
+
+    A record arriving never renames a Job that may be running. Where the committed dist/
+    holds a Job of a target and repeat that may stay (`may_stay`: `staying`) and the spec
+    gives it the same name with the same variants, it stays as it is: renamed, Flux would
+    prune it and what it measured would run again. Its variants that a record now covers
+    are measured twice, and the report keeps the newer run."""
+    workflow = loaded.workflow
+    files = committed_files(loaded, model_files)
+    sources = model_configs(loaded, files)
+    jobs = _Workflow(
+        loaded, fleet, cluster, tuple(bundle_models(workflow.id, list(files.values()))), sources
+    )
+    runs = []
+    for target in workflow.targets:
+        identified = identified_variants(loaded, fleet, cluster, target, sources)
+        for repeat in range(workflow.benchmark.repeats):
+            pending, reuses = left_to_run(identified, recorded, repeat, loaded.sha256)
+            run = jobs.run(target, repeat, pending, reuses) if pending else None
+            held = staying.get((target.key, repeat))
+            kept = [pair for pair in identified if held and pair[1] in held.variant_ids]
+            if held is not None and kept:
+                others = [pair for pair in identified if pair not in kept]
+                _, stand_in = left_to_run(others, recorded, repeat, loaded.sha256)
+                same = jobs.run(target, repeat, kept, stand_in)
+                run = same if same.name == held.name else run
+            if run is not None and run.name not in recorded.jobs:
+                runs.append(run)
     return runs

@@ -8,12 +8,14 @@ write output from a half-valid set.
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from synth.checks import check_workflow, target_clusters
+from synth.committed import Committed, read_committed
 from synth.fleet import Fleet
 from synth.limits import MAX_COMBINATIONS, MAX_FILE_BYTES, MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
@@ -64,6 +66,13 @@ class Specs:
     """The model files validation read, for the render to reuse."""
     recorded: Mapping[tuple[str, str], Recorded]
     """What results/ holds of each workflow (by id) in each cluster (by name) it runs in."""
+    root: Path
+
+    @cached_property
+    def committed(self) -> Committed:
+        """What git's HEAD holds of dist/ and clusters/: read only by what renders or
+        plans, never by validation alone."""
+        return read_committed(self.root)
 
 
 def workflow_files(root: Path) -> list[Path]:
@@ -183,6 +192,7 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         workflows=tuple(loaded),
         model_files=model_files,
         recorded=recorded,
+        root=root,
     )
 
 

@@ -1,12 +1,16 @@
 """`make plan`: what merging a change would do to each cluster's Jobs, for the reviewer.
 
-Compares what synth would write with the committed dist/. Because Job names carry a content
-hash, a Job whose name changed will be created anew (re-running its benchmark) and its old
-self pruned by Flux; a Job whose name did not change will not run again.
+Compares what synth would write with the committed dist/: git's HEAD, what Flux applies
+once it is pushed, not the working tree's dist/, which the last `make synth` wrote whether
+or not it is committed. Because Job names carry a content hash, a Job whose name changed
+will be created anew (re-running its benchmark) and its old self pruned by Flux; a Job whose
+name did not change will not run again.
 
 A workload object that keeps its name but not its content (dist/ edited by hand, or stale)
 is an error: a Job's pod template and an immutable ConfigMap cannot change in place, so the
-API server would refuse it and Flux would stop applying the cluster's workloads.
+API server would refuse it and Flux would stop applying the cluster's workloads. Labels and
+annotations can change in place (an edited description changes only those), so they are
+not compared.
 """
 
 import statistics
@@ -29,6 +33,8 @@ from contract.layout import (
 )
 from contract.records import read_record, repeat_of
 from contract.result import OkResult
+from synth.committed import Committed
+from synth.write import generated
 
 Action = Literal["create", "replace", "prune"]
 
@@ -201,6 +207,23 @@ def _workload_objects(
     return found
 
 
+def _fixed(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What of an object cannot change in place: all but its labels and annotations."""
+    mutable = ("labels", "annotations")
+    metadata = {k: v for k, v in obj["metadata"].items() if k not in mutable}
+    return {**obj, "metadata": metadata}
+
+
+def planned_against(root: Path, committed: Committed) -> tuple[Mapping[PurePosixPath, str], str]:
+    """synth's files to plan against, and which they are, in words: git's HEAD where `root`
+    is in a git repository (none before the first commit), else the working tree's."""
+    if committed.commit is not None:
+        return committed.files, f"the committed dist/ of {committed.source}"
+    if committed.in_git:
+        return {}, f"an empty dist/: {committed.source}"
+    return generated(root), f"dist/ in the working tree: {committed.source}"
+
+
 JobSlot = tuple[str, str, int]
 """What a Job replaces: the Job of the same workflow, target and repeat before."""
 
@@ -282,7 +305,7 @@ def plan(
         result.edited = [
             Edited(old_objects[key][0], *key)
             for key in sorted(old_objects.keys() & new_objects.keys())
-            if old_objects[key][1] != new_objects[key][1]
+            if _fixed(old_objects[key][1]) != _fixed(new_objects[key][1])
         ]
         before, after = _jobs(old_objects), _jobs(new_objects)
         for key in sorted(before.keys() | after.keys()):

@@ -13,8 +13,9 @@ import yaml
 from contract.layout import DIST, GENERATED_HEADER, WORKLOADS, workload_file
 from synth.cache import RenderCache, infrastructure_key, workflow_key
 from synth.checks import target_clusters
+from synth.committed import CommittedJob, JobSlot, listed
 from synth.fleet import Cluster, Fleet
-from synth.jobs import namespace_of, plan_runs
+from synth.jobs import may_stay, namespace_of, plan_runs
 from synth.load import LoadedWorkflow, Specs
 from synth.modelfiles import ModelFiles
 from synth.recorded import Recorded
@@ -73,13 +74,26 @@ class _Rendering:
         return self._build
 
     def workflow(
-        self, loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, stored: Recorded
+        self,
+        loaded: LoadedWorkflow,
+        fleet: Fleet,
+        cluster: Cluster,
+        stored: Recorded,
+        committed: Mapping[JobSlot, CommittedJob],
     ) -> bool:
         """Adds the workflow's file in `cluster`; False if it has nothing left to run."""
         path = workload_file(cluster.name, loaded.workflow.id)
+        staying = may_stay(loaded, fleet, cluster, self.model_files, stored, committed=committed)
         key = None
         if self.cache is not None:
-            key = workflow_key(loaded, fleet, cluster, self.model_files, stored.key)
+            key = workflow_key(
+                loaded,
+                fleet,
+                cluster,
+                self.model_files,
+                stored.key,
+                committed=listed(staying),
+            )
             cached = self.cache.get(key)
             if cached is not None:
                 self.reused.update(cached)
@@ -87,8 +101,7 @@ class _Rendering:
         # A Job whose results are stored is done: leaving dist/ makes Flux prune it, where
         # keeping it would run it again if anything deleted it. Its variants are left out of
         # the Jobs that follow it, so only what has no recorded outcome runs.
-        planned = plan_runs(loaded, fleet, cluster, self.model_files, stored)
-        runs = [run for run in planned if run.name not in stored.jobs]
+        runs = plan_runs(loaded, fleet, cluster, self.model_files, stored, staying=staying)
         if not runs:
             return False
         self.build.add_workflow(path, runs)
@@ -140,7 +153,8 @@ def render(specs: Specs, cache: RenderCache | None = None) -> dict[PurePosixPath
             if cluster not in target_clusters(workflow, fleet):
                 continue
             stored = specs.recorded[workflow.id, cluster.name]
-            if not rendering.workflow(loaded, fleet, cluster, stored):
+            committed = specs.committed.jobs.get((workflow.id, cluster.name), {})
+            if not rendering.workflow(loaded, fleet, cluster, stored, committed):
                 continue
             namespace = namespace_of(workflow.environment)
             if any(model.url is not None for model in workflow.models):

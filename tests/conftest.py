@@ -1,5 +1,6 @@
 """Fixtures shared by every test package."""
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,21 @@ from localcluster.build import is_built
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = REPO_ROOT / "tests" / "data"
+
+
+def git(root: Path, *arguments: str) -> str:
+    """Run git in `root` as a test's author; its output."""
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    done = subprocess.run(
+        ["git", "-C", str(root), *identity, *arguments], capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def commit(root: Path, message: str) -> None:
+    """Commit everything in `root` that git does not ignore."""
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
 
 
 @pytest.fixture(scope="session")

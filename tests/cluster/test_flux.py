@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from localcluster.flux import start_flux
 from localcluster.gitops import BRANCH, FluxRepository, git, prepare
 from localcluster.gitserver import GitServer
+from localcluster.podexecutor import NeverStart
 from synth.cli import cli as synth_cli
 from tests.cluster.conftest import (
     CLUSTER,
@@ -176,6 +177,47 @@ def test_a_value_added_to_a_recorded_sweep_runs_only_the_new_variant(gitops: Git
     assert repo.job_names("e2e-flux-grow") == []
 
 
+def test_a_record_of_an_older_revision_leaves_the_running_job_alone(gitops: GitOps) -> None:
+    """The README's loop with revision 2 committed before gather recorded revision 1: the
+    record arriving, then `make synth`, must not rename revision 2's Job while it runs (Flux
+    would prune it, and what it measured would run again)."""
+    live, repo = gitops.live, gitops.repo
+    workflow = "e2e-flux-running"
+    repo.write_workflow(workflow, short_cpu_spec(workflow, "[1, 2]"))
+    first = gitops.flux.commit(f"{workflow}: two variants")
+    succeed_quickly(live, repo, workflow)
+    (old,) = repo.job_names(workflow)
+    gitops.flux.converge(first)
+    assert wait_for("the first Job", lambda: job_condition(live, old)) == "Complete"
+    gathered = repo.collector(
+        "gather", "--workflow", workflow, "--cluster", CLUSTER, "--timeout", "3m",
+        kubeconfig=service_account_kubeconfig(live),
+    )  # fmt: skip
+    assert gathered.exit_code == 0, gathered.output
+    # Recorded, but committed only after revision 2 (a gather elsewhere, or later).
+    record = repo.root / "results" / workflow
+    record.rename(repo.root / "gathered")
+
+    repo.write_workflow(workflow, short_cpu_spec(workflow, "[1, 2, 4]"))
+    second = gitops.flux.commit(f"{workflow}: one batch size more, before the record")
+    (running,) = repo.job_names(workflow)
+    for index in range(3):
+        live.rules.set(workflow, index, NeverStart())
+    gitops.flux.converge(second)
+    uid = live.job(running)["metadata"]["uid"]
+
+    (repo.root / "gathered").rename(record)
+    recorded = gitops.flux.commit(f"{workflow}: results of {old}")
+    assert repo.job_names(workflow) == [running]
+    gitops.flux.converge(recorded)
+    assert live.job(running)["metadata"]["uid"] == uid
+    assert job_condition(live, running) is None, "still running"
+
+    (repo.root / "specs" / "workflows" / f"{workflow}.yaml").unlink()
+    gitops.flux.converge(gitops.flux.commit(f"{workflow}: removed"))
+    wait_for("the second Job to be pruned", lambda: _objects_of(live, running) == [])
+
+
 def test_a_finished_job_is_never_rerun_by_a_reconcile_but_is_when_deleted_by_hand(
     gitops: GitOps,
 ) -> None:
@@ -218,10 +260,10 @@ def test_a_commit_the_api_server_refuses_stops_only_the_workloads(gitops: GitOps
 
     workload = repo.workload("e2e-flux-bad")
     workload.write_text(workload.read_text().replace("value: e2e-flux-bad", "value: edited"))
+    git(repo.root, "commit", "-q", "-am", "a hand edit of dist/")
     planned = CliRunner().invoke(synth_cli, ["--root", str(repo.root), "plan"])
     assert planned.exit_code == 1
     assert f"! edited   dist/{CLUSTER}/workloads/e2e-flux-bad.yaml: Job {job}" in planned.output
-    git(repo.root, "commit", "-q", "-am", "a hand edit of dist/")
     git(repo.root, "push", "-q", "origin", f"HEAD:{BRANCH}")
     bad = git(repo.root, "rev-parse", "HEAD")
 

@@ -560,6 +560,27 @@ def test_an_incremental_revision_shows_what_it_reused_under_the_job_that_measure
     assert [(job.job, job.reported) for job in report.jobs] == [(TODAY_JOB, True), (OLD_JOB, True)]
 
 
+def test_a_reused_result_is_not_compared_with_itself(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    """`--baseline main` where main's records hold the Job today's revision reuses batch 2
+    from: the same run on both sides, which said +0.0%."""
+    today, last_week = revisions
+    reuses: dict[str, Reuses] = {TODAY_JOB: {OLD_JOB: ("tiny-cnn-fp32-none-b2",)}}
+    report = build_report([*last_week, *today], baseline=last_week, notes=Notes(reuses=reuses))
+    assert report.baseline is not None
+    assert [(row.key.batch_size, row.job) for row in report.baseline.reused] == [(2, OLD_JOB)]
+    assert [change.current.key.batch_size for change in report.baseline.changes] == [1]
+    text = to_text(report)
+    assert "+0.0%" not in text
+    assert "0 new, 2 missing, 1 reused, same run." in text
+    reused = text.split("Reused: the baseline's own run, not measured again (1)")[1]
+    assert re.search(rf"tiny-cnn .*\b2 +1\.500 +{OLD_JOB} +reused, same run", reused)
+    rows = {row["batch_size"]: row for row in csv.DictReader(io.StringIO(to_csv(report)))}
+    assert (rows["2"]["verdict"], rows["2"]["change_ratio"]) == ("reused", "")
+    assert json.loads(to_json(report))["baseline"]["reused"][0]["job"] == OLD_JOB
+
+
 def test_a_job_with_no_finish_time_at_all_is_newer_than_one_stored_before_it(
     make_run: MakeRun,
 ) -> None:

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from collector.history import spec_commits
 from collector.report import Notes, build_report
 from collector.report_render import to_text
 from collector.store import StoredRun, open_store
+from contract.layout import LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobIdentity, JobRecord, write_record
 from tests.collector.stored import JOB, NOW, failed, succeeded
@@ -155,6 +157,36 @@ def test_a_job_selection_that_cannot_be_met_is_refused(
     code, output = gpu_report(history[0], *arguments)
     assert code != 0
     assert says in output
+
+
+def test_cluster_keeps_local_tries_apart_from_the_clusters_run_of_the_same_job(
+    tmp_path: Path,
+) -> None:
+    """localrun stores a try under the Job's own name: the cluster that ran the same Job has
+    a run of that name too, and `--baseline-job` alone picked both."""
+    local = JOB.model_copy(update={"cluster": LOCAL_CLUSTER})
+    edited = local.model_copy(update={"job": f"{JOB.job}x"})
+    with open_store(tmp_path / DEFAULT_DATABASE) as store:
+        store.add(JOB, [succeeded(0, p50_ms=1.0)], NOW)
+        store.add(local, [succeeded(0, p50_ms=2.0)], NOW - timedelta(hours=1))
+        store.add(edited, [succeeded(0, p50_ms=3.0)], NOW)
+    suggested = ("--baseline-job", JOB.job, "--format", "json")
+    code, output = report(tmp_path, *suggested)
+    assert code == 1 and f"the baseline Job {JOB.job} is also reported" in output
+    code, output = report(tmp_path, "--cluster", LOCAL_CLUSTER, *suggested)
+    assert code == 0, output
+    document = json.loads(output)
+    assert [(row["key"]["cluster"], row["job"]) for row in document["variants"]] == [
+        (LOCAL_CLUSTER, edited.job)
+    ]
+    (change,) = document["baseline"]["changes"]
+    assert (change["baseline"]["job"], change["ratio"]["value"]) == (JOB.job, 1.5)
+    code, output = report(tmp_path, "--cluster", "eu-west")
+    assert code == 1
+    assert "no results for workflow 'cpu-smoke' in cluster 'eu-west'; it has results in " in (
+        output
+    )
+    assert "local, us-east" in output
 
 
 def _git(root: Path, *arguments: str) -> str:

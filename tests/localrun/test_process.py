@@ -19,12 +19,14 @@ from collector.cli import cli as collector_cli
 from contract.dist import read_workload
 from contract.result import ErrorInfo, ErrorResult, compact
 from localrun.__main__ import main
+from localrun.cli import run_workflow
 from localrun.pod import PodPlan, PodRun, PodSpecError
 from localrun.process import process_environment, run_process
 from localrun.workflow import pod_plans, read_outcome, workload_file
 from tests.conftest import REPO_ROOT
 
 SMOKE = REPO_ROOT / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml"
+DATABASE = Path(".benchfleet", "results.sqlite")
 QUICK_PHASE = {"min_iterations": 3, "min_time_s": 0.0, "max_iterations": 5, "max_time_s": 5.0}
 
 EditConfig = Callable[[dict[str, Any]], None]
@@ -60,7 +62,7 @@ def quick_root(make_root: Callable[[EditConfig], Path]) -> Path:
 
 def plan_for(root: Path, index: int, workdir: Path) -> PodPlan:
     workload = workload_file(root, "cpu-smoke", None)
-    return next(pod_plans(workload, workdir, (index,)))
+    return next(pod_plans(read_workload(workload), workdir, (index,)))
 
 
 def test_a_pod_runs_the_runner_on_the_configmaps_files(quick_root: Path, tmp_path: Path) -> None:
@@ -100,8 +102,9 @@ def test_the_callers_environment_does_not_leak_into_the_pod(
 
 
 def test_every_index_of_every_job_gets_a_plan(tmp_path: Path) -> None:
-    (job,) = read_workload(SMOKE).jobs
-    plans = list(pod_plans(SMOKE, tmp_path))
+    workload = read_workload(SMOKE)
+    (job,) = workload.jobs
+    plans = list(pod_plans(workload, tmp_path))
     assert [plan.index for plan in plans] == list(range(job["spec"]["completions"]))
     assert len({plan.workdir for plan in plans}) == len(plans)
 
@@ -138,7 +141,7 @@ def test_a_pod_without_a_result_shows_its_exit_code_and_stderr(plan: PodPlan) ->
 
 
 def stored(root: Path) -> list[tuple[str, int, str, float | None]]:
-    with sqlite3.connect(root / ".benchfleet" / "results.sqlite") as db:
+    with sqlite3.connect(root / DATABASE) as db:
         query = (
             "SELECT cluster, job_index, state, json_extract(result_json, '$.latency.p50_ms') "
             "FROM variant_runs ORDER BY job_index"
@@ -236,3 +239,46 @@ def test_a_grouped_pod_stores_every_variant_of_its_group(
         (1, "failed"),
         (2, "succeeded"),
     ]
+
+
+def _renamed(workload: Path) -> None:
+    """What `make synth` does to a Job whose spec was edited: a new content-hash name."""
+    (job,) = read_workload(workload).jobs
+    old = job["metadata"]["name"]
+    workload.write_text(workload.read_text(encoding="utf-8").replace(old, f"{old}x"))
+
+
+# What `make synth` may do to the workloads file while a pod runs.
+MEANWHILE: dict[str, Callable[[Path], None]] = {
+    "the spec was edited: the Job renamed": _renamed,
+    "the Job was recorded: the file left dist/": Path.unlink,
+}
+
+
+@pytest.mark.parametrize("meanwhile", list(MEANWHILE))
+def test_what_ran_is_stored_under_the_job_it_ran_as_whatever_synth_did_meanwhile(
+    quick_root: Path, meanwhile: str
+) -> None:
+    workload = quick_root / "dist" / "us-east" / "workloads" / SMOKE.name
+    (job,) = read_workload(workload).jobs
+
+    def synth_meanwhile(plan: PodPlan) -> PodRun:
+        MEANWHILE[meanwhile](workload)
+        return run_process(plan, timeout_s=300)
+
+    run_workflow(quick_root, DATABASE, "cpu-smoke", None, (0,), executor=synth_meanwhile)
+    with sqlite3.connect(quick_root / DATABASE) as db:
+        rows = list(db.execute("SELECT cluster, job, job_index, state FROM variant_runs"))
+    assert rows == [("local", job["metadata"]["name"], 0, "succeeded")]
+
+
+def test_a_run_that_stores_nothing_fails(make_root: Callable[[EditConfig], Path]) -> None:
+    root = make_root(quick)
+    workload = root / "dist" / "us-east" / "workloads" / SMOKE.name
+    documents = [d for d in yaml.safe_load_all(workload.read_text()) if d and d["kind"] != "Job"]
+    workload.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    run = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root)])
+    assert run.exit_code == 1
+    assert f"nothing to store: dist/us-east/workloads/{SMOKE.name} holds no pod to run" in (
+        run.output
+    )

@@ -13,18 +13,12 @@ import yaml
 from contract.records import JobRecord, StoredVariant, write_record
 from localcluster.results import ok_result
 from synth.main import synth
-from tests.conftest import REPO_ROOT, TEST_DATA
+from tests.conftest import REPO_ROOT, TEST_DATA, commit, git
+from tests.synth.conftest import record_jobs_in
 
 MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8")
 SPEC = Path("specs", "workflows", "valid-minimal.yaml")
-
-
-def git(root: Path, *arguments: str) -> str:
-    identity = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
-    done = subprocess.run(
-        ["git", "-C", str(root), *identity, *arguments], capture_output=True, text=True, check=True
-    )
-    return done.stdout
+LAST_WEEK, TODAY = "2026-11-26T06:00:00Z", "2026-12-03T06:00:00Z"
 
 
 @pytest.fixture
@@ -51,11 +45,6 @@ def run_review(root: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
     done.stdout = comment.read_text(encoding="utf-8") if comment.exists() else ""
     return done
-
-
-def commit(root: Path, message: str) -> None:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
 
 
 def test_a_synthesized_change_gets_its_plan_and_may_merge(pull_request: Path) -> None:
@@ -116,6 +105,29 @@ def test_new_results_are_reported_against_the_base(pull_request: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "### Results: valid-minimal" in done.stdout
     assert "done, results recorded: leave the cluster" in done.stdout
+
+
+def test_results_of_a_revision_that_reuses_the_bases_say_so_and_are_not_missing(
+    pull_request: Path,
+) -> None:
+    """main holds revision 1's record; the pull request adds a batch size, and the record of
+    the Job that ran only that one: batch 1 is main's own run, neither missing nor +0.0%."""
+    record_jobs_in(pull_request, "valid-minimal", seconds=1.0, finished_at=LAST_WEEK)
+    synth(pull_request)
+    commit(pull_request, "results of revision 1")
+    git(pull_request, "branch", "-f", "main")
+    (pull_request / SPEC).write_text(
+        MINIMAL.replace("targets:", "sweep:\n  matrix: {batch_size: [1, 2]}\ntargets:")
+    )
+    synth(pull_request)
+    record_jobs_in(pull_request, "valid-minimal", seconds=1.0, finished_at=TODAY)
+    synth(pull_request)
+    commit(pull_request, "batch 2, run and recorded")
+    done = run_review(pull_request)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = done.stdout.split("### Results: valid-minimal")[1]
+    assert "1 new, 0 missing, 1 reused, same run." in results
+    assert "+0.0%" not in results
 
 
 def test_the_example_ci_workflow_runs_this_script_with_options_it_has() -> None:

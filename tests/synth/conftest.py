@@ -9,12 +9,12 @@ import pytest
 
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
-from contract.layout import SPEC_SHA256_ANNOTATION, workload_file
-from contract.records import JobRecord, StoredVariant, repeat_of, write_record
+from contract.layout import REUSES_ANNOTATION, SPEC_SHA256_ANNOTATION, workload_file
+from contract.records import JobRecord, StoredVariant, parse_reuses, repeat_of, write_record
 from contract.result import RESULT_ADAPTER, BenchResult
 from contract.variant import VariantRef
 from localcluster.results import ok_result
-from tests.conftest import REPO_ROOT, TEST_DATA
+from tests.conftest import REPO_ROOT, TEST_DATA, git
 
 WriteSpec = Callable[[str, str], Path]
 LinkModels = Callable[[Path], None]
@@ -57,6 +57,15 @@ def spec_repo(tmp_path: Path, link_models: LinkModels) -> Path:
 
 
 @pytest.fixture
+def git_repo(spec_repo: Path) -> Path:
+    """`spec_repo` as a git repository with no commit yet, its render cache ignored as in a
+    real checkout."""
+    (spec_repo / ".gitignore").write_text(".cache/\n")
+    git(spec_repo, "init", "-q", "-b", "main")
+    return spec_repo
+
+
+@pytest.fixture
 def write_spec(spec_repo: Path) -> WriteSpec:
     """Write a workflow spec file into `spec_repo`; returns its path."""
 
@@ -87,10 +96,12 @@ def record_jobs_in(
     cluster: str = "alpha",
     failed: Collection[int] = (),
     seconds: float | None = None,
+    finished_at: str | None = None,
 ) -> list[str]:
     """Record every Job dist/ holds of a workflow in a cluster under `root`, as gather would
-    once they finished: each variant succeeded (having taken `seconds`, when given), except
-    those whose batch size is in `failed`. Returns the Job names."""
+    once they finished (at `finished_at`, when given): each variant succeeded (having taken
+    `seconds`, when given), except those whose batch size is in `failed`; what each Job
+    reuses copied from its annotation. Returns the Job names."""
     workload = read_workload(root / workload_file(cluster, workflow))
     names = []
     for job in workload.jobs:
@@ -104,6 +115,7 @@ def record_jobs_in(
                 state="failed" if variant.batch_size in failed else "succeeded",
                 variant=VariantRef.of(variant),
                 explanation="recorded by the test",
+                finished_at=finished_at,
                 result=_took(config, variant.index, seconds) if seconds else None,
             )
             for variant in config.variants
@@ -120,6 +132,7 @@ def record_jobs_in(
                 repeat=repeat_of(meta["labels"]),
                 outcome="failed" if failed else "complete",
                 variants=variants,
+                reuses=parse_reuses(meta["annotations"].get(REUSES_ANNOTATION)) or None,
             ),
         )
         names.append(meta["name"])

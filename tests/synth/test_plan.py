@@ -3,6 +3,7 @@
 import json
 from pathlib import Path, PurePosixPath
 
+import pytest
 from click.testing import CliRunner
 
 from synth.cli import cli
@@ -11,7 +12,7 @@ from synth.main import synth
 from synth.plan import plan
 from synth.render import render
 from synth.write import generated
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, commit, git
 from tests.synth.conftest import RecordJobs, WriteSpec
 
 MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8")
@@ -110,3 +111,68 @@ def test_validate_as_json_lists_every_problem(spec_repo: Path, write_spec: Write
     assert report["valid"] is False
     assert (problem["file"], problem["path"]) == ("specs/workflows/a.yaml", "targets[0].gpu_type")
     assert problem["line"] > 0 and problem["hint"]
+
+
+def test_plan_compares_with_the_committed_dist_not_the_one_synth_just_wrote(
+    git_repo: Path, write_spec: WriteSpec
+) -> None:
+    """The README's order: edit, `make synth`, then `make plan` shows what merging does."""
+    write_spec("a.yaml", MINIMAL)
+    synth(git_repo)
+    commit(git_repo, "applied")
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    write_spec("a.yaml", MINIMAL.replace("gpu_type: cpu", "gpu_type: cpu\n    resources: large"))
+    synth(git_repo)
+    result = CliRunner().invoke(cli, ["--root", str(git_repo), "plan"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"compared with the committed dist/ of HEAD ({head[:12]})"
+    assert any(line.startswith("  ~ replace  valid-minimal/cpu") for line in lines)
+
+
+def test_before_the_first_commit_plan_compares_with_an_empty_dist(
+    git_repo: Path, write_spec: WriteSpec
+) -> None:
+    write_spec("a.yaml", MINIMAL)
+    synth(git_repo)
+    result = CliRunner().invoke(cli, ["--root", str(git_repo), "plan", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    planned = json.loads(result.stdout)
+    assert planned["compared_with"] == "an empty dist/: no commit yet"
+    alpha, _ = planned["clusters"]
+    assert [change["action"] for change in alpha["changes"]] == ["create"]
+
+
+def test_without_git_plan_compares_with_the_working_tree_and_says_so(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    write_spec("a.yaml", MINIMAL)
+    synth(spec_repo)
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
+    assert result.exit_code == 0, result.output
+    first, *rest = result.stdout.splitlines()
+    assert first.startswith("compared with dist/ in the working tree: no git repository (")
+    assert "  1 Jobs unchanged (they will not run again)" in rest
+
+
+# Edits that change only labels or annotations, which the API server changes in place.
+IN_PLACE = {
+    "description": ("description: the smallest valid workflow", "description: edited"),
+    "owner": ("owner: tests", "owner: someone-else"),
+    "a comment in the spec file": ("id: valid-minimal\n", "id: valid-minimal\n# a comment\n"),
+}
+
+
+@pytest.mark.parametrize("edit", list(IN_PLACE))
+def test_an_edit_that_only_changes_annotations_is_no_hand_edit(
+    git_repo: Path, write_spec: WriteSpec, edit: str
+) -> None:
+    write_spec("a.yaml", MINIMAL)
+    synth(git_repo)
+    commit(git_repo, "applied")
+    old, new = IN_PLACE[edit]
+    write_spec("a.yaml", MINIMAL.replace(old, new))
+    result = CliRunner().invoke(cli, ["--root", str(git_repo), "plan"])
+    assert result.exit_code == 0, result.output
+    assert "edited" not in result.stdout
+    assert "  1 Jobs unchanged (they will not run again)" in result.stdout
