@@ -5,6 +5,7 @@ from pathlib import Path
 import click
 
 from review.comment import review
+from synth.committed import GitError
 
 
 @click.command(context_settings={"show_default": True})
@@ -15,7 +16,10 @@ from review.comment import review
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
 def main(base: str, root: Path, output: Path | None) -> None:
     """Write a pull request's benchfleet comment: specs, dist/, the plan, changed results."""
-    result = review(root, base)
+    try:
+        result = review(root, base)
+    except GitError as error:
+        raise click.ClickException(f"--base {base!r}: {error}") from None
     text = result.markdown()
     if output is None:
         click.echo(text, nl=False)

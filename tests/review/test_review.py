@@ -36,10 +36,10 @@ def pull_request(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run_review(root: Path) -> subprocess.CompletedProcess[str]:
+def run_review(root: Path, base: str = "main") -> subprocess.CompletedProcess[str]:
     comment = root / "comment.md"
     done = subprocess.run(
-        [sys.executable, "-m", "review", "--base", "main", "--root", str(root),
+        [sys.executable, "-m", "review", "--base", base, "--root", str(root),
          "--output", str(comment)],
         capture_output=True, text=True, check=False, cwd=REPO_ROOT,
     )  # fmt: skip
@@ -128,6 +128,14 @@ def test_results_of_a_revision_that_reuses_the_bases_say_so_and_are_not_missing(
     results = done.stdout.split("### Results: valid-minimal")[1]
     assert "1 new, 0 missing, 1 reused, same run." in results
     assert "+0.0%" not in results
+
+
+def test_a_base_that_is_no_revision_is_one_line_not_a_traceback(pull_request: Path) -> None:
+    done = run_review(pull_request, base="no-such-branch")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "Error: --base 'no-such-branch': fatal: Not a valid object name no-such-branch"
+    ]
 
 
 def test_the_example_ci_workflow_runs_this_script_with_options_it_has() -> None:
