@@ -26,7 +26,26 @@ from synth.hints import SpecError
 from synth.limits import MAX_DURATION_SECONDS
 from synth.quantity import MAX_QUANTITY, parse_quantity
 
-_DNS_LABEL: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS_LABEL: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+
+
+def schema_pattern(regex: re.Pattern[str] | str) -> str:
+    """A pattern that validation applies to the whole string (fullmatch), as a JSON Schema
+    pattern: anchored at both ends for ECMA-262, which editors use, and for Python's
+    `re.search`, which the `jsonschema` package uses and where `$` also matches before a
+    final line break (the lookahead refuses one)."""
+    body = regex if isinstance(regex, str) else regex.pattern
+    return f"^(?:{body})$(?!\\n)"
+
+
+def line_break_hint(value: str) -> str | None:
+    """Advice for a value that ends in a line break, as a YAML block scalar's does."""
+    if value.endswith(("\n", "\r")):
+        return (
+            "a block scalar (`|` or `>`) keeps the line break at its end: write the value on "
+            "the key's line, or use `|-`"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -42,10 +61,11 @@ class DnsLabel:
                 f"{self.kind} {value!r} is {len(value)} characters; at most {self.max_length} "
                 "are allowed because it becomes part of Kubernetes names"
             )
-        if not _DNS_LABEL.match(value):
-            raise ValueError(
+        if not _DNS_LABEL.fullmatch(value):
+            raise SpecError(
                 f"{self.kind} {value!r} is not DNS-label safe: use lower-case letters, digits "
-                "and '-', starting with a letter and not ending with '-'"
+                "and '-', starting with a letter and not ending with '-'",
+                line_break_hint(value),
             )
         return value
 
@@ -58,7 +78,7 @@ class DnsLabel:
         self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         json_schema = handler(schema)
-        json_schema.update(pattern=_DNS_LABEL.pattern, maxLength=self.max_length)
+        json_schema.update(pattern=schema_pattern(_DNS_LABEL), maxLength=self.max_length)
         return json_schema
 
 
@@ -73,9 +93,10 @@ Count = Annotated[StrictInt, Field(gt=0)]
 """A whole number of at least 1, written as one: `true` and `2.0` are not counts."""
 
 _DURATION: Final = re.compile(
-    r"^(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m(?!s))?(?:(?P<s>\d+(?:\.\d+)?)s)?(?:(?P<ms>\d+)ms)?$"
+    r"(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m(?!s))?(?:(?P<s>\d+(?:\.\d+)?)s)?(?:(?P<ms>\d+)ms)?"
 )
-_DURATION_PATTERN: Final = r"^(\d+h)?(\d+m)?(\d+(\.\d+)?s)?(\d+ms)?$"
+_DURATION_PATTERN: Final = r"(\d+h)?(\d+m)?(\d+(\.\d+)?s)?(\d+ms)?"
+"""_DURATION without its group names, which ECMA-262 spells otherwise."""
 
 
 def parse_duration(value: object) -> object:
@@ -87,7 +108,7 @@ def parse_duration(value: object) -> object:
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
-        match = _DURATION.match(value.strip())
+        match = _DURATION.fullmatch(value.strip())
         if value.strip() and match is not None:
             return (
                 int(match["h"] or 0) * 3600
@@ -125,7 +146,11 @@ Duration = Annotated[
                     "maximum": MAX_DURATION_SECONDS,
                     "description": "seconds",
                 },
-                {"type": "string", "pattern": _DURATION_PATTERN, "examples": ["90s", "5m"]},
+                {
+                    "type": "string",
+                    "pattern": schema_pattern(_DURATION_PATTERN),
+                    "examples": ["90s", "5m"],
+                },
             ]
         }
     ),
@@ -179,14 +204,15 @@ Quantity = Annotated[
 
 _SMALLEST_QUANTITY: Final = Decimal("0.001")
 
-_SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
 
 
 def _check_sha256(value: str) -> str:
-    if not _SHA256.match(value):
-        raise ValueError(
+    if not _SHA256.fullmatch(value):
+        raise SpecError(
             f"{value!r} is not a sha256 digest: expected 64 lower-case hex characters "
-            "(the output of `sha256sum FILE`)"
+            "(the output of `sha256sum FILE`)",
+            line_break_hint(value),
         )
     return value
 
@@ -194,16 +220,16 @@ def _check_sha256(value: str) -> str:
 Sha256 = Annotated[
     str,
     AfterValidator(_check_sha256),
-    Field(json_schema_extra={"pattern": _SHA256.pattern}),
+    Field(json_schema_extra={"pattern": schema_pattern(_SHA256)}),
 ]
 """A hex sha256 digest of a file's bytes."""
 
 
 _IMAGE_REF: Final = re.compile(
-    r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+    r"(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
     r"(?::[0-9]+)?/)?"
     r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
 )
 """An OCI image reference as the distribution project's grammar spells it: an optional
 registry host (with port), lower-case path components, an optional tag and digest."""
@@ -212,7 +238,7 @@ registry host (with port), lower-case path components, an optional tag and diges
 def _check_image(value: str) -> str:
     if value != value.strip():
         raise ValueError(f"{value!r} has spaces around it; write the image reference alone")
-    if not _IMAGE_REF.match(value):
+    if not _IMAGE_REF.fullmatch(value):
         raise ValueError(
             f"{value!r} is not an image reference: expected registry/path/name:tag or "
             "registry/path/name@sha256:<64 hex>, path in lower case"
@@ -223,7 +249,7 @@ def _check_image(value: str) -> str:
 ImageRef = Annotated[
     str,
     AfterValidator(_check_image),
-    Field(json_schema_extra={"pattern": _IMAGE_REF.pattern}),
+    Field(json_schema_extra={"pattern": schema_pattern(_IMAGE_REF)}),
 ]
 """A container image reference; the kubelet would refuse anything else at pull time."""
 

@@ -4,10 +4,11 @@ Every problem prints as ``file:line:column: field.path: message`` with an option
 ``hint:`` line, the format compilers use, so editors and CI annotate the right line.
 """
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -44,12 +45,25 @@ class SpecProblems(Exception):
         super().__init__("\n".join(str(problem) for problem in self.problems))
 
 
+_PLAIN_KEY: Final = re.compile(r"[A-Za-z0-9_./-]+")
+"""Keys written as they are in a field path: the spec's own, and label keys such as
+`nvidia.com/gpu.product`; any other key is quoted, so that a line break or a space in it
+cannot break the `file:line:column: path: message` line."""
+
+_KEY_OF: Final = "[key]"
+"""What pydantic appends to the path of a mapping's key that failed validation."""
+
+
 def format_loc(loc: Loc) -> str:
-    """``("models", 1, "file")`` -> ``models[1].file``."""
+    """``("models", 1, "file")`` -> ``models[1].file``; ``("a", "b c")`` -> ``a['b c']``."""
     text = ""
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"
+        elif part == _KEY_OF:
+            continue
+        elif not _PLAIN_KEY.fullmatch(part):
+            text += f"[{part!r}]"
         else:
             text += f".{part}" if text else part
     return text

@@ -14,8 +14,8 @@ from tests.conftest import TEST_DATA
 
 CRDS = TEST_DATA / "crds"
 KUBERNETES_VERSION = "1.33.0"
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 CONFIGMAP_LIMIT = 1024 * 1024
 
 
@@ -51,10 +51,10 @@ def rule_violations(obj: Mapping[str, Any]) -> list[str]:
     meta = obj["metadata"]
     name = meta["name"]
     for key, value in meta.get("labels", {}).items():
-        if len(value) > 63 or not LABEL_VALUE.match(value):
+        if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
             found.append(f"label {key}={value!r} is not a valid label value")
     if obj["kind"] in ("Job", "ConfigMap", "Namespace", "ServiceAccount") and (
-        len(name) > 63 or not DNS_LABEL.match(name)
+        len(name) > 63 or not DNS_LABEL.fullmatch(name)
     ):
         found.append(f"name {name!r} is not a DNS label")
     if obj["kind"] == "ConfigMap":
