@@ -22,6 +22,7 @@ from synth.names import (
     model_bundle_name,
     placeholder_digest,
 )
+from synth.repeats import repeats
 from synth.spec import Workflow
 from synth.sweep import Variant, idle_includes
 from synth.yaml_source import Loc
@@ -63,24 +64,35 @@ def target_clusters(workflow: Workflow, fleet: Fleet) -> list[Cluster]:
 
 
 def _unique_names(workflow: Workflow) -> Iterator[Finding]:
-    seen: dict[str, int] = {}
-    for index, model in enumerate(workflow.models):
-        if model.name in seen:
+    for index, first in repeats(model.name for model in workflow.models):
+        name = workflow.models[index].name
+        yield Finding(
+            ("models", index, "name"), f"model name {name!r} is already used by models[{first}]"
+        )
+    for index, first in repeats(target.key for target in workflow.targets):
+        target = workflow.targets[index]
+        yield Finding(
+            ("targets", index, "name" if target.name else "gpu_type"),
+            f"target name {target.key!r} is already used by targets[{first}]",
+            "give each target a distinct name, e.g. a100-large and a100-small",
+        )
+    clusters = workflow.clusters or []
+    for index, first in repeats(clusters):
+        yield Finding(
+            ("clusters", index),
+            f"cluster {clusters[index]!r} is already listed at clusters[{first}]",
+            "the workflow runs once in each cluster it lists; remove the repeat",
+        )
+    if workflow.sweep is not None:
+        selectors = [
+            selector.model_dump_json(exclude_none=True) for selector in workflow.sweep.exclude
+        ]
+        for index, first in repeats(selectors):
             yield Finding(
-                ("models", index, "name"),
-                f"model name {model.name!r} is already used by models[{seen[model.name]}]",
+                ("sweep", "exclude", index),
+                f"this exclude repeats sweep.exclude[{first}], so it excludes nothing more",
+                "remove it, or name the combination it was meant to exclude",
             )
-        seen.setdefault(model.name, index)
-    targets: dict[str, int] = {}
-    for index, target in enumerate(workflow.targets):
-        if target.key in targets:
-            field = "name" if target.name else "gpu_type"
-            yield Finding(
-                ("targets", index, field),
-                f"target name {target.key!r} is already used by targets[{targets[target.key]}]",
-                "give each target a distinct name, e.g. a100-large and a100-small",
-            )
-        targets.setdefault(target.key, index)
 
 
 def _models_have_inputs(workflow: Workflow) -> Iterator[Finding]:

@@ -162,10 +162,20 @@ def _check_quantity(value: str) -> str:
     # Written into the manifest as it is, so it must be exactly what the API server parses:
     # no padding, and no value Kubernetes would round or refuse.
     if value != value.strip():
-        raise ValueError(f"{value!r} has spaces around it; write the quantity alone")
+        raise SpecError(
+            f"{value!r} has spaces around it; write the quantity alone", line_break_hint(value)
+        )
     amount = parse_quantity(value)
     if amount < 0:
-        raise ValueError(f"{value!r} is negative; a resource quantity is 0 or more")
+        raise ValueError(f"{value!r} is negative; a request or limit is more than 0")
+    if amount == 0:
+        # Kubernetes reads a limit of 0 as none and a request of 0 reserves nothing: the
+        # benchmark would be unbounded, which requiring cpu and memory is there to prevent.
+        raise SpecError(
+            f"{value!r} is zero: a request of 0 reserves nothing and a limit of 0 sets none, so "
+            "the benchmark would measure whatever its neighbours leave over",
+            "give a quantity above 0, e.g. cpu: 1, memory: 2Gi",
+        )
     if amount > MAX_QUANTITY:
         raise ValueError(
             f"{value!r} is more than Kubernetes holds in a quantity ({MAX_QUANTITY:,} of the "
@@ -194,13 +204,13 @@ Quantity = Annotated[
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "number", "minimum": 0, "maximum": MAX_QUANTITY},
+                {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUANTITY},
                 {"type": "string", "examples": ["500m", "2", "4Gi"]},
             ]
         }
     ),
 ]
-"""A Kubernetes resource quantity such as '500m', '2' or '4Gi'."""
+"""A Kubernetes resource quantity above 0, such as '500m', '2' or '4Gi'."""
 
 _SMALLEST_QUANTITY: Final = Decimal("0.001")
 

@@ -14,12 +14,14 @@ from typing import Final, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from synth.checks import check_workflow, target_clusters
+from synth.empty import empty_entries
 from synth.fleet import Fleet
 from synth.limits import MAX_COMBINATIONS, MAX_FILE_BYTES, MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
 from synth.problems import (
     Problem,
     SpecProblems,
+    empty_problems,
     format_loc,
     problem_at,
     problems_from_validation,
@@ -227,8 +229,11 @@ def _validate(
             Problem(file, 1, 1, "", f"expected a mapping of keys to values, found {found}")
         )
         return None
+    empty = dict(empty_entries(source.data))
     try:
-        return model.model_validate(source.data, context=context)
+        validated = model.model_validate(source.data, context=context)
     except ValidationError as error:
-        problems.extend(problems_from_validation(error, model, source, file))
+        problems.extend(problems_from_validation(error, model, source, file, empty))
         return None
+    problems.extend(empty_problems(source, file, empty.items()))
+    return validated

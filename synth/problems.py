@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from synth.empty import HINT as EMPTY_HINT
 from synth.hints import SpecError, closest, did_you_mean
 from synth.yaml_source import Loc, YamlSource
 
@@ -84,11 +85,26 @@ def problem_at(
     return Problem(file, line, column, format_loc(loc), message, hint, severity)
 
 
-def problems_from_validation(
-    error: ValidationError, model: type[BaseModel], source: YamlSource, file: str
+def empty_problems(
+    source: YamlSource, file: str, empty: Iterable[tuple[Loc, str]]
 ) -> list[Problem]:
-    """Every entry of a pydantic ValidationError, as located problems with hints."""
+    """The keys written with nothing in them (synth.empty), as located problems."""
+    return [problem_at(source, file, loc, message, EMPTY_HINT) for loc, message in empty]
+
+
+def problems_from_validation(
+    error: ValidationError,
+    model: type[BaseModel],
+    source: YamlSource,
+    file: str,
+    empty: Mapping[Loc, str],
+) -> list[Problem]:
+    """Every entry of a pydantic ValidationError, as located problems with hints, and the
+    `empty` keys: at one of those, pydantic's own message is kept only where a rule of ours
+    explains the problem (`matrix: {}` sweeps nothing), not a type (null is not a string)."""
     details = error.errors(include_url=False)
+    explained = {tuple(d["loc"]) for d in details if (d.get("ctx") or {}).get("error")}
+    details = [d for d in details if tuple(d["loc"]) in explained or not _within(d["loc"], empty)]
     missing = {tuple(d["loc"]) for d in details if d["type"] == "missing"}
     renamed_by_typo: set[Loc] = set()
     problems = []
@@ -115,7 +131,14 @@ def problems_from_validation(
             continue
         message, hint = _message(detail)
         problems.append(problem_at(source, file, loc, message, hint))
-    return problems
+    unexplained = [(loc, message) for loc, message in empty.items() if loc not in explained]
+    return problems + empty_problems(source, file, unexplained)
+
+
+def _within(loc: Iterable[str | int], empty: Mapping[Loc, str]) -> bool:
+    """Whether `loc` is one of the `empty` keys or inside one (`kueue: {}` lacks its keys)."""
+    path = tuple(loc)
+    return any(path[:depth] in empty for depth in range(len(path) + 1))
 
 
 def _message(detail: ErrorDetails) -> tuple[str, str | None]:
