@@ -5,10 +5,11 @@ JSON Schema pattern so that editors flag a bad value before the spec ever reache
 """
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Annotated, Any, Final
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -23,7 +24,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
 from synth.hints import SpecError
-from synth.limits import MAX_DURATION_SECONDS
+from synth.limits import MAX_DURATION_SECONDS, MAX_IMAGE_NAME_CHARS, MAX_URL_CHARS
 from synth.quantity import MAX_QUANTITY, parse_quantity
 
 _DNS_LABEL: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -48,8 +49,33 @@ def line_break_hint(value: str) -> str | None:
     return None
 
 
+class StringRule(ABC):
+    """A rule the whole of a str field's value must meet, and the JSON Schema keywords that
+    let editors flag a value that breaks it; used as `Annotated[str, Rule(...)]`."""
+
+    @abstractmethod
+    def check(self, value: str) -> str:
+        """`value`, or a ValueError (a SpecError for advice) saying what is wrong with it."""
+
+    @abstractmethod
+    def schema_keywords(self) -> dict[str, object]:
+        """What the field's JSON Schema says besides `type: string`."""
+
+    def __get_pydantic_core_schema__(
+        self, source: type[Any], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema.update(self.schema_keywords())
+        return json_schema
+
+
 @dataclass(frozen=True)
-class DnsLabel:
+class DnsLabel(StringRule):
     """Marks a str field as a DNS label of at most `max_length` characters, named `kind`."""
 
     kind: str
@@ -69,17 +95,8 @@ class DnsLabel:
             )
         return value
 
-    def __get_pydantic_core_schema__(
-        self, source: type[Any], handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_after_validator_function(self.check, handler(source))
-
-    def __get_pydantic_json_schema__(
-        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        json_schema = handler(schema)
-        json_schema.update(pattern=schema_pattern(_DNS_LABEL), maxLength=self.max_length)
-        return json_schema
+    def schema_keywords(self) -> dict[str, object]:
+        return {"pattern": schema_pattern(_DNS_LABEL), "maxLength": self.max_length}
 
 
 WorkflowId = Annotated[str, DnsLabel("workflow id", 40)]
@@ -244,10 +261,23 @@ _IMAGE_REF: Final = re.compile(
 """An OCI image reference as the distribution project's grammar spells it: an optional
 registry host (with port), lower-case path components, an optional tag and digest."""
 
+_IMAGE_TAG_OR_DIGEST: Final = re.compile(r"(?::[^:/@]*)?(?:@.*)?\Z", re.DOTALL)
+"""What follows an image's name: a tag after its last ':' (one not followed by '/', which
+would be a registry's port) and a digest after '@'."""
+
 
 def _check_image(value: str) -> str:
     if value != value.strip():
-        raise ValueError(f"{value!r} has spaces around it; write the image reference alone")
+        raise SpecError(
+            f"{value!r} has spaces around it; write the image reference alone",
+            line_break_hint(value),
+        )
+    name = _IMAGE_TAG_OR_DIGEST.sub("", value)
+    if len(name) > MAX_IMAGE_NAME_CHARS:
+        raise ValueError(
+            f"the image's name (registry and path) is {len(name):,} characters; at most "
+            f"{MAX_IMAGE_NAME_CHARS} are allowed"
+        )
     if not _IMAGE_REF.fullmatch(value):
         raise ValueError(
             f"{value!r} is not an image reference: expected registry/path/name:tag or "
@@ -270,12 +300,36 @@ _SECRET_QUERY_KEYS: Final = re.compile(
 )
 
 
+def split_url(value: str) -> SplitResult:
+    """`value`'s parts, where it is short enough and holds no spaces or control characters
+    (they must be percent-encoded)."""
+    if len(value) > MAX_URL_CHARS:
+        raise ValueError(
+            f"the url is {len(value):,} characters; at most {MAX_URL_CHARS:,} are allowed"
+        )
+    if any(character.isspace() or not character.isprintable() for character in value):
+        raise SpecError(
+            "the url holds spaces or control characters; percent-encode them",
+            line_break_hint(value),
+        )
+    return urlsplit(value)
+
+
+def url_port(parts: SplitResult, value: str) -> int | None:
+    """The port `value` names, if any, once it is sure to name a valid host."""
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1:
+        raise ValueError(f"url {value!r} has no valid host ({parts.scheme}://host/path)")
+    return port
+
+
 def _check_https_url(value: str) -> str:
     """An https URL with a host, and nothing in it that looks like a credential: the URL is
     written into config.json in dist/, which everyone with the repository can read."""
-    if any(character.isspace() or not character.isprintable() for character in value):
-        raise ValueError("the url holds spaces or control characters; percent-encode them")
-    parts = urlsplit(value)
+    parts = split_url(value)
     if parts.scheme != "https":
         raise SpecError(
             f"url {value!r} must use https",
@@ -290,12 +344,7 @@ def _check_https_url(value: str) -> str:
             "serve the model where the runner pods may read it without credentials, or bake "
             "it into the image (image_path)",
         )
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    if not parts.hostname or port == -1:
-        raise ValueError(f"url {value!r} has no valid host (https://host/path)")
+    port = url_port(parts, value)
     if port not in (None, 443):
         raise SpecError(
             f"url {value!r} names port {port}",

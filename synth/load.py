@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from synth.checks import check_workflow, target_clusters
 from synth.empty import empty_entries
 from synth.fleet import Fleet
+from synth.fleet_checks import check_fleet
 from synth.limits import MAX_COMBINATIONS, MAX_FILE_BYTES, MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
 from synth.problems import (
@@ -122,6 +123,11 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         if fleet_read is not None
         else None
     )
+    if fleet is not None and fleet_read is not None:
+        problems.extend(
+            problem_at(fleet_read[1], FLEET_FILE.as_posix(), f.loc, f.message, f.hint)
+            for f in check_fleet(fleet)
+        )
     model_files = ModelFiles(root)
     context = SpecContext(fleet=fleet, model_files=model_files) if fleet is not None else None
     loaded: list[LoadedWorkflow] = []

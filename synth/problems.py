@@ -61,8 +61,6 @@ def format_loc(loc: Loc) -> str:
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"
-        elif part == _KEY_OF:
-            continue
         elif not _PLAIN_KEY.fullmatch(part):
             text += f"[{part!r}]"
         else:
@@ -130,7 +128,10 @@ def problems_from_validation(
         if detail["type"] == "extra_forbidden" or loc in renamed_by_typo:
             continue
         message, hint = _message(detail)
-        problems.append(problem_at(source, file, loc, message, hint))
+        if loc[-1:] == (_KEY_OF,):
+            problems.append(problem_at(source, file, loc[:-1], message, hint, of_key=True))
+        else:
+            problems.append(problem_at(source, file, loc, message, hint))
     unexplained = [(loc, message) for loc, message in empty.items() if loc not in explained]
     return problems + empty_problems(source, file, unexplained)
 
@@ -156,7 +157,7 @@ def _message(detail: ErrorDetails) -> tuple[str, str | None]:
         expected = _expected_values(str(context.get("expected", "")))
         hint = did_you_mean(str(value), expected, what="allowed") if expected else None
         return f"{value!r} is not allowed here", hint
-    return f"{detail['msg']} (got {_show(value)})", _TYPE_HINTS.get(kind)
+    return f"{detail['msg']} (got {shown(value)})", _TYPE_HINTS.get(kind)
 
 
 _TYPE_HINTS: Mapping[str, str] = {
@@ -176,7 +177,8 @@ def _expected_values(expected: str) -> list[str]:
     return [part.strip().strip("'") for part in expected.replace(" or ", ", ").split(",") if part]
 
 
-def _show(value: object) -> str:
+def shown(value: object) -> str:
+    """`value` as Python writes it, cut to 60 characters for a message."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
