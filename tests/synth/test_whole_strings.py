@@ -3,6 +3,7 @@ scalar, `id: |`, gives) is refused at its field, in workflows and in the fleet f
 and so are the JSON Schemas' patterns and the test-suite's own manifest rules."""
 
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -15,7 +16,7 @@ from synth.schema import json_schema
 from synth.spec import Workflow
 from tests.conftest import TEST_DATA
 from tests.synth.conftest import WriteSpec
-from tests.synth.manifests import rule_violations
+from tests.synth.manifests import crd_schema, crd_violations, rule_violations
 
 MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8")
 SHA = "ab" * 32
@@ -145,3 +146,16 @@ def test_the_manifest_rules_refuse_names_and_labels_ending_in_a_line_break() -> 
         "label workflow='w\\n' is not a valid label value",
         "name 'cm\\n' is not a DNS label",
     ]
+
+
+def test_the_crd_check_reads_each_pattern_to_the_end_of_the_value() -> None:
+    """`jsonschema` alone passed an interval with a line break: `$` before it matched."""
+    repository: dict[str, Any] = {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": "benchfleet", "namespace": "flux-system"},
+        "spec": {"interval": "5m\n", "url": "ssh://git@example.com/benchfleet"},
+    }
+    jsonschema.validate(repository, crd_schema(repository["apiVersion"], repository["kind"]))
+    (violation,) = crd_violations(repository)
+    assert violation.startswith("'5m\\n' does not match ")
