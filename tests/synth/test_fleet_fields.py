@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from synth.load import FLEET_FILE, load_specs
+from synth.load import FLEET_FILE
 from synth.main import synth
 from synth.problems import SpecProblems
+from tests.synth.conftest import problems_in
 
 GIT = "  url: ssh://git@example.com/benchfleet"
 ENVIRONMENTS = "environments: [dev, prod]"
@@ -21,9 +22,7 @@ def problems_after(root: Path, old: str, new: str) -> list[str]:
     text = fleet.read_text(encoding="utf-8")
     assert old in text
     fleet.write_text(text.replace(old, new), encoding="utf-8")
-    with pytest.raises(SpecProblems) as raised:
-        load_specs(root)
-    return [str(problem) for problem in raised.value.problems]
+    return [str(problem) for problem in problems_in(root)]
 
 
 @pytest.mark.parametrize(

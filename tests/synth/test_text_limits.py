@@ -13,16 +13,10 @@ from synth.problems import SpecProblems
 from synth.recorded import Recorded, RecordedVariant
 from synth.render import render
 from tests.conftest import TEST_DATA
-from tests.synth.conftest import WriteSpec
+from tests.synth.conftest import WriteSpec, problems_in
 
 MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8")
 DESCRIPTION = "description: the smallest valid workflow"
-
-
-def problems_of(root: Path) -> list[str]:
-    with pytest.raises(SpecProblems) as raised:
-        load_specs(root)
-    return [str(problem) for problem in raised.value.problems]
 
 
 @pytest.mark.parametrize(
@@ -75,7 +69,7 @@ def test_free_text_over_its_limit_or_off_its_line_is_refused_at_its_field(
     spec_repo: Path, write_spec: WriteSpec, old: str, new: str, problem: str
 ) -> None:
     write_spec("w.yaml", MINIMAL.replace(old, new))
-    (found,) = problems_of(spec_repo)
+    (found,) = map(str, problems_in(spec_repo))
     assert found.startswith(f"specs/workflows/w.yaml:{problem}")
 
 

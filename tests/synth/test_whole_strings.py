@@ -10,22 +10,15 @@ import pytest
 import yaml
 
 from synth.fleet import Fleet
-from synth.load import FLEET_FILE, load_specs
-from synth.problems import Problem, SpecProblems
+from synth.load import FLEET_FILE
 from synth.schema import json_schema
 from synth.spec import Workflow
 from tests.conftest import TEST_DATA
-from tests.synth.conftest import WriteSpec
+from tests.synth.conftest import WriteSpec, problems_in
 from tests.synth.manifests import crd_schema, crd_violations, rule_violations
 
 MINIMAL = (TEST_DATA / "specs" / "valid-minimal.yaml").read_text(encoding="utf-8")
 SHA = "ab" * 32
-
-
-def problems_of(root: Path) -> list[Problem]:
-    with pytest.raises(SpecProblems) as raised:
-        load_specs(root)
-    return raised.value.problems
 
 
 @pytest.mark.parametrize(
@@ -60,12 +53,12 @@ def test_a_workflow_name_ending_in_a_line_break_is_refused_at_its_field(
     spec_repo: Path, write_spec: WriteSpec, old: str, new: str, field: str
 ) -> None:
     write_spec("w.yaml", MINIMAL.replace(old, new))
-    assert [problem.path for problem in problems_of(spec_repo)] == [field]
+    assert [problem.path for problem in problems_in(spec_repo)] == [field]
 
 
 def test_the_hint_names_the_block_scalar(spec_repo: Path, write_spec: WriteSpec) -> None:
     write_spec("w.yaml", MINIMAL.replace("id: valid-minimal", "id: |\n  valid-minimal"))
-    (problem,) = problems_of(spec_repo)
+    (problem,) = problems_in(spec_repo)
     assert str(problem) == (
         "specs/workflows/w.yaml:1:5: id: workflow id 'valid-minimal\\n' is not DNS-label safe: "
         "use lower-case letters, digits and '-', starting with a letter and not ending with "
@@ -104,7 +97,7 @@ def test_a_fleet_name_ending_in_a_line_break_is_refused_at_its_field(
     text = fleet.read_text(encoding="utf-8")
     assert old in text
     fleet.write_text(text.replace(old, new), encoding="utf-8")
-    paths = [problem.path for problem in problems_of(spec_repo)]
+    paths = [problem.path for problem in problems_in(spec_repo)]
     assert paths == [field or "clusters[0].kueue.cluster_queue"]
 
 
