@@ -24,7 +24,7 @@ from synth.names import (
 )
 from synth.repeats import repeats
 from synth.spec import Workflow
-from synth.sweep import Variant, idle_includes
+from synth.sweep import Variant, idle_excludes, idle_includes
 from synth.yaml_source import Loc
 
 
@@ -49,6 +49,7 @@ def check_workflow(
         *_clusters_can_run_targets(workflow, fleet),
         *_selectors_refer_to_something(workflow),
         *_variant_count(workflow, variants),
+        *_excludes_remove_something(workflow),
         *_includes_add_something(workflow),
         *_devices_support_variants(workflow, variants),
         *_derived_names_fit(workflow, variants),
@@ -83,16 +84,6 @@ def _unique_names(workflow: Workflow) -> Iterator[Finding]:
             f"cluster {clusters[index]!r} is already listed at clusters[{first}]",
             "the workflow runs once in each cluster it lists; remove the repeat",
         )
-    if workflow.sweep is not None:
-        selectors = [
-            selector.model_dump_json(exclude_none=True) for selector in workflow.sweep.exclude
-        ]
-        for index, first in repeats(selectors):
-            yield Finding(
-                ("sweep", "exclude", index),
-                f"this exclude repeats sweep.exclude[{first}], so it excludes nothing more",
-                "remove it, or name the combination it was meant to exclude",
-            )
 
 
 def _models_have_inputs(workflow: Workflow) -> Iterator[Finding]:
@@ -251,6 +242,18 @@ def _selectors_refer_to_something(workflow: Workflow) -> Iterator[Finding]:
                         "so this exclude matches nothing",
                         "exclude only combinations the matrix produces",
                     )
+
+
+def _excludes_remove_something(workflow: Workflow) -> Iterator[Finding]:
+    """An exclude that removes nothing new is a repeat, or narrower than an earlier one: its
+    author meant another combination, and what they meant to leave out runs."""
+    for index in idle_excludes(workflow):
+        yield Finding(
+            ("sweep", "exclude", index),
+            "this exclude removes no variant: each one it matches is excluded by an earlier "
+            "entry already",
+            "remove it, or name the combination it was meant to exclude",
+        )
 
 
 def _includes_add_something(workflow: Workflow) -> Iterator[Finding]:
