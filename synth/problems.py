@@ -98,10 +98,15 @@ def problems_from_validation(
     empty: Mapping[Loc, str],
 ) -> list[Problem]:
     """Every entry of a pydantic ValidationError, as located problems with hints, and the
-    `empty` keys: at one of those, pydantic's own message is kept only where a rule of ours
-    explains the problem (`matrix: {}` sweeps nothing), not a type (null is not a string)."""
+    `empty` keys: at one of those, pydantic's own message is kept only where it explains
+    more, a rule of ours (`matrix: {}` sweeps nothing) or an unknown key, than a type does
+    (null is not a string)."""
     details = error.errors(include_url=False)
-    explained = {tuple(d["loc"]) for d in details if (d.get("ctx") or {}).get("error")}
+    explained = {
+        tuple(d["loc"])
+        for d in details
+        if d["type"] == "extra_forbidden" or (d.get("ctx") or {}).get("error")
+    }
     details = [d for d in details if tuple(d["loc"]) in explained or not _within(d["loc"], empty)]
     missing = {tuple(d["loc"]) for d in details if d["type"] == "missing"}
     renamed_by_typo: set[Loc] = set()
