@@ -50,12 +50,11 @@ def review(root: Path, base: str) -> Review:
     """Validate the specs, check dist/ and plan it, and report changed results against `base`."""
     result = Review()
     try:
-        specs = load_specs(root)
+        proposed = render(load_specs(root))
     except SpecProblems as problems:
         result.blocking.append(f"{len(problems.problems)} problems in the specs")
         result.sections.append("### Specs\n\n" + _fenced([str(p) for p in problems.problems]))
         return result
-    proposed = render(specs)
     committed = generated(root)
     stale = sorted(
         str(p) for p in proposed.keys() | committed.keys() if proposed.get(p) != committed.get(p)

@@ -76,15 +76,13 @@ _KINDS: Final[dict[str, tuple[str, str]]] = {
     "configmaps": ("ConfigMap", "v1"),
 }
 _COLLECTION_PATH: Final = re.compile(
-    r"^/(?:api/v1|apis/batch/v1)/namespaces/(?P<ns>[^/]+)/(?P<collection>jobs|pods|events)$"
+    r"/(?:api/v1|apis/batch/v1)/namespaces/(?P<ns>[^/]+)/(?P<collection>jobs|pods|events)"
 )
-_JOB_PATH: Final = re.compile(r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$")
-_CONFIGMAP_PATH: Final = re.compile(
-    r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)$"
-)
-_LOG_PATH: Final = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/log$")
-_SELECTOR_TERM: Final = re.compile(r"^(?P<key>[A-Za-z0-9._/-]+)==?(?P<value>[A-Za-z0-9._-]*)$")
-_FIELD_TERM: Final = re.compile(r"^(?P<key>[A-Za-z0-9.]+)==?(?P<value>[^=,!]*)$")
+_JOB_PATH: Final = re.compile(r"/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)")
+_CONFIGMAP_PATH: Final = re.compile(r"/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)")
+_LOG_PATH: Final = re.compile(r"/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/log")
+_SELECTOR_TERM: Final = re.compile(r"(?P<key>[A-Za-z0-9._/-]+)==?(?P<value>[A-Za-z0-9._-]*)")
+_FIELD_TERM: Final = re.compile(r"(?P<key>[A-Za-z0-9.]+)==?(?P<value>[^=,!]*)")
 _REASONS: Final = {
     400: "BadRequest",
     401: "Unauthorized",
@@ -190,7 +188,7 @@ def _status(code: int, message: str) -> Object:
 def _parse_selector(text: str, term: re.Pattern[str]) -> dict[str, str]:
     wanted: dict[str, str] = {}
     for part in filter(None, text.split(",")):
-        match = term.match(part.strip())
+        match = term.fullmatch(part.strip())
         if match is None:
             raise _BadRequest(f"unable to parse requirement {part!r}: only a=b is supported here")
         wanted[match["key"]] = match["value"]
@@ -493,19 +491,19 @@ class FakeApiServer:
         return None
 
     def _route(self, handler: _Handler, path: str, query: dict[str, str]) -> None:
-        if handler.command == "DELETE" and (match := _JOB_PATH.match(path)):
+        if handler.command == "DELETE" and (match := _JOB_PATH.fullmatch(path)):
             self._delete_job(handler, match["ns"], match["name"])
-        elif handler.command == "PATCH" and (match := _CONFIGMAP_PATH.match(path)):
+        elif handler.command == "PATCH" and (match := _CONFIGMAP_PATH.fullmatch(path)):
             self._apply_configmap(handler, match["ns"], match["name"], query)
-        elif handler.command == "GET" and (match := _CONFIGMAP_PATH.match(path)):
+        elif handler.command == "GET" and (match := _CONFIGMAP_PATH.fullmatch(path)):
             found = self.get("configmaps", match["ns"], match["name"])
             if found is None:
                 handler.send_json(404, _status(404, f'configmaps "{match["name"]}" not found'))
             else:
                 handler.send_json(200, _with_kind("configmaps", found))
-        elif handler.command == "GET" and (match := _LOG_PATH.match(path)):
+        elif handler.command == "GET" and (match := _LOG_PATH.fullmatch(path)):
             self._log(handler, match["ns"], match["name"], query)
-        elif handler.command == "GET" and (match := _COLLECTION_PATH.match(path)):
+        elif handler.command == "GET" and (match := _COLLECTION_PATH.fullmatch(path)):
             collection, namespace = match["collection"], match["ns"]
             labels = _parse_selector(query.get("labelSelector", ""), _SELECTOR_TERM)
             fields = _parse_selector(query.get("fieldSelector", ""), _FIELD_TERM)

@@ -22,8 +22,9 @@ from synth.names import (
     model_bundle_name,
     placeholder_digest,
 )
+from synth.repeats import repeats
 from synth.spec import Workflow
-from synth.sweep import Variant, idle_includes
+from synth.sweep import Variant, idle_excludes, idle_includes
 from synth.yaml_source import Loc
 
 
@@ -48,6 +49,7 @@ def check_workflow(
         *_clusters_can_run_targets(workflow, fleet),
         *_selectors_refer_to_something(workflow),
         *_variant_count(workflow, variants),
+        *_excludes_remove_something(workflow),
         *_includes_add_something(workflow),
         *_devices_support_variants(workflow, variants),
         *_derived_names_fit(workflow, variants),
@@ -63,24 +65,25 @@ def target_clusters(workflow: Workflow, fleet: Fleet) -> list[Cluster]:
 
 
 def _unique_names(workflow: Workflow) -> Iterator[Finding]:
-    seen: dict[str, int] = {}
-    for index, model in enumerate(workflow.models):
-        if model.name in seen:
-            yield Finding(
-                ("models", index, "name"),
-                f"model name {model.name!r} is already used by models[{seen[model.name]}]",
-            )
-        seen.setdefault(model.name, index)
-    targets: dict[str, int] = {}
-    for index, target in enumerate(workflow.targets):
-        if target.key in targets:
-            field = "name" if target.name else "gpu_type"
-            yield Finding(
-                ("targets", index, field),
-                f"target name {target.key!r} is already used by targets[{targets[target.key]}]",
-                "give each target a distinct name, e.g. a100-large and a100-small",
-            )
-        targets.setdefault(target.key, index)
+    for index, first in repeats(model.name for model in workflow.models):
+        name = workflow.models[index].name
+        yield Finding(
+            ("models", index, "name"), f"model name {name!r} is already used by models[{first}]"
+        )
+    for index, first in repeats(target.key for target in workflow.targets):
+        target = workflow.targets[index]
+        yield Finding(
+            ("targets", index, "name" if target.name else "gpu_type"),
+            f"target name {target.key!r} is already used by targets[{first}]",
+            "give each target a distinct name, e.g. a100-large and a100-small",
+        )
+    clusters = workflow.clusters or []
+    for index, first in repeats(clusters):
+        yield Finding(
+            ("clusters", index),
+            f"cluster {clusters[index]!r} is already listed at clusters[{first}]",
+            "the workflow runs once in each cluster it lists; remove the repeat",
+        )
 
 
 def _models_have_inputs(workflow: Workflow) -> Iterator[Finding]:
@@ -239,6 +242,18 @@ def _selectors_refer_to_something(workflow: Workflow) -> Iterator[Finding]:
                         "so this exclude matches nothing",
                         "exclude only combinations the matrix produces",
                     )
+
+
+def _excludes_remove_something(workflow: Workflow) -> Iterator[Finding]:
+    """An exclude that removes nothing new is a repeat, or narrower than an earlier one: its
+    author meant another combination, and what they meant to leave out runs."""
+    for index in idle_excludes(workflow):
+        yield Finding(
+            ("sweep", "exclude", index),
+            "this exclude removes no variant: each one it matches is excluded by an earlier "
+            "entry already",
+            "remove it, or name the combination it was meant to exclude",
+        )
 
 
 def _includes_add_something(workflow: Workflow) -> Iterator[Finding]:

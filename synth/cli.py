@@ -45,10 +45,15 @@ def load_or_fail(
     try:
         return load_specs(repo.root, files)
     except SpecProblems as problems:
-        if output_format == "json":
-            listed = [asdict(problem) for problem in problems.problems]
-            click.echo(json.dumps({"valid": False, "problems": listed}, indent=2))
-        raise report_problems(problems) from None
+        raise report_problems_as(problems, output_format) from None
+
+
+def report_problems_as(problems: SpecProblems, output_format: str) -> click.ClickException:
+    """`report_problems`, and with `output_format` json the problems as JSON on stdout."""
+    if output_format == "json":
+        listed = [asdict(problem) for problem in problems.problems]
+        click.echo(json.dumps({"valid": False, "problems": listed}, indent=2))
+    return report_problems(problems)
 
 
 FORMAT_OPTION = click.option(
@@ -217,8 +222,11 @@ def plan_command(repo: Repo, output_format: str) -> None:
     """
     specs = load_or_fail(repo, output_format=output_format)
     committed, compared = planned_against(repo.root, specs.committed)
-    # The render cache makes a plan after `make synth` (or before it) cost only the changes.
-    rendered = render(specs, RenderCache(repo.root / CACHE_DIR))
+    try:
+        # The render cache makes a plan after `make synth` (or before it) cost only the changes.
+        rendered = render(specs, RenderCache(repo.root / CACHE_DIR))
+    except SpecProblems as problems:
+        raise report_problems_as(problems, output_format) from None
     plans = plan(committed, rendered, repo.root)
     if output_format == "json":
         click.echo(json.dumps({"compared_with": compared, **plan_json(plans)}, indent=2))

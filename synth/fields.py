@@ -5,10 +5,11 @@ JSON Schema pattern so that editors flag a bad value before the spec ever reache
 """
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Annotated, Any, Final
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -23,14 +24,58 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
 from synth.hints import SpecError
-from synth.limits import MAX_DURATION_SECONDS
+from synth.limits import MAX_DURATION_SECONDS, MAX_IMAGE_NAME_CHARS, MAX_URL_CHARS
 from synth.quantity import MAX_QUANTITY, parse_quantity
 
-_DNS_LABEL: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS_LABEL: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+
+
+def schema_pattern(regex: re.Pattern[str] | str) -> str:
+    """A pattern that validation applies to the whole string (fullmatch), as a JSON Schema
+    pattern: anchored at both ends for ECMA-262, which editors use, and for Python's
+    `re.search`, which the `jsonschema` package uses and where `$` also matches before a
+    final line break (the lookahead refuses one)."""
+    body = regex if isinstance(regex, str) else regex.pattern
+    return f"^(?:{body})$(?!\\n)"
+
+
+def line_break_hint(value: str) -> str | None:
+    """Advice for a value that ends in a line break, as a YAML block scalar's does."""
+    if value.endswith(("\n", "\r")):
+        return (
+            "a block scalar (`|` or `>`) keeps the line break at its end: write the value on "
+            "the key's line, or use `|-`"
+        )
+    return None
+
+
+class StringRule(ABC):
+    """A rule the whole of a str field's value must meet, and the JSON Schema keywords that
+    let editors flag a value that breaks it; used as `Annotated[str, Rule(...)]`."""
+
+    @abstractmethod
+    def check(self, value: str) -> str:
+        """`value`, or a ValueError (a SpecError for advice) saying what is wrong with it."""
+
+    @abstractmethod
+    def schema_keywords(self) -> dict[str, object]:
+        """What the field's JSON Schema says besides `type: string`."""
+
+    def __get_pydantic_core_schema__(
+        self, source: type[Any], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema.update(self.schema_keywords())
+        return json_schema
 
 
 @dataclass(frozen=True)
-class DnsLabel:
+class DnsLabel(StringRule):
     """Marks a str field as a DNS label of at most `max_length` characters, named `kind`."""
 
     kind: str
@@ -42,24 +87,16 @@ class DnsLabel:
                 f"{self.kind} {value!r} is {len(value)} characters; at most {self.max_length} "
                 "are allowed because it becomes part of Kubernetes names"
             )
-        if not _DNS_LABEL.match(value):
-            raise ValueError(
+        if not _DNS_LABEL.fullmatch(value):
+            raise SpecError(
                 f"{self.kind} {value!r} is not DNS-label safe: use lower-case letters, digits "
-                "and '-', starting with a letter and not ending with '-'"
+                "and '-', starting with a letter and not ending with '-'",
+                line_break_hint(value),
             )
         return value
 
-    def __get_pydantic_core_schema__(
-        self, source: type[Any], handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_after_validator_function(self.check, handler(source))
-
-    def __get_pydantic_json_schema__(
-        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        json_schema = handler(schema)
-        json_schema.update(pattern=_DNS_LABEL.pattern, maxLength=self.max_length)
-        return json_schema
+    def schema_keywords(self) -> dict[str, object]:
+        return {"pattern": schema_pattern(_DNS_LABEL), "maxLength": self.max_length}
 
 
 WorkflowId = Annotated[str, DnsLabel("workflow id", 40)]
@@ -73,9 +110,10 @@ Count = Annotated[StrictInt, Field(gt=0)]
 """A whole number of at least 1, written as one: `true` and `2.0` are not counts."""
 
 _DURATION: Final = re.compile(
-    r"^(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m(?!s))?(?:(?P<s>\d+(?:\.\d+)?)s)?(?:(?P<ms>\d+)ms)?$"
+    r"(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m(?!s))?(?:(?P<s>\d+(?:\.\d+)?)s)?(?:(?P<ms>\d+)ms)?"
 )
-_DURATION_PATTERN: Final = r"^(\d+h)?(\d+m)?(\d+(\.\d+)?s)?(\d+ms)?$"
+_DURATION_PATTERN: Final = r"(\d+h)?(\d+m)?(\d+(\.\d+)?s)?(\d+ms)?"
+"""_DURATION without its group names, which ECMA-262 spells otherwise."""
 
 
 def parse_duration(value: object) -> object:
@@ -87,7 +125,7 @@ def parse_duration(value: object) -> object:
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
-        match = _DURATION.match(value.strip())
+        match = _DURATION.fullmatch(value.strip())
         if value.strip() and match is not None:
             return (
                 int(match["h"] or 0) * 3600
@@ -125,7 +163,11 @@ Duration = Annotated[
                     "maximum": MAX_DURATION_SECONDS,
                     "description": "seconds",
                 },
-                {"type": "string", "pattern": _DURATION_PATTERN, "examples": ["90s", "5m"]},
+                {
+                    "type": "string",
+                    "pattern": schema_pattern(_DURATION_PATTERN),
+                    "examples": ["90s", "5m"],
+                },
             ]
         }
     ),
@@ -137,10 +179,20 @@ def _check_quantity(value: str) -> str:
     # Written into the manifest as it is, so it must be exactly what the API server parses:
     # no padding, and no value Kubernetes would round or refuse.
     if value != value.strip():
-        raise ValueError(f"{value!r} has spaces around it; write the quantity alone")
+        raise SpecError(
+            f"{value!r} has spaces around it; write the quantity alone", line_break_hint(value)
+        )
     amount = parse_quantity(value)
     if amount < 0:
-        raise ValueError(f"{value!r} is negative; a resource quantity is 0 or more")
+        raise ValueError(f"{value!r} is negative; a request or limit is more than 0")
+    if amount == 0:
+        # Kubernetes reads a limit of 0 as none and a request of 0 reserves nothing: the
+        # benchmark would be unbounded, which requiring cpu and memory is there to prevent.
+        raise SpecError(
+            f"{value!r} is zero: a request of 0 reserves nothing and a limit of 0 sets none, so "
+            "the benchmark would measure whatever its neighbours leave over",
+            "give a quantity above 0, e.g. cpu: 1, memory: 2Gi",
+        )
     if amount > MAX_QUANTITY:
         raise ValueError(
             f"{value!r} is more than Kubernetes holds in a quantity ({MAX_QUANTITY:,} of the "
@@ -169,24 +221,25 @@ Quantity = Annotated[
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "number", "minimum": 0, "maximum": MAX_QUANTITY},
+                {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUANTITY},
                 {"type": "string", "examples": ["500m", "2", "4Gi"]},
             ]
         }
     ),
 ]
-"""A Kubernetes resource quantity such as '500m', '2' or '4Gi'."""
+"""A Kubernetes resource quantity above 0, such as '500m', '2' or '4Gi'."""
 
 _SMALLEST_QUANTITY: Final = Decimal("0.001")
 
-_SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
 
 
 def _check_sha256(value: str) -> str:
-    if not _SHA256.match(value):
-        raise ValueError(
+    if not _SHA256.fullmatch(value):
+        raise SpecError(
             f"{value!r} is not a sha256 digest: expected 64 lower-case hex characters "
-            "(the output of `sha256sum FILE`)"
+            "(the output of `sha256sum FILE`)",
+            line_break_hint(value),
         )
     return value
 
@@ -194,25 +247,38 @@ def _check_sha256(value: str) -> str:
 Sha256 = Annotated[
     str,
     AfterValidator(_check_sha256),
-    Field(json_schema_extra={"pattern": _SHA256.pattern}),
+    Field(json_schema_extra={"pattern": schema_pattern(_SHA256)}),
 ]
 """A hex sha256 digest of a file's bytes."""
 
 
 _IMAGE_REF: Final = re.compile(
-    r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+    r"(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
     r"(?::[0-9]+)?/)?"
     r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
 )
 """An OCI image reference as the distribution project's grammar spells it: an optional
 registry host (with port), lower-case path components, an optional tag and digest."""
 
+_IMAGE_TAG_OR_DIGEST: Final = re.compile(r"(?::[^:/@]*)?(?:@.*)?\Z", re.DOTALL)
+"""What follows an image's name: a tag after its last ':' (one not followed by '/', which
+would be a registry's port) and a digest after '@'."""
+
 
 def _check_image(value: str) -> str:
     if value != value.strip():
-        raise ValueError(f"{value!r} has spaces around it; write the image reference alone")
-    if not _IMAGE_REF.match(value):
+        raise SpecError(
+            f"{value!r} has spaces around it; write the image reference alone",
+            line_break_hint(value),
+        )
+    name = _IMAGE_TAG_OR_DIGEST.sub("", value)
+    if len(name) > MAX_IMAGE_NAME_CHARS:
+        raise ValueError(
+            f"the image's name (registry and path) is {len(name):,} characters; at most "
+            f"{MAX_IMAGE_NAME_CHARS} are allowed"
+        )
+    if not _IMAGE_REF.fullmatch(value):
         raise ValueError(
             f"{value!r} is not an image reference: expected registry/path/name:tag or "
             "registry/path/name@sha256:<64 hex>, path in lower case"
@@ -223,7 +289,7 @@ def _check_image(value: str) -> str:
 ImageRef = Annotated[
     str,
     AfterValidator(_check_image),
-    Field(json_schema_extra={"pattern": _IMAGE_REF.pattern}),
+    Field(json_schema_extra={"pattern": schema_pattern(_IMAGE_REF)}),
 ]
 """A container image reference; the kubelet would refuse anything else at pull time."""
 
@@ -234,12 +300,36 @@ _SECRET_QUERY_KEYS: Final = re.compile(
 )
 
 
+def split_url(value: str) -> SplitResult:
+    """`value`'s parts, where it is short enough and holds no spaces or control characters
+    (they must be percent-encoded)."""
+    if len(value) > MAX_URL_CHARS:
+        raise ValueError(
+            f"the url is {len(value):,} characters; at most {MAX_URL_CHARS:,} are allowed"
+        )
+    if any(character.isspace() or not character.isprintable() for character in value):
+        raise SpecError(
+            "the url holds spaces or control characters; percent-encode them",
+            line_break_hint(value),
+        )
+    return urlsplit(value)
+
+
+def url_port(parts: SplitResult, value: str) -> int | None:
+    """The port `value` names, if any, once it is sure to name a valid host."""
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1:
+        raise ValueError(f"url {value!r} has no valid host ({parts.scheme}://host/path)")
+    return port
+
+
 def _check_https_url(value: str) -> str:
     """An https URL with a host, and nothing in it that looks like a credential: the URL is
     written into config.json in dist/, which everyone with the repository can read."""
-    if any(character.isspace() or not character.isprintable() for character in value):
-        raise ValueError("the url holds spaces or control characters; percent-encode them")
-    parts = urlsplit(value)
+    parts = split_url(value)
     if parts.scheme != "https":
         raise SpecError(
             f"url {value!r} must use https",
@@ -254,12 +344,7 @@ def _check_https_url(value: str) -> str:
             "serve the model where the runner pods may read it without credentials, or bake "
             "it into the image (image_path)",
         )
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    if not parts.hostname or port == -1:
-        raise ValueError(f"url {value!r} has no valid host (https://host/path)")
+    port = url_port(parts, value)
     if port not in (None, 443):
         raise SpecError(
             f"url {value!r} names port {port}",

@@ -5,7 +5,6 @@ it has, how its nodes are labelled, where its API server is for NetworkPolicy, h
 nodes are tainted) is written here once rather than in every workflow.
 """
 
-from collections import Counter
 from ipaddress import ip_network
 from typing import Annotated, Literal
 
@@ -22,7 +21,11 @@ from contract.layout import LOCAL_CLUSTER
 from synth.base import SpecModel
 from synth.catalogue import DEFAULT_NODE_LABEL, DEVICE_TYPES
 from synth.fields import ClusterName, EnvironmentName, ImageRef, ObjectName
+from synth.flux_fields import Branch, GitUrl, GoDuration
 from synth.hints import SpecError, unknown
+from synth.labels import LabelKey, LabelValue
+from synth.limits import MAX_DESCRIPTION_CHARS, MAX_REGION_CHARS
+from synth.texts import Text
 
 
 def _check_device_type(name: str) -> str:
@@ -41,26 +44,42 @@ DeviceTypeName = Annotated[
 
 def _check_cidr(value: str) -> str:
     try:
-        ip_network(value, strict=True)
+        network = ip_network(value, strict=True)
     except ValueError as error:
         raise SpecError(
             f"{value!r} is not a network in CIDR notation ({error})",
             "write the API server's address as e.g. '10.0.0.1/32', or its range as '10.0.0.0/24'",
         ) from None
+    if "%" in value:
+        # Python reads an IPv6 scope (fe80::1%eth0); a NetworkPolicy's ipBlock does not.
+        raise SpecError(
+            f"{value!r} names an IPv6 scope ('%...'), which a NetworkPolicy cannot hold",
+            f"write the network alone: {network.network_address.compressed.split('%')[0]}"
+            f"/{network.prefixlen}",
+        )
     return value
 
 
 Cidr = Annotated[str, AfterValidator(_check_cidr)]
 
+NodeLabels = Annotated[
+    dict[
+        Annotated[str, LabelKey("node label key")], Annotated[str, LabelValue("node label value")]
+    ],
+    # The keys' pattern becomes patternProperties, which alone would let editors pass any key.
+    Field(json_schema_extra={"additionalProperties": False}),
+]
+"""Labels a pod's nodeSelector asks of a node."""
+
 
 class Toleration(SpecModel):
     """A Kubernetes toleration, as in a pod spec."""
 
-    key: str
+    key: Annotated[str, LabelKey("toleration key")]
     """The taint key to tolerate."""
     operator: Literal["Equal", "Exists"] = "Equal"
     """'Equal' matches `value`; 'Exists' matches any value."""
-    value: str | None = None
+    value: Annotated[str, LabelValue("toleration value")] | None = None
     """The taint value; leave it out with operator 'Exists'."""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
     """The taint effect to tolerate."""
@@ -80,7 +99,7 @@ class Toleration(SpecModel):
 class SpotNodes(SpecModel):
     """How a cluster's spot (preemptible) nodes are selected and tainted."""
 
-    node_selector: dict[str, str] = Field(min_length=1)
+    node_selector: NodeLabels = Field(min_length=1)
     """Labels that spot nodes carry, e.g. `node-type: spot`."""
     tolerations: list[Toleration] = Field(default_factory=list)
     """Tolerations for the taints spot nodes carry."""
@@ -99,14 +118,14 @@ class Cluster(SpecModel):
 
     name: ClusterName
     """Becomes the folder `clusters/<name>/`; `local` is reserved (localrun's runs)."""
-    region: str = Field(min_length=1)
+    region: Annotated[str, Text("region", MAX_REGION_CHARS, one_line=True)]
     """Where the cluster runs, e.g. 'us-east-1'; recorded with every result."""
     api_server_cidrs: list[Cidr] = Field(min_length=1)
     """The API server's addresses. The collector's NetworkPolicy allows egress to exactly these:
     the API server is not a pod, so no namespace or pod selector can match it."""
     device_types: list[DeviceTypeName] = Field(min_length=1)
     """The device types the cluster has nodes for."""
-    node_labels: dict[DeviceTypeName, dict[str, str]] = Field(default_factory=dict)
+    node_labels: dict[DeviceTypeName, NodeLabels] = Field(default_factory=dict)
     """Node labels selecting each device type, where they differ from the default
     `gpu-type: <device type>` (e.g. GPU feature discovery's `nvidia.com/gpu.product`)."""
     spot: SpotNodes | None = None
@@ -154,19 +173,19 @@ class PriorityClass(SpecModel):
     """Higher runs first; Kubernetes reserves values above one billion for system pods."""
     preemption: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
     """Whether pods of this class may evict lower-priority pods to get scheduled."""
-    description: str = ""
+    description: Annotated[str, Text("description", MAX_DESCRIPTION_CHARS)] | None = None
     """Shown by `kubectl get priorityclass`."""
 
 
 class GitSource(SpecModel):
     """The repository Flux watches: this one."""
 
-    url: str = Field(min_length=1)
+    url: Annotated[str, GitUrl()]
     """Clone URL, e.g. 'ssh://git@github.com/example/benchfleet'."""
-    branch: str = "main"
+    branch: Annotated[str, Branch()] = "main"
     """The branch Flux applies."""
-    interval: str = "5m"
-    """How often Flux polls the repository."""
+    interval: Annotated[str, GoDuration("interval")] = "5m"
+    """How often Flux polls the repository, as a Go duration: '5m', '1h30m'."""
     secret_name: ObjectName | None = None
     """A Secret in flux-system holding the deploy key, for private repositories."""
 
@@ -195,15 +214,6 @@ class Fleet(SpecModel):
     """The class of workflows that name none."""
     clusters: list[Cluster] = Field(min_length=1)
     """The clusters, each a folder under `clusters/`."""
-
-    @field_validator("clusters")
-    @classmethod
-    def _unique_cluster_names(cls, clusters: list[Cluster]) -> list[Cluster]:
-        counts = Counter(cluster.name for cluster in clusters)
-        duplicates = sorted(name for name, count in counts.items() if count > 1)
-        if duplicates:
-            raise SpecError(f"cluster names must be unique; repeated: {', '.join(duplicates)}")
-        return clusters
 
     @field_validator("default_priority")
     @classmethod

@@ -43,3 +43,35 @@ its archive checked, a few milliseconds apiece."""
 MAX_RECORD_BYTES: Final = 64 * 1024 * 1024
 """A results/ record synth reads to find what is done: 10,000 variants' summaries (samples
 stay out of git) need a few MiB; anything far beyond that is not a record gather wrote."""
+
+MAX_DESCRIPTION_CHARS: Final = 2000
+"""A workflow's or a priority class's `description`: a paragraph. The report heads with it,
+and every Job and ConfigMap of the workflow carries it in an annotation, where Kubernetes
+allows 256 KiB for all of an object's annotations together."""
+
+MAX_OWNER_CHARS: Final = 254
+"""A workflow's `owner`, a team or an e-mail address: the longest address SMTP carries
+(RFC 5321). Every Job and ConfigMap carries it in an annotation too."""
+
+MAX_REGION_CHARS: Final = 63
+"""A cluster's `region`, e.g. 'us-east-1': each namespace's identity ConfigMap and every
+result carry it; the clouds' region names are under 30 characters."""
+
+MAX_URL_CHARS: Final = 2048
+"""A model's `url` (written into config.json) and the fleet's `git.url` (into the
+GitRepository): the length browsers, proxies and CDNs all accept."""
+
+MAX_PATH_CHARS: Final = 4096
+"""A model's `image_path`: the longest path Linux resolves (PATH_MAX)."""
+
+MAX_BRANCH_CHARS: Final = 255
+"""The fleet's `git.branch`: git keeps a branch as a file under refs/heads/, and a file
+name holds at most 255 bytes."""
+
+MAX_IMAGE_NAME_CHARS: Final = 255
+"""An image reference's name (registry and path, without tag or digest): the
+distribution project's grammar allows no more."""
+
+MAX_ANNOTATION_BYTES: Final = 256 * 1024
+"""All annotations of one object together, keys and values, in bytes: the API server refuses
+an object with more, and Flux stops applying the whole cluster."""

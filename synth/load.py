@@ -16,12 +16,15 @@ from pydantic import BaseModel, ValidationError
 
 from synth.checks import check_workflow, target_clusters
 from synth.committed import Committed, read_committed
+from synth.empty import empty_entries
 from synth.fleet import Fleet
+from synth.fleet_checks import check_fleet
 from synth.limits import MAX_COMBINATIONS, MAX_FILE_BYTES, MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
 from synth.problems import (
     Problem,
     SpecProblems,
+    empty_problems,
     format_loc,
     problem_at,
     problems_from_validation,
@@ -129,6 +132,11 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         if fleet_read is not None
         else None
     )
+    if fleet is not None and fleet_read is not None:
+        problems.extend(
+            problem_at(fleet_read[1], FLEET_FILE.as_posix(), f.loc, f.message, f.hint)
+            for f in check_fleet(fleet)
+        )
     model_files = ModelFiles(root)
     context = SpecContext(fleet=fleet, model_files=model_files) if fleet is not None else None
     loaded: list[LoadedWorkflow] = []
@@ -237,8 +245,11 @@ def _validate(
             Problem(file, 1, 1, "", f"expected a mapping of keys to values, found {found}")
         )
         return None
+    empty = dict(empty_entries(source.data))
     try:
-        return model.model_validate(source.data, context=context)
+        validated = model.model_validate(source.data, context=context)
     except ValidationError as error:
-        problems.extend(problems_from_validation(error, model, source, file))
+        problems.extend(problems_from_validation(error, model, source, file, empty))
         return None
+    problems.extend(empty_problems(source, file, empty.items()))
+    return validated

@@ -4,14 +4,16 @@ Every problem prints as ``file:line:column: field.path: message`` with an option
 ``hint:`` line, the format compilers use, so editors and CI annotate the right line.
 """
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from synth.empty import HINT as EMPTY_HINT
 from synth.hints import SpecError, closest, did_you_mean
 from synth.yaml_source import Loc, YamlSource
 
@@ -44,12 +46,23 @@ class SpecProblems(Exception):
         super().__init__("\n".join(str(problem) for problem in self.problems))
 
 
+_PLAIN_KEY: Final = re.compile(r"[A-Za-z0-9_./-]+")
+"""Keys written as they are in a field path: the spec's own, and label keys such as
+`nvidia.com/gpu.product`; any other key is quoted, so that a line break or a space in it
+cannot break the `file:line:column: path: message` line."""
+
+_KEY_OF: Final = "[key]"
+"""What pydantic appends to the path of a mapping's key that failed validation."""
+
+
 def format_loc(loc: Loc) -> str:
-    """``("models", 1, "file")`` -> ``models[1].file``."""
+    """``("models", 1, "file")`` -> ``models[1].file``; ``("a", "b c")`` -> ``a['b c']``."""
     text = ""
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"
+        elif not _PLAIN_KEY.fullmatch(part):
+            text += f"[{part!r}]"
         else:
             text += f".{part}" if text else part
     return text
@@ -70,11 +83,31 @@ def problem_at(
     return Problem(file, line, column, format_loc(loc), message, hint, severity)
 
 
-def problems_from_validation(
-    error: ValidationError, model: type[BaseModel], source: YamlSource, file: str
+def empty_problems(
+    source: YamlSource, file: str, empty: Iterable[tuple[Loc, str]]
 ) -> list[Problem]:
-    """Every entry of a pydantic ValidationError, as located problems with hints."""
+    """The keys written with nothing in them (synth.empty), as located problems."""
+    return [problem_at(source, file, loc, message, EMPTY_HINT) for loc, message in empty]
+
+
+def problems_from_validation(
+    error: ValidationError,
+    model: type[BaseModel],
+    source: YamlSource,
+    file: str,
+    empty: Mapping[Loc, str],
+) -> list[Problem]:
+    """Every entry of a pydantic ValidationError, as located problems with hints, and the
+    `empty` keys: at one of those, pydantic's own message is kept only where it explains
+    more, a rule of ours (`matrix: {}` sweeps nothing) or an unknown key, than a type does
+    (null is not a string)."""
     details = error.errors(include_url=False)
+    explained = {
+        tuple(d["loc"])
+        for d in details
+        if d["type"] == "extra_forbidden" or (d.get("ctx") or {}).get("error")
+    }
+    details = [d for d in details if tuple(d["loc"]) in explained or not _within(d["loc"], empty)]
     missing = {tuple(d["loc"]) for d in details if d["type"] == "missing"}
     renamed_by_typo: set[Loc] = set()
     problems = []
@@ -100,8 +133,18 @@ def problems_from_validation(
         if detail["type"] == "extra_forbidden" or loc in renamed_by_typo:
             continue
         message, hint = _message(detail)
-        problems.append(problem_at(source, file, loc, message, hint))
-    return problems
+        if loc[-1:] == (_KEY_OF,):
+            problems.append(problem_at(source, file, loc[:-1], message, hint, of_key=True))
+        else:
+            problems.append(problem_at(source, file, loc, message, hint))
+    unexplained = [(loc, message) for loc, message in empty.items() if loc not in explained]
+    return problems + empty_problems(source, file, unexplained)
+
+
+def _within(loc: Iterable[str | int], empty: Mapping[Loc, str]) -> bool:
+    """Whether `loc` is one of the `empty` keys or inside one (`kueue: {}` lacks its keys)."""
+    path = tuple(loc)
+    return any(path[:depth] in empty for depth in range(len(path) + 1))
 
 
 def _message(detail: ErrorDetails) -> tuple[str, str | None]:
@@ -119,7 +162,7 @@ def _message(detail: ErrorDetails) -> tuple[str, str | None]:
         expected = _expected_values(str(context.get("expected", "")))
         hint = did_you_mean(str(value), expected, what="allowed") if expected else None
         return f"{value!r} is not allowed here", hint
-    return f"{detail['msg']} (got {_show(value)})", _TYPE_HINTS.get(kind)
+    return f"{detail['msg']} (got {shown(value)})", _TYPE_HINTS.get(kind)
 
 
 _TYPE_HINTS: Mapping[str, str] = {
@@ -139,7 +182,8 @@ def _expected_values(expected: str) -> list[str]:
     return [part.strip().strip("'") for part in expected.replace(" or ", ", ").split(",") if part]
 
 
-def _show(value: object) -> str:
+def shown(value: object) -> str:
+    """`value` as Python writes it, cut to 60 characters for a message."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

@@ -24,8 +24,8 @@ MAX_QUANTITY: Final = 2**63 - 1
 # a binary suffix, a decimal suffix or a decimal exponent. The exponent has at most three
 # digits: any quantity beyond that is out of Kubernetes' range, and Decimal would overflow.
 _QUANTITY: Final = re.compile(
-    r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d{1,3})?$"
+    r"(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d{1,3})?"
 )
 
 
@@ -34,7 +34,7 @@ def parse_quantity(text: str) -> Decimal:
 
     Raises ValueError with the accepted forms when `text` is not a quantity.
     """
-    match = _QUANTITY.match(text.strip())
+    match = _QUANTITY.fullmatch(text.strip())
     if match is None:
         raise ValueError(
             f"{text!r} is not a Kubernetes quantity; write a number with an optional suffix, "

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from contract.layout import DIST, GENERATED_HEADER, WORKLOADS, workload_file
+from synth.annotations import HINT as ANNOTATIONS_HINT
+from synth.annotations import too_large
 from synth.cache import RenderCache, infrastructure_key, workflow_key
 from synth.checks import target_clusters
 from synth.committed import CommittedJob, JobSlot, listed
@@ -18,7 +20,9 @@ from synth.fleet import Cluster, Fleet
 from synth.jobs import may_stay, namespace_of, plan_runs
 from synth.load import LoadedWorkflow, Specs
 from synth.modelfiles import ModelFiles
+from synth.problems import Problem, SpecProblems, problem_at
 from synth.recorded import Recorded
+from synth.yaml_source import Loc
 
 if TYPE_CHECKING:
     from synth.build import Build
@@ -62,6 +66,8 @@ class _Rendering:
         self.reused: dict[PurePosixPath, str] = {}
         self._build: Build | None = None
         self._to_cache: dict[str, list[PurePosixPath]] = {}
+        self.problems: list[Problem] = []
+        """What the objects themselves break, found as they are planned (the specs passed)."""
 
     @property
     def build(self) -> "Build":
@@ -104,6 +110,17 @@ class _Rendering:
         runs = plan_runs(loaded, fleet, cluster, self.model_files, stored, staying=staying)
         if not runs:
             return False
+        for run in runs:
+            if (why := too_large(run.annotations)) is not None:
+                self.problems.append(
+                    problem_at(
+                        loaded.source,
+                        loaded.file,
+                        _target_loc(loaded, run.config.target),
+                        f"the Job {run.name} in cluster {cluster.name}: {why}",
+                        ANNOTATIONS_HINT,
+                    )
+                )
         self.build.add_workflow(path, runs)
         if key is not None:
             self._to_cache[key] = [path]
@@ -141,7 +158,9 @@ class _Rendering:
 def render(specs: Specs, cache: RenderCache | None = None) -> dict[PurePosixPath, str]:
     """Every generated file, by path relative to the repository root.
 
-    With a cache, files rendered before from the same inputs are reused.
+    With a cache, files rendered before from the same inputs are reused. Raises
+    SpecProblems where an object would break a limit only its whole content shows (its
+    annotations' total size).
     """
     rendering = _Rendering(cache, specs.model_files)
     fleet = specs.fleet
@@ -162,8 +181,15 @@ def render(specs: Specs, cache: RenderCache | None = None) -> dict[PurePosixPath
             if workflow.scheduling.queue is not None:
                 queues.add((namespace, workflow.scheduling.queue))
         rendering.infrastructure(fleet, cluster, downloading, queues)
+    if rendering.problems:
+        raise SpecProblems(rendering.problems)
     files = rendering.files()
     return {**files, **_kustomizations(files)}
+
+
+def _target_loc(loaded: LoadedWorkflow, target: str) -> Loc:
+    index = next(i for i, spec in enumerate(loaded.workflow.targets) if spec.key == target)
+    return ("targets", index)
 
 
 def _kustomizations(files: Mapping[PurePosixPath, str]) -> dict[PurePosixPath, str]:

@@ -124,8 +124,11 @@ def _type(field: Mapping[str, Any], definitions: Mapping[str, Any]) -> str:
     kind = field.get("type", "any")
     if kind == "array":
         return f"list of {_type(field.get('items', {}), definitions)}"
-    if kind == "object" and "additionalProperties" in field:
-        return f"map of {_type(field['additionalProperties'], definitions)}"
+    if kind == "object" and ("patternProperties" in field or "additionalProperties" in field):
+        # Keys with a rule of their own (label keys) put the values under their one pattern.
+        patterns = field.get("patternProperties")
+        values = next(iter(patterns.values())) if patterns else field["additionalProperties"]
+        return f"map of {_type(values, definitions)}"
     return str(kind)
 
 

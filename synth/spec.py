@@ -46,10 +46,19 @@ from synth.fields import (
 )
 from synth.fleet import DeviceTypeName, Fleet
 from synth.hints import SpecError, unknown
-from synth.limits import CONFIGMAP_LIMIT_BYTES, MAX_MODELS, MAX_REPEATS, MAX_VARIANTS_CEILING
+from synth.limits import (
+    CONFIGMAP_LIMIT_BYTES,
+    MAX_DESCRIPTION_CHARS,
+    MAX_MODELS,
+    MAX_OWNER_CHARS,
+    MAX_PATH_CHARS,
+    MAX_REPEATS,
+    MAX_VARIANTS_CEILING,
+)
 from synth.modelfiles import ModelFiles
 from synth.quantity import parse_quantity
 from synth.repo_files import Missing, RepoFileError, TooLarge
+from synth.texts import Text
 
 RESERVED_WORKFLOW_IDS: Final = frozenset({PurePosixPath(KUSTOMIZATION_FILE).stem})
 """A workflow's file is dist/<cluster>/workloads/<id>.yaml; these ids would name a file
@@ -99,7 +108,7 @@ class ModelSpec(SpecModel):
     file: str | None = None
     """A `.pt2` file committed to this repository, relative to its root. It travels to the pod
     in a ConfigMap, so it must fit in 1 MiB."""
-    image_path: str | None = None
+    image_path: Annotated[str, Text("image_path", MAX_PATH_CHARS, one_line=True)] | None = None
     """An absolute path to a `.pt2` baked into the runner image, for models too big for a
     ConfigMap. Needs `sha256`."""
     url: HttpsUrl | None = None
@@ -622,9 +631,9 @@ class Workflow(SpecModel):
 
     id: WorkflowId
     """Unique across all spec files; part of every Kubernetes name and label of the workflow."""
-    description: str = Field(min_length=1)
+    description: Annotated[str, Text("description", MAX_DESCRIPTION_CHARS)]
     """What question the workflow answers."""
-    owner: str = Field(min_length=1)
+    owner: Annotated[str, Text("owner", MAX_OWNER_CHARS, one_line=True)]
     """Who to ask about it: a team or an e-mail address."""
     environment: EnvironmentName = "dev"
     """The environment (namespace `benchfleet-<environment>`) to run in."""

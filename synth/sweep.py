@@ -90,22 +90,33 @@ def combinations(workflow: Workflow) -> int:
     return matrix + included
 
 
+def _fields_and_values(selector: VariantSelector) -> tuple[tuple[int, ...], tuple[object, ...]]:
+    """The positions in a variant's key that `selector` names, and the values it asks there."""
+    fields = tuple(i for i, name in enumerate(DIMENSIONS) if name in selector.model_fields_set)
+    return fields, tuple(getattr(selector, DIMENSIONS[i]) for i in fields)
+
+
 class _Exclusions:
     """The excludes indexed by which dimensions they name: a variant is looked up once per
     such set (at most 31), not compared with every exclude."""
 
     def __init__(self, excludes: list[VariantSelector]) -> None:
-        self._by_fields: dict[tuple[int, ...], set[tuple[object, ...]]] = {}
-        for selector in excludes:
-            fields = tuple(
-                i for i, name in enumerate(DIMENSIONS) if name in selector.model_fields_set
-            )
-            values = tuple(getattr(selector, DIMENSIONS[i]) for i in fields)
-            self._by_fields.setdefault(fields, set()).add(values)
+        self._by_fields: dict[tuple[int, ...], dict[tuple[object, ...], list[int]]] = {}
+        for index, selector in enumerate(excludes):
+            fields, values = _fields_and_values(selector)
+            self._by_fields.setdefault(fields, {}).setdefault(values, []).append(index)
+
+    def matching(self, key: _Key) -> list[int]:
+        """The indexes of the excludes that match the variant `key`."""
+        return [
+            index
+            for fields, table in self._by_fields.items()
+            for index in table.get(tuple(key[i] for i in fields), ())
+        ]
 
     def __contains__(self, key: _Key) -> bool:
         return any(
-            tuple(key[i] for i in fields) in values for fields, values in self._by_fields.items()
+            tuple(key[i] for i in fields) in table for fields, table in self._by_fields.items()
         )
 
 
@@ -163,28 +174,52 @@ def idle_includes(workflow: Workflow) -> list[int]:
     return [index for index, added in adds.items() if not added]
 
 
-def _matrix(
-    workflow: Workflow, inputs: Mapping[str, tuple[VariantInput, ...]]
-) -> Iterator[Variant]:
+def idle_excludes(workflow: Workflow) -> list[int]:
+    """The `exclude` entries that match variants of the matrix, but only ones an earlier
+    entry excludes already: a repeat, or a narrower copy of an earlier entry. (An entry that
+    matches nothing names a value the matrix lacks, which the checks say as such.) Same cost
+    as `expand_variants`."""
+    excludes = _Exclusions(workflow.sweep.exclude if workflow.sweep else [])
+    matched: set[int] = set()
+    removing: set[int] = set()
+    for key, _ in _combinations(workflow):
+        if indexes := excludes.matching(key):
+            matched.update(indexes)
+            removing.add(min(indexes))
+    return sorted(matched - removing)
+
+
+def _combinations(workflow: Workflow) -> Iterator[tuple[_Key, dict[str, Loc]]]:
+    """Every combination of the matrix, excluded or not: its key, and where each of its
+    swept values is written."""
     precisions = [(Precision(str(v)), loc) for v, loc in _axis(workflow, "precision")]
     quantizations = [(Quantization(str(v)), loc) for v, loc in _axis(workflow, "quantization")]
     batch_sizes = [(int(str(v)), loc) for v, loc in _axis(workflow, "batch_size")]
-    excluded = _Exclusions(workflow.sweep.exclude if workflow.sweep else [])
     for target, model in product(workflow.targets, workflow.models):
         for (precision, p_loc), (quantization, q_loc), (batch, b_loc) in product(
             precisions, quantizations, batch_sizes
         ):
-            if (model.name, target.key, precision, quantization, batch) in excluded:
-                continue
-            yield Variant(
-                model=model.name,
-                target=target.key,
-                precision=precision,
-                quantization=quantization,
-                batch_size=batch,
-                inputs=inputs[model.name],
-                origins={"precision": p_loc, "quantization": q_loc, "batch_size": b_loc},
-            )
+            key = (model.name, target.key, precision, quantization, batch)
+            yield key, {"precision": p_loc, "quantization": q_loc, "batch_size": b_loc}
+
+
+def _matrix(
+    workflow: Workflow, inputs: Mapping[str, tuple[VariantInput, ...]]
+) -> Iterator[Variant]:
+    excluded = _Exclusions(workflow.sweep.exclude if workflow.sweep else [])
+    for key, origins in _combinations(workflow):
+        if key in excluded:
+            continue
+        model, target, precision, quantization, batch = key
+        yield Variant(
+            model=model,
+            target=target,
+            precision=precision,
+            quantization=quantization,
+            batch_size=batch,
+            inputs=inputs[model],
+            origins=origins,
+        )
 
 
 def _included(

@@ -14,9 +14,20 @@ from contract.records import JobRecord, StoredVariant, parse_reuses, repeat_of, 
 from contract.result import RESULT_ADAPTER, BenchResult
 from contract.variant import VariantRef
 from localcluster.results import ok_result
+from synth.load import load_specs
+from synth.problems import Problem, SpecProblems
 from tests.conftest import REPO_ROOT, TEST_DATA, git
 
 WriteSpec = Callable[[str, str], Path]
+
+
+def problems_in(root: Path) -> list[Problem]:
+    """Every problem of the specs under `root`, which must have some."""
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(root)
+    return raised.value.problems
+
+
 LinkModels = Callable[[Path], None]
 
 OVERSIZE_BYTES = 1024 * 1024 + 4096

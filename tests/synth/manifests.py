@@ -7,6 +7,7 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
+import jsonschema
 import yaml
 
 from synth.quantity import parse_quantity
@@ -14,9 +15,16 @@ from tests.conftest import TEST_DATA
 
 CRDS = TEST_DATA / "crds"
 KUBERNETES_VERSION = "1.33.0"
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+LABEL_KEY = re.compile(
+    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+)
+PATH_PART = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.]*")
 CONFIGMAP_LIMIT = 1024 * 1024
+ANNOTATIONS_LIMIT = 256 * 1024
+UNTAGGED_IMAGE = "the image needs a tag or digest"
 
 
 def objects(files: Mapping[PurePosixPath, str]) -> Iterator[tuple[PurePosixPath, dict[str, Any]]]:
@@ -45,18 +53,71 @@ def is_custom_resource(obj: Mapping[str, Any]) -> bool:
     return str(obj["apiVersion"]).split("/")[0].endswith(("fluxcd.io", "x-k8s.io"))
 
 
+def _end_anchored(schema: Any) -> Any:
+    """`schema` with its patterns read as the API server reads them (Go's RE2, where `$`
+    ends the text), not as `re.search` does, where `$` also matches before a final line
+    break: a name with one would pass here and be refused there."""
+    if isinstance(schema, dict):
+        return {
+            key: value.removesuffix("$") + r"\Z"
+            if key == "pattern" and isinstance(value, str)
+            else _end_anchored(value)
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_end_anchored(item) for item in schema]
+    return schema
+
+
+def crd_violations(obj: Mapping[str, Any]) -> list[str]:
+    """Where a Flux or Kueue object breaks its CRD's schema."""
+    schema = _end_anchored(crd_schema(obj["apiVersion"], obj["kind"]))
+    validator = jsonschema.Draft202012Validator(schema)
+    return [error.message for error in validator.iter_errors(obj)]
+
+
+def tree_violations(files: Mapping[PurePosixPath, str]) -> list[str]:
+    """What a rendered tree breaks: its paths, and every object's rules (and CRD)."""
+    found = [
+        f"path {path.as_posix()!r} has a part that is not a plain name"
+        for path in files
+        if not all(PATH_PART.fullmatch(part) for part in path.parts)
+    ]
+    for path, obj in objects(files):
+        where = f"{path}:{obj['kind']}/{obj['metadata']['name']!r}"
+        found += [f"{where}: {problem}" for problem in rule_violations(obj)]
+        if is_custom_resource(obj):
+            found += [f"{where}: {problem}" for problem in crd_violations(obj)]
+    return found
+
+
+def _label_violations(what: str, labels: Mapping[str, str]) -> list[str]:
+    found = []
+    for key, value in labels.items():
+        prefix, _, name = key.rpartition("/")
+        if len(name) > 63 or len(prefix) > 253 or not LABEL_KEY.fullmatch(key):
+            found.append(f"{what} key {key!r} is not a valid label key")
+        if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
+            found.append(f"{what} {key}={value!r} is not a valid label value")
+    return found
+
+
 def rule_violations(obj: Mapping[str, Any]) -> list[str]:
     """What our manifests must satisfy beyond the schemas."""
-    found = []
     meta = obj["metadata"]
     name = meta["name"]
-    for key, value in meta.get("labels", {}).items():
-        if len(value) > 63 or not LABEL_VALUE.match(value):
-            found.append(f"label {key}={value!r} is not a valid label value")
+    found = _label_violations("label", meta.get("labels", {}))
     if obj["kind"] in ("Job", "ConfigMap", "Namespace", "ServiceAccount") and (
-        len(name) > 63 or not DNS_LABEL.match(name)
+        len(name) > 63 or not DNS_LABEL.fullmatch(name)
     ):
         found.append(f"name {name!r} is not a DNS label")
+    namespace = meta.get("namespace", "")
+    if len(namespace) > 63 or not DNS_LABEL.fullmatch(namespace or "x"):
+        found.append(f"namespace {namespace!r} is not a DNS label")
+    annotations = meta.get("annotations", {})
+    size = sum(len(key.encode()) + len(value.encode()) for key, value in annotations.items())
+    if size > ANNOTATIONS_LIMIT:
+        found.append(f"annotations of {size} bytes")
     if obj["kind"] == "ConfigMap":
         size = sum(len(v) for v in obj.get("data", {}).values())
         size += sum(len(v) * 3 // 4 for v in obj.get("binaryData", {}).values())
@@ -80,6 +141,9 @@ def _job_violations(job: Mapping[str, Any]) -> list[str]:
         if len(hostname) > 63:
             found.append(f"pod hostname {hostname!r} is not a DNS label")
     pod = spec["template"]["spec"]
+    found += _label_violations("nodeSelector", pod.get("nodeSelector", {}))
+    for toleration in pod.get("tolerations", []):
+        found += _label_violations("toleration", {toleration["key"]: toleration.get("value", "")})
     if pod["restartPolicy"] != "Never":
         found.append("restartPolicy must be Never with backoffLimitPerIndex")
     if pod.get("automountServiceAccountToken") is not False:
@@ -108,7 +172,7 @@ def _container_violations(container: Mapping[str, Any]) -> list[str]:
     if context.get("capabilities", {}).get("drop") != ["ALL"]:
         found.append("all capabilities must be dropped")
     if ":" not in container["image"].rsplit("/", 1)[-1] and "@" not in container["image"]:
-        found.append("the image needs a tag or digest")
+        found.append(UNTAGGED_IMAGE)
     resources = container["resources"]
     for key in ("cpu", "memory"):
         if key not in resources["requests"] or key not in resources["limits"]:

@@ -67,7 +67,11 @@ def test_duration_rejects_other_forms(text: str) -> None:
         ("100u", "finer than 1m"),
         (0.0001, "finer than 1m"),
         (" 2", "spaces around it"),
+        ("2\n", "spaces around it"),
         (True, "not a Kubernetes quantity"),
+        (0, "is zero"),
+        ("0", "is zero"),
+        ("0Gi", "is zero"),
     ],
 )
 def test_a_quantity_the_api_server_would_refuse_or_round_is_an_error(
@@ -77,7 +81,7 @@ def test_a_quantity_the_api_server_would_refuse_or_round_is_an_error(
         TypeAdapter(Quantity).validate_python(value)
 
 
-@pytest.mark.parametrize("value", ["7Ei", "1.5", "1m", 0, "0"])
+@pytest.mark.parametrize("value", ["7Ei", "1.5", "1m", 1, "1"])
 def test_a_quantity_within_kubernetes_range_is_kept_as_written(value: object) -> None:
     assert TypeAdapter(Quantity).validate_python(value) == str(value)
 
