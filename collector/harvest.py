@@ -13,13 +13,17 @@ What is stored here is also what progress and `collector status` count: a varian
 succeeded but whose result cannot be used is failed everywhere, not only in the record.
 """
 
+import json
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from pydantic import ValidationError
+
 from collector.indexes import IndexState
 from collector.pods import PodState, ResultReading, ResultSource, with_log
+from collector.store import Unread
 from contract.records import StoredVariant, VariantState
-from contract.result import BenchResult, ErrorResult
+from contract.result import BenchResult, ErrorResult, parse_result
 from contract.variant import VariantRef
 
 LogReader = Callable[[str], str | None]
@@ -37,6 +41,16 @@ class Ending(NamedTuple):
     reason: str | None
     explanation: str
     source: ResultSource | None
+
+
+class Harvest(NamedTuple):
+    """What a settled index's pod left for each of its variants."""
+
+    stored: list[StoredVariant]
+    """The variants that ended for good, as they are stored."""
+    unread: list[Unread]
+    """Those whose result a newer runner wrote: kept as it arrived, final only once a
+    collector that reads it has read it (read_kept)."""
 
 
 def settled(state: IndexState) -> bool:
@@ -94,21 +108,85 @@ def harvest(
     group: Sequence[VariantRef],
     job_failure_reason: str | None,
     read_log: LogReader,
-) -> list[StoredVariant]:
+) -> Harvest:
     """The stored form of every variant of a settled (succeeded or failed) index; `group` is
-    what config.json says the index runs (empty when its config.json is not known)."""
+    what config.json says the index runs (empty when its config.json is not known). A variant
+    whose result only a newer runner's schema holds is not final on that ground: it is kept
+    unread instead."""
+    reading = _reading(state, read_log)
     if len(group) <= 1:
-        return [_harvest_one(state, group[0] if group else None, job_failure_reason, read_log)]
-    return _harvest_group(state, group, job_failure_reason, read_log)
+        variant = group[0] if group else None
+        stored = [_harvest_one(state, variant, job_failure_reason, reading)]
+    else:
+        stored = _harvest_group(state, group, job_failure_reason, reading)
+    if reading is None or not reading.newer:
+        return Harvest(stored, [])
+    # How the pod ended, to be completed by the result once it can be read.
+    ended: VariantState = "succeeded" if state.phase == "succeeded" else "failed"
+    cause = None if ended == "succeeded" else _cause(state, job_failure_reason)
+    ending = {
+        "state": ended,
+        "reason": cause,
+        "explanation": state.explanation,
+        "result_source": reading.source,
+    }
+    unread = [
+        Unread(variant.model_copy(update=ending), raw, reading.problem or "")
+        for variant in stored
+        if variant.result is None and (raw := _newer_for(variant.index, reading.newer, len(stored)))
+    ]
+    kept = {entry.variant.index for entry in unread}
+    return Harvest([v for v in stored if v.index not in kept], unread)
+
+
+def _newer_for(index: int, newer: Sequence[str], variants: int) -> str | None:
+    """What a newer runner wrote for the variant at `index`: the result naming it, else
+    (where a result names no index this collector can find) every such result, or for a
+    pod of one variant its last."""
+    named = {text: _named_index(text) for text in newer}
+    own = [text for text, at in named.items() if at == index]
+    if own or variants == 1:
+        return (own or list(newer))[-1]
+    return "\n".join(text for text, at in named.items() if at is None) or None
+
+
+def _named_index(text: str) -> int | None:
+    """The variant index a newer runner's result names, where it names one where ours do."""
+    data = json.loads(text)
+    variant = data.get("variant") if isinstance(data, dict) else None
+    index = variant.get("index") if isinstance(variant, dict) else None
+    return index if isinstance(index, int) else None
+
+
+def read_kept(kept: Unread) -> StoredVariant | None:
+    """A variant kept unread, as stored now that this collector reads what the newer runner
+    wrote; None while it still cannot (it stays kept)."""
+    try:
+        result = parse_result(kept.raw, strict=True)
+    except ValidationError:
+        return None
+    variant = kept.variant
+    state: VariantState = "succeeded"
+    reason = None
+    if isinstance(result, ErrorResult):
+        state, reason = "failed", result.error.type
+        words = f"runner error {result.error.type}: {result.error.message}"
+    elif variant.state == "succeeded":
+        words = "succeeded"
+    else:
+        words = f"succeeded; its pod then ended: {variant.explanation}"
+    explanation = f"{words} (read later, from the result kept as a newer runner wrote it)"
+    return variant.model_copy(
+        update={"result": result, "state": state, "reason": reason, "explanation": explanation}
+    )
 
 
 def _harvest_one(
     state: IndexState,
     variant: VariantRef | None,
     job_failure_reason: str | None,
-    read_log: LogReader,
+    reading: ResultReading | None,
 ) -> StoredVariant:
-    reading = _reading(state, read_log)
     result = reading.result if reading else None
     explanation = state.explanation
     reason: str | None = None
@@ -136,9 +214,8 @@ def _harvest_group(
     state: IndexState,
     group: Sequence[VariantRef],
     job_failure_reason: str | None,
-    read_log: LogReader,
+    reading: ResultReading | None,
 ) -> list[StoredVariant]:
-    reading = _reading(state, read_log)
     results = reading.results if reading else ()
     own = {r.variant: r for r in results if r.variant in group}
     # What names no variant of the group: the group's own failure (config.json unreadable,

@@ -79,6 +79,9 @@ class ResultReading:
     """What kept the whole results from being read, in words; None when nothing did."""
     omitted: tuple[OmittedResult, ...] = ()
     """Results a group's termination message had no room for: only the log has them."""
+    newer: tuple[str, ...] = ()
+    """Results written by a newer runner than this collector reads, as they arrived (JSON):
+    kept for a later collector, never taken for a broken result."""
 
     @property
     def result(self) -> BenchResult | None:
@@ -166,8 +169,7 @@ def message_reading(pod: Object) -> ResultReading:
         return ResultReading((), None, _no_message(pod))
     if is_group_message(message):
         return _from_group_message(message.strip())
-    results, problem = _from_termination_message(message)
-    return ResultReading(results, "termination-message" if results else None, problem)
+    return _from_termination_message(message)
 
 
 def read_result(pod: Object, log: str | None) -> ResultReading:
@@ -185,14 +187,17 @@ def with_log(message: ResultReading, log: str | None) -> ResultReading:
         if message.results or message.omitted:
             problem = f"the log cannot be read, so {_COMPACTED_ONLY}"
             return ResultReading(message.results, "termination-message", problem, message.omitted)
-        return ResultReading((), None, message.problem)
-    from_log, log_problem = _all_from_log(log, "the log")
-    if from_log:
-        return ResultReading(from_log, "log", log_problem)
+        return message
+    from_log = _all_from_log(log, "the log")
+    if from_log.results:
+        return from_log
     if message.results or message.omitted:
-        problem = f"{log_problem}, so {_COMPACTED_ONLY}"
+        problem = f"{from_log.problem}, so {_COMPACTED_ONLY}"
         return ResultReading(message.results, "termination-message", problem, message.omitted)
-    return ResultReading((), None, f"{message.problem}; {log_problem}")
+    # The log's lines whole where it has them, else what the message kept.
+    newer, source = (from_log.newer, "log") if from_log.newer else (message.newer, message.source)
+    problem = f"{message.problem}; {from_log.problem}"
+    return ResultReading((), source if newer else None, problem, newer=newer)
 
 
 def _from_group_message(message: str) -> ResultReading:
@@ -200,6 +205,11 @@ def _from_group_message(message: str) -> ResultReading:
     try:
         entries = parse_group_message(message)
     except ValidationError as error:
+        newer = _newer_entries(message)
+        if newer:
+            version = max(_newer_version(text) or 0 for text in newer)
+            words = f"the termination message was {_newer_words(version)}"
+            return ResultReading((), "termination-message", words, newer=newer)
         return ResultReading(
             (), None, f"the termination message is not a group of results: {_pydantic_words(error)}"
         )
@@ -214,30 +224,77 @@ def _no_message(pod: Object) -> str:
     return "the runner container left no termination message"
 
 
-def _from_termination_message(message: str) -> tuple[tuple[BenchResult, ...], str | None]:
+def _from_termination_message(message: str) -> ResultReading:
     if message.lstrip().startswith("{"):
-        result, problem = _parse(message.strip(), "the termination message")
-        return ((result,) if result else ()), problem
+        text = message.strip()
+        result, problem = _parse(text, "the termination message")
+        newer = (text,) if result is None and _newer_version(text) else ()
+        source: ResultSource | None = "termination-message" if result or newer else None
+        return ResultReading((result,) if result else (), source, problem, newer=newer)
     # Not the runner's JSON: FallbackToLogsOnError put the end of the log there, which may
     # still hold result lines (when writing /dev/termination-log failed).
     return _all_from_log(message, "the termination message (the end of the log)")
 
 
-def _all_from_log(text: str, where: str) -> tuple[tuple[BenchResult, ...], str | None]:
-    """Every valid result line of `text`, and what was wrong with the others (or that there
-    were none)."""
+def _all_from_log(text: str, where: str) -> ResultReading:
+    """Every valid result line of `text`, the lines a newer runner wrote, and what was wrong
+    with the others (or that there were none)."""
     found = find_result_texts(text)
     if not found:
-        return (), f"{where} has no {RESULT_PREFIX.strip()} line"
-    results, problems = [], []
+        return ResultReading((), None, f"{where} has no {RESULT_PREFIX.strip()} line")
+    results, problems, newer = [], [], []
     for number, line in enumerate(found, 1):
         at = "the result line" if len(found) == 1 else f"result line {number}"
         result, problem = _parse(line, f"{at} of {where}")
         if result is not None:
             results.append(result)
+        elif _newer_version(line):
+            newer.append(line)
         if problem is not None:
             problems.append(problem)
-    return tuple(results), "; ".join(problems) or None
+    source: ResultSource = "termination-message" if where.startswith("the termination") else "log"
+    return ResultReading(
+        tuple(results),
+        source if results or newer else None,
+        "; ".join(problems) or None,
+        newer=tuple(newer),
+    )
+
+
+def _newer_version(text: str) -> int | None:
+    """The result schema version of `text` where a runner newer than this collector wrote it
+    (a JSON object whose integer `schema_version` is above ours); None otherwise."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return _newer_of(data)
+
+
+def _newer_of(data: object) -> int | None:
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    newer = isinstance(version, int) and version > RESULT_SCHEMA_VERSION
+    return version if newer and isinstance(version, int) else None
+
+
+def _newer_entries(message: str) -> tuple[str, ...]:
+    """The entries of a group's termination message that a newer runner wrote, each as JSON."""
+    try:
+        entries = json.loads(message)
+    except ValueError:
+        return ()
+    return tuple(
+        json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
+        for entry in (entries if isinstance(entries, list) else ())
+        if _newer_of(entry)
+    )
+
+
+def _newer_words(version: int) -> str:
+    return (
+        f"written by a newer runner (result schema_version {version}; this collector reads "
+        f"{RESULT_SCHEMA_VERSION}): kept as it arrived, for a collector that reads it"
+    )
 
 
 def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
@@ -256,6 +313,9 @@ def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         return None, f"{where} is not JSON: {error.msg} at character {error.pos}"
+    if (version := _newer_of(data)) is not None:
+        # Not a broken result: one this collector is too old to read.
+        return None, f"{where} was {_newer_words(version)}"
     mismatch = _schema_mismatch(data)
     if mismatch is not None:
         return None, f"{where} does not match {SCHEMA_FILE.name}{mismatch}"
@@ -273,7 +333,7 @@ def _schema_mismatch(data: object) -> str | None:
     if isinstance(data, dict) and data.get("schema_version", RESULT_SCHEMA_VERSION) != (
         RESULT_SCHEMA_VERSION
     ):
-        # A newer runner: its version says more than whatever else changed with it.
+        # Not a version above ours (that is a newer runner's): its version is the problem.
         return f" at schema_version: {RESULT_SCHEMA_VERSION} was expected"
     status = data.get(key) if isinstance(data, dict) else None
     if not isinstance(status, str) or status not in kinds:

@@ -182,6 +182,10 @@ def _summary(outcome: GatherOutcome, expected: Sequence[ExpectedJob] = ()) -> li
             f"    {name(job, s.index, None)}: {s.phase}: {s.explanation}"
             for s in unfinished.waiting
         ]
+        lines += [
+            f"    {name(job, k.variant.index, k.variant.variant)}: kept unread: {k.why}"
+            for k in unfinished.kept
+        ]
     return lines
 
 

@@ -25,7 +25,7 @@ def _harvested(
     job: Obj, expected: ExpectedJob, pod: Obj, log: str | None = None
 ) -> list[StoredVariant]:
     (state, _) = index_states(job, [pod])
-    return harvest(state, expected.group(0), None, lambda name: log)
+    return harvest(state, expected.group(0), None, lambda name: log).stored
 
 
 def test_every_result_of_a_group_is_stored_under_its_own_variant() -> None:
@@ -140,7 +140,7 @@ def test_what_ended_attempts_measured_is_harvested_from_the_first_that_did() -> 
         f"succeeded in an earlier attempt, pod {first['metadata']['name']}, which then ended: "
     )
     assert "OOMKilled" in stored[1].explanation
-    final = harvest(state, expected.group(0), None, lambda name: None)
+    final = harvest(state, expected.group(0), None, lambda name: None).stored
     assert [(v.index, v.state) for v in final] == [(0, "succeeded"), (1, "failed"), (2, "failed")]
 
 
