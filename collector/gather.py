@@ -9,7 +9,7 @@ committed, makes `make synth` drop it and Flux prune it.
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -78,7 +78,8 @@ class JobProgress:
     counts as it was stored."""
     causes: dict[int, str] = field(default_factory=dict)
     """Why each index waited, the last time it was seen waiting for a reason (unschedulable,
-    an image that cannot be pulled): its pod may be gone by the time the Job fails it."""
+    an image that cannot be pulled), also by an earlier gather (the store keeps them): its pod
+    may be gone by the time the Job fails it."""
     harvested: set[str] = field(default_factory=set)
     """The ended attempts whose measurements are stored: none is read twice."""
     handed_back: dict[str, str] = field(default_factory=dict)
@@ -239,6 +240,7 @@ class Gatherer:
         """What the store holds of `expected` before its pods are seen."""
         identity = expected.identity
         progress = JobProgress(expected, self._stored(identity))
+        progress.causes = self._store.causes(identity.cluster, identity.namespace, identity.job)
         self.already_stored += len(progress.stored)
         kept = self._store.unread(identity.cluster, identity.namespace, identity.job)
         progress.unread = {
@@ -288,7 +290,7 @@ class Gatherer:
             ]
             states = index_states(progress.job, pods)
             progress.keep_unstored(pods, states)
-            _remember_causes(progress)
+            self._remember_causes(progress, progress.states)
             self._store_earlier(progress)
             self._store_finished(progress)
             hand_back(self._client, progress)
@@ -297,6 +299,17 @@ class Gatherer:
                 counts[state] = counts.get(state, 0) + number
             progress.keep_unstored(pods, states)
         self._on_progress(counts)
+
+    def _remember_causes(self, progress: JobProgress, states: Iterable[IndexState]) -> None:
+        """Keep why each of `states` waits, in the store too, where it says something new."""
+        for state in states:
+            if state.phase != "pending" or state.pod is None or not is_stuck(state.pod):
+                continue
+            if _says_more(state.explanation, progress.causes.get(state.index)):
+                progress.causes[state.index] = state.explanation
+                self._store.remember_cause(
+                    progress.expected.identity, state.index, state.explanation
+                )
 
     def _store_earlier(self, progress: JobProgress) -> None:
         """Store what the ended attempts of grouped indexes measured, while their retries are
@@ -441,6 +454,9 @@ class Gatherer:
         waiting = [s for s in progress.states if s.phase not in ("succeeded", "failed")]
         assert progress.job is not None
         explained = explain_waiting(self._client, progress.job, progress.pods, waiting)
+        # With its events, a cause says more (the registry's "not found", the scheduler's
+        # verdict): kept for the gather that sees the Job fail it.
+        self._remember_causes(progress, explained)
         unread = [
             replace(
                 state,
@@ -476,10 +492,12 @@ def _context(identity: JobIdentity) -> dict[str, object]:
     )
 
 
-def _remember_causes(progress: JobProgress) -> None:
-    for state in progress.states:
-        if state.phase == "pending" and state.pod is not None and is_stuck(state.pod):
-            progress.causes[state.index] = state.explanation
+def _says_more(cause: str, known: str | None) -> bool:
+    """Whether `cause` replaces what was `known` of why an index waits: it is the first word,
+    or another reason, or the same reason said at more length (with its events)."""
+    if known is None:
+        return True
+    return cause.split(":", 1)[0] != known.split(":", 1)[0] or len(cause) > len(known)
 
 
 def _with_cause(variant: StoredVariant, cause: str | None) -> StoredVariant:

@@ -378,6 +378,9 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
         explanation = _failed(pod, message)
     elif status.get("phase") == "Running":
         phase, reason, explanation = "running", None, _running(pod)
+    elif status.get("phase") == "Unknown":
+        # The node stopped reporting (NodeLost): the runner may still be measuring there.
+        phase, reason, explanation = "running", status.get("reason"), _unknown(pod)
     else:
         phase, reason = "pending", _pending_reason(pod)
         explanation = explain_pending(pod, events)
@@ -440,7 +443,13 @@ def _cannot_start(waiting: Object, about: Sequence[Object]) -> str:
         # The kubelet's Failed events alternate "Failed to pull image ...: <why>" with a bare
         # "Error: ErrImagePull"; only the first kind says anything.
         pulls = [event for event in about if str(event.get("message")).startswith("Failed to pull")]
-        detail = message or _latest_message(pulls, "Failed") or "no message"
+        pulled = _latest_message(pulls, "Failed")
+        detail = message or pulled or "no message"
+        # A back-off's message may only say that it backs off ("Back-off pulling image x"):
+        # why the pull failed ("not found", "unauthorized") is then the event's.
+        why = pulled.split(": ", 1)[-1] if pulled else None
+        if message and why and why not in message:
+            detail = f"{message}; {pulled}"
         return f"image pull failed ({reason}): {detail}"
     return f"the runner cannot start ({reason}): {message or 'no message'}"
 
@@ -541,7 +550,11 @@ def _failed(pod: Object, message: ResultReading) -> str:
         return f"evicted: {_sentence(status.get('message'))}"
     if not terminated:
         reason, message = status.get("reason"), status.get("message")
-        return f"failed before the runner ran ({reason}): {message}" if reason else "failed"
+        cause = f" ({reason}): {message}" if reason else ""
+        if _runner_started(pod):
+            # NodeLost and the like: the runner ran, and its end never reached the API server.
+            return f"failed while the runner was running{cause}; its end was never reported"
+        return f"failed before the runner ran{cause}" if reason else "failed"
     if terminated.get("reason") == "OOMKilled":
         limit, code = _memory_limit(pod), terminated["exitCode"]
         if limit is None:
@@ -580,6 +593,23 @@ def _last_log_line(message: str | None) -> str | None:
         return None
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     return lines[-1][:_QUOTE_LIMIT] if lines else None
+
+
+def _runner_started(pod: Object) -> bool:
+    """Whether the runner container was seen started: running, or having ended before."""
+    status = _runner_status(pod)
+    state = status.get("state") or {}
+    return "running" in state or bool(status.get("lastState")) or status.get("started") is True
+
+
+def _unknown(pod: Object) -> str:
+    status = pod["status"]
+    node = pod.get("spec", {}).get("nodeName")
+    said = (
+        f" ({status['reason']}): {_sentence(status.get('message'))}" if status.get("reason") else ""
+    )
+    ran = "the runner was running" if _runner_started(pod) else "the runner had not started"
+    return f"its node {node} stopped reporting{said}; when it last did, {ran}"
 
 
 def _running(pod: Object) -> str:

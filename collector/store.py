@@ -67,9 +67,20 @@ CREATE TABLE IF NOT EXISTS unread_results (
     collected_at TEXT NOT NULL,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
+CREATE TABLE IF NOT EXISTS waiting_causes (
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    job TEXT NOT NULL,
+    completion_index INTEGER NOT NULL,
+    workflow TEXT NOT NULL,
+    cause TEXT NOT NULL,
+    PRIMARY KEY (cluster, namespace, job, completion_index)
+);
 """
-# Version 4 adds unread_results: results a newer runner wrote, kept as they arrived until a
-# collector that reads them stores them in variant_runs. CREATE ... IF NOT EXISTS adds it.
+# Version 4 adds unread_results, results a newer runner wrote, kept as they arrived until a
+# collector that reads them stores them in variant_runs; and waiting_causes, why each index
+# waited, for a later gather to explain its failure when its pod is gone. CREATE ... IF NOT
+# EXISTS adds them.
 _COLUMNS: Final = [
     "cluster",
     "namespace",
@@ -199,7 +210,7 @@ class Store:
                         self._db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
                 if version in {1, 2}:
                     self._db.execute(_ADDED_IN_3)
-                # Version 3 lacks unread_results only: _SCHEMA creates it.
+                # Version 3 lacks only the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
         except sqlite3.DatabaseError as error:
@@ -263,6 +274,25 @@ class Store:
                 ],
             )
 
+    def remember_cause(self, job: JobIdentity, index: int, cause: str) -> None:
+        """Why completion index `index` of `job` waits (over what was said before)."""
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO waiting_causes "
+                "(cluster, namespace, job, completion_index, workflow, cause) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (job.cluster, job.namespace, job.job, index, job.workflow, cause),
+            )
+
+    def causes(self, cluster: str, namespace: str, job: str) -> dict[int, str]:
+        """Why each completion index of `job` was last seen waiting, where one was."""
+        rows = self._db.execute(
+            "SELECT completion_index, cause FROM waiting_causes "
+            "WHERE cluster = ? AND namespace = ? AND job = ?",
+            (cluster, namespace, job),
+        )
+        return dict(rows.fetchall())
+
     def unread(self, cluster: str, namespace: str, job: str) -> list[Unread]:
         """The kept results of `job` no collector has read yet, by index."""
         rows = self._db.execute(
@@ -322,11 +352,12 @@ class Store:
                 keys,
             )
             deleted = self._db.total_changes - before
-            self._db.executemany(
-                "DELETE FROM unread_results "
-                "WHERE workflow = ? AND cluster = ? AND namespace = ? AND job = ?",
-                keys,
-            )
+            for table in ("unread_results", "waiting_causes"):
+                self._db.executemany(
+                    f"DELETE FROM {table} "
+                    "WHERE workflow = ? AND cluster = ? AND namespace = ? AND job = ?",
+                    keys,
+                )
             return deleted
 
     @staticmethod
