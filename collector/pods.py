@@ -368,14 +368,17 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
     message = message_reading(pod)
     disruption = condition(pod, "DisruptionTarget")
     phase: Phase
-    if status.get("phase") == "Succeeded":
-        phase, reason, explanation = "succeeded", terminated.get("reason"), _succeeded(message)
+    # The runner's own end decides: a sidecar (an injected istio-proxy) keeps the pod Running
+    # after it, and the Job's deadline then fails the pod, the runner's result in it.
+    if status.get("phase") == "Succeeded" or terminated.get("exitCode") == 0:
+        phase, reason = "succeeded", terminated.get("reason")
+        explanation = _succeeded(message) + _held(pod)
     elif disruption is not None and disruption.get("status") == "True":
         phase, reason = "preempted", status.get("reason") or disruption.get("reason")
         explanation = _disrupted(pod, disruption)
-    elif status.get("phase") == "Failed":
+    elif status.get("phase") == "Failed" or terminated:
         phase, reason = "failed", _failure_reason(pod)
-        explanation = _failed(pod, message)
+        explanation = _failed(pod, message) + _held(pod)
     elif status.get("phase") == "Running":
         phase, reason, explanation = "running", None, _running(pod)
     elif status.get("phase") == "Unknown":
@@ -593,6 +596,28 @@ def _last_log_line(message: str | None) -> str | None:
         return None
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     return lines[-1][:_QUOTE_LIMIT] if lines else None
+
+
+def runner_succeeded(pod: Object) -> bool:
+    """Whether `pod`'s attempt succeeded: the pod did, or its runner exited 0 (whatever its
+    sidecars did after)."""
+    return (
+        pod.get("status", {}).get("phase") == "Succeeded"
+        or _runner_terminated(pod).get("exitCode") == 0
+    )
+
+
+def _held(pod: Object) -> str:
+    """What the pod still runs once its runner has ended, in words ("" when it has ended)."""
+    status = pod.get("status", {})
+    if status.get("phase") != "Running":
+        return ""
+    others = sorted(
+        str(container.get("name"))
+        for container in status.get("containerStatuses") or ()
+        if container.get("name") != RUNNER and "terminated" not in (container.get("state") or {})
+    )
+    return f"; the pod goes on running for {', '.join(others) or 'another container'} (a sidecar)"
 
 
 def _runner_started(pod: Object) -> bool:
