@@ -42,7 +42,7 @@ from collector.progress import plural
 from collector.status import explain_waiting, pods_by_job
 from collector.store import Store, Unread
 from collector.workload import ExpectedJob, expected_from, label_selector
-from contract.layout import recorded_jobs
+from contract.layout import GROUPS_ANNOTATION, recorded_jobs
 from contract.records import JobIdentity, JobRecord, StoredVariant, VariantState, write_record
 
 log = logging.getLogger(__name__)
@@ -179,6 +179,8 @@ class Gatherer:
         self._jobs = [self._progress(e) for e in expected]
         first = expected[0].identity
         self._recorded = set(recorded_jobs(root, first.workflow, first.cluster))
+        self._unmapped: set[str] = set()
+        """Finished Jobs left from older revisions that gather cannot read safely."""
 
     def run(self, clock: Callable[[], float] = time.monotonic) -> GatherOutcome:
         """Follow until every Job has finished and is stored, or the timeout passes."""
@@ -261,12 +263,26 @@ class Gatherer:
         of the spec) and that have no record: their results would be lost when Flux prunes
         them. Running ones are not waited for: the pull request that changed the spec lets
         Flux prune them."""
-        known = {progress.expected.identity.job for progress in self._jobs} | self._recorded
+        known = {progress.expected.identity.job for progress in self._jobs}
+        known |= self._recorded | self._unmapped
         cluster = self._jobs[0].expected.identity.cluster
         for name, job in sorted(snapshot.jobs.items()):
             if name in known or not job_finished(job):
                 continue
+            # Read with its own groups, from the Job itself: today's dist/ may group otherwise.
             expected = expected_from(cluster, job)
+            if expected.unmapped:
+                self._unmapped.add(name)
+                log.warning(
+                    "Job %s is not in dist/ any more and runs %d variants in %d pods, but says "
+                    "not which each runs (a synth before %s): not gathered, so that no result "
+                    "of it is filed under the wrong variant; `collector clean` keeps it",
+                    name,
+                    expected.declared,
+                    expected.completions,
+                    GROUPS_ANNOTATION,
+                )
+                continue
             log.info("Job %s is not in dist/ any more but finished: gathering it too", name)
             self._jobs.append(self._progress(expected))
             self._read_kept(self._jobs[-1])
@@ -323,7 +339,7 @@ class Gatherer:
             unread = [p for p in attempts if earlier_needs_log(p) and not self._logs.ready(p.name)]
             if unread:
                 continue
-            group = progress.expected.group(state.index)
+            group = progress.expected.slots(state.index)
             fresh += [
                 variant
                 for variant in harvest_earlier(state, attempts, group, self._logs.reader())
@@ -348,7 +364,7 @@ class Gatherer:
         ]
         fresh: list[StoredVariant] = []
         for state in ready:
-            group = progress.expected.group(state.index)
+            group = progress.expected.slots(state.index)
             harvested = harvest(state, group, failure, self._logs.reader())
             cause = progress.causes.get(state.index)
             fresh += [

@@ -43,6 +43,14 @@ class Ending(NamedTuple):
     source: ResultSource | None
 
 
+class Slot(NamedTuple):
+    """A variant a pod runs: its position in config.json's variants, and the variant there as
+    far as config.json is known (a Job read from the cluster may say only its positions)."""
+
+    position: int
+    variant: VariantRef | None
+
+
 class Harvest(NamedTuple):
     """What a settled index's pod left for each of its variants."""
 
@@ -105,17 +113,16 @@ def _succeeded(state: IndexState, reading: ResultReading) -> str:
 
 def harvest(
     state: IndexState,
-    group: Sequence[VariantRef],
+    group: Sequence[Slot],
     job_failure_reason: str | None,
     read_log: LogReader,
 ) -> Harvest:
     """The stored form of every variant of a settled (succeeded or failed) index; `group` is
-    what config.json says the index runs (empty when its config.json is not known). A variant
-    whose result only a newer runner's schema holds is not final on that ground: it is kept
-    unread instead."""
+    what the index runs. A variant whose result only a newer runner's schema holds is not
+    final on that ground: it is kept unread instead."""
     reading = _reading(state, read_log)
     if len(group) <= 1:
-        variant = group[0] if group else None
+        variant = group[0].variant if group else None
         stored = [_harvest_one(state, variant, job_failure_reason, reading)]
     else:
         stored = _harvest_group(state, group, job_failure_reason, reading)
@@ -210,23 +217,34 @@ def _harvest_one(
     return _stored(state, state.pod, variant, ending, result)
 
 
+def _fits(result: BenchResult, group: Sequence[Slot]) -> Slot | None:
+    """The slot of `group` that `result` names (by position, and by its whole identity where
+    config.json is known)."""
+    named = result.variant
+    for slot in group:
+        if named is not None and named.index == slot.position:
+            return slot if slot.variant in (None, named) else None
+    return None
+
+
 def _harvest_group(
     state: IndexState,
-    group: Sequence[VariantRef],
+    group: Sequence[Slot],
     job_failure_reason: str | None,
     reading: ResultReading | None,
 ) -> list[StoredVariant]:
     results = reading.results if reading else ()
-    own = {r.variant: r for r in results if r.variant in group}
+    own = {slot.position: r for r in results if (slot := _fits(r, group)) is not None}
     # What names no variant of the group: the group's own failure (config.json unreadable,
     # SIGTERM between variants), or a result for another variant altogether.
-    stray = [r for r in results if r.variant not in group]
+    stray = [r for r in results if _fits(r, group) is None]
     reported = {(o.index, o.id) for o in reading.omitted} if reading else set()
     cause = _cause(state, job_failure_reason)
     source = reading.source if reading else None
     stored = []
-    for variant in group:
-        result = own.get(variant)
+    for slot in group:
+        position, variant = slot
+        result = own.get(position)
         if result is None and stray:
             result = stray.pop(0) if stray[0].variant is not None else stray[0]
         stored_state: VariantState = "failed"
@@ -234,9 +252,9 @@ def _harvest_group(
         if result is not None:
             stored_state, reason, explanation = _reported(state, variant, result, reading)
         else:
-            explanation = _unreported(state, variant, reading, reported, len(own))
+            explanation = _unreported(state, slot, reading, reported, len(own))
         ending = Ending(stored_state, reason, explanation, source)
-        stored.append(_stored(state, state.pod, variant, ending, result))
+        stored.append(_stored(state, state.pod, variant, ending, result, position=position))
     return stored
 
 
@@ -262,19 +280,20 @@ def earlier_needs_log(pod: PodState) -> bool:
 def harvest_earlier(
     state: IndexState,
     attempts: Sequence[PodState],
-    group: Sequence[VariantRef],
+    group: Sequence[Slot],
     read_log: LogReader,
 ) -> list[StoredVariant]:
     """The variants of `group` that `attempts` (ended attempts of index `state`, oldest first:
     ended_attempts) measured, each as stored from the first attempt that did: stored at once,
     so that the retry of a group can be told to skip them (contract/reported.py), and kept
     whatever the retry does. `read_log` is called for the attempts earlier_needs_log names."""
-    found: dict[VariantRef, StoredVariant] = {}
+    found: dict[int, StoredVariant] = {}
     for pod in attempts:
         reading = with_log(pod.message, read_log(pod.name)) if earlier_needs_log(pod) else None
         for result in (reading or pod.message).results:
             ref = result.variant
-            if result.status == "ok" and ref in group and ref is not None and ref not in found:
+            slot = _fits(result, group)
+            if result.status == "ok" and slot and ref and slot.position not in found:
                 explanation = (
                     f"succeeded in an earlier attempt, pod {pod.name}, which then ended: "
                     f"{pod.explanation}"
@@ -283,8 +302,8 @@ def harvest_earlier(
                     explanation += f"; {reading.problem}"
                 source = reading.source if reading else "termination-message"
                 ending = Ending("succeeded", None, explanation, source)
-                found[ref] = _stored(state, pod, ref, ending, result)
-    return [found[variant] for variant in group if variant in found]
+                found[slot.position] = _stored(state, pod, ref, ending, result)
+    return [found[slot.position] for slot in group if slot.position in found]
 
 
 def _cause(state: IndexState, job_failure_reason: str | None) -> str:
@@ -299,11 +318,14 @@ def _stored(
     variant: VariantRef | None,
     ending: Ending,
     result: BenchResult | None,
+    *,
+    position: int | None = None,
 ) -> StoredVariant:
     """One variant of index `state`, run by `pod`, as stored (without config.json's word for
-    which variant, under the index)."""
+    which variant, under its `position`, else the index)."""
+    index = position if position is not None else state.index
     return StoredVariant(
-        index=variant.index if variant else state.index,
+        index=variant.index if variant else index,
         state=ending.state,
         variant=variant,
         explanation=ending.explanation,
@@ -319,7 +341,10 @@ def _stored(
 
 
 def _reported(
-    state: IndexState, variant: VariantRef, result: BenchResult, reading: ResultReading | None
+    state: IndexState,
+    variant: VariantRef | None,
+    result: BenchResult,
+    reading: ResultReading | None,
 ) -> tuple[VariantState, str | None, str]:
     """How a variant of a group ended that a result was filed for: its state, reason, words."""
     if (misfiled := _misfiled(result, variant)) is not None:
@@ -334,21 +359,21 @@ def _reported(
 
 def _unreported(
     state: IndexState,
-    variant: VariantRef,
+    slot: Slot,
     reading: ResultReading | None,
     stubs: set[tuple[int | None, str | None]],
     own: int,
 ) -> str:
-    """Why a variant of a group has no result, in words (it failed)."""
+    """Why the variant of `slot` in a group has no result, in words (it failed)."""
     problem = reading.problem if reading else "no pod is left to read it from"
-    if (variant.index, variant.id) in stubs:
+    position, variant = slot
+    named = _named(variant) if variant else f"the variant at index {position}"
+    stubbed = (position, variant.id) in stubs if variant else any(i == position for i, _ in stubs)
+    if stubbed:
         return (
-            f"the runner reported {_named(variant)}, but the termination message had no room "
+            f"the runner reported {named}, but the termination message had no room "
             f"for its result and the log does not have it: {problem}"
         )
     if state.phase == "succeeded":
-        return f"the pod succeeded but left no result for {_named(variant)}: {problem}"
-    return (
-        f"the pod ended before {_named(variant)} reported ({own} of its group had): "
-        f"{state.explanation}"
-    )
+        return f"the pod succeeded but left no result for {named}: {problem}"
+    return f"the pod ended before {named} reported ({own} of its group had): {state.explanation}"

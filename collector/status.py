@@ -123,7 +123,7 @@ def _ended(
             return None
 
     every = [
-        harvest(state, expected.group(state.index), failure, read_log)
+        harvest(state, expected.slots(state.index), failure, read_log)
         for state in states
         if settled(state)
     ]

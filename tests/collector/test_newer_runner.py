@@ -56,7 +56,7 @@ def test_each_variant_of_a_group_keeps_the_newer_result_that_names_it() -> None:
         "[" + ",".join(texts) + "]",
     )
     (state, _) = index_states(job, [pod])
-    harvested = harvest(state, expected.group(0), None, lambda name: None)
+    harvested = harvest(state, expected.slots(0), None, lambda name: None)
     assert harvested.stored == []
     assert [(kept.variant.index, kept.variant.state, kept.raw) for kept in harvested.unread] == [
         (position, "succeeded", text) for position, text in zip(GROUPS[0], texts, strict=True)
