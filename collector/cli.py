@@ -13,10 +13,11 @@ from collector.gather import GatherOptions
 from collector.history import (
     HistoryError,
     merged,
+    record_ages,
     records_at,
     records_in,
     runs_of,
-    spec_commits,
+    spec_revisions,
 )
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
@@ -33,8 +34,8 @@ from collector.session import (
 )
 from collector.status import format_status, workflow_status
 from collector.store import StoreError, open_store
-from contract.dist import dist_clusters, namespaces
-from contract.layout import LOCAL_CLUSTER, RESULTS
+from contract.dist import dist_clusters, namespaces, read_workload
+from contract.layout import LOCAL_CLUSTER, RESULTS, cluster_of, workload_files
 from contract.options import database_option, root_option, version_option
 
 ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
@@ -254,7 +255,7 @@ def report(
         notes = Notes(
             reuses={r.job: r.reuses for r in every if r.reuses},
             about={r.job: (r.description, r.owner) for r in every},
-            spec_commits=spec_commits(
+            spec_revisions=spec_revisions(
                 settings.root,
                 {
                     (r.job.spec_file, r.job.spec_sha256)
@@ -262,6 +263,8 @@ def report(
                     if r.job.spec_file and r.job.spec_sha256
                 },
             ),
+            record_ages=record_ages(settings.root, workflow),
+            in_dist=_in_dist(settings.root, workflow),
         )
     except (StoreError, HistoryError) as error:
         raise click.ClickException(str(error)) from None
@@ -301,6 +304,15 @@ def report(
         )
     output.write_text(text, encoding="utf-8")
     click.echo(f"wrote {output}", err=True)
+
+
+def _in_dist(root: Path, workflow: str) -> frozenset[tuple[str, str]]:
+    """(cluster, Job) of each Job of `workflow` that dist/ holds now."""
+    return frozenset(
+        (cluster_of(path), job["metadata"]["name"])
+        for path in workload_files(root, workflow)
+        for job in read_workload(path).jobs
+    )
 
 
 def _to_html(report: Report) -> str:
