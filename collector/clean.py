@@ -7,7 +7,8 @@ printed with its reason:
 
 - dist/ does not hold it: Flux would re-create a Job that git still holds, and run it again;
 - it has finished: a running Job's results would be lost;
-- its results are stored: a record in results/, or every index in the database.
+- its results are stored: every variant it runs, counted from the Job itself (a pod may run
+  several), is in the database or its record in results/.
 
 Every call names a namespace synth made for the cluster: nothing lists namespaces, or Jobs
 across them. A namespace the credential may not list Jobs in (a collector whose Role is in
@@ -15,16 +16,28 @@ another one) is skipped, saying so; it is an error only when every namespace is.
 """
 
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Literal
 
+from pydantic import ValidationError
+
 from collector.indexes import job_finished
 from collector.kube import KubeClient, KubeError, Object
 from collector.store import Store
+from collector.workload import expected_from
+from contract.config import parse_groups
 from contract.dist import job_names, namespaces
-from contract.layout import APP_SELECTOR, VARIANTS_ANNOTATION, WORKFLOW_LABEL, record_path
+from contract.layout import (
+    APP_SELECTOR,
+    GROUPS_ANNOTATION,
+    VARIANTS_ANNOTATION,
+    WORKFLOW_LABEL,
+    record_path,
+)
+from contract.records import read_record
 
 Action = Literal["delete", "keep"]
 
@@ -51,21 +64,38 @@ class Cleaned:
 def _stored(root: Path, store: Store, cluster: str, job: Object) -> bool:
     metadata = job["metadata"]
     workflow = (metadata.get("labels") or {}).get(WORKFLOW_LABEL, "")
-    if record_path(root, workflow, cluster, metadata["name"]).is_file():
-        return True
     stored = store.stored_indexes(cluster, metadata["namespace"], metadata["name"])
+    path = record_path(root, workflow, cluster, metadata["name"])
+    if path.is_file():
+        # A record is no proof by itself: a gather that read a grouped Job one variant per
+        # pod wrote one that looked complete.
+        try:
+            stored |= {variant.index for variant in read_record(path).variants}
+        except ValidationError:
+            return False
     return len(stored) >= _variants(job)
 
 
 def _variants(job: Object) -> int:
-    """How many variants the Job runs: synth's annotation says, since a pod may run a group
-    of them (scheduling.variants_per_pod); a Job without it (applied by hand) runs one per
-    completion index."""
-    annotated = (job["metadata"].get("annotations") or {}).get(VARIANTS_ANNOTATION, "")
+    """How many variants the Job runs, as the Job itself says: synth's annotations (a pod may
+    run a group of them, scheduling.variants_per_pod), or its completion indexes, whichever
+    is more (a Job without them, applied by hand, runs one per index)."""
+    annotations = job["metadata"].get("annotations") or {}
+    annotated = annotations.get(VARIANTS_ANNOTATION, "")
+    counts: list[int] = [job["spec"].get("completions", 1)]
     if annotated.isascii() and annotated.isdigit():
-        return int(annotated)
-    completions: int = job["spec"].get("completions", 1)
-    return completions
+        counts.append(int(annotated))
+    with suppress(ValueError):
+        counts.append(sum(map(len, parse_groups(annotations.get(GROUPS_ANNOTATION, "")))))
+    return max(counts)
+
+
+def _unmapped(cluster: str, job: Object) -> bool:
+    try:
+        return expected_from(cluster, job).unmapped
+    except (KeyError, TypeError, ValueError):
+        # Not shaped as synth's (applied by hand): gather does not read it either.
+        return False
 
 
 def decide(
@@ -82,9 +112,11 @@ def decide(
             why = "not in dist/, but still running: deleting it would lose its results"
             decisions.append(Decision(namespace, name, "keep", why))
         elif not _stored(root, store, cluster, job):
-            why = (
-                "not in dist/ and finished, but its results are not stored: run "
-                f"`collector gather --workflow {workflow} --cluster {cluster}` first"
+            why = "not in dist/ and finished, but its results are not stored: " + (
+                "it runs groups of variants and says not which each pod ran, so gather cannot "
+                "file them; its pods still hold them"
+                if _unmapped(cluster, job)
+                else f"run `collector gather --workflow {workflow} --cluster {cluster}` first"
             )
             decisions.append(Decision(namespace, name, "keep", why))
         else:

@@ -13,7 +13,6 @@ from collector.gather import GatherOptions
 from collector.history import (
     HistoryError,
     merged,
-    notes_of,
     records_at,
     records_in,
     runs_of,
@@ -21,6 +20,7 @@ from collector.history import (
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
+from collector.notes import notes_of
 from collector.progress import plural
 from collector.report import JobChoiceError, Report, build_report, in_cluster
 from collector.report_render import to_csv, to_json, to_markdown, to_text
@@ -257,7 +257,7 @@ def report(
         earlier = records_at(settings.root, baseline_ref, workflow) if baseline_ref else None
         runs = in_cluster(every_run, cluster)
         baseline = in_cluster(runs_of(earlier), cluster) if earlier is not None else None
-        notes = notes_of(settings.root, [*records, *(earlier or [])], runs)
+        notes = notes_of(settings.root, workflow, [*records, *(earlier or [])], runs)
     except (StoreError, HistoryError) as error:
         raise click.ClickException(str(error)) from None
     if not runs and every_run:

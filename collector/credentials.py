@@ -11,14 +11,18 @@ Only the provider's name is ever printed or logged, never a secret's content; er
 malformed kubeconfig name the provider and the line, not what is on it.
 """
 
+import logging
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 from kubernetes import client, config
+
+from collector.redact import Redactor, kubeconfig_secrets
 
 SECRET_NAME: Final = "k8s_kubeconfig"
 ENV_PREFIX: Final = "BENCHFLEET_"
@@ -37,6 +41,8 @@ class Connection:
     api_client: client.ApiClient
     provider: str
     context: str | None
+    redactor: Redactor = field(default_factory=Redactor)
+    """Masks what the kubeconfig holds of secrets, for every message about this connection."""
 
 
 def _secret_names(cluster: str) -> tuple[str, str]:
@@ -65,20 +71,54 @@ def _context(kubeconfig: Mapping[str, Any], cluster: str, wanted: str | None) ->
     return cluster if cluster in names else None
 
 
+class _Complaints(logging.Filter):
+    """Keeps what is logged on the root logger, and lets none of it through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.messages.append(record.getMessage())
+        return False
+
+
+@contextmanager
+def _library_complaints() -> Iterator[list[str]]:
+    """What the kubernetes library logs while it loads a kubeconfig. It logs an exec plugin's
+    failure (with the plugin's stderr) on the root logger rather than raising it, which would
+    print it whole, unmasked, and configure the root logger on the way (with no handler there,
+    `logging.error` calls basicConfig: the NullHandler prevents that)."""
+    root = logging.getLogger()
+    complaints, quiet = _Complaints(), logging.NullHandler()
+    root.addFilter(complaints)
+    root.addHandler(quiet)
+    try:
+        yield complaints.messages
+    finally:
+        root.removeHandler(quiet)
+        root.removeFilter(complaints)
+
+
 def _from_kubeconfig(
     kubeconfig: dict[str, Any], where: str, cluster: str, context: str | None
 ) -> Connection:
     chosen = _context(kubeconfig, cluster, context)
+    redactor = Redactor().adding(kubeconfig_secrets(kubeconfig))
     configuration = client.Configuration()
     try:
-        config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
-            kubeconfig, context=chosen, client_configuration=configuration
-        )
+        with _library_complaints() as complaints:
+            config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+                kubeconfig, context=chosen, client_configuration=configuration
+            )
     except (config.ConfigException, KeyError, ValueError, TypeError) as error:
-        # The library's messages name fields, not values; keep only its first line anyway.
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise CredentialsError(f"the kubeconfig from {where} cannot be used: {first}") from None
-    return Connection(client.ApiClient(configuration), where, chosen)
+        complaints = [str(error) or type(error).__name__]
+    if complaints:
+        # Only the first line: an exec plugin's stderr follows it, and it may say anything
+        # (masked all the same, in case the plugin echoes what it was given).
+        first = complaints[0].splitlines()[0] if complaints[0] else "no reason given"
+        raise CredentialsError(f"the kubeconfig from {where} cannot be used: {redactor(first)}")
+    return Connection(client.ApiClient(configuration), where, chosen, redactor)
 
 
 def connect(

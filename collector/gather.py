@@ -9,7 +9,7 @@ committed, makes `make synth` drop it and Flux prune it.
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from collector.harvest import (
     harvest,
     harvest_earlier,
     needs_log,
+    read_kept,
     settled,
 )
 from collector.indexes import (
@@ -39,9 +40,9 @@ from collector.metrics import ObservedJob
 from collector.pods import completion_index, is_stuck
 from collector.progress import plural
 from collector.status import explain_waiting, pods_by_job
-from collector.store import Store
+from collector.store import Store, Unread
 from collector.workload import ExpectedJob, expected_from, label_selector
-from contract.layout import recorded_jobs
+from contract.layout import GROUPS_ANNOTATION, recorded_jobs
 from contract.records import JobIdentity, JobRecord, StoredVariant, VariantState, write_record
 
 log = logging.getLogger(__name__)
@@ -77,11 +78,15 @@ class JobProgress:
     counts as it was stored."""
     causes: dict[int, str] = field(default_factory=dict)
     """Why each index waited, the last time it was seen waiting for a reason (unschedulable,
-    an image that cannot be pulled): its pod may be gone by the time the Job fails it."""
+    an image that cannot be pulled), also by an earlier gather (the store keeps them): its pod
+    may be gone by the time the Job fails it."""
     harvested: set[str] = field(default_factory=set)
     """The ended attempts whose measurements are stored: none is read twice."""
     handed_back: dict[str, str] = field(default_factory=dict)
     """What the Job's pods were last told an earlier attempt reported (contract/reported.py)."""
+    unread: dict[int, Unread] = field(default_factory=dict)
+    """The variants whose result a newer runner wrote, kept as it arrived (not final): gather
+    waits for them no longer, and records the Job only once a collector has read them."""
 
     def keep_unstored(self, pods: list[Object], states: list[IndexState]) -> None:
         """Hold `pods` and `states` of the indexes not stored yet only."""
@@ -90,11 +95,18 @@ class JobProgress:
 
     @property
     def finished(self) -> bool:
-        """The Job has ended and every variant of it is stored."""
+        """The Job has ended and every variant of it is stored, or kept unread."""
         return (
             self.job is not None
             and job_finished(self.job)
-            and len(self.stored) == self.expected.variant_count
+            and len(self.stored.keys() | self.unread.keys()) == self.expected.variant_count
+        )
+
+    def awaited(self, state: IndexState) -> bool:
+        """Whether a variant that index `state` runs is neither stored nor kept unread."""
+        return any(
+            p not in self.stored and p not in self.unread
+            for p in self.expected.positions(state.index)
         )
 
     def index_unstored(self, index: int | None) -> bool:
@@ -124,6 +136,8 @@ class Unfinished:
     waiting: tuple[IndexState, ...]
     failed: tuple[StoredVariant, ...] = ()
     """Its variants that failed already (stored, and final)."""
+    kept: tuple[Unread, ...] = ()
+    """Its variants whose result a newer runner wrote, kept unread."""
 
 
 @dataclass(frozen=True)
@@ -160,11 +174,13 @@ class Gatherer:
         self._root = root
         self._options = options
         self._on_progress = on_progress
-        self._jobs = [JobProgress(e, self._stored(e.identity)) for e in expected]
         self.stored_new = 0
-        self.already_stored = sum(len(progress.stored) for progress in self._jobs)
+        self.already_stored = 0
+        self._jobs = [self._progress(e) for e in expected]
         first = expected[0].identity
         self._recorded = set(recorded_jobs(root, first.workflow, first.cluster))
+        self._unmapped: set[str] = set()
+        """Finished Jobs left from older revisions that gather cannot read safely."""
 
     def run(self, clock: Callable[[], float] = time.monotonic) -> GatherOutcome:
         """Follow until every Job has finished and is stored, or the timeout passes."""
@@ -174,6 +190,8 @@ class Gatherer:
         selector = label_selector(workflow)
         deadline = clock() + self._options.timeout_s
         self._logs = LogReads(self._client, namespace, deadline)
+        for progress in self._jobs:
+            self._read_kept(progress)
         try:
             if self._options.wait:
                 self._follow(namespace, selector, deadline, clock)
@@ -220,22 +238,54 @@ class Gatherer:
         variants = self._store.variants(identity.cluster, identity.namespace, identity.job)
         return {variant.index: variant.state for variant in variants}
 
+    def _progress(self, expected: ExpectedJob) -> JobProgress:
+        """What the store holds of `expected` before its pods are seen."""
+        identity = expected.identity
+        progress = JobProgress(expected, self._stored(identity))
+        progress.causes = self._store.causes(identity.cluster, identity.namespace, identity.job)
+        self.already_stored += len(progress.stored)
+        kept = self._store.unread(identity.cluster, identity.namespace, identity.job)
+        progress.unread = {
+            e.variant.index: e for e in kept if e.variant.index not in progress.stored
+        }
+        return progress
+
+    def _read_kept(self, progress: JobProgress) -> None:
+        """Store for good the kept results that this collector reads (a newer runner's, kept
+        by an older collector)."""
+        read = [variant for kept in progress.unread.values() if (variant := read_kept(kept))]
+        self._add(progress, read)
+        for variant in read:
+            del progress.unread[variant.index]
+
     def _adopt_leftovers(self, snapshot: Snapshot) -> None:
         """Take on finished Jobs of the workflow that dist/ no longer holds (an earlier version
         of the spec) and that have no record: their results would be lost when Flux prunes
         them. Running ones are not waited for: the pull request that changed the spec lets
         Flux prune them."""
-        known = {progress.expected.identity.job for progress in self._jobs} | self._recorded
+        known = {progress.expected.identity.job for progress in self._jobs}
+        known |= self._recorded | self._unmapped
         cluster = self._jobs[0].expected.identity.cluster
         for name, job in sorted(snapshot.jobs.items()):
             if name in known or not job_finished(job):
                 continue
+            # Read with its own groups, from the Job itself: today's dist/ may group otherwise.
             expected = expected_from(cluster, job)
-            identity = expected.identity
+            if expected.unmapped:
+                self._unmapped.add(name)
+                log.warning(
+                    "Job %s is not in dist/ any more and runs %d variants in %d pods, but says "
+                    "not which each runs (a synth before %s): not gathered, so that no result "
+                    "of it is filed under the wrong variant; `collector clean` keeps it",
+                    name,
+                    expected.declared,
+                    expected.completions,
+                    GROUPS_ANNOTATION,
+                )
+                continue
             log.info("Job %s is not in dist/ any more but finished: gathering it too", name)
-            stored = self._stored(identity)
-            self.already_stored += len(stored)
-            self._jobs.append(JobProgress(expected, stored))
+            self._jobs.append(self._progress(expected))
+            self._read_kept(self._jobs[-1])
 
     def _step(self, snapshot: Snapshot) -> None:
         self._adopt_leftovers(snapshot)
@@ -256,7 +306,7 @@ class Gatherer:
             ]
             states = index_states(progress.job, pods)
             progress.keep_unstored(pods, states)
-            _remember_causes(progress)
+            self._remember_causes(progress, progress.states)
             self._store_earlier(progress)
             self._store_finished(progress)
             hand_back(self._client, progress)
@@ -265,6 +315,17 @@ class Gatherer:
                 counts[state] = counts.get(state, 0) + number
             progress.keep_unstored(pods, states)
         self._on_progress(counts)
+
+    def _remember_causes(self, progress: JobProgress, states: Iterable[IndexState]) -> None:
+        """Keep why each of `states` waits, in the store too, where it says something new."""
+        for state in states:
+            if state.phase != "pending" or state.pod is None or not is_stuck(state.pod):
+                continue
+            if _says_more(state.explanation, progress.causes.get(state.index)):
+                progress.causes[state.index] = state.explanation
+                self._store.remember_cause(
+                    progress.expected.identity, state.index, state.explanation
+                )
 
     def _store_earlier(self, progress: JobProgress) -> None:
         """Store what the ended attempts of grouped indexes measured, while their retries are
@@ -278,7 +339,7 @@ class Gatherer:
             unread = [p for p in attempts if earlier_needs_log(p) and not self._logs.ready(p.name)]
             if unread:
                 continue
-            group = progress.expected.group(state.index)
+            group = progress.expected.slots(state.index)
             fresh += [
                 variant
                 for variant in harvest_earlier(state, attempts, group, self._logs.reader())
@@ -297,19 +358,36 @@ class Gatherer:
             state
             for state in progress.states
             if settled(state)
-            and progress.unstored(state)
+            and progress.awaited(state)
             and not progress.attempts_unread(state)
             and (state.pod is None or not needs_log(state) or self._logs.ready(state.pod.name))
         ]
-        fresh = [
-            _with_cause(variant, progress.causes.get(state.index))
-            for state in ready
-            for variant in harvest(
-                state, progress.expected.group(state.index), failure, self._logs.reader()
-            )
-            if variant.index not in progress.stored
-        ]
+        fresh: list[StoredVariant] = []
+        for state in ready:
+            group = progress.expected.slots(state.index)
+            harvested = harvest(state, group, failure, self._logs.reader())
+            cause = progress.causes.get(state.index)
+            fresh += [
+                _with_cause(variant, cause)
+                for variant in harvested.stored
+                if variant.index not in progress.stored
+            ]
+            self._keep_unread(progress, harvested.unread)
         self._add(progress, fresh)
+
+    def _keep_unread(self, progress: JobProgress, unread: list[Unread]) -> None:
+        """Keep what a newer runner wrote, as it arrived, before gather stops waiting for it."""
+        if not unread:
+            return
+        self._store.keep_unread(progress.expected.identity, unread)
+        for kept in unread:
+            progress.unread.setdefault(kept.variant.index, kept)
+            log.warning(
+                "variant %d: %s",
+                kept.variant.index,
+                kept.why,
+                extra=_context(progress.expected.identity),
+            )
 
     def _add(self, progress: JobProgress, fresh: list[StoredVariant]) -> None:
         """Store `fresh` variants of the Job: before anything else is done with them."""
@@ -335,7 +413,7 @@ class Gatherer:
         unfinished: list[Unfinished] = []
         for progress in self._jobs:
             context = _context(progress.expected.identity)
-            if not progress.finished:
+            if not progress.finished or progress.unread:
                 unfinished.append(self._unfinished(progress))
                 log.warning("Job not finished: %s", unfinished[-1].why, extra=context)
                 continue
@@ -392,6 +470,9 @@ class Gatherer:
         waiting = [s for s in progress.states if s.phase not in ("succeeded", "failed")]
         assert progress.job is not None
         explained = explain_waiting(self._client, progress.job, progress.pods, waiting)
+        # With its events, a cause says more (the registry's "not found", the scheduler's
+        # verdict): kept for the gather that sees the Job fail it.
+        self._remember_causes(progress, explained)
         unread = [
             replace(
                 state,
@@ -399,11 +480,17 @@ class Gatherer:
                 "its result: run gather again",
             )
             for state in progress.states
-            if settled(state) and progress.unstored(state)
+            if settled(state) and progress.awaited(state)
         ]
         total = progress.expected.variant_count
         done = total - sum(len(progress.expected.positions(s.index)) for s in waiting)
         why = f"{done} of {plural(total, 'variant')} finished"
+        if progress.unread:
+            why += (
+                f"; {plural(len(progress.unread), 'result')} written by a newer runner than "
+                "this collector reads, kept as it arrived: upgrade the collector and gather "
+                "again to store it and record the Job"
+            )
         stored = self._store.variants(identity.cluster, identity.namespace, identity.job)
         failed = tuple(variant for variant in stored if variant.state == "failed")
         return Unfinished(
@@ -411,6 +498,7 @@ class Gatherer:
             why,
             tuple(sorted([*explained, *unread], key=lambda state: state.index)),
             failed,
+            tuple(progress.unread[index] for index in sorted(progress.unread)),
         )
 
 
@@ -420,10 +508,12 @@ def _context(identity: JobIdentity) -> dict[str, object]:
     )
 
 
-def _remember_causes(progress: JobProgress) -> None:
-    for state in progress.states:
-        if state.phase == "pending" and state.pod is not None and is_stuck(state.pod):
-            progress.causes[state.index] = state.explanation
+def _says_more(cause: str, known: str | None) -> bool:
+    """Whether `cause` replaces what was `known` of why an index waits: it is the first word,
+    or another reason, or the same reason said at more length (with its events)."""
+    if known is None:
+        return True
+    return cause.split(":", 1)[0] != known.split(":", 1)[0] or len(cause) > len(known)
 
 
 def _with_cause(variant: StoredVariant, cause: str | None) -> StoredVariant:

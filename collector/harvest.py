@@ -13,13 +13,17 @@ What is stored here is also what progress and `collector status` count: a varian
 succeeded but whose result cannot be used is failed everywhere, not only in the record.
 """
 
+import json
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from pydantic import ValidationError
+
 from collector.indexes import IndexState
 from collector.pods import PodState, ResultReading, ResultSource, with_log
+from collector.store import Unread
 from contract.records import StoredVariant, VariantState
-from contract.result import BenchResult, ErrorResult
+from contract.result import BenchResult, ErrorResult, parse_result
 from contract.variant import VariantRef
 
 LogReader = Callable[[str], str | None]
@@ -37,6 +41,24 @@ class Ending(NamedTuple):
     reason: str | None
     explanation: str
     source: ResultSource | None
+
+
+class Slot(NamedTuple):
+    """A variant a pod runs: its position in config.json's variants, and the variant there as
+    far as config.json is known (a Job read from the cluster may say only its positions)."""
+
+    position: int
+    variant: VariantRef | None
+
+
+class Harvest(NamedTuple):
+    """What a settled index's pod left for each of its variants."""
+
+    stored: list[StoredVariant]
+    """The variants that ended for good, as they are stored."""
+    unread: list[Unread]
+    """Those whose result a newer runner wrote: kept as it arrived, final only once a
+    collector that reads it has read it (read_kept)."""
 
 
 def settled(state: IndexState) -> bool:
@@ -91,24 +113,87 @@ def _succeeded(state: IndexState, reading: ResultReading) -> str:
 
 def harvest(
     state: IndexState,
-    group: Sequence[VariantRef],
+    group: Sequence[Slot],
     job_failure_reason: str | None,
     read_log: LogReader,
-) -> list[StoredVariant]:
+) -> Harvest:
     """The stored form of every variant of a settled (succeeded or failed) index; `group` is
-    what config.json says the index runs (empty when its config.json is not known)."""
+    what the index runs. A variant whose result only a newer runner's schema holds is not
+    final on that ground: it is kept unread instead."""
+    reading = _reading(state, read_log)
     if len(group) <= 1:
-        return [_harvest_one(state, group[0] if group else None, job_failure_reason, read_log)]
-    return _harvest_group(state, group, job_failure_reason, read_log)
+        variant = group[0].variant if group else None
+        stored = [_harvest_one(state, variant, job_failure_reason, reading)]
+    else:
+        stored = _harvest_group(state, group, job_failure_reason, reading)
+    if reading is None or not reading.newer:
+        return Harvest(stored, [])
+    # How the pod ended, to be completed by the result once it can be read.
+    ended: VariantState = "succeeded" if state.phase == "succeeded" else "failed"
+    cause = None if ended == "succeeded" else _cause(state, job_failure_reason)
+    ending = {
+        "state": ended,
+        "reason": cause,
+        "explanation": state.explanation,
+        "result_source": reading.source,
+    }
+    unread = [
+        Unread(variant.model_copy(update=ending), raw, reading.problem or "")
+        for variant in stored
+        if variant.result is None and (raw := _newer_for(variant.index, reading.newer, len(stored)))
+    ]
+    kept = {entry.variant.index for entry in unread}
+    return Harvest([v for v in stored if v.index not in kept], unread)
+
+
+def _newer_for(index: int, newer: Sequence[str], variants: int) -> str | None:
+    """What a newer runner wrote for the variant at `index`: the result naming it, else
+    (where a result names no index this collector can find) every such result, or for a
+    pod of one variant its last."""
+    named = {text: _named_index(text) for text in newer}
+    own = [text for text, at in named.items() if at == index]
+    if own or variants == 1:
+        return (own or list(newer))[-1]
+    return "\n".join(text for text, at in named.items() if at is None) or None
+
+
+def _named_index(text: str) -> int | None:
+    """The variant index a newer runner's result names, where it names one where ours do."""
+    data = json.loads(text)
+    variant = data.get("variant") if isinstance(data, dict) else None
+    index = variant.get("index") if isinstance(variant, dict) else None
+    return index if isinstance(index, int) else None
+
+
+def read_kept(kept: Unread) -> StoredVariant | None:
+    """A variant kept unread, as stored now that this collector reads what the newer runner
+    wrote; None while it still cannot (it stays kept)."""
+    try:
+        result = parse_result(kept.raw, strict=True)
+    except ValidationError:
+        return None
+    variant = kept.variant
+    state: VariantState = "succeeded"
+    reason = None
+    if isinstance(result, ErrorResult):
+        state, reason = "failed", result.error.type
+        words = f"runner error {result.error.type}: {result.error.message}"
+    elif variant.state == "succeeded":
+        words = "succeeded"
+    else:
+        words = f"succeeded; its pod then ended: {variant.explanation}"
+    explanation = f"{words} (read later, from the result kept as a newer runner wrote it)"
+    return variant.model_copy(
+        update={"result": result, "state": state, "reason": reason, "explanation": explanation}
+    )
 
 
 def _harvest_one(
     state: IndexState,
     variant: VariantRef | None,
     job_failure_reason: str | None,
-    read_log: LogReader,
+    reading: ResultReading | None,
 ) -> StoredVariant:
-    reading = _reading(state, read_log)
     result = reading.result if reading else None
     explanation = state.explanation
     reason: str | None = None
@@ -132,24 +217,34 @@ def _harvest_one(
     return _stored(state, state.pod, variant, ending, result)
 
 
+def _fits(result: BenchResult, group: Sequence[Slot]) -> Slot | None:
+    """The slot of `group` that `result` names (by position, and by its whole identity where
+    config.json is known)."""
+    named = result.variant
+    for slot in group:
+        if named is not None and named.index == slot.position:
+            return slot if slot.variant in (None, named) else None
+    return None
+
+
 def _harvest_group(
     state: IndexState,
-    group: Sequence[VariantRef],
+    group: Sequence[Slot],
     job_failure_reason: str | None,
-    read_log: LogReader,
+    reading: ResultReading | None,
 ) -> list[StoredVariant]:
-    reading = _reading(state, read_log)
     results = reading.results if reading else ()
-    own = {r.variant: r for r in results if r.variant in group}
+    own = {slot.position: r for r in results if (slot := _fits(r, group)) is not None}
     # What names no variant of the group: the group's own failure (config.json unreadable,
     # SIGTERM between variants), or a result for another variant altogether.
-    stray = [r for r in results if r.variant not in group]
+    stray = [r for r in results if _fits(r, group) is None]
     reported = {(o.index, o.id) for o in reading.omitted} if reading else set()
     cause = _cause(state, job_failure_reason)
     source = reading.source if reading else None
     stored = []
-    for variant in group:
-        result = own.get(variant)
+    for slot in group:
+        position, variant = slot
+        result = own.get(position)
         if result is None and stray:
             result = stray.pop(0) if stray[0].variant is not None else stray[0]
         stored_state: VariantState = "failed"
@@ -157,9 +252,9 @@ def _harvest_group(
         if result is not None:
             stored_state, reason, explanation = _reported(state, variant, result, reading)
         else:
-            explanation = _unreported(state, variant, reading, reported, len(own))
+            explanation = _unreported(state, slot, reading, reported, len(own))
         ending = Ending(stored_state, reason, explanation, source)
-        stored.append(_stored(state, state.pod, variant, ending, result))
+        stored.append(_stored(state, state.pod, variant, ending, result, position=position))
     return stored
 
 
@@ -185,19 +280,20 @@ def earlier_needs_log(pod: PodState) -> bool:
 def harvest_earlier(
     state: IndexState,
     attempts: Sequence[PodState],
-    group: Sequence[VariantRef],
+    group: Sequence[Slot],
     read_log: LogReader,
 ) -> list[StoredVariant]:
     """The variants of `group` that `attempts` (ended attempts of index `state`, oldest first:
     ended_attempts) measured, each as stored from the first attempt that did: stored at once,
     so that the retry of a group can be told to skip them (contract/reported.py), and kept
     whatever the retry does. `read_log` is called for the attempts earlier_needs_log names."""
-    found: dict[VariantRef, StoredVariant] = {}
+    found: dict[int, StoredVariant] = {}
     for pod in attempts:
         reading = with_log(pod.message, read_log(pod.name)) if earlier_needs_log(pod) else None
         for result in (reading or pod.message).results:
             ref = result.variant
-            if result.status == "ok" and ref in group and ref is not None and ref not in found:
+            slot = _fits(result, group)
+            if result.status == "ok" and slot and ref and slot.position not in found:
                 explanation = (
                     f"succeeded in an earlier attempt, pod {pod.name}, which then ended: "
                     f"{pod.explanation}"
@@ -206,8 +302,8 @@ def harvest_earlier(
                     explanation += f"; {reading.problem}"
                 source = reading.source if reading else "termination-message"
                 ending = Ending("succeeded", None, explanation, source)
-                found[ref] = _stored(state, pod, ref, ending, result)
-    return [found[variant] for variant in group if variant in found]
+                found[slot.position] = _stored(state, pod, ref, ending, result)
+    return [found[slot.position] for slot in group if slot.position in found]
 
 
 def _cause(state: IndexState, job_failure_reason: str | None) -> str:
@@ -222,11 +318,14 @@ def _stored(
     variant: VariantRef | None,
     ending: Ending,
     result: BenchResult | None,
+    *,
+    position: int | None = None,
 ) -> StoredVariant:
     """One variant of index `state`, run by `pod`, as stored (without config.json's word for
-    which variant, under the index)."""
+    which variant, under its `position`, else the index)."""
+    index = position if position is not None else state.index
     return StoredVariant(
-        index=variant.index if variant else state.index,
+        index=variant.index if variant else index,
         state=ending.state,
         variant=variant,
         explanation=ending.explanation,
@@ -242,7 +341,10 @@ def _stored(
 
 
 def _reported(
-    state: IndexState, variant: VariantRef, result: BenchResult, reading: ResultReading | None
+    state: IndexState,
+    variant: VariantRef | None,
+    result: BenchResult,
+    reading: ResultReading | None,
 ) -> tuple[VariantState, str | None, str]:
     """How a variant of a group ended that a result was filed for: its state, reason, words."""
     if (misfiled := _misfiled(result, variant)) is not None:
@@ -257,21 +359,21 @@ def _reported(
 
 def _unreported(
     state: IndexState,
-    variant: VariantRef,
+    slot: Slot,
     reading: ResultReading | None,
     stubs: set[tuple[int | None, str | None]],
     own: int,
 ) -> str:
-    """Why a variant of a group has no result, in words (it failed)."""
+    """Why the variant of `slot` in a group has no result, in words (it failed)."""
     problem = reading.problem if reading else "no pod is left to read it from"
-    if (variant.index, variant.id) in stubs:
+    position, variant = slot
+    named = _named(variant) if variant else f"the variant at index {position}"
+    stubbed = (position, variant.id) in stubs if variant else any(i == position for i, _ in stubs)
+    if stubbed:
         return (
-            f"the runner reported {_named(variant)}, but the termination message had no room "
+            f"the runner reported {named}, but the termination message had no room "
             f"for its result and the log does not have it: {problem}"
         )
     if state.phase == "succeeded":
-        return f"the pod succeeded but left no result for {_named(variant)}: {problem}"
-    return (
-        f"the pod ended before {_named(variant)} reported ({own} of its group had): "
-        f"{state.explanation}"
-    )
+        return f"the pod succeeded but left no result for {named}: {problem}"
+    return f"the pod ended before {named} reported ({own} of its group had): {state.explanation}"

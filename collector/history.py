@@ -5,13 +5,13 @@ import hashlib
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import Final, NamedTuple
 
 from pydantic import ValidationError
 
-from collector.report import Notes
 from collector.store import StoredRun
-from contract.layout import RESULTS
+from contract.dist import read_workload
+from contract.layout import RESULTS, cluster_of, workload_files
 from contract.records import JobIdentity, JobRecord, read_record
 
 
@@ -20,15 +20,14 @@ class HistoryError(ValueError):
 
 
 def runs_of(records: Iterable[JobRecord]) -> list[StoredRun]:
-    """Each record's variants as stored runs."""
+    """Each record's variants as stored runs (a record keeps no time of storage: a finish
+    time, a node's clock, would stand in for the collector's)."""
     runs = []
     for record in records:
         identity = JobIdentity.model_validate(
             record.model_dump(include=set(JobIdentity.model_fields))
         )
-        runs += [
-            StoredRun(identity, variant, variant.finished_at or "") for variant in record.variants
-        ]
+        runs += [StoredRun(identity, variant, "") for variant in record.variants]
     return runs
 
 
@@ -60,47 +59,82 @@ def records_at(root: Path, revision: str, workflow: str) -> list[JobRecord]:
 
 SPEC_COMMITS_SEARCHED: Final = 50
 """How far back a spec file's history is searched for the bytes a Job was made from."""
+CURRENT: Final = -1
+"""The age of what the checkout holds now: newer than any commit."""
 
 
-def spec_commits(root: Path, specs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """(spec file, sha256) -> the newest of the file's last SPEC_COMMITS_SEARCHED commits whose
-    copy has those bytes; a pair not found (an uncommitted edit, an older history, no git)
-    is left out."""
+class SpecRevision(NamedTuple):
+    """Where a spec file's bytes stand in its history: which revision a Job was made from."""
+
+    commit: str | None
+    """The newest of the file's last SPEC_COMMITS_SEARCHED commits whose copy has the bytes."""
+    age: int
+    """CURRENT where the checkout's file has the bytes; else how many of the file's commits
+    are newer than `commit`. Git's order, never a clock: it orders spec revisions."""
+
+
+def spec_revisions(
+    root: Path, specs: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], SpecRevision]:
+    """(spec file, sha256) -> its revision; a pair neither the checkout nor the file's recent
+    history holds (an older history, an edit since undone, no git) is left out."""
     found = {}
     for file, sha256 in sorted(set(specs)):
+        current = _checkout_sha256(root, file) == sha256
         try:
             commits = _git(
                 root, "log", f"-{SPEC_COMMITS_SEARCHED}", "--format=%H", "--", file
             ).split()
         except (HistoryError, OSError):
-            continue
-        for commit in commits:
+            commits = []
+        for age, commit in enumerate(commits):
             shown = subprocess.run(
                 ["git", "-C", str(root), "show", f"{commit}:{file}"],
                 capture_output=True,
                 check=False,
             )
             if shown.returncode == 0 and hashlib.sha256(shown.stdout).hexdigest() == sha256:
-                found[file, sha256] = commit
+                found[file, sha256] = SpecRevision(commit, CURRENT if current else age)
                 break
+        else:
+            if current:
+                found[file, sha256] = SpecRevision(None, CURRENT)
     return found
 
 
-def notes_of(root: Path, records: Iterable[JobRecord], runs: Iterable[StoredRun]) -> Notes:
-    """What the records (the current ones and a baseline's) and git add to the report of
-    `runs`: Job names are content hashes, so one mapping serves the runs and the baseline."""
-    every = list(records)
-    return Notes(
-        reuses={r.job: r.reuses for r in every if r.reuses},
-        about={r.job: (r.description, r.owner) for r in every},
-        spec_commits=spec_commits(
-            root,
-            {
-                (r.job.spec_file, r.job.spec_sha256)
-                for r in runs
-                if r.job.spec_file and r.job.spec_sha256
-            },
-        ),
+def _checkout_sha256(root: Path, file: str) -> str | None:
+    """The sha256 of `file` as the checkout holds it; None where it is not a regular file
+    inside the repository (the name comes from a Job, so from the cluster)."""
+    path = (root / file).resolve()
+    if not path.is_relative_to(root.resolve()) or not path.is_file():
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def record_ages(root: Path, workflow: str) -> dict[tuple[str, str], int]:
+    """(cluster, Job) -> how many commits that added records of `workflow` are newer than the
+    one that added its record: the order gather recorded the Jobs in, as git holds it. A
+    record not committed yet is left out (it is the newest); so is everything without git."""
+    folder = PurePosixPath(RESULTS, workflow).as_posix()
+    try:
+        listing = _git(root, "log", "--format=%x00", "--name-only", "--diff-filter=A", "--", folder)
+    except (HistoryError, OSError):
+        return {}
+    ages: dict[tuple[str, str], int] = {}
+    for age, commit in enumerate(listing.split("\0")[1:]):
+        for name in commit.split():
+            path = PurePosixPath(name)
+            if path.suffix == ".json" and len(path.parts) == 4:
+                ages.setdefault((path.parts[2], path.stem), age)
+    return ages
+
+
+def in_dist(root: Path, workflow: str) -> frozenset[tuple[str, str]]:
+    """(cluster, Job) of each Job of `workflow` that dist/ holds now."""
+    return frozenset(
+        (cluster_of(path), job["metadata"]["name"])
+        for path in workload_files(root, workflow)
+        for job in read_workload(path).jobs
     )
 
 

@@ -31,6 +31,7 @@ from collector.pods import (
     completion_index,
     condition,
     pod_state,
+    runner_succeeded,
 )
 from contract.layout import CONTROLLER_UID_LABEL
 from contract.records import VariantState
@@ -155,9 +156,7 @@ def index_states(
     states = []
     for index in range(job["spec"]["completions"]):
         attempts = sorted(by_index[index], key=_attempt_order)
-        won = next(
-            (pod for pod in attempts if pod.get("status", {}).get("phase") == "Succeeded"), None
-        )
+        won = next((pod for pod in attempts if runner_succeeded(pod)), None)
         deciding = won or (attempts[-1] if attempts else None)
         state = None if deciding is None else pod_state(deciding, events)
         counted = _attempts(job, attempts)
@@ -244,7 +243,11 @@ def _attempts(job: Object, pods: Sequence[Object]) -> _Attempts:
     ignored_before = _count(latest, IGNORED_COUNT_KEY)
     failed_before = _count(latest, FAILURE_COUNT_KEY)
     latest_ignored = _ignored(job, latest)
-    latest_failed = latest.get("status", {}).get("phase") == "Failed" and not latest_ignored
+    latest_failed = (
+        latest.get("status", {}).get("phase") == "Failed"
+        and not latest_ignored
+        and not runner_succeeded(latest)
+    )
     visible_ignored = sum(1 for pod in pods if _ignored(job, pod))
     preemptions = max(visible_ignored, ignored_before + latest_ignored)
     failures = failed_before + latest_failed
@@ -254,8 +257,7 @@ def _attempts(job: Object, pods: Sequence[Object]) -> _Attempts:
 
 def _ignored(job: Object, pod: Object) -> bool:
     # A disrupted pod may still be terminating (Running): its failure is ignored all the same.
-    phase = pod.get("status", {}).get("phase")
-    return phase != "Succeeded" and policy_action(job, pod) == "Ignore"
+    return not runner_succeeded(pod) and policy_action(job, pod) == "Ignore"
 
 
 def policy_action(job: Object, pod: Object) -> str | None:

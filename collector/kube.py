@@ -31,6 +31,8 @@ import urllib3
 from kubernetes.client import ApiClient, ApiException, BatchV1Api, CoreV1Api, rest
 from kubernetes.watch.watch import iter_resp_lines
 
+from collector.redact import Redactor
+
 Object = dict[str, Any]
 Keep = Callable[[Object], Object]
 """What a caller holds of each listed or watched object: applied as each page or event
@@ -167,6 +169,15 @@ class _Failure(Exception):
         self.retryable = retryable
         self.retry_after_s = retry_after_s
 
+    def masked(self, redact: Callable[[str], str]) -> "_Failure":
+        """The same failure, its words passed through `redact`."""
+        return _Failure(
+            redact(self.summary),
+            status=self.status,
+            retryable=self.retryable,
+            retry_after_s=self.retry_after_s,
+        )
+
 
 class _Gone(Exception):
     """The resourceVersion a watch started from is older than the server keeps (410)."""
@@ -255,7 +266,9 @@ class KubeClient:
     503 up to three times, where RetryPolicy can neither count nor bound them.
 
     `sleep` replaces the waits between attempts (tests pass a recorder); by default a wait is
-    real time, cut short by a follower's stop event. Safe to share between followers' threads.
+    real time, cut short by a follower's stop event. `redactor` masks the credentials'
+    secrets (credentials.Connection's) in every message, besides the token the client sends
+    and any URL's userinfo. Safe to share between followers' threads.
     """
 
     def __init__(
@@ -265,6 +278,7 @@ class KubeClient:
         *,
         sleep: Callable[[float], object] | None = None,
         request_timeout_s: float = 60.0,
+        redactor: Redactor | None = None,
     ) -> None:
         configuration = api_client.configuration
         if configuration.retries is not False:
@@ -278,9 +292,17 @@ class KubeClient:
         self._timeout_s = request_timeout_s
         self._lock = threading.Lock()
         self.requests: Counter[str] = Counter()
-        self.server: str = configuration.host
+        self._configuration = configuration
+        self._redactor = redactor or Redactor()
+        self.server: str = self.redact(configuration.host)
         self.last_failure: str | None = None
         """What the latest failed request was doing and how it failed, retried or not."""
+
+    def redact(self, text: str) -> str:
+        """`text` with every credential masked: the kubeconfig's, and what the client sends
+        now (an exec plugin's or a service account's token, read after the kubeconfig)."""
+        sent = [*self._configuration.api_key.values(), self._configuration.password or ""]
+        return self._redactor.adding(s.removeprefix("Bearer ") for s in sent)(text)
 
     def list_jobs(
         self, namespace: str, label_selector: str, *, page_size: int = DEFAULT_PAGE_SIZE
@@ -528,6 +550,8 @@ class KubeClient:
             failure = _api_failure(error)
         except CONNECTION_ERRORS as error:
             failure = _connection_failure(error, self.server)
+        # The server's own words too: a proxy's error page may echo a request's header.
+        failure = failure.masked(self.redact)
         self.last_failure = f"{operation.doing}: {failure.summary}"
         raise failure
 
@@ -690,9 +714,8 @@ class Follower:
                 if line:
                     self._handle(line, sink)
         except CONNECTION_ERRORS as error:
-            raise _Failure(
-                f"the watch connection broke: {type(error).__name__}: {error}", retryable=True
-            ) from None
+            words = self._client.redact(f"{type(error).__name__}: {error}")
+            raise _Failure(f"the watch connection broke: {words}", retryable=True) from None
         finally:
             with self._lock:
                 self._response = None
@@ -706,7 +729,7 @@ class Follower:
             if type_ == "ERROR":
                 if obj.get("code") == 410:
                     raise _Gone
-                raise _status_failure(obj)
+                raise _status_failure(obj).masked(self._client.redact)
             resource_version = str(obj["metadata"]["resourceVersion"])
         except (ValueError, KeyError, TypeError, AttributeError):
             raise _Failure("the watch sent a line that is not an event", retryable=True) from None

@@ -79,6 +79,9 @@ class ResultReading:
     """What kept the whole results from being read, in words; None when nothing did."""
     omitted: tuple[OmittedResult, ...] = ()
     """Results a group's termination message had no room for: only the log has them."""
+    newer: tuple[str, ...] = ()
+    """Results written by a newer runner than this collector reads, as they arrived (JSON):
+    kept for a later collector, never taken for a broken result."""
 
     @property
     def result(self) -> BenchResult | None:
@@ -166,8 +169,7 @@ def message_reading(pod: Object) -> ResultReading:
         return ResultReading((), None, _no_message(pod))
     if is_group_message(message):
         return _from_group_message(message.strip())
-    results, problem = _from_termination_message(message)
-    return ResultReading(results, "termination-message" if results else None, problem)
+    return _from_termination_message(message)
 
 
 def read_result(pod: Object, log: str | None) -> ResultReading:
@@ -185,14 +187,17 @@ def with_log(message: ResultReading, log: str | None) -> ResultReading:
         if message.results or message.omitted:
             problem = f"the log cannot be read, so {_COMPACTED_ONLY}"
             return ResultReading(message.results, "termination-message", problem, message.omitted)
-        return ResultReading((), None, message.problem)
-    from_log, log_problem = _all_from_log(log, "the log")
-    if from_log:
-        return ResultReading(from_log, "log", log_problem)
+        return message
+    from_log = _all_from_log(log, "the log")
+    if from_log.results:
+        return from_log
     if message.results or message.omitted:
-        problem = f"{log_problem}, so {_COMPACTED_ONLY}"
+        problem = f"{from_log.problem}, so {_COMPACTED_ONLY}"
         return ResultReading(message.results, "termination-message", problem, message.omitted)
-    return ResultReading((), None, f"{message.problem}; {log_problem}")
+    # The log's lines whole where it has them, else what the message kept.
+    newer, source = (from_log.newer, "log") if from_log.newer else (message.newer, message.source)
+    problem = f"{message.problem}; {from_log.problem}"
+    return ResultReading((), source if newer else None, problem, newer=newer)
 
 
 def _from_group_message(message: str) -> ResultReading:
@@ -200,6 +205,11 @@ def _from_group_message(message: str) -> ResultReading:
     try:
         entries = parse_group_message(message)
     except ValidationError as error:
+        newer = _newer_entries(message)
+        if newer:
+            version = max(_newer_version(text) or 0 for text in newer)
+            words = f"the termination message was {_newer_words(version)}"
+            return ResultReading((), "termination-message", words, newer=newer)
         return ResultReading(
             (), None, f"the termination message is not a group of results: {_pydantic_words(error)}"
         )
@@ -214,30 +224,77 @@ def _no_message(pod: Object) -> str:
     return "the runner container left no termination message"
 
 
-def _from_termination_message(message: str) -> tuple[tuple[BenchResult, ...], str | None]:
+def _from_termination_message(message: str) -> ResultReading:
     if message.lstrip().startswith("{"):
-        result, problem = _parse(message.strip(), "the termination message")
-        return ((result,) if result else ()), problem
+        text = message.strip()
+        result, problem = _parse(text, "the termination message")
+        newer = (text,) if result is None and _newer_version(text) else ()
+        source: ResultSource | None = "termination-message" if result or newer else None
+        return ResultReading((result,) if result else (), source, problem, newer=newer)
     # Not the runner's JSON: FallbackToLogsOnError put the end of the log there, which may
     # still hold result lines (when writing /dev/termination-log failed).
     return _all_from_log(message, "the termination message (the end of the log)")
 
 
-def _all_from_log(text: str, where: str) -> tuple[tuple[BenchResult, ...], str | None]:
-    """Every valid result line of `text`, and what was wrong with the others (or that there
-    were none)."""
+def _all_from_log(text: str, where: str) -> ResultReading:
+    """Every valid result line of `text`, the lines a newer runner wrote, and what was wrong
+    with the others (or that there were none)."""
     found = find_result_texts(text)
     if not found:
-        return (), f"{where} has no {RESULT_PREFIX.strip()} line"
-    results, problems = [], []
+        return ResultReading((), None, f"{where} has no {RESULT_PREFIX.strip()} line")
+    results, problems, newer = [], [], []
     for number, line in enumerate(found, 1):
         at = "the result line" if len(found) == 1 else f"result line {number}"
         result, problem = _parse(line, f"{at} of {where}")
         if result is not None:
             results.append(result)
+        elif _newer_version(line):
+            newer.append(line)
         if problem is not None:
             problems.append(problem)
-    return tuple(results), "; ".join(problems) or None
+    source: ResultSource = "termination-message" if where.startswith("the termination") else "log"
+    return ResultReading(
+        tuple(results),
+        source if results or newer else None,
+        "; ".join(problems) or None,
+        newer=tuple(newer),
+    )
+
+
+def _newer_version(text: str) -> int | None:
+    """The result schema version of `text` where a runner newer than this collector wrote it
+    (a JSON object whose integer `schema_version` is above ours); None otherwise."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return _newer_of(data)
+
+
+def _newer_of(data: object) -> int | None:
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    newer = isinstance(version, int) and version > RESULT_SCHEMA_VERSION
+    return version if newer and isinstance(version, int) else None
+
+
+def _newer_entries(message: str) -> tuple[str, ...]:
+    """The entries of a group's termination message that a newer runner wrote, each as JSON."""
+    try:
+        entries = json.loads(message)
+    except ValueError:
+        return ()
+    return tuple(
+        json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
+        for entry in (entries if isinstance(entries, list) else ())
+        if _newer_of(entry)
+    )
+
+
+def _newer_words(version: int) -> str:
+    return (
+        f"written by a newer runner (result schema_version {version}; this collector reads "
+        f"{RESULT_SCHEMA_VERSION}): kept as it arrived, for a collector that reads it"
+    )
 
 
 def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
@@ -256,6 +313,9 @@ def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         return None, f"{where} is not JSON: {error.msg} at character {error.pos}"
+    if (version := _newer_of(data)) is not None:
+        # Not a broken result: one this collector is too old to read.
+        return None, f"{where} was {_newer_words(version)}"
     mismatch = _schema_mismatch(data)
     if mismatch is not None:
         return None, f"{where} does not match {SCHEMA_FILE.name}{mismatch}"
@@ -273,7 +333,7 @@ def _schema_mismatch(data: object) -> str | None:
     if isinstance(data, dict) and data.get("schema_version", RESULT_SCHEMA_VERSION) != (
         RESULT_SCHEMA_VERSION
     ):
-        # A newer runner: its version says more than whatever else changed with it.
+        # Not a version above ours (that is a newer runner's): its version is the problem.
         return f" at schema_version: {RESULT_SCHEMA_VERSION} was expected"
     status = data.get(key) if isinstance(data, dict) else None
     if not isinstance(status, str) or status not in kinds:
@@ -308,16 +368,22 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
     message = message_reading(pod)
     disruption = condition(pod, "DisruptionTarget")
     phase: Phase
-    if status.get("phase") == "Succeeded":
-        phase, reason, explanation = "succeeded", terminated.get("reason"), _succeeded(message)
+    # The runner's own end decides: a sidecar (an injected istio-proxy) keeps the pod Running
+    # after it, and the Job's deadline then fails the pod, the runner's result in it.
+    if status.get("phase") == "Succeeded" or terminated.get("exitCode") == 0:
+        phase, reason = "succeeded", terminated.get("reason")
+        explanation = _succeeded(message) + _held(pod)
     elif disruption is not None and disruption.get("status") == "True":
         phase, reason = "preempted", status.get("reason") or disruption.get("reason")
         explanation = _disrupted(pod, disruption)
-    elif status.get("phase") == "Failed":
+    elif status.get("phase") == "Failed" or terminated:
         phase, reason = "failed", _failure_reason(pod)
-        explanation = _failed(pod, message)
+        explanation = _failed(pod, message) + _held(pod)
     elif status.get("phase") == "Running":
         phase, reason, explanation = "running", None, _running(pod)
+    elif status.get("phase") == "Unknown":
+        # The node stopped reporting (NodeLost): the runner may still be measuring there.
+        phase, reason, explanation = "running", status.get("reason"), _unknown(pod)
     else:
         phase, reason = "pending", _pending_reason(pod)
         explanation = explain_pending(pod, events)
@@ -380,7 +446,13 @@ def _cannot_start(waiting: Object, about: Sequence[Object]) -> str:
         # The kubelet's Failed events alternate "Failed to pull image ...: <why>" with a bare
         # "Error: ErrImagePull"; only the first kind says anything.
         pulls = [event for event in about if str(event.get("message")).startswith("Failed to pull")]
-        detail = message or _latest_message(pulls, "Failed") or "no message"
+        pulled = _latest_message(pulls, "Failed")
+        detail = message or pulled or "no message"
+        # A back-off's message may only say that it backs off ("Back-off pulling image x"):
+        # why the pull failed ("not found", "unauthorized") is then the event's.
+        why = pulled.split(": ", 1)[-1] if pulled else None
+        if message and why and why not in message:
+            detail = f"{message}; {pulled}"
         return f"image pull failed ({reason}): {detail}"
     return f"the runner cannot start ({reason}): {message or 'no message'}"
 
@@ -481,7 +553,11 @@ def _failed(pod: Object, message: ResultReading) -> str:
         return f"evicted: {_sentence(status.get('message'))}"
     if not terminated:
         reason, message = status.get("reason"), status.get("message")
-        return f"failed before the runner ran ({reason}): {message}" if reason else "failed"
+        cause = f" ({reason}): {message}" if reason else ""
+        if _runner_started(pod):
+            # NodeLost and the like: the runner ran, and its end never reached the API server.
+            return f"failed while the runner was running{cause}; its end was never reported"
+        return f"failed before the runner ran{cause}" if reason else "failed"
     if terminated.get("reason") == "OOMKilled":
         limit, code = _memory_limit(pod), terminated["exitCode"]
         if limit is None:
@@ -520,6 +596,45 @@ def _last_log_line(message: str | None) -> str | None:
         return None
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     return lines[-1][:_QUOTE_LIMIT] if lines else None
+
+
+def runner_succeeded(pod: Object) -> bool:
+    """Whether `pod`'s attempt succeeded: the pod did, or its runner exited 0 (whatever its
+    sidecars did after)."""
+    return (
+        pod.get("status", {}).get("phase") == "Succeeded"
+        or _runner_terminated(pod).get("exitCode") == 0
+    )
+
+
+def _held(pod: Object) -> str:
+    """What the pod still runs once its runner has ended, in words ("" when it has ended)."""
+    status = pod.get("status", {})
+    if status.get("phase") != "Running":
+        return ""
+    others = sorted(
+        str(container.get("name"))
+        for container in status.get("containerStatuses") or ()
+        if container.get("name") != RUNNER and "terminated" not in (container.get("state") or {})
+    )
+    return f"; the pod goes on running for {', '.join(others) or 'another container'} (a sidecar)"
+
+
+def _runner_started(pod: Object) -> bool:
+    """Whether the runner container was seen started: running, or having ended before."""
+    status = _runner_status(pod)
+    state = status.get("state") or {}
+    return "running" in state or bool(status.get("lastState")) or status.get("started") is True
+
+
+def _unknown(pod: Object) -> str:
+    status = pod["status"]
+    node = pod.get("spec", {}).get("nodeName")
+    said = (
+        f" ({status['reason']}): {_sentence(status.get('message'))}" if status.get("reason") else ""
+    )
+    ran = "the runner was running" if _runner_started(pod) else "the runner had not started"
+    return f"its node {node} stopped reporting{said}; when it last did, {ran}"
 
 
 def _running(pod: Object) -> str:

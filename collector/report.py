@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple
 
 from collector import intervals
+from collector.history import CURRENT, SpecRevision
 from collector.intervals import MedianEstimate, Ratio
 from collector.store import StoredRun
 from contract.order_stats import paired_ratio
@@ -224,6 +225,9 @@ class JobSummary:
     owner: str | None = None
     spec_commit: str | None = None
     """The git commit whose spec file has the bytes the Job was made from."""
+    finished_ahead: bool = False
+    """Some run of it reports a finish time later than it was stored, or than the report
+    was made: its node's clock ran ahead. Finish times order nothing (`Notes`)."""
 
 
 About = tuple[str | None, str | None]
@@ -239,8 +243,14 @@ class Notes:
     """Job name: the earlier Jobs' variants its revision reused (its record's `reuses`)."""
     about: Mapping[str, About] = field(default_factory=dict)
     """Job name: its workflow's description and owner (its record's)."""
-    spec_commits: Mapping[tuple[str, str], str] = field(default_factory=dict)
-    """(spec file, sha256): the git commit holding those bytes (collector.history)."""
+    spec_revisions: Mapping[tuple[str, str], SpecRevision] = field(default_factory=dict)
+    """(spec file, sha256): the git commit holding those bytes and how recent it is
+    (collector.history), or that the checkout holds them."""
+    record_ages: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    """(cluster, Job): the order git added the Jobs' records in, newest 0 (collector.history)."""
+    in_dist: frozenset[tuple[str, str]] = frozenset()
+    """(cluster, Job) of each Job dist/ holds now: what Flux runs, each its target's current
+    revision."""
 
 
 @dataclass(frozen=True)
@@ -424,25 +434,45 @@ class JobId(NamedTuple):
     name: str
 
 
-JobAge = tuple[datetime, str, str]
+JobAge = tuple[bool, int, int, str, str, str]
+"""What orders a workflow's Jobs, newest greatest (`_job_age`)."""
+_UNKNOWN_AGE: Final = 1 << 30
+"""The age of a spec revision that neither the checkout nor its recent history holds."""
 
 
 def _job_id(run: StoredRun) -> JobId:
     return JobId(run.job.cluster, run.job.namespace, run.job.job)
 
 
-def _job_age(runs: Sequence[StoredRun]) -> JobAge:
-    """What orders a workflow's Jobs in time: when the last variant finished.
+def _job_age(runs: Sequence[StoredRun], notes: "Notes") -> JobAge:
+    """What orders a workflow's Jobs, by what they are, never by a node's clock (a node whose
+    clock ran ahead made an older revision look newest): first whether dist/ holds the Job
+    now (Flux runs it: it is current), then how recent its spec revision is in git (the
+    checkout's bytes newest), then the order git added the Jobs' records (not yet committed:
+    newest), and last when the collector stored its runs (its own clock: a Job's re-run with
+    the same spec and no record yet). Past that, the name and namespace only make the order
+    independent of the input's."""
+    job = runs[0].job
+    spec = notes.spec_revisions.get((job.spec_file or "", job.spec_sha256 or ""))
+    record = notes.record_ages.get((job.cluster, job.job), CURRENT)
+    return (
+        (job.cluster, job.job) in notes.in_dist,
+        -(spec.age if spec else _UNKNOWN_AGE),
+        -record,
+        max(run.collected_at for run in runs),
+        job.job,
+        job.namespace,
+    )
 
-    A Job whose variants all lack a finish time (every pod killed at its deadline, never
-    scheduled) goes by when it was stored instead, which is later than any finish of it:
-    ranking it by its variants' times would put any older Job with one finished variant first.
-    Past the time, the name and namespace only make the order independent of the input's.
-    """
-    finished = [_instant(run.variant.finished_at) for run in runs if run.variant.finished_at]
-    collected = [_instant(run.collected_at) for run in runs if run.collected_at]
-    when = max(finished or collected or [_instant(None)])
-    return when, runs[0].job.job, runs[0].job.namespace
+
+def _ahead(runs: Sequence[StoredRun], now: datetime) -> bool:
+    """Whether a run reports a finish time later than it was stored, or than `now`."""
+    return any(
+        _instant(run.variant.finished_at)
+        > (_instant(run.collected_at) if run.collected_at else now)
+        for run in runs
+        if run.variant.finished_at
+    )
 
 
 def _measurement(run: StoredRun) -> tuple[OkResult, VariantRef] | None:
@@ -453,9 +483,12 @@ def _measurement(run: StoredRun) -> tuple[OkResult, VariantRef] | None:
     return result, result.variant
 
 
-def _job_summary(runs: Sequence[StoredRun], reported: bool, notes: Notes) -> JobSummary:
+def _job_summary(
+    runs: Sequence[StoredRun], reported: bool, notes: Notes, now: datetime
+) -> JobSummary:
     job = runs[0].job
     description, owner = notes.about.get(job.job, NO_ABOUT)
+    revision = notes.spec_revisions.get((job.spec_file or "", job.spec_sha256 or ""))
     finished = [run.variant.finished_at for run in runs if run.variant.finished_at]
     measured = sum(_measurement(run) is not None for run in runs)
     environments = [
@@ -484,7 +517,8 @@ def _job_summary(runs: Sequence[StoredRun], reported: bool, notes: Notes) -> Job
         nodes=tuple(sorted(nodes)),
         description=description,
         owner=owner,
-        spec_commit=notes.spec_commits.get((job.spec_file or "", job.spec_sha256 or "")),
+        spec_commit=revision.commit if revision else None,
+        finished_ahead=_ahead(runs, now),
     )
 
 
@@ -521,12 +555,13 @@ def _select(
     names: Collection[str],
     all_revisions: bool,
     notes: Notes,
+    now: datetime,
 ) -> tuple[list[StoredRun], dict[JobId, JobAge], tuple[JobSummary, ...]]:
     """The runs of the Jobs to report, each Job's age, and a summary of every Job."""
     by_job: dict[JobId, list[StoredRun]] = defaultdict(list)
     for run in runs:
         by_job[_job_id(run)].append(run)
-    ages = {job: _job_age(job_runs) for job, job_runs in by_job.items()}
+    ages = {job: _job_age(job_runs, notes) for job, job_runs in by_job.items()}
     known = {job.name for job in by_job}
     unknown = set(names) - known
     if unknown:
@@ -542,12 +577,12 @@ def _select(
     elif names:
         chosen = {job for job in by_job if job.name in names}
     else:
-        # A Job's name changes with its spec: the newest per target and repeat is the current
-        # revision, whatever its variants' finish times say.
+        # A Job's name changes with its spec: the newest per target and repeat (_job_age) is
+        # the current revision, whatever its variants' finish times say.
         chosen = {max(jobs, key=ages.__getitem__) for jobs in slots.values()}
     reused = _reused(chosen, by_job, notes.reuses) if not all_revisions else {}
     summaries = tuple(
-        _job_summary(by_job[job], job in chosen or job in reused, notes)
+        _job_summary(by_job[job], job in chosen or job in reused, notes, now)
         for slot in sorted(slots)
         for job in sorted(slots[slot], key=ages.__getitem__, reverse=True)
     )
@@ -967,10 +1002,11 @@ def _current(
     names: Collection[str],
     all_revisions: bool,
     notes: Notes,
+    now: datetime,
 ) -> tuple[list[StoredRun], int, tuple[JobSummary, ...]]:
     """The runs to report, one per variant; how many of the chosen Jobs' runs were left out;
     a summary of every Job."""
-    selected, ages, summaries = _select(runs, names, all_revisions, notes)
+    selected, ages, summaries = _select(runs, names, all_revisions, notes, now)
     latest, superseded = _latest(selected, ages)
     return latest, superseded, summaries
 
@@ -990,13 +1026,15 @@ def build_report(
     all_revisions: bool = False,
     notes: Notes | None = None,
     baseline_jobs: Collection[str] = (),
+    now: datetime | None = None,
 ) -> Report:
     """The report on `runs`, compared with `baseline` (earlier runs) when given.
 
     A workflow's Jobs in a cluster are one per target and spec revision: the report shows
-    the newest Job of each target (the current revision; the newest by its last finish
-    time), or the Jobs named in `jobs`, or with `all_revisions` every Job. Every run of those
-    Jobs is shown, a failure whatever its finish time; where several of them ran the same
+    the newest Job of each target (the current revision: what dist/ runs, else the newest
+    spec revision in git, `_job_age`; never by finish times), or the Jobs named in `jobs`, or
+    with `all_revisions` every Job. Every run of those Jobs is shown, a failure whatever its
+    finish time; where several of them ran the same
     variant (cluster, target, model, precision, quantization, batch size), the newest Job's
     run wins and the others count as superseded. The baseline's runs are chosen alike (its
     newest Jobs, or every revision); or, with `baseline_jobs`, the runs of the Jobs so named
@@ -1020,11 +1058,12 @@ def build_report(
     if baseline is not None and baseline_jobs:
         raise ValueError("give baseline runs or name baseline Jobs, not both")
     notes = notes or Notes()
-    latest, superseded, summaries = _current(runs, jobs, all_revisions, notes)
+    now = now or datetime.now(UTC)
+    latest, superseded, summaries = _current(runs, jobs, all_revisions, notes, now)
     rows, failures = _split(latest)
     before = None
     if baseline is not None:
-        before = _current(baseline, (), all_revisions, notes)[0]
+        before = _current(baseline, (), all_revisions, notes, now)[0]
     elif baseline_jobs:
         shown = {summary.job for summary in summaries if summary.reported} & set(baseline_jobs)
         if shown:
@@ -1032,7 +1071,7 @@ def build_report(
                 f"the baseline Job {', '.join(sorted(shown))} is also reported: name an older "
                 "Job as the baseline (the Jobs table lists them), or report others with --job"
             )
-        before = _current(runs, baseline_jobs, False, notes)[0]
+        before = _current(runs, baseline_jobs, False, notes, now)[0]
     return Report(
         workflows=tuple(sorted({run.job.workflow for run in runs})),
         variants=rows,

@@ -462,7 +462,7 @@ def _jobs_table(jobs: Sequence[JobSummary]) -> Table:
                 job.target,
                 job.job,
                 (job.spec_sha256 or "")[:12],
-                format_finished(job.finished_at),
+                format_finished(job.finished_at) + (" (ahead)" if job.finished_ahead else ""),
                 str(job.measured),
                 str(job.failed),
                 "yes" if job.reported else "no",
@@ -470,8 +470,10 @@ def _jobs_table(jobs: Sequence[JobSummary]) -> Table:
             for job in jobs
         ),
         notes=(
-            "One Job per target and spec revision, newest first; spec: the spec file's sha256, "
-            "finished: when its last variant finished (UTC).",
+            "One Job per target and spec revision, newest first (what dist/ runs, then by spec "
+            "revision in git: never by finish times); spec: the spec file's sha256, finished: "
+            "when its last variant finished (UTC), as its node's clock said; ahead: later than "
+            "the collector stored it, or than now.",
         ),
         kind="detail",
     )
@@ -606,6 +608,12 @@ def _summary(report: Report) -> tuple[str, ...]:
     selection = _selection(report)
     if selection:
         lines.append(selection)
+    ahead = [job.job for job in report.jobs if job.finished_ahead]
+    if ahead:
+        lines.append(
+            f"{plural(len(ahead), 'Job')} ({', '.join(ahead)}) report finish times in the "
+            "future, their nodes' clocks ahead: finish times decide nothing here."
+        )
     if report.superseded:
         lines.append(
             f"{plural(report.superseded, 'earlier run')} of the same variants left out: "

@@ -60,7 +60,7 @@ def _client(settings: Settings, cluster: str, namespaces: list[str]) -> KubeClie
         connection = connect(
             cluster, context=settings.context, credentials_dir=settings.credentials_dir
         )
-        client = KubeClient(connection.api_client)
+        client = KubeClient(connection.api_client, redactor=connection.redactor)
         confirm_cluster(client, cluster, namespaces, connection.provider)
     except (CredentialsError, UnconfirmedCluster, KubeError) as error:
         raise click.ClickException(str(error)) from None
@@ -181,6 +181,10 @@ def _summary(outcome: GatherOutcome, expected: Sequence[ExpectedJob] = ()) -> li
         lines += [
             f"    {name(job, s.index, None)}: {s.phase}: {s.explanation}"
             for s in unfinished.waiting
+        ]
+        lines += [
+            f"    {name(job, k.variant.index, k.variant.variant)}: kept unread: {k.why}"
+            for k in unfinished.kept
         ]
     return lines
 

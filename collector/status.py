@@ -8,11 +8,11 @@ the termination message falls short, so status, progress and the record agree.
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from collector.follow import listed_once
-from collector.harvest import harvest, settled
+from collector.harvest import Harvest, harvest, settled
 from collector.indexes import (
     IndexState,
     failure_condition,
@@ -23,6 +23,7 @@ from collector.indexes import (
 from collector.kube import KubeClient, KubeError, Object
 from collector.pods import RUNNER
 from collector.progress import counts_line
+from collector.store import Unread
 from collector.workload import ExpectedJob, label_selector
 from contract.layout import JOB_NAME_LABEL
 from contract.records import StoredVariant
@@ -71,6 +72,8 @@ class JobStatus:
     states: tuple[IndexState, ...]
     ended: dict[int, StoredVariant]
     """Each variant that has ended, as gather stores it."""
+    kept: dict[int, Unread] = field(default_factory=dict)
+    """Each variant whose result a newer runner wrote, as gather keeps it unread."""
 
 
 def workflow_status(client: KubeClient, expected: Sequence[ExpectedJob]) -> list[JobStatus]:
@@ -88,6 +91,7 @@ def workflow_status(client: KubeClient, expected: Sequence[ExpectedJob]) -> list
             statuses.append(JobStatus(job_expected, None, (), {}))
             continue
         states = index_states(job, grouped.get(name, []))
+        harvested = _ended(client, job_expected, job, states)
         waiting = [s for s in states if s.phase not in ("succeeded", "failed")]
         explained = {
             s.index: s for s in explain_waiting(client, job, grouped.get(name, []), waiting)
@@ -97,7 +101,8 @@ def workflow_status(client: KubeClient, expected: Sequence[ExpectedJob]) -> list
                 job_expected,
                 job,
                 tuple(explained.get(s.index, s) for s in states),
-                _ended(client, job_expected, job, states),
+                {variant.index: variant for variant in harvested.stored},
+                {kept.variant.index: kept for kept in harvested.unread},
             )
         )
     return statuses
@@ -105,7 +110,7 @@ def workflow_status(client: KubeClient, expected: Sequence[ExpectedJob]) -> list
 
 def _ended(
     client: KubeClient, expected: ExpectedJob, job: Object, states: Sequence[IndexState]
-) -> dict[int, StoredVariant]:
+) -> Harvest:
     condition = failure_condition(job)
     failure = condition.get("reason") if condition else None
     namespace = expected.identity.namespace
@@ -117,12 +122,14 @@ def _ended(
             log.warning("no log for pod %s: %s", pod, error)
             return None
 
-    return {
-        variant.index: variant
+    every = [
+        harvest(state, expected.slots(state.index), failure, read_log)
         for state in states
         if settled(state)
-        for variant in harvest(state, expected.group(state.index), failure, read_log)
-    }
+    ]
+    return Harvest(
+        [v for one in every for v in one.stored], [k for one in every for k in one.unread]
+    )
 
 
 def _where(index: int, variant: int) -> str:
@@ -155,6 +162,9 @@ def format_status(statuses: Sequence[JobStatus]) -> str:
                     lines.append(
                         f"  {_where(state.index, variant.index)}: failed: {variant.explanation}"
                     )
+            for p in status.expected.positions(state.index):
+                if (kept := status.kept.get(p)) is not None:
+                    lines.append(f"  {_where(state.index, p)}: kept unread: {kept.why}")
             if not ended and state.phase != "succeeded":
                 lines.append(f"  index {state.index}: {state.phase}: {state.explanation}")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from contract.records import JobIdentity, StoredVariant
 from contract.result import parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 3
+_SCHEMA_VERSION: Final = 4
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
@@ -55,7 +55,32 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
 CREATE INDEX IF NOT EXISTS variant_runs_by_workflow ON variant_runs (workflow);
+CREATE TABLE IF NOT EXISTS unread_results (
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    job TEXT NOT NULL,
+    job_index INTEGER NOT NULL,
+    workflow TEXT NOT NULL,
+    why TEXT NOT NULL,
+    variant_json TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    collected_at TEXT NOT NULL,
+    PRIMARY KEY (cluster, namespace, job, job_index)
+);
+CREATE TABLE IF NOT EXISTS waiting_causes (
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    job TEXT NOT NULL,
+    completion_index INTEGER NOT NULL,
+    workflow TEXT NOT NULL,
+    cause TEXT NOT NULL,
+    PRIMARY KEY (cluster, namespace, job, completion_index)
+);
 """
+# Version 4 adds unread_results, results a newer runner wrote, kept as they arrived until a
+# collector that reads them stores them in variant_runs; and waiting_causes, why each index
+# waited, for a later gather to explain its failure when its pod is gone. CREATE ... IF NOT
+# EXISTS adds them.
 _COLUMNS: Final = [
     "cluster",
     "namespace",
@@ -93,6 +118,19 @@ _IDENTITY_COLUMNS: Final = {
     field: "job_index" if field == "index" else "variant_id" if field == "id" else field
     for field in VARIANT_FIELDS
 }
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A variant whose result a newer runner wrote than this collector reads: kept as it
+    arrived, never stored as final on that ground alone."""
+
+    variant: StoredVariant
+    """How its pod ended (its state, reason and words, where and when), without the result."""
+    raw: str
+    """The result as it arrived (JSON; several on lines where none named its variant)."""
+    why: str
+    """In words: which schema version arrived, and which this collector reads."""
 
 
 class StoreError(RuntimeError):
@@ -161,7 +199,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -172,6 +210,7 @@ class Store:
                         self._db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
                 if version in {1, 2}:
                     self._db.execute(_ADDED_IN_3)
+                # Version 3 lacks only the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
         except sqlite3.DatabaseError as error:
@@ -201,7 +240,70 @@ class Store:
             before = self._db.total_changes
             self._db.executemany(statement, [_row(job, v, collected_at) for v in variants])
             new = self._db.total_changes - before
+            # Stored for good: what was kept of a newer runner's result has been read.
+            self._db.executemany(
+                "DELETE FROM unread_results "
+                "WHERE cluster = ? AND namespace = ? AND job = ? AND job_index = ?",
+                [(job.cluster, job.namespace, job.job, v.index) for v in variants],
+            )
         return Added(new=new, already_stored=len(variants) - new)
+
+    def keep_unread(
+        self, job: JobIdentity, unread: Sequence[Unread], now: datetime | None = None
+    ) -> None:
+        """Keep results this collector cannot read as they arrived (the first copy of each)."""
+        collected_at = (now or datetime.now(UTC)).isoformat(timespec="seconds")
+        with self._db:
+            self._db.executemany(
+                "INSERT INTO unread_results (cluster, namespace, job, job_index, workflow, why, "
+                "variant_json, raw, collected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                [
+                    (
+                        job.cluster,
+                        job.namespace,
+                        job.job,
+                        kept.variant.index,
+                        job.workflow,
+                        kept.why,
+                        kept.variant.model_dump_json(exclude_none=True),
+                        kept.raw,
+                        collected_at,
+                    )
+                    for kept in unread
+                ],
+            )
+
+    def remember_cause(self, job: JobIdentity, index: int, cause: str) -> None:
+        """Why completion index `index` of `job` waits (over what was said before)."""
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO waiting_causes "
+                "(cluster, namespace, job, completion_index, workflow, cause) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (job.cluster, job.namespace, job.job, index, job.workflow, cause),
+            )
+
+    def causes(self, cluster: str, namespace: str, job: str) -> dict[int, str]:
+        """Why each completion index of `job` was last seen waiting, where one was."""
+        rows = self._db.execute(
+            "SELECT completion_index, cause FROM waiting_causes "
+            "WHERE cluster = ? AND namespace = ? AND job = ?",
+            (cluster, namespace, job),
+        )
+        return dict(rows.fetchall())
+
+    def unread(self, cluster: str, namespace: str, job: str) -> list[Unread]:
+        """The kept results of `job` no collector has read yet, by index."""
+        rows = self._db.execute(
+            "SELECT variant_json, raw, why FROM unread_results "
+            "WHERE cluster = ? AND namespace = ? AND job = ? ORDER BY job_index",
+            (cluster, namespace, job),
+        )
+        return [
+            Unread(StoredVariant.model_validate_json(variant), raw, why)
+            for variant, raw, why in rows
+        ]
 
     def stored_indexes(self, cluster: str, namespace: str, job: str) -> set[int]:
         """The completion indexes of `job` already stored."""
@@ -241,14 +343,22 @@ class Store:
 
     def forget(self, jobs: Sequence[StoredJob]) -> int:
         """Delete every run of `jobs`, all or none; how many rows went."""
+        keys = [(j.workflow, j.cluster, j.namespace, j.job) for j in jobs]
         with self._db:
             before = self._db.total_changes
             self._db.executemany(
                 "DELETE FROM variant_runs "
                 "WHERE workflow = ? AND cluster = ? AND namespace = ? AND job = ?",
-                [(j.workflow, j.cluster, j.namespace, j.job) for j in jobs],
+                keys,
             )
-            return self._db.total_changes - before
+            deleted = self._db.total_changes - before
+            for table in ("unread_results", "waiting_causes"):
+                self._db.executemany(
+                    f"DELETE FROM {table} "
+                    "WHERE workflow = ? AND cluster = ? AND namespace = ? AND job = ?",
+                    keys,
+                )
+            return deleted
 
     @staticmethod
     def _stored_run(row: dict[str, object]) -> StoredRun:

@@ -12,17 +12,20 @@ from typing import Any
 
 import yaml
 
-from contract.config import CONFIG_FILE, RunConfig
+from collector.harvest import Slot
+from contract.config import CONFIG_FILE, Groups, RunConfig, parse_groups
 from contract.dist import Workload, dist_clusters, read_workload
 from contract.layout import (
     APP_SELECTOR,
     DESCRIPTION_ANNOTATION,
     DIST,
+    GROUPS_ANNOTATION,
     OWNER_ANNOTATION,
     REUSES_ANNOTATION,
     SPEC_FILE_ANNOTATION,
     SPEC_SHA256_ANNOTATION,
     TARGET_LABEL,
+    VARIANTS_ANNOTATION,
     WORKFLOW_LABEL,
     cluster_of,
     workload_file,
@@ -41,14 +44,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ExpectedJob:
-    """A Job of the workflow that dist/ holds for one cluster."""
+    """A Job of the workflow: as dist/ holds it for one cluster, or as the cluster does."""
 
     identity: JobIdentity
     completions: int
     variants: dict[int, VariantRef]
     """The Job's variants by their index (position in config.json), from its ConfigMap."""
     groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    """The variant indexes each completion index runs, from config.json; empty without it."""
+    """The variant indexes each completion index runs, from config.json or else the Job's
+    GROUPS_ANNOTATION; empty where neither says (one variant per index)."""
+    declared: int | None = None
+    """How many variants the Job says it runs (VARIANTS_ANNOTATION), where it says."""
     description: str | None = None
     owner: str | None = None
     reuses: Reuses = field(default_factory=dict)
@@ -57,6 +63,11 @@ class ExpectedJob:
     def positions(self, index: int) -> tuple[int, ...]:
         """The variant indexes completion index `index` runs (itself without config.json)."""
         return self.groups.get(index, (index,))
+
+    def slots(self, index: int) -> tuple[Slot, ...]:
+        """The variants completion index `index` runs, in order: their positions, with what
+        config.json says of each where it is known."""
+        return tuple(Slot(p, self.variants.get(p)) for p in self.positions(index))
 
     def group(self, index: int) -> tuple[VariantRef, ...]:
         """The variants completion index `index` runs, in order, as far as config.json is
@@ -67,6 +78,13 @@ class ExpectedJob:
     def variant_count(self) -> int:
         """How many variants the Job runs (its completions without config.json)."""
         return sum(len(self.positions(index)) for index in range(self.completions))
+
+    @property
+    def unmapped(self) -> bool:
+        """The Job runs more variants than its completion indexes but says not which each
+        runs (a Job of a synth before GROUPS_ANNOTATION, read from the cluster): read one
+        variant per pod, it would lose the rest."""
+        return self.declared is not None and self.declared != self.variant_count
 
 
 def label_selector(workflow: str) -> str:
@@ -101,15 +119,35 @@ def expected_from(
     )
     config = _config(configmap)
     completions = job["spec"].get("completions", 1)
+    groups = config.groups if config else _groups(metadata["name"], annotations, completions)
+    declared = annotations.get(VARIANTS_ANNOTATION, "")
     return ExpectedJob(
         identity=identity,
         completions=completions,
         variants={v.index: VariantRef.of(v) for v in config.variants} if config else {},
-        groups={i: config.positions(i) for i in range(config.completions)} if config else {},
+        groups=dict(enumerate(groups or ())),
+        declared=int(declared) if declared.isascii() and declared.isdigit() else None,
         description=annotations.get(DESCRIPTION_ANNOTATION),
         owner=annotations.get(OWNER_ANNOTATION),
         reuses=_reuses(metadata["name"], annotations.get(REUSES_ANNOTATION)),
     )
+
+
+def _groups(job: str, annotations: dict[str, str], completions: int) -> Groups | None:
+    text = annotations.get(GROUPS_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        groups = parse_groups(text)
+        if len(groups) != completions:
+            raise ValueError(f"{len(groups)} groups for {completions} completion indexes")
+        return groups
+    except ValueError as error:
+        # Not synth's (edited by hand): the Job counts as unmapped if it runs groups.
+        log.warning(
+            "Job %s: annotation %s is not synth's, ignored: %s", job, GROUPS_ANNOTATION, error
+        )
+        return None
 
 
 def _reuses(job: str, text: str | None) -> Reuses:

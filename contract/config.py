@@ -5,9 +5,11 @@ This is the contract between synth (which writes it into the Job's ConfigMap) an
 pydantic, so both sides share one definition without the runner depending on synth.
 """
 
+import json
+from collections.abc import Sequence
 from typing import Final, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from contract.variant import VariantRef
 
@@ -18,6 +20,43 @@ MODELS_DIR: Final = "/models"
 MAX_VARIANTS_PER_POD: Final = 32
 """The most variants one pod runs: their stubs, at least, fit one termination message
 (contract.result.termination_message)."""
+
+
+Groups = tuple[tuple[int, ...], ...]
+"""The variant positions each completion index runs, index by index."""
+
+
+def check_groups(groups: Sequence[Sequence[int]], variants: int | None = None) -> None:
+    """Raise ValueError unless `groups` lists every position 0..variants-1 (as many as they
+    list, by default) once, in non-empty groups of at most MAX_VARIANTS_PER_POD."""
+    listed = sorted(position for group in groups for position in group)
+    count = len(listed) if variants is None else variants
+    if listed != list(range(count)) or not all(groups):
+        raise ValueError(
+            f"groups must list every variant position 0..{count - 1} exactly once, in "
+            f"non-empty groups; they list {listed}"
+        )
+    if (largest := max(map(len, groups), default=0)) > MAX_VARIANTS_PER_POD:
+        raise ValueError(f"a group of {largest} variants; at most {MAX_VARIANTS_PER_POD}")
+
+
+def groups_text(groups: Groups) -> str:
+    """What synth writes in a grouped Job's GROUPS_ANNOTATION (contract.layout): the groups as
+    compact JSON, so that the Job itself says which variants each of its pods runs."""
+    return json.dumps(groups, separators=(",", ":"))
+
+
+def parse_groups(text: str) -> Groups:
+    """A Job's GROUPS_ANNOTATION; raises ValueError if it is not one."""
+    try:
+        groups = _GROUPS.validate_json(text, strict=True)
+    except ValidationError as error:
+        raise ValueError(f"not a list of lists of variant positions: {error}") from None
+    check_groups(groups)
+    return groups
+
+
+_GROUPS: Final = TypeAdapter(Groups)
 
 
 class _Contract(BaseModel):
@@ -100,16 +139,8 @@ class RunConfig(_Contract):
 
     @model_validator(mode="after")
     def _every_variant_once(self) -> Self:
-        if self.groups is None:
-            return self
-        listed = sorted(position for group in self.groups for position in group)
-        if listed != list(range(len(self.variants))) or not all(self.groups):
-            raise ValueError(
-                f"groups must list every variant position 0..{len(self.variants) - 1} exactly "
-                f"once, in non-empty groups; they list {listed}"
-            )
-        if (largest := max(map(len, self.groups))) > MAX_VARIANTS_PER_POD:
-            raise ValueError(f"a group of {largest} variants; at most {MAX_VARIANTS_PER_POD}")
+        if self.groups is not None:
+            check_groups(self.groups, len(self.variants))
         return self
 
     @property

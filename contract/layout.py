@@ -57,11 +57,24 @@ SPEC_FILE_ANNOTATION: Final = "benchfleet.io/spec-file"
 SPEC_SHA256_ANNOTATION: Final = "benchfleet.io/spec-sha256"
 TOOL_VERSION_ANNOTATION: Final = "benchfleet.io/tool-version"
 VARIANTS_ANNOTATION: Final = "benchfleet.io/variants"
+"""On a Job: how many variants it runs (its completions, or more where its pods run groups)."""
+GROUPS_ANNOTATION: Final = "benchfleet.io/groups"
+"""On a grouped Job: the variant positions each completion index runs (contract.config's
+groups_text), so that the Job in the cluster says it after dist/ has moved on."""
 MODELS_ANNOTATION: Final = "benchfleet.io/models"
 DESCRIPTION_ANNOTATION: Final = "benchfleet.io/description"
 OWNER_ANNOTATION: Final = "benchfleet.io/owner"
 REUSES_ANNOTATION: Final = "benchfleet.io/reuses"
 """On a Job: the recorded variants its revision reuses instead of running (contract.records)."""
+MESH_OPT_OUT_LABELS: Final = {
+    "istio-injection": "disabled",
+    "kuma.io/sidecar-injection": "disabled",
+}
+"""On each benchfleet namespace: no service-mesh sidecar in runner pods (Istio, Kuma). A
+sidecar would hold a pod after its runner ends; set on the namespace, not the pod template,
+because a template change would rename, and so re-run, every Job."""
+MESH_OPT_OUT_ANNOTATIONS: Final = {"linkerd.io/inject": "disabled"}
+"""The same for Linkerd, which reads an annotation."""
 APP_SELECTOR: Final = f"{APP_LABEL}={APP}"
 """Selects every object and pod benchfleet's Jobs make."""
 

@@ -4,7 +4,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collector.history import HistoryError, notes_of, records_at, records_in, runs_of
+from collector.history import HistoryError, records_at, records_in, runs_of
+from collector.notes import notes_of
 from collector.report import build_report
 from collector.report_render import to_markdown
 from contract.layout import RESULTS
@@ -79,7 +80,7 @@ def review(root: Path, base: str) -> Review:
             continue
         runs, baseline = runs_of(records), runs_of(earlier)
         if runs:
-            notes = notes_of(root, [*records, *earlier], runs)
+            notes = notes_of(root, workflow, [*records, *earlier], runs)
             report = build_report(runs, baseline=baseline or None, notes=notes)
             result.sections.append(f"### Results: {workflow}\n\n" + to_markdown(report))
     return result

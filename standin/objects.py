@@ -675,6 +675,45 @@ def deadline_killed_pod(
     return _deleted(created, after=deadline - 10)
 
 
+ISTIO_PROXY: Final = "istio-proxy"
+
+
+def with_sidecar(pod: Mapping[str, Any], *, killed_at_deadline: bool = False) -> Obj:
+    """`pod` (whose runner has ended) with an injected Istio sidecar, a container beside the
+    runner (not a native one): still running, so the pod stays Running; or with
+    `killed_at_deadline`, killed when the Job's activeDeadlineSeconds passed and the Job
+    controller deleted the pod, which fails it."""
+    changed = copy.deepcopy(dict(pod))
+    image = "docker.io/istio/proxyv2:1.27.1"
+    changed["spec"]["containers"].append(
+        {"name": ISTIO_PROXY, "image": image, "args": ["proxy", "sidecar"]}
+    )
+    started = changed["status"]["containerStatuses"][0]["state"]["terminated"]["startedAt"]
+    state: Obj = {"running": {"startedAt": started}}
+    if killed_at_deadline:
+        end = _seconds(changed) + 1800
+        state = {"terminated": {"exitCode": 137, "reason": "Error", "startedAt": started,
+                                "finishedAt": stamp(end)}}  # fmt: skip
+        # The Job controller deletes its pods at the deadline: the kubelet kills the sidecar.
+        changed["status"]["phase"] = "Failed"
+        _deleted(changed, after=1800 - 30)
+    else:
+        changed["status"]["phase"] = "Running"
+    changed["status"]["containerStatuses"].append(
+        {
+            "name": ISTIO_PROXY,
+            "state": state,
+            "lastState": {},
+            "ready": "running" in state,
+            "restartCount": 0,
+            "image": image,
+            "imageID": image,
+            "started": "running" in state,
+        }
+    )
+    return changed
+
+
 def with_termination_message(pod: Mapping[str, Any], message: str | None) -> Obj:
     """`pod` with the runner's termination message replaced (None: left out, as when the
     file was empty and the container exited 0, so the kubelet did not fall back to the log)."""

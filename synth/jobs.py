@@ -22,6 +22,7 @@ from contract.config import (
     PhaseConfig,
     RunConfig,
     VariantConfig,
+    groups_text,
 )
 from contract.errors import DETERMINISTIC
 from contract.layout import (
@@ -29,6 +30,7 @@ from contract.layout import (
     APP_LABEL,
     COMPLETION_INDEX_KEY,
     DESCRIPTION_ANNOTATION,
+    GROUPS_ANNOTATION,
     HOSTNAME_LABEL,
     JOB_LABEL,
     MANAGED_BY,
@@ -640,6 +642,9 @@ class _Workflow:
                 SPEC_SHA256_ANNOTATION: loaded.sha256,
                 TOOL_VERSION_ANNOTATION: TOOL_VERSION,
                 VARIANTS_ANNOTATION: str(len(pending)),
+                # Which variants each pod runs, on the Job itself: the collector reads a
+                # Job that dist/ no longer holds (an older revision) from the cluster.
+                **({GROUPS_ANNOTATION: groups_text(config.groups)} if config.groups else {}),
                 # Outside the name's hash, like the others: what the report shows beside
                 # this Job's own results.
                 **({REUSES_ANNOTATION: reuses_text(reuses)} if reuses else {}),

@@ -10,6 +10,8 @@ from contract.layout import (
     CLUSTER_KEY,
     ENVIRONMENT_LABEL,
     MANAGED_BY,
+    MESH_OPT_OUT_ANNOTATIONS,
+    MESH_OPT_OUT_LABELS,
     REGION_KEY,
 )
 from synth.constructs import api_object, joined_id
@@ -29,12 +31,15 @@ class NamespacesChart(Chart):
             for mode in ("enforce", "audit", "warn"):
                 labels[f"pod-security.kubernetes.io/{mode}"] = "restricted"
                 labels[f"pod-security.kubernetes.io/{mode}-version"] = POD_SECURITY_VERSION
+            # A mesh's sidecar would keep runner pods alive after their runner (docs/synth.md).
+            labels.update(MESH_OPT_OUT_LABELS)
+            metadata = {
+                "name": namespace_of(environment),
+                "labels": labels,
+                "annotations": dict(MESH_OPT_OUT_ANNOTATIONS),
+            }
             api_object(
-                self,
-                joined_id(environment, "namespace"),
-                "v1",
-                "Namespace",
-                {"metadata": {"name": namespace_of(environment), "labels": labels}},
+                self, joined_id(environment, "namespace"), "v1", "Namespace", {"metadata": metadata}
             )
             identity = {
                 "name": CLUSTER_IDENTITY,

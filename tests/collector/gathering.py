@@ -35,6 +35,22 @@ def grouped_job() -> tuple[Obj, ExpectedJob]:
     return job, expected_from("us-east", job, configmap)
 
 
+def older_revision(job: Obj, name: str = "cpu-smoke-cpu-0f1d2e3c4b") -> Obj:
+    """`job` as an older spec revision made it: another name (and uid), which dist/ no longer
+    holds; its pods mount the same config.json."""
+    old = copy.deepcopy(job)
+    uid = f"0f1d2e3c-0000-4000-8000-{len(name):012d}"
+    old["metadata"].update(name=name, uid=uid)
+    old["metadata"]["labels"]["job"] = name
+    labels = old["spec"]["template"]["metadata"]["labels"]
+    for key in ("job", "job-name", "batch.kubernetes.io/job-name"):
+        labels[key] = name
+    for key in ("controller-uid", "batch.kubernetes.io/controller-uid"):
+        labels[key] = uid
+    old["spec"]["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    return old
+
+
 def kubeconfig(server: str) -> str:
     return yaml.safe_dump(
         {

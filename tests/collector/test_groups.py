@@ -10,12 +10,21 @@ from collector.harvest import WRONG_VARIANT, ended_attempts, harvest, harvest_ea
 from collector.indexes import index_states, summary_counts
 from collector.store import open_store
 from collector.workload import ExpectedJob
-from contract.layout import VARIANTS_ANNOTATION
-from contract.records import StoredVariant
+from contract.config import groups_text
+from contract.layout import GROUPS_ANNOTATION, VARIANTS_ANNOTATION, record_path
+from contract.records import JobRecord, StoredVariant, read_record, write_record
 from contract.result import TERMINATION_LOG_LIMIT, BenchResult, OkResult, result_line
 from contract.samples import encode
 from standin import objects
-from tests.collector.gathering import GROUPS, Obj, grouped_job
+from standin.api import FakeApiServer
+from tests.collector.gathering import (
+    GROUPS,
+    Collect,
+    Obj,
+    finish_all,
+    grouped_job,
+    older_revision,
+)
 from tests.collector.stored import succeeded
 
 SAMPLES = encode([840_000 + (i * 7919) % 90_000 for i in range(1180)])
@@ -25,7 +34,7 @@ def _harvested(
     job: Obj, expected: ExpectedJob, pod: Obj, log: str | None = None
 ) -> list[StoredVariant]:
     (state, _) = index_states(job, [pod])
-    return harvest(state, expected.group(0), None, lambda name: log)
+    return harvest(state, expected.slots(0), None, lambda name: log).stored
 
 
 def test_every_result_of_a_group_is_stored_under_its_own_variant() -> None:
@@ -130,7 +139,7 @@ def test_what_ended_attempts_measured_is_harvested_from_the_first_that_did() -> 
     assert state.phase == "failed"
     attempts = ended_attempts(state)
     assert [pod.name for pod in attempts] == [first["metadata"]["name"]]
-    stored = harvest_earlier(state, attempts, expected.group(0), lambda name: None)
+    stored = harvest_earlier(state, attempts, expected.slots(0), lambda name: None)
     assert [(v.index, v.state, v.pod) for v in stored] == [
         (0, "succeeded", first["metadata"]["name"]),
         (1, "succeeded", first["metadata"]["name"]),
@@ -140,7 +149,7 @@ def test_what_ended_attempts_measured_is_harvested_from_the_first_that_did() -> 
         f"succeeded in an earlier attempt, pod {first['metadata']['name']}, which then ended: "
     )
     assert "OOMKilled" in stored[1].explanation
-    final = harvest(state, expected.group(0), None, lambda name: None)
+    final = harvest(state, expected.slots(0), None, lambda name: None).stored
     assert [(v.index, v.state) for v in final] == [(0, "succeeded"), (1, "failed"), (2, "failed")]
 
 
@@ -155,7 +164,7 @@ def test_while_a_retry_is_due_the_failed_attempt_is_an_ended_one() -> None:
     assert state.phase not in ("succeeded", "failed"), "a retry is due"
     attempts = ended_attempts(state)
     assert [pod.name for pod in attempts] == [first["metadata"]["name"]]
-    stored = harvest_earlier(state, attempts, expected.group(0), lambda name: None)
+    stored = harvest_earlier(state, attempts, expected.slots(0), lambda name: None)
     assert [(v.index, v.state) for v in stored] == [(0, "succeeded")]
 
 
@@ -188,3 +197,74 @@ def test_clean_keeps_a_grouped_job_until_every_variant_is_stored(tmp_path: Path)
         store.add(identity, [succeeded(i) for i in range(2, 6)])
         (decision,) = decide(tmp_path, store, identity.cluster, [finished], set())
         assert decision.action == "delete"
+
+
+def _older_grouped(annotated: bool = True) -> Obj:
+    """A finished Job of an older revision whose pods ran GROUPS, as the cluster holds it
+    (dist/ has moved on to one variant per pod), with synth's groups annotation or without."""
+    job, _ = grouped_job()
+    old = older_revision(job)
+    if annotated:
+        old["metadata"]["annotations"][GROUPS_ANNOTATION] = groups_text(GROUPS)
+    return old
+
+
+def _add_grouped_pods(api: FakeApiServer, job: Obj) -> None:
+    for index, group in enumerate(GROUPS):
+        api.add("pods", objects.group_pod(job, index, [objects.ok_result(job, i) for i in group]))
+    api.add("jobs", objects.complete(job))
+
+
+def test_a_grouped_job_left_from_an_older_revision_keeps_every_result(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """The defect: read with today's dist/ (one variant per pod), two pods of three variants
+    gave two results; the record said "complete, 2 ok", and clean would have deleted it."""
+    finish_all(api, job)
+    old = _older_grouped()
+    _add_grouped_pods(api, old)
+    run = collector("gather", "--timeout", "1m")
+    assert run.exit_code == 0, run.output
+    record = read_record(record_path(repo, "cpu-smoke", "us-east", old["metadata"]["name"]))
+    assert [(v.index, v.state) for v in record.variants] == [(i, "succeeded") for i in range(6)]
+    assert [v.result.variant.index for v in record.variants if v.result and v.result.variant] == [
+        *range(6)
+    ]
+    assert f"{old['metadata']['name']}: complete, 6 ok, 0 failed" in run.stdout
+
+
+def test_a_grouped_job_that_does_not_say_its_groups_is_left_alone(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """A Job of a synth before the groups annotation: which pod ran which variant is not
+    known from the cluster, so nothing is filed, and clean keeps the Job."""
+    finish_all(api, job)
+    old = _older_grouped(annotated=False)
+    _add_grouped_pods(api, old)
+    run = collector("gather", "--timeout", "1m")
+    assert run.exit_code == 0, run.output
+    name = old["metadata"]["name"]
+    assert not record_path(repo, "cpu-smoke", "us-east", name).exists()
+    assert f"Job {name} is not in dist/ any more and runs 6 variants in 2 pods" in run.stderr
+    cleaned = collector("clean", "--dry-run")
+    assert f"Job {name}: would keep: not in dist/ and finished, but its results are not " in (
+        cleaned.output
+    )
+    assert "says not which each pod ran, so gather cannot file them" in cleaned.output
+
+
+def test_clean_does_not_take_a_short_record_for_every_variant(tmp_path: Path) -> None:
+    """A record that an older gather wrote for two of a grouped Job's six variants."""
+    job, expected = grouped_job()
+    finished = objects.complete(job)
+    identity = expected.identity
+    short = JobRecord(
+        **identity.model_dump(), outcome="complete", variants=(succeeded(0), succeeded(3))
+    )
+    write_record(tmp_path, short)
+    with open_store(tmp_path / "results.sqlite") as store:
+        (decision,) = decide(tmp_path, store, identity.cluster, [finished], set())
+        assert decision.action == "keep"
+        store.add(identity, [succeeded(i) for i in (1, 2, 4, 5)])
+        (decision,) = decide(tmp_path, store, identity.cluster, [finished], set())
+        assert decision.action == "delete", "the record and the database hold all six"

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from collector.history import CURRENT, SpecRevision
 from collector.intervals import Ratio
 from collector.report import (
     REPORT_SCHEMA_VERSION,
@@ -1131,3 +1132,61 @@ def test_damaged_rounds_leave_the_comparison_unpaired(make_run: MakeRun) -> None
     bf16 = with_rounds(bf16, "same", rounds_of(0.95, 15, seed=1))
     (entry,) = build_report([fp32, bf16]).axes[0].entries
     assert not entry.ratio.paired
+
+
+AHEAD = "2027-06-01T00:00:00Z"
+"""A finish time an older revision's node reported, its clock a half year ahead."""
+SPEC = "specs/workflows/gpu-comparison.yaml"
+
+
+def _revision(run: StoredRun, spec: str, job: str, collected_at: str) -> StoredRun:
+    """`run` as a Job made from spec bytes `spec` (one character, repeated as a sha256)."""
+    identity = run.job.model_copy(update={"job": job, "spec_sha256": spec * 64})
+    return StoredRun(identity, run.variant, collected_at)
+
+
+def test_a_node_clock_ahead_does_not_make_an_older_revision_current(make_run: MakeRun) -> None:
+    """The defect: the newest Job was chosen by its last finish time; an older revision whose
+    node's clock ran ahead was shown as current, and the current Job was hidden."""
+    old = _revision(make_run(p50_ms=2.0, finished_at=AHEAD), "1", "old-job", LAST_WEEK)
+    new = _revision(make_run(p50_ms=1.0), "2", "new-job", TODAY)
+    notes = Notes(
+        spec_revisions={
+            (SPEC, "1" * 64): SpecRevision("c1", 1),
+            (SPEC, "2" * 64): SpecRevision(None, CURRENT),
+        }
+    )
+    report = build_report([old, new], notes=notes)
+    assert [(row.job, row.latency.p50_ms) for row in report.variants] == [("new-job", 1.0)]
+    assert [(job.job, job.reported, job.finished_ahead) for job in report.jobs] == [
+        ("new-job", True, False),
+        ("old-job", False, True),
+    ]
+    text = to_text(report)
+    assert "1 Job (old-job) report finish times in the future" in text
+    assert "2027-06-01 00:00Z (ahead)" in text
+
+
+@pytest.mark.parametrize(
+    "notes",
+    [
+        Notes(in_dist=frozenset({("us-east", "new-job")})),
+        Notes(
+            spec_revisions={
+                (SPEC, "1" * 64): SpecRevision("c1", 3),
+                (SPEC, "2" * 64): SpecRevision("c2", 0),
+            }
+        ),
+        Notes(record_ages={("us-east", "old-job"): 0, ("us-east", "new-job"): CURRENT}),
+    ],
+    ids=["dist-holds-it", "newer-spec-in-git", "recorded-later"],
+)
+def test_what_dist_and_git_say_decides_the_current_job_not_any_time(
+    make_run: MakeRun, notes: Notes
+) -> None:
+    """Even stored after the current Job (a gather of an older Job left in the cluster), an
+    older revision is not current."""
+    old = _revision(make_run(p50_ms=2.0, finished_at=AHEAD), "1", "old-job", AHEAD)
+    new = _revision(make_run(p50_ms=1.0), "2", "new-job", TODAY)
+    report = build_report([old, new], notes=notes)
+    assert [row.job for row in report.variants] == ["new-job"]

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from collector.cli import HTML_REPORT, cli
-from collector.history import spec_commits
+from collector.history import CURRENT, SpecRevision, record_ages, spec_revisions
 from collector.report import Notes, build_report
 from collector.report_render import to_text
 from collector.store import StoredRun, open_store
@@ -213,9 +213,14 @@ def test_the_commit_of_a_spec_is_the_one_holding_the_bytes_the_job_was_made_from
     spec.write_text("id: w  # not committed\n")
     uncommitted = hashlib.sha256(b"id: w  # not committed\n").hexdigest()
     file = "specs/workflows/w.yaml"
-    found = spec_commits(tmp_path, [(file, sha) for sha, _ in versions] + [(file, uncommitted)])
-    assert found == {(file, sha): commit for sha, commit in versions}
-    assert spec_commits(tmp_path / "specs", [(file, uncommitted)]) == {}, "not a repository"
+    found = spec_revisions(tmp_path, [(file, sha) for sha, _ in versions] + [(file, uncommitted)])
+    assert found == {
+        (file, versions[0][0]): SpecRevision(versions[0][1], 1),
+        (file, versions[1][0]): SpecRevision(versions[1][1], 0),
+        (file, uncommitted): SpecRevision(None, CURRENT),
+    }
+    elsewhere = spec_revisions(tmp_path / "specs", [(file, versions[0][0])])
+    assert elsewhere == {}, "not a repository, nor the checkout's bytes"
 
 
 def test_provenance_names_the_commit_of_each_reported_jobs_spec(
@@ -224,6 +229,24 @@ def test_provenance_names_the_commit_of_each_reported_jobs_spec(
     today, last_week = revisions
     job = today[0].job
     commit = "c0ffee" * 7
-    notes = Notes(spec_commits={(job.spec_file or "", job.spec_sha256 or ""): commit})
+    notes = Notes(
+        spec_revisions={(job.spec_file or "", job.spec_sha256 or ""): SpecRevision(commit, 0)}
+    )
     provenance = to_text(build_report([*last_week, *today], notes=notes)).split("Provenance")[1]
     assert commit[:12] in provenance
+
+
+def test_records_are_ordered_by_the_commits_that_added_them(tmp_path: Path) -> None:
+    _git(tmp_path, "init", "-q")
+    folder = tmp_path / "results" / "w" / "us-east"
+    folder.mkdir(parents=True)
+    for job in ("w-cpu-first", "w-cpu-second"):
+        (folder / f"{job}.json").write_text("{}\n")
+        _git(tmp_path, "add", "-A")
+        _git(tmp_path, "commit", "-q", "-m", job)
+    (folder / "w-cpu-uncommitted.json").write_text("{}\n")
+    assert record_ages(tmp_path, "w") == {
+        ("us-east", "w-cpu-second"): 0,
+        ("us-east", "w-cpu-first"): 1,
+    }
+    assert record_ages(tmp_path / "results", "w") == {}, "no such folder from there"

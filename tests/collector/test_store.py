@@ -109,7 +109,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
     with sqlite3.connect(path) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(variant_runs)")}
         assert not columns & {"device_name", "model_sha256", "status", "p50_ms"}
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
         store.add(repeated, [succeeded(0)])
         assert [run.job.repeat for run in store.runs("cpu-smoke")] == [None, 1]
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 def test_samples_stay_in_the_store_and_out_of_the_git_record(store: Store, tmp_path: Path) -> None:

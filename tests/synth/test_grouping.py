@@ -7,9 +7,9 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from contract.config import CONFIG_FILE, MAX_VARIANTS_PER_POD, RunConfig
+from contract.config import CONFIG_FILE, MAX_VARIANTS_PER_POD, RunConfig, parse_groups
 from contract.dist import read_workload
-from contract.layout import workload_file
+from contract.layout import GROUPS_ANNOTATION, VARIANTS_ANNOTATION, workload_file
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
 from synth.cli import cli
 from synth.jobs import pod_groups
@@ -209,3 +209,29 @@ def test_plan_and_variants_name_the_pods(spec_repo: Path, write_spec: WriteSpec)
     pods = [line.split()[-1] for line in listed.stdout.splitlines()[1:-1]]
     assert sorted(pods) == ["0", "0", "0", "0", "1", "1"]
     assert listed.stdout.splitlines()[-1].endswith(": 6 run, 0 recorded")
+
+
+def test_a_grouped_job_says_its_groups_itself(spec_repo: Path, write_spec: WriteSpec) -> None:
+    """The collector reads a Job that dist/ no longer holds from the cluster, where its
+    config.json may be gone: the Job carries its groups, outside its name's hash."""
+    write_spec("grouped.yaml", SPEC)
+    synth(spec_repo)
+    (alone,) = read_workload(spec_repo / workload_file("alpha", "grouped")).jobs
+    assert GROUPS_ANNOTATION not in alone["metadata"]["annotations"]
+    write_spec("grouped.yaml", _with(4))
+    synth(spec_repo)
+    (job,) = read_workload(spec_repo / workload_file("alpha", "grouped")).jobs
+    _, config = _job(spec_repo)
+    annotations = job["metadata"]["annotations"]
+    assert config.groups is not None
+    assert parse_groups(annotations[GROUPS_ANNOTATION]) == config.groups
+    assert annotations[VARIANTS_ANNOTATION] == str(len(config.variants))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[[0,1],[1]]", "[[0],[2]]", "[[0],[]]", '[["0"]]', "{}", "[[0", "[[-1,0]]"],
+)
+def test_a_groups_annotation_that_is_not_synths_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match=r"groups must list|not a list of lists"):
+        parse_groups(text)

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from contract.errors import ExitCode
+from contract.layout import MESH_OPT_OUT_ANNOTATIONS, MESH_OPT_OUT_LABELS
 from contract.records import JobRecord, write_record
 from localcluster.build import binary_dir
 from synth.load import load_specs, workflow_files
@@ -368,3 +369,14 @@ class TestClustersFolder:
         assert not (repo / "clusters" / "eu-west" / "benchfleet.yaml").exists()
         assert all(path.exists() for path in theirs)
         assert not (repo / "dist" / "eu-west").exists()
+
+
+def test_every_namespace_opts_its_runner_pods_out_of_mesh_sidecars(rendered: Files) -> None:
+    """A mesh's sidecar keeps a pod Running after its runner ends; set on the namespace, the
+    opt-out reaches the pods of running Jobs too, without a rename (docs/synth.md)."""
+    namespaces = [obj for _, obj in all_objects(rendered) if obj["kind"] == "Namespace"]
+    assert namespaces
+    for namespace in namespaces:
+        metadata = namespace["metadata"]
+        assert MESH_OPT_OUT_LABELS.items() <= metadata["labels"].items()
+        assert MESH_OPT_OUT_ANNOTATIONS.items() <= metadata["annotations"].items()

@@ -1,0 +1,32 @@
+"""What the records, dist/ and git add to a report beside the runs themselves."""
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from collector.history import in_dist, record_ages, spec_revisions
+from collector.report import Notes
+from collector.store import StoredRun
+from contract.records import JobRecord
+
+
+def notes_of(
+    root: Path, workflow: str, records: Iterable[JobRecord], runs: Iterable[StoredRun]
+) -> Notes:
+    """What the records (the current ones and a baseline's), dist/ and git add to the report
+    of `runs`: Job names are content hashes, so one mapping serves the runs and the
+    baseline."""
+    every = list(records)
+    return Notes(
+        reuses={r.job: r.reuses for r in every if r.reuses},
+        about={r.job: (r.description, r.owner) for r in every},
+        spec_revisions=spec_revisions(
+            root,
+            {
+                (r.job.spec_file, r.job.spec_sha256)
+                for r in runs
+                if r.job.spec_file and r.job.spec_sha256
+            },
+        ),
+        record_ages=record_ages(root, workflow),
+        in_dist=in_dist(root, workflow),
+    )
