@@ -34,6 +34,7 @@ from collector.report import (
     VariantRow,
     heading,
 )
+from contract.text import shown
 from contract.variant import VariantRef
 
 TableKind = Literal["alert", "main", "detail"]
@@ -570,8 +571,9 @@ def _about(jobs: Sequence[JobSummary]) -> list[str]:
     for job in jobs:
         if job.reported and job.description and job.workflow not in seen:
             seen.add(job.workflow)
-            owner = f" (owner: {job.owner})" if job.owner else ""
-            lines.append(f"{job.workflow}: {job.description}{owner}")
+            # From a record in results/, which a pull request may have edited.
+            owner = f" (owner: {shown(job.owner)})" if job.owner else ""
+            lines.append(f"{shown(job.workflow)}: {shown(job.description)}{owner}")
     return lines
 
 

@@ -1,5 +1,6 @@
 """The sections of a pull request's comment, each from the tool that knows its facts."""
 
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -8,11 +9,14 @@ from collector.history import HistoryError, records_at, records_in, runs_of
 from collector.report import build_report
 from collector.report_render import to_markdown
 from contract.layout import CLUSTERS, DIST, RESULTS
+from contract.text import shown
 from synth.load import load_specs
 from synth.plan import format_plan, plan
 from synth.problems import SpecProblems
 from synth.render import render
 from synth.write import generated, is_generated
+
+_BACKTICKS = re.compile("`+")
 
 
 @dataclass
@@ -33,7 +37,13 @@ class Review:
 
 
 def _fenced(lines: list[str]) -> str:
-    return "```text\n" + "\n".join(lines) + "\n```"
+    """Lines as a code block that none of them can end: they quote file names and what specs
+    hold, which a pull request chooses, so each is shown on one line, and the fence is longer
+    than any run of backticks in them."""
+    shown_lines = [shown(line) for line in lines]
+    longest = max((len(run) for line in shown_lines for run in _BACKTICKS.findall(line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n" + "\n".join(shown_lines) + f"\n{fence}"
 
 
 def _git(root: Path, *arguments: str) -> str:

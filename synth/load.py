@@ -13,6 +13,7 @@ from typing import Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from contract.text import unprintable
 from synth.checks import check_workflow, target_clusters
 from synth.fleet import Fleet
 from synth.limits import MAX_COMBINATIONS, MAX_FILE_BYTES, MAX_VARIANTS_CEILING
@@ -195,10 +196,31 @@ def _display(root: Path, path: Path) -> str:
         return path.as_posix()
 
 
+def _unprintable_name(file: str) -> Problem | None:
+    """The problem of a file whose name holds a character that does not print as itself: a
+    line break there would let the name forge a line of its own in CI's log (a GitHub
+    Actions command such as `::error ...::`), so the file is not read at all."""
+    found = unprintable(file)
+    if found is None:
+        return None
+    return Problem(
+        file,
+        1,
+        1,
+        "",
+        f"the file's name holds {found}, which does not print as itself",
+        "rename the file: names of spec files print in logs and comments",
+    )
+
+
 def _read(root: Path, path: Path, problems: list[Problem]) -> tuple[str, YamlSource] | None:
     """The sha256 of a spec file's bytes and the document they hold, or None after adding
     the file's problems."""
     file = _display(root, path)
+    misnamed = _unprintable_name(file)
+    if misnamed is not None:
+        problems.append(misnamed)
+        return None
     try:
         data = read_inside(root, file, MAX_FILE_BYTES)
     except RepoFileError as error:
@@ -208,7 +230,7 @@ def _read(root: Path, path: Path, problems: list[Problem]) -> tuple[str, YamlSou
         return hashlib.sha256(data).hexdigest(), parse_yaml(data)
     except YamlSyntaxError as error:
         problems.extend(
-            Problem(file, *problem.position, format_loc(problem.loc), problem.message)
+            Problem(file, *problem.position, format_loc(problem.loc), problem.message, problem.hint)
             for problem in error.errors
         )
         return None

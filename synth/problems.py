@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from contract.text import shown
 from synth.hints import SpecError, closest, did_you_mean
 from synth.yaml_source import Loc, YamlSource
 
@@ -29,11 +30,13 @@ class Problem:
     severity: Literal["error", "warning"] = "error"
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}:{self.column}: "
+        # File names, keys and messages quote what a spec holds: shown, so that no line
+        # break or control character in them can forge a line (a CI annotation) of its own.
+        where = f"{shown(self.file)}:{self.line}:{self.column}: "
         label = "" if self.severity == "error" else "warning: "
-        field = f"{self.path}: " if self.path else ""
-        text = f"{where}{label}{field}{self.message}"
-        return f"{text}\n    hint: {self.hint}" if self.hint else text
+        field = f"{shown(self.path)}: " if self.path else ""
+        text = f"{where}{label}{field}{shown(self.message)}"
+        return f"{text}\n    hint: {shown(self.hint)}" if self.hint else text
 
 
 class SpecProblems(Exception):

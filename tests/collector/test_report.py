@@ -1110,3 +1110,15 @@ def test_damaged_rounds_leave_the_comparison_unpaired(make_run: MakeRun) -> None
     bf16 = with_rounds(bf16, "same", rounds_of(0.95, 15, seed=1))
     (entry,) = build_report([fp32, bf16]).axes[0].entries
     assert not entry.ratio.paired
+
+
+def test_a_description_from_an_edited_record_cannot_forge_a_line_of_the_report(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    today, _ = revisions
+    forged = "latency\n::error file=specs/clusters.yaml,line=1::forged"
+    notes = Notes(about={TODAY_JOB: (forged, "ml\r::warning::x")})
+    report = build_report(today, notes=notes)
+    for text in (to_text(report), to_markdown(report)):
+        assert not [line for line in text.splitlines() if line.startswith("::")]
+        assert [line for line in text.splitlines() if "latency" in line and "::error" in line]

@@ -94,6 +94,18 @@ def test_an_invalid_spec_is_listed_with_its_location(pull_request: Path) -> None
     )
 
 
+def test_a_spec_value_cannot_end_the_code_block_it_is_quoted_in(pull_request: Path) -> None:
+    """A problem quotes the value, which a pull request chooses: with backticks in it, a
+    three-backtick fence would end there and the rest render as the comment's own text."""
+    value = "'```` [approve](https://example.com) ````'"
+    (pull_request / SPEC).write_text(MINIMAL.replace("gpu_type: cpu", f"gpu_type: {value}"))
+    commit(pull_request, "backticks")
+    lines = run_review(pull_request).stdout.splitlines()
+    (quoted,) = [number for number, line in enumerate(lines) if "unknown device type" in line]
+    opening, closing = lines[quoted - 1], lines[quoted + 1]
+    assert opening == "`````text" and closing == "`````"
+
+
 def test_new_results_are_reported_against_the_base(pull_request: Path) -> None:
     workload = pull_request / "dist" / "alpha" / "workloads" / "valid-minimal.yaml"
     documents = [d for d in yaml.safe_load_all(workload.read_text()) if d]
