@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from contract.layout import DIST
 from synth.load import load_specs
+from synth.main import synth
 from synth.problems import SpecProblems
 from tests.conftest import TEST_DATA
-from tests.crafted_archives import ATTACKS, Attack
+from tests.crafted_archives import ATTACKS, BOMBS, Attack, Bomb
 from tests.synth.conftest import WriteSpec
 
 INVALID = TEST_DATA / "specs" / "invalid"
@@ -93,6 +95,27 @@ def test_a_model_file_that_would_run_code_is_a_spec_problem_at_its_file_field(
     )
     assert re.search(attack.refusal, problem)
     assert not (spec_repo / "marker").exists()
+
+
+@pytest.mark.parametrize(
+    "bomb", [bomb for bomb in BOMBS if bomb.committable], ids=lambda bomb: bomb.name
+)
+def test_a_container_bomb_is_a_spec_problem_at_its_file_field_and_nothing_is_written(
+    bomb: Bomb, spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """The reported bomb took `make synth` to 6.3 GiB and a MemoryError traceback."""
+    model = spec_repo / "own" / "m.pt2"
+    model.parent.mkdir()
+    model.write_bytes(bomb.build())
+    text = (INVALID.parent / "valid-minimal.yaml").read_text(encoding="utf-8")
+    spec = write_spec("bomb.yaml", text.replace("models/examples/tiny-mlp.pt2", "own/m.pt2"))
+    with pytest.raises(SpecProblems) as raised:
+        synth(spec_repo)
+    (problem,) = raised.value.problems
+    assert str(problem).startswith("specs/workflows/bomb.yaml:7:11: models[0].file: own/m.pt2 is ")
+    assert re.search(bomb.refusal, problem.message)
+    assert not (spec_repo / DIST).exists()
+    assert spec.exists()
 
 
 def test_the_name_local_runs_are_stored_under_is_no_clusters(spec_repo: Path) -> None:
