@@ -29,7 +29,7 @@ class Review:
 
     def markdown(self) -> str:
         verdict = (
-            "❌ **do not merge**: " + "; ".join(self.blocking)
+            "❌ **do not merge**: " + "; ".join(shown(reason) for reason in self.blocking)
             if self.blocking
             else "✅ specs valid, dist/ is what synth writes"
         )
