@@ -9,6 +9,7 @@ reviewer other text than the bytes hold. So every printer of a user string shows
 """
 
 import unicodedata
+from collections.abc import Callable
 from typing import Final
 
 _NAMED: Final = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -58,13 +59,25 @@ _CONTROL_NAMES: Final = {
 """Unicode gives control characters no name in its database, only aliases."""
 
 
-def unprintable(text: str, *, allowed: str = "") -> str | None:
-    """The first character of `text` that does not print as itself (other than those in
-    `allowed`), named with its position, e.g. `U+FEFF ZERO WIDTH NO-BREAK SPACE at character
-    1`; None when there is none."""
+def unprintable(text: str) -> str | None:
+    """The first character of `text` that does not print as itself, named with its
+    position, e.g. `U+FEFF ZERO WIDTH NO-BREAK SPACE at character 1`; None when there is
+    none."""
     if text.isprintable():
         return None
+    return _first(text, is_unsafe)
+
+
+def non_ascii(text: str) -> str | None:
+    """The first character of `text` outside ASCII, named with its position, e.g. `U+0430
+    CYRILLIC SMALL LETTER A at character 2`: in a name, a look-alike of a Latin letter."""
+    if text.isascii():
+        return None
+    return _first(text, lambda character: not character.isascii())
+
+
+def _first(text: str, found: Callable[[str], bool]) -> str | None:
     for index, character in enumerate(text):
-        if is_unsafe(character) and character not in allowed:
+        if found(character):
             return f"{describe_character(character)} at character {index + 1}"
     return None

@@ -6,7 +6,8 @@ write output from a half-valid set.
 """
 
 import hashlib
-from collections.abc import Mapping, Sequence
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
@@ -124,7 +125,6 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
     model_files = ModelFiles(root)
     context = SpecContext(fleet=fleet, model_files=model_files) if fleet is not None else None
     loaded: list[LoadedWorkflow] = []
-    first_file_of: dict[str, LoadedWorkflow] = {}
     for path in files if files is not None else workflow_files(root):
         read = _read(root, path, problems)
         if read is None:
@@ -133,19 +133,6 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         file = _display(root, path)
         workflow = _validate(source, file, Workflow, context, problems)
         if workflow is None or fleet is None:
-            continue
-        earlier = first_file_of.get(workflow.id)
-        if earlier is not None:
-            line, _ = earlier.source.position(("id",))
-            problems.append(
-                problem_at(
-                    source,
-                    file,
-                    ("id",),
-                    f"workflow id {workflow.id!r} is already used by {earlier.file}:{line}",
-                    "ids are unique across all spec files: they name the Jobs and results",
-                )
-            )
             continue
         count = combinations(workflow)
         if count > MAX_COMBINATIONS:
@@ -164,9 +151,8 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         variants = expand_variants(workflow)
         findings = check_workflow(workflow, variants, fleet, model_files)
         problems.extend(problem_at(source, file, f.loc, f.message, f.hint) for f in findings)
-        entry = LoadedWorkflow(file, sha256, source, workflow, tuple(variants))
-        first_file_of[workflow.id] = entry
-        loaded.append(entry)
+        loaded.append(LoadedWorkflow(file, sha256, source, workflow, tuple(variants)))
+    problems.extend(_duplicate_ids(root, loaded))
     recorded = {
         (entry.workflow.id, cluster.name): read_recorded(
             root, entry.workflow.id, cluster.name, problems
@@ -185,6 +171,50 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         model_files=model_files,
         recorded=recorded,
     )
+
+
+def _duplicate_ids(root: Path, loaded: list[LoadedWorkflow]) -> Iterator[Problem]:
+    """A problem at each copy of a workflow id but one. The one kept is the file git's HEAD
+    holds, so a pull request that copies a spec to start a new one is told to change its
+    copy, whichever name sorts first; where HEAD holds none or several, the first in name
+    order. Each problem names the file kept."""
+    by_id: dict[str, list[LoadedWorkflow]] = {}
+    for entry in loaded:
+        by_id.setdefault(entry.workflow.id, []).append(entry)
+    copies = [entries for entries in by_id.values() if len(entries) > 1]
+    committed = _in_head(root, [entry.file for entries in copies for entry in entries])
+    for entries in copies:
+        kept = next((entry for entry in entries if entry.file in committed), entries[0])
+        why = "in git's HEAD" if kept.file in committed else "the first of them by name"
+        line, _ = kept.source.position(("id",))
+        for entry in entries:
+            if entry is not kept:
+                yield problem_at(
+                    entry.source,
+                    entry.file,
+                    ("id",),
+                    f"workflow id {entry.workflow.id!r} is already used by {kept.file}:{line} "
+                    f"({why})",
+                    "ids are unique across all spec files: they name the Jobs and results; "
+                    "give this file's workflow an id of its own",
+                )
+
+
+def _in_head(root: Path, files: list[str]) -> set[str]:
+    """Which of `files` (relative to `root`) git's HEAD holds: none where `root` is no git
+    checkout, or there are no files to ask about."""
+    if not files:
+        return set()
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-tree", "-r", "--name-only", "HEAD", "--", *files],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:  # no git at all
+        return set()
+    return set(listed.stdout.splitlines()) if listed.returncode == 0 else set()
 
 
 def _display(root: Path, path: Path) -> str:

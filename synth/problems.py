@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from contract.text import shown
-from synth.hints import SpecError, closest, did_you_mean
+from synth.hints import SpecError, closest, did_you_mean, lookalike_note
 from synth.yaml_source import Loc, YamlSource
 
 
@@ -93,7 +93,7 @@ def problems_from_validation(
                     source,
                     file,
                     loc,
-                    f"unknown key {loc[-1]!r}",
+                    f"unknown key {loc[-1]!r}{lookalike_note(str(loc[-1]))}",
                     did_you_mean(str(loc[-1]), known, what="allowed keys") if known else None,
                     of_key=True,
                 )
@@ -103,6 +103,10 @@ def problems_from_validation(
         if detail["type"] == "extra_forbidden" or loc in renamed_by_typo:
             continue
         message, hint = _message(detail)
+        value = detail["input"]
+        if isinstance(value, str) and detail["type"] in _ABOUT_A_NAME:
+            note = lookalike_note(value)
+            message += "" if note in message else note
         problems.append(problem_at(source, file, loc, message, hint))
     return problems
 
@@ -124,6 +128,10 @@ def _message(detail: ErrorDetails) -> tuple[str, str | None]:
         return f"{value!r} is not allowed here", hint
     return f"{detail['msg']} (got {_show(value)})", _TYPE_HINTS.get(kind)
 
+
+_ABOUT_A_NAME: frozenset[str] = frozenset({"value_error", "enum", "literal_error"})
+"""Errors that say a word is not a name the spec allows (a pattern, a choice, a reference),
+where a look-alike letter is the likeliest cause."""
 
 _TYPE_HINTS: Mapping[str, str] = {
     "string_type": "YAML reads unquoted digits, true/false and null as other types; quote the "
