@@ -163,26 +163,12 @@ def check_archive(source: Path | bytes) -> Program:
     """Raise UnsafeArchive unless `source` is a .pt2 that torch can load without running code;
     return what its program declares."""
     stream: IO[bytes] = io.BytesIO(source) if isinstance(source, bytes) else source.open("rb")
+    read = _Read()
     with stream:
-        if not zipfile.is_zipfile(stream):
-            stream.seek(0)
-            kind = "a pickle" if stream.read(1) == _PICKLE_PROTOCOL_OPCODE else "not a zip archive"
-            raise UnsafeArchive(
-                [
-                    f"it is {kind}, not a torch.export program; export the model with "
-                    "torch.export.export and save it with torch.export.save"
-                ]
-            )
-        read = _Read()
-        too_large = directory_problem(stream)
-        if too_large is not None:
-            raise UnsafeArchive([too_large])
-        size = stream.seek(0, 2)
         try:
-            with zipfile.ZipFile(stream) as archive:
-                problems = list(_archive_problems(archive, size, read))
-        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
-            problems = [f"its zip structure is damaged ({e})"]
+            problems = _container_problems(stream, read)
+        except _DAMAGED as error:  # zipfile's end-record reader raises as it looks, too
+            problems = [f"its zip structure is damaged ({error})"]
     if problems:
         raise UnsafeArchive(problems[:MAX_PROBLEMS])
     return Program(declared_inputs(read.program), linear_weight_share(read.program))
@@ -193,6 +179,32 @@ class _Read:
     """What the checks parsed, for what the caller wants of it afterwards."""
 
     program: object = None
+
+
+_DAMAGED: Final = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    UnicodeDecodeError,
+)
+
+
+def _container_problems(stream: IO[bytes], read: _Read) -> list[str]:
+    if not zipfile.is_zipfile(stream):
+        stream.seek(0)
+        kind = "a pickle" if stream.read(1) == _PICKLE_PROTOCOL_OPCODE else "not a zip archive"
+        return [
+            f"it is {kind}, not a torch.export program; export the model with "
+            "torch.export.export and save it with torch.export.save"
+        ]
+    too_large = directory_problem(stream)
+    if too_large is not None:
+        return [too_large]
+    size = stream.seek(0, 2)
+    with zipfile.ZipFile(stream) as archive:
+        return list(_archive_problems(archive, size, read))
 
 
 class _Members:
@@ -361,7 +373,7 @@ def _sample_input_problems(members: _Members) -> Iterator[str]:
                 yield f"{where} is not one torch.save file"
                 return
             pickle = read_member(inner, pickles[0], f"{where}'s pickle", MAX_PICKLE_BYTES)
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError):
+    except _DAMAGED:
         yield f"{where} is not a torch.save zip file (a bare pickle torch would unpickle)"
         return
     refused = _pickle_refusal(pickle)

@@ -279,6 +279,8 @@ class _Builder:
                 # Usable under its anchor once complete: an alias inside it names no anchor.
                 self._remember(anchor, node)
             if not stack:
+                if isinstance(node, _Scalar):  # a document that is one value
+                    self._refuse_unprintable(node, None, ())
                 return node
             parent, _, parent_loc = stack[-1]
             self._add(parent, node, parent_loc)
@@ -374,7 +376,7 @@ class _Builder:
                 )
             )
 
-    def _refuse_unprintable(self, scalar: _Scalar, parent: _Node, loc: Loc) -> None:
+    def _refuse_unprintable(self, scalar: _Scalar, parent: _Node | None, loc: Loc) -> None:
         """Keys and values hold only characters that print as themselves, on one line: a
         tab, a pasted byte order mark or zero-width space, a direction override or an escape
         sequence would make the spec mean other than what its reader sees, and a line break
@@ -394,7 +396,7 @@ class _Builder:
             YamlError(
                 f"{what} holds {found}, which does not print as itself",
                 scalar.position,
-                _next_loc([(parent, None, loc)], scalar.text),
+                _next_loc([(parent, None, loc)], scalar.text) if parent is not None else loc,
                 hint,
             )
         )

@@ -223,7 +223,7 @@ def _stream_deflated(
         member.write(filler * (rest // len(filler)) + b" " * (rest % len(filler)) + tail)
 
 
-def _rezipped(
+def rezipped(
     source: EditableArchive, deflated: str, parts: tuple[bytes, bytes, bytes], size: int
 ) -> bytes:
     out = io.BytesIO()
@@ -243,7 +243,7 @@ def inflating_program() -> bytes:
     archive = EditableArchive(BASE.read_bytes())
     program = archive[PROGRAM].rstrip()
     parts = (program[:-1] + b', "padding": [', b"[],", b"[]]}")
-    return _rezipped(archive, PROGRAM, parts, INFLATED_PROGRAM_BYTES)
+    return rezipped(archive, PROGRAM, parts, INFLATED_PROGRAM_BYTES)
 
 
 def inflating_sample_inputs() -> bytes:
@@ -252,7 +252,7 @@ def inflating_sample_inputs() -> bytes:
     archive = EditableArchive(BASE.read_bytes())
     inner = EditableArchive(archive[SAMPLE_INPUTS])
     parts = (inner["data.pkl"], b"\0", b"")
-    archive[SAMPLE_INPUTS] = _rezipped(inner, "data.pkl", parts, 64 << 20)
+    archive[SAMPLE_INPUTS] = rezipped(inner, "data.pkl", parts, 64 << 20)
     return archive.bytes()
 
 
@@ -261,7 +261,7 @@ _END = struct.Struct("<4s4H2LH")
 
 
 @dataclass
-class _Entry:
+class DirectoryEntry:
     """One central directory entry: its fixed fields (as _CENTRAL unpacks them) and name."""
 
     fields: list[object]
@@ -274,7 +274,7 @@ class _Entry:
         return _CENTRAL.pack(*fields) + self.name + self.tail
 
 
-def _central(data: bytes) -> tuple[bytes, list[_Entry]]:
+def central_directory(data: bytes) -> tuple[bytes, list[DirectoryEntry]]:
     """The bytes before a zip's central directory, and its entries."""
     end = data.rindex(b"PK\x05\x06")
     *_, count, _, offset, _ = _END.unpack_from(data, end)
@@ -285,12 +285,14 @@ def _central(data: bytes) -> tuple[bytes, list[_Entry]]:
         start = at + _CENTRAL.size
         name = data[start : start + name_length]
         tail = data[start + name_length : start + name_length + extra_length + comment_length]
-        entries.append(_Entry(fields, name, tail))
+        entries.append(DirectoryEntry(fields, name, tail))
         at = start + name_length + extra_length + comment_length
     return data[:offset], entries
 
 
-def _with_central(prefix: bytes, entries: list[_Entry], end: bytes | None = None) -> bytes:
+def with_central_directory(
+    prefix: bytes, entries: list[DirectoryEntry], end: bytes | None = None
+) -> bytes:
     directory = b"".join(entry.bytes() for entry in entries)
     count = min(len(entries), 0xFFFF)
     end = end or _END.pack(b"PK\x05\x06", 0, 0, count, count, len(directory), len(prefix), 0)
@@ -300,28 +302,28 @@ def _with_central(prefix: bytes, entries: list[_Entry], end: bytes | None = None
 def overlapping_members(copies: int = 1000) -> bytes:
     """A thousand directory entries for the one model.json (a non-recursive bomb: each
     reads the same bytes), named as extra files, which torch reads whole."""
-    prefix, entries = _central(BASE.read_bytes())
+    prefix, entries = central_directory(BASE.read_bytes())
     program = next(entry for entry in entries if entry.name.endswith(PROGRAM.encode()))
     root = program.name.split(b"/", 1)[0]
     copied = [
-        _Entry(list(program.fields), root + b"/extra/copy%d.json" % n, program.tail)
+        DirectoryEntry(list(program.fields), root + b"/extra/copy%d.json" % n, program.tail)
         for n in range(copies)
     ]
-    return _with_central(prefix, entries + copied)
+    return with_central_directory(prefix, entries + copied)
 
 
 def sizes_that_disagree() -> bytes:
     """A stored model.json whose directory entry claims it inflates to 4 GiB."""
-    prefix, entries = _central(BASE.read_bytes())
+    prefix, entries = central_directory(BASE.read_bytes())
     program = next(entry for entry in entries if entry.name.endswith(PROGRAM.encode()))
     program.fields[9] = 0xFFFFFFFE
-    return _with_central(prefix, entries)
+    return with_central_directory(prefix, entries)
 
 
 def zip64_end_claiming(entries: int, directory_bytes: int) -> bytes:
     """A zip64 end record that announces `entries` members in a directory of
     `directory_bytes`, which zipfile would read whole before anything could count them."""
-    prefix, listed = _central(BASE.read_bytes())
+    prefix, listed = central_directory(BASE.read_bytes())
     directory = b"".join(entry.bytes() for entry in listed)
     record_at = len(prefix) + len(directory)
     record = struct.pack(
@@ -330,7 +332,7 @@ def zip64_end_claiming(entries: int, directory_bytes: int) -> bytes:
     )  # fmt: skip
     locator = struct.pack("<4sLQL", b"PK\x06\x07", 0, record_at, 1)
     end = _END.pack(b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
-    return _with_central(prefix, listed, record + locator + end)
+    return with_central_directory(prefix, listed, record + locator + end)
 
 
 def with_member(name: str, data: bytes = b"") -> bytes:

@@ -25,6 +25,7 @@ from tests.crafted_archives import (
     Bomb,
     EditableArchive,
     inflating_program,
+    zip64_end_claiming,
 )
 
 COMMITTED = sorted((REPO_ROOT / "models").glob("*/*.pt2"))
@@ -100,6 +101,24 @@ def test_a_damaged_member_is_a_problem_not_a_crash() -> None:
     name_length, extra_length = struct.unpack("<HH", data[header + 26 : header + 30])
     data[header + 30 + name_length + extra_length + 10] ^= 0xFF
     assert "Bad CRC-32" in refusal(bytes(data))
+
+
+def test_an_end_record_that_zipfile_refuses_to_look_at_is_damage_not_a_crash() -> None:
+    """Found by the fuzz suite: zipfile raises while merely asking whether this is a zip."""
+    data = bytearray(zip64_end_claiming(15, 1 << 10))
+    locator = data.rindex(b"PK\x06\x07")
+    data[locator + 16 : locator + 20] = struct.pack("<L", 2)  # the archive spans two disks
+    assert "its zip structure is damaged (zipfiles that span multiple disks" in refusal(bytes(data))
+
+
+def test_a_name_flagged_utf8_that_is_not_is_damage_not_a_crash() -> None:
+    """Found by the fuzz suite: torch flags its names UTF-8, and zipfile raises
+    UnicodeDecodeError for one that is not."""
+    data = bytearray(BASE.read_bytes())
+    name = b"archive/.data/serialization_id"
+    at = data.rindex(name)  # its central directory entry
+    data[at + len(name) - 1] = 0x80
+    assert "its zip structure is damaged ('utf-8' codec can't decode" in refusal(bytes(data))
 
 
 def test_a_member_larger_than_the_bound_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
