@@ -15,6 +15,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from contract.bounded import read_at_most
 from contract.layout import REPEAT_LABEL, record_path
 from contract.result import BenchResult
 from contract.variant import MAX_VARIANTS, VariantRef
@@ -146,12 +147,15 @@ class RecordError(ValueError):
     """A file that cannot be a record gather wrote, told before it is parsed."""
 
 
+_TOO_LARGE: Final = f"it holds more than the {MAX_RECORD_BYTES:,} bytes a record may have"
+
+
 def parse_record(data: bytes | str) -> JobRecord:
     """A record from its file's bytes; raises RecordError for a text over the bounds and
     pydantic.ValidationError (a ValueError too) naming the field that is wrong."""
     text = data.encode() if isinstance(data, str) else data
     if len(text) > MAX_RECORD_BYTES:
-        raise RecordError(f"it holds more than the {MAX_RECORD_BYTES:,} bytes a record may have")
+        raise RecordError(_TOO_LARGE)
     values = text.count(b",") + text.count(b"[") + text.count(b"{")
     if values > MAX_RECORD_VALUES:
         raise RecordError(f"it holds about {values:,} values, more than {MAX_RECORD_VALUES:,}")
@@ -162,7 +166,9 @@ def read_record(path: Path) -> JobRecord:
     """Parse a record file, reading no more of it than a record may hold; raises OSError,
     RecordError or pydantic.ValidationError (see parse_record)."""
     with path.open("rb") as file:
-        return parse_record(file.read(MAX_RECORD_BYTES + 1))
+        if os.fstat(file.fileno()).st_size > MAX_RECORD_BYTES:
+            raise RecordError(_TOO_LARGE)
+        return parse_record(read_at_most(file, MAX_RECORD_BYTES))
 
 
 Reuses = dict[str, tuple[str, ...]]

@@ -13,6 +13,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Final
 
+from contract.bounded import read_at_most
 from contract.text import unprintable
 
 _SYSTEM_TREES: Final = (Path("/proc"), Path("/sys"), Path("/dev"))
@@ -61,7 +62,7 @@ def read_inside(root: Path, relative: str, limit: int) -> bytes:
         if status.st_size > limit:
             raise TooLarge(relative, status.st_size, limit)
         with os.fdopen(descriptor, "rb", closefd=False) as file:
-            data = file.read(limit + 1)
+            data = read_at_most(file, limit)
     finally:
         os.close(descriptor)
     if len(data) > limit:
