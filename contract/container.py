@@ -26,7 +26,7 @@ tensor constant plus eight (tiny-transformer 37, a 48-layer transformer 589, a 7
 language model about 730)."""
 MAX_DIRECTORY_BYTES: Final = 16 << 20
 """The central directory, which zipfile reads whole before anything can be counted: 46
-bytes and a name per member, about 4 MiB for MAX_MEMBERS of the names torch writes."""
+bytes and a name per member, about 7 MiB for MAX_MEMBERS of the names torch writes."""
 MAX_NAME_CHARS: Final = 512
 """A member's name: the archive's folder (the file's name, at most 255 bytes on most file
 systems) and a path torch spells (`data/weights/weight_123`, at most 45 characters)."""
