@@ -456,8 +456,8 @@ def _jobs_table(jobs: Sequence[JobSummary]) -> Table:
 
 
 def _listed(values: Sequence[str], most: int = 3) -> str:
-    shown = ", ".join(values[:most])
-    return f"{shown} (+{len(values) - most})" if len(values) > most else shown or "-"
+    listed = ", ".join(values[:most])
+    return f"{listed} (+{len(values) - most})" if len(values) > most else listed or "-"
 
 
 def _provenance_table(jobs: Sequence[JobSummary]) -> Table:
@@ -632,7 +632,9 @@ def lay_out(report: Report) -> Layout:
 
 
 def _aligned(table: Table) -> list[str]:
-    rows = [tuple(column.heading for column in table.columns), *table.rows]
+    # Cells quote records from git (names, a failure's explanation): each on its one line.
+    cells = (tuple(column.heading for column in table.columns), *table.rows)
+    rows = [tuple(shown(cell) for cell in row) for row in cells]
     widths = [max(len(row[i]) for row in rows) for i in range(len(table.columns))]
     return [
         "  ".join(
@@ -662,14 +664,13 @@ _MARKDOWN_SPECIAL: Final = str.maketrans(
         "<": "&lt;",
         ">": "&gt;",
         "&": "&amp;",
-        "\n": " ",
     }
 )
 
 
 def _md(text: str) -> str:
     # Model names come from users: no cell may end the table, open a link or inject HTML.
-    return text.translate(_MARKDOWN_SPECIAL)
+    return shown(text).translate(_MARKDOWN_SPECIAL)
 
 
 def _markdown_table(table: Table) -> list[str]:

@@ -1112,13 +1112,16 @@ def test_damaged_rounds_leave_the_comparison_unpaired(make_run: MakeRun) -> None
     assert not entry.ratio.paired
 
 
-def test_a_description_from_an_edited_record_cannot_forge_a_line_of_the_report(
-    revisions: tuple[list[StoredRun], list[StoredRun]],
+def test_what_an_edited_record_says_cannot_forge_a_line_of_the_report(
+    make_run: MakeRun, revisions: tuple[list[StoredRun], list[StoredRun]]
 ) -> None:
+    """A record in results/ comes with a pull request: its description, owner and the
+    explanation of a failure print on the lines they belong to."""
     today, _ = revisions
     forged = "latency\n::error file=specs/clusters.yaml,line=1::forged"
     notes = Notes(about={TODAY_JOB: (forged, "ml\r::warning::x")})
-    report = build_report(today, notes=notes)
+    failed = make_run(batch_size=4, index=3, failure="oom\u2028::error::forged\r::notice::x")
+    report = build_report([*today, failed], notes=notes)
     for text in (to_text(report), to_markdown(report)):
         assert not [line for line in text.splitlines() if line.startswith("::")]
         assert [line for line in text.splitlines() if "latency" in line and "::error" in line]
