@@ -147,6 +147,12 @@ def test_the_example_ci_workflow_runs_this_script_with_options_it_has() -> None:
     assert options == ["--base", "--output"]
     assert all(option in help_text for option in options)
     assert any("pip install -e '.[synth,collector]'" in run for run in runs)
+    # Workflow commands stay off while the review prints, and come back after it, pass or fail.
+    lines = [line.strip() for line in command.splitlines()]
+    review_line = next(i for i, line in enumerate(lines) if "-m review" in line)
+    assert lines.index('echo "::stop-commands::${resume}"') < review_line
+    assert lines.index('echo "::${resume}::"') > review_line
+    assert lines[-1] == 'exit "${status}"'
 
 
 def test_the_review_needs_no_torch() -> None:
