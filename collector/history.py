@@ -12,7 +12,14 @@ from pydantic import ValidationError
 from collector.store import StoredRun
 from contract.dist import read_workload
 from contract.layout import RESULTS, cluster_of, workload_files
-from contract.records import JobIdentity, JobRecord, read_record
+from contract.records import (
+    MAX_RECORD_BYTES,
+    JobIdentity,
+    JobRecord,
+    RecordError,
+    parse_record,
+    read_record,
+)
 
 
 class HistoryError(ValueError):
@@ -37,7 +44,7 @@ def records_in(root: Path, workflow: str) -> list[JobRecord]:
     for path in sorted((root / RESULTS / workflow).glob("*/*.json")):
         try:
             records.append(read_record(path))
-        except ValidationError as error:
+        except (RecordError, ValidationError) as error:
             raise HistoryError(f"{path} is not a results record: {error}") from error
     return records
 
@@ -49,11 +56,14 @@ def records_at(root: Path, revision: str, workflow: str) -> list[JobRecord]:
     listing = _git(root, "ls-tree", "-r", "--name-only", revision, "--", folder)
     records = []
     for name in sorted(line for line in listing.splitlines() if line.endswith(".json")):
-        text = _git(root, "show", f"{revision}:{name}")
+        where = f"{revision}:{name}"
+        # Sized before it is shown: a commit can hold any file under a record's name.
+        if int(_git(root, "cat-file", "-s", where)) > MAX_RECORD_BYTES:
+            raise HistoryError(f"{where} is not a results record: over {MAX_RECORD_BYTES:,} bytes")
         try:
-            records.append(JobRecord.model_validate_json(text))
-        except ValidationError as error:
-            raise HistoryError(f"{revision}:{name} is not a results record: {error}") from error
+            records.append(parse_record(_git(root, "show", where)))
+        except (RecordError, ValidationError) as error:
+            raise HistoryError(f"{where} is not a results record: {error}") from error
     return records
 
 

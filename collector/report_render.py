@@ -34,6 +34,7 @@ from collector.report import (
     VariantRow,
     heading,
 )
+from contract.text import shown
 from contract.variant import VariantRef
 
 TableKind = Literal["alert", "main", "detail"]
@@ -480,8 +481,8 @@ def _jobs_table(jobs: Sequence[JobSummary]) -> Table:
 
 
 def _listed(values: Sequence[str], most: int = 3) -> str:
-    shown = ", ".join(values[:most])
-    return f"{shown} (+{len(values) - most})" if len(values) > most else shown or "-"
+    listed = ", ".join(values[:most])
+    return f"{listed} (+{len(values) - most})" if len(values) > most else listed or "-"
 
 
 def _provenance_table(jobs: Sequence[JobSummary]) -> Table:
@@ -595,8 +596,9 @@ def _about(jobs: Sequence[JobSummary]) -> list[str]:
     for job in jobs:
         if job.reported and job.description and job.workflow not in seen:
             seen.add(job.workflow)
-            owner = f" (owner: {job.owner})" if job.owner else ""
-            lines.append(f"{job.workflow}: {job.description}{owner}")
+            # From a record in results/, which a pull request may have edited.
+            owner = f" (owner: {shown(job.owner)})" if job.owner else ""
+            lines.append(f"{shown(job.workflow)}: {shown(job.description)}{owner}")
     return lines
 
 
@@ -662,7 +664,9 @@ def lay_out(report: Report) -> Layout:
 
 
 def _aligned(table: Table) -> list[str]:
-    rows = [tuple(column.heading for column in table.columns), *table.rows]
+    # Cells quote records from git (names, a failure's explanation): each on its one line.
+    cells = (tuple(column.heading for column in table.columns), *table.rows)
+    rows = [tuple(shown(cell) for cell in row) for row in cells]
     widths = [max(len(row[i]) for row in rows) for i in range(len(table.columns))]
     return [
         "  ".join(
@@ -692,14 +696,13 @@ _MARKDOWN_SPECIAL: Final = str.maketrans(
         "<": "&lt;",
         ">": "&gt;",
         "&": "&amp;",
-        "\n": " ",
     }
 )
 
 
 def _md(text: str) -> str:
     # Model names come from users: no cell may end the table, open a link or inject HTML.
-    return text.translate(_MARKDOWN_SPECIAL)
+    return shown(text).translate(_MARKDOWN_SPECIAL)
 
 
 def _markdown_table(table: Table) -> list[str]:

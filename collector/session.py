@@ -21,6 +21,7 @@ from collector.progress import Progress, plural
 from collector.store import StoreError, open_store
 from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs
 from contract.layout import RESULTS, recorded_clusters, recorded_jobs, workload_file
+from contract.text import shown
 from contract.variant import VariantRef
 
 
@@ -186,7 +187,8 @@ def _summary(outcome: GatherOutcome, expected: Sequence[ExpectedJob] = ()) -> li
             f"    {name(job, k.variant.index, k.variant.variant)}: kept unread: {k.why}"
             for k in unfinished.kept
         ]
-    return lines
+    # Explanations quote what pods reported and what spec files named: one line each.
+    return [shown(line) for line in lines]
 
 
 class Terminated(KeyboardInterrupt):

@@ -27,12 +27,28 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Final
 
+from contract.container import Refused, directory_problem, member_problems, read_member
 from contract.inputs import ExpectedInput, declared_inputs
+from contract.text import shown
 from contract.weights import linear_weight_share
 
-MAX_MEMBERS: Final = 200_000
-MAX_JSON_BYTES: Final = 256 << 20
-MAX_PICKLE_BYTES: Final = 16 << 20
+# What torch reads whole, as JSON or text, bounded by what a real export needs. Each is
+# parsed in memory: json.loads of crafted JSON takes up to 27 times its size (a real
+# model.json 5-8 times), so these bounds are also the check's memory.
+MAX_PROGRAM_BYTES: Final = 16 << 20
+"""models/model.json. A real export writes 1.4-2.1 KB per graph node (with stack traces):
+tiny-transformer's 76 nodes are 106 KB, a 48-layer transformer's 1,686 nodes 2.4 MB; 16 MiB
+holds some 8,000 nodes, about 230 such layers."""
+MAX_CONFIG_BYTES: Final = 4 << 20
+"""The weights' and constants' configs: about 300 bytes per tensor (589 tensors, 181 KB)."""
+MAX_SAMPLE_INPUTS_BYTES: Final = 16 << 20
+"""The sample inputs, a torch.save zip of example tensors (tiny-cnn's 98 KB hold two 3x64x64
+images; a batch of 224x224 images is a few MB)."""
+MAX_PICKLE_BYTES: Final = 1 << 20
+"""The sample inputs' pickle, which names tensors and containers (163-176 bytes)."""
+MAX_TEXT_BYTES: Final = 1 << 20
+"""Every other member torch reads whole as text: the format, version and byte-order tags
+(at most 40 bytes) and `extra/` files saved alongside."""
 MAX_PROBLEMS: Final = 10
 
 MODEL: Final = "model"
@@ -47,6 +63,8 @@ _SAMPLE_INPUTS: Final = f"data/sample_inputs/{MODEL}.pt"
 _LEGACY_CONSTANTS: Final = f"data/constants/{MODEL}.pt"
 _ALLOWED_PREFIXES: Final = ("data/weights/", "data/constants/", "extra/", ".data/")
 _ALLOWED_FILES: Final = frozenset({_FORMAT, _VERSION, "byteorder", _MODEL_JSON, _SAMPLE_INPUTS})
+_TEXT_FILES: Final = frozenset({_FORMAT, _VERSION, "byteorder"})
+_TEXT_PREFIXES: Final = (".data/", "extra/")
 _COMPILED_PREFIXES: Final = {
     "data/aotinductor/": "AOTInductor-compiled code",
     "data/executorch/": "an ExecuTorch program",
@@ -123,11 +141,12 @@ _PICKLE_PROTOCOL_OPCODE: Final = b"\x80"
 
 
 class UnsafeArchive(ValueError):
-    """The archive is not a plain exported program; each problem is one sentence."""
+    """The archive is not a plain exported program; each problem is one sentence, shown
+    (contract.text): they quote member names and JSON, which the archive's author chose."""
 
     def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(problems))
+        self.problems = [shown(problem) for problem in problems]
+        super().__init__("; ".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -144,22 +163,12 @@ def check_archive(source: Path | bytes) -> Program:
     """Raise UnsafeArchive unless `source` is a .pt2 that torch can load without running code;
     return what its program declares."""
     stream: IO[bytes] = io.BytesIO(source) if isinstance(source, bytes) else source.open("rb")
+    read = _Read()
     with stream:
-        if not zipfile.is_zipfile(stream):
-            stream.seek(0)
-            kind = "a pickle" if stream.read(1) == _PICKLE_PROTOCOL_OPCODE else "not a zip archive"
-            raise UnsafeArchive(
-                [
-                    f"it is {kind}, not a torch.export program; export the model with "
-                    "torch.export.export and save it with torch.export.save"
-                ]
-            )
-        read = _Read()
         try:
-            with zipfile.ZipFile(stream) as archive:
-                problems = list(_archive_problems(archive, read))
-        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
-            problems = [f"its zip structure is damaged ({e})"]
+            problems = _container_problems(stream, read)
+        except _DAMAGED as error:  # zipfile's end-record reader raises as it looks, too
+            problems = [f"its zip structure is damaged ({error})"]
     if problems:
         raise UnsafeArchive(problems[:MAX_PROBLEMS])
     return Program(declared_inputs(read.program), linear_weight_share(read.program))
@@ -172,6 +181,32 @@ class _Read:
     program: object = None
 
 
+_DAMAGED: Final = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    UnicodeDecodeError,
+)
+
+
+def _container_problems(stream: IO[bytes], read: _Read) -> list[str]:
+    if not zipfile.is_zipfile(stream):
+        stream.seek(0)
+        kind = "a pickle" if stream.read(1) == _PICKLE_PROTOCOL_OPCODE else "not a zip archive"
+        return [
+            f"it is {kind}, not a torch.export program; export the model with "
+            "torch.export.export and save it with torch.export.save"
+        ]
+    too_large = directory_problem(stream)
+    if too_large is not None:
+        return [too_large]
+    size = stream.seek(0, 2)
+    with zipfile.ZipFile(stream) as archive:
+        return list(_archive_problems(archive, size, read))
+
+
 class _Members:
     """An archive's members, named relative to its one root folder."""
 
@@ -180,28 +215,22 @@ class _Members:
         self.root = root
         self.names = [info.filename[len(root) :] for info in archive.infolist()]
 
+    def info(self, name: str) -> zipfile.ZipInfo:
+        return self.archive.getinfo(self.root + name)
+
     def read(self, name: str, limit: int) -> bytes:
-        info = self.archive.getinfo(self.root + name)
-        if info.file_size > limit:
-            raise _TooLarge(f"{name} is {info.file_size:,} bytes, more than {limit:,} allowed")
-        with self.archive.open(info) as member:
-            data = member.read(limit + 1)
-        if len(data) > limit:
-            raise _TooLarge(f"{name} holds more than the {limit:,} bytes its header declares")
-        return data
+        """Raises Refused for a member over `limit`."""
+        return read_member(self.archive, self.info(name), name, limit)
 
-    def json(self, name: str) -> object:
-        return json.loads(self.read(name, MAX_JSON_BYTES))
+    def json(self, name: str, limit: int) -> object:
+        return json.loads(self.read(name, limit))
 
 
-class _TooLarge(Exception):
-    pass
-
-
-def _archive_problems(archive: zipfile.ZipFile, read: _Read) -> Iterator[str]:
+def _archive_problems(archive: zipfile.ZipFile, size: int, read: _Read) -> Iterator[str]:
     infos = archive.infolist()
-    if len(infos) > MAX_MEMBERS:
-        yield f"it has {len(infos):,} members, more than {MAX_MEMBERS:,}"
+    container = list(member_problems(infos, size))
+    if container:
+        yield from container
         return
     names = [info.filename for info in infos]
     if not names:
@@ -226,12 +255,13 @@ def _archive_problems(archive: zipfile.ZipFile, read: _Read) -> Iterator[str]:
         return
     try:
         yield from _layout_problems(members)
+        yield from _text_problems(members)
         if _MODEL_JSON in members.names:
             yield from _payload_problems(members)
             yield from _sample_input_problems(members)
-            read.program = members.json(_MODEL_JSON)
+            read.program = members.json(_MODEL_JSON, MAX_PROGRAM_BYTES)
             yield from _program_problems(read.program)
-    except _TooLarge as error:
+    except Refused as error:
         yield str(error)
     except (ValueError, RecursionError) as error:  # json's errors are ValueErrors
         yield f"its JSON cannot be read ({type(error).__name__}: {error})"
@@ -265,12 +295,22 @@ def _layout_problems(members: _Members) -> Iterator[str]:
             yield f"{name} is not a member torch.export.save writes"
 
 
+def _text_problems(members: _Members) -> Iterator[str]:
+    """torch reads these whole, as text, without this check reading them: their sizes, which
+    a stored member's header gives truly (member_problems checked them against the file)."""
+    for name in members.names:
+        is_text = name in _TEXT_FILES or name.startswith(_TEXT_PREFIXES)
+        size = members.info(name).file_size
+        if is_text and size > MAX_TEXT_BYTES:
+            yield f"{name} is {size:,} bytes, more than the {MAX_TEXT_BYTES:,} allowed"
+
+
 def _payload_problems(members: _Members) -> Iterator[str]:
     for config_name, folder in ((_WEIGHTS_CONFIG, "weights"), (_CONSTANTS_CONFIG, "constants")):
         if config_name not in members.names:
             yield f"it has no {config_name}"
             continue
-        config = members.json(config_name)
+        config = members.json(config_name, MAX_CONFIG_BYTES)
         entries = config.get("config") if isinstance(config, dict) else None
         if not isinstance(entries, dict):
             yield f"{config_name} has no 'config' mapping"
@@ -316,18 +356,24 @@ def _sample_input_problems(members: _Members) -> Iterator[str]:
     its pickle may only name what a tensor needs."""
     if _SAMPLE_INPUTS not in members.names:
         return
-    data = members.read(_SAMPLE_INPUTS, MAX_JSON_BYTES)
+    data = members.read(_SAMPLE_INPUTS, MAX_SAMPLE_INPUTS_BYTES)
     if not data:
         return
     where = _SAMPLE_INPUTS
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as inner:
-            pickles = [info for info in inner.infolist() if info.filename.endswith("/data.pkl")]
-            if len(pickles) != 1 or pickles[0].file_size > MAX_PICKLE_BYTES:
+            infos = inner.infolist()
+            # A zip inside the zip: the same bounds, within the bytes it was given.
+            container = next(member_problems(infos, len(data)), None)
+            if container is not None:
+                yield f"{where}, a torch.save zip: {container}"
+                return
+            pickles = [info for info in infos if info.filename.endswith("/data.pkl")]
+            if len(pickles) != 1:
                 yield f"{where} is not one torch.save file"
                 return
-            pickle = inner.read(pickles[0])
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError):
+            pickle = read_member(inner, pickles[0], f"{where}'s pickle", MAX_PICKLE_BYTES)
+    except _DAMAGED:
         yield f"{where} is not a torch.save zip file (a bare pickle torch would unpickle)"
         return
     refused = _pickle_refusal(pickle)

@@ -13,13 +13,26 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from contract.bounded import read_at_most
 from contract.layout import REPEAT_LABEL, record_path
 from contract.result import BenchResult
-from contract.variant import VariantRef
+from contract.variant import MAX_VARIANTS, VariantRef
 
 RECORD_SCHEMA_VERSION: Final = 1
+
+# A record arrives in git, so a pull request can commit any file in its place, and parsing
+# builds Python objects worth up to 25 times the text (a 60 MiB file of tiny variants took
+# 3.1 GiB). The largest record gather writes is a Job of MAX_VARIANTS variants, each a full
+# result of an interleaved pod (samples left out): 4,184 bytes and 129 JSON values a
+# variant, 40 MiB and 1.29 million values in all, which parse to 310 MiB. A record is held
+# to those, with room, before any of it is parsed.
+MAX_RECORD_BYTES: Final = 64 << 20
+"""A record's size: 1.6 times the largest a Job of MAX_VARIANTS variants gets."""
+MAX_RECORD_VALUES: Final = 2_000_000
+"""JSON values (counted as commas and opening brackets, at C speed, in any text): 1.5 times
+the largest record's, so that no record parses to more than about 500 MiB."""
 
 VariantState = Literal["succeeded", "failed"]
 
@@ -91,7 +104,7 @@ class JobRecord(JobIdentity):
     """The Job's own end: Complete, or Failed (some index failed, or its deadline passed)."""
     failure: str | None = None
     """Why the Job failed as a whole, in words."""
-    variants: tuple[StoredVariant, ...]
+    variants: tuple[StoredVariant, ...] = Field(max_length=MAX_VARIANTS)
     description: str | None = None
     """The workflow's description and owner, as its spec said when synth made the Job."""
     owner: str | None = None
@@ -130,9 +143,32 @@ def write_record(root: Path, record: JobRecord) -> tuple[Path, bool]:
     return path, True
 
 
+class RecordError(ValueError):
+    """A file that cannot be a record gather wrote, told before it is parsed."""
+
+
+_TOO_LARGE: Final = f"it holds more than the {MAX_RECORD_BYTES:,} bytes a record may have"
+
+
+def parse_record(data: bytes | str) -> JobRecord:
+    """A record from its file's bytes; raises RecordError for a text over the bounds and
+    pydantic.ValidationError (a ValueError too) naming the field that is wrong."""
+    text = data.encode() if isinstance(data, str) else data
+    if len(text) > MAX_RECORD_BYTES:
+        raise RecordError(_TOO_LARGE)
+    values = text.count(b",") + text.count(b"[") + text.count(b"{")
+    if values > MAX_RECORD_VALUES:
+        raise RecordError(f"it holds about {values:,} values, more than {MAX_RECORD_VALUES:,}")
+    return JobRecord.model_validate_json(text)
+
+
 def read_record(path: Path) -> JobRecord:
-    """Parse a record file; raises pydantic.ValidationError naming the bad field."""
-    return JobRecord.model_validate_json(path.read_bytes())
+    """Parse a record file, reading no more of it than a record may hold; raises OSError,
+    RecordError or pydantic.ValidationError (see parse_record)."""
+    with path.open("rb") as file:
+        if os.fstat(file.fileno()).st_size > MAX_RECORD_BYTES:
+            raise RecordError(_TOO_LARGE)
+        return parse_record(read_at_most(file, MAX_RECORD_BYTES))
 
 
 Reuses = dict[str, tuple[str, ...]]

@@ -3,9 +3,13 @@ here once; config.json's variants extend it with their inputs, a result names it
 and the reports key by it."""
 
 from enum import StrEnum
-from typing import Self
+from typing import Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field
+
+MAX_VARIANTS: Final = 10_000
+"""No workflow expands past this, whatever its own `scheduling.max_variants` says: each
+variant is a pod. So no Job, and no record of one, holds more."""
 
 
 class Precision(StrEnum):

@@ -1,5 +1,6 @@
 """The sections of a pull request's comment, each from the tool that knows its facts."""
 
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,12 +10,15 @@ from collector.notes import notes_of
 from collector.report import build_report
 from collector.report_render import to_markdown
 from contract.layout import RESULTS
+from contract.text import shown
 from synth.committed import generated_at
 from synth.load import load_specs
 from synth.plan import format_plan, plan
 from synth.problems import SpecProblems
 from synth.render import render
 from synth.write import generated
+
+_BACKTICKS = re.compile("`+")
 
 
 @dataclass
@@ -27,7 +31,7 @@ class Review:
 
     def markdown(self) -> str:
         verdict = (
-            "❌ **do not merge**: " + "; ".join(self.blocking)
+            "❌ **do not merge**: " + "; ".join(shown(reason) for reason in self.blocking)
             if self.blocking
             else "✅ specs valid, dist/ is what synth writes"
         )
@@ -35,7 +39,13 @@ class Review:
 
 
 def _fenced(lines: list[str]) -> str:
-    return "```text\n" + "\n".join(lines) + "\n```"
+    """Lines as a code block that none of them can end: they quote file names and what specs
+    hold, which a pull request chooses, so each is shown on one line, and the fence is longer
+    than any run of backticks in them."""
+    shown_lines = [shown(line) for line in lines]
+    longest = max((len(run) for line in shown_lines for run in _BACKTICKS.findall(line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n" + "\n".join(shown_lines) + f"\n{fence}"
 
 
 def changed_workflows(root: Path, base: str) -> list[str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from contract.options import root_option, version_option
+from contract.text import shown
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.hints import did_you_mean
@@ -181,7 +182,7 @@ def variants(repo: Repo, workflow_id: str) -> None:
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
     for row in (header, *rows):
         cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        click.echo("  ".join(cells).rstrip())
+        click.echo(shown("  ".join(cells).rstrip()))
     plural = "s" * (len(rows) != 1)
     counted = f"variant{plural}" if repeats == 1 else f"runs of variants ({repeats} repeats)"
     click.echo(f"{len(rows)} {counted} in {loaded.file}: {runs} run, {len(rows) - runs} recorded")

@@ -1,8 +1,15 @@
 """Errors that carry a hint, and the did-you-mean search behind most hints."""
 
 import math
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Callable, Iterable
+from typing import Final, TypeVar
+
+from pydantic import ValidationError
+from pydantic_core import InitErrorDetails
+
+from contract.text import non_ascii
+
+Validated = TypeVar("Validated")
 
 
 class SpecError(ValueError):
@@ -16,6 +23,32 @@ class SpecError(ValueError):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+
+def with_problems(
+    validate: Callable[[object], Validated],
+    data: object,
+    found: list[tuple[tuple[str | int, ...], SpecError]],
+) -> Validated:
+    """`validate(data)` (a wrap validator's handler), raising one ValidationError with its
+    errors and the problems `found` (each at its location, relative to `data`) together:
+    for checks that relate fields, which would otherwise wait until the fields themselves
+    were right."""
+    errors = [
+        InitErrorDetails(type="value_error", loc=loc, input=data, ctx={"error": error})
+        for loc, error in found
+    ]
+    try:
+        validated = validate(data)
+    except ValidationError as error:
+        own = [
+            InitErrorDetails(type=d["type"], loc=d["loc"], input=d["input"], ctx=d.get("ctx", {}))
+            for d in error.errors()
+        ]
+        raise ValidationError.from_exception_data(error.title, [*own, *errors]) from None
+    if errors:
+        raise ValidationError.from_exception_data(type(validated).__name__, errors)
+    return validated
 
 
 _LOOKALIKES: Final = ("0oO", "1lIi", "5sS", "2zZ", "-_")
@@ -101,4 +134,16 @@ def unknown(kind: str, word: str, candidates: Iterable[str], *, where: str = "")
     """The error for a name that is not one of `candidates`."""
     known = list(candidates)
     suffix = f" {where}" if where else ""
-    return SpecError(f"unknown {kind} {word!r}{suffix}", did_you_mean(word, known, what="known"))
+    return SpecError(
+        f"unknown {kind} {word!r}{suffix}{lookalike_note(word)}",
+        did_you_mean(word, known, what="known"),
+    )
+
+
+def lookalike_note(word: str) -> str:
+    """What to add to the message about a name or key that is not known or not allowed,
+    where the word holds a character outside ASCII, as no name or key of the spec language
+    does: usually a letter of another script that looks Latin (Cyrillic U+0430, Greek U+03BF),
+    which the message would otherwise show as the very word the reader meant."""
+    found = non_ascii(word)
+    return f"; it holds {found}, which is not ASCII" if found else ""

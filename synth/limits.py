@@ -4,6 +4,8 @@ docs/specs.md lists them with the errors that name them."""
 
 from typing import Final
 
+from contract.variant import MAX_VARIANTS
+
 MAX_FILE_BYTES: Final = 1024 * 1024
 """A spec file's size. The largest example is 5 KB; a bigger file is a mistake or an attack,
 refused before it is read."""
@@ -28,9 +30,8 @@ MAX_COMBINATIONS: Final = 50_000
 anything is expanded: excludes may bring five times the variant ceiling down to it, and
 expanding that many takes about half a second."""
 
-MAX_VARIANTS_CEILING: Final = 10_000
-"""No workflow expands past this, whatever its own `scheduling.max_variants` says: each
-variant is a pod."""
+MAX_VARIANTS_CEILING: Final = MAX_VARIANTS
+"""No workflow expands past this (contract.variant.MAX_VARIANTS, which records are held to)."""
 
 MAX_REPEATS: Final = 10
 """Repeats of a workflow's variants (`benchmark.repeats`): each is a Job per target, and a

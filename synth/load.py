@@ -6,7 +6,8 @@ write output from a half-valid set.
 """
 
 import hashlib
-from collections.abc import Mapping, Sequence
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from contract.text import unprintable
 from synth.checks import check_workflow, target_clusters
 from synth.committed import Committed, read_committed
 from synth.empty import empty_entries
@@ -140,7 +142,6 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
     model_files = ModelFiles(root)
     context = SpecContext(fleet=fleet, model_files=model_files) if fleet is not None else None
     loaded: list[LoadedWorkflow] = []
-    first_file_of: dict[str, LoadedWorkflow] = {}
     for path in files if files is not None else workflow_files(root):
         read = _read(root, path, problems)
         if read is None:
@@ -149,19 +150,6 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         file = _display(root, path)
         workflow = _validate(source, file, Workflow, context, problems)
         if workflow is None or fleet is None:
-            continue
-        earlier = first_file_of.get(workflow.id)
-        if earlier is not None:
-            line, _ = earlier.source.position(("id",))
-            problems.append(
-                problem_at(
-                    source,
-                    file,
-                    ("id",),
-                    f"workflow id {workflow.id!r} is already used by {earlier.file}:{line}",
-                    "ids are unique across all spec files: they name the Jobs and results",
-                )
-            )
             continue
         count = combinations(workflow)
         if count > MAX_COMBINATIONS:
@@ -180,9 +168,8 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         variants = expand_variants(workflow)
         findings = check_workflow(workflow, variants, fleet, model_files)
         problems.extend(problem_at(source, file, f.loc, f.message, f.hint) for f in findings)
-        entry = LoadedWorkflow(file, sha256, source, workflow, tuple(variants))
-        first_file_of[workflow.id] = entry
-        loaded.append(entry)
+        loaded.append(LoadedWorkflow(file, sha256, source, workflow, tuple(variants)))
+    problems.extend(_duplicate_ids(root, loaded))
     recorded = {
         (entry.workflow.id, cluster.name): read_recorded(
             root, entry.workflow.id, cluster.name, problems
@@ -204,6 +191,50 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
     )
 
 
+def _duplicate_ids(root: Path, loaded: list[LoadedWorkflow]) -> Iterator[Problem]:
+    """A problem at each copy of a workflow id but one. The one kept is the file git's HEAD
+    holds, so a pull request that copies a spec to start a new one is told to change its
+    copy, whichever name sorts first; where HEAD holds none or several, the first in name
+    order. Each problem names the file kept."""
+    by_id: dict[str, list[LoadedWorkflow]] = {}
+    for entry in loaded:
+        by_id.setdefault(entry.workflow.id, []).append(entry)
+    copies = [entries for entries in by_id.values() if len(entries) > 1]
+    committed = _in_head(root, [entry.file for entries in copies for entry in entries])
+    for entries in copies:
+        kept = next((entry for entry in entries if entry.file in committed), entries[0])
+        why = "in git's HEAD" if kept.file in committed else "the first of them by name"
+        line, _ = kept.source.position(("id",))
+        for entry in entries:
+            if entry is not kept:
+                yield problem_at(
+                    entry.source,
+                    entry.file,
+                    ("id",),
+                    f"workflow id {entry.workflow.id!r} is already used by {kept.file}:{line} "
+                    f"({why})",
+                    "ids are unique across all spec files: they name the Jobs and results; "
+                    "give this file's workflow an id of its own",
+                )
+
+
+def _in_head(root: Path, files: list[str]) -> set[str]:
+    """Which of `files` (relative to `root`) git's HEAD holds: none where `root` is no git
+    checkout, or there are no files to ask about."""
+    if not files:
+        return set()
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-tree", "-r", "--name-only", "HEAD", "--", *files],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:  # no git at all
+        return set()
+    return set(listed.stdout.splitlines()) if listed.returncode == 0 else set()
+
+
 def _display(root: Path, path: Path) -> str:
     """`path` relative to the repository root as written, symlinks not followed: the name
     the author knows it by, and the one that says where it is in the repository."""
@@ -213,10 +244,31 @@ def _display(root: Path, path: Path) -> str:
         return path.as_posix()
 
 
+def _unprintable_name(file: str) -> Problem | None:
+    """The problem of a file whose name holds a character that does not print as itself: a
+    line break there would let the name forge a line of its own in CI's log (a GitHub
+    Actions command such as `::error ...::`), so the file is not read at all."""
+    found = unprintable(file)
+    if found is None:
+        return None
+    return Problem(
+        file,
+        1,
+        1,
+        "",
+        f"the file's name holds {found}, which does not print as itself",
+        "rename the file: names of spec files print in logs and comments",
+    )
+
+
 def _read(root: Path, path: Path, problems: list[Problem]) -> tuple[str, YamlSource] | None:
     """The sha256 of a spec file's bytes and the document they hold, or None after adding
     the file's problems."""
     file = _display(root, path)
+    misnamed = _unprintable_name(file)
+    if misnamed is not None:
+        problems.append(misnamed)
+        return None
     try:
         data = read_inside(root, file, MAX_FILE_BYTES)
     except RepoFileError as error:
@@ -226,7 +278,7 @@ def _read(root: Path, path: Path, problems: list[Problem]) -> tuple[str, YamlSou
         return hashlib.sha256(data).hexdigest(), parse_yaml(data)
     except YamlSyntaxError as error:
         problems.extend(
-            Problem(file, *problem.position, format_loc(problem.loc), problem.message)
+            Problem(file, *problem.position, format_loc(problem.loc), problem.message, problem.hint)
             for problem in error.errors
         )
         return None

@@ -33,6 +33,7 @@ from contract.layout import (
 )
 from contract.records import read_record, repeat_of
 from contract.result import OkResult
+from contract.text import shown
 from synth.committed import Committed
 from synth.write import generated
 
@@ -367,7 +368,12 @@ def _runs(change: Change) -> str:
 
 
 def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:
-    """The plan as lines for a terminal or a pull-request comment."""
+    """The plan as lines for a terminal or a pull-request comment; names come from dist/,
+    which a pull request may have edited by hand, so each line is shown escaped."""
+    return (shown(line) for line in _plan_lines(plans))
+
+
+def _plan_lines(plans: list[ClusterPlan]) -> Iterator[str]:
     for cluster in plans:
         yield f"cluster {cluster.cluster}:"
         for change in cluster.changes:

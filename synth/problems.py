@@ -13,8 +13,9 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from contract.text import shown
 from synth.empty import HINT as EMPTY_HINT
-from synth.hints import SpecError, closest, did_you_mean
+from synth.hints import SpecError, closest, did_you_mean, lookalike_note
 from synth.yaml_source import Loc, YamlSource
 
 
@@ -31,11 +32,13 @@ class Problem:
     severity: Literal["error", "warning"] = "error"
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}:{self.column}: "
+        # File names, keys and messages quote what a spec holds: shown, so that no line
+        # break or control character in them can forge a line (a CI annotation) of its own.
+        where = f"{shown(self.file)}:{self.line}:{self.column}: "
         label = "" if self.severity == "error" else "warning: "
-        field = f"{self.path}: " if self.path else ""
-        text = f"{where}{label}{field}{self.message}"
-        return f"{text}\n    hint: {self.hint}" if self.hint else text
+        field = f"{shown(self.path)}: " if self.path else ""
+        text = f"{where}{label}{field}{shown(self.message)}"
+        return f"{text}\n    hint: {shown(self.hint)}" if self.hint else text
 
 
 class SpecProblems(Exception):
@@ -123,7 +126,7 @@ def problems_from_validation(
                     source,
                     file,
                     loc,
-                    f"unknown key {loc[-1]!r}",
+                    f"unknown key {loc[-1]!r}{lookalike_note(str(loc[-1]))}",
                     did_you_mean(str(loc[-1]), known, what="allowed keys") if known else None,
                     of_key=True,
                 )
@@ -133,6 +136,10 @@ def problems_from_validation(
         if detail["type"] == "extra_forbidden" or loc in renamed_by_typo:
             continue
         message, hint = _message(detail)
+        value = detail["input"]
+        if isinstance(value, str) and detail["type"] in _ABOUT_A_NAME:
+            note = lookalike_note(value)
+            message += "" if note in message else note
         if loc[-1:] == (_KEY_OF,):
             problems.append(problem_at(source, file, loc[:-1], message, hint, of_key=True))
         else:
@@ -162,8 +169,12 @@ def _message(detail: ErrorDetails) -> tuple[str, str | None]:
         expected = _expected_values(str(context.get("expected", "")))
         hint = did_you_mean(str(value), expected, what="allowed") if expected else None
         return f"{value!r} is not allowed here", hint
-    return f"{detail['msg']} (got {shown(value)})", _TYPE_HINTS.get(kind)
+    return f"{detail['msg']} (got {quoted(value)})", _TYPE_HINTS.get(kind)
 
+
+_ABOUT_A_NAME: frozenset[str] = frozenset({"value_error", "enum", "literal_error"})
+"""Errors that say a word is not a name the spec allows (a pattern, a choice, a reference),
+where a look-alike letter is the likeliest cause."""
 
 _TYPE_HINTS: Mapping[str, str] = {
     "string_type": "YAML reads unquoted digits, true/false and null as other types; quote the "
@@ -182,7 +193,7 @@ def _expected_values(expected: str) -> list[str]:
     return [part.strip().strip("'") for part in expected.replace(" or ", ", ").split(",") if part]
 
 
-def shown(value: object) -> str:
+def quoted(value: object) -> str:
     """`value` as Python writes it, cut to 60 characters for a message."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -14,8 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from contract.layout import RESULTS, record_path, recorded_jobs
-from contract.records import JobRecord
-from synth.limits import MAX_RECORD_BYTES
+from contract.records import MAX_RECORD_BYTES, RecordError, parse_record
 from synth.problems import Problem
 from synth.repo_files import RepoFileError, read_inside
 
@@ -72,8 +71,8 @@ def read_recorded(root: Path, workflow: str, cluster: str, problems: list[Proble
     for job in jobs:
         relative = record_path(Path(), workflow, cluster, job).as_posix()
         try:
-            record = JobRecord.model_validate_json(read_inside(root, relative, MAX_RECORD_BYTES))
-        except (RepoFileError, ValidationError) as error:
+            record = parse_record(read_inside(root, relative, MAX_RECORD_BYTES))
+        except (RepoFileError, RecordError, ValidationError) as error:
             problems.append(_unreadable(relative, error))
             continue
         for stored in record.variants:

@@ -13,6 +13,9 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Final
 
+from contract.bounded import read_at_most
+from contract.text import unprintable
+
 _SYSTEM_TREES: Final = (Path("/proc"), Path("/sys"), Path("/dev"))
 """Their files pretend to be regular files and hold a machine's secrets and devices."""
 
@@ -41,9 +44,9 @@ class TooLarge(RepoFileError):
 def read_inside(root: Path, relative: str, limit: int) -> bytes:
     """The bytes of the regular file `relative` (to `root`), at most `limit` of them.
 
-    Raises RepoFileError (TooLarge for size) if the path is absolute, climbs with '..',
-    resolves outside `root` (through a symlink anywhere on the way), lies under /proc, /sys
-    or /dev, or is not a regular file.
+    Raises RepoFileError (TooLarge for size) if the path holds a character that does not
+    print as itself, is absolute, climbs with '..', resolves outside `root` (through a
+    symlink anywhere on the way), lies under /proc, /sys or /dev, or is not a regular file.
     """
     path = _resolve(root, relative)
     try:
@@ -59,7 +62,7 @@ def read_inside(root: Path, relative: str, limit: int) -> bytes:
         if status.st_size > limit:
             raise TooLarge(relative, status.st_size, limit)
         with os.fdopen(descriptor, "rb", closefd=False) as file:
-            data = file.read(limit + 1)
+            data = read_at_most(file, limit)
     finally:
         os.close(descriptor)
     if len(data) > limit:
@@ -68,6 +71,12 @@ def read_inside(root: Path, relative: str, limit: int) -> bytes:
 
 
 def _resolve(root: Path, relative: str) -> Path:
+    found = unprintable(relative)
+    if found is not None:
+        raise RepoFileError(
+            f"{relative!r} holds {found}: no path synth reads holds one",
+            "rename the file and name it without the character",
+        )
     named = PurePosixPath(relative)
     if named.is_absolute() or ".." in named.parts:
         raise RepoFileError(

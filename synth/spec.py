@@ -8,14 +8,16 @@ problem at the field that causes it.
 """
 
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Annotated, Final, Literal, TypeVar
+from typing import Annotated, Final, Literal, Self, TypeVar
 
 from pydantic import (
-    AfterValidator,
+    BeforeValidator,
     Field,
     GetJsonSchemaHandler,
+    ModelWrapValidatorHandler,
     StrictBool,
     StrictInt,
     ValidationInfo,
@@ -45,7 +47,7 @@ from synth.fields import (
     WorkflowId,
 )
 from synth.fleet import DeviceTypeName, Fleet
-from synth.hints import SpecError, unknown
+from synth.hints import SpecError, unknown, with_problems
 from synth.limits import (
     CONFIGMAP_LIMIT_BYTES,
     MAX_DESCRIPTION_CHARS,
@@ -58,6 +60,7 @@ from synth.limits import (
 from synth.modelfiles import ModelFiles
 from synth.quantity import parse_quantity
 from synth.repo_files import Missing, RepoFileError, TooLarge
+from synth.resource_checks import resource_problems
 from synth.texts import Text
 
 RESERVED_WORKFLOW_IDS: Final = frozenset({PurePosixPath(KUSTOMIZATION_FILE).stem})
@@ -79,16 +82,21 @@ def _context(info: ValidationInfo) -> SpecContext | None:
     return context if isinstance(context, SpecContext) else None
 
 
-def _check_known_cluster(name: str, info: ValidationInfo) -> str:
+# References to the fleet are looked up before their names' own checks: `priority: High`
+# is a known class in the wrong case, and saying so (did you mean 'high'?) helps more than
+# saying that upper case is not DNS-label safe.
+
+
+def _check_known_cluster(name: object, info: ValidationInfo) -> object:
     context = _context(info)
-    if context is not None:
+    if context is not None and isinstance(name, str):
         known = [cluster.name for cluster in context.fleet.clusters]
         if name not in known:
             raise unknown("cluster", name, known, where="in specs/clusters.yaml")
     return name
 
 
-KnownCluster = Annotated[ClusterName, AfterValidator(_check_known_cluster)]
+KnownCluster = Annotated[ClusterName, BeforeValidator(_check_known_cluster)]
 
 
 class InputSpec(SpecModel):
@@ -312,29 +320,11 @@ class Benchmark(SpecModel):
     ) -> int | None:
         return _legacy_minimum(value, info.data.get("warmup"), "warmup_iterations", "warmup")
 
-    @model_validator(mode="after")
-    def _one_form_each(self) -> "Benchmark":
-        if self.input_shape is not None and self.inputs is not None:
-            raise SpecError(
-                "give either input_shape (batch first) or inputs (per sample), not both",
-                "input_shape: [8, 3, 224, 224] is the same as inputs: [{shape: [3, 224, 224]}] "
-                "with batch_size: 8",
-            )
-        if self.input_shape is not None and self.batch_size is not None:
-            raise SpecError(
-                "input_shape already sets the batch size (its first number); remove batch_size",
-                "or write inputs: [{shape: ...}] without the batch dimension, plus batch_size",
-            )
-        if self.iterations is not None and "min_iterations" in self.measure.model_fields_set:
-            raise SpecError(
-                "iterations and measure.min_iterations say the same thing", "keep one of them"
-            )
-        if self.warmup_iterations is not None and "min_iterations" in self.warmup.model_fields_set:
-            raise SpecError(
-                "warmup_iterations and warmup.min_iterations say the same thing",
-                "keep one of them",
-            )
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_form_each(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        # Checked as written, so that each is said beside the fields' own mistakes.
+        return with_problems(handler, data, [((), error) for error in _two_forms(data)])
 
     @property
     def default_inputs(self) -> list[InputSpec] | None:
@@ -364,6 +354,33 @@ class Benchmark(SpecModel):
 PhaseT = TypeVar("PhaseT", bound=Phase)
 
 
+def _two_forms(data: object) -> Iterator[SpecError]:
+    """Each setting a benchmark gives in two forms (the design note's and ours)."""
+    if not isinstance(data, Mapping):
+        return
+
+    def given(key: str, within: str | None = None) -> bool:
+        value = data.get(within) if within else data
+        return isinstance(value, Mapping) and value.get(key) is not None
+
+    if given("input_shape") and given("inputs"):
+        yield SpecError(
+            "give either input_shape (batch first) or inputs (per sample), not both",
+            "input_shape: [8, 3, 224, 224] is the same as inputs: [{shape: [3, 224, 224]}] "
+            "with batch_size: 8",
+        )
+    if given("input_shape") and given("batch_size"):
+        yield SpecError(
+            "input_shape already sets the batch size (its first number); remove batch_size",
+            "or write inputs: [{shape: ...}] without the batch dimension, plus batch_size",
+        )
+    for count, phase in (("iterations", "measure"), ("warmup_iterations", "warmup")):
+        if given(count) and given("min_iterations", within=phase):
+            yield SpecError(
+                f"{count} and {phase}.min_iterations say the same thing", "keep one of them"
+            )
+
+
 def _legacy_minimum(value: int | None, phase: object, name: str, phase_name: str) -> int | None:
     """The design note's minimum count, refused where it exceeds a maximum the spec set: the
     maximum would otherwise be raised behind the author's back (a default maximum is)."""
@@ -389,9 +406,6 @@ def _with_minimum(phase: PhaseT, minimum: int | None) -> PhaseT:
     )
 
 
-_RESOURCE_KEYS: Final = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE)
-
-
 class Resources(SpecModel):
     """Container requests and limits. CPU and memory need both; the GPU count comes from
     `gpu_count`."""
@@ -401,45 +415,10 @@ class Resources(SpecModel):
     limits: dict[str, Quantity]
     """The most the pod may use. The runner sizes its thread pool from the CPU limit."""
 
-    @field_validator("requests", "limits")
+    @model_validator(mode="wrap")
     @classmethod
-    def _known_keys_with_cpu_and_memory(
-        cls, values: dict[str, str], info: ValidationInfo
-    ) -> dict[str, str]:
-        for key in values:
-            if key not in _RESOURCE_KEYS:
-                raise unknown("resource", key, _RESOURCE_KEYS, where=f"in {info.field_name}")
-        missing = [key for key in ("cpu", "memory") if key not in values]
-        if missing:
-            raise SpecError(
-                f"{info.field_name} needs {' and '.join(missing)}",
-                "a benchmark without CPU and memory bounds is measured against whatever its "
-                "neighbours leave over; set both, or use a preset: small, large, guaranteed",
-            )
-        return values
-
-    @field_validator("limits")
-    @classmethod
-    def _limits_not_below_requests(
-        cls, limits: dict[str, str], info: ValidationInfo
-    ) -> dict[str, str]:
-        requests: dict[str, str] = info.data.get("requests") or {}
-        for key, limit in limits.items():
-            request = requests.get(key)
-            if request is None:
-                continue
-            if key == GPU_RESOURCE and parse_quantity(request) != parse_quantity(limit):
-                raise SpecError(
-                    f"{GPU_RESOURCE} request ({request}) and limit ({limit}) differ; "
-                    "Kubernetes requires extended resources to be equal",
-                    "set gpu_count on the target instead of listing nvidia.com/gpu here",
-                )
-            if parse_quantity(request) > parse_quantity(limit):
-                raise SpecError(
-                    f"{key} request ({request}) is above its limit ({limit})",
-                    "a request may not exceed its limit; raise the limit or lower the request",
-                )
-        return limits
+    def _every_problem(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return with_problems(handler, data, list(resource_problems(data)))
 
 
 def _resources_from_preset(value: object) -> object:
@@ -610,12 +589,13 @@ class Scheduling(SpecModel):
     first model load) is paid once per pod, not per variant. 1 keeps each variant alone,
     so an OOM kill or a crash loses only its own result; see docs/synth.md for the trade."""
 
-    @field_validator("priority")
+    @field_validator("priority", mode="before")
     @classmethod
-    def _known_priority(cls, name: str | None, info: ValidationInfo) -> str | None:
+    def _known_priority(cls, name: object, info: ValidationInfo) -> object:
         context = _context(info)
-        if name is not None and context is not None and name not in context.fleet.priority_classes:
-            raise unknown("priority class", name, context.fleet.priority_classes)
+        classes = context.fleet.priority_classes if context is not None else None
+        if isinstance(name, str) and classes is not None and name not in classes:
+            raise unknown("priority class", name, classes)
         return name
 
     @field_validator("deadline")
@@ -664,11 +644,11 @@ class Workflow(SpecModel):
             )
         return workflow_id
 
-    @field_validator("environment")
+    @field_validator("environment", mode="before")
     @classmethod
-    def _known_environment(cls, name: str, info: ValidationInfo) -> str:
+    def _known_environment(cls, name: object, info: ValidationInfo) -> object:
         context = _context(info)
-        if context is not None and name not in context.fleet.environments:
+        if isinstance(name, str) and context is not None and name not in context.fleet.environments:
             raise unknown("environment", name, context.fleet.environments)
         return name
 

@@ -10,7 +10,7 @@ from typing import Final
 
 from synth.fields import StringRule, line_break_hint, schema_pattern
 from synth.hints import SpecError
-from synth.problems import shown
+from synth.problems import quoted
 
 _LINE_PATTERN: Final = r"\S(?:[^\t\n\r]*\S)?"
 """For editors: one line, no spaces around it (validation checks every character)."""
@@ -39,7 +39,7 @@ class Text(StringRule):
         if bad is not None:
             where = "one line of printable characters" if self.one_line else "printable text"
             raise SpecError(
-                f"the {self.kind} {shown(value)} holds {bad!r}; it must be {where}",
+                f"the {self.kind} {quoted(value)} holds {bad!r}; it must be {where}",
                 line_break_hint(value),
             )
         if self.one_line and value != value.strip():

@@ -17,6 +17,7 @@ from typing import Final
 
 import yaml
 
+from contract.text import describe_character, unprintable
 from synth.limits import MAX_DEPTH, MAX_VALUES
 
 Loc = tuple[str | int, ...]
@@ -63,6 +64,7 @@ class YamlError:
     position: Position
     loc: Loc = ()
     """The field it is in, where the file got that far."""
+    hint: str | None = None
 
 
 class YamlSyntaxError(Exception):
@@ -136,9 +138,7 @@ def parse_yaml(data: bytes) -> YamlSource:
     except _Stop as stop:
         raise YamlSyntaxError([*builder.errors, stop.error]) from None
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        message = " ".join(f"invalid YAML: {error.problem or error.context}".split())
-        raise YamlSyntaxError([*builder.errors, YamlError(message, _mark(mark))]) from None
+        raise YamlSyntaxError([*builder.errors, _syntax_error(error, text)]) from None
     finally:
         loader.dispose()
     walk = _Walk(builder.errors)
@@ -152,6 +152,25 @@ def parse_yaml(data: bytes) -> YamlSource:
         key_positions=walk.keys,
         containers=frozenset(walk.containers),
     )
+
+
+def _syntax_error(error: yaml.MarkedYAMLError, text: str) -> YamlError:
+    """libyaml's error, naming the character it stopped at where that is one a reader cannot
+    see: a tab, or a pasted invisible one."""
+    mark = error.problem_mark or error.context_mark
+    position = _mark(mark)
+    message = " ".join(f"invalid YAML: {error.problem or error.context}".split())
+    line, column = position
+    lines = text.split("\n", line)
+    found = lines[line - 1][column - 1 : column] if len(lines) >= line else ""
+    if not (found and unprintable(found)):
+        return YamlError(message, position)
+    hint = (
+        "YAML indents with spaces only: replace the tab with spaces"
+        if found == "\t"
+        else "delete the character: it does not print, so an editor hides it"
+    )
+    return YamlError(f"{message}: {describe_character(found)}", position, hint=hint)
 
 
 def _mark(mark: object) -> Position:
@@ -260,6 +279,8 @@ class _Builder:
                 # Usable under its anchor once complete: an alias inside it names no anchor.
                 self._remember(anchor, node)
             if not stack:
+                if isinstance(node, _Scalar):  # a document that is one value
+                    self._refuse_unprintable(node, None, ())
                 return node
             parent, _, parent_loc = stack[-1]
             self._add(parent, node, parent_loc)
@@ -355,6 +376,34 @@ class _Builder:
                 )
             )
 
+    def _refuse_unprintable(self, scalar: _Scalar, parent: _Node | None, loc: Loc) -> None:
+        """Keys and values hold only characters that print as themselves: a
+        tab, a pasted byte order mark or zero-width space, a direction override or an escape
+        sequence would make the spec mean other than what its reader sees, and a line break
+        would let a key forge a line of its own where it is printed (a CI log's
+        `::error ...::` command). A value may hold line breaks (`description: |`): every
+        field that names something refuses them by its own rule, and every printer shows
+        them escaped (contract.text.shown)."""
+        is_key = isinstance(parent, _Mapping) and parent.pending is None
+        # Replaced by a space, not removed: the position named stays the character's own.
+        found = unprintable(scalar.text if is_key else scalar.text.replace("\n", " "))
+        if found is None:
+            return
+        what = f"the key {_short(scalar.text)}" if is_key else "the value"
+        hint = (
+            "write the value on one line: fold a long one with '>-'"
+            if "\n" in scalar.text or "\r" in scalar.text
+            else "retype it without the character (editors hide it; it may have been pasted)"
+        )
+        self.errors.append(
+            YamlError(
+                f"{what} holds {found}, which does not print as itself",
+                scalar.position,
+                _next_loc([(parent, None, loc)], scalar.text) if parent is not None else loc,
+                hint,
+            )
+        )
+
     def _remember(self, anchor: object, node: _Node) -> None:
         if anchor is not None:
             self.anchors[str(anchor)] = node
@@ -364,6 +413,8 @@ class _Builder:
             raise _Stop(YamlError("a key without a value", node.pending.position, loc))
 
     def _add(self, parent: _Node, child: _Node, loc: Loc) -> None:
+        if isinstance(child, _Scalar):
+            self._refuse_unprintable(child, parent, loc)
         parent.size += child.size
         parent.height = max(parent.height, child.height + 1)
         if isinstance(parent, _Sequence):

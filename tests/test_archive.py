@@ -2,7 +2,9 @@
 
 import io
 import json
+import re
 import struct
+import tracemalloc
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -10,9 +12,21 @@ from pathlib import Path
 import pytest
 
 from contract import archive as archive_module
+from contract import container
 from contract.archive import UnsafeArchive, check_archive
 from tests.conftest import REPO_ROOT
-from tests.crafted_archives import ATTACKS, BASE, PROGRAM, Attack, EditableArchive
+from tests.crafted_archives import (
+    ATTACKS,
+    BASE,
+    BOMBS,
+    INFLATED_PROGRAM_BYTES,
+    PROGRAM,
+    Attack,
+    Bomb,
+    EditableArchive,
+    inflating_program,
+    zip64_end_claiming,
+)
 
 COMMITTED = sorted((REPO_ROOT / "models").glob("*/*.pt2"))
 
@@ -89,9 +103,70 @@ def test_a_damaged_member_is_a_problem_not_a_crash() -> None:
     assert "Bad CRC-32" in refusal(bytes(data))
 
 
+def test_an_end_record_that_zipfile_refuses_to_look_at_is_damage_not_a_crash() -> None:
+    """Found by the fuzz suite: zipfile raises while merely asking whether this is a zip."""
+    data = bytearray(zip64_end_claiming(15, 1 << 10))
+    locator = data.rindex(b"PK\x06\x07")
+    data[locator + 16 : locator + 20] = struct.pack("<L", 2)  # the archive spans two disks
+    assert "its zip structure is damaged (zipfiles that span multiple disks" in refusal(bytes(data))
+
+
+def test_a_name_flagged_utf8_that_is_not_is_damage_not_a_crash() -> None:
+    """Found by the fuzz suite: torch flags its names UTF-8, and zipfile raises
+    UnicodeDecodeError for one that is not."""
+    data = bytearray(BASE.read_bytes())
+    name = b"archive/.data/serialization_id"
+    at = data.rindex(name)  # its central directory entry
+    data[at + len(name) - 1] = 0x80
+    assert "its zip structure is damaged ('utf-8' codec can't decode" in refusal(bytes(data))
+
+
 def test_a_member_larger_than_the_bound_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(archive_module, "MAX_JSON_BYTES", 1000)
-    assert "more than 1,000 allowed" in refusal(BASE.read_bytes())
+    monkeypatch.setattr(archive_module, "MAX_PROGRAM_BYTES", 1000)
+    assert "models/model.json is 7,653 bytes, more than the 1,000 allowed" in refusal(
+        BASE.read_bytes()
+    )
+
+
+@pytest.mark.parametrize("bomb", BOMBS, ids=lambda bomb: bomb.name)
+def test_each_container_bomb_is_refused_within_a_few_mib(bomb: Bomb) -> None:
+    data = bomb.build()
+    tracemalloc.start()
+    try:
+        message = refusal(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert re.search(bomb.refusal, message), message
+    assert peak < 4 << 20, f"{peak:,} bytes allocated to refuse {len(data):,}"
+
+
+def test_the_reported_bomb_is_a_committable_file_that_inflates_to_256_mib() -> None:
+    """The bomb is what the issue measured (6.3 GiB and 16 s to a MemoryError): a file that
+    fits the 1 MiB a committed model may have, whose model.json really is 256 MiB of JSON
+    that zipfile would hand over."""
+    data = inflating_program()
+    assert len(data) < 1 << 20
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        (program,) = [info for info in archive.infolist() if info.filename.endswith(PROGRAM)]
+        assert program.file_size == INFLATED_PROGRAM_BYTES
+        with archive.open(program) as member:
+            head = member.read(1 << 20)
+    assert head.startswith(b"{") and b'"padding": [[],[],' in head
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda path: path.stem)
+def test_every_committed_model_fits_each_bound_a_hundred_times_over(path: Path) -> None:
+    bounds = {
+        PROGRAM: archive_module.MAX_PROGRAM_BYTES,
+        "data/weights/model_weights_config.json": archive_module.MAX_CONFIG_BYTES,
+        "data/sample_inputs/model.pt": archive_module.MAX_SAMPLE_INPUTS_BYTES,
+    }
+    with zipfile.ZipFile(path) as archive:
+        infos = archive.infolist()
+        sizes = {info.filename.split("/", 1)[1]: info.file_size for info in infos}
+    assert len(infos) * 100 < container.MAX_MEMBERS
+    assert all(sizes[member] * 100 < bound for member, bound in bounds.items())
 
 
 @pytest.mark.parametrize(

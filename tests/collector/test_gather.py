@@ -34,6 +34,7 @@ from tests.collector.gathering import (
     requests,
     rows,
 )
+from tests.test_records import tiny_variants
 
 
 def test_a_finished_workflow_is_stored_and_recorded_in_one_gather(
@@ -390,6 +391,32 @@ def test_report_flags_a_regression_against_the_records_at_a_git_revision(
     run = collector("report", "--format", "markdown", "--baseline", "HEAD")
     assert run.exit_code == 0, run.output
     assert "🔴 **1 regression against the baseline**" in run.stdout
+
+
+def test_a_record_of_millions_of_tiny_variants_is_refused_in_the_checkout_and_in_git(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """The reported record (60 MiB, 3.1 GiB while parsed) is told apart by its size and
+    count, whether the checkout or a baseline revision holds it."""
+    finish_all(api, job)
+    collector("gather")
+    (repo / ".benchfleet" / "results.sqlite").unlink()
+    path = record_of(repo, job)
+    good = path.read_bytes()
+    path.write_bytes(tiny_variants(60 << 20))
+    git(repo, "init", "-q")
+    git(repo, "add", "results")
+    git(repo, "commit", "-q", "-m", "a record replaced")
+    run = collector("report", "--format", "markdown")
+    assert run.exit_code == 1
+    assert f"{path} is not a results record: it holds about 5," in run.output
+    path.write_bytes(good)
+    run = collector("report", "--format", "markdown", "--baseline", "HEAD")
+    assert run.exit_code == 1
+    assert "HEAD:results/" in run.output and "is not a results record: it holds about 5," in (
+        run.output
+    )
+    assert "Traceback" not in run.output
 
 
 def test_json_logs_carry_the_jobs_context(api: FakeApiServer, repo: Path, job: Obj) -> None:

@@ -111,3 +111,15 @@ def test_an_index_whose_variant_is_unknown_is_named_by_its_index_alone() -> None
     record = JobRecord(**JOB.model_dump(), outcome="failed", variants=(failed(3),))
     outcome = GatherOutcome("us-east", 0, 1, ((record, None),), (), ())
     assert f"    index 3: {failed(3).explanation}" in _summary(outcome)
+
+
+def test_an_explanation_that_breaks_lines_is_summarised_on_one_line() -> None:
+    """The runner's message quotes what a model file or spec named: a pod's error may hold
+    a line break, which must not start a line (a CI log's `::error` command) of its own."""
+    told = failed(3).model_copy(
+        update={"explanation": "m.pt2 is refused\n::error file=specs/clusters.yaml::forged"}
+    )
+    record = JobRecord(**JOB.model_dump(), outcome="failed", variants=(told,))
+    lines = _summary(GatherOutcome("us-east", 0, 1, ((record, None),), (), ()))
+    assert not [line for line in lines if not line.isprintable() or "\n" in line]
+    assert "    index 3: m.pt2 is refused\\n::error file=specs/clusters.yaml::forged" in lines

@@ -1190,3 +1190,18 @@ def test_what_dist_and_git_say_decides_the_current_job_not_any_time(
     new = _revision(make_run(p50_ms=1.0), "2", "new-job", TODAY)
     report = build_report([old, new], notes=notes)
     assert [row.job for row in report.variants] == ["new-job"]
+
+
+def test_what_an_edited_record_says_cannot_forge_a_line_of_the_report(
+    make_run: MakeRun, revisions: tuple[list[StoredRun], list[StoredRun]]
+) -> None:
+    """A record in results/ comes with a pull request: its description, owner and the
+    explanation of a failure print on the lines they belong to."""
+    today, _ = revisions
+    forged = "latency\n::error file=specs/clusters.yaml,line=1::forged"
+    notes = Notes(about={TODAY_JOB: (forged, "ml\r::warning::x")})
+    failed = make_run(batch_size=4, index=3, failure="oom\u2028::error::forged\r::notice::x")
+    report = build_report([*today, failed], notes=notes)
+    for text in (to_text(report), to_markdown(report)):
+        assert not [line for line in text.splitlines() if line.startswith("::")]
+        assert [line for line in text.splitlines() if "latency" in line and "::error" in line]

@@ -83,6 +83,18 @@ def test_an_invalid_spec_is_listed_with_its_location(pull_request: Path) -> None
     )
 
 
+def test_a_spec_value_cannot_end_the_code_block_it_is_quoted_in(pull_request: Path) -> None:
+    """A problem quotes the value, which a pull request chooses: with backticks in it, a
+    three-backtick fence would end there and the rest render as the comment's own text."""
+    value = "'```` [approve](https://example.com) ````'"
+    (pull_request / SPEC).write_text(MINIMAL.replace("gpu_type: cpu", f"gpu_type: {value}"))
+    commit(pull_request, "backticks")
+    lines = run_review(pull_request).stdout.splitlines()
+    (quoted,) = [number for number, line in enumerate(lines) if "unknown device type" in line]
+    opening, closing = lines[quoted - 1], lines[quoted + 1]
+    assert opening == "`````text" and closing == "`````"
+
+
 def test_new_results_are_reported_against_the_base(pull_request: Path) -> None:
     workload = pull_request / "dist" / "alpha" / "workloads" / "valid-minimal.yaml"
     documents = [d for d in yaml.safe_load_all(workload.read_text()) if d]
@@ -155,6 +167,12 @@ def test_the_example_ci_workflow_runs_this_script_with_options_it_has() -> None:
     assert options == ["--base", "--output"]
     assert all(option in help_text for option in options)
     assert any("pip install -e '.[synth,collector]'" in run for run in runs)
+    # Workflow commands stay off while the review prints, and come back after it, pass or fail.
+    lines = [line.strip() for line in command.splitlines()]
+    review_line = next(i for i, line in enumerate(lines) if "-m review" in line)
+    assert lines.index('echo "::stop-commands::${resume}"') < review_line
+    assert lines.index('echo "::${resume}::"') > review_line
+    assert lines[-1] == 'exit "${status}"'
 
 
 def test_the_review_needs_no_torch() -> None:

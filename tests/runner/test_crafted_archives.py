@@ -14,7 +14,7 @@ from contract.result import ErrorResult, parse_result_line
 from runner.errors import ModelLoadError
 from runner.loading import load_program
 from tests.conftest import REPO_ROOT
-from tests.crafted_archives import ATTACKS, BASE_INPUT_SHAPE, Attack
+from tests.crafted_archives import ATTACKS, BASE_INPUT_SHAPE, BOMBS, Attack, Bomb, inflating_program
 from tests.runner.conftest import MakeConfig, sha256_of
 from tests.runner.test_main import write_config
 
@@ -53,6 +53,18 @@ def test_the_runner_refuses_each_crafted_archive_before_torch_reads_it(
     assert not marker.exists()
 
 
+@pytest.mark.usefixtures("export_load_forbidden")
+@pytest.mark.parametrize("bomb", BOMBS, ids=lambda bomb: bomb.name)
+def test_the_runner_refuses_each_container_bomb_before_torch_reads_it(
+    bomb: Bomb, tmp_path: Path
+) -> None:
+    path = tmp_path / "tiny-mlp.pt2"
+    path.write_bytes(bomb.build())
+    with pytest.raises(ModelLoadError, match=bomb.refusal) as raised:
+        load_program(path, sha256_of(path))
+    assert "is refused before torch reads it" in str(raised.value)
+
+
 @pytest.mark.parametrize("name", ["pickled-weight", "pickled-constant", "pickled-sample-inputs"])
 def test_torch_unpickles_only_tensors_even_if_the_archive_check_missed_a_pickle(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -66,14 +78,9 @@ def test_torch_unpickles_only_tensors_even_if_the_archive_check_missed_a_pickle(
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("name", ["pickled-weight", "symbolic-expression"])
-def test_python_m_runner_exits_3_with_a_model_load_result_and_runs_nothing(
-    name: str, make_config: MakeConfig, tmp_path: Path
-) -> None:
-    models = tmp_path / "models"
-    models.mkdir()
-    path, marker = crafted(BY_NAME[name], models)
-    config = make_config(sha256=sha256_of(path))
+def _run_runner(models: Path, sha256: str, make_config: MakeConfig, tmp_path: Path) -> ErrorResult:
+    """`python -m runner` on a model in `models`: its result, after checking it exited 3."""
+    config = make_config(sha256=sha256)
     env = {
         "CONFIG_PATH": str(write_config(config, tmp_path)),
         "MODEL_PATH": str(models),
@@ -92,5 +99,30 @@ def test_python_m_runner_exits_3_with_a_model_load_result_and_runs_nothing(
     assert done.returncode == ExitCode.MODEL_LOAD, done.stderr
     result = parse_result_line(done.stdout)
     assert isinstance(result, ErrorResult) and result.error.type == "model_load"
+    return result
+
+
+@pytest.mark.parametrize("name", ["pickled-weight", "symbolic-expression"])
+def test_python_m_runner_exits_3_with_a_model_load_result_and_runs_nothing(
+    name: str, make_config: MakeConfig, tmp_path: Path
+) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    path, marker = crafted(BY_NAME[name], models)
+    result = _run_runner(models, sha256_of(path), make_config, tmp_path)
     assert re.search(BY_NAME[name].refusal, result.error.message)
     assert not marker.exists()
+
+
+def test_python_m_runner_exits_3_for_an_inflating_program_instead_of_running_out_of_memory(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    """Before the bounds, the check itself inflated model.json and parsed it: gigabytes and
+    a pod killed at its memory limit, or a MemoryError reported as out_of_memory (exit 4),
+    which blames the variant for the model file."""
+    models = tmp_path / "models"
+    models.mkdir()
+    path = models / "tiny-mlp.pt2"
+    path.write_bytes(inflating_program())
+    result = _run_runner(models, sha256_of(path), make_config, tmp_path)
+    assert "models/model.json is compressed" in result.error.message

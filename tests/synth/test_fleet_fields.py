@@ -58,7 +58,7 @@ def problems_after(root: Path, old: str, new: str) -> list[str]:
             "node_selector: {node-type: spot}",
             'node_selector: {"node-type\\n": spot}',
             "13:23: clusters[0].spot.node_selector['node-type\\n']",
-            "is not a Kubernetes label key",
+            "the key 'node-type\\n' holds U+000A LINE FEED",
         ),
         (
             "node_selector: {node-type: spot}",

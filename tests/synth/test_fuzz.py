@@ -1,16 +1,22 @@
 """Property-based fuzzing of the spec loader and of `benchfleet synth` (issue 14).
 
 The invariant, for any bytes in a workflow spec file: loading ends in valid specs, or in
-SpecProblems whose every problem names the file, a line and a column; never another
-exception, never past the deadline; and synth on error writes nothing to dist/ or
-clusters/. The inputs are raw bytes, mutations of the committed example specs (the YAML
-features an attacker reaches for spliced in: aliases, merge keys, tags, huge numbers,
-control characters, deep nesting) and documents built from the spec's own keys, which get
-past the YAML layer into validation. Three more generators aim at single fields, where a
-value passes the YAML layer and must be refused by the field's own rule or render into
-manifests that Kubernetes and Flux accept (tests/synth/manifests.py, `tree_violations`):
-strings with line breaks and control characters around a plausible name, oversized texts,
-and the fleet file's fields (strings, empty and repeated values, other types).
+SpecProblems whose every problem names the file, a line and a column and prints on lines of
+its own; never another exception, never past the deadline; and synth on error writes
+nothing to dist/ or clusters/. The inputs are raw bytes, mutations of the committed example
+specs (the YAML features an attacker reaches for spliced in: aliases, merge keys, tags, huge
+numbers, control characters, escaped line breaks and direction overrides, deep nesting) and
+documents built from the spec's own keys, which get past the YAML layer into validation.
+Beside them: every character that does not print, escaped into each string field of a
+valid spec (never accepted); spec files of any name (refused or loaded, printed on lines of
+their own); and model archives mangled as an attacker would (members deflated into bombs,
+entries copied over each other, sizes and names rewritten, zip64 end records, flipped
+bytes), which contract.archive reads or refuses in bounded memory, never raising. Three
+more generators aim at single fields, where a value passes the YAML layer and must be
+refused by the field's own rule or render into manifests that Kubernetes and Flux accept
+(tests/synth/manifests.py, `tree_violations`): strings with line breaks and control
+characters around a plausible name, oversized texts, and the fleet file's fields (strings,
+empty and repeated values, other types).
 
 `make test` runs a small budget with a fixed seed (the `ci` profile); `make fuzz` a large
 one with a database of what it found (`BENCHFLEET_FUZZ=fuzz`). Every failure it finds
@@ -21,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +38,23 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from contract.archive import UnsafeArchive, check_archive
 from synth.cli import cli
 from synth.load import load_specs
 from synth.main import synth
 from synth.problems import SpecProblems
 from synth.render import render
 from tests.conftest import REPO_ROOT, TEST_DATA
+from tests.crafted_archives import (
+    BASE,
+    BOMBS,
+    DirectoryEntry,
+    EditableArchive,
+    central_directory,
+    rezipped,
+    with_central_directory,
+    zip64_end_claiming,
+)
 from tests.synth.manifests import UNTAGGED_IMAGE, tree_violations
 
 EXAMPLES = sorted((REPO_ROOT / "specs" / "workflows").glob("*.yaml"))
@@ -70,6 +88,8 @@ SYNTH_RUNS = 15 if PROFILE == "ci" else 300
 FIELD_RUNS = 40 if PROFILE == "ci" else 1000
 """Each field generator renders the values that pass validation (most do not); with no
 deadline, as a render (cdk8s) takes seconds on a loaded host."""
+ARCHIVE_RUNS = 40 if PROFILE == "ci" else 2000
+"""Each mangled archive costs a rebuild of a real one, and a bomb its deflating."""
 YAML_RUNS = 5000
 """libFuzzer's runs in `make test` (a few seconds); `make fuzz` runs tests/synth/fuzz_yaml.py
 for ten minutes."""
@@ -111,7 +131,20 @@ SPLICES = [
     "models/examples/../../../../etc/hostname",
     "https://user:pass@evil.example.com/m.pt2",
     " registry.example.com/runner:1 ",
+    '"a\\n::error file=specs/clusters.yaml,line=1::forged"',
+    '"\\u202egnp.ledom"',
+    '"\\u200b"',
+    '"\\x85"',
+    "\u2028",
+    "\u00a0",
+    "\u0430",
+    "|\n  two\n  lines",
 ]
+
+UNPRINTABLE = st.characters(categories=["Cc", "Cf", "Zl", "Zp", "Zs", "Co"], exclude_characters=" ")
+"""Characters that do not print as themselves: controls, format characters (zero-width,
+direction overrides, the byte order mark), line and paragraph separators, spaces other than
+U+0020, private use."""
 
 
 def _spliced(text: str, position: int, splice: str, delete: int) -> str:
@@ -173,7 +206,8 @@ spec_bytes = (
 
 
 def _check_outcome(root: Path, spec: Path) -> None:
-    """Load `spec` from `root`: valid, or every problem located in a file of the repository."""
+    """Load `spec` from `root`: valid, or every problem located in a file of the repository
+    and printed on lines of its own (its message, and its hint)."""
     try:
         load_specs(root, [spec])
         event("valid")
@@ -187,6 +221,8 @@ def _check_outcome(root: Path, spec: Path) -> None:
             assert not Path(problem.file).is_absolute(), problem
             assert problem.line >= 1 and problem.column >= 1, problem
             assert problem.message.strip(), problem
+            lines = str(problem).split("\n")
+            assert len(lines) <= 2 and all(line.isprintable() for line in lines), problem
 
 
 @given(data=spec_bytes)
@@ -198,6 +234,128 @@ def test_any_spec_bytes_load_or_give_located_problems(repository: Path, data: by
     spec = repository / "specs" / "workflows" / "fuzzed.yaml"
     spec.write_bytes(data)
     _check_outcome(repository, spec)
+
+
+STRING_FIELDS = ["id: ", "description: ", "owner: ", "name: ", "file: ", "gpu_type: "]
+"""Where the minimal spec holds a string, as the start of its value."""
+
+
+@given(
+    field=st.sampled_from(STRING_FIELDS),
+    character=UNPRINTABLE,
+    at=st.integers(min_value=0, max_value=40),
+)
+def test_a_value_holding_a_character_that_does_not_print_is_never_accepted(
+    repository: Path, field: str, character: str, at: int
+) -> None:
+    """Written as a double-quoted escape, so YAML hands the character over whatever it is."""
+    line = next(line for line in MINIMAL.splitlines() if field in line)
+    value = line.split(field, 1)[1]
+    at %= len(value) + 1
+    escaped = value[:at] + f"\\U{ord(character):08x}" + value[at:]
+    spec = repository / "specs" / "workflows" / "fuzzed.yaml"
+    spec.write_text(MINIMAL.replace(line, line.replace(value, f'"{escaped}"')), encoding="utf-8")
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(repository, [spec])
+    (problem,) = raised.value.problems
+    assert f"U+{ord(character):04X}" in problem.message
+    assert problem.line == MINIMAL.splitlines().index(line) + 1
+    _check_outcome(repository, spec)
+
+
+file_names = st.text(min_size=1, max_size=24).filter(
+    lambda name: "/" not in name and "\x00" not in name and name not in (".", "..")
+)
+
+
+@given(name=file_names)
+def test_a_spec_file_of_any_name_loads_or_is_refused_on_lines_that_print(
+    repository: Path, name: str
+) -> None:
+    """Names arrive from pull requests too; one that would not print is refused, and every
+    problem, naming the file, prints on lines of its own."""
+    spec = repository / "specs" / "workflows" / f"{name}.yaml"
+    try:
+        spec.write_text(MINIMAL, encoding="utf-8")
+    except (OSError, UnicodeEncodeError):  # a name this file system cannot hold
+        return
+    try:
+        _check_outcome(repository, spec)
+        if not spec.name.isprintable():
+            with pytest.raises(SpecProblems, match="the file's name holds U\\+"):
+                load_specs(repository, [spec])
+    finally:
+        spec.unlink()
+
+
+def _deflated(archive: EditableArchive, entry: int, size: int) -> bytes:
+    name = sorted(archive.members)[entry % len(archive.members)][len(archive.root) :]
+    head = archive[name]
+    return rezipped(archive, name, (head, b"[],", b""), max(size, len(head)))
+
+
+def _overlapping(data: bytes, entry: int, copies: int) -> bytes:
+    prefix, entries = central_directory(data)
+    copied = entries[entry % len(entries)]
+    extra = [
+        DirectoryEntry(list(copied.fields), copied.name + b"%d" % n, copied.tail)
+        for n in range(copies)
+    ]
+    return with_central_directory(prefix, entries + extra)
+
+
+def _sized(data: bytes, entry: int, size: int) -> bytes:
+    prefix, entries = central_directory(data)
+    entries[entry % len(entries)].fields[8 + size % 2] = size % (1 << 32)
+    return with_central_directory(prefix, entries)
+
+
+def _renamed(data: bytes, entry: int, name: str) -> bytes:
+    prefix, entries = central_directory(data)
+    chosen = entries[entry % len(entries)]
+    chosen.name = chosen.name.split(b"/", 1)[0] + b"/" + name.encode("utf-8", "surrogatepass")
+    return with_central_directory(prefix, entries)
+
+
+def _flipped(data: bytes, at: int, byte: int) -> bytes:
+    changed = bytearray(data)
+    changed[-(at % min(len(data), 4096)) - 1] = byte
+    return bytes(changed)
+
+
+entries_ = st.integers(min_value=0, max_value=64)
+archive_mutations = st.one_of(
+    st.builds(
+        _deflated, st.just(EditableArchive(BASE.read_bytes())), entries_,
+        st.integers(min_value=0, max_value=8 << 20),
+    ),
+    st.builds(_overlapping, st.just(BASE.read_bytes()), entries_, st.integers(1, 2000)),
+    st.builds(_sized, st.just(BASE.read_bytes()), entries_, st.integers(0, (1 << 33) - 1)),
+    st.builds(_renamed, st.just(BASE.read_bytes()), entries_, st.text(max_size=600)),
+    st.builds(_flipped, st.just(BASE.read_bytes()), st.integers(0, 4095), st.integers(0, 255)),
+    st.builds(zip64_end_claiming, st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)),
+    st.sampled_from(BOMBS).map(lambda bomb: bomb.build()),
+)  # fmt: skip
+
+
+@settings(max_examples=ARCHIVE_RUNS)
+@given(data=archive_mutations)
+def test_any_mangled_model_archive_is_read_or_refused_in_bounded_memory(data: bytes) -> None:
+    """Zip containers as an attacker edits them (members compressed into bombs, entries
+    copied over each other, sizes and names rewritten, the end record's claims, bytes
+    flipped): check_archive accepts, or refuses in sentences that print on one line, and
+    never holds more than the file and a few MiB."""
+    tracemalloc.start()
+    try:
+        check_archive(data)
+        event("accepted")
+    except UnsafeArchive as refused:
+        event("refused")
+        assert refused.problems and all(p.isprintable() for p in refused.problems), refused
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert peak < len(data) + (8 << 20)
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ row), a recorded failure is final until the spec file changes, and results/ that
 read stop synth before it writes anything."""
 
 import shutil
+import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from synth.load import FLEET_FILE
 from synth.main import synth
 from tests.conftest import REPO_ROOT
 from tests.synth.conftest import RecordJobs, WriteSpec, record_jobs_in
+from tests.test_records import tiny_variants
 
 SPEC = """\
 id: sweep
@@ -305,23 +307,39 @@ def test_variants_says_which_run_and_which_record_each_reuses(
     assert cpu_mlp_1.endswith(f"recorded in {cpu_job}")
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (lambda: b'{"workflow": "sweep"}', "cluster: Field required"),
+        # The reported record: 60 MiB that took synth to 3.1 GiB while parsed.
+        (lambda: tiny_variants(60 << 20), "it holds about 5,470,838 values, more than 2,000,000"),
+    ],
+    ids=["not-a-record", "millions-of-tiny-variants"],
+)
 def test_a_record_that_cannot_be_read_is_a_located_error_and_nothing_is_written(
-    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+    spec_repo: Path,
+    write_spec: WriteSpec,
+    record_jobs: RecordJobs,
+    content: Callable[[], bytes],
+    message: str,
 ) -> None:
     write_spec("sweep.yaml", SPEC)
     synth(spec_repo)
     (job, _) = sorted(record_jobs("sweep"))
     record = spec_repo / "results" / "sweep" / "alpha" / f"{job}.json"
-    record.write_text('{"workflow": "sweep"}')
+    record.write_bytes(content())
     dist = {p: p.read_bytes() for p in (spec_repo / "dist").rglob("*") if p.is_file()}
-    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "synth"])
+    tracemalloc.start()
+    try:
+        result = CliRunner().invoke(cli, ["--root", str(spec_repo), "synth"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     assert result.exit_code == 1
-    assert (
-        f"results/sweep/alpha/{job}.json:1:1: not a results record: cluster: Field required"
-        in result.stderr
-    )
+    assert f"results/sweep/alpha/{job}.json:1:1: not a results record: {message}" in result.stderr
     assert "Traceback" not in result.output
     assert {p: p.read_bytes() for p in (spec_repo / "dist").rglob("*") if p.is_file()} == dist
+    assert peak < 2 * record.stat().st_size + (32 << 20)
 
 
 def test_plan_says_per_job_what_runs_why_and_what_it_may_cost(

@@ -8,14 +8,17 @@ To review a change of wording, run with BENCHFLEET_UPDATE_GOLDEN=1 and read the 
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from contract.layout import DIST
 from synth.load import load_specs
+from synth.main import synth
 from synth.problems import SpecProblems
 from tests.conftest import TEST_DATA
-from tests.crafted_archives import ATTACKS, Attack
+from tests.crafted_archives import ATTACKS, BOMBS, Attack, Bomb
 from tests.synth.conftest import WriteSpec
 
 INVALID = TEST_DATA / "specs" / "invalid"
@@ -49,7 +52,13 @@ def test_every_golden_file_has_a_spec() -> None:
     assert orphans == []
 
 
-def test_duplicate_ids_across_files_point_at_the_first(
+DUPLICATE_HINT = (
+    "    hint: ids are unique across all spec files: they name the Jobs and results; give this "
+    "file's workflow an id of its own"
+)
+
+
+def test_duplicate_ids_outside_git_blame_the_later_file_and_name_the_first(
     spec_repo: Path, write_spec: WriteSpec
 ) -> None:
     text = (INVALID.parent / "valid-minimal.yaml").read_text(encoding="utf-8")
@@ -59,8 +68,26 @@ def test_duplicate_ids_across_files_point_at_the_first(
         load_specs(spec_repo, [first, second])
     assert [str(problem) for problem in raised.value.problems] == [
         "specs/workflows/second.yaml:2:5: id: workflow id 'valid-minimal' is already used by "
-        "specs/workflows/first.yaml:1\n"
-        "    hint: ids are unique across all spec files: they name the Jobs and results"
+        f"specs/workflows/first.yaml:1 (the first of them by name)\n{DUPLICATE_HINT}"
+    ]
+
+
+def test_a_new_copy_of_a_committed_spec_is_the_one_blamed_even_when_its_name_sorts_first(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """Copying a spec to start another is how ids get repeated: the copy, not in git's HEAD
+    yet, is the file to change, whatever its name."""
+    text = (INVALID.parent / "valid-minimal.yaml").read_text(encoding="utf-8")
+    write_spec("zoo.yaml", "# committed\n" + text)
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for arguments in (["init", "-q"], ["add", "specs"], [*identity, "commit", "-q", "-m", "zoo"]):
+        subprocess.run(["git", "-C", str(spec_repo), *arguments], check=True, capture_output=True)
+    write_spec("a-copy.yaml", text)
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(spec_repo)
+    assert [str(problem) for problem in raised.value.problems] == [
+        "specs/workflows/a-copy.yaml:1:5: id: workflow id 'valid-minimal' is already used by "
+        f"specs/workflows/zoo.yaml:2 (in git's HEAD)\n{DUPLICATE_HINT}"
     ]
 
 
@@ -93,6 +120,27 @@ def test_a_model_file_that_would_run_code_is_a_spec_problem_at_its_file_field(
     )
     assert re.search(attack.refusal, problem)
     assert not (spec_repo / "marker").exists()
+
+
+@pytest.mark.parametrize(
+    "bomb", [bomb for bomb in BOMBS if bomb.committable], ids=lambda bomb: bomb.name
+)
+def test_a_container_bomb_is_a_spec_problem_at_its_file_field_and_nothing_is_written(
+    bomb: Bomb, spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """The reported bomb took `make synth` to 6.3 GiB and a MemoryError traceback."""
+    model = spec_repo / "own" / "m.pt2"
+    model.parent.mkdir()
+    model.write_bytes(bomb.build())
+    text = (INVALID.parent / "valid-minimal.yaml").read_text(encoding="utf-8")
+    spec = write_spec("bomb.yaml", text.replace("models/examples/tiny-mlp.pt2", "own/m.pt2"))
+    with pytest.raises(SpecProblems) as raised:
+        synth(spec_repo)
+    (problem,) = raised.value.problems
+    assert str(problem).startswith("specs/workflows/bomb.yaml:7:11: models[0].file: own/m.pt2 is ")
+    assert re.search(bomb.refusal, problem.message)
+    assert not (spec_repo / DIST).exists()
+    assert spec.exists()
 
 
 def test_the_name_local_runs_are_stored_under_is_no_clusters(spec_repo: Path) -> None:

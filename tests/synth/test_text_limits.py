@@ -41,7 +41,7 @@ DESCRIPTION = "description: the smallest valid workflow"
         (
             "owner: tests",
             'owner: "ml-platform\\u2028@example.com"',
-            "3:8: owner: the owner 'ml-platform\\u2028@example.com' holds '\\u2028'",
+            "3:8: owner: the value holds U+2028 LINE SEPARATOR at character 12",
         ),
         (
             "owner: tests",

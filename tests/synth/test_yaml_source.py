@@ -146,6 +146,39 @@ def test_a_control_character_is_an_error_at_it(character: str) -> None:
     assert f"U+{ord(character):04X}" in error.message
 
 
+@pytest.mark.parametrize(
+    ("text", "position", "loc", "named"),
+    [
+        ("a: 1\nb: x\ty\n", (2, 4), ("b",), "U+0009 CHARACTER TABULATION at character 2"),
+        ('"x\\ny": 1\n', (1, 1), ("x\ny",), "U+000A LINE FEED at character 2"),
+        ('a: "x\\ry"\n', (1, 4), ("a",), "U+000D CARRIAGE RETURN at character 2"),
+        ('a: ["ok", "\\u202e"]\n', (1, 11), ("a", 1), "U+202E RIGHT-TO-LEFT OVERRIDE"),
+        ('? "k\\u200b"\n: 1\n', (1, 3), ("k\u200b",), "U+200B ZERO WIDTH SPACE"),
+        ("just\ta value", (1, 1), (), "U+0009 CHARACTER TABULATION at character 5"),
+    ],
+    ids=["tab", "line-break-in-a-key", "carriage-return", "item", "key", "document"],
+)
+def test_a_key_or_value_holding_a_character_that_does_not_print_is_an_error_at_it(
+    text: str, position: tuple[int, int], loc: tuple[str | int, ...], named: str
+) -> None:
+    """However it is written (raw, escaped, in a block), and wherever (a key, an item, a
+    document that is one value: found by the atheris target)."""
+    [error] = errors_of(text.encode())
+    assert (error.position, error.loc) == (position, loc)
+    assert named in error.message
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("a: |\n  two\n  lines\n", "two\nlines\n"), ('a: "two\\nlines"\n', "two\nlines")],
+    ids=["literal-block", "escaped"],
+)
+def test_a_value_may_hold_line_breaks(text: str, value: str) -> None:
+    """A description is a paragraph: the fields that name things refuse line breaks by their
+    own rules, and every printer shows them escaped (contract.text.shown)."""
+    assert parse_yaml(text.encode()).data == {"a": value}
+
+
 def test_a_syntax_error_is_located() -> None:
     [error] = errors_of(b"a: [1, 2\nb: 3\n")
     assert error.position[0] == 2
