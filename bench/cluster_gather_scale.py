@@ -1,6 +1,8 @@
 """`collector gather` of 1,000, 5,000 and 10,000 finished variants from a real API server.
 
-    python -m bench.cluster_gather_scale      (needs `make cluster-build`)
+    python -m bench.cluster_gather_scale [--smoke]     (needs `make cluster-build`)
+
+(`--smoke`: 2 Jobs of 2 and of 3 completions, one round, for the test-suite's tests/bench/.)
 
 A local cluster shaped like eu-west (localcluster/: kube-apiserver, etcd, the controller
 manager's Job controller, kube-scheduler, kwok nodes, the pod executor playing each H100 pod
@@ -25,9 +27,17 @@ the peak of Python's heap. Then, at 10k: where the heap is at the end of gather'
 (everything stored, by file and line), and how the list's page size (limit) changes a list
 of the 10,000 pods alone.
 
-Measured 2026-12-05 (2 shared cores, 3 rounds, medians; the 16,000 pods ran in 30 min, about
-9 a second, the API server peaking at 2.75 GiB RSS and etcd at 0.75 GiB), with the collector
-before (commit 40610a9) -> after cutting what it holds per variant (docs/collector.md, Scale):
+Measured 2026-12-05, 21:38 UTC, with real results (2 shared cores under load, 3 rounds,
+medians; the 16,000 pods ran in 18 min, the API server peaking at 3.14 GiB RSS, etcd at
+0.94 GiB):
+
+    variants  requests  s      heap peak MiB  KiB/variant  RSS growth MiB
+       1,000         6   1.28           39.8         40.8              44
+       5,000        13   7.07           77.0         15.8              96
+      10,000        24  14.14          150.2         15.4             182
+
+Earlier the same day, with made-up results (no samples), with the collector before (commit
+40610a9) -> after cutting what it holds per variant (docs/collector.md, Scale):
 
     variants  requests  s             heap peak MiB    KiB/variant    RSS growth MiB
        1,000         6  1.38 -> 1.63   55.2 ->  36.9    56.5 -> 37.8    64 ->  44

@@ -271,6 +271,18 @@ def test_status_says_why_a_variant_waits(collector: Collect, api: FakeApiServer,
     assert "Insufficient nvidia.com/gpu" in run.stdout
 
 
+def test_status_of_finished_variants_reads_no_log(
+    collector: Collect, api: FakeApiServer, job: Obj
+) -> None:
+    """A 1000-variant `collector status` took 47 s when every result with samples cost a log
+    read; the message holds what status counts."""
+    finish_all(api, job)
+    run = collector("status")
+    assert run.exit_code == 0, run.output
+    assert "succeeded 6  failed 0" in run.stdout
+    assert not any(key.endswith("log") for key in requests(api))
+
+
 def leftover(job: Obj, name: str = "cpu-smoke-cpu-0123456789") -> Obj:
     """The Job an earlier version of the spec made: same workflow, another content hash."""
     old = copy.deepcopy(job)
