@@ -4,7 +4,8 @@
 
 A local cluster shaped like eu-west (localcluster/, H100 nodes of 8 GPUs each), the sweep
 from specs/workflows/quantization-sweep.yaml applied as synth writes it, and its pods played
-by the pod executor (H100 pods cannot run here: each hands over a valid result after 50 ms).
+by the pod executor (H100 pods cannot run here: each hands over, after 50 ms, a real runner's
+result under its own variant's identity: bench/real_results.py).
 Measured:
 - following: gather from the moment the Job is applied until all 96 variants are stored
   (what the cluster takes to run them dominates);
@@ -12,8 +13,10 @@ Measured:
   note's way, per pod (a list of the Job, a list of its pods, then per pod its log, parsed
   and stored), alternately (A B A B), with the median per side, the per-pair ratio and its
   range, and the API requests each made.
+`--smoke` compares the two once, for the test-suite (tests/bench/, marked `cluster`).
 """
 
+import argparse
 import json
 import shutil
 import statistics
@@ -26,6 +29,7 @@ import yaml
 from kubernetes import config
 from kubernetes.client import ApiClient
 
+from bench.real_results import measured
 from collector.gather import Gatherer, GatherOptions
 from collector.kube import KubeClient
 from collector.pods import read_result
@@ -36,7 +40,7 @@ from contract.records import StoredVariant
 from localcluster.build import binary_dir, is_built
 from localcluster.controlplane import kubectl, start_cluster
 from localcluster.podexecutor import Pod, Succeed, job_index, running_executor
-from localcluster.results import ok_result
+from localcluster.results import as_variant
 from synth.load import load_specs
 from synth.main import synth
 
@@ -95,6 +99,9 @@ def _per_pod(client: KubeClient, expected: list[ExpectedJob], db: Path) -> int:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.cluster_gather", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="one round")
+    rounds = 1 if parser.parse_args().smoke else ROUNDS
     if not is_built():
         raise SystemExit("the local cluster is not built: run `make cluster-build` first")
     binaries = binary_dir()
@@ -103,9 +110,10 @@ def main() -> None:
         root = _repo(Path(scratch) / "repo")
         workload = root / workload_file(CLUSTER, WORKFLOW)
         settings = _config(workload)
+        real = measured()
 
         def rule(pod: Pod) -> Succeed:
-            return Succeed(ok_result(settings, job_index(pod)[1]), seconds=0.05)
+            return Succeed(as_variant(real, settings, job_index(pod)[1]), seconds=0.05)
 
         cluster = start_cluster(
             CLUSTER, Path(scratch) / "cluster", binaries, fleet.cluster(CLUSTER),
@@ -125,14 +133,16 @@ def main() -> None:
                 print(f"{WORKFLOW}: {stored} variants run and stored in {following:.1f} s "
                       f"following the Job, {sum(follower.requests.values())} API requests "
                       f"{dict(sorted(follower.requests.items()))}")  # fmt: skip
-                _compare(api, root, expected, Path(scratch))
+                _compare(api, root, expected, Path(scratch), rounds)
         finally:
             cluster.stop()
 
 
-def _compare(api: ApiClient, root: Path, expected: list[ExpectedJob], scratch: Path) -> None:
+def _compare(
+    api: ApiClient, root: Path, expected: list[ExpectedJob], scratch: Path, rounds: int
+) -> None:
     sides: dict[str, list[tuple[float, int]]] = {"gather (list + watch)": [], "per pod": []}
-    for round_ in range(ROUNDS):
+    for round_ in range(rounds):
         for name, runs in sides.items():
             client = KubeClient(api)
             db = scratch / f"{round_}-{len(name)}.sqlite"
@@ -146,7 +156,7 @@ def _compare(api: ApiClient, root: Path, expected: list[ExpectedJob], scratch: P
             runs.append((seconds, sum(client.requests.values())))
     gather, per_pod = sides.values()
     ratios = [g[0] / p[0] for g, p in zip(gather, per_pod, strict=True)]
-    print(f"\nGathering {expected[0].completions} finished variants, {ROUNDS} interleaved rounds")
+    print(f"\nGathering {expected[0].completions} finished variants, {rounds} interleaved rounds")
     print(f"{'side':<24} {'median s':>9} {'requests':>9}")
     for name, runs in sides.items():
         print(f"{name:<24} {statistics.median(s for s, _ in runs):>9.3f} {runs[0][1]:>9}")

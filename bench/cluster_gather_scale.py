@@ -1,10 +1,13 @@
 """`collector gather` of 1,000, 5,000 and 10,000 finished variants from a real API server.
 
-    python -m bench.cluster_gather_scale      (needs `make cluster-build`)
+    python -m bench.cluster_gather_scale [--smoke]     (needs `make cluster-build`)
+
+(`--smoke`: 2 Jobs of 2 and of 3 completions, one round, for the test-suite's tests/bench/.)
 
 A local cluster shaped like eu-west (localcluster/: kube-apiserver, etcd, the controller
 manager's Job controller, kube-scheduler, kwok nodes, the pod executor playing each H100 pod
-as a run that hands over a valid result at once). Its Jobs come from synth: the quantization
+as a run that hands over, at once, a real runner's result under its own variant's identity:
+bench/real_results.py). Its Jobs come from synth: the quantization
 sweep with a 13th batch size (104 variants), synthesized, and its Job and config.json
 ConfigMap copied 100 times per size under new names, with 10, 50 and 100 completions (the
 first variants of config.json), into one workflow per size. Everything else is synth's.
@@ -24,9 +27,17 @@ the peak of Python's heap. Then, at 10k: where the heap is at the end of gather'
 (everything stored, by file and line), and how the list's page size (limit) changes a list
 of the 10,000 pods alone.
 
-Measured 2026-12-05 (2 shared cores, 3 rounds, medians; the 16,000 pods ran in 30 min, about
-9 a second, the API server peaking at 2.75 GiB RSS and etcd at 0.75 GiB), with the collector
-before (commit 40610a9) -> after cutting what it holds per variant (docs/collector.md, Scale):
+Measured 2026-12-05, 21:38 UTC, with real results (2 shared cores under load, 3 rounds,
+medians; the 16,000 pods ran in 18 min, the API server peaking at 3.14 GiB RSS, etcd at
+0.94 GiB):
+
+    variants  requests  s      heap peak MiB  KiB/variant  RSS growth MiB
+       1,000         6   1.28           39.8         40.8              44
+       5,000        13   7.07           77.0         15.8              96
+      10,000        24  14.14          150.2         15.4             182
+
+Earlier the same day, with made-up results (no samples), with the collector before (commit
+40610a9) -> after cutting what it holds per variant (docs/collector.md, Scale):
 
     variants  requests  s             heap peak MiB    KiB/variant    RSS growth MiB
        1,000         6  1.38 -> 1.63   55.2 ->  36.9    56.5 -> 37.8    64 ->  44
@@ -58,6 +69,7 @@ from typing import Any, Final
 import yaml
 from kubernetes import config
 
+from bench.real_results import measured
 from collector.gather import Counts, Gatherer, GatherOptions
 from collector.indexes import job_finished
 from collector.kube import KubeClient
@@ -74,7 +86,7 @@ from localcluster.build import binary_dir, is_built
 from localcluster.controlplane import Cluster, kubectl, start_cluster
 from localcluster.nodes import node_name
 from localcluster.podexecutor import Pod, Succeed, job_index, running_executor
-from localcluster.results import ok_result
+from localcluster.results import as_variant
 from synth.load import load_specs
 from synth.main import synth
 
@@ -82,10 +94,23 @@ CLUSTER: Final = "eu-west"
 SPEC: Final = "quantization-sweep"
 SWEEP: Final = "scale-sweep"
 NAMESPACE: Final = "benchfleet-dev"
-JOBS: Final = 100
-COMPLETIONS: Final = (10, 50, 100)
-ROUNDS: Final = 3
-PAGE_SIZES: Final = (100, 500, 2000, 10000)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How much the bench runs: `--smoke` runs every step at a size of seconds."""
+
+    jobs: int
+    completions: tuple[int, ...]
+    """Of each Job, one workflow per size."""
+    rounds: int
+    page_sizes: tuple[int, ...]
+
+
+FULL: Final = Scale(
+    jobs=100, completions=(10, 50, 100), rounds=3, page_sizes=(100, 500, 2000, 10000)
+)
+SMOKE: Final = Scale(jobs=2, completions=(2, 3), rounds=1, page_sizes=(2, 10))
 CONTROLLER_MANAGER_FLAGS: Final = (
     "--kube-api-qps=500",
     "--kube-api-burst=1000",
@@ -109,12 +134,12 @@ class Measurement:
     """Under tracemalloc (a run of its own: tracing slows the run it measures)."""
 
 
-def workflow_of(completions: int) -> str:
+def workflow_of(scale: Scale, completions: int) -> str:
     """The workflow holding the size of `completions` per Job."""
-    return f"scale-{JOBS * completions}"
+    return f"scale-{scale.jobs * completions}"
 
 
-def _repo(root: Path) -> Path:
+def _repo(root: Path, scale: Scale) -> Path:
     """A repository with synth's output for the sweep, plus one workflow per size."""
     (root / "specs" / "workflows").mkdir(parents=True)
     (root / "specs" / "clusters.yaml").write_text(
@@ -134,9 +159,11 @@ def _repo(root: Path) -> Path:
     (job,) = workload.jobs
     job_config = workload.configmaps[job["metadata"]["name"]]
     shared = [m for name, m in workload.configmaps.items() if name != job["metadata"]["name"]]
-    for completions in COMPLETIONS:
-        workflow = workflow_of(completions)
-        copies = [_copy(job, job_config, workflow, number, completions) for number in range(JOBS)]
+    for completions in scale.completions:
+        workflow = workflow_of(scale, completions)
+        copies = [
+            _copy(job, job_config, workflow, number, completions) for number in range(scale.jobs)
+        ]
         documents = shared + [m for pair in copies for m in pair]
         path = root / workload_file(CLUSTER, workflow)
         path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
@@ -172,11 +199,11 @@ def _copy(
     return job, job_config
 
 
-def _configs(root: Path) -> dict[str, dict[str, Any]]:
+def _configs(root: Path, scale: Scale) -> dict[str, dict[str, Any]]:
     """config.json of every Job, by Job name."""
     found = {}
-    for completions in COMPLETIONS:
-        workload = read_workload(root / workload_file(CLUSTER, workflow_of(completions)))
+    for completions in scale.completions:
+        workload = read_workload(root / workload_file(CLUSTER, workflow_of(scale, completions)))
         for job in workload.jobs:
             name = job["metadata"]["name"]
             found[name] = json.loads(workload.configmaps[name]["data"]["config.json"])
@@ -194,13 +221,14 @@ def _client(kubeconfig: Path) -> KubeClient:
     return KubeClient(config.new_client_from_config(str(kubeconfig)))  # type: ignore[no-untyped-call]
 
 
-def _run_all(binaries: Path, cluster: Cluster, root: Path, scratch: Path) -> None:
+def _run_all(binaries: Path, cluster: Cluster, root: Path, scratch: Path, scale: Scale) -> None:
     """Apply every size and play its pods until every Job has completed."""
-    configs = _configs(root)
+    configs = _configs(root, scale)
+    real = measured()
 
     def rule(pod: Pod) -> Succeed:
         job, index = job_index(pod)
-        return Succeed(ok_result(configs[job], index), seconds=0)
+        return Succeed(as_variant(real, configs[job], index), seconds=0)
 
     kubectl(binaries, cluster, "apply", "--server-side", "-k",
             str(root / cluster_dist(CLUSTER) / INFRASTRUCTURE))  # fmt: skip
@@ -210,8 +238,8 @@ def _run_all(binaries: Path, cluster: Cluster, root: Path, scratch: Path) -> Non
     client = _client(cluster.kubeconfig)
     with running_executor(cluster.kubeconfig, scratch / "executor", rule):
         began = time.monotonic()
-        for completions in COMPLETIONS:
-            path = root / workload_file(CLUSTER, workflow_of(completions))
+        for completions in scale.completions:
+            path = root / workload_file(CLUSTER, workflow_of(scale, completions))
             kubectl(binaries, cluster, "apply", "--server-side", "-f", str(path))
         total = len(configs)
         while True:
@@ -300,9 +328,9 @@ def _measured(kubeconfig: Path, root: Path, workflow: str, mode: str) -> Measure
     return Measurement(**json.loads(last))
 
 
-def _table(runs: dict[int, list[tuple[Measurement, Measurement]]]) -> None:
-    print(f"\nGathering finished variants of {JOBS} Jobs into an empty database, "
-          f"{ROUNDS} interleaved rounds (medians)")  # fmt: skip
+def _table(runs: dict[int, list[tuple[Measurement, Measurement]]], scale: Scale) -> None:
+    print(f"\nGathering finished variants of {scale.jobs} Jobs into an empty database, "
+          f"{scale.rounds} interleaved rounds (medians)")  # fmt: skip
     print(f"{'variants':>8} {'jobs':>5} {'requests':>9} {'s':>7} {'s/1k':>6} "
           f"{'heap MiB':>9} {'KiB/var':>8} {'RSS+ MiB':>9}  requests by kind")  # fmt: skip
     for variants, pairs in runs.items():
@@ -311,15 +339,15 @@ def _table(runs: dict[int, list[tuple[Measurement, Measurement]]]) -> None:
         seconds = statistics.median(t.seconds for t in timed)
         rss = statistics.median(t.rss_growth_kib for t in timed)
         print(
-            f"{variants:>8} {JOBS:>5} {sum(timed[0].requests.values()):>9} {seconds:>7.2f} "
+            f"{variants:>8} {scale.jobs:>5} {sum(timed[0].requests.values()):>9} {seconds:>7.2f} "
             f"{seconds / variants * 1000:>6.2f} {heap / 2**20:>9.1f} "
             f"{heap / 1024 / variants:>8.1f} {rss / 1024:>9.1f}  {timed[0].requests}"
         )
 
 
-def _page_sizes(kubeconfig: Path, workflow: str) -> None:
+def _page_sizes(kubeconfig: Path, workflow: str, page_sizes: tuple[int, ...]) -> None:
     print(f"\nListing the {workflow} pods alone, by page size (limit)")
-    for page_size in PAGE_SIZES:
+    for page_size in page_sizes:
         client = _client(kubeconfig)
         began = time.perf_counter()
         listed = client.list_pods(NAMESPACE, label_selector(workflow), page_size=page_size)
@@ -328,36 +356,36 @@ def _page_sizes(kubeconfig: Path, workflow: str) -> None:
               f"{client.requests['list pods']} requests, {seconds:.2f} s")  # fmt: skip
 
 
-def main() -> None:
+def main(scale: Scale) -> None:
     if not is_built():
         raise SystemExit("the local cluster is not built: run `make cluster-build` first")
     binaries = binary_dir()
     fleet = load_specs(REPO_ROOT).fleet
     with tempfile.TemporaryDirectory() as scratch:
-        root = _repo(Path(scratch) / "repo")
+        root = _repo(Path(scratch) / "repo", scale)
         cluster = start_cluster(
             CLUSTER, Path(scratch) / "cluster", binaries, fleet.cluster(CLUSTER),
             controller_manager_flags=CONTROLLER_MANAGER_FLAGS,
         )  # fmt: skip
         try:
-            _run_all(binaries, cluster, root, Path(scratch))
+            _run_all(binaries, cluster, root, Path(scratch), scale)
             runs: dict[int, list[tuple[Measurement, Measurement]]] = {
-                JOBS * c: [] for c in COMPLETIONS
+                scale.jobs * c: [] for c in scale.completions
             }
-            for _ in range(ROUNDS):
-                for completions in COMPLETIONS:
-                    workflow = workflow_of(completions)
-                    runs[JOBS * completions].append(
+            for _ in range(scale.rounds):
+                for completions in scale.completions:
+                    workflow = workflow_of(scale, completions)
+                    runs[scale.jobs * completions].append(
                         (
                             _measured(cluster.kubeconfig, root, workflow, "time"),
                             _measured(cluster.kubeconfig, root, workflow, "heap"),
                         )
                     )
-            _table(runs)
-            largest = workflow_of(COMPLETIONS[-1])
+            _table(runs, scale)
+            largest = workflow_of(scale, scale.completions[-1])
             print()
             _measured(cluster.kubeconfig, root, largest, "top")
-            _page_sizes(cluster.kubeconfig, largest)
+            _page_sizes(cluster.kubeconfig, largest, scale.page_sizes)
             print(f"\nafter gathering: {_memory(cluster)}")
         finally:
             cluster.stop()
@@ -369,14 +397,15 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--kubeconfig", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--workflow", help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="2 Jobs of 2 and 3, one round")
     return parser.parse_args()
 
 
 if __name__ == "__main__":
     arguments = _arguments()
     if arguments.measure is None:
-        main()
+        main(SMOKE if arguments.smoke else FULL)
     else:
-        measured = measure(arguments.kubeconfig, arguments.root, arguments.workflow,
+        gathered = measure(arguments.kubeconfig, arguments.root, arguments.workflow,
                            arguments.measure)  # fmt: skip
-        print(json.dumps(vars(measured)))
+        print(json.dumps(vars(gathered)))

@@ -13,8 +13,11 @@ result in SQLite, so what differs is the shape of the conversation:
 Each side runs on a fresh server holding the same finished objects, alternately (A B A B),
 and the table reports medians, the per-pair ratio with its range, the API requests made and
 the peak of Python's heap (tracemalloc; the server's objects are in it on both sides).
+Every pod hands over a real runner's result (bench/real_results.py), samples and all.
+`--smoke` gathers 20 variants once, for the test-suite (tests/bench/).
 """
 
+import argparse
 import copy
 import statistics
 import tempfile
@@ -25,17 +28,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from bench.real_results import measured
 from collector.gather import Gatherer, GatherOptions
 from collector.kube import KubeClient
 from collector.pods import read_result
 from collector.store import open_store
 from collector.workload import expected_from
 from contract.records import JobIdentity, StoredVariant
+from contract.result import OkResult
+from localcluster.results import as_variant
 from standin import objects
 from standin.api import FakeApiServer
 
 VARIANTS: Final = 1000
 ROUNDS: Final = 3
+SMOKE_VARIANTS: Final = 20
 NAMESPACE: Final = "benchfleet-dev"
 Obj = dict[str, Any]
 
@@ -50,20 +57,21 @@ class Run:
     stored: int
 
 
-def _indexed_job() -> tuple[Obj, list[Obj], list[str]]:
+def _indexed_job(variants: int, real: OkResult) -> tuple[Obj, list[Obj], list[str]]:
     template = objects.job("cpu-smoke", cluster="us-east")
-    template["spec"]["completions"] = VARIANTS
+    template["spec"]["completions"] = variants
     job = objects.complete(template)
     # The example Job has six variants; each pod reports one of them, which is all a result
     # needs to be read and stored.
-    results = [objects.ok_result(template, i) for i in range(6)]
-    pods = [objects.succeeded_pod(template, i, results[i % 6]) for i in range(VARIANTS)]
+    config = objects.run_config(template).model_dump(mode="json")
+    results = [as_variant(real, config, i) for i in range(6)]
+    pods = [objects.succeeded_pod(template, i, results[i % 6]) for i in range(variants)]
     logs = [objects.runner_log(template, i, results[i]) for i in range(6)]
     return job, pods, logs
 
 
 def _per_job_objects(job: Obj, pods: list[Obj]) -> list[tuple[Obj, Obj]]:
-    """VARIANTS one-pod Jobs made from the Indexed one, each with its single pod."""
+    """One-pod Jobs made from the Indexed one, each with one of its pods."""
     pairs = []
     for index, pod in enumerate(pods):
         single = copy.deepcopy(job)
@@ -134,7 +142,11 @@ def _per_job_loop(pairs: list[tuple[Obj, Obj]]) -> Callable[[KubeClient, Path], 
 
 
 def main() -> None:
-    job, pods, logs = _indexed_job()
+    parser = argparse.ArgumentParser(prog="python -m bench.collector_gather", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_VARIANTS} variants, once")
+    smoke = parser.parse_args().smoke
+    variants, rounds = (SMOKE_VARIANTS, 1) if smoke else (VARIANTS, ROUNDS)
+    job, pods, logs = _indexed_job(variants, measured())
     pairs = _per_job_objects(job, pods)
 
     def load_indexed(api: FakeApiServer) -> None:
@@ -150,11 +162,11 @@ def main() -> None:
             api.set_log(NAMESPACE, pod["metadata"]["name"], "runner", logs[index % 6])
 
     gathers, loops = [], []
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         gathers.append(_measure(load_indexed, _gather(job)))
         loops.append(_measure(load_singles, _per_job_loop(pairs)))
     ratios = [g.seconds / loop.seconds for g, loop in zip(gathers, loops, strict=True)]
-    print(f"Gathering {VARIANTS} finished variants, {ROUNDS} interleaved rounds")
+    print(f"Gathering {variants} finished variants, {rounds} interleaved rounds")
     print(f"{'side':<24} {'median s':>9} {'requests':>9} {'peak heap MiB':>14} {'stored':>7}")
     for name, runs in (("gather (list + watch)", gathers), ("per-Job loop", loops)):
         print(

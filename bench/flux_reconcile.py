@@ -8,15 +8,20 @@ bootstrapped from a repository served over smart HTTP (localcluster/gitops.py). 
 never started (the pod executor keeps them waiting): what is timed is Flux and the API.
 - push -> first pod, with a reconcile requested at once (what `flux reconcile` or a webhook
   receiver does), ROUNDS times; then once relying on the GitRepository's interval alone;
-- the stress set of bench/synth_speed.py (20 workflows of 50 distinct 4 KiB models) committed
-  at once: time until the workloads Kustomization is Ready at that commit, its inventory
-  size, and the time of a reconcile with nothing changed.
+- the stress set of bench/synth_speed.py (20 workflows of 50 distinct models, real archives
+  of about 8 KiB) committed at once: time until the workloads Kustomization is Ready at that
+  commit, its inventory size, and the time of a reconcile with nothing changed.
+
+`--smoke` pushes once with a reconcile requested (not waiting out the 1 m interval) and
+commits 2 models, for the test-suite (tests/bench/, marked `cluster`).
 """
 
+import argparse
 import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -31,7 +36,6 @@ from localcluster.processes import poll_until
 from synth.load import load_specs
 
 CLUSTER: Final = "us-east"
-ROUNDS: Final = 3
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 WORKFLOW: Final = """\
 id: {workflow}
@@ -82,7 +86,25 @@ def _noop_reconcile(flux: FluxRepository) -> float:
     return time.perf_counter() - began
 
 
+@dataclass(frozen=True)
+class Scale:
+    """How much the bench runs: `--smoke` runs its steps at a size of seconds."""
+
+    rounds: int
+    interval: bool
+    """Whether to time a push that waits for the GitRepository's interval (a minute)."""
+    stress: tuple[int, int]
+    """Workflows and models of each."""
+
+
+FULL = Scale(rounds=3, interval=True, stress=(20, 50))
+SMOKE = Scale(rounds=1, interval=False, stress=(1, 2))
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.flux_reconcile", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="every step, at a tiny size")
+    scale = SMOKE if parser.parse_args().smoke else FULL
     if not is_built():
         raise SystemExit("the local cluster is not built: run `make cluster-build` first")
     binaries = binary_dir()
@@ -105,33 +127,36 @@ def main() -> None:
                     REPO_ROOT / "models" / "examples", flux.work / "models" / "examples"
                 )
                 flux.bootstrap()
-                _report_push(flux, binaries)
-                _report_stress(flux)
+                _report_push(flux, binaries, scale)
+                _report_stress(flux, scale)
         finally:
             cluster.stop()
 
 
-def _report_push(flux: FluxRepository, binaries: Path) -> None:
+def _report_push(flux: FluxRepository, binaries: Path, scale: Scale) -> None:
     requested = [
-        _push_to_first_pod(flux, binaries, f"push-{n}", request=True) for n in range(ROUNDS)
+        _push_to_first_pod(flux, binaries, f"push-{n}", request=True) for n in range(scale.rounds)
     ]
-    interval = _push_to_first_pod(flux, binaries, "push-interval", request=False)
     print("git push -> the Job's first pod")
     print(f"  reconcile requested at once: median {statistics.median(requested):.1f} s "
-          f"(range {min(requested):.1f}-{max(requested):.1f}, {ROUNDS} pushes)")  # fmt: skip
-    print(f"  GitRepository interval (1m) alone: {interval:.1f} s (one push)")
+          f"(range {min(requested):.1f}-{max(requested):.1f}, {scale.rounds} pushes)")  # fmt: skip
+    if scale.interval:
+        interval = _push_to_first_pod(flux, binaries, "push-interval", request=False)
+        print(f"  GitRepository interval (1m) alone: {interval:.1f} s (one push)")
 
 
-def _report_stress(flux: FluxRepository) -> None:
-    write_stress(flux.work, 20, 50)
-    sha = flux.commit("1000 models")
+def _report_stress(flux: FluxRepository, scale: Scale) -> None:
+    workflows, models = scale.stress
+    write_stress(flux.work, workflows, models)
+    sha = flux.commit(f"{workflows * models} models")
     began = time.perf_counter()
     flux.converge(sha, ("benchfleet-workloads",))
     applied = time.perf_counter() - began
     found = flux.flux_object("kustomization", "benchfleet-workloads") or {}
     entries = len(found.get("status", {}).get("inventory", {}).get("entries", []))
-    noop = [_noop_reconcile(flux) for _ in range(ROUNDS)]
-    print("a dist/ of 1000 models (20 workflows x 50 models of 4 KiB), committed at once")
+    noop = [_noop_reconcile(flux) for _ in range(scale.rounds)]
+    print(f"a dist/ of {workflows * models} models ({workflows} workflows x {models} models, "
+          "real archives of about 8 KiB), committed at once")  # fmt: skip
     print(f"  push -> workloads Kustomization Ready at that commit: {applied:.1f} s")
     print(f"  its inventory: {entries} objects")
     print(f"  a reconcile with nothing changed: median {statistics.median(noop):.1f} s "

@@ -1,7 +1,7 @@
 """The runner on a real GPU: every precision and quantization a Hopper target offers, run as a
 pod runs it (`python -m runner`, config.json, JOB_COMPLETION_INDEX, a termination log).
 
-    python -m bench.gpu_runner [OUT_DIR]     (on a machine with a CUDA GPU)
+    python -m bench.gpu_runner [OUT_DIR] [--smoke]    (on a machine with a CUDA GPU)
 
 For each example model, each GPU precision (fp32, tf32, fp16, bf16) and quantization (none,
 int8-weight-only) at batch 32, one index of a config.json for the GPU the machine
@@ -13,9 +13,11 @@ OUT_DIR/gpu_runner.jsonl.
 
 The models are the committed examples when this torch loads them; a torch older than the
 one that exported them may not, and then they are exported again here (models/make_models.py,
-same seeds) with this torch, which the table says.
+same seeds) with this torch, which the table says. `--smoke` runs tiny-mlp at fp32 alone
+(and the wrong-GPU check), for the test-suite (tests/bench/, marked `gpu`).
 """
 
+import argparse
 import hashlib
 import json
 import os
@@ -74,11 +76,11 @@ def _models(folder: Path) -> tuple[dict[str, Any], str]:
     return models, source
 
 
-def _config(device_type: str, models: dict[str, Any]) -> dict[str, Any]:
+def _config(device_type: str, models: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
     variants: list[dict[str, Any]] = []
-    for model in INPUTS:
-        for precision in PRECISIONS:
-            for quantization in QUANTIZATIONS:
+    for model in list(INPUTS)[:1] if smoke else INPUTS:
+        for precision in PRECISIONS[:1] if smoke else PRECISIONS:
+            for quantization in QUANTIZATIONS[:1] if smoke else QUANTIZATIONS:
                 for batch in BATCHES:
                     variants.append(
                         {
@@ -129,7 +131,11 @@ def _run(
 
 
 def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
+    parser = argparse.ArgumentParser(prog="python -m bench.gpu_runner", description=__doc__)
+    parser.add_argument("out", nargs="?", type=Path, default=Path("."))
+    parser.add_argument("--smoke", action="store_true", help="tiny-mlp at fp32 alone")
+    arguments = parser.parse_args()
+    out, smoke = arguments.out, arguments.smoke
     out.mkdir(parents=True, exist_ok=True)
     name = torch.cuda.get_device_name(0)
     device_type = "nvidia-" + name.split()[-1].lower()
@@ -141,10 +147,10 @@ def main() -> None:
         models, source = _models(scratch)
         print(f"models: {source}")
         config = scratch / "config.json"
-        config.write_text(json.dumps(_config(device_type, models)))
+        config.write_text(json.dumps(_config(device_type, models, smoke=smoke)))
         wrong = scratch / "wrong.json"
         wrong.write_text(
-            json.dumps({**_config("nvidia-a100", models), "device_type": "nvidia-a100"})
+            json.dumps({**_config("nvidia-a100", models, smoke=True), "device_type": "nvidia-a100"})
         )
         rows = []
         with (out / "gpu_runner.jsonl").open("w") as lines:

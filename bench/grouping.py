@@ -8,10 +8,12 @@ The sweep is the three example models x fp32, bf16 x batch 1, 2, 4, 8, measured 
 `cpu: 1` limit pins it. Its config.json is the same on both sides but for `groups`, which
 synth's own `pod_groups` makes, so both sides run the same variants. The sides alternate, A
 B A B, and are compared pair by pair (shared/notes/measurement.md): total wall time, the
-overhead share ((wall - measurement) / wall, where measurement is each result's warm-up and
-timed loop), and the ratio of the wall times with its range over the pairs. `--grouped-only`
-runs the grouped side alone, `--pairs` times, for its overhead share in a minute rather than
-the one-per-pod side's five: no ratio then, since that needs the baseline in the same run.
+overhead share ((wall - measurement) / wall, where measurement is each result's timed loop
+alone: a warm-up measures nothing, so it is overhead like a start or a load), and the ratio
+of the wall times with its range over the pairs. `--grouped-only` runs the grouped side
+alone, `--pairs` times, for its overhead share in a minute rather than the one-per-pod
+side's five: no ratio then, since that needs the baseline in the same run. `--smoke` runs
+two variants of tiny-mlp for 0.01 s each, one pair, for the test-suite (tests/bench/).
 """
 
 import argparse
@@ -35,14 +37,24 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES: Final = ROOT / "models" / "examples"
 INPUTS: Final = {"tiny-cnn": (3, 64, 64), "tiny-mlp": (64,), "tiny-transformer": (32, 16)}
 """Each example model's input shape per sample."""
-MODELS: Final = tuple(INPUTS)
-PRECISIONS: Final = ("fp32", "bf16")
-BATCHES: Final = (1, 2, 4, 8)
 POD_TIMEOUT_S: Final = 600.0
 
 
-def sweep(measure_s: float, per_pod: int) -> RunConfig:
-    """The 24 variants, grouped `per_pod` to a pod (1: no groups)."""
+@dataclass(frozen=True)
+class Cells:
+    """The sweep's matrix: every model at every precision and batch."""
+
+    models: tuple[str, ...]
+    precisions: tuple[str, ...]
+    batches: tuple[int, ...]
+
+
+FULL: Final = Cells(models=tuple(INPUTS), precisions=("fp32", "bf16"), batches=(1, 2, 4, 8))
+SMOKE: Final = Cells(models=("tiny-mlp",), precisions=("fp32",), batches=(1, 2))
+
+
+def sweep(measure_s: float, per_pod: int, cells: Cells = FULL) -> RunConfig:
+    """The sweep's variants (24 in FULL), grouped `per_pod` to a pod (1: no groups)."""
     variants = [
         VariantConfig(
             index=index,
@@ -54,7 +66,7 @@ def sweep(measure_s: float, per_pod: int) -> RunConfig:
             inputs=(InputConfig(shape=INPUTS[model], dtype="float32"),),
         )
         for index, (model, precision, batch) in enumerate(
-            (m, p, b) for m in MODELS for p in PRECISIONS for b in BATCHES
+            (m, p, b) for m in cells.models for p in cells.precisions for b in cells.batches
         )
     ]
     return RunConfig(
@@ -66,7 +78,7 @@ def sweep(measure_s: float, per_pod: int) -> RunConfig:
         measure=PhaseConfig(
             min_iterations=10, min_time_s=measure_s, max_iterations=10**7, max_time_s=60
         ),
-        models={m: _model(m) for m in MODELS},
+        models={m: _model(m) for m in cells.models},
         variants=tuple(variants),
         groups=pod_groups([v.model for v in variants], per_pod),
     )
@@ -113,8 +125,8 @@ class Sweep:
 
     @property
     def measured_s(self) -> float:
-        """Warm-up and timed loops, what the overhead share leaves out."""
-        return sum(t.warmup.seconds + t.measure.seconds for _, _, t in self.timings)
+        """The timed loops, what the overhead share leaves out."""
+        return sum(t.measure.seconds for _, _, t in self.timings)
 
     def parts(self) -> dict[str, float]:
         """The overhead in the results' own timings; what they do not time is the rest."""
@@ -126,6 +138,7 @@ class Sweep:
             "module copies of the later variants": loads - sum(firsts.values()),
             "precision, quantization, inputs": sum(t.prepare_s for _, _, t in self.timings),
             "cold first iterations": sum(t.first_iteration_ms for _, _, t in self.timings) / 1e3,
+            "warm-ups": sum(t.warmup.seconds for _, _, t in self.timings),
         }
         overhead = self.wall_s - self.measured_s
         return parts | {"rest: start, imports, results, exit": overhead - sum(parts.values())}
@@ -170,10 +183,10 @@ def _grouped_only(grouped: RunConfig, runs: int) -> None:
             parts = ", ".join(f"{name} {s:.2f}" for name, s in sweep.parts().items())
             print(
                 f"run {run + 1}: grouped {sweep.wall_s:.1f} s ({sweep.measured_s:.1f} s "
-                f"measuring, overhead {overhead:.1f} s: {parts})",
+                f"in timed loops, overhead {overhead:.1f} s: {parts})",
                 flush=True,
             )
-    print(f"overhead share (wall - measurement) / wall: grouped {_spread(shares)}")
+    print(f"overhead share (wall - timed loops) / wall: grouped {_spread(shares)}")
 
 
 def main() -> None:
@@ -182,8 +195,13 @@ def main() -> None:
     parser.add_argument("--per-pod", type=int, default=6)
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--grouped-only", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="2 variants, 0.01 s, one pair")
     args = parser.parse_args()
-    alone, grouped = sweep(args.measure_s, 1), sweep(args.measure_s, args.per_pod)
+    cells = FULL
+    if args.smoke:
+        cells, args.measure_s, args.per_pod, args.pairs = SMOKE, 0.01, 2, 1
+    alone = sweep(args.measure_s, 1, cells)
+    grouped = sweep(args.measure_s, args.per_pod, cells)
     if args.grouped_only:
         _grouped_only(grouped, args.pairs)
         return
@@ -202,22 +220,23 @@ def main() -> None:
             walls.append((g_wall, a_wall))
             shares.append(((g_wall - g_measured) / g_wall, (a_wall - a_measured) / a_wall))
             print(
-                f"pair {pair + 1}: grouped {g_wall:.1f} s ({g_measured:.1f} s measuring), "
-                f"one per pod {a_wall:.1f} s ({a_measured:.1f} s measuring)",
+                f"pair {pair + 1}: grouped {g_wall:.1f} s ({g_measured:.1f} s in timed loops), "
+                f"one per pod {a_wall:.1f} s ({a_measured:.1f} s in timed loops)",
                 flush=True,
             )
     rows: list[Pairing] = [pairing("wall time of the sweep", walls)]
     print()
     print(
         table(
-            f"24 variants, {args.measure_s:g} s measurement each, {args.per_pod} per pod "
+            f"{len(grouped.variants)} variants, {args.measure_s:g} s measurement each, "
+            f"{args.per_pod} per pod "
             f"against 1 per pod, {args.pairs} interleaved pairs",
             "1/pod",
             rows,
         )
     )
     print(
-        f"overhead share (wall - measurement) / wall: grouped {_spread([g for g, _ in shares])}, "
+        f"overhead share (wall - timed loops) / wall: grouped {_spread([g for g, _ in shares])}, "
         f"one per pod {_spread([a for _, a in shares])}"
     )
 

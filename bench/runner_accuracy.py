@@ -27,9 +27,11 @@ across 30 windows in a row. Each model is measured ROUNDS times by both, the run
 even rounds and the Timer first on odd ones, each side timing for only ~40 ms so that both halves
 of a pair mostly see the same step. Intervals are distribution-free 95 % intervals of the
 median per-round ratio (`median_interval`). It is a report, not a test: it exits 0 whatever
-the ratios are.
+the ratios are. `--smoke` measures tiny-mlp alone in 2 rounds, for the test-suite
+(tests/bench/).
 """
 
+import argparse
 import shutil
 import statistics
 import tempfile
@@ -173,7 +175,9 @@ def timer_median(
     return measure
 
 
-def agreement(name: str, path: Path, shape: tuple[int, ...], threads: int) -> Agreement:
+def agreement(
+    name: str, path: Path, shape: tuple[int, ...], threads: int, rounds: int = ROUNDS
+) -> Agreement:
     config = config_for(name, path, shape)
     variant = config.variants[0]
     cpu = torch.device("cpu")
@@ -188,7 +192,7 @@ def agreement(name: str, path: Path, shape: tuple[int, ...], threads: int) -> Ag
         name,
         runner_median(config, paths, threads, skews, observed),
         timer_median(module, inputs, threads, observed),
-        ROUNDS,
+        rounds,
     )
     # Index 0 of each list is interleaved's warm-up call; pair i is call i + 1 of each side.
     like = tuple(
@@ -216,10 +220,10 @@ def _ratio_cell(ratios: Sequence[float]) -> str:
     return f"{statistics.median(ratios):.3f} [{low:.3f}-{high:.3f}]"
 
 
-def report(rows: list[Agreement], threads: int) -> str:
+def report(rows: list[Agreement], threads: int, rounds: int = ROUNDS) -> str:
     lines = [
         f"runner vs torch.utils.benchmark Timer: CPU, {threads} threads (the runner's "
-        f"thread_count), batch {BATCH}, fp32, {ROUNDS} interleaved rounds; ratios are medians "
+        f"thread_count), batch {BATCH}, fp32, {rounds} interleaved rounds; ratios are medians "
         "of per-round ratios with their 95 % interval",
         "  p50/Timer: the runner's per-call median against the Timer's median of block means",
         "  like with like: the median of the runner's block means (blocks as long as the "
@@ -249,6 +253,10 @@ def report(rows: list[Agreement], threads: int) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.runner_accuracy", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="tiny-mlp alone, 2 rounds")
+    smoke = parser.parse_args().smoke
+    rounds = 2 if smoke else ROUNDS
     began = time.perf_counter()
     threads = thread_count(cpu_quota(), usable_cpus())
     rows: list[Agreement] = []
@@ -256,11 +264,13 @@ def main() -> None:
         folder = Path(scratch)
         for name in EXAMPLE_INPUTS:
             shutil.copy(ROOT / "models" / "examples" / f"{name}.pt2", folder)
-        (folder / f"{LARGE.name}.pt2").write_bytes(export_bytes(LARGE))
-        cases = {**EXAMPLE_INPUTS, LARGE.name: LARGE.sample_shape}
+        cases = dict(list(EXAMPLE_INPUTS.items())[:1]) if smoke else dict(EXAMPLE_INPUTS)
+        if not smoke:
+            (folder / f"{LARGE.name}.pt2").write_bytes(export_bytes(LARGE))
+            cases[LARGE.name] = LARGE.sample_shape
         for name, shape in cases.items():
-            rows.append(agreement(name, folder / f"{name}.pt2", shape, threads))
-    print(report(rows, threads))
+            rows.append(agreement(name, folder / f"{name}.pt2", shape, threads, rounds))
+    print(report(rows, threads, rounds))
     print(f"({time.perf_counter() - began:.0f} s)")
 
 

@@ -22,8 +22,11 @@ under `python -X importtime`, says which packages the imports of the start and t
 the run (the first `torch.export.load` pulls in torch's export deserializer) spend their time
 in; importtime slows imports, so those seconds are relative. Last, ROUNDS processes each load
 the model twice, as `load_s` times it: what of the first load is a one-time cost.
+
+`--smoke` runs one round of each (and no warming pair), for the test-suite (tests/bench/).
 """
 
+import argparse
 import hashlib
 import os
 import re
@@ -152,11 +155,12 @@ def run_once(python_args: tuple[str, ...], env: Mapping[str, str]) -> dict[str, 
     }
 
 
-def compare(env: Mapping[str, str]) -> list[Pairing]:
-    """ROUNDS pairs of runs, alternating which side goes first, compared part by part."""
-    run_once(CANDIDATE, env), run_once(BASELINE, env)  # warm the page cache, not counted
+def compare(env: Mapping[str, str], rounds: int, *, warm: bool = True) -> list[Pairing]:
+    """`rounds` pairs of runs, alternating which side goes first, compared part by part."""
+    if warm:
+        run_once(CANDIDATE, env), run_once(BASELINE, env)  # warm the page cache, not counted
     pairs: list[tuple[dict[str, float], dict[str, float]]] = []
-    for round_ in range(ROUNDS):
+    for round_ in range(rounds):
         if round_ % 2 == 0:
             pairs.append((run_once(CANDIDATE, env), run_once(BASELINE, env)))
         else:
@@ -207,12 +211,13 @@ def import_table(at_start: Mapping[str, float], during_run: Mapping[str, float])
     return "\n".join(lines)
 
 
-def load_twice() -> tuple[float, float]:
-    """Median seconds of the first and the second load of the model in one process."""
+def load_twice(rounds: int) -> tuple[float, float]:
+    """Median seconds of the first and the second load of the model in one process, over
+    `rounds` processes."""
     model = EXAMPLES / f"{MODEL}.pt2"
     sha256 = hashlib.sha256(model.read_bytes()).hexdigest()
     loads: list[tuple[float, float]] = []
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         done = subprocess.run(
             [sys.executable, "-c", TWO_LOADS, str(model), sha256],
             cwd=ROOT,
@@ -226,14 +231,18 @@ def load_twice() -> tuple[float, float]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.runner_startup", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="one round of each, no warming")
+    smoke = parser.parse_args().smoke
+    rounds = 1 if smoke else ROUNDS
     with tempfile.TemporaryDirectory() as folder:
         env = pod_env(Path(folder))
-        rows = compare(env)
+        rows = compare(env, rounds, warm=not smoke)
         imports = import_seconds(env)
-    first, second = load_twice()
+    first, second = load_twice(rounds)
     print(
         table(
-            f"python -m runner (os._exit) vs main() + sys.exit, {MODEL}, {ROUNDS} pairs",
+            f"python -m runner (os._exit) vs main() + sys.exit, {MODEL}, {rounds} pairs",
             "sys.exit",
             rows,
         )
@@ -244,7 +253,7 @@ def main() -> None:
     print(import_table(*imports))
     print()
     print(
-        f"load_program + module() of {MODEL}, twice in one process ({ROUNDS} processes, "
+        f"load_program + module() of {MODEL}, twice in one process ({rounds} processes, "
         f"medians): first {first:.3f} s, second {second:.3f} s"
     )
 

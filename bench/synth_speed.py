@@ -5,16 +5,20 @@ same objects with PyYAML's C dumper.
 
 Three cases, each timed pair by pair against its floor (A B A B ...):
 - the examples;
-- a stress set of 1000 distinct models (20 workflows of 50 models of 4 KiB each);
+- a stress set of 1000 distinct models (20 workflows of 50 real `torch.export` archives of
+  about 8 KiB each, bench/stress_models.py);
 - a re-synth of 50 workflows after editing one of them.
 "In-process" is `render` alone (imports and the Node.js start paid once, no cache); "command"
 is the whole `benchfleet synth` in a fresh process with an empty render cache; the re-synth
 is the command after one edit, with the cache the previous run left. One more row is a fresh
 process that only imports cdk8s, against the stress set's floor. Peak RSS is that of the
 command's Python process and of each of the two Node.js processes jsii starts.
+
+`--smoke` runs every step but the examples' case once, at 4 models and 2 workflows, for the
+test-suite (tests/bench/), so that the bench cannot break unseen.
 """
 
-import os
+import argparse
 import shutil
 import subprocess
 import sys
@@ -26,6 +30,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+from bench.stress_models import write_models
 from bench.timing import Pairing, paired, pairing, table
 from runner.memory import high_water_bytes, peak_rss_bytes
 from synth.cache import CACHE_DIR
@@ -147,15 +152,13 @@ def stress_repo(folder: Path, workflows: int, models: int) -> Path:
 
 
 def write_stress(folder: Path, workflows: int, models: int) -> None:
-    """`workflows` x `models` distinct model files (4 KiB each) under models/, and a workflow
-    spec per `models` of them with one CPU target, into the repository at `folder`."""
-    (folder / "models").mkdir(exist_ok=True)
-    for w in range(workflows):
-        entries = []
-        for m in range(models):
-            path = folder / "models" / f"w{w}-m{m}.pt2"
-            path.write_bytes(os.urandom(4096))
-            entries.append(f"  - name: m{m}\n    file: models/{path.name}\n")
+    """`workflows` x `models` distinct model files (real archives of about 8 KiB each:
+    bench/stress_models.py) under models/, and a workflow spec per `models` of them with one
+    CPU target, into the repository at `folder`."""
+    names = [[f"w{w}-m{m}.pt2" for m in range(models)] for w in range(workflows)]
+    write_models(folder / "models", [name for row in names for name in row])
+    for w, row in enumerate(names):
+        entries = [f"  - name: m{m}\n    file: models/{name}\n" for m, name in enumerate(row)]
         (folder / "specs" / "workflows" / f"stress-{w}.yaml").write_text(
             f"id: stress-{w}\ndescription: stress\nowner: bench\nclusters: [us-east]\n"
             "benchmark:\n  inputs: [{shape: [64]}]\ntargets:\n  - gpu_type: cpu\n"
@@ -164,16 +167,37 @@ def write_stress(folder: Path, workflows: int, models: int) -> None:
         )
 
 
-def measure(name: str, root: Path) -> tuple[Pairing, Pairing, Peaks]:
+@dataclass(frozen=True)
+class Scale:
+    """How much the bench runs: `--smoke` runs every step at a size of seconds."""
+
+    rounds: int
+    """In-process pairs per case."""
+    commands: int
+    """Cold commands per case."""
+    stress: tuple[int, int]
+    """Workflows and models of each of the stress set."""
+    workflows: tuple[int, int]
+    """Workflows and models of each of the re-synth case."""
+
+
+FULL = Scale(rounds=5, commands=3, stress=(20, 50), workflows=(50, 2))
+SMOKE = Scale(rounds=1, commands=1, stress=(2, 2), workflows=(2, 1))
+
+
+def measure(name: str, root: Path, scale: Scale) -> tuple[Pairing, Pairing, Peaks]:
     documents = documents_of(render(load_specs(root)))
     in_process = paired(
         f"{name}, in-process",
         lambda: render(load_specs(root)),
         lambda: floor(documents),
-        ROUNDS,
+        scale.rounds,
     )
     floor_s = in_process.baseline_s
-    whole = pairing(f"{name}, command", [(command(root, cold=True), floor_s) for _ in range(3)])
+    whole = pairing(
+        f"{name}, command",
+        [(command(root, cold=True), floor_s) for _ in range(scale.commands)],
+    )
     return in_process, whole, peak_memory(root)
 
 
@@ -187,25 +211,31 @@ def importing_cdk8s() -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.synth_speed", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="every step, at a tiny size")
+    scale = SMOKE if parser.parse_args().smoke else FULL
     rows: list[Pairing] = []
     memory: list[str] = []
+    stress = f"{scale.stress[0] * scale.stress[1]} models"
+    workflows = f"{scale.workflows[0]} workflows"
     with tempfile.TemporaryDirectory() as scratch:
-        cases = {
-            "examples": copy_examples(Path(scratch) / "examples"),
-            "1000 models": stress_repo(Path(scratch) / "stress", 20, 50),
-            "50 workflows": stress_repo(Path(scratch) / "fifty", 50, 2),
+        # The examples' case runs the same steps as the others: the smoke run leaves it out.
+        examples = {} if scale == SMOKE else {"examples": copy_examples(Path(scratch) / "ex")}
+        cases = examples | {
+            stress: stress_repo(Path(scratch) / "stress", *scale.stress),
+            workflows: stress_repo(Path(scratch) / "workflows", *scale.workflows),
         }
         for name, root in cases.items():
-            in_process, whole, peaks = measure(name, root)
+            in_process, whole, peaks = measure(name, root, scale)
             rows += [in_process, whole]
-            if name == "1000 models":
+            if name == stress:
                 # Set against the stress set's floor, this shows how far a command that renders
                 # with cdk8s is from 4x before it has built anything.
                 floor_s = in_process.baseline_s
                 rows.append(
                     pairing(
-                        "import cdk8s alone, vs 1000 models",
-                        [(importing_cdk8s(), floor_s) for _ in range(3)],
+                        f"import cdk8s alone, vs {stress}",
+                        [(importing_cdk8s(), floor_s) for _ in range(scale.commands)],
                     )
                 )
             memory.append(
@@ -213,13 +243,13 @@ def main() -> None:
                 f"Node.js relay {peaks.node_relay / MIB:.0f} MiB + "
                 f"kernel {peaks.node_kernel / MIB:.0f} MiB"
             )
-        fifty = cases["50 workflows"]
-        spec = fifty / "specs" / "workflows" / "stress-7.yaml"
+        edited = cases[workflows]
+        spec = edited / "specs" / "workflows" / f"stress-{min(7, scale.workflows[0] - 1)}.yaml"
         spec.write_text(spec.read_text(encoding="utf-8").replace("stress\n", "edited\n", 1))
-        command(fifty, cold=True)
+        command(edited, cold=True)
         spec.write_text(spec.read_text(encoding="utf-8").replace("edited\n", "edited again\n", 1))
-        seconds = command(fifty, cold=False)
-        memory.append(f"re-synth of 50 workflows after editing one: {seconds:.2f} s (command)")
+        seconds = command(edited, cold=False)
+        memory.append(f"re-synth of {workflows} after editing one: {seconds:.2f} s (command)")
     print(table("synth: render vs dumping the same objects (floor)", "floor", rows))
     print("\n".join(memory))
     print(f"(max RSS {peak_rss_bytes() / MIB:.0f} MiB here)")

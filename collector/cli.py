@@ -24,6 +24,7 @@ from collector.notes import notes_of
 from collector.progress import plural
 from collector.report import JobChoiceError, Report, build_report, in_cluster
 from collector.report_render import to_csv, to_json, to_markdown, to_text
+from collector.samples import read_samples
 from collector.session import (
     Settings,
     confirmed_clusters,
@@ -328,6 +329,41 @@ def status(settings: Settings, workflow: str, cluster: str | None) -> None:
             click.echo(format_status(workflow_status(client, pending[name])))
         except KubeError as error:
             raise click.ClickException(str(error)) from None
+
+
+@cli.command("samples")
+@click.option("--workflow", required=True, help="The workflow id.")
+@click.option("--cluster", help="Only this cluster [default: every cluster with such runs]")
+@pass_settings
+def samples_command(settings: Settings, workflow: str, cluster: str | None) -> None:
+    """Read the per-iteration samples of stored runs from their pods' logs.
+
+    gather stores each result from its pod's termination message, which holds everything but
+    the samples (the report needs none: the runner summarises them). This reads them, one
+    log request per pod, while the pods are still in the cluster; a pruned Job's are gone.
+    """
+    try:
+        with open_store(settings.database) as store:
+            unread = [r for r in store.samples_unread(workflow) if cluster in (None, r.job.cluster)]
+            clusters = sorted({run.job.cluster for run in unread})
+
+            def stored_namespaces(name: str) -> list[str]:
+                return sorted({r.job.namespace for r in unread if r.job.cluster == name})
+
+            for name, client in confirmed_clusters(
+                settings, clusters, stored_namespaces, cluster is not None
+            ):
+                runs = [run for run in unread if run.job.cluster == name]
+                done = read_samples(client, store, runs)
+                for pod, why in done.missing.items():
+                    click.echo(f"{name}: {pod}: samples not read: {why}", err=True)
+                click.echo(
+                    f"{name}: read the samples of {done.added} of {plural(len(runs), 'run')}"
+                )
+    except (StoreError, KubeError) as error:
+        raise click.ClickException(str(error)) from None
+    if not unread:
+        click.echo(f"every stored run of {workflow} has its samples (or none to read)")
 
 
 @cli.command("clean")

@@ -9,12 +9,11 @@ the drift was large enough to distrust a run altogether.
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Final, Literal
 
-from contract.order_stats import Z_95, median_interval
+from contract.order_stats import Z_95, median_interval, median_log_se
+from contract.result import MedianInterval
 
-_EXACT_BINOMIAL_UP_TO: Final = 1000
 _IQR_TO_SIGMA: Final = 1.349
 """IQR of a normal distribution in standard deviations."""
 _MEDIAN_EFFICIENCY: Final = math.sqrt(math.pi / 2)
@@ -59,26 +58,19 @@ class Ratio:
 
 
 def from_samples(values: Sequence[float]) -> MedianEstimate:
-    """The estimate from every iteration's duration.
-
-    The standard error of ln(median) is Price and Bonett's (2002, "Distribution-free confidence
-    intervals for difference and ratio of medians", J. Stat. Comput. Simul. 72(2)): the spread
-    of the order statistics c and n-c+1, c = (n+1)/2 - sqrt(n), divided by twice the normal
-    quantile of the exact coverage those two ranks give.
-    """
+    """The estimate from every iteration's duration: the sign test's interval and Price and
+    Bonett's standard error of the log median (contract/order_stats.py)."""
     if not values:
         raise ValueError("no samples")
     ordered = sorted(values)
-    n = len(ordered)
     low, high = median_interval(ordered)
-    c = max(1, round((n + 1) / 2 - math.sqrt(n)))
-    inner, outer = ordered[c - 1], ordered[n - c]
-    coverage = 1 - 2 * _binomial_cdf(c - 1, n)
-    log_se = math.inf
-    if inner > 0 and coverage > 0:
-        z = NormalDist().inv_cdf((1 + coverage) / 2)
-        log_se = (math.log(outer) - math.log(inner)) / (2 * z)
-    return MedianEstimate(_median(ordered), low, high, log_se, "order statistics")
+    return MedianEstimate(_median(ordered), low, high, median_log_se(ordered), "order statistics")
+
+
+def from_interval(median: float, interval: MedianInterval) -> MedianEstimate:
+    """The estimate the runner computed from every iteration (`latency.p50_interval`)."""
+    log_se = math.inf if interval.log_se is None else interval.log_se
+    return MedianEstimate(median, interval.low_ms, interval.high_ms, log_se, "order statistics")
 
 
 def from_summary(median: float, iqr: float, count: int) -> MedianEstimate:
@@ -107,12 +99,3 @@ def _median(ordered: Sequence[float]) -> float:
     if len(ordered) % 2:
         return float(ordered[middle])
     return (ordered[middle - 1] + ordered[middle]) / 2
-
-
-def _binomial_cdf(k: int, n: int) -> float:
-    """P(X <= k) for X ~ Binomial(n, 1/2); the normal approximation past 1000 trials."""
-    if k < 0:
-        return 0.0
-    if n > _EXACT_BINOMIAL_UP_TO:
-        return NormalDist(n / 2, math.sqrt(n) / 2).cdf(k + 0.5)
-    return math.fsum(math.comb(n, i) for i in range(k + 1)) / 2.0**n

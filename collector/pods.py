@@ -63,8 +63,8 @@ _RETRIED: Final = "the Job retries it without spending a retry"
 _QUOTE_LIMIT: Final = 300
 _COMPACTED_ONLY: Final = (
     "only the termination message's compacted copy is left, without what compaction left out "
-    "to fit it (the samples first, then the round medians, the environment, timings, memory and "
-    "applied details)"
+    "to fit it (the round medians, then the environment, timings, memory and applied details, "
+    "then the validity flags' reasons) and without the samples, which it never holds"
 )
 
 

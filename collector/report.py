@@ -708,12 +708,14 @@ def _quantized(result: OkResult) -> str | None:
 
 
 def _estimate(result: OkResult) -> MedianEstimate:
+    latency = result.latency
+    if latency.p50_interval is not None:
+        return intervals.from_interval(latency.p50_ms, latency.p50_interval)
     if result.samples is not None:
         try:
             return intervals.from_samples([ns / 1e6 for ns in result.samples.durations_ns()])
         except ValueError:
             pass  # damaged samples: the summary still holds
-    latency = result.latency
     return intervals.from_summary(latency.p50_ms, latency.iqr_ms, latency.count)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from contract.records import JobIdentity, StoredVariant
-from contract.result import parse_result
+from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
 _SCHEMA_VERSION: Final = 4
@@ -118,6 +118,9 @@ _IDENTITY_COLUMNS: Final = {
     field: "job_index" if field == "index" else "variant_id" if field == "id" else field
     for field in VARIANT_FIELDS
 }
+
+_SAMPLES_UNREAD: Final = "json_extract(result_json, '$.samples_in_log') = 1"
+"""A run whose result came from a termination message, which never holds the samples."""
 
 
 @dataclass(frozen=True)
@@ -330,6 +333,34 @@ class Store:
             (workflow,),
         )
         return [self._stored_run(dict(zip(_COLUMNS, row, strict=True))) for row in cursor]
+
+    def samples_unread(self, workflow: str) -> list[StoredRun]:
+        """The runs of `workflow` stored from a termination message, whose samples only their
+        pod's log has (`samples_in_log`), by cluster, Job and index."""
+        cursor = self._db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM variant_runs WHERE workflow = ? "
+            f"AND {_SAMPLES_UNREAD} ORDER BY cluster, namespace, job, job_index",
+            (workflow,),
+        )
+        return [self._stored_run(dict(zip(_COLUMNS, row, strict=True))) for row in cursor]
+
+    def add_samples(self, job: JobIdentity, index: int, result: OkResult) -> bool:
+        """Store `result`, read whole from the log, over the run of `job`'s `index` whose
+        samples were unread; whether there was such a run."""
+        with self._db:
+            cursor = self._db.execute(
+                f"UPDATE variant_runs SET result_json = ?, result_source = 'log' "
+                f"WHERE cluster = ? AND namespace = ? AND job = ? AND job_index = ? "
+                f"AND {_SAMPLES_UNREAD}",
+                (
+                    result.model_dump_json(exclude_none=True),
+                    job.cluster,
+                    job.namespace,
+                    job.job,
+                    index,
+                ),
+            )
+        return cursor.rowcount == 1
 
     def jobs(self, cluster: str, workflow: str | None = None) -> list[StoredJob]:
         """The Jobs stored for `cluster` (of `workflow` only, when given), by workflow and name."""

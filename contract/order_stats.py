@@ -1,7 +1,8 @@
 """Order statistics both the runner and the collector compute: the sign test's interval of a
-median, which assumes nothing about the shape of the noise, and the paired ratio of two
-variants measured in the same interleaved rounds (the runner's `paired`, the report's any
-pair): one function, so the two can never disagree."""
+median, which assumes nothing about the shape of the noise, the standard error of its
+logarithm that ratios of medians combine, and the paired ratio of two variants measured in the
+same interleaved rounds (the runner's `paired`, the report's any pair): one function each, so
+the two can never disagree."""
 
 import math
 import statistics
@@ -10,6 +11,7 @@ from statistics import NormalDist
 from typing import Final
 
 Z_95: Final = NormalDist().inv_cdf(0.975)
+_EXACT_BINOMIAL_UP_TO: Final = 1000
 
 
 def median_interval(values: Sequence[float], z: float = Z_95) -> tuple[float, float]:
@@ -21,6 +23,34 @@ def median_interval(values: Sequence[float], z: float = Z_95) -> tuple[float, fl
     low = max(math.floor(n / 2 - half_width), 1)
     high = min(math.ceil(1 + n / 2 + half_width), n)
     return ordered[low - 1], ordered[high - 1]
+
+
+def median_log_se(values: Sequence[float]) -> float:
+    """The standard error of ln(median) by Price and Bonett (2002, "Distribution-free confidence
+    intervals for difference and ratio of medians", J. Stat. Comput. Simul. 72(2)): the spread
+    of the order statistics c and n-c+1, c = (n+1)/2 - sqrt(n), divided by twice the normal
+    quantile of the exact coverage those two ranks give. Infinite where nothing bounds it (a
+    single value, or a value that is not positive)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if not n:
+        raise ValueError("no values")
+    c = max(1, round((n + 1) / 2 - math.sqrt(n)))
+    inner, outer = ordered[c - 1], ordered[n - c]
+    coverage = 1 - 2 * _binomial_cdf(c - 1, n)
+    if inner <= 0 or coverage <= 0:
+        return math.inf
+    z = NormalDist().inv_cdf((1 + coverage) / 2)
+    return (math.log(outer) - math.log(inner)) / (2 * z)
+
+
+def _binomial_cdf(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2); the normal approximation past 1000 trials."""
+    if k < 0:
+        return 0.0
+    if n > _EXACT_BINOMIAL_UP_TO:
+        return NormalDist(n / 2, math.sqrt(n) / 2).cdf(k + 0.5)
+    return math.fsum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
 
 
 def paired_ratio(

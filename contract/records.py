@@ -114,9 +114,10 @@ class JobRecord(JobIdentity):
     (docs/synth.md, "Incremental sweeps")."""
 
 
-_LEFT_OUT: Final = {"variants": {"__all__": {"result": {"samples"}}}}
+_LEFT_OUT: Final = {"variants": {"__all__": {"result": {"samples", "samples_in_log"}}}}
 """Per-iteration samples stay in the collector's store: git gets the summaries (about 3 bytes
-per iteration would make a 96-variant sweep's record megabytes)."""
+per iteration would make a 96-variant sweep's record megabytes), the same whether the store
+has read the samples yet or not."""
 
 
 def record_text(record: JobRecord) -> str:

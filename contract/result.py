@@ -30,6 +30,19 @@ class _Result(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+class MedianInterval(_Result):
+    """How sure the p50 is, from every timed iteration (contract/order_stats.py): what the
+    report needs of the samples, so that it needs no samples."""
+
+    low_ms: float
+    high_ms: float
+    """The sign test's 95 % interval of the median: two order statistics, no assumption about
+    the shape of the noise."""
+    log_se: float | None = Field(default=None, ge=0)
+    """Price and Bonett's standard error of ln(median), which ratios of medians combine; None
+    where nothing bounds it (a single iteration)."""
+
+
 class LatencyStats(_Result):
     """Per-iteration latency of the timed loop, in milliseconds (one iteration = one batch)."""
 
@@ -49,6 +62,8 @@ class LatencyStats(_Result):
     max_ms: float
     iqr_ms: float
     """p75 - p25."""
+    p50_interval: MedianInterval | None = None
+    """None in results of runners before it: the report then computes it from `samples`."""
 
 
 class Validity(_Result):
@@ -256,15 +271,20 @@ class OkResult(_ResultBase):
     gpu: GpuTelemetry | None = None
     environment: Environment | None = None
     samples: Samples | None = None
-    """Every iteration's duration; left out of the termination log when the whole result does
-    not fit there (then `compacted` is set and the log line has them)."""
+    """Every iteration's duration: on the log line only, never in the termination log (see
+    `samples_in_log`)."""
+    samples_in_log: bool = False
+    """Set in the termination log's copy of a result with samples: the log line has them. The
+    collector stores the copy so marked until it reads them, and needs them for nothing it
+    reports (`latency.p50_interval`)."""
     paired: Paired | None = None
     """Set where this variant was measured in rounds alternating with an earlier one."""
     rounds: Rounds | None = None
     """Set in every variant's result of an interleaved loop of several variants, the first
     one's too: what pairs any two of them. Results of runners before it have `paired` only."""
     compacted: bool = False
-    """Details were left out to fit the termination log; the log line has them all."""
+    """Details other than the samples were left out to fit the termination log; the log line
+    has them all."""
 
 
 class ErrorResult(_ResultBase):
@@ -318,9 +338,27 @@ def _short_error(result: BenchResult) -> BenchResult:
     return result.model_copy(update={"error": ErrorInfo(type=result.error.type, message=message)})
 
 
+def without_samples(result: BenchResult) -> BenchResult:
+    """`result` as the termination log holds it where it has room: all of it but the samples,
+    which the log line alone carries (`samples_in_log`)."""
+    if not isinstance(result, OkResult) or result.samples is None:
+        return result
+    return result.model_copy(update={"samples": None, "samples_in_log": True})
+
+
+def _without_reasons(result: BenchResult) -> BenchResult:
+    if not isinstance(result, OkResult) or result.validity is None:
+        return result
+    return result.model_copy(
+        update={"validity": result.validity.model_copy(update={"reasons": []})}
+    )
+
+
 _COMPACTIONS: Final[tuple[Callable[[BenchResult], BenchResult], ...]] = (
-    lambda r: r,
-    lambda r: r.model_copy(update={"samples": None}) if isinstance(r, OkResult) else r,
+    # Not a compaction: the samples (about 3.3 bytes an iteration) never travel here, so what
+    # a termination log holds, and whether the collector reads a log, does not depend on how
+    # many iterations the loop's time allowed (on a loaded node, more or fewer).
+    without_samples,
     # Round medians (about 12 bytes a round) go on their own, right after the samples: a
     # result that fits without them has exactly what it had before they existed, and one
     # with room keeps them. `paired` stays to the end, the pairing against the first variant
@@ -341,11 +379,15 @@ _COMPACTIONS: Final[tuple[Callable[[BenchResult], BenchResult], ...]] = (
         if isinstance(r, OkResult)
         else r
     ),
+    # Last before stubs: the validity flags stay, their words (longer the more a loaded node
+    # disturbed the run) go, so that load does not turn a group's results into stubs.
+    _without_reasons,
 )
 
 
 def compact(result: BenchResult, limit: int = TERMINATION_LOG_LIMIT) -> str:
-    """The result as compact JSON of at most `limit` bytes."""
+    """The termination log's copy of `result`: compact JSON without its samples, compacted
+    further where it is still over `limit` bytes."""
     current = result
     for index, step in enumerate(_COMPACTIONS):
         current = step(current)
@@ -398,10 +440,10 @@ def _omitted(result: BenchResult) -> OmittedResult:
 def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG_LIMIT) -> str:
     """What the termination log holds for a pod's results so far, at most `limit` bytes.
 
-    One result is compacted alone (`compact`): a pod of one variant writes what it always
-    has. Several become a JSON array: every result goes through the same compaction steps in
-    step, and if even the most compacted array is too long, results turn into stubs
-    (`OmittedResult`) from the last successful one back, failures last, since a failure's
+    One result is compacted alone (`compact`): a pod of one variant writes one object.
+    Several become a JSON array: every result, without its samples, goes through the same
+    compaction steps in step, and if even the most compacted array is too long, results turn
+    into stubs (`OmittedResult`) from the last successful one back, failures last, since a failure's
     words matter most when the log is gone.
     """
     if len(results) == 1:

@@ -2,7 +2,8 @@
 
 A rule for the pod executor says how a GPU pod ends; these build the result it hands over
 for a variant of the Job's config.json, valid against the runner's own model, so that the
-collector reads them exactly as it reads a real run's.
+collector reads them exactly as it reads a real run's: made up (`ok_result`), or a real
+run's measurement under another variant's identity (`as_variant`).
 """
 
 from typing import Any
@@ -35,6 +36,20 @@ def ok_result(config: Config, index: int, p50_ms: float = 2.0) -> BenchResult:
             "throughput_samples_per_s": 1000.0 * variant["batch_size"] / p50_ms,
         }
     )  # fmt: skip
+
+
+def as_variant(measured: BenchResult, config: Config, index: int) -> BenchResult:
+    """`measured`, a result of another variant, handed over as variant `index` of `config`
+    would be: its identity replaced, every number of its measurement kept."""
+    variant = config["variants"][index]
+    return measured.model_copy(
+        update={
+            "workflow": config["workflow"],
+            "target": config["target"],
+            "variant": VariantRef.model_validate(_variant_ref(config, index)),
+            "model_sha256": config["models"][variant["model"]]["sha256"],
+        }
+    )
 
 
 def group_results(config: Config, index: int, p50_ms: float = 2.0) -> tuple[BenchResult, ...]:

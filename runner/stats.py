@@ -1,12 +1,14 @@
 """Summary statistics of per-iteration latencies."""
 
+import math
 from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
 
 from contract.config import TAIL_SAMPLES
-from contract.result import LatencyStats
+from contract.order_stats import median_interval, median_log_se
+from contract.result import LatencyStats, MedianInterval
 
 NOISY_IQR_RATIO: Final = 0.10
 """IQR / median above this marks a measurement as noisy."""
@@ -21,6 +23,9 @@ def summarize(durations_ns: Sequence[int]) -> LatencyStats:
     p25, p50, p75, p90, p95, p99 = np.percentile(ms, [25, 50, 75, 90, 95, 99])
     mean = float(ms.mean())
     std = float(ms.std(ddof=1)) if ms.size > 1 else 0.0
+    ordered = sorted(ms.tolist())
+    low, high = median_interval(ordered)
+    log_se = median_log_se(ordered)
     return LatencyStats(
         count=int(ms.size),
         mean_ms=mean,
@@ -35,6 +40,9 @@ def summarize(durations_ns: Sequence[int]) -> LatencyStats:
         p99_ms=float(p99),
         max_ms=float(ms.max()),
         iqr_ms=float(p75 - p25),
+        p50_interval=MedianInterval(
+            low_ms=low, high_ms=high, log_se=log_se if math.isfinite(log_se) else None
+        ),
     )
 
 

@@ -42,7 +42,8 @@ def collector(repo: Path, api: FakeApiServer) -> Collect:
     """Runs `collector --root REPO COMMAND --workflow cpu-smoke ARGS` against the fake server."""
 
     def run(command: str, *arguments: str) -> Result:
-        cluster = ["--cluster", "us-east"] if command in ("gather", "status", "clean") else []
+        named = ("gather", "status", "clean", "samples")
+        cluster = ["--cluster", "us-east"] if command in named else []
         workflow = ["--workflow", "cpu-smoke"] if command != "clean" else []
         return CliRunner().invoke(
             cli,

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from collector.cli import cli
 from contract.layout import REPEAT_LABEL, REUSES_ANNOTATION
 from contract.records import read_record, reuses_text
-from contract.result import OkResult
+from contract.result import OkResult, parse_result, without_samples
 from standin import objects
 from standin.api import FakeApiServer
 from standin.fixture import fixture_root
@@ -50,6 +50,46 @@ def test_a_finished_workflow_is_stored_and_recorded_in_one_gather(
     assert all(v.result is not None and v.result.status == "ok" for v in record.variants)
     assert f"wrote {record_of(repo, job)}" in run.stdout
     assert not any(key.endswith("log") for key in requests(api)), "logs are not needed"
+
+
+def test_results_carrying_every_iteration_are_stored_without_a_log_read(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """A real runner's result carries 1180 iterations (about 4 KB of samples): the message
+    holds all the rest, so gather stores it from there, flagged until its samples are read,
+    and the report has its intervals from the runner's summary."""
+    finish_all(api, job)
+    run = collector("gather")
+    assert run.exit_code == 0, run.output
+    assert not any(key.endswith("log") for key in requests(api)), "no request per variant"
+    with sqlite3.connect(repo / ".benchfleet" / "results.sqlite") as db:
+        query = "SELECT json_extract(result_json, '$.samples_in_log') FROM variant_runs"
+        assert [flag for (flag,) in db.execute(query)] == [1] * 6
+    lines = [objects.ok_result(job, i) for i in range(6)]
+    assert all(isinstance(r, OkResult) and r.samples for r in lines), "the log line has them"
+
+
+def test_samples_are_read_from_the_logs_when_asked_while_the_pods_are_there(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    collector("gather", "--keep")
+    lines = [objects.ok_result(job, i) for i in range(6)]
+    pods = [objects.succeeded_pod(job, i)["metadata"]["name"] for i in range(6)]
+    for index, line in enumerate(lines[:5]):
+        api.set_log(NAMESPACE, pods[index], "runner", objects.runner_log(job, index, line))
+    run = collector("samples")
+    assert run.exit_code == 0, run.output
+    assert "read the samples of 5 of 6 runs" in run.stdout
+    assert f"{pods[5]}: samples not read: its log cannot be read" in run.stderr
+    assert requests(api)["GET log"] == 6, "one read per pod"
+    with sqlite3.connect(repo / ".benchfleet" / "results.sqlite") as db:
+        stored = [text for (text,) in db.execute("SELECT result_json FROM variant_runs")]
+    assert [parse_result(text) for text in stored[:5]] == lines[:5], "the log lines, whole"
+    assert parse_result(stored[5]) == without_samples(lines[5]), "still unread, still there"
+    again = collector("samples")
+    assert "read the samples of 0 of 1 run" in again.stdout
+    assert requests(api)["GET log"] == 7, "only the unread one is asked for again"
 
 
 def test_a_recorded_job_is_not_gathered_again(
@@ -230,6 +270,18 @@ def test_status_says_why_a_variant_waits(collector: Collect, api: FakeApiServer,
     assert run.exit_code == 0, run.output
     assert "index 0: pending: unschedulable" in run.stdout
     assert "Insufficient nvidia.com/gpu" in run.stdout
+
+
+def test_status_of_finished_variants_reads_no_log(
+    collector: Collect, api: FakeApiServer, job: Obj
+) -> None:
+    """A 1000-variant `collector status` took 47 s when every result with samples cost a log
+    read; the message holds what status counts."""
+    finish_all(api, job)
+    run = collector("status")
+    assert run.exit_code == 0, run.output
+    assert "succeeded 6  failed 0" in run.stdout
+    assert not any(key.endswith("log") for key in requests(api))
 
 
 def leftover(job: Obj, name: str = "cpu-smoke-cpu-0123456789") -> Obj:

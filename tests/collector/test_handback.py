@@ -15,7 +15,7 @@ from collector.kube import KubeClient
 from collector.store import Store, open_store
 from collector.workload import ExpectedJob
 from contract.reported import read_reported, reported_configmap, reported_text
-from contract.result import BenchResult, OkResult, result_line
+from contract.result import BenchResult, Contention, OkResult, Paired, Rounds, result_line
 from contract.samples import encode
 from standin import objects
 from standin.api import FakeApiServer
@@ -116,13 +116,26 @@ def test_what_a_failed_attempt_measured_is_stored_and_handed_to_its_retry(
 def test_a_compacted_attempt_is_read_from_its_log_before_it_is_handed_back(
     api: FakeApiServer, store: Store, tmp_path: Path, grouped: tuple[Obj, ExpectedJob]
 ) -> None:
-    """Results carrying every iteration do not fit the termination message whole: the log
-    has them, and what is stored is whole."""
+    """An interleaved pair's results, as the runner writes them (contention readings, round
+    medians, every iteration), do not fit the termination message whole: the log has them,
+    and what is stored is whole."""
     job, expected = grouped
     api.add("jobs", objects.job_status(job, active=2))
-    measured: list[BenchResult] = [
-        objects.ok_result(job, i).model_copy(update={"samples": LONG_SAMPLES}) for i in (0, 1)
-    ]
+    rounds = Rounds(id="5f0c2a9d3e71", medians_ns=[843_211.5 + 977 * r for r in range(16)])
+    contention = Contention(
+        wall_s=1.0245, cpu_time_s=1.9876, threads=2, cpus_allowed=2.0, run_queue_wait_s=0.0123,
+        steal_fraction=0.0, throttled_periods=0, throttled_s=0.0,
+    )  # fmt: skip
+    measured: list[BenchResult] = []
+    for i in (0, 1):
+        result = objects.ok_result(job, i)
+        assert isinstance(result, OkResult) and result.validity is not None
+        flags = {"contended": False, "cpu_throttled": False, "stopped_early": False}
+        paired = Paired(against=_ids(job, 0)[0], rounds=16, ratio=1.0123, low=0.9987, high=1.0311)
+        update = {"samples": LONG_SAMPLES, "rounds": rounds, "contention": contention}
+        update |= {"validity": result.validity.model_copy(update=flags)}
+        update |= {"paired": paired} if i else {}
+        measured.append(result.model_copy(update=update))
     first = objects.group_pod(job, 0, measured, exit_code=137, reason="OOMKilled")
     message = first["status"]["containerStatuses"][0]["state"]["terminated"]["message"]
     assert '"compacted":true' in message

@@ -11,7 +11,7 @@ import pytest
 
 from contract.config import PhaseConfig
 from contract.errors import ExitCode
-from contract.result import compact, parse_result, parse_result_line, result_line
+from contract.result import OkResult, compact, parse_result, parse_result_line, result_line
 from tests.conftest import REPO_ROOT
 from tests.runner.conftest import MakeConfig
 
@@ -67,7 +67,8 @@ def test_the_result_is_whole_on_stdout_and_in_the_termination_log_when_the_proce
     assert logged in done.stderr, "logging's records reach stderr"
     if status == "ok":
         assert len(done.stdout) > io.DEFAULT_BUFFER_SIZE
-        assert parse_result(termination_message).compacted
+        summary = parse_result(termination_message)
+        assert isinstance(summary, OkResult) and summary.samples_in_log and not summary.compacted
 
 
 def test_the_process_ends_without_the_interpreters_teardown(

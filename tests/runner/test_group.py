@@ -221,15 +221,27 @@ def test_every_size_of_group_summary_is_the_adapters_own_array_of_the_least_comp
     config = _config().model_copy(update={"groups": None})
     big = ok_result(config.model_dump(mode="json"), 0)
     assert big.variant is not None
+    environment = Environment(
+        python="3.11", torch="2.9", device="cpu", device_name="x" * 300, cpu_model="cpu",
+        threads=1, hostname="h",
+    )  # fmt: skip
     results: list[BenchResult] = []
     for i in range(32):
         variant = big.variant.model_copy(update={"index": i, "id": f"v{i:012x}"})
         samples = encode([1_000_000 + 7919 * j % 50_000 for j in range(40 * i + 1)])
-        results.append(big.model_copy(update={"variant": variant, "samples": samples}))
+        update = {"variant": variant, "samples": samples, "environment": environment}
+        results.append(big.model_copy(update=update))
         if i % 5 == 4:
             results.append(
                 ErrorResult(variant=variant, error={"type": "internal", "message": "é" * 90 * i})
             )
+    # The samples never travel in the message: a result without them is whole there.
+    summaries = [
+        r.model_copy(update={"samples": None, "samples_in_log": True})
+        if isinstance(r, OkResult)
+        else r
+        for r in results
+    ]
     seen = set()
     for count in range(2, len(results) + 1):
         text = termination_message(results[:count])
@@ -237,7 +249,8 @@ def test_every_size_of_group_summary_is_the_adapters_own_array_of_the_least_comp
         entries = parse_group_message(text)
         assert GROUP_ADAPTER.dump_json(entries, exclude_none=True).decode() == text
         assert len(entries) == count
-        whole = GROUP_ADAPTER.dump_json([*results[:count]], exclude_none=True)
+        assert not any(isinstance(entry, OkResult) and entry.samples for entry in entries)
+        whole = GROUP_ADAPTER.dump_json([*summaries[:count]], exclude_none=True)
         compacted = any(getattr(entry, "compacted", False) for entry in entries)
         assert compacted == (len(whole) > TERMINATION_LOG_LIMIT), "compacted only when needed"
         seen.add(

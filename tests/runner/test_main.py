@@ -11,6 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from collector.intervals import from_samples
 from contract.config import PhaseConfig, RunConfig
 from contract.errors import ExitCode
 from contract.result import (
@@ -83,10 +84,12 @@ def test_a_successful_run_exits_zero_with_a_schema_valid_result(
     assert result.latency.count >= 3
     assert result.timings is not None and result.timings.warmup.iterations >= 3
     jsonschema.validate(result.model_dump(mode="json", exclude_none=True), result_schema)
-    assert parse_result(termination_log) == result
+    assert result.samples is not None
+    copy = result.model_copy(update={"samples": None, "samples_in_log": True})
+    assert parse_result(termination_log) == copy, "all but the samples, whatever their count"
 
 
-def test_every_iteration_travels_in_the_log_line_and_the_termination_log_keeps_the_summary(
+def test_every_iteration_travels_in_the_log_line_and_the_termination_log_keeps_all_else(
     capsys: pytest.CaptureFixture[str], make_config: MakeConfig, models_dir: Path, tmp_path: Path
 ) -> None:
     many = PhaseConfig(min_iterations=3000, min_time_s=0.0, max_iterations=3000, max_time_s=60)
@@ -103,8 +106,14 @@ def test_every_iteration_travels_in_the_log_line_and_the_termination_log_keeps_t
     assert None not in (result.validity.contended, result.validity.stopped_early)
     assert result.gpu is None and result.validity.gpu_throttled is None
     summary = parse_result(termination_log)
-    assert isinstance(summary, OkResult) and summary.compacted and summary.samples is None
-    assert summary.model_copy(update={"compacted": False, "samples": result.samples}) == result
+    assert isinstance(summary, OkResult) and not summary.compacted and summary.samples is None
+    assert summary.samples_in_log, "the copy says where the samples are"
+    assert summary.model_copy(update={"samples_in_log": False, "samples": result.samples}) == result
+    interval = result.latency.p50_interval
+    assert interval is not None and interval.log_se is not None
+    estimate = from_samples([ns / 1e6 for ns in durations])
+    assert (interval.low_ms, interval.high_ms) == (estimate.low, estimate.high)
+    assert interval.log_se == pytest.approx(estimate.log_se), "the report needs no samples"
 
 
 @pytest.mark.parametrize(
