@@ -2,8 +2,6 @@
 
 import contextlib
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +12,8 @@ from contract.errors import ExitCode
 from contract.result import ErrorResult, parse_result_line
 from runner.errors import ModelLoadError
 from runner.loading import load_program
-from tests.conftest import REPO_ROOT
 from tests.crafted_archives import ATTACKS, BASE_INPUT_SHAPE, BOMBS, Attack, Bomb, inflating_program
-from tests.runner.conftest import MakeConfig, sha256_of
+from tests.runner.conftest import MakeConfig, python_m_runner, sha256_of
 from tests.runner.test_main import write_config
 
 BY_NAME = {attack.name: attack for attack in ATTACKS}
@@ -89,15 +86,7 @@ def _run_runner(models: Path, sha256: str, make_config: MakeConfig, tmp_path: Pa
         "TERMINATION_LOG": str(tmp_path / "log"),
         "PATH": "/usr/bin:/bin",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "runner"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = python_m_runner(env)
     assert done.returncode == ExitCode.MODEL_REFUSED, done.stderr
     result = parse_result_line(done.stdout)
     assert isinstance(result, ErrorResult) and result.error.type == "model_refused"

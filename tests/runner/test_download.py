@@ -5,8 +5,6 @@ where a retry can help."""
 
 import logging
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -17,9 +15,15 @@ from contract.errors import DETERMINISTIC, ExitCode
 from contract.result import ErrorResult, OkResult, parse_result_line
 from runner.download import MAX_IDLE_ATTEMPTS, fetch
 from runner.errors import ConfigError, DownloadFailed, DownloadRefused, DownloadUntrusted
-from tests.conftest import REPO_ROOT
 from tests.model_server import Authority, Behaviour, ModelServer, Request, make_authority
-from tests.runner.conftest import EXAMPLES, MakeConfig, group_config, group_variant, sha256_of
+from tests.runner.conftest import (
+    EXAMPLES,
+    MakeConfig,
+    group_config,
+    group_variant,
+    python_m_runner,
+    sha256_of,
+)
 from tests.runner.test_main import run_main, write_config
 
 BUNDLE = "ca-company.pem"
@@ -77,15 +81,7 @@ def test_python_m_runner_downloads_through_the_company_ca_once_per_pod(
         "TMPDIR": str(tmp_path),
         "PATH": "/usr/bin:/bin",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "runner"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = python_m_runner(env, timeout_s=300)
     assert done.returncode == ExitCode.OK, done.stderr
     results = [parse_result_line(line) for line in done.stdout.splitlines()]
     assert [type(result) for result in results] == [OkResult, OkResult]

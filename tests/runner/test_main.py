@@ -27,7 +27,7 @@ from contract.result import (
 from runner.__main__ import main
 from tests.conftest import REPO_ROOT
 from tests.output_models import export_encoder
-from tests.runner.conftest import MakeConfig, sha256_of
+from tests.runner.conftest import MakeConfig, python_m_runner, sha256_of
 
 
 def write_config(config: RunConfig, folder: Path) -> Path:
@@ -233,15 +233,7 @@ def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
         "NODE_NAME": "node-7",
         "PATH": "/usr/bin:/bin",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "runner"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = python_m_runner(env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n") == 1
     result = parse_result_line(done.stdout)
