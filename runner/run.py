@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.utils import _pytree as pytree
 
 from contract.config import RunConfig, VariantConfig
 from contract.result import (
@@ -41,10 +42,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunPaths:
-    """Where the pod's files are: MODEL_PATH and a writable scratch folder (/tmp)."""
+    """Where the pod's files are: MODEL_PATH, a writable scratch folder (/tmp) and the CA
+    bundles its downloads trust (CA_PATH, where the pod has one)."""
 
     models: Path
     scratch: Path
+    ca: Path | None = None
 
 
 def pick_group(config: RunConfig, index: int) -> tuple[VariantConfig, ...]:
@@ -84,15 +87,20 @@ def _phase_timing(outcome: PhaseOutcome) -> PhaseTiming:
     )
 
 
+def _tensors(output: object) -> list[torch.Tensor]:
+    # A program's output is a tensor or a tuple, list or dict of them, nested (the archive
+    # check admits no other container): its leaves, in order.
+    return [leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor)]
+
+
 def _all_finite(output: object) -> bool:
-    tensors = output if isinstance(output, list | tuple) else [output]
-    floating = [t for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    floating = [t for t in _tensors(output) if t.is_floating_point()]
     return all(bool(torch.isfinite(t).all()) for t in floating)
 
 
 def _output_dtype(output: object) -> str:
-    first = output[0] if isinstance(output, list | tuple) else output
-    return precision.dtype_name(first.dtype) if isinstance(first, torch.Tensor) else "none"
+    tensors = _tensors(output)
+    return precision.dtype_name(tensors[0].dtype) if tensors else "none"
 
 
 def _out_of_memory(error: BaseException) -> bool:
@@ -167,7 +175,9 @@ def run_variant(
 ) -> OkResult:
     """Measure `variant` of `config`, taking its model from `programs` (a fresh load without);
     raises RunnerError subclasses on failure."""
-    ready = prepare_variant(config, variant, programs or Programs(paths.models, paths.scratch))
+    ready = prepare_variant(
+        config, variant, programs or Programs(paths.models, paths.scratch, paths.ca)
+    )
     with _allocator_failures():
         blocks, span = _timed(ready, lambda: [[run_phase(ready.step, config.measure, at_least=1)]])
     return _result(config, ready, blocks[0][0], span)
