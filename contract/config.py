@@ -17,6 +17,13 @@ SCHEMA_VERSION: Final = 1
 CONFIG_DIR: Final = "/config"
 CONFIG_FILE: Final = "config.json"
 MODELS_DIR: Final = "/models"
+OCI_MODELS_DIR: Final = "/oci-models"
+"""Where `oci` models' image volumes are mounted, one folder per model: a mount of its own,
+since a mount inside the read-only ConfigMap volume at MODELS_DIR could not be created."""
+OCI_MODEL_PATH_ENV: Final = "OCI_MODEL_PATH"
+"""The env var holding OCI_MODELS_DIR in a pod (another folder in a local run)."""
+OCI_DEFAULT_FILE: Final = "model.pt2"
+"""The `.pt2`'s path inside an artifact that does not name one: what `make push-model` packs."""
 MAX_VARIANTS_PER_POD: Final = 32
 """The most variants one pod runs: their stubs, at least, fit one termination message
 (contract.result.termination_message)."""
@@ -96,10 +103,12 @@ class PhaseConfig(_Contract):
 class ModelConfig(_Contract):
     """Where a model's `.pt2` is and what its bytes must hash to."""
 
-    source: Literal["file", "image_path", "url"]
+    source: Literal["file", "image_path", "url", "oci"]
     location: str
     """For `file`, a file name under $MODEL_PATH (MODELS_DIR in the pod, another folder in a
-    local run); for `image_path`, an absolute path in the image; for `url`, an https URL."""
+    local run); for `oci`, `<model>/<path in the artifact>` under $OCI_MODEL_PATH (each
+    model's image volume); for `image_path`, an absolute path in the image; for `url`, an
+    https URL."""
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 

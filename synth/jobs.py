@@ -17,6 +17,9 @@ from contract.config import (
     CONFIG_DIR,
     CONFIG_FILE,
     MODELS_DIR,
+    OCI_DEFAULT_FILE,
+    OCI_MODEL_PATH_ENV,
+    OCI_MODELS_DIR,
     InputConfig,
     ModelConfig,
     PhaseConfig,
@@ -209,8 +212,35 @@ def _model_config(model: ModelSpec, files: Mapping[str, ModelFile]) -> ModelConf
         sha = files[model.name].sha256
         return ModelConfig(source="file", location=f"{model.name}.pt2", sha256=sha)
     location = model.image_path if model.image_path is not None else model.url
+    if model.oci is not None:
+        location = f"{model.name}/{model.oci_file or OCI_DEFAULT_FILE}"
     assert location is not None and model.sha256 is not None  # the spec guarantees both
     return ModelConfig(source=model.source, location=location, sha256=model.sha256)
+
+
+def artifact_references(loaded: LoadedWorkflow) -> dict[str, str]:
+    """The OCI reference of each `oci` model of the workflow, by model name."""
+    return {m.name: m.oci for m in loaded.workflow.models if m.oci is not None}
+
+
+def _image_volumes(
+    config: RunConfig, artifacts: Mapping[str, str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The image volumes of the `oci` models a Job's config uses, and their mounts: each
+    read-only at OCI_MODELS_DIR/<model>, pulled once per node by digest."""
+    used = sorted(name for name in config.models if name in artifacts)
+    volumes = [
+        {
+            "name": f"oci-{name}",
+            "image": {"reference": artifacts[name], "pullPolicy": "IfNotPresent"},
+        }
+        for name in used
+    ]
+    mounts = [
+        {"name": f"oci-{name}", "mountPath": f"{OCI_MODELS_DIR}/{name}", "readOnly": True}
+        for name in used
+    ]
+    return volumes, mounts
 
 
 def measurement_setup(
@@ -372,6 +402,8 @@ class _JobTemplate:
     scheduling: Scheduling
     parallelism: int
     labels: Mapping[str, str]
+    artifacts: Mapping[str, str]
+    """The OCI reference of each `oci` model, by model name."""
     spread: Mapping[str, str] | None = None
     """Where the target's variants run several times: the labels every repeat's pods share,
     whose pods of the same index a pod of this Job keeps away from."""
@@ -458,6 +490,9 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
             }
         )
         mounts.append({"name": "models", "mountPath": MODELS_DIR, "readOnly": True})
+    image_volumes, image_mounts = _image_volumes(config, template.artifacts)
+    volumes += image_volumes
+    mounts += image_mounts
     env: list[dict[str, Any]] = [
         {"name": "WORKFLOW_ID", "value": config.workflow},
         {"name": "MODEL_PATH", "value": MODELS_DIR},
@@ -472,6 +507,8 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "RUNNER_IMAGE", "value": image},
     ]
+    if image_volumes:
+        env.append({"name": OCI_MODEL_PATH_ENV, "value": OCI_MODELS_DIR})
     if config.groups is not None:
         # Written by the collector once an attempt of an index ends having measured some of
         # its group, so that the retry runs only the rest (contract/reported.py); optional,
@@ -618,6 +655,7 @@ class _Workflow:
             scheduling=workflow.scheduling,
             parallelism=workflow.parallelism_per_job,
             labels=template_labels,
+            artifacts=artifact_references(loaded),
             spread=spread,
         )
         # The name is hashed from the content with an empty name in it, then filled in.
