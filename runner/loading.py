@@ -18,7 +18,7 @@ import torch
 from torch.export import ExportedProgram
 
 from contract.archive import UnsafeArchive, check_archive
-from contract.config import ModelConfig
+from contract.config import OCI_MODELS_DIR, ModelConfig
 from runner.errors import ModelLoadError
 
 _CHUNK: Final = 1 << 20
@@ -53,17 +53,24 @@ def _download(url: str, folder: Path, sha256: str) -> Path:
     return target
 
 
-def model_file(model: ModelConfig, models_dir: Path, download_dir: Path) -> Path:
-    """The local path of a model's .pt2, downloading a `url` model into `download_dir`."""
+def model_file(
+    model: ModelConfig, models_dir: Path, download_dir: Path, oci_dir: Path = Path(OCI_MODELS_DIR)
+) -> Path:
+    """The local path of a model's .pt2, downloading a `url` model into `download_dir`; an
+    `oci` model is in its image volume under `oci_dir`."""
     if model.source == "url":
         return _download(model.location, download_dir, model.sha256)
-    path = models_dir / model.location if model.source == "file" else Path(model.location)
+    roots = {"file": models_dir, "oci": oci_dir}
+    path = roots[model.source] / model.location if model.source in roots else Path(model.location)
     try:
         found = path.is_file()
     except OSError as error:  # e.g. a name longer than the file system allows
         raise ModelLoadError(f"cannot open {path}: {error.strerror}") from error
     if not found:
-        where = "the model ConfigMap's mount" if model.source == "file" else "the image"
+        where = {
+            "file": "the model ConfigMap's mount",
+            "oci": "the model's image volume (the files of its oci artifact)",
+        }.get(model.source, "the image")
         raise ModelLoadError(f"{path} does not exist: it should come from {where}")
     return path
 

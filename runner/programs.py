@@ -15,7 +15,7 @@ from pathlib import Path
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from contract.config import ModelConfig
+from contract.config import OCI_MODELS_DIR, ModelConfig
 from runner.errors import ModelLoadError
 from runner.loading import load_program, model_file
 
@@ -26,6 +26,7 @@ class Programs:
 
     models_dir: Path
     scratch: Path
+    oci_dir: Path = Path(OCI_MODELS_DIR)
     _loaded: dict[str, ExportedProgram] = field(default_factory=dict)
     _failed: dict[str, ModelLoadError] = field(default_factory=dict)
 
@@ -35,7 +36,7 @@ class Programs:
             raise ModelLoadError(str(self._failed[name]))
         if name not in self._loaded:
             try:
-                path = model_file(model, self.models_dir, self.scratch)
+                path = model_file(model, self.models_dir, self.scratch, self.oci_dir)
                 self._loaded[name] = load_program(path, model.sha256)
             except ModelLoadError as error:
                 self._failed[name] = error

@@ -76,6 +76,21 @@ def test_an_image_path_model_is_read_from_its_absolute_path(
     assert model_file(model, tmp_path, tmp_path) == Path(location)
 
 
+def test_an_oci_model_is_read_from_its_image_volume(tmp_path: Path) -> None:
+    """Under the oci folder, not the ConfigMap's: the two are separate mounts."""
+    (tmp_path / "oci" / "big" / "weights").mkdir(parents=True)
+    (tmp_path / "oci" / "big" / "weights" / "big.pt2").write_bytes(b"x")
+    model = ModelConfig(source="oci", location="big/weights/big.pt2", sha256="0" * 64)
+    found = model_file(model, tmp_path / "models", tmp_path, tmp_path / "oci")
+    assert found == tmp_path / "oci" / "big" / "weights" / "big.pt2"
+
+
+def test_an_oci_model_missing_from_its_volume_names_the_volume(tmp_path: Path) -> None:
+    model = ModelConfig(source="oci", location="big/model.pt2", sha256="0" * 64)
+    with pytest.raises(ModelLoadError, match=r"big/model.pt2 does not exist: .* image volume"):
+        model_file(model, tmp_path, tmp_path, tmp_path / "oci")
+
+
 @pytest.fixture
 def model_server(models_dir: Path, tmp_path: Path) -> Iterator[str]:
     """A local HTTP server holding the example models, standing in for a model store."""
