@@ -143,17 +143,23 @@ class ImageStore:
         scratch = target.with_name(target.name + ".unpacking")
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
-        budget = MAX_UNPACKED_BYTES
-        for layer, diff_id in zip(layers, diff_ids, strict=True):
-            blob = self._blob(client, repository, layer, blobs, MAX_UNPACKED_BYTES)
-            found, written = unpack_layer(blob, str(layer.get("mediaType")), scratch, budget)
-            # Unlike containerd's content store, the tree is all a mount needs.
-            blob.unlink()
-            budget -= written
-            if found != diff_id:
-                raise UnpackError(f"layer {layer.get('digest')} unpacks to {found}, not {diff_id}")
-        make_read_only(scratch)
-        scratch.rename(target)
+        try:
+            budget = MAX_UNPACKED_BYTES
+            for layer, diff_id in zip(layers, diff_ids, strict=True):
+                blob = self._blob(client, repository, layer, blobs, MAX_UNPACKED_BYTES)
+                found, written = unpack_layer(blob, str(layer.get("mediaType")), scratch, budget)
+                # Unlike containerd's content store, the tree is all a mount needs.
+                blob.unlink()
+                budget -= written
+                if found != diff_id:
+                    raise UnpackError(
+                        f"layer {layer.get('digest')} unpacks to {found}, not {diff_id}"
+                    )
+            make_read_only(scratch)
+            scratch.rename(target)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
         return target
 
     def _blob(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from contract.dist import Manifest
 from contract.layout import COMPLETION_INDEX_KEY
+from localrun.images import ImageMount
 from synth.quantity import parse_quantity
 
 
@@ -37,6 +38,8 @@ class PodPlan:
     image: str
     env: dict[str, str]
     mounts: tuple[Mount, ...]
+    images: tuple[ImageMount, ...]
+    """Image volumes: pulled and mounted read-only by the executor, as a runtime would."""
     tmpfs: tuple[str, ...]
     """Container paths backed by an emptyDir (a tmpfs in podman)."""
     run_as_user: int
@@ -104,6 +107,16 @@ def _materialise_volume(
     return True
 
 
+def _image_mount(volume: Manifest, mount: Manifest, job_name: str) -> ImageMount:
+    """An image volume's mount; always read-only, whole (a kubelet refuses the rest too)."""
+    if mount.get("subPath") or mount.get("subPathExpr") or mount.get("readOnly") is False:
+        raise PodSpecError(f"Job {job_name}: image volume {volume['name']} mounted {mount}")
+    source = volume["image"]
+    return ImageMount(
+        source["reference"], source.get("pullPolicy", "IfNotPresent"), mount["mountPath"]
+    )
+
+
 def downward_fields(pod_name: str, node_name: str, index: int) -> dict[str, str]:
     """The values the downward API gives a Job's pod, by fieldPath."""
     return {
@@ -151,10 +164,14 @@ def plan_pod(
     (container,) = spec["containers"]
     workdir.mkdir(parents=True, exist_ok=True)
     mounts: list[Mount] = []
+    images: list[ImageMount] = []
     tmpfs: list[str] = []
     volumes = {volume["name"]: volume for volume in spec.get("volumes", [])}
     for mount in container.get("volumeMounts", []):
         volume = volumes[mount["name"]]
+        if "image" in volume:
+            images.append(_image_mount(volume, mount, job_name))
+            continue
         folder = workdir / f"volume-{mount['name']}"
         if _materialise_volume(volume, configmaps, folder, job_name):
             mounts.append(Mount(folder, mount["mountPath"], mount.get("readOnly", False)))
@@ -170,6 +187,7 @@ def plan_pod(
         image=container["image"],
         env=_env(container, fields, index, job_name),
         mounts=tuple(mounts),
+        images=tuple(images),
         tmpfs=tuple(tmpfs),
         run_as_user=container_security.get("runAsUser", pod_security.get("runAsUser", 0)),
         run_as_group=container_security.get("runAsGroup", pod_security.get("runAsGroup", 0)),

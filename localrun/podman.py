@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from localrun.pod import PodPlan, PodRun, PodSpecError
+from localrun.reference import parse_reference
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[1]
 IMAGE_PACKAGES: Final = ("runner", "contract")
@@ -99,6 +100,13 @@ def run_arguments(plan: PodPlan, termination_log: Path) -> list[str]:
     for mount in plan.mounts:
         mode = ":ro" if mount.read_only else ""
         arguments += ["-v", f"{mount.host_path}:{mount.container_path}{mode}"]
+    for image in plan.images:
+        # podman's image mount is read-only unless asked otherwise: the image volume's files,
+        # pulled into podman's storage by containers/image, CRI-O's own image library.
+        arguments += [
+            "--mount",
+            f"type=image,source={image.reference},destination={image.container_path}",
+        ]
     for name, value in plan.env.items():
         arguments += ["-e", f"{name}={value}"]
     arguments += ["-v", f"{termination_log}:{plan.termination_message_path}"]
@@ -249,8 +257,24 @@ def build_image(
     )
 
 
+def pull_images(podman: Podman, plan: PodPlan) -> None:
+    """Pull `plan`'s image volumes as a kubelet would before starting it (a loopback
+    registry over plain HTTP)."""
+    for image in plan.images:
+        if image.pull_policy == "Never":
+            continue
+        loopback = parse_reference(image.reference).is_loopback
+        check_call(
+            podman.command(
+                "pull", "--quiet", f"--tls-verify={str(not loopback).lower()}", image.reference
+            ),
+            podman.environment(),
+        )
+
+
 def run_pod(podman: Podman, plan: PodPlan, workdir: Path, timeout_s: float) -> PodRun:
-    """Start `plan` in a container and wait for it to exit."""
+    """Start `plan` in a container, its image volumes pulled first, and wait for it."""
+    pull_images(podman, plan)
     termination_log = workdir / f"termination-log-{plan.index}"
     termination_log.touch()
     # The kubelet makes the file writable by any user, so a non-root container can write it.
