@@ -107,14 +107,21 @@ def _materialise_volume(
     return True
 
 
-def _image_mount(volume: Manifest, mount: Manifest, job_name: str) -> ImageMount:
-    """An image volume's mount; always read-only, whole (a kubelet refuses the rest too)."""
-    if mount.get("subPath") or mount.get("subPathExpr") or mount.get("readOnly") is False:
-        raise PodSpecError(f"Job {job_name}: image volume {volume['name']} mounted {mount}")
-    source = volume["image"]
-    return ImageMount(
-        source["reference"], source.get("pullPolicy", "IfNotPresent"), mount["mountPath"]
-    )
+def image_mounts(job_name: str, spec: Manifest) -> tuple[ImageMount, ...]:
+    """The image volumes a pod `spec`'s container mounts, each whole and read-only (a
+    kubelet refuses the rest too)."""
+    (container,) = spec["containers"]
+    volumes = {volume["name"]: volume for volume in spec.get("volumes", [])}
+    found = []
+    for mount in container.get("volumeMounts", []):
+        source = volumes[mount["name"]].get("image")
+        if source is None:
+            continue
+        if mount.get("subPath") or mount.get("subPathExpr") or mount.get("readOnly") is False:
+            raise PodSpecError(f"Job {job_name}: image volume {mount['name']} mounted {mount}")
+        policy = source.get("pullPolicy", "IfNotPresent")
+        found.append(ImageMount(source["reference"], policy, mount["mountPath"]))
+    return tuple(found)
 
 
 def downward_fields(pod_name: str, node_name: str, index: int) -> dict[str, str]:
@@ -164,13 +171,11 @@ def plan_pod(
     (container,) = spec["containers"]
     workdir.mkdir(parents=True, exist_ok=True)
     mounts: list[Mount] = []
-    images: list[ImageMount] = []
     tmpfs: list[str] = []
     volumes = {volume["name"]: volume for volume in spec.get("volumes", [])}
     for mount in container.get("volumeMounts", []):
         volume = volumes[mount["name"]]
         if "image" in volume:
-            images.append(_image_mount(volume, mount, job_name))
             continue
         folder = workdir / f"volume-{mount['name']}"
         if _materialise_volume(volume, configmaps, folder, job_name):
@@ -187,7 +192,7 @@ def plan_pod(
         image=container["image"],
         env=_env(container, fields, index, job_name),
         mounts=tuple(mounts),
-        images=tuple(images),
+        images=image_mounts(job_name, spec),
         tmpfs=tuple(tmpfs),
         run_as_user=container_security.get("runAsUser", pod_security.get("runAsUser", 0)),
         run_as_group=container_security.get("runAsGroup", pod_security.get("runAsGroup", 0)),
