@@ -47,7 +47,7 @@ def test_an_oci_model_is_pulled_mounted_and_measured(
     assert gathered.exit_code == 0, gathered.output
     assert job_condition(live, job) == "Complete"
     record = read_record(record_path(repo.root, WORKFLOW, "us-east", job))
-    results = {v.variant.model: v.result for v in record.variants}
+    results = {v.variant.model: v.result for v in record.variants if v.variant}
     assert {model: r.status if r else None for model, r in results.items()} == {
         OCI_MODEL: "ok",
         "tiny-mlp": "ok",
