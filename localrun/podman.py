@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from localrun.images import ImageMount
 from localrun.pod import PodPlan, PodRun, PodSpecError
 from localrun.reference import parse_reference
 
@@ -101,17 +102,19 @@ def run_arguments(plan: PodPlan, termination_log: Path) -> list[str]:
         mode = ":ro" if mount.read_only else ""
         arguments += ["-v", f"{mount.host_path}:{mount.container_path}{mode}"]
     for image in plan.images:
-        # podman's image mount is read-only unless asked otherwise: the image volume's files,
-        # pulled into podman's storage by containers/image, CRI-O's own image library.
-        arguments += [
-            "--mount",
-            f"type=image,source={image.reference},destination={image.container_path}",
-        ]
+        arguments += image_mount(image)
     for name, value in plan.env.items():
         arguments += ["-e", f"{name}={value}"]
     arguments += ["-v", f"{termination_log}:{plan.termination_message_path}"]
     arguments.append(plan.image)
     return arguments
+
+
+def image_mount(image: ImageMount) -> list[str]:
+    """podman's mount of an image volume: read-only unless asked otherwise, the files of the
+    image podman pulled into its storage with containers/image, CRI-O's image library."""
+    mount = f"type=image,source={image.reference},destination={image.container_path}"
+    return ["--mount", mount]
 
 
 def check_call(command: Sequence[str], env: dict[str, str] | None = None) -> None:
