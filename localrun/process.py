@@ -1,7 +1,9 @@
 """Start a PodPlan as a plain process: `make demo`'s executor, for machines with no containers.
 
 What a container isolates is mapped, not enforced. Container paths in the env become the host
-folders holding the ConfigMaps' files; each emptyDir becomes a fresh folder (TMPDIR for /tmp);
+folders holding the ConfigMaps' files and the unpacked image volumes (a folder of mounts, as
+OCI_MODEL_PATH is, a folder of links to them); each emptyDir becomes a fresh folder (TMPDIR
+for /tmp);
 the termination log becomes a file the runner is pointed at; the CPU limit becomes a CPU
 affinity mask, which the runner sizes its thread pool by when no cgroup quota applies. The
 memory limit, read-only root, user and network isolation are not enforced here: `make
