@@ -19,6 +19,7 @@ Everything is deterministic (no timestamps, fixed owner and mode): the same file
 same digests, so pushing it again changes nothing.
 """
 
+import gzip
 import hashlib
 import json
 import tarfile
@@ -41,7 +42,6 @@ PLATFORMS: Final = (("linux", "amd64"), ("linux", "arm64"))
 """A model runs on any node; containerd unpacks an image only for its node's platform."""
 FILE_MODE: Final = 0o444
 EPOCH: Final = "1970-01-01T00:00:00Z"
-_CHUNK: Final = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -65,45 +65,45 @@ def json_blob(media_type: str, value: object) -> Blob:
     return Blob(media_type, "sha256:" + hashlib.sha256(data).hexdigest(), len(data), data=data)
 
 
-class _Hashing:
-    """A write-only file that hashes and counts what passes through it."""
+class Hashing:
+    """A file whose reads or writes are hashed and counted as they pass through."""
 
-    def __init__(self, file: IO[bytes]) -> None:
+    def __init__(self, file: IO[bytes] | gzip.GzipFile) -> None:
         self.file = file
         self.digest = hashlib.sha256()
         self.size = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.file.read(size)
+        self.digest.update(data)
+        self.size += len(data)
+        return data
 
     def write(self, data: bytes) -> int:
         self.digest.update(data)
         self.size += len(data)
         return self.file.write(data)
 
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while chunk := file.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    def hexdigest(self) -> str:
+        return self.digest.hexdigest()
 
 
-def pack_layer(model: Path, inside: str, into: Path) -> Blob:
+def pack_layer(model: Path, inside: str, into: Path) -> tuple[Blob, str]:
     """A tar of `model` alone, at `inside`, root-owned, read-only, dated 1970, written to
-    `into` (streamed: a large model is never held in memory)."""
+    `into`, and the model's own sha256: one streamed pass, so a large model is never held
+    in memory nor read twice."""
     info = tarfile.TarInfo(inside)
     info.size = model.stat().st_size
     info.mode = FILE_MODE
     info.mtime = 0
     info.uid = info.gid = 0
     info.uname = info.gname = ""
-    with into.open("wb") as raw:
-        hashing = _Hashing(raw)
-        with (
-            tarfile.open(fileobj=hashing, mode="w|", format=tarfile.PAX_FORMAT) as tar,  # type: ignore[call-overload]
-            model.open("rb") as source,
-        ):
-            tar.addfile(info, source)
-    return Blob(LAYER_TYPE, "sha256:" + hashing.digest.hexdigest(), hashing.size, path=into)
+    with into.open("wb") as raw, model.open("rb") as source:
+        layer, content = Hashing(raw), Hashing(source)
+        with tarfile.open(fileobj=layer, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+            tar.addfile(info, content)
+    blob = Blob(LAYER_TYPE, "sha256:" + layer.hexdigest(), layer.size, path=into)
+    return blob, content.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -128,8 +128,7 @@ class Artifact:
 
 def pack(model: Path, scratch: Path, inside: str = OCI_DEFAULT_FILE) -> Artifact:
     """`model` (a `.pt2`) as an artifact whose layer file is written under `scratch`."""
-    sha256 = _file_sha256(model)
-    layer = pack_layer(model, inside, scratch / "layer.tar")
+    layer, sha256 = pack_layer(model, inside, scratch / "layer.tar")
     metadata = {
         "name": inside,
         "mode": FILE_MODE,

@@ -34,6 +34,7 @@ from localrun.podman import (
     PodmanError,
     build_base_image,
     build_image,
+    check_call,
     configure_podman,
     image_mount,
     prepare_context,
@@ -237,28 +238,18 @@ def run_oci_model(podman: Podman, workdir: Path, schema: Schema | None, timings:
 
 
 def _refuses_writes(podman: Podman, plan: PodPlan) -> str:
-    """Try to write into the mounted artifact as the pod's user; raise CheckFailed if it can."""
+    """Try to write into the mounted artifact as the pod's user; PodmanError if it can."""
     (image,) = plan.images
     probe = (
         "import errno, sys\n"
         f"try: open('{image.container_path}/written', 'w')\n"
-        "except OSError as e: sys.exit(0 if e.errno in (errno.EROFS, errno.EACCES) else 3)\n"
-        "sys.exit(4)"
+        "except OSError as e:\n"
+        "    sys.exit(None if e.errno in (errno.EROFS, errno.EACCES) else f'not read-only: {e}')\n"
+        "sys.exit('the image volume is writable')"
     )
     arguments = ["run", "--rm", "--network", "none", "--user", str(plan.run_as_user)]
     arguments += [*image_mount(image), "--entrypoint", "python3", plan.image, "-c", probe]
-    completed = subprocess.run(
-        podman.command(*arguments),
-        env=podman.environment(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if completed.returncode:
-        raise CheckFailed(
-            f"writing into {image.container_path} did not fail as read-only: exit "
-            f"{completed.returncode}: {completed.stderr[-1000:]}"
-        )
+    check_call(podman.command(*arguments), podman.environment())
     return f"{image.container_path}: writes refused"
 
 

@@ -8,14 +8,13 @@ deleting a file below it), which a model artifact has no use for.
 """
 
 import gzip
-import hashlib
 import os
 import shutil
 import tarfile
 from pathlib import Path, PurePosixPath
-from typing import IO, Final
+from typing import Final
 
-from localrun.artifact import LAYER_TYPE
+from localrun.artifact import LAYER_TYPE, Hashing
 
 LAYER_TYPES: Final = {
     LAYER_TYPE: False,
@@ -31,19 +30,6 @@ _CHUNK: Final = 1 << 20
 
 class UnpackError(ValueError):
     """A layer this stand-in (or a runtime) would not unpack; says which entry and why."""
-
-
-class _Hashing:
-    """A read-only file that hashes what is read through it: the layer's diff_id."""
-
-    def __init__(self, file: gzip.GzipFile | IO[bytes]) -> None:
-        self.file = file
-        self.digest = hashlib.sha256()
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.file.read(size)
-        self.digest.update(data)
-        return data
 
 
 def _target(root: Path, name: str) -> Path:
@@ -76,7 +62,7 @@ def unpack_layer(blob: Path, media_type: str, root: Path, budget: int) -> tuple[
     written = 0
     with blob.open("rb") as raw:
         stream = gzip.GzipFile(fileobj=raw) if LAYER_TYPES[media_type] else raw
-        hashing = _Hashing(stream)
+        hashing = Hashing(stream)  # the layer's diff_id
         try:
             with tarfile.open(fileobj=hashing, mode="r|") as tar:  # type: ignore[call-overload]
                 for count, member in enumerate(tar, 1):
@@ -107,7 +93,7 @@ def unpack_layer(blob: Path, media_type: str, root: Path, budget: int) -> tuple[
                 pass
         except (tarfile.TarError, OSError, EOFError) as error:
             raise UnpackError(f"the layer is not a readable tar: {error}") from error
-    return "sha256:" + hashing.digest.hexdigest(), written
+    return "sha256:" + hashing.hexdigest(), written
 
 
 def make_read_only(root: Path) -> None:

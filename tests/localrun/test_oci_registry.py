@@ -141,7 +141,7 @@ def test_a_modelpack_typed_artifact_is_refused_as_containerd_would(
 def test_diff_ids_that_do_not_match_the_layer_are_refused(registry: str, tmp_path: Path) -> None:
     layer_path = tmp_path / "layer.tar"
     shutil.copy(REPO_ROOT / "models" / "examples" / "tiny-mlp.pt2", tmp_path / "x.pt2")
-    layer = pack_layer(tmp_path / "x.pt2", "model.pt2", layer_path)
+    layer, _ = pack_layer(tmp_path / "x.pt2", "model.pt2", layer_path)
     config = json_blob(
         CONFIG_TYPE,
         {
