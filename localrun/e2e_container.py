@@ -1,4 +1,5 @@
-"""`make e2e-container`: build the runner image and run the cpu-smoke Job's pods in podman.
+"""`make e2e-container`: build the runner image and run the cpu-smoke Job's pods in podman, then
+a pod whose model is an OCI artifact on an image volume, pulled and mounted by podman.
 
 Each pod starts as the synthesized Job says (read-only root, uid 10001, no capabilities, no
 network, its CPU and memory limits, ConfigMaps mounted read-only), and what it hands the
