@@ -6,7 +6,7 @@ BENCHFLEET := $(PY) -m synth
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: install test synth plan validate schema lint format bench demo models e2e-container \
-	image push pin-image cluster cluster-down cluster-build e2e fuzz
+	image push pin-image push-model cluster cluster-down cluster-build e2e fuzz
 
 install: $(VENV)/.installed
 
@@ -14,7 +14,7 @@ CHECKOV := $(VENV)/tools/checkov/bin/checkov
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[runner,synth,collector,dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[runner,synth,collector,oci,dev]'
 	# checkov pins dozens of libraries of its own: it gets a venv apart from ours.
 	$(PYTHON) -m venv $(VENV)/tools/checkov
 	$(VENV)/tools/checkov/bin/pip install --quiet --disable-pip-version-check checkov==3.3.30
@@ -83,6 +83,13 @@ push: install
 pin-image: install
 	$(PY) -m localrun.pin $(if $(IMAGE),--image '$(IMAGE)') \
 		$(if $(INSECURE),--insecure)$(if $(NO_REGISTRY_CHECK), --no-registry-check)
+
+# MODEL=path/to/model.pt2 REGISTRY=host[:port]/path [NAME=repository] [FILE=path inside]:
+# packs the .pt2 as an OCI artifact an image volume mounts, pushes it to REGISTRY/NAME and
+# prints the models: entry (oci: ...@sha256:..., sha256: ...). INSECURE=1 for plain HTTP.
+push-model: install
+	$(PY) -m localrun.push_model --model '$(MODEL)' --registry '$(REGISTRY)' \
+		$(if $(NAME),--name '$(NAME)') $(if $(FILE),--file '$(FILE)') $(if $(INSECURE),--insecure)
 
 cluster-build: install
 	$(PY) -m localcluster build

@@ -104,6 +104,7 @@ def _plan(config_dir: Path, index: int, workdir: Path) -> PodPlan:
             Mount(config_dir, "/config", read_only=True),
             Mount(EXAMPLES, "/models", read_only=True),
         ),
+        images=(),
         tmpfs=("/tmp",),
         run_as_user=0,
         run_as_group=0,

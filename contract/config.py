@@ -30,6 +30,13 @@ CA_DIR: Final = "/etc/benchfleet/ca"
 """Where a pod finds the CA bundles its downloads trust (a ConfigMap synth writes)."""
 CA_ENV: Final = "CA_PATH"
 """The env var naming CA_DIR to the runner (a local run points it at another folder)."""
+OCI_MODELS_DIR: Final = "/oci-models"
+"""Where `oci` models' image volumes are mounted, one folder per model: a mount of its own,
+since a mount inside the read-only ConfigMap volume at MODELS_DIR could not be created."""
+OCI_MODEL_PATH_ENV: Final = "OCI_MODEL_PATH"
+"""The env var holding OCI_MODELS_DIR in a pod (another folder in a local run)."""
+OCI_DEFAULT_FILE: Final = "model.pt2"
+"""The `.pt2`'s path inside an artifact that does not name one: what `make push-model` packs."""
 MAX_VARIANTS_PER_POD: Final = 32
 """The most variants one pod runs: their stubs, at least, fit one termination message
 (contract.result.termination_message)."""
@@ -106,7 +113,7 @@ class PhaseConfig(_Contract):
         return max(self.min_iterations, tail_iterations(self.tail) if self.tail else 0)
 
 
-ModelSource = Literal["file", "image_path", "url"]
+ModelSource = Literal["file", "image_path", "url", "oci"]
 
 DEFAULT_DOWNLOAD_BYTES: Final = 1 << 30
 """The most a `url` model's download may hold where its spec gives no `size`: what the pods'
@@ -122,7 +129,9 @@ class ModelConfig(_Contract):
     source: ModelSource
     location: str
     """For `file`, a file name under $MODEL_PATH (MODELS_DIR in the pod, another folder in a
-    local run); for `image_path`, an absolute path in the image; for `url`, an https URL."""
+    local run); for `oci`, `<model>/<path in the artifact>` under $OCI_MODEL_PATH (each
+    model's image volume); for `image_path`, an absolute path in the image; for `url`, an
+    https URL."""
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     size_bytes: int | None = Field(default=None, ge=1)
     """For `url`: the most bytes the download may hold, so a server sending more is stopped

@@ -11,6 +11,9 @@ scheduler binds to them and does, through the real API, what a kubelet does with
 - status goes through the `pods/status` subresource as a kubelet writes it: Running, then
   terminated with exit code, reason and the termination log (or, with
   FallbackToLogsOnError, the log's tail) as `message`;
+- an image volume is pulled by digest from its registry, unpacked once per node and mounted
+  read-only (localrun/images.py, the implementation `localrun` uses); a pull that fails
+  leaves the pod waiting with ErrImagePull and the cause, as a kubelet does;
 - the output is written as a CRI log file and registered with kwok (a `Logs` object owned by
   the pod), so `pods/log` returns it through the API server and kwok's kubelet endpoint;
 - a deleted pod (evicted, preempted, past its Job's deadline) gets SIGTERM, then SIGKILL
@@ -38,7 +41,8 @@ from contract.result import BenchResult, result_line
 from contract.result import termination_message as runner_termination_log
 from localcluster.controlplane import Cluster
 from localcluster.processes import start
-from localrun.pod import plan_pod
+from localrun.images import ImagePullError, ImageStore
+from localrun.pod import image_mounts, plan_pod
 from localrun.process import start_process
 
 Pod = dict[str, Any]
@@ -155,8 +159,16 @@ class _PodTask:
             if isinstance(outcome, NeverStart):
                 self.executor.write_waiting(self, outcome.reason)
                 self.terminating.wait()
-            else:
-                self._run(outcome)
+                return
+            try:
+                # As a kubelet does before it starts the container: the pod waits meanwhile.
+                job, _ = job_index(self.pod)
+                images = self.executor.images.mount_all(image_mounts(job, self.pod["spec"]))
+            except ImagePullError as error:
+                self.executor.write_waiting(self, error.reason, error.message)
+                self.terminating.wait()
+                return
+            self._run(outcome, images)
         except Exception as error:
             # What containerd reports for a container it could not start.
             self.executor.record_problem(f"{self.namespace}/{self.name}: {error!r}")
@@ -168,13 +180,13 @@ class _PodTask:
             if self.terminating.is_set():
                 self.executor.confirm_deletion(self)
 
-    def _run(self, outcome: Succeed | Exit | None) -> None:
+    def _run(self, outcome: Succeed | Exit | None, images: dict[str, Path]) -> None:
         if self.terminating.is_set():
             return
         started = _now()
         self.executor.write_running(self, started)
         if outcome is None:
-            code, stdout, stderr, log = self._run_runner()
+            code, stdout, stderr, log = self._run_runner(images)
             reason = "Completed" if code == 0 else "Error"
         else:
             code, stdout, stderr, log, reason = self._simulate(outcome)
@@ -193,7 +205,7 @@ class _PodTask:
             return 0, lines, "", runner_termination_log(list(results)), "Completed"
         return outcome.code, outcome.output, "", outcome.message, outcome.reason
 
-    def _run_runner(self) -> tuple[int, str, str, str]:
+    def _run_runner(self, images: dict[str, Path]) -> tuple[int, str, str, str]:
         job, index = job_index(self.pod)
         spec = self.pod["spec"]
         fields = downward_fields(self.pod)
@@ -203,7 +215,7 @@ class _PodTask:
         with self.lock:
             if self.terminating.is_set():
                 return 143, "", "", ""
-            self.process, termination_log = start_process(plan)
+            self.process, termination_log = start_process(plan, images)
         try:
             stdout, stderr = self.process.communicate(timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -237,6 +249,8 @@ class PodExecutor:
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.workdir = workdir
+        self.images = ImageStore(workdir / "images")
+        """The node's image volumes, pulled from the registries their references name."""
         self.rule = rule
         self.problems: list[str] = []
         self._tasks: dict[str, _PodTask] = {}
@@ -389,7 +403,7 @@ class PodExecutor:
                 }
         status["conditions"] = list(conditions.values())
 
-    def write_waiting(self, task: _PodTask, reason: str) -> None:
+    def write_waiting(self, task: _PodTask, reason: str, message: str = "") -> None:
         def change(pod: Pod) -> None:
             self._base_status(pod, ready=False, phase="Pending")
             container = self._container(pod)
@@ -401,7 +415,9 @@ class PodExecutor:
                     "ready": False,
                     "started": False,
                     "restartCount": 0,
-                    "state": {"waiting": {"reason": reason}},
+                    "state": {
+                        "waiting": {"reason": reason, **({"message": message} if message else {})}
+                    },
                 }
             ]
 

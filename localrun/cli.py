@@ -23,7 +23,8 @@ from collector.workload import ExpectedJob, WorkloadError, read_expected
 from contract.layout import LOCAL_CLUSTER, cluster_of
 from contract.options import database_option, root_option, version_option
 from contract.records import JobIdentity
-from localrun.pod import PodSpecError
+from localrun.images import ImagePullError, ImageStore
+from localrun.pod import PodPlan, PodSpecError
 from localrun.process import run_process
 from localrun.record import local_identity, stored_variants
 from localrun.workflow import Executor, PodOutcome, pod_plans, run_pods, workload_file
@@ -92,6 +93,7 @@ def run_workflow(
         except (PodSpecError, WorkloadError) as error:
             raise click.ClickException(str(error)) from None
         shown = path.relative_to(root)
+        _pull_images(plans)
         click.echo(f"running {plural(len(plans), 'pod')} of {shown}", err=True)
         outcomes = []
         for number, outcome in enumerate(run_pods(plans, run_pod), start=1):
@@ -117,6 +119,18 @@ def run_workflow(
         raise click.ClickException(
             f"{len(failed)} of {plural(len(runs), 'variant')} did not succeed"
         )
+
+
+def _pull_images(plans: list[PodPlan]) -> None:
+    """Every image volume of the run, before any pod starts: an artifact that cannot be
+    pulled stops the run at once, as it would hold every pod of the Job."""
+    volumes = {volume.reference: volume for plan in plans for volume in plan.images}
+    if volumes:
+        click.echo(f"pulling {plural(len(volumes), 'image volume')}", err=True)
+    try:
+        ImageStore().mount_all(tuple(volumes.values()))
+    except ImagePullError as error:
+        raise click.ClickException(f"{error.reason}: {error.message}") from None
 
 
 @click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})

@@ -1,4 +1,5 @@
-"""`make e2e-container`: build the runner image and run the cpu-smoke Job's pods in podman.
+"""`make e2e-container`: build the runner image and run the cpu-smoke Job's pods in podman, then
+a pod whose model is an OCI artifact on an image volume, pulled and mounted by podman.
 
 Each pod starts as the synthesized Job says (read-only root, uid 10001, no capabilities, no
 network, its CPU and memory limits, ConfigMaps mounted read-only), and what it hands the
@@ -24,6 +25,8 @@ import jsonschema
 from contract.dist import read_workload
 from contract.layout import workload_file
 from contract.result import RESULT_PREFIX, TERMINATION_LOG_LIMIT
+from localrun.loopback_registry import PROGRAM, loopback_registry
+from localrun.oci_workflow import OCI_MODEL, oci_smoke_checkout
 from localrun.pod import PodPlan, PodRun, pod_plan
 from localrun.podman import (
     REPO_ROOT,
@@ -32,15 +35,18 @@ from localrun.podman import (
     PodmanError,
     build_base_image,
     build_image,
+    check_call,
     configure_podman,
+    image_mount,
     prepare_context,
     run_pod,
 )
+from localrun.push_model import push_model
 
 WORKLOAD: Final = REPO_ROOT / workload_file("us-east", "cpu-smoke")
 RESULT_SCHEMA: Final = REPO_ROOT / "runner" / "result.schema.json"
-APT_PACKAGES: Final = ("podman", "runc", "debootstrap")
-REQUIRED_PROGRAMS: Final = ("podman", "/usr/sbin/runc", "debootstrap")
+APT_PACKAGES: Final = ("podman", "runc", "debootstrap", "docker-registry")
+REQUIRED_PROGRAMS: Final = ("podman", "/usr/sbin/runc", "debootstrap", PROGRAM)
 RUN_TIMEOUT_S: Final = 600.0
 ALL_INDEXES_BUDGET_S: Final = 300.0
 """The other indexes run only when index 0's time says they all fit in this."""
@@ -197,9 +203,55 @@ def run_e2e(workdir: Path, timings: Timings) -> None:
     first = _run_index(podman, plan_for(0), workdir, schema, timings)
     if first * (completions - 1) > ALL_INDEXES_BUDGET_S:
         _say(f"index 0 took {first:.0f} s, so indexes 1..{completions - 1} are not run")
-        return
-    for index in range(1, completions):
-        _run_index(podman, plan_for(index), workdir, schema, timings)
+    else:
+        for index in range(1, completions):
+            _run_index(podman, plan_for(index), workdir, schema, timings)
+    run_oci_model(podman, workdir, schema, timings)
+
+
+def run_oci_model(podman: Podman, workdir: Path, schema: Schema | None, timings: Timings) -> None:
+    """tiny-cnn pushed as an artifact to a loopback registry, its oci-smoke pod run in
+    podman with the artifact pulled by podman (containers/image, CRI-O's image library) and
+    mounted read-only as an image (`--mount type=image`), not a folder this code unpacked."""
+    with loopback_registry(workdir / "registry") as address:
+        with timings.step("push model") as notes:
+            (workdir / "push").mkdir()
+            model = REPO_ROOT / "models" / "examples" / f"{OCI_MODEL}.pt2"
+            pushed = push_model(model, f"{address}/benchfleet", workdir / "push", credentials="")
+            notes.append(pushed.pinned)
+        workload = oci_smoke_checkout(workdir / "oci-checkout", pushed)
+        (job,) = workload.jobs
+        config = json.loads(workload.configmaps[job["metadata"]["name"]]["data"]["config.json"])
+        index = next(v["index"] for v in config["variants"] if v["model"] == OCI_MODEL)
+        plan = pod_plan(job, workload.configmaps, index, workdir / "oci-index")
+        plan = dataclasses.replace(plan, image=RUNNER_IMAGE)
+        try:
+            _run_index(podman, plan, workdir, schema, timings)
+            with timings.step("image volume read-only") as notes:
+                notes.append(_refuses_writes(podman, plan))
+        finally:
+            subprocess.run(
+                podman.command("rmi", "--force", pushed.pinned),
+                env=podman.environment(),
+                capture_output=True,
+                check=False,
+            )
+
+
+def _refuses_writes(podman: Podman, plan: PodPlan) -> str:
+    """Try to write into the mounted artifact as the pod's user; PodmanError if it can."""
+    (image,) = plan.images
+    probe = (
+        "import errno, sys\n"
+        f"try: open('{image.container_path}/written', 'w')\n"
+        "except OSError as e:\n"
+        "    sys.exit(None if e.errno in (errno.EROFS, errno.EACCES) else f'not read-only: {e}')\n"
+        "sys.exit('the image volume is writable')"
+    )
+    arguments = ["run", "--rm", "--network", "none", "--user", str(plan.run_as_user)]
+    arguments += [*image_mount(image), "--entrypoint", "python3", plan.image, "-c", probe]
+    check_call(podman.command(*arguments), podman.environment())
+    return f"{image.container_path}: writes refused"
 
 
 def main() -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from contract.dist import Manifest
 from contract.layout import COMPLETION_INDEX_KEY
+from localrun.images import ImageMount
 from synth.quantity import parse_quantity
 
 
@@ -37,6 +38,8 @@ class PodPlan:
     image: str
     env: dict[str, str]
     mounts: tuple[Mount, ...]
+    images: tuple[ImageMount, ...]
+    """Image volumes: pulled and mounted read-only by the executor, as a runtime would."""
     tmpfs: tuple[str, ...]
     """Container paths backed by an emptyDir (a tmpfs in podman)."""
     run_as_user: int
@@ -104,6 +107,23 @@ def _materialise_volume(
     return True
 
 
+def image_mounts(job_name: str, spec: Manifest) -> tuple[ImageMount, ...]:
+    """The image volumes a pod `spec`'s container mounts, each whole and read-only (a
+    kubelet refuses the rest too)."""
+    (container,) = spec["containers"]
+    volumes = {volume["name"]: volume for volume in spec.get("volumes", [])}
+    found = []
+    for mount in container.get("volumeMounts", []):
+        source = volumes[mount["name"]].get("image")
+        if source is None:
+            continue
+        if mount.get("subPath") or mount.get("subPathExpr") or mount.get("readOnly") is False:
+            raise PodSpecError(f"Job {job_name}: image volume {mount['name']} mounted {mount}")
+        policy = source.get("pullPolicy", "IfNotPresent")
+        found.append(ImageMount(source["reference"], policy, mount["mountPath"]))
+    return tuple(found)
+
+
 def downward_fields(pod_name: str, node_name: str, index: int) -> dict[str, str]:
     """The values the downward API gives a Job's pod, by fieldPath."""
     return {
@@ -155,6 +175,8 @@ def plan_pod(
     volumes = {volume["name"]: volume for volume in spec.get("volumes", [])}
     for mount in container.get("volumeMounts", []):
         volume = volumes[mount["name"]]
+        if "image" in volume:
+            continue
         folder = workdir / f"volume-{mount['name']}"
         if _materialise_volume(volume, configmaps, folder, job_name):
             mounts.append(Mount(folder, mount["mountPath"], mount.get("readOnly", False)))
@@ -170,6 +192,7 @@ def plan_pod(
         image=container["image"],
         env=_env(container, fields, index, job_name),
         mounts=tuple(mounts),
+        images=image_mounts(job_name, spec),
         tmpfs=tuple(tmpfs),
         run_as_user=container_security.get("runAsUser", pod_security.get("runAsUser", 0)),
         run_as_group=container_security.get("runAsGroup", pod_security.get("runAsGroup", 0)),

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from localrun.images import ImageMount
 from localrun.pod import PodPlan, PodRun, PodSpecError
+from localrun.reference import parse_reference
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[1]
 IMAGE_PACKAGES: Final = ("runner", "contract")
@@ -99,11 +101,20 @@ def run_arguments(plan: PodPlan, termination_log: Path) -> list[str]:
     for mount in plan.mounts:
         mode = ":ro" if mount.read_only else ""
         arguments += ["-v", f"{mount.host_path}:{mount.container_path}{mode}"]
+    for image in plan.images:
+        arguments += image_mount(image)
     for name, value in plan.env.items():
         arguments += ["-e", f"{name}={value}"]
     arguments += ["-v", f"{termination_log}:{plan.termination_message_path}"]
     arguments.append(plan.image)
     return arguments
+
+
+def image_mount(image: ImageMount) -> list[str]:
+    """podman's mount of an image volume: read-only unless asked otherwise, the files of the
+    image podman pulled into its storage with containers/image, CRI-O's image library."""
+    mount = f"type=image,source={image.reference},destination={image.container_path}"
+    return ["--mount", mount]
 
 
 def check_call(command: Sequence[str], env: dict[str, str] | None = None) -> None:
@@ -249,8 +260,24 @@ def build_image(
     )
 
 
+def pull_images(podman: Podman, plan: PodPlan) -> None:
+    """Pull `plan`'s image volumes as a kubelet would before starting it (a loopback
+    registry over plain HTTP)."""
+    for image in plan.images:
+        if image.pull_policy == "Never":
+            continue
+        loopback = parse_reference(image.reference).is_loopback
+        check_call(
+            podman.command(
+                "pull", "--quiet", f"--tls-verify={str(not loopback).lower()}", image.reference
+            ),
+            podman.environment(),
+        )
+
+
 def run_pod(podman: Podman, plan: PodPlan, workdir: Path, timeout_s: float) -> PodRun:
-    """Start `plan` in a container and wait for it to exit."""
+    """Start `plan` in a container, its image volumes pulled first, and wait for it."""
+    pull_images(podman, plan)
     termination_log = workdir / f"termination-log-{plan.index}"
     termination_log.touch()
     # The kubelet makes the file writable by any user, so a non-root container can write it.

@@ -1,7 +1,9 @@
 """Start a PodPlan as a plain process: `make demo`'s executor, for machines with no containers.
 
 What a container isolates is mapped, not enforced. Container paths in the env become the host
-folders holding the ConfigMaps' files; each emptyDir becomes a fresh folder (TMPDIR for /tmp);
+folders holding the ConfigMaps' files and the unpacked image volumes (a folder of mounts, as
+OCI_MODEL_PATH is, a folder of links to them); each emptyDir becomes a fresh folder (TMPDIR
+for /tmp);
 the termination log becomes a file the runner is pointed at; the CPU limit becomes a CPU
 affinity mask, which the runner sizes its thread pool by when no cgroup quota applies. The
 memory limit, read-only root, user and network isolation are not enforced here: `make
@@ -12,22 +14,35 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
+from localrun.images import ImageStore
 from localrun.pod import PodPlan, PodRun
 
 RUNNER_COMMAND: Final = (sys.executable, "-m", "runner")
 """The image's ENTRYPOINT, run with this interpreter, which has the runner installed."""
 
 
-def _host_path(value: str, folders: dict[str, Path]) -> str:
-    """`value` with a leading container path replaced by the host folder standing in for it."""
+def _host_path(value: str, folders: Mapping[str, Path], workdir: Path) -> str:
+    """`value` with a leading container path replaced by the host folder standing in for it;
+    a folder holding mounts (OCI_MODEL_PATH above each model's image volume) becomes a host
+    folder of links to them."""
     for container_path, host in folders.items():
         if value == container_path or value.startswith(container_path.rstrip("/") + "/"):
             return str(host) + value[len(container_path) :]
-    return value
+    parent = value.rstrip("/") + "/"
+    below = {path: host for path, host in folders.items() if path.startswith(parent)}
+    if not value.startswith("/") or not below:
+        return value
+    tree = workdir / "mount-parents" / value.strip("/")
+    for path, host in below.items():
+        link = tree / path.removeprefix(parent)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(host, target_is_directory=True)
+    return str(tree)
 
 
 def _affinity(cpu_limit: float | None) -> Callable[[], None] | None:
@@ -39,12 +54,16 @@ def _affinity(cpu_limit: float | None) -> Callable[[], None] | None:
     return lambda: os.sched_setaffinity(0, chosen)
 
 
-def process_environment(plan: PodPlan) -> tuple[dict[str, str], Path]:
+def process_environment(
+    plan: PodPlan, images: Mapping[str, Path] | None = None
+) -> tuple[dict[str, str], Path]:
     """The child's env and its termination-log file; only the pod's env plus PATH, the
     scratch variables, and the caller's GPU selection and PYTHONPATH, so nothing else of the
-    caller's shell leaks into the measurement."""
+    caller's shell leaks into the measurement. `images`: the host folder of each image
+    volume, by the container path it is mounted at."""
     workdir = plan.workdir
     folders = {mount.container_path: mount.host_path for mount in plan.mounts}
+    folders |= images or {}
     for path in plan.tmpfs:
         folder = workdir / f"emptydir{path.replace('/', '-')}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -52,7 +71,7 @@ def process_environment(plan: PodPlan) -> tuple[dict[str, str], Path]:
     scratch = folders.get("/tmp", workdir)
     termination_log = workdir / "termination-log"
     termination_log.write_text("", encoding="utf-8")
-    env = {name: _host_path(value, folders) for name, value in plan.env.items()}
+    env = {name: _host_path(value, folders, workdir) for name, value in plan.env.items()}
     env |= {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(scratch),
@@ -67,9 +86,13 @@ def process_environment(plan: PodPlan) -> tuple[dict[str, str], Path]:
     return env, termination_log
 
 
-def start_process(plan: PodPlan) -> tuple[subprocess.Popen[str], Path]:
-    """Start the runner for `plan` as a child process; it and its termination-log file."""
-    env, termination_log = process_environment(plan)
+def start_process(
+    plan: PodPlan, images: Mapping[str, Path] | None = None
+) -> tuple[subprocess.Popen[str], Path]:
+    """Start the runner for `plan` as a child process; it and its termination-log file.
+    `images`: the folders of its image volumes (ImageStore.mount_all), pulled by the caller,
+    as a kubelet pulls before it starts the container."""
+    env, termination_log = process_environment(plan, images)
     process = subprocess.Popen(
         RUNNER_COMMAND,
         env=env,
@@ -83,13 +106,15 @@ def start_process(plan: PodPlan) -> tuple[subprocess.Popen[str], Path]:
     return process, termination_log
 
 
-def run_process(plan: PodPlan, timeout_s: float) -> PodRun:
-    """Run the runner for `plan` as a child process and wait for it.
+def run_process(plan: PodPlan, timeout_s: float, store: ImageStore | None = None) -> PodRun:
+    """Run the runner for `plan` as a child process and wait for it, its image volumes
+    pulled into `store` (the default: this machine's) first; raises ImagePullError.
 
     A GPU target runs too: on a machine without its GPU the runner's own result says
     device_missing, as it would on a mislabelled node.
     """
-    process, termination_log = start_process(plan)
+    images = (store or ImageStore()).mount_all(plan.images) if plan.images else {}
+    process, termination_log = start_process(plan, images)
     try:
         stdout, stderr = process.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

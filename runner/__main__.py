@@ -1,9 +1,10 @@
 """`python -m runner`: measure the variants of this pod and print a result for each.
 
 Reads the pod's env as synth writes it: CONFIG_PATH (config.json), MODEL_PATH (the models'
-folder), CA_PATH (the CA bundles downloads trust), JOB_COMPLETION_INDEX (set by Kubernetes
-for Indexed Jobs; VARIANT_INDEX is the same value from the downward API), which picks the
-group of variants the pod runs, in order, in this one process, and for a group REPORTED_PATH
+folder), CA_PATH (the CA bundles downloads trust), OCI_MODEL_PATH (the folder of the oci
+models' image volumes), JOB_COMPLETION_INDEX (set by Kubernetes for Indexed Jobs;
+VARIANT_INDEX is the same value from the downward API), which picks the group of variants
+the pod runs, in order, in this one process, and for a group REPORTED_PATH
 (contract/reported.py), which lists those an earlier attempt of the index already reported.
 Logs go to stderr; stdout has one result line per variant, each written as its variant ends.
 """
@@ -26,6 +27,8 @@ from contract.config import (
     CONFIG_DIR,
     CONFIG_FILE,
     MODELS_DIR,
+    OCI_MODEL_PATH_ENV,
+    OCI_MODELS_DIR,
     RunConfig,
     VariantConfig,
 )
@@ -61,6 +64,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         default=Path(env.get(CA_ENV, CA_DIR)),
         help="the folder of CA bundles that downloads may trust, as config.json names them",
+    )
+    parser.add_argument(
+        "--oci-models",
+        type=Path,
+        default=Path(env.get(OCI_MODEL_PATH_ENV, OCI_MODELS_DIR)),
+        help="the folder holding each oci model's image volume",
     )
     parser.add_argument(
         "--index", default=env.get("JOB_COMPLETION_INDEX", env.get("VARIANT_INDEX", "0"))
@@ -203,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         group = pick_group(config, index)
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
         paths = RunPaths(args.models, scratch, args.ca)
-        programs = Programs(args.models, scratch, args.ca)
+        programs = Programs(args.models, scratch, args.ca, args.oci_models)
         for planned in runs(group, config.interleave):
             unit = _not_reported(planned, args.reported, index)
             if not unit:

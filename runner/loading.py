@@ -18,7 +18,7 @@ import torch
 from torch.export import ExportedProgram
 
 from contract.archive import UnsafeArchive, check_archive
-from contract.config import ModelConfig
+from contract.config import OCI_MODELS_DIR, ModelConfig
 from runner.download import fetch
 from runner.errors import ModelLoadError, ModelMismatch, ModelRefused
 
@@ -32,12 +32,14 @@ deserializer logs its exception, then raises a RuntimeError saying only "check t
 above"); later ones repeat it."""
 MAX_TORCH_MESSAGE_CHARS: Final = 500
 
-LocalSource = Literal["file", "image_path"]
+LocalSource = Literal["file", "image_path", "oci"]
 """Sources whose file is on the pod's disk already; a download is checked as it streams."""
 
 _MISMATCH_ADVICE: Final[dict[LocalSource, str]] = {
     "file": "the file is corrupt or not the model the spec was synthesized from; re-run "
     "`make synth` and commit dist/",
+    "oci": "the artifact holds another file than the spec pins: push the model again with "
+    "`make push-model` and paste both lines it prints (`oci:` and `sha256:`)",
     "image_path": "the image holds another file at this path than the spec pins: build the "
     "image with the model the spec names, or pin the file the image holds (the model's "
     "sha256 in the spec)",
@@ -53,20 +55,29 @@ def _sha256(path: Path) -> str:
 
 
 def model_file(
-    model: ModelConfig, models_dir: Path, download_dir: Path, ca_dir: Path | None = None
+    model: ModelConfig,
+    models_dir: Path,
+    download_dir: Path,
+    ca_dir: Path | None = None,
+    oci_dir: Path = Path(OCI_MODELS_DIR),
 ) -> Path:
     """The local path of a model's .pt2, its bytes checked against config.json's sha256: a
     `url` model downloaded into `download_dir` (trusting `ca_dir`'s bundle where the model
-    names one), its digest computed as it streamed."""
+    names one), its digest computed as it streamed; an `oci` model in its image volume under
+    `oci_dir`."""
     if model.source == "url":
         return fetch(model, download_dir, ca_dir)
-    path = models_dir / model.location if model.source == "file" else Path(model.location)
+    roots = {"file": models_dir, "oci": oci_dir}
+    path = roots[model.source] / model.location if model.source in roots else Path(model.location)
     try:
         found = path.is_file()
     except OSError as error:  # e.g. a name longer than the file system allows
         raise ModelLoadError(f"cannot open {path}: {error.strerror}") from error
     if not found:
-        where = "the model ConfigMap's mount" if model.source == "file" else "the image"
+        where = {
+            "file": "the model ConfigMap's mount",
+            "oci": "the model's image volume (the files of its oci artifact)",
+        }.get(model.source, "the image")
         raise ModelLoadError(f"{path} does not exist: it should come from {where}")
     verify_sha256(path, model.sha256, model.source)
     return path

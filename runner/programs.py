@@ -16,7 +16,7 @@ from pathlib import Path
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from contract.config import ModelConfig
+from contract.config import OCI_MODELS_DIR, ModelConfig
 from runner.errors import ModelLoadError
 from runner.loading import load_verified, model_file
 
@@ -30,6 +30,8 @@ class Programs:
     """Where downloads go: the pod's /tmp."""
     ca_dir: Path | None = None
     """The CA bundles the pod's downloads may trust (CA_PATH)."""
+    oci_dir: Path = Path(OCI_MODELS_DIR)
+    """Where each `oci` model's image volume is mounted (OCI_MODEL_PATH)."""
     _loaded: dict[str, ExportedProgram] = field(default_factory=dict)
     _failed: dict[str, ModelLoadError] = field(default_factory=dict)
 
@@ -39,7 +41,7 @@ class Programs:
             raise ModelLoadError(str(self._failed[name]))
         if name not in self._loaded:
             try:
-                path = model_file(model, self.models_dir, self.scratch, self.ca_dir)
+                path = model_file(model, self.models_dir, self.scratch, self.ca_dir, self.oci_dir)
                 self._loaded[name] = load_verified(path)
             except ModelLoadError as error:
                 self._failed[name] = error

@@ -13,6 +13,7 @@ from contract.archive import UnsafeArchive
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from synth.catalogue import DEVICE_TYPES
 from synth.fleet import Cluster, Fleet
+from synth.kubernetes import IMAGE_VOLUMES_ON, version_text
 from synth.limits import MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
 from synth.names import (
@@ -49,6 +50,7 @@ def check_workflow(
         *_pinned_files_match(workflow, model_files),
         *_model_files_are_plain_programs(workflow, variants, model_files),
         *_clusters_can_run_targets(workflow, fleet),
+        *_clusters_can_mount_artifacts(workflow, fleet),
         *_selectors_refer_to_something(workflow),
         *_variant_count(workflow, variants),
         *_excludes_remove_something(workflow),
@@ -173,6 +175,26 @@ def _inputs_loc(workflow: Workflow, model: str) -> Loc:
     if workflow.benchmark.input_shape is not None:
         return ("benchmark", "input_shape")
     return ("benchmark", "inputs")
+
+
+def _clusters_can_mount_artifacts(workflow: Workflow, fleet: Fleet) -> Iterator[Finding]:
+    """An `oci` model is an image volume, which the API server drops (and so refuses the pod)
+    where the feature is not on by default."""
+    older = [c for c in target_clusters(workflow, fleet) if c.version < IMAGE_VOLUMES_ON]
+    if not older:
+        return
+    named = ", ".join(f"{c.name} ({c.kubernetes_version})" for c in older)
+    able = [c.name for c in fleet.clusters if c.version >= IMAGE_VOLUMES_ON]
+    for index, model in enumerate(workflow.models):
+        if model.oci is not None:
+            yield Finding(
+                ("models", index, "oci"),
+                f"an oci model is mounted as an image volume, which Kubernetes enables by "
+                f"default from {version_text(IMAGE_VOLUMES_ON)}; cluster(s) {named} run older",
+                f"clusters that can mount it: {', '.join(able) or 'none'} (set the workflow's "
+                "clusters); if a cluster was upgraded, update its kubernetes_version in "
+                "specs/clusters.yaml; or serve the model by url",
+            )
 
 
 def _clusters_can_run_targets(workflow: Workflow, fleet: Fleet) -> Iterator[Finding]:

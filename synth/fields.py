@@ -252,14 +252,17 @@ Sha256 = Annotated[
 """A hex sha256 digest of a file's bytes."""
 
 
-_IMAGE_REF: Final = re.compile(
+_IMAGE_NAME: Final = (
     r"(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
     r"(?::[0-9]+)?/)?"
     r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
 )
+_IMAGE_DIGEST: Final = r"@sha256:[0-9a-f]{64}"
+_IMAGE_REF: Final = re.compile(f"{_IMAGE_NAME}(?:{_IMAGE_DIGEST})?")
 """An OCI image reference as the distribution project's grammar spells it: an optional
 registry host (with port), lower-case path components, an optional tag and digest."""
+_PINNED_IMAGE_REF: Final = re.compile(_IMAGE_NAME + _IMAGE_DIGEST)
 
 _IMAGE_TAG_OR_DIGEST: Final = re.compile(r"(?::[^:/@]*)?(?:@.*)?\Z", re.DOTALL)
 """What follows an image's name: a tag after its last ':' (one not followed by '/', which
@@ -292,6 +295,25 @@ ImageRef = Annotated[
     Field(json_schema_extra={"pattern": schema_pattern(_IMAGE_REF)}),
 ]
 """A container image reference; the kubelet would refuse anything else at pull time."""
+
+
+def _check_pinned_image(value: str) -> str:
+    _check_image(value)
+    if not _PINNED_IMAGE_REF.fullmatch(value):
+        raise SpecError(
+            f"{value!r} is not pinned by digest: a tag can move, and the artifact a pod mounts "
+            "would no longer be the one reviewed",
+            "write registry/repository@sha256:<64 hex>, as `make push-model` prints it",
+        )
+    return value
+
+
+PinnedImageRef = Annotated[
+    str,
+    AfterValidator(_check_pinned_image),
+    Field(json_schema_extra={"pattern": schema_pattern(_PINNED_IMAGE_REF)}),
+]
+"""An image or artifact reference with its digest, which is what is pulled."""
 
 
 _SECRET_QUERY_KEYS: Final = re.compile(

@@ -23,6 +23,13 @@ from synth.catalogue import DEFAULT_NODE_LABEL, DEVICE_TYPES
 from synth.fields import ClusterName, EnvironmentName, ImageRef, ObjectName
 from synth.flux_fields import Branch, GitUrl, GoDuration
 from synth.hints import SpecError, unknown
+from synth.kubernetes import (
+    OLDEST_SUPPORTED,
+    KubernetesVersion,
+    Version,
+    parse_version,
+    version_text,
+)
 from synth.labels import LabelKey, LabelValue
 from synth.limits import MAX_DESCRIPTION_CHARS, MAX_PATH_CHARS, MAX_REGION_CHARS
 from synth.texts import Text
@@ -132,6 +139,10 @@ class Cluster(SpecModel):
     """How spot nodes are selected; targets with `spot: true` need it."""
     kueue: Kueue | None = None
     """Set where Kueue is installed, so workflows may name a `queue`."""
+    kubernetes_version: Annotated[str, KubernetesVersion()] = version_text(OLDEST_SUPPORTED)
+    """The cluster's Kubernetes version, major.minor in quotes (`"1.35"`, from `kubectl
+    version`): synth uses only what is on there by default (an `oci` model's image volume
+    needs 1.35). Default: 1.33, the oldest the manifests are written for."""
 
     @field_validator("name")
     @classmethod
@@ -157,6 +168,11 @@ class Cluster(SpecModel):
                     f"add {device!r} to device_types, or remove its node_labels entry",
                 )
         return node_labels
+
+    @property
+    def version(self) -> Version:
+        """`kubernetes_version` as (major, minor)."""
+        return parse_version(self.kubernetes_version)
 
     def node_selector(self, device_type: str) -> dict[str, str]:
         """The nodeSelector that places a pod on a node with `device_type`: the cluster's own

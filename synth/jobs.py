@@ -21,6 +21,9 @@ from contract.config import (
     DEFAULT_DOWNLOAD_BUDGET_S,
     DEFAULT_DOWNLOAD_BYTES,
     MODELS_DIR,
+    OCI_DEFAULT_FILE,
+    OCI_MODEL_PATH_ENV,
+    OCI_MODELS_DIR,
     InputConfig,
     ModelConfig,
     PhaseConfig,
@@ -251,6 +254,9 @@ def _model_config(
         sha = files[model.name].sha256
         return ModelConfig(source="file", location=f"{model.name}.pt2", sha256=sha)
     assert model.sha256 is not None  # the spec guarantees it
+    if model.oci is not None:
+        location = f"{model.name}/{model.oci_file or OCI_DEFAULT_FILE}"
+        return ModelConfig(source="oci", location=location, sha256=model.sha256)
     if model.image_path is not None:
         return ModelConfig(source="image_path", location=model.image_path, sha256=model.sha256)
     assert model.url is not None
@@ -262,6 +268,31 @@ def _model_config(
         download_budget_s=model.download_budget or DEFAULT_DOWNLOAD_BUDGET_S,
         ca_bundle=bundle.key if bundle is not None else None,
     )
+
+
+def artifact_references(loaded: LoadedWorkflow) -> dict[str, str]:
+    """The OCI reference of each `oci` model of the workflow, by model name."""
+    return {m.name: m.oci for m in loaded.workflow.models if m.oci is not None}
+
+
+def _image_volumes(
+    config: RunConfig, artifacts: Mapping[str, str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The image volumes of the `oci` models a Job's config uses, and their mounts: each
+    read-only at OCI_MODELS_DIR/<model>, pulled once per node by digest."""
+    used = sorted(name for name in config.models if name in artifacts)
+    volumes = [
+        {
+            "name": f"oci-{name}",
+            "image": {"reference": artifacts[name], "pullPolicy": "IfNotPresent"},
+        }
+        for name in used
+    ]
+    mounts = [
+        {"name": f"oci-{name}", "mountPath": f"{OCI_MODELS_DIR}/{name}", "readOnly": True}
+        for name in used
+    ]
+    return volumes, mounts
 
 
 def measurement_setup(
@@ -431,6 +462,8 @@ class _JobTemplate:
     scheduling: Scheduling
     parallelism: int
     labels: Mapping[str, str]
+    artifacts: Mapping[str, str]
+    """The OCI reference of each `oci` model, by model name."""
     spread: Mapping[str, str] | None = None
     """Where the target's variants run several times: the labels every repeat's pods share,
     whose pods of the same index a pod of this Job keeps away from."""
@@ -517,6 +550,9 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
             }
         )
         mounts.append({"name": "models", "mountPath": MODELS_DIR, "readOnly": True})
+    image_volumes, image_mounts = _image_volumes(config, template.artifacts)
+    volumes += image_volumes
+    mounts += image_mounts
     env: list[dict[str, Any]] = [
         {"name": "WORKFLOW_ID", "value": config.workflow},
         {"name": "MODEL_PATH", "value": MODELS_DIR},
@@ -550,6 +586,8 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
         )
         mounts.append({"name": CA_VOLUME, "mountPath": CA_DIR, "readOnly": True})
         env.append({"name": CA_ENV, "value": CA_DIR})
+    if image_volumes:
+        env.append({"name": OCI_MODEL_PATH_ENV, "value": OCI_MODELS_DIR})
     if config.groups is not None:
         # Written by the collector once an attempt of an index ends having measured some of
         # its group, so that the retry runs only the rest (contract/reported.py); optional,
@@ -715,6 +753,7 @@ class _Workflow:
             scheduling=workflow.scheduling,
             parallelism=workflow.parallelism_per_job,
             labels=template_labels,
+            artifacts=artifact_references(loaded),
             spread=spread,
         )
         # The name is hashed from the content with an empty name in it, then filled in.

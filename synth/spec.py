@@ -30,6 +30,7 @@ from pydantic_core import core_schema
 from contract.config import (
     DEFAULT_DOWNLOAD_BYTES,
     MAX_VARIANTS_PER_POD,
+    OCI_DEFAULT_FILE,
     Tail,
     tail_iterations,
 )
@@ -46,6 +47,7 @@ from synth.fields import (
     ImageRef,
     ModelName,
     ObjectName,
+    PinnedImageRef,
     Quantity,
     Sha256,
     TargetName,
@@ -115,6 +117,10 @@ class InputSpec(SpecModel):
     """The dtype the model was exported with; float inputs follow the variant's precision."""
 
 
+ModelSource = Literal["file", "image_path", "url", "oci"]
+_SOURCES: Final[tuple[ModelSource, ...]] = ("file", "image_path", "url", "oci")
+
+
 class ModelSpec(SpecModel):
     """A model to benchmark: a `torch.export` program (`.pt2`) from exactly one source."""
 
@@ -130,9 +136,17 @@ class ModelSpec(SpecModel):
     """An https URL (port 443, no credentials) the runner downloads the `.pt2` from. Needs
     `sha256`, which is what guards the download: the workflow's pods get egress to DNS and to
     port 443 anywhere, since a NetworkPolicy cannot name hosts."""
+    oci: PinnedImageRef | None = None
+    """An OCI artifact holding the `.pt2`, by digest (`registry/repository@sha256:...`, as
+    `make push-model` prints it): the node pulls it and mounts it read-only into the pod as an
+    image volume, which needs Kubernetes 1.35 or newer (each cluster's `kubernetes_version`).
+    Needs `sha256`, the `.pt2`'s own digest."""
+    oci_file: Annotated[str, Text("oci_file", MAX_PATH_CHARS, one_line=True)] | None = None
+    """The `.pt2`'s path inside the `oci` artifact, for an artifact holding several files;
+    default `model.pt2`, where `make push-model` packs it."""
     sha256: Sha256 | None = None
-    """The expected digest of the `.pt2`. Required for `image_path` and `url`; optional for
-    `file`, where it pins the committed bytes."""
+    """The expected digest of the `.pt2`. Required for `image_path`, `url` and `oci`; optional
+    for `file`, where it pins the committed bytes."""
     size: Quantity | None = None
     """For a `url` model: the most bytes its download may hold, as a number of bytes or a
     quantity such as `440M` or `1.5Gi` (the file's size, or a little more). The runner stops
@@ -172,8 +186,8 @@ class ModelSpec(SpecModel):
             raise SpecError(
                 f"model file {file!r} is {error.size:,} bytes; a ConfigMap holds at most "
                 f"{CONFIGMAP_LIMIT_BYTES:,} bytes (1 MiB)",
-                "bake the model into the runner image and use image_path + sha256, or serve it "
-                "over https and use url + sha256",
+                "push it as an OCI artifact (`make push-model`) and use oci + sha256, or serve "
+                "it over https and use url + sha256",
             ) from None
         except RepoFileError as error:
             raise SpecError(
@@ -234,30 +248,53 @@ class ModelSpec(SpecModel):
             )
         return image_path
 
+    @field_validator("oci_file")
+    @classmethod
+    def _oci_file_is_inside(cls, oci_file: str | None) -> str | None:
+        if oci_file is None:
+            return None
+        parts = oci_file.split("/")
+        if oci_file.startswith("/") or any(part in ("", ".", "..") for part in parts):
+            raise SpecError(
+                f"oci_file {oci_file!r} must be a plain relative path inside the artifact",
+                f"e.g. {OCI_DEFAULT_FILE} or weights/resnet50.pt2: no leading '/', no '.' or "
+                "'..', no empty parts",
+            )
+        if PurePosixPath(oci_file).suffix != ".pt2":
+            raise SpecError(
+                f"oci_file {oci_file!r} is not a .pt2 file",
+                "name the torch.export archive inside the artifact",
+            )
+        return oci_file
+
     @model_validator(mode="after")
     def _exactly_one_source(self) -> "ModelSpec":
-        sources = [key for key in ("file", "image_path", "url") if getattr(self, key) is not None]
+        sources = [key for key in _SOURCES if getattr(self, key) is not None]
         if len(sources) != 1:
             found = ", ".join(sources) if sources else "none"
             raise SpecError(
-                f"a model needs exactly one of file, image_path or url (found: {found})",
-                "file for a committed .pt2 up to 1 MiB; image_path or url with sha256 for "
+                f"a model needs exactly one of file, image_path, url or oci (found: {found})",
+                "file for a committed .pt2 up to 1 MiB; oci, url or image_path with sha256 for "
                 "larger ones",
+            )
+        if self.oci_file is not None and sources[0] != "oci":
+            raise SpecError(
+                "oci_file names a file inside an oci artifact; this model has none",
+                "remove oci_file, or give the model's artifact as oci",
             )
         if sources[0] != "file" and self.sha256 is None:
             raise SpecError(
                 f"a model from {sources[0]} needs sha256",
                 "the runner verifies the digest before loading; compute it with "
-                "`sha256sum model.pt2`",
+                "`sha256sum model.pt2`"
+                + (" (`make push-model` prints it)" if sources[0] == "oci" else ""),
             )
         return self
 
     @property
-    def source(self) -> Literal["file", "image_path", "url"]:
-        """Which of the three sources this model comes from."""
-        if self.file is not None:
-            return "file"
-        return "image_path" if self.image_path is not None else "url"
+    def source(self) -> ModelSource:
+        """Which of the sources this model comes from."""
+        return next(key for key in _SOURCES if getattr(self, key) is not None)
 
     def trusted_bundle(self, fleet: Fleet) -> str | None:
         """The CA bundle this model's download trusts: its own, else the fleet's; None for

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +19,9 @@ from typing import Final
 import pytest
 import yaml
 
-from localcluster.processes import free_port
 from localrun.e2e_container import Timings
 from localrun.image import REMOTE_NAME, Pushed, build, local_image, project_version, push
+from localrun.loopback_registry import loopback_registry
 from localrun.pin import FLEET_FILE, pin_file
 from localrun.podman import Podman, configure_podman
 from localrun.reference import in_registry, parse_pinned, parse_registry
@@ -31,7 +30,6 @@ from synth.main import synth
 from tests.conftest import REPO_ROOT
 
 REQUIRED: Final = ("podman", "/usr/sbin/runc", "debootstrap", "/usr/bin/docker-registry")
-REGISTRY_START_S: Final = 30.0
 
 
 def _missing() -> list[str]:
@@ -52,40 +50,8 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """host:port of a docker-registry serving plain HTTP on loopback, storing in a temp dir."""
-    folder = tmp_path_factory.mktemp("registry")
-    address = f"127.0.0.1:{free_port()}"
-    config = {
-        "version": 0.1,
-        "log": {"level": "warn"},
-        "storage": {"filesystem": {"rootdirectory": str(folder / "storage")}},
-        "http": {"addr": address},
-    }
-    (folder / "config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    log = (folder / "registry.log").open("wb")
-    server = subprocess.Popen(
-        ["/usr/bin/docker-registry", "serve", str(folder / "config.yml")],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + REGISTRY_START_S
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://{address}/v2/", timeout=2) as answer:
-                if answer.status == 200:
-                    break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail(
-                    f"docker-registry did not start: {(folder / 'registry.log').read_text()}"
-                )
-            time.sleep(0.2)
-    yield address
-    server.terminate()
-    server.wait(timeout=30)
-    log.close()
-    # pytest keeps temp dirs of the last runs: gigabytes of blobs must not pile up there.
-    shutil.rmtree(folder / "storage", ignore_errors=True)
+    with loopback_registry(tmp_path_factory.mktemp("registry")) as address:
+        yield address
 
 
 @dataclass(frozen=True)

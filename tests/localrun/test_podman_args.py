@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from contract.dist import read_workload
+from localrun.images import ImageMount
 from localrun.pod import PodPlan, PodSpecError, pod_plan
 from localrun.podman import configure_podman, run_arguments, runner_requirements
 from tests.conftest import REPO_ROOT
@@ -135,3 +136,16 @@ def test_image_gets_the_runners_pins_from_pyproject() -> None:
     requirements = runner_requirements()
     assert [r.split(">")[0].split("=")[0] for r in requirements] == ["torch", "numpy", "pydantic"]
     assert requirements[0].startswith("torch=="), "an exact pin keeps the CPU wheel"
+
+
+def test_an_image_volume_is_podmans_read_only_image_mount(plan: PodPlan, tmp_path: Path) -> None:
+    """podman mounts the image it pulled (no `rw=true`: read-only), at the volume's path."""
+    reference = "127.0.0.1:5000/benchfleet/tiny-cnn@sha256:" + "ab" * 32
+    with_image = dataclasses.replace(
+        plan, images=(ImageMount(reference, "IfNotPresent", "/oci-models/tiny-cnn"),)
+    )
+    arguments = run_arguments(with_image, tmp_path / "termination-log")
+    assert values(arguments, "--mount") == [
+        f"type=image,source={reference},destination=/oci-models/tiny-cnn"
+    ]
+    assert arguments.index("--mount") < arguments.index(with_image.image)

@@ -101,7 +101,7 @@ def make_config() -> MakeConfig:
         device_type: str = "cpu",
         location: str | None = None,
         sha256: str | None = None,
-        source: Literal["file", "image_path", "url"] = "file",
+        source: Literal["file", "image_path", "url", "oci"] = "file",
     ) -> RunConfig:
         return RunConfig(
             workflow="test",

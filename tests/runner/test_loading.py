@@ -134,6 +134,21 @@ def test_an_image_path_model_is_read_from_its_absolute_path(
     assert model_file(model, tmp_path, tmp_path) == location
 
 
+def test_an_oci_model_is_read_from_its_image_volume(tmp_path: Path) -> None:
+    """Under the oci folder, not the ConfigMap's: the two are separate mounts."""
+    (tmp_path / "oci" / "big" / "weights").mkdir(parents=True)
+    location = tmp_path / "oci" / "big" / "weights" / "big.pt2"
+    location.write_bytes(b"x")
+    model = ModelConfig(source="oci", location="big/weights/big.pt2", sha256=sha256_of(location))
+    assert model_file(model, tmp_path / "models", tmp_path, oci_dir=tmp_path / "oci") == location
+
+
+def test_an_oci_model_missing_from_its_volume_names_the_volume(tmp_path: Path) -> None:
+    model = ModelConfig(source="oci", location="big/model.pt2", sha256="0" * 64)
+    with pytest.raises(ModelLoadError, match=r"big/model.pt2 does not exist: .* image volume"):
+        model_file(model, tmp_path, tmp_path, oci_dir=tmp_path / "oci")
+
+
 def test_a_variants_module_runs_as_torchs_own_and_casting_it_leaves_the_program(
     models_dir: Path,
 ) -> None:

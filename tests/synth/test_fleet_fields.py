@@ -228,3 +228,28 @@ def test_a_fleet_entry_that_selects_nothing_or_the_wrong_nodes_is_refused(
 ) -> None:
     (found,) = problems_after(spec_repo, old, new)
     assert found.split("\n")[0] == f"specs/clusters.yaml:{problem}"
+
+
+BETA_VERSION = '    kubernetes_version: "1.36"'
+
+
+@pytest.mark.parametrize(
+    ("written", "message"),
+    [
+        ("1.35", "Input should be a valid string"),
+        ('"1.3"', "Kubernetes 1.3 is older than 1.33"),
+        ('"1.32"', "Kubernetes 1.32 is older than 1.33"),
+        ('"v1.35"', "'v1.35' is not a Kubernetes version"),
+        ('"1.35.2"', "'1.35.2' is not a Kubernetes version"),
+        ('"1.035"', "'1.035' is not a Kubernetes version"),
+        ('"1.35\\n"', "'1.35\\n' is not a Kubernetes version"),
+    ],
+)
+def test_a_kubernetes_version_is_quoted_major_minor_and_supported(
+    spec_repo: Path, written: str, message: str
+) -> None:
+    """Unquoted, YAML reads 1.30 as the number 1.3; a cluster older than the manifests
+    assume would refuse them."""
+    (problem,) = problems_after(spec_repo, BETA_VERSION, f"    kubernetes_version: {written}")
+    assert problem.startswith("specs/clusters.yaml:20:25: clusters[1].kubernetes_version: ")
+    assert message in problem

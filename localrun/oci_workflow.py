@@ -1,0 +1,53 @@
+"""A small workflow with one model from an OCI artifact, synthesized into a scratch checkout:
+what `make e2e-container` and the tests run to prove an `oci` model end to end."""
+
+import shutil
+from pathlib import Path
+from typing import Final
+
+from contract.dist import Workload, read_workload
+from contract.layout import workload_file
+from localrun.podman import REPO_ROOT
+from localrun.push_model import PushedModel
+from synth.main import synth
+
+WORKFLOW: Final = "oci-smoke"
+CLUSTER: Final = "us-east"
+OCI_MODEL: Final = "tiny-cnn"
+EXAMPLES: Final = Path("models") / "examples"
+"""The example models: tiny-cnn is pushed as an artifact, tiny-mlp rides in a ConfigMap."""
+
+SPEC: Final = """\
+id: oci-smoke
+description: tiny-cnn from an OCI artifact on an image volume, tiny-mlp from a ConfigMap
+owner: ml-platform@example.com
+clusters: [us-east]
+models:
+  - name: tiny-cnn
+    oci: {pinned}
+    sha256: {sha256}
+    inputs: [{{shape: [3, 64, 64]}}]
+  - name: tiny-mlp
+    file: models/examples/tiny-mlp.pt2
+    inputs: [{{shape: [64]}}]
+benchmark:
+  batch_size: 2
+  warmup: {{min_iterations: 2, min_time: 0.1s}}
+  measure: {{min_iterations: 20, min_time: 0.3s, max_time: 10s}}
+targets:
+  - gpu_type: cpu
+scheduling:
+  deadline: 30m
+"""
+
+
+def oci_smoke_checkout(root: Path, pushed: PushedModel) -> Workload:
+    """A checkout at `root` holding the fleet, the example models and oci-smoke naming
+    `pushed`, synthesized; returns its workload in us-east."""
+    (root / "specs" / "workflows").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "specs" / "clusters.yaml", root / "specs" / "clusters.yaml")
+    shutil.copytree(REPO_ROOT / EXAMPLES, root / EXAMPLES)
+    spec = SPEC.format(pinned=pushed.pinned, sha256=pushed.artifact.model_sha256)
+    (root / "specs" / "workflows" / f"{WORKFLOW}.yaml").write_text(spec, encoding="utf-8")
+    synth(root)
+    return read_workload(root / workload_file(CLUSTER, WORKFLOW))
