@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from contract.accuracy import Accuracy
 from contract.config import RunConfig, VariantConfig
 from contract.result import (
     Applied,
@@ -24,11 +25,12 @@ from contract.result import (
 from contract.samples import encode
 from contract.variant import Precision, Quantization, VariantRef
 from runner import contention, precision, quantize, rounds
+from runner.accuracy import References, compare
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
 from runner.gpu_telemetry import GpuSampler, nvml_uuid
-from runner.inputs import check_inputs, expected_inputs, make_inputs
+from runner.inputs import as_variant, check_inputs, draw_inputs, expected_inputs, id_bounds
 from runner.measure import PhaseOutcome, Step, run_phase
 from runner.memory import peak_rss_bytes
 from runner.programs import Programs, own_module
@@ -142,6 +144,9 @@ class Prepared:
     warmup: PhaseOutcome
     step: Step
     last_output: list[object]
+    accuracy: Accuracy
+    accuracy_s: float
+    """The accuracy pass: the reference where this variant computed it, and the comparison."""
 
 
 @dataclass(frozen=True)
@@ -163,11 +168,18 @@ def _allocator_failures() -> Iterator[None]:
 
 
 def run_variant(
-    config: RunConfig, variant: VariantConfig, paths: RunPaths, programs: Programs | None = None
+    config: RunConfig,
+    variant: VariantConfig,
+    paths: RunPaths,
+    programs: Programs | None = None,
+    references: References | None = None,
 ) -> OkResult:
-    """Measure `variant` of `config`, taking its model from `programs` (a fresh load without);
-    raises RunnerError subclasses on failure."""
-    ready = prepare_variant(config, variant, programs or Programs(paths.models, paths.scratch))
+    """Measure `variant` of `config`, taking its model from `programs` (a fresh load without)
+    and its accuracy reference from `references` (computed without); raises RunnerError
+    subclasses on failure."""
+    ready = prepare_variant(
+        config, variant, programs or Programs(paths.models, paths.scratch), references
+    )
     with _allocator_failures():
         blocks, span = _timed(ready, lambda: [[run_phase(ready.step, config.measure, at_least=1)]])
     return _result(config, ready, blocks[0][0], span)
@@ -197,13 +209,21 @@ def run_interleaved(config: RunConfig, variants: Sequence[Prepared]) -> list[OkR
     ]
 
 
-def prepare_variant(config: RunConfig, variant: VariantConfig, programs: Programs) -> Prepared:
-    """Load, prepare and warm up `variant`; raises RunnerError subclasses on failure."""
+def prepare_variant(
+    config: RunConfig,
+    variant: VariantConfig,
+    programs: Programs,
+    references: References | None = None,
+) -> Prepared:
+    """Load, prepare and warm up `variant`, and compare its outputs with the reference's;
+    raises RunnerError subclasses on failure."""
     with _allocator_failures():
-        return _prepare(config, variant, programs)
+        return _prepare(config, variant, programs, references or References())
 
 
-def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> Prepared:
+def _prepare(
+    config: RunConfig, variant: VariantConfig, programs: Programs, references: References
+) -> Prepared:
     if variant.model not in config.models:
         raise ConfigError(f"variant {variant.index} names model {variant.model!r}, not in models")
     model = config.models[variant.model]
@@ -216,8 +236,13 @@ def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> P
     began = time.perf_counter()
     program = programs.program(variant.model, model)
     check_inputs(variant, expected_inputs(program))
-    module = own_module(program)
     load_s = time.perf_counter() - began
+    drawn, how_drawn = draw_inputs(variant, id_bounds(program))
+    reference, reference_s = references.of(variant, program, drawn, device)
+
+    began = time.perf_counter()
+    module = own_module(program)
+    load_s += time.perf_counter() - began
     if training := _training_ops(module):
         raise UnsupportedVariant(
             f"model {variant.model} was exported in training mode ({', '.join(training)}): "
@@ -229,7 +254,7 @@ def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> P
     fp32_math = precision.set_fp32_math(variant.precision, device)
     report = quantize.quantize(module, variant.quantization)
     module = precision.cast(module, dtype, device)
-    inputs = make_inputs(variant, dtype, device)
+    inputs = as_variant(drawn, dtype, device)
     prepare_s = time.perf_counter() - began
 
     last_output: list[object] = []
@@ -243,6 +268,10 @@ def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> P
             torch.cuda.reset_peak_memory_stats(device)
         first_ns = _first_iteration(step, variant)
         warmup = run_phase(step, config.warmup)
+        began = time.perf_counter()
+        # The last warm-up call's output: these inputs, this module, no call of its own.
+        accuracy = compare(last_output[0], reference, how_drawn)
+        compare_s = time.perf_counter() - began
     return Prepared(
         variant=variant,
         device=device,
@@ -259,6 +288,8 @@ def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> P
         warmup=warmup,
         step=step,
         last_output=last_output,
+        accuracy=accuracy,
+        accuracy_s=reference_s + compare_s,
     )
 
 
@@ -317,6 +348,7 @@ def _result(
             first_iteration_ms=ready.first_ns / 1e6,
             warmup=_phase_timing(ready.warmup),
             measure=_phase_timing(measured),
+            accuracy_s=ready.accuracy_s,
         ),
         memory=Memory(
             peak_rss_bytes=peak_rss_bytes(),
@@ -347,6 +379,7 @@ def _result(
         gpu=span.telemetry,
         environment=fingerprint(device, device_name(device, cpu), ready.threads, ready.quota),
         samples=encode(measured.durations_ns),
+        accuracy=ready.accuracy,
         paired=paired,
         rounds=round_share,
     )
