@@ -6,6 +6,7 @@ cluster has but dist/ does not is left to `collector clean`.
 """
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,14 @@ from typing import Any
 import yaml
 
 from collector.harvest import Slot
+from contract.accuracy import AccuracyGate, parse_gates
 from contract.config import CONFIG_FILE, Groups, RunConfig, parse_groups
 from contract.dist import Workload, dist_clusters, read_workload
 from contract.layout import (
     APP_SELECTOR,
     DESCRIPTION_ANNOTATION,
     DIST,
+    GATES_ANNOTATION,
     GROUPS_ANNOTATION,
     OWNER_ANNOTATION,
     REUSES_ANNOTATION,
@@ -31,7 +34,7 @@ from contract.layout import (
     workload_file,
     workload_files,
 )
-from contract.records import JobIdentity, Reuses, parse_reuses, repeat_of
+from contract.records import JobIdentity, Reuses, StoredVariant, parse_reuses, repeat_of
 from contract.variant import VariantRef
 
 
@@ -59,6 +62,14 @@ class ExpectedJob:
     owner: str | None = None
     reuses: Reuses = field(default_factory=dict)
     """The recorded variants of earlier Jobs its spec revision reuses (synth's annotation)."""
+    gates: dict[int, AccuracyGate] = field(default_factory=dict)
+    """Each variant's accuracy gate by its index, as the Job says (GATES_ANNOTATION); empty
+    for a Job that says none (a synth before gates): its variants get their defaults."""
+
+    def judged(self, variants: Iterable[StoredVariant]) -> list[StoredVariant]:
+        """`variants` of this Job as they are stored: each judged by the gate the Job says
+        for it, or its default."""
+        return [variant.judged(self.gates.get(variant.index)) for variant in variants]
 
     def positions(self, index: int) -> tuple[int, ...]:
         """The variant indexes completion index `index` runs (itself without config.json)."""
@@ -130,6 +141,7 @@ def expected_from(
         description=annotations.get(DESCRIPTION_ANNOTATION),
         owner=annotations.get(OWNER_ANNOTATION),
         reuses=_reuses(metadata["name"], annotations.get(REUSES_ANNOTATION)),
+        gates=_gates(metadata["name"], annotations.get(GATES_ANNOTATION)),
     )
 
 
@@ -158,6 +170,19 @@ def _reuses(job: str, text: str | None) -> Reuses:
         # will not show what its revision reused.
         log.warning(
             "Job %s: annotation %s is not synth's, ignored: %s", job, REUSES_ANNOTATION, error
+        )
+        return {}
+
+
+def _gates(job: str, text: str | None) -> dict[int, AccuracyGate]:
+    if text is None:
+        return {}
+    try:
+        return parse_gates(text)
+    except ValueError as error:
+        # Not synth's (edited by hand): the variants are judged by their default gates.
+        log.warning(
+            "Job %s: annotation %s is not synth's, ignored: %s", job, GATES_ANNOTATION, error
         )
         return {}
 

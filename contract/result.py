@@ -8,7 +8,7 @@ this module without torch.
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Final, Literal
+from typing import Annotated, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -17,7 +17,11 @@ from contract.errors import ErrorType
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-RESULT_SCHEMA_VERSION: Final = 1
+SchemaVersion = Literal[1, 2]
+"""The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`); a
+collector that reads only 1 keeps a 2 unread, as a newer runner's, rather than refusing it."""
+READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
+RESULT_SCHEMA_VERSION: Final = 2
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -254,7 +258,7 @@ class ErrorInfo(_Result):
 class _ResultBase(_Result):
     """What every result says about itself; `status` tells which kind it is."""
 
-    schema_version: Literal[1] = RESULT_SCHEMA_VERSION
+    schema_version: SchemaVersion = RESULT_SCHEMA_VERSION
     status: str
     workflow: str | None = None
     target: str | None = None
