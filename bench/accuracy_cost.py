@@ -50,13 +50,13 @@ def measure(name: str, cells: Cells, per_pod: int, measure_s: float, scratch: Pa
     if any(seconds is None for seconds in passes):
         raise RuntimeError("a result has no accuracy_s: is the runner older than accuracy?")
     per_variant = [seconds or 0.0 for seconds in passes]
-    per_pod = [0.0] * len(ran.pod_walls_s)
+    pods = [0.0] * len(ran.pod_walls_s)
     for (pod, _, _), seconds in zip(ran.timings, per_variant, strict=True):
-        per_pod[pod] += seconds
-    shares = [spent / wall for spent, wall in zip(per_pod, ran.pod_walls_s, strict=True)]
+        pods[pod] += seconds
+    shares = [spent / wall for spent, wall in zip(pods, ran.pod_walls_s, strict=True)]
     total = sum(per_variant)
     return (
-        f"{name:<42} {len(per_variant):>3} variants {len(per_pod):>3} pods  "
+        f"{name:<42} {len(per_variant):>3} variants {len(pods):>3} pods  "
         f"pass per variant median {statistics.median(per_variant) * 1e3:6.1f} ms, "
         f"max {max(per_variant) * 1e3:6.1f} ms  share of pod wall {_spread(shares)}  "
         f"(sweep {total:.2f} s of {ran.wall_s:.1f} s: {total / ran.wall_s:.1%})"
