@@ -6,10 +6,10 @@ cluster has but dist/ does not is left to `collector clean`.
 """
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -43,6 +43,7 @@ class WorkloadError(ValueError):
 
 
 log = logging.getLogger(__name__)
+Parsed = TypeVar("Parsed")
 
 
 @dataclass(frozen=True)
@@ -140,8 +141,10 @@ def expected_from(
         declared=int(declared) if declared.isascii() and declared.isdigit() else None,
         description=annotations.get(DESCRIPTION_ANNOTATION),
         owner=annotations.get(OWNER_ANNOTATION),
-        reuses=_reuses(metadata["name"], annotations.get(REUSES_ANNOTATION)),
-        gates=_gates(metadata["name"], annotations.get(GATES_ANNOTATION)),
+        # A Job whose annotations are not synth's keeps its own results: the report only
+        # misses what its revision reused, and its variants are judged by default gates.
+        reuses=_from_annotation(metadata["name"], annotations, REUSES_ANNOTATION, parse_reuses, {}),
+        gates=_from_annotation(metadata["name"], annotations, GATES_ANNOTATION, parse_gates, {}),
     )
 
 
@@ -162,29 +165,23 @@ def _groups(job: str, annotations: dict[str, str], completions: int) -> Groups |
         return None
 
 
-def _reuses(job: str, text: str | None) -> Reuses:
-    try:
-        return parse_reuses(text)
-    except ValueError as error:
-        # Not synth's (edited by hand): the Job's own results are unharmed; only the report
-        # will not show what its revision reused.
-        log.warning(
-            "Job %s: annotation %s is not synth's, ignored: %s", job, REUSES_ANNOTATION, error
-        )
-        return {}
-
-
-def _gates(job: str, text: str | None) -> dict[int, AccuracyGate]:
+def _from_annotation(
+    job: str,
+    annotations: Mapping[str, str],
+    key: str,
+    parse: Callable[[str], Parsed],
+    fallback: Parsed,
+) -> Parsed:
+    """The Job's annotation `key` as `parse` reads it; `fallback` without one, or where it is
+    not synth's (edited by hand), with a warning."""
+    text = annotations.get(key)
     if text is None:
-        return {}
+        return fallback
     try:
-        return parse_gates(text)
+        return parse(text)
     except ValueError as error:
-        # Not synth's (edited by hand): the variants are judged by their default gates.
-        log.warning(
-            "Job %s: annotation %s is not synth's, ignored: %s", job, GATES_ANNOTATION, error
-        )
-        return {}
+        log.warning("Job %s: annotation %s is not synth's, ignored: %s", job, key, error)
+        return fallback
 
 
 def clusters_with(root: Path, workflow: str) -> list[str]:

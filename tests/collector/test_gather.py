@@ -17,10 +17,12 @@ import yaml
 from click.testing import CliRunner
 
 from collector.cli import cli
-from contract.accuracy import Accuracy, AccuracyGate, gates_text
+from collector.workload import expected_from
+from contract.accuracy import Accuracy, AccuracyGate, default_gate, gates_text
 from contract.layout import GATES_ANNOTATION, REPEAT_LABEL, REUSES_ANNOTATION
 from contract.records import read_record, reuses_text
 from contract.result import OkResult, parse_result, without_samples
+from contract.variant import Precision, Quantization
 from standin import objects
 from standin.api import FakeApiServer
 from standin.fixture import fixture_root
@@ -36,6 +38,7 @@ from tests.collector.gathering import (
     requests,
     rows,
 )
+from tests.collector.stored import succeeded
 from tests.test_records import tiny_variants
 
 
@@ -610,3 +613,16 @@ def test_each_result_is_judged_by_the_gate_its_job_says(
     stored = read_record(record_of(repo, job)).variants
     assert [v.accuracy_failed for v in stored[:2]] == [False, not edited]
     assert stored[1].accuracy_gate == gate
+
+
+def test_a_gates_annotation_that_is_not_synths_leaves_the_default_gates(
+    job: Obj, caplog: pytest.LogCaptureFixture
+) -> None:
+    edited = copy.deepcopy(job)
+    edited["metadata"]["annotations"][GATES_ANNOTATION] = '[{"gate": {"min_cosine": 5}}]'
+    expected = expected_from("us-east", edited)
+    assert expected.gates == {}
+    assert f"annotation {GATES_ANNOTATION} is not synth's, ignored" in caplog.text
+    stored = succeeded(0).judged(expected.gates.get(0))
+    assert stored.accuracy_gate == default_gate(Precision.FP32, Quantization.NONE)
+    assert expected_from("us-east", job).gates, "synth's own annotation is read"
