@@ -38,8 +38,10 @@ _ERROR_CHARS: Final = 300
 
 @dataclass
 class References:
-    """The references a pod has computed, by model, batch size and inputs: a group's variants
-    of one model at one batch size share one, however many precisions they try."""
+    """The references a pod has computed for its current model, by batch size and inputs: a
+    group's variants of one model at one batch size share one, however many precisions they
+    try. Another model's variant drops them (synth keeps a model's variants together in a
+    group), so the outputs held stay one model's, on its device."""
 
     _computed: dict[_Key, Reference] = field(default_factory=dict)
 
@@ -55,6 +57,8 @@ class References:
         key = (variant.model, variant.batch_size, variant.inputs)
         if key in self._computed:
             return self._computed[key], 0.0
+        if any(model != variant.model for model, _, _ in self._computed):
+            self._computed.clear()
         began = time.perf_counter()
         reference = compute_reference(program, inputs, device)
         self._computed[key] = reference

@@ -175,24 +175,30 @@ def test_a_model_of_token_ids_is_measured_and_compared(
     assert measured.cosine is not None and 0.99 < measured.cosine < 1
 
 
-@pytest.mark.parametrize("interleave", [False, True])
-def test_a_pod_computes_one_reference_per_model_and_batch(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    interleave: bool,
-) -> None:
-    computed: list[tuple[int, ...]] = []
+Computed = list[tuple[int, ...]]
+
+
+@pytest.fixture
+def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
+    """The input shape of every reference the runner computes, in order."""
+    shapes: Computed = []
 
     def counting(
         program: torch.export.ExportedProgram,
         inputs: tuple[torch.Tensor, ...],
         device: torch.device,
     ) -> Reference:
-        computed.append(tuple(inputs[0].shape))
+        shapes.append(tuple(inputs[0].shape))
         return compute_reference(program, inputs, device)
 
     monkeypatch.setattr(accuracy, "compute_reference", counting)
+    return shapes
+
+
+@pytest.mark.parametrize("interleave", [False, True])
+def test_a_pod_computes_one_reference_per_model_and_batch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], computed: Computed, interleave: bool
+) -> None:
     variants = (
         group_variant(0, "tiny-mlp"),
         group_variant(1, "tiny-mlp", "bf16"),
@@ -208,6 +214,21 @@ def test_a_pod_computes_one_reference_per_model_and_batch(
     first, *later = [r for r in results if r.variant and r.variant.model == "tiny-mlp"]
     assert first.accuracy and first.accuracy.cosine and first.accuracy.cosine > 1 - 1e-12
     assert all(r.accuracy and r.accuracy.cosine and r.accuracy.cosine < 1 - 1e-9 for r in later)
+
+
+def test_another_models_variant_drops_the_references_held(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], computed: Computed
+) -> None:
+    """Only one model's references stay on the device; synth keeps a model's variants
+    together, so a group computes each once all the same."""
+    variants = (
+        group_variant(0, "tiny-mlp"),
+        group_variant(1, "tiny-cnn"),
+        group_variant(2, "tiny-mlp", "bf16"),
+    )
+    pod = _run_pod(tmp_path, capsys, "0", group_config(variants, ((0, 1, 2),)))
+    assert [r.status for r in pod.results] == ["ok"] * 3
+    assert computed == [(2, 64), (2, 3, 64, 64), (2, 64)]
 
 
 def test_a_reference_that_fails_costs_no_measurement_and_says_why(models_dir: Path) -> None:
