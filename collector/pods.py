@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
+from contract.errors import ERROR_TYPES, ExitCode
 from contract.layout import COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from contract.result import (
     READ_SCHEMA_VERSIONS,
@@ -577,9 +578,21 @@ def _exited(pod: Object, terminated: Object, message: ResultReading) -> str:
     if code > 128:
         deleted = " after the pod was deleted" if "deletionTimestamp" in pod["metadata"] else ""
         return f"killed by {_signal_name(code - 128)} (exit {code}){deleted}"
-    words = f"exit {code} with no result" if result is None else f"exit {code}"
+    named = f"exit {code}{_failure_class(code)}"
+    words = f"{named} with no result" if result is None else named
     last = _last_log_line(terminated.get("message"))
     return f"{words}; the log ends: {last}" if last else words
+
+
+def _failure_class(code: int) -> str:
+    """The runner's failure class of an exit code, in brackets, where only the runner's own
+    classification exits so: Python exits 1 for any exception, and argparse 2."""
+    if code in _AMBIGUOUS_CODES or code not in ERROR_TYPES:
+        return ""
+    return f" ({ERROR_TYPES[ExitCode(code)]})"
+
+
+_AMBIGUOUS_CODES: Final = frozenset({ExitCode.INTERNAL, ExitCode.BAD_CONFIG})
 
 
 def _sentence(message: str | None) -> str:

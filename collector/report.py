@@ -173,6 +173,9 @@ class VariantRow:
     paired: Paired | None = None
     """Where its pod measured it in rounds alternating with another variant of the model
     (`benchmark.interleave`): the ratio of their latencies, round by round."""
+    flags: tuple[str, ...] = ()
+    """The runner's validity flags that are set, by field name (`contended`, `noisy`): what
+    the run's verdict counts and advises on."""
     flag_reasons: tuple[str, ...] = ()
     """The runner's reasons for its flags ("IQR is 37% of the median (over 10%)"): said once
     per run, not in every verdict the flags make inconclusive."""
@@ -722,6 +725,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         is_noisy=validity.noisy if validity else None,
         mean_samples_per_s=result.throughput_samples_per_s,
         doubts=_doubts(validity),
+        flags=tuple(flag for flag in FLAGS if validity and getattr(validity, flag)),
         flag_reasons=tuple(validity.reasons) if validity and _doubts(validity) else (),
         quantized=_quantized(result),
         paired=result.paired,
@@ -751,6 +755,7 @@ def _median_run(runs: Sequence[tuple[int, VariantRow]]) -> VariantRow:
         estimate=middle.estimate.scaled(factor),
         is_p99_reliable=all(row.is_p99_reliable for row in rows),
         doubts=tuple(dict.fromkeys(doubt for row in rows for doubt in row.doubts)),
+        flags=tuple(dict.fromkeys(flag for row in rows for flag in row.flags)),
         flag_reasons=tuple(dict.fromkeys(why for row in rows for why in row.flag_reasons)),
         # A pairing compares two variants within one run; the median of several runs has none
         # of its own: every run's rounds stay, and _paired_ratio combines them per pair.
@@ -793,19 +798,20 @@ def _estimate(result: OkResult) -> MedianEstimate:
     return intervals.from_summary(latency.p50_ms, latency.iqr_ms, latency.count)
 
 
-_FLAGS: Final = {
+FLAGS: Final = {
     "noisy": "noisy",
     "contended": "contended",
     "cpu_throttled": "CPU-throttled",
     "gpu_throttled": "GPU-throttled",
     "stopped_early": "stopped early",
 }
+"""The runner's validity flags that put a number in doubt, and how a report words them."""
 
 
 def _doubts(validity: Validity | None) -> tuple[str, ...]:
     if validity is None:
         return ()
-    flagged = [words for flag, words in _FLAGS.items() if getattr(validity, flag)]
+    flagged = [words for flag, words in FLAGS.items() if getattr(validity, flag)]
     return (", ".join(flagged),) if flagged else ()
 
 

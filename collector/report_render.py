@@ -34,6 +34,7 @@ from collector.report import (
     VariantRow,
     heading,
 )
+from collector.verdict import run_verdict, verdict_lines
 from contract.text import shown
 from contract.variant import VariantRef
 
@@ -644,7 +645,7 @@ def _about(jobs: Sequence[JobSummary]) -> list[str]:
 
 
 def _summary(report: Report) -> tuple[str, ...]:
-    lines = _about(report.jobs)
+    lines = [*verdict_lines(run_verdict(report)), *_about(report.jobs)]
     lines.append(
         f"{plural(len(report.variants), 'variant')} measured, {len(report.failures)} failed."
     )
@@ -817,6 +818,7 @@ CSV_COLUMNS: Final = (
     "runs",
     "between_run_spread",
     "flag_reasons",
+    "usable",
     "accuracy",
     "cosine",
     "max_rel_error",
@@ -876,6 +878,8 @@ def _csv_measured(
         "runs": len(row.repeats.p50s_ms) if row.repeats else None,
         "between_run_spread": row.repeats.spread if row.repeats else None,
         "flag_reasons": "; ".join(row.flag_reasons),
+        # What the run's verdict counts: the other formats say it in words before any table.
+        "usable": not row.doubts,
         **_csv_accuracy(row),
         **(
             {
@@ -911,6 +915,7 @@ def _csv_failed(failed: FailedVariant) -> dict[str, object]:
         "job": failed.job,
         "finished_at": failed.finished_at,
         "explanation": failed.explanation,
+        "usable": False,
     }
 
 
@@ -953,7 +958,13 @@ def _finite(value: object) -> object:
 
 def to_json(report: Report) -> str:
     """The whole report, keys sorted, for other tools; `schema_version` says its shape."""
-    document = _finite({"schema_version": REPORT_SCHEMA_VERSION, **asdict(report)})
+    document = _finite(
+        {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "verdict": asdict(run_verdict(report)),
+            **asdict(report),
+        }
+    )
     return (
         json.dumps(document, default=_json_default, sort_keys=True, indent=2, allow_nan=False)
         + "\n"

@@ -50,6 +50,8 @@ MAX_TEXT_BYTES: Final = 1 << 20
 """Every other member torch reads whole as text: the format, version and byte-order tags
 (at most 40 bytes) and `extra/` files saved alongside."""
 MAX_PROBLEMS: Final = 10
+MAX_VERSION_CHARS: Final = 64
+"""Of the torch version model.json names, which a message quotes (2.13.0+cu126 is 12)."""
 
 MODEL: Final = "model"
 """The one program in an archive: `torch.export.load` returns the one called "model"."""
@@ -139,6 +141,28 @@ _PICKLE_REFUSED: Final = frozenset(
 )
 _PICKLE_PROTOCOL_OPCODE: Final = b"\x80"
 
+_TORCH: Final = "2.13"
+"""The torch release this check is written against (docs/runner.md: an upgrade repeats it)."""
+_TREE_SPEC_PROTOCOL: Final = 1
+_NAMEDTUPLE: Final = "collections.namedtuple"
+"""A namedtuple's spec names its class in its context, which the loader must know."""
+_REBUILT_TYPES: Final = frozenset(
+    {
+        "builtins.tuple",
+        "builtins.list",
+        "builtins.dict",
+        "collections.OrderedDict",
+        "collections.defaultdict",
+        "collections.deque",
+        "torch.Size",
+        "torch.fx.immutable_collections.immutable_dict",
+        "torch.fx.immutable_collections.immutable_list",
+    }
+)
+"""The pytree containers torch 2.13 registers itself, so that torch.export.load rebuilds
+them in a process that imports nothing else (torch.utils._pytree's
+SERIALIZED_TYPE_TO_PYTHON_TYPE after `import torch`, less namedtuples)."""
+
 
 class UnsafeArchive(ValueError):
     """The archive is not a plain exported program; each problem is one sentence, shown
@@ -157,6 +181,8 @@ class Program:
     """The user inputs it declares (empty where it declares none readable)."""
     linear_share: float | None
     """The share of its parameters that int8 quantization reaches (contract.weights)."""
+    torch_version: str | None
+    """The torch release that wrote it, as model.json says."""
 
 
 def check_archive(source: Path | bytes) -> Program:
@@ -171,7 +197,12 @@ def check_archive(source: Path | bytes) -> Program:
             problems = [f"its zip structure is damaged ({error})"]
     if problems:
         raise UnsafeArchive(problems[:MAX_PROBLEMS])
-    return Program(declared_inputs(read.program), linear_weight_share(read.program))
+    written = read.program.get("torch_version") if isinstance(read.program, dict) else None
+    return Program(
+        declared_inputs(read.program),
+        linear_weight_share(read.program),
+        shown(written[:MAX_VERSION_CHARS]) if isinstance(written, str) else None,
+    )
 
 
 @dataclass
@@ -488,10 +519,49 @@ def _call_graph_problems(calls: object) -> Iterator[str]:
         if not (isinstance(fqn, str) and (fqn == "" or _FQN.fullmatch(fqn))):
             yield f"{_MODEL_JSON}: module_call_graph fqn {str(fqn)[:80]!r} is not a module path"
         signature = call.get("signature")
-        names = signature.get("forward_arg_names") if isinstance(signature, dict) else None
-        for name in _list(names):
+        if not isinstance(signature, dict):
+            continue
+        for name in _list(signature.get("forward_arg_names")):
             if not (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)):
                 yield f"{_MODEL_JSON}: forward argument {str(name)[:80]!r} is not a Python name"
+        for key, what in (("in_spec", "inputs"), ("out_spec", "output")):
+            problem = _tree_spec_problem(signature.get(key), key, what)
+            if problem is not None:
+                yield f"{_MODEL_JSON}: {problem}"
+
+
+def _tree_spec_problem(text: object, key: str, what: str) -> str | None:
+    """Why torch.export.load could not rebuild the pytree spec `text` (the signature's `key`)
+    of a program's `what` in the runner, or None. A spec names each container's type as it
+    was registered where the model was exported; the runner's torch knows its own built-in
+    containers only (it imports nothing of the model's code), and fails on any other type
+    with "check the warnings above", the warnings on a log nobody reads."""
+    if text is None:
+        return None
+    try:
+        protocol, tree = json.loads(text) if isinstance(text, str) else (None, None)
+    except (ValueError, TypeError, RecursionError):
+        protocol, tree = None, None
+    if protocol != _TREE_SPEC_PROTOCOL:
+        return f"{key} is not a pytree spec torch {_TORCH} reads"
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, dict) or not isinstance(node.get("children_spec"), list):
+            return f"{key} is not a pytree spec torch {_TORCH} reads"
+        kind = node.get("type")
+        if kind == _NAMEDTUPLE or (kind is not None and kind not in _REBUILT_TYPES):
+            named = node.get("context") if kind == _NAMEDTUPLE else kind
+            return (
+                f"{key}, the structure of the program's {what}, holds a {str(named)[:80]!r}, a "
+                "container type registered in the process that exported the model, which the "
+                "runner's torch.export.load cannot rebuild (it runs none of the model's code): "
+                "export a forward that returns tensors, or a tuple, list or dict of them (a "
+                "Hugging Face model: call it with return_dict=False, or return "
+                "output.to_tuple())"
+            )
+        pending.extend(node["children_spec"])
+    return None
 
 
 def _is_guard(text: str) -> bool:

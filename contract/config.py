@@ -9,7 +9,16 @@ import json
 from collections.abc import Sequence
 from typing import Final, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from contract.variant import VariantRef
 
@@ -17,6 +26,10 @@ SCHEMA_VERSION: Final = 1
 CONFIG_DIR: Final = "/config"
 CONFIG_FILE: Final = "config.json"
 MODELS_DIR: Final = "/models"
+CA_DIR: Final = "/etc/benchfleet/ca"
+"""Where a pod finds the CA bundles its downloads trust (a ConfigMap synth writes)."""
+CA_ENV: Final = "CA_PATH"
+"""The env var naming CA_DIR to the runner (a local run points it at another folder)."""
 MAX_VARIANTS_PER_POD: Final = 32
 """The most variants one pod runs: their stubs, at least, fit one termination message
 (contract.result.termination_message)."""
@@ -93,14 +106,43 @@ class PhaseConfig(_Contract):
         return max(self.min_iterations, tail_iterations(self.tail) if self.tail else 0)
 
 
+ModelSource = Literal["file", "image_path", "url"]
+
+DEFAULT_DOWNLOAD_BYTES: Final = 1 << 30
+"""The most a `url` model's download may hold where its spec gives no `size`: what the pods'
+/tmp held for everything before sizes were known."""
+DEFAULT_DOWNLOAD_BUDGET_S: Final = 1800.0
+"""A `url` model's download, retries included, where its spec gives no `download_budget`:
+a 1 GiB model at 0.6 MB/s."""
+
+
 class ModelConfig(_Contract):
     """Where a model's `.pt2` is and what its bytes must hash to."""
 
-    source: Literal["file", "image_path", "url"]
+    source: ModelSource
     location: str
     """For `file`, a file name under $MODEL_PATH (MODELS_DIR in the pod, another folder in a
     local run); for `image_path`, an absolute path in the image; for `url`, an https URL."""
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size_bytes: int | None = Field(default=None, ge=1)
+    """For `url`: the most bytes the download may hold, so a server sending more is stopped
+    before the pod's /tmp fills (None: DEFAULT_DOWNLOAD_BYTES)."""
+    download_budget_s: float | None = Field(default=None, gt=0)
+    """For `url`: how long the download may take in all, retries included (None:
+    DEFAULT_DOWNLOAD_BUDGET_S)."""
+    ca_bundle: str | None = Field(default=None, pattern=r"^[a-z0-9-]+\.pem$")
+    """For `url`: a file under $CA_PATH (CA_DIR in the pod), PEM certificates the download
+    trusts besides the image's own CAs."""
+
+    @model_serializer(mode="wrap")
+    def _written_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Left out when unset, so that config.json of a model that is no download, and with
+        # it every such Job's content-hash name, stays byte for byte what it was before them.
+        written: dict[str, object] = handler(self)
+        return {k: v for k, v in written.items() if v is not None or k not in _DOWNLOAD_FIELDS}
+
+
+_DOWNLOAD_FIELDS: Final = frozenset({"size_bytes", "download_budget_s", "ca_bundle"})
 
 
 class InputConfig(_Contract):

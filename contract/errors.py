@@ -2,9 +2,9 @@
 from the pod status alone (even when the result line is lost). The runner raises them
 (runner/errors.py); the collector and synth's podFailurePolicy read them."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import IntEnum
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 ErrorType = Literal[
     "internal",
@@ -13,30 +13,68 @@ ErrorType = Literal[
     "out_of_memory",
     "device_missing",
     "unsupported_variant",
+    "model_mismatch",
+    "model_refused",
+    "download_refused",
+    "download_failed",
+    "download_untrusted",
     "terminated",
 ]
 
 
 class ExitCode(IntEnum):
-    """The runner's exit status; Kubernetes reports it as the container's exitCode."""
+    """The runner's exit status; Kubernetes reports it as the container's exitCode. Declared
+    in ErrorType's order, one per failure class."""
 
     OK = 0
     INTERNAL = 1
     BAD_CONFIG = 2
     MODEL_LOAD = 3
+    """The model's bytes could not be read: a file missing from its mount or the image, or an
+    I/O error."""
     OUT_OF_MEMORY = 4
     DEVICE_MISSING = 5
     UNSUPPORTED_VARIANT = 6
+    MODEL_MISMATCH = 7
+    """The bytes are not the model config.json pins: another sha256, or a download longer
+    than the spec's size."""
+    MODEL_REFUSED = 8
+    """The bytes are the pinned ones, but not a program the runner loads: refused by
+    contract/archive.py, or unreadable to torch.export.load."""
+    DOWNLOAD_REFUSED = 9
+    """The server answered the download with a client error (404 and the like)."""
+    DOWNLOAD_FAILED = 10
+    """The download did not complete within its attempts and time budget (connections
+    refused or dropped, server errors, timeouts)."""
+    DOWNLOAD_UNTRUSTED = 11
+    """The server's TLS certificate is not trusted by the image's CAs and the model's
+    ca_bundle, or does not name the server."""
     TERMINATED = 143
     """128 + SIGTERM, as a shell reports a process SIGTERM ended."""
 
 
+ERROR_TYPES: Final[Mapping[ExitCode, ErrorType]] = dict(
+    zip(list(ExitCode)[1:], get_args(ErrorType), strict=True)
+)
+"""Each failure's exit code and its error type, for readers that have only the code (a pod
+whose result was lost)."""
+
 DETERMINISTIC: Final = frozenset(
-    {ExitCode.BAD_CONFIG, ExitCode.OUT_OF_MEMORY, ExitCode.UNSUPPORTED_VARIANT}
+    {
+        ExitCode.BAD_CONFIG,
+        ExitCode.OUT_OF_MEMORY,
+        ExitCode.UNSUPPORTED_VARIANT,
+        ExitCode.MODEL_MISMATCH,
+        ExitCode.MODEL_REFUSED,
+        ExitCode.DOWNLOAD_REFUSED,
+        ExitCode.DOWNLOAD_UNTRUSTED,
+    }
 )
 """Exits that a retry on the same pod template would only repeat: synth's podFailurePolicy
-fails their index at once (FailIndex). A model load error stays retryable (a download can
-fail transiently), as does a missing device (another node may do)."""
+fails their index at once (FailIndex). The same bytes are refused again, a server that
+answered 404 or whose certificate the bundle does not trust answers so again. What stays
+retryable can pass on another try: a model read failing (MODEL_LOAD), a download cut off or
+out of time (DOWNLOAD_FAILED), a missing device (another node may do)."""
 
 
 def _severity(code: ExitCode) -> int:

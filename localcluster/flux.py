@@ -14,7 +14,13 @@ from functools import partial
 from pathlib import Path
 
 from localcluster.components import KUSTOMIZE_CONTROLLER, SOURCE_CONTROLLER
-from localcluster.controlplane import START_TIMEOUT_S, Cluster, apply_documents, crd_documents
+from localcluster.controlplane import (
+    START_TIMEOUT_S,
+    Cluster,
+    apply_documents,
+    crd_documents,
+    kubectl,
+)
 from localcluster.processes import free_port, start, wait_ready
 
 FLUX_NAMESPACE = "flux-system"
@@ -36,6 +42,9 @@ def start_flux(cluster: Cluster, binaries: Path) -> None:
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": FLUX_NAMESPACE}}
     )
     apply_documents(binaries, cluster, documents)
+    # A controller started before its kinds are served exits ("no matches for kind"): under
+    # load the API server takes a moment to establish a CRD it has accepted.
+    kubectl(binaries, cluster, "wait", "--for=condition=Established", "crd", "--all")
     environment = {
         **os.environ,
         "KUBECONFIG": str(cluster.kubeconfig),

@@ -134,7 +134,7 @@ def build_base_image(podman: Podman, image: str = BASE_IMAGE) -> bool:
             [
                 "debootstrap",
                 "--variant=minbase",
-                "--include=python3,python3-venv",
+                "--include=python3,python3-venv,ca-certificates",
                 "bookworm",
                 str(rootfs),
                 DEBIAN_MIRROR,

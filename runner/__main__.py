@@ -1,11 +1,11 @@
 """`python -m runner`: measure the variants of this pod and print a result for each.
 
 Reads the pod's env as synth writes it: CONFIG_PATH (config.json), MODEL_PATH (the models'
-folder), JOB_COMPLETION_INDEX (set by Kubernetes for Indexed Jobs; VARIANT_INDEX is the same
-value from the downward API), which picks the group of variants the pod runs, in order, in
-this one process, and for a group REPORTED_PATH (contract/reported.py), which lists those an
-earlier attempt of the index already reported. Logs go to stderr; stdout has one result line
-per variant, each written as its variant ends.
+folder), CA_PATH (the CA bundles downloads trust), JOB_COMPLETION_INDEX (set by Kubernetes
+for Indexed Jobs; VARIANT_INDEX is the same value from the downward API), which picks the
+group of variants the pod runs, in order, in this one process, and for a group REPORTED_PATH
+(contract/reported.py), which lists those an earlier attempt of the index already reported.
+Logs go to stderr; stdout has one result line per variant, each written as its variant ends.
 """
 
 import argparse
@@ -20,7 +20,15 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from contract.config import CONFIG_DIR, CONFIG_FILE, MODELS_DIR, RunConfig, VariantConfig
+from contract.config import (
+    CA_DIR,
+    CA_ENV,
+    CONFIG_DIR,
+    CONFIG_FILE,
+    MODELS_DIR,
+    RunConfig,
+    VariantConfig,
+)
 from contract.errors import ExitCode, most_severe
 from contract.reported import REPORTED_ENV, read_reported
 from contract.result import BenchResult, ErrorInfo, ErrorResult
@@ -49,6 +57,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--config", type=Path, default=Path(env.get("CONFIG_PATH", f"{CONFIG_DIR}/{CONFIG_FILE}"))
     )
     parser.add_argument("--models", type=Path, default=Path(env.get("MODEL_PATH", MODELS_DIR)))
+    parser.add_argument(
+        "--ca",
+        type=Path,
+        default=Path(env.get(CA_ENV, CA_DIR)),
+        help="the folder of CA bundles that downloads may trust, as config.json names them",
+    )
     parser.add_argument(
         "--index", default=env.get("JOB_COMPLETION_INDEX", env.get("VARIANT_INDEX", "0"))
     )
@@ -196,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         index = _index(args.index)
         group = pick_group(config, index)
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
-        paths = RunPaths(args.models, scratch)
-        programs = Programs(args.models, scratch)
+        paths = RunPaths(args.models, scratch, args.ca)
+        programs = Programs(args.models, scratch, args.ca)
         references = References()
         for planned in runs(group, config.interleave):
             unit = _not_reported(planned, args.reported, index)

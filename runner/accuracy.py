@@ -10,12 +10,13 @@ judged elsewhere (contract.accuracy.judge).
 """
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 import torch
 from torch.export import ExportedProgram
+from torch.utils import _pytree as pytree
 
 from contract.accuracy import INPUT_SEED, Accuracy, DrawnInput, OutputAccuracy
 from contract.config import InputConfig, VariantConfig
@@ -85,13 +86,9 @@ def compute_reference(
 
 
 def leaves(output: object) -> list[object]:
-    """A program's output flattened in order: its tensors (and any other values), out of the
-    tuples, lists and dicts holding them."""
-    if isinstance(output, list | tuple):
-        return [leaf for item in output for leaf in leaves(item)]
-    if isinstance(output, Mapping):
-        return [leaf for item in output.values() for leaf in leaves(item)]
-    return [output]
+    """A program's output flattened in order. It is a tensor or a tuple, list or dict of
+    them, nested (the archive check admits no other container): its leaves, in order."""
+    return list(pytree.tree_leaves(output))
 
 
 def compare(output: object, reference: Reference, drawn: Sequence[DrawnInput]) -> Accuracy:

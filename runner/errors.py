@@ -20,10 +20,47 @@ class ConfigError(RunnerError):
 
 
 class ModelLoadError(RunnerError):
-    """The model is missing, corrupt, not the bytes config.json names, or not a .pt2 program."""
+    """The model's bytes could not be had or read; the subclasses say why, and which of the
+    reasons a retry would only repeat (contract.errors.DETERMINISTIC)."""
 
-    exit_code = ExitCode.MODEL_LOAD
-    error_type = "model_load"
+    exit_code: ClassVar[ExitCode] = ExitCode.MODEL_LOAD
+    error_type: ClassVar[ErrorType] = "model_load"
+
+
+class ModelMismatch(ModelLoadError):
+    """The bytes are not the model config.json pins (sha256, or a download over its size)."""
+
+    exit_code = ExitCode.MODEL_MISMATCH
+    error_type = "model_mismatch"
+
+
+class ModelRefused(ModelLoadError):
+    """The pinned bytes are not a program the runner loads: refused by the archive check, or
+    unreadable to torch.export.load."""
+
+    exit_code = ExitCode.MODEL_REFUSED
+    error_type = "model_refused"
+
+
+class DownloadRefused(ModelLoadError):
+    """The server answered a client error (404, 403, ...): asking again gets the same."""
+
+    exit_code = ExitCode.DOWNLOAD_REFUSED
+    error_type = "download_refused"
+
+
+class DownloadFailed(ModelLoadError):
+    """The download did not complete within its attempts and time budget."""
+
+    exit_code = ExitCode.DOWNLOAD_FAILED
+    error_type = "download_failed"
+
+
+class DownloadUntrusted(ModelLoadError):
+    """The server's certificate is not trusted, or names another host."""
+
+    exit_code = ExitCode.DOWNLOAD_UNTRUSTED
+    error_type = "download_untrusted"
 
 
 class OutOfMemory(RunnerError):

@@ -5,25 +5,43 @@ would unpickle or turn into code, is refused (contract.archive) before torch see
 """
 
 import hashlib
+import logging
 import os
-import shutil
-import urllib.error
-import urllib.request
+import traceback
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 import torch
 from torch.export import ExportedProgram
 
 from contract.archive import UnsafeArchive, check_archive
 from contract.config import ModelConfig
-from runner.errors import ModelLoadError
+from runner.download import fetch
+from runner.errors import ModelLoadError, ModelMismatch, ModelRefused
+
+log = logging.getLogger(__name__)
 
 _CHUNK: Final = 1 << 20
 _FORCE_WEIGHTS_ONLY: Final = "TORCH_FORCE_WEIGHTS_ONLY_LOAD"
-DOWNLOAD_TIMEOUT_S: Final = 60.0
+MAX_TORCH_MESSAGES: Final = 3
+"""torch's own warnings and log records kept for a load error: the first say the cause (the
+deserializer logs its exception, then raises a RuntimeError saying only "check the warnings
+above"); later ones repeat it."""
+MAX_TORCH_MESSAGE_CHARS: Final = 500
+
+LocalSource = Literal["file", "image_path"]
+"""Sources whose file is on the pod's disk already; a download is checked as it streams."""
+
+_MISMATCH_ADVICE: Final[dict[LocalSource, str]] = {
+    "file": "the file is corrupt or not the model the spec was synthesized from; re-run "
+    "`make synth` and commit dist/",
+    "image_path": "the image holds another file at this path than the spec pins: build the "
+    "image with the model the spec names, or pin the file the image holds (the model's "
+    "sha256 in the spec)",
+}
 
 
 def _sha256(path: Path) -> str:
@@ -34,29 +52,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download(url: str, folder: Path, sha256: str) -> Path:
-    target = folder / f"{sha256}.pt2"
-    if target.exists():
-        return target
-    partial = target.with_suffix(".part")
-    try:
-        # The spec admits only https URLs, and the sha256 check follows.
-        with (
-            urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response,
-            partial.open("wb") as file,
-        ):
-            shutil.copyfileobj(response, file, _CHUNK)
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        partial.unlink(missing_ok=True)
-        raise ModelLoadError(f"cannot download {url}: {error}") from error
-    partial.rename(target)
-    return target
-
-
-def model_file(model: ModelConfig, models_dir: Path, download_dir: Path) -> Path:
-    """The local path of a model's .pt2, downloading a `url` model into `download_dir`."""
+def model_file(
+    model: ModelConfig, models_dir: Path, download_dir: Path, ca_dir: Path | None = None
+) -> Path:
+    """The local path of a model's .pt2, its bytes checked against config.json's sha256: a
+    `url` model downloaded into `download_dir` (trusting `ca_dir`'s bundle where the model
+    names one), its digest computed as it streamed."""
     if model.source == "url":
-        return _download(model.location, download_dir, model.sha256)
+        return fetch(model, download_dir, ca_dir)
     path = models_dir / model.location if model.source == "file" else Path(model.location)
     try:
         found = path.is_file()
@@ -65,31 +68,101 @@ def model_file(model: ModelConfig, models_dir: Path, download_dir: Path) -> Path
     if not found:
         where = "the model ConfigMap's mount" if model.source == "file" else "the image"
         raise ModelLoadError(f"{path} does not exist: it should come from {where}")
+    verify_sha256(path, model.sha256, model.source)
     return path
 
 
-def verify_sha256(path: Path, expected: str) -> None:
-    """Raise ModelLoadError unless the file's sha256 is `expected`."""
-    actual = _sha256(path)
+def verify_sha256(path: Path, expected: str, source: LocalSource = "file") -> None:
+    """Raise ModelMismatch unless the file's sha256 is `expected`, with the advice that fits
+    where the file came from."""
+    try:
+        actual = _sha256(path)
+    except OSError as error:
+        raise ModelLoadError(f"cannot read {path}: {error.strerror}") from error
     if actual != expected:
-        raise ModelLoadError(
-            f"{path} has sha256 {actual}, but config.json expects {expected}: the file is "
-            "corrupt or not the model the spec was synthesized from; re-run `make synth`"
+        raise ModelMismatch(
+            f"{path} has sha256 {actual}, but config.json expects {expected}: "
+            f"{_MISMATCH_ADVICE[source]}"
         )
 
 
 def load_program(path: Path, sha256: str) -> ExportedProgram:
-    """Verify and load a .pt2 file."""
+    """Verify and load a committed model's .pt2 file."""
     verify_sha256(path, sha256)
+    return load_verified(path)
+
+
+def load_verified(path: Path) -> ExportedProgram:
+    """Load a .pt2 whose bytes are the pinned ones: whatever fails here fails again on every
+    try (ModelRefused), and says why in torch's own words."""
     try:
-        check_archive(path)
+        archive = check_archive(path)
     except UnsafeArchive as error:
-        raise ModelLoadError(f"{path} is refused before torch reads it: {error}") from error
+        raise ModelRefused(f"{path} is refused before torch reads it: {error}") from error
+    with _torch_messages() as said:
+        try:
+            with _weights_only_loading():
+                return torch.export.load(path)
+        except MemoryError:
+            raise  # the allocator's, not the file's: out_of_memory (run.py)
+        except Exception as error:  # torch raises many types for an archive it cannot read
+            failure = error
+    detail = "; ".join(said) or f"{type(failure).__name__}: {failure}"
+    written = archive.torch_version
+    versions = (
+        f" (written by torch {written}, read by torch {torch.__version__})"
+        if written and written != torch.__version__
+        else ""
+    )
+    raise ModelRefused(f"torch.export.load cannot read {path}{versions}: {detail}") from failure
+
+
+class _Kept(logging.Handler):
+    """Keeps the words of the first warnings other libraries log."""
+
+    def __init__(self, said: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.said = said
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.partition(".")[0] == "runner" or len(self.said) >= MAX_TORCH_MESSAGES:
+            return
+        words = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            cause = traceback.format_exception_only(record.exc_info[1])[-1].strip()
+            words = f"{words}: {cause}"
+        self.said.append(words[:MAX_TORCH_MESSAGE_CHARS])
+
+
+@contextmanager
+def _torch_messages() -> Iterator[list[str]]:
+    """Collect what torch warns and logs while the block runs: its export loader logs the
+    real cause of a failure and raises an error pointing at "the warnings above", which a pod
+    prints on a stderr nobody reads. The log records still go where they went; the warnings
+    are logged after the block, once each, as they would have been shown."""
+    said: list[str] = []
+    kept = _Kept(said)
+    # A record reaches the handlers of its logger and its ancestors up to one that does not
+    # propagate: torch's configured loggers (torch.export among them) stop there, the rest at
+    # the root.
+    loggers = [logging.getLogger()] + [
+        logger
+        for logger in logging.root.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger) and not logger.propagate
+    ]
+    for logger in loggers:
+        logger.addHandler(kept)
     try:
-        with _weights_only_loading():
-            return torch.export.load(path)
-    except Exception as error:  # torch raises many types for a damaged archive
-        raise ModelLoadError(f"torch.export.load cannot read {path}: {error}") from error
+        with warnings.catch_warnings(record=True) as caught:
+            yield said
+    finally:
+        for logger in loggers:
+            logger.removeHandler(kept)
+    for warning in caught:
+        words = f"{warning.category.__name__}: {warning.message}"
+        log.warning("while loading the model: %s", words)
+        if len(said) < MAX_TORCH_MESSAGES:
+            said.append(words[:MAX_TORCH_MESSAGE_CHARS])
 
 
 @contextmanager

@@ -2,7 +2,8 @@
 
 The first `torch.export.load` in a process costs seconds of one-time imports, later ones
 0.04-0.7 s (docs/runner.md), and a group's variants of one model share the file's sha256
-check, archive check and download too. Each variant gets a copy of the program's module:
+check, archive check and download too (a download is verified as it streams and kept in
+the pod's /tmp under its sha256). Each variant gets a copy of the program's module:
 `ExportedProgram.module()` shares its tensors with the program, and casting or quantizing
 them would change what the next variant of the model loads.
 """
@@ -17,7 +18,7 @@ from torch.fx import GraphModule
 
 from contract.config import ModelConfig
 from runner.errors import ModelLoadError
-from runner.loading import load_program, model_file
+from runner.loading import load_verified, model_file
 
 
 @dataclass
@@ -26,6 +27,9 @@ class Programs:
 
     models_dir: Path
     scratch: Path
+    """Where downloads go: the pod's /tmp."""
+    ca_dir: Path | None = None
+    """The CA bundles the pod's downloads may trust (CA_PATH)."""
     _loaded: dict[str, ExportedProgram] = field(default_factory=dict)
     _failed: dict[str, ModelLoadError] = field(default_factory=dict)
 
@@ -35,8 +39,8 @@ class Programs:
             raise ModelLoadError(str(self._failed[name]))
         if name not in self._loaded:
             try:
-                path = model_file(model, self.models_dir, self.scratch)
-                self._loaded[name] = load_program(path, model.sha256)
+                path = model_file(model, self.models_dir, self.scratch, self.ca_dir)
+                self._loaded[name] = load_verified(path)
             except ModelLoadError as error:
                 self._failed[name] = error
                 raise

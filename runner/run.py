@@ -25,7 +25,7 @@ from contract.result import (
 from contract.samples import encode
 from contract.variant import Precision, Quantization, VariantRef
 from runner import contention, precision, quantize, rounds
-from runner.accuracy import References, compare
+from runner.accuracy import References, compare, leaves
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
@@ -43,10 +43,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunPaths:
-    """Where the pod's files are: MODEL_PATH and a writable scratch folder (/tmp)."""
+    """Where the pod's files are: MODEL_PATH, a writable scratch folder (/tmp) and the CA
+    bundles its downloads trust (CA_PATH, where the pod has one)."""
 
     models: Path
     scratch: Path
+    ca: Path | None = None
 
 
 def pick_group(config: RunConfig, index: int) -> tuple[VariantConfig, ...]:
@@ -86,15 +88,18 @@ def _phase_timing(outcome: PhaseOutcome) -> PhaseTiming:
     )
 
 
+def _tensors(output: object) -> list[torch.Tensor]:
+    return [leaf for leaf in leaves(output) if isinstance(leaf, torch.Tensor)]
+
+
 def _all_finite(output: object) -> bool:
-    tensors = output if isinstance(output, list | tuple) else [output]
-    floating = [t for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    floating = [t for t in _tensors(output) if t.is_floating_point()]
     return all(bool(torch.isfinite(t).all()) for t in floating)
 
 
 def _output_dtype(output: object) -> str:
-    first = output[0] if isinstance(output, list | tuple) else output
-    return precision.dtype_name(first.dtype) if isinstance(first, torch.Tensor) else "none"
+    tensors = _tensors(output)
+    return precision.dtype_name(tensors[0].dtype) if tensors else "none"
 
 
 def _out_of_memory(error: BaseException) -> bool:
@@ -178,7 +183,10 @@ def run_variant(
     and its accuracy reference from `references` (computed without); raises RunnerError
     subclasses on failure."""
     ready = prepare_variant(
-        config, variant, programs or Programs(paths.models, paths.scratch), references
+        config,
+        variant,
+        programs or Programs(paths.models, paths.scratch, paths.ca),
+        references,
     )
     with _allocator_failures():
         blocks, span = _timed(ready, lambda: [[run_phase(ready.step, config.measure, at_least=1)]])

@@ -559,7 +559,7 @@ def failed_pod(
     job: Mapping[str, Any],
     index: int,
     error_type: ErrorType = "model_load",
-    message: str = "tiny-mlp.pt2: sha256 is 0000…, config.json expects 0730…",
+    message: str = "torch.export.load cannot read tiny-mlp.pt2: unexpected EOF",
     **attempt: Unpack[Attempt],
 ) -> Obj:
     """A pod whose runner failed with `error_type`, its exit code and its error result."""

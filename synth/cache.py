@@ -66,6 +66,7 @@ def workflow_key(
     results/ holds of it (synth.recorded.Recorded.key): recorded Jobs and variants are left
     out; `committed` the Jobs git's HEAD holds of it that may stay (synth.committed.listed)."""
     models = {m.name: files.read(m.file).sha256 for m in loaded.workflow.models if m.file}
+    trusted = {file for m in loaded.workflow.models if (file := m.trusted_bundle(fleet))}
     return digest(
         {
             "code": code_digest(),
@@ -75,6 +76,7 @@ def workflow_key(
             "spec": loaded.sha256,
             "workflow": loaded.workflow.model_dump(mode="json"),
             "models": models,
+            "ca_bundles": {file: files.ca_bundle(file).sha256 for file in sorted(trusted)},
             "stored": stored,
             "committed": committed,
         }

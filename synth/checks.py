@@ -22,7 +22,9 @@ from synth.names import (
     model_bundle_name,
     placeholder_digest,
 )
+from synth.quantity import parse_quantity
 from synth.repeats import repeats
+from synth.scratch import TMP_BASE_BYTES, tmp_bytes
 from synth.spec import Workflow
 from synth.sweep import Variant, idle_excludes, idle_includes
 from synth.yaml_source import Loc
@@ -55,6 +57,7 @@ def check_workflow(
         *_derived_names_fit(workflow, variants),
         *_parallelism_and_deadline(workflow, variants),
         *_interleave_needs_groups(workflow),
+        *_downloads_fit_the_pods(workflow, variants),
     ]
 
 
@@ -402,3 +405,42 @@ def _interleave_needs_groups(workflow: Workflow) -> Iterator[Finding]:
             "set scheduling.variants_per_pod above 1 (the variants to compare share a pod), "
             "or drop interleave",
         )
+
+
+def _downloads_fit_the_pods(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
+    """A target's pods may write what its `ephemeral-storage` limit allows: its /tmp must hold
+    torch's caches and the url models a pod downloads. The Jobs' groups depend on what is
+    left to run, so the check takes the worst any pod could meet: the largest model alone,
+    or with several variants per pod the largest ones together, one per variant."""
+    indexes = {model.name: index for index, model in enumerate(workflow.models)}
+    for target in workflow.targets:
+        limit = target.resources.limits.get("ephemeral-storage")
+        models = {v.model for v in variants if v.target == target.key}
+        downloads = {
+            name: size
+            for name in models
+            if (size := workflow.models[indexes[name]].download_bytes) > 0
+        }
+        if limit is None or not downloads:
+            continue
+        per_pod = workflow.scheduling.variants_per_pod
+        largest = sorted(downloads, key=lambda name: (-downloads[name], name))[:per_pod]
+        need = tmp_bytes([largest], downloads)
+        if need <= parse_quantity(limit):
+            continue
+        first = workflow.models[indexes[largest[0]]]
+        together = f" (with {', '.join(largest[1:])} in one pod)" if len(largest) > 1 else ""
+        yield Finding(
+            ("models", indexes[first.name], "size" if first.size is not None else "url"),
+            f"model {first.name}{together} needs {_gib(need)} of /tmp "
+            f"({_gib(need - TMP_BASE_BYTES)} of downloads, {_gib(TMP_BASE_BYTES)} for torch's "
+            "caches), more than target "
+            f"{target.key!r}'s ephemeral-storage limit of {limit}",
+            "raise the target's ephemeral-storage limit"
+            + (", or lower scheduling.variants_per_pod" if len(largest) > 1 else "")
+            + ("" if first.size is not None else "; a url model without a size may be 1Gi"),
+        )
+
+
+def _gib(count: int) -> str:
+    return f"{count / (1 << 30):.1f} GiB"

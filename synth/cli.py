@@ -11,7 +11,7 @@ from contract.text import shown
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.hints import did_you_mean
-from synth.jobs import committed_files, identified_variants, may_stay, model_configs, plan_runs
+from synth.jobs import identified_variants, may_stay, model_configs, plan_runs
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
 from synth.plan import format_plan, plan, plan_json, planned_against
@@ -140,7 +140,7 @@ def variants(repo: Repo, workflow_id: str) -> None:
     header = ("cluster", "variant", "target", "model", "precision", "quantization", "batch", "")
     rows = []
     runs = 0
-    sources = model_configs(loaded, committed_files(loaded, specs.model_files))
+    sources = model_configs(loaded, specs.fleet, specs.model_files)
     repeats = loaded.workflow.benchmark.repeats
     for cluster in target_clusters(loaded.workflow, specs.fleet):
         stored = specs.recorded[workflow_id, cluster.name]

@@ -24,7 +24,7 @@ from synth.fields import ClusterName, EnvironmentName, ImageRef, ObjectName
 from synth.flux_fields import Branch, GitUrl, GoDuration
 from synth.hints import SpecError, unknown
 from synth.labels import LabelKey, LabelValue
-from synth.limits import MAX_DESCRIPTION_CHARS, MAX_REGION_CHARS
+from synth.limits import MAX_DESCRIPTION_CHARS, MAX_PATH_CHARS, MAX_REGION_CHARS
 from synth.texts import Text
 
 
@@ -206,6 +206,11 @@ class Fleet(SpecModel):
     """The repository Flux applies."""
     image: ImageRef
     """The default runner image, ideally pinned by digest (`...@sha256:...`)."""
+    ca_bundle: Annotated[str, Text("ca_bundle", MAX_PATH_CHARS, one_line=True)] | None = None
+    """A PEM file of CA certificates in this repository (relative to its root) that every
+    `url` model's download trusts besides the runner image's own CAs: your company's root
+    CA, where its model store's certificate comes from it. A model may name its own
+    `ca_bundle` instead. Never baked into the image: synth puts it in a ConfigMap."""
     environments: list[EnvironmentName] = Field(default_factory=lambda: ["dev"], min_length=1)
     """Each environment is a namespace `benchfleet-<name>` in every cluster."""
     priority_classes: dict[ObjectName, PriorityClass] = Field(default_factory=_default_priorities)

@@ -101,13 +101,17 @@ def distance(word: str, candidate: str, limit: float) -> float:
 def likely(word: str, candidates: Iterable[str]) -> list[str]:
     """The candidates most like `word` (several only when equally close), if any is close
     enough to be a likely typo: at most one edit in three characters of the candidate, a
-    change of case alone, or `word` cut short."""
+    change of case alone, `word` cut short, or a prefixed name without its prefix."""
     costs: dict[str, float] = {}
     for candidate in candidates:
         limit = max(1.0, len(candidate) / 3, _CASE_ONLY * len(candidate))
         cost = distance(word, candidate, limit)
         if len(word) >= _SHORTEST_ABBREVIATION and candidate.startswith(word):
             cost = min(cost, 1.0)
+        if candidate.rpartition("/")[2].lower() == word.lower() != candidate.lower():
+            # A prefixed name written without its prefix (`gpu` for `nvidia.com/gpu`) says
+            # what it means more surely than a one-letter typo of another name (`cpu`).
+            cost = min(cost, _LOOKALIKE)
         if cost < math.inf:
             costs[candidate] = cost
     best = min(costs.values(), default=math.inf)

@@ -15,8 +15,12 @@ from typing import Any, Final
 
 from contract.accuracy import gates_text, variant_gate
 from contract.config import (
+    CA_DIR,
+    CA_ENV,
     CONFIG_DIR,
     CONFIG_FILE,
+    DEFAULT_DOWNLOAD_BUDGET_S,
+    DEFAULT_DOWNLOAD_BYTES,
     MODELS_DIR,
     InputConfig,
     ModelConfig,
@@ -50,6 +54,7 @@ from contract.layout import (
 )
 from contract.records import reuses_text
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
+from synth.ca_bundles import CaBundle
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
 from synth.committed import CommittedJob, JobSlot
 from synth.digests import digest
@@ -57,8 +62,9 @@ from synth.fleet import Cluster, Fleet
 from synth.limits import CONFIGMAP_LIMIT_BYTES
 from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
-from synth.names import DIGEST_LENGTH, job_name, model_bundle_name
+from synth.names import DIGEST_LENGTH, ca_bundle_name, job_name, model_bundle_name
 from synth.recorded import Recorded
+from synth.scratch import quantity, tmp_bytes
 from synth.spec import MeasurePhase, ModelSpec, Phase, Scheduling, Target, Workflow
 from synth.sweep import Variant
 
@@ -67,8 +73,8 @@ RUNNER_UID: Final = 10001
 RUNNER_SERVICE_ACCOUNT: Final = "benchfleet-runner"
 COLLECTOR_SERVICE_ACCOUNT: Final = "benchfleet-collector"
 RUNNER_CONTAINER: Final = "runner"
-TMP_SIZE: Final = "1Gi"
 CONFIG_VOLUME: Final = "config"
+CA_VOLUME: Final = "ca-bundles"
 
 
 def namespace_of(environment: str) -> str:
@@ -154,6 +160,39 @@ def bundle_models(workflow_id: str, files: list[ModelFile]) -> list[ModelBundle]
 
 
 @dataclass(frozen=True)
+class CaConfigMap:
+    """A CA bundle the workflow's downloads trust, as the immutable ConfigMap that carries it
+    to the pods (never baked into the image), named by its content."""
+
+    name: str
+    bundle: CaBundle
+
+    def body(self, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
+        return {
+            "metadata": {"name": self.name, "namespace": namespace, "labels": dict(labels)},
+            "immutable": True,
+            "data": {self.bundle.key: self.bundle.text},
+        }
+
+
+def ca_config_maps(
+    loaded: LoadedWorkflow, fleet: Fleet, model_files: ModelFiles
+) -> dict[str, CaConfigMap]:
+    """The ConfigMaps of the CA bundles the workflow's url models trust, by bundle key."""
+    trusted = (_ca_bundle(model, fleet, model_files) for model in loaded.workflow.models)
+    return {
+        bundle.key: CaConfigMap(ca_bundle_name(loaded.workflow.id, bundle.sha256), bundle)
+        for bundle in trusted
+        if bundle is not None
+    }
+
+
+def _ca_bundle(model: ModelSpec, fleet: Fleet, model_files: ModelFiles) -> CaBundle | None:
+    file = model.trusted_bundle(fleet)
+    return model_files.ca_bundle(file) if file is not None else None
+
+
+@dataclass(frozen=True)
 class BenchmarkRun:
     """One workflow on one target in one cluster: an Indexed Job and its config ConfigMap."""
 
@@ -164,6 +203,7 @@ class BenchmarkRun:
     config: RunConfig
     job_spec: Mapping[str, Any]
     models: tuple[ModelBundle, ...]
+    ca_bundles: tuple[CaConfigMap, ...]
     repeat: int
     """Which run of its variants (0 where the workflow runs them once)."""
 
@@ -206,13 +246,24 @@ def _phase(phase: Phase) -> PhaseConfig:
     )
 
 
-def _model_config(model: ModelSpec, files: Mapping[str, ModelFile]) -> ModelConfig:
+def _model_config(
+    model: ModelSpec, files: Mapping[str, ModelFile], bundle: CaBundle | None
+) -> ModelConfig:
     if model.name in files:
         sha = files[model.name].sha256
         return ModelConfig(source="file", location=f"{model.name}.pt2", sha256=sha)
-    location = model.image_path if model.image_path is not None else model.url
-    assert location is not None and model.sha256 is not None  # the spec guarantees both
-    return ModelConfig(source=model.source, location=location, sha256=model.sha256)
+    assert model.sha256 is not None  # the spec guarantees it
+    if model.image_path is not None:
+        return ModelConfig(source="image_path", location=model.image_path, sha256=model.sha256)
+    assert model.url is not None
+    return ModelConfig(
+        source="url",
+        location=model.url,
+        sha256=model.sha256,
+        size_bytes=model.download_bytes,
+        download_budget_s=model.download_budget or DEFAULT_DOWNLOAD_BUDGET_S,
+        ca_bundle=bundle.key if bundle is not None else None,
+    )
 
 
 def measurement_setup(
@@ -248,9 +299,16 @@ def committed_files(loaded: LoadedWorkflow, model_files: ModelFiles) -> dict[str
     }
 
 
-def model_configs(loaded: LoadedWorkflow, files: Mapping[str, ModelFile]) -> dict[str, ModelConfig]:
-    """Where each model of the workflow comes from and what its bytes hash to."""
-    return {m.name: _model_config(m, files) for m in loaded.workflow.models}
+def model_configs(
+    loaded: LoadedWorkflow, fleet: Fleet, model_files: ModelFiles
+) -> dict[str, ModelConfig]:
+    """Where each model of the workflow comes from, what its bytes hash to, and for a
+    download its bounds and the CA bundle it trusts."""
+    files = committed_files(loaded, model_files)
+    return {
+        m.name: _model_config(m, files, _ca_bundle(m, fleet, model_files))
+        for m in loaded.workflow.models
+    }
 
 
 def identified_variants(
@@ -386,6 +444,7 @@ class _JobTemplate:
     config: RunConfig
     target: Target
     models: tuple[ModelBundle, ...]
+    ca_bundles: tuple[CaConfigMap, ...]
     image: str
     cluster: Cluster
     priority: str
@@ -450,7 +509,7 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
     node_selector, tolerations = _placement(target, cluster)
     volumes: list[dict[str, Any]] = [
         {"name": CONFIG_VOLUME, "configMap": {"name": ""}},
-        {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": quantity(_tmp_bytes(config))}},
     ]
     mounts: list[dict[str, Any]] = [
         {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
@@ -492,6 +551,25 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "RUNNER_IMAGE", "value": image},
     ]
+    if template.ca_bundles:
+        volumes.append(
+            {
+                "name": CA_VOLUME,
+                "projected": {
+                    "sources": [
+                        {
+                            "configMap": {
+                                "name": ca.name,
+                                "items": [{"key": ca.bundle.key, "path": ca.bundle.key}],
+                            }
+                        }
+                        for ca in template.ca_bundles
+                    ]
+                },
+            }
+        )
+        mounts.append({"name": CA_VOLUME, "mountPath": CA_DIR, "readOnly": True})
+        env.append({"name": CA_ENV, "value": CA_DIR})
     if config.groups is not None:
         # Written by the collector once an attempt of an index ends having measured some of
         # its group, so that the retry runs only the rest (contract/reported.py); optional,
@@ -541,6 +619,20 @@ def _pod_spec(template: _JobTemplate) -> dict[str, Any]:
     if template.spread is not None:
         spec["affinity"] = _apart_from_other_repeats(template.spread)
     return spec
+
+
+def _tmp_bytes(config: RunConfig) -> int:
+    """What the Job's pods' /tmp must hold: what the pod that downloads most downloads."""
+    pods = [
+        {config.variants[position].model for position in config.positions(index)}
+        for index in range(config.completions)
+    ]
+    downloads = {
+        name: model.size_bytes or DEFAULT_DOWNLOAD_BYTES
+        for name, model in config.models.items()
+        if model.source == "url"
+    }
+    return tmp_bytes(pods, downloads)
 
 
 def _apart_from_other_repeats(shared: Mapping[str, str]) -> dict[str, Any]:
@@ -605,6 +697,8 @@ class _Workflow:
     cluster: Cluster
     bundles: tuple[ModelBundle, ...]
     sources: Mapping[str, ModelConfig]
+    ca_bundles: Mapping[str, CaConfigMap]
+    """By bundle key, as config.json names them."""
 
     def run(
         self,
@@ -620,6 +714,8 @@ class _Workflow:
         namespace = namespace_of(workflow.environment)
         config = run_config(loaded, target, pending, self.sources)
         models = tuple(b for b in self.bundles if any(f.model in config.models for f in b.files))
+        trusted = sorted({m.ca_bundle for m in config.models.values() if m.ca_bundle is not None})
+        ca_bundles = tuple(self.ca_bundles[key] for key in trusted)
         template_labels = {**workflow_labels(workflow.id), TARGET_LABEL: target.key}
         spread = None
         if workflow.benchmark.repeats > 1:
@@ -632,6 +728,7 @@ class _Workflow:
             config=config,
             target=target,
             models=models,
+            ca_bundles=ca_bundles,
             image=workflow.image or self.fleet.image,
             cluster=self.cluster,
             priority=workflow.scheduling.priority or self.fleet.default_priority,
@@ -674,6 +771,7 @@ class _Workflow:
             config=config,
             job_spec=name_job_spec(job_spec, name),
             models=models,
+            ca_bundles=ca_bundles,
             repeat=repeat,
         )
 
@@ -692,7 +790,7 @@ def may_stay(
     more. Only these make a render differ from one without `committed`."""
     if not committed:
         return {}
-    sources = model_configs(loaded, committed_files(loaded, model_files))
+    sources = model_configs(loaded, fleet, model_files)
     found = {}
     for target in loaded.workflow.targets:
         repeats = [
@@ -729,9 +827,14 @@ def plan_runs(
     are measured twice, and the report keeps the newer run."""
     workflow = loaded.workflow
     files = committed_files(loaded, model_files)
-    sources = model_configs(loaded, files)
+    sources = model_configs(loaded, fleet, model_files)
     jobs = _Workflow(
-        loaded, fleet, cluster, tuple(bundle_models(workflow.id, list(files.values()))), sources
+        loaded,
+        fleet,
+        cluster,
+        tuple(bundle_models(workflow.id, list(files.values()))),
+        sources,
+        ca_config_maps(loaded, fleet, model_files),
     )
     runs = []
     for target in workflow.targets:

@@ -62,6 +62,14 @@ MAX_URL_CHARS: Final = 2048
 """A model's `url` (written into config.json) and the fleet's `git.url` (into the
 GitRepository): the length browsers, proxies and CDNs all accept."""
 
+MAX_CA_BUNDLE_BYTES: Final = 256 * 1024
+"""A `ca_bundle` file: a company's CA chain is a few KB, and the whole Mozilla bundle a
+system ships (about 140 certificates) is 220 KB. Each travels in a ConfigMap of its own."""
+
+MAX_MODEL_BYTES: Final = 256 * 1024**3
+"""A `url` model's `size`: the runner runs a model on one device, and the largest GPU holds
+192 GB (B200); a bigger number is a typo in its unit."""
+
 MAX_PATH_CHARS: Final = 4096
 """A model's `image_path`: the longest path Linux resolves (PATH_MAX)."""
 

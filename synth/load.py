@@ -21,6 +21,7 @@ from synth.committed import Committed, read_committed
 from synth.empty import empty_entries
 from synth.fleet import Fleet
 from synth.fleet_checks import check_fleet
+from synth.hints import SpecError
 from synth.limits import MAX_COMBINATIONS, MAX_FILE_BYTES, MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
 from synth.problems import (
@@ -33,7 +34,7 @@ from synth.problems import (
 )
 from synth.recorded import Recorded, read_recorded
 from synth.repo_files import RepoFileError, read_inside
-from synth.spec import SpecContext, Workflow
+from synth.spec import SpecContext, Workflow, check_ca_bundle_file
 from synth.sweep import Variant, combinations, expand_variants
 from synth.yaml_source import YamlSource, YamlSyntaxError, parse_yaml
 
@@ -140,6 +141,15 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
             for f in check_fleet(fleet)
         )
     model_files = ModelFiles(root)
+    if fleet is not None and fleet_read is not None and fleet.ca_bundle is not None:
+        try:
+            check_ca_bundle_file(model_files, fleet.ca_bundle)
+        except SpecError as error:
+            problems.append(
+                problem_at(
+                    fleet_read[1], FLEET_FILE.as_posix(), ("ca_bundle",), error.message, error.hint
+                )
+            )
     context = SpecContext(fleet=fleet, model_files=model_files) if fleet is not None else None
     loaded: list[LoadedWorkflow] = []
     for path in files if files is not None else workflow_files(root):

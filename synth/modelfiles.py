@@ -1,14 +1,16 @@
 """The committed model files a render reads: each read, hashed and its archive checked once,
 whichever step asks first (validating a pinned sha256 or the inputs, keying the render cache,
-filling a model ConfigMap, warning about a thin quantization)."""
+filling a model ConfigMap, warning about a thin quantization); and the CA bundles the models'
+downloads trust, each read and checked once too."""
 
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract.archive import Program, UnsafeArchive, check_archive
-from synth.limits import CONFIGMAP_LIMIT_BYTES
-from synth.repo_files import read_inside
+from synth.ca_bundles import CaBundle, check_ca_bundle
+from synth.limits import CONFIGMAP_LIMIT_BYTES, MAX_CA_BUNDLE_BYTES
+from synth.repo_files import RepoFileError, read_inside
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class ModelFiles:
         self.root = root
         self._read: dict[str, ModelBytes] = {}
         self._programs: dict[str, Program | UnsafeArchive] = {}
+        self._bundles: dict[str, CaBundle | RepoFileError] = {}
 
     def read(self, file: str) -> ModelBytes:
         """The file at `file` (relative to the root). Raises RepoFileError for a path that
@@ -50,5 +53,20 @@ class ModelFiles:
                 self._programs[file] = error
         checked = self._programs[file]
         if isinstance(checked, UnsafeArchive):
+            raise checked
+        return checked
+
+    def ca_bundle(self, file: str) -> CaBundle:
+        """The CA bundle at `file` (relative to the root). Raises RepoFileError, every time
+        it is asked, for a path synth does not read, a file over MAX_CA_BUNDLE_BYTES, or one
+        that is not PEM certificates (BadBundle)."""
+        if file not in self._bundles:
+            try:
+                data = read_inside(self.root, file, MAX_CA_BUNDLE_BYTES)
+                self._bundles[file] = check_ca_bundle(file, data)
+            except RepoFileError as error:
+                self._bundles[file] = error
+        checked = self._bundles[file]
+        if isinstance(checked, RepoFileError):
             raise checked
         return checked

@@ -24,6 +24,11 @@ def model_bundle_name(workflow_id: str, digest: str) -> str:
     return f"{workflow_id}-models-{digest[:DIGEST_LENGTH]}"
 
 
+def ca_bundle_name(workflow_id: str, digest: str) -> str:
+    """The ConfigMap carrying one CA bundle a workflow's downloads trust."""
+    return f"{workflow_id}-ca-{digest[:DIGEST_LENGTH]}"
+
+
 def indexed_pod_suffix(completions: int) -> str:
     """What Kubernetes appends to an Indexed Job's name for its last pod's hostname."""
     return f"-{completions - 1}"

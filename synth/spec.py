@@ -28,7 +28,12 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
 from contract.accuracy import AccuracyGate
-from contract.config import MAX_VARIANTS_PER_POD, Tail, tail_iterations
+from contract.config import (
+    DEFAULT_DOWNLOAD_BYTES,
+    MAX_VARIANTS_PER_POD,
+    Tail,
+    tail_iterations,
+)
 from contract.layout import KUSTOMIZATION_FILE, WORKLOADS
 from contract.variant import Precision, Quantization
 from synth.base import SpecModel
@@ -51,7 +56,9 @@ from synth.fleet import DeviceTypeName, Fleet
 from synth.hints import SpecError, unknown, with_problems
 from synth.limits import (
     CONFIGMAP_LIMIT_BYTES,
+    MAX_CA_BUNDLE_BYTES,
     MAX_DESCRIPTION_CHARS,
+    MAX_MODEL_BYTES,
     MAX_MODELS,
     MAX_OWNER_CHARS,
     MAX_PATH_CHARS,
@@ -136,6 +143,18 @@ class ModelSpec(SpecModel):
     sha256: Sha256 | None = None
     """The expected digest of the `.pt2`. Required for `image_path` and `url`; optional for
     `file`, where it pins the committed bytes."""
+    size: Quantity | None = None
+    """For a `url` model: the most bytes its download may hold, as a number of bytes or a
+    quantity such as `440M` or `1.5Gi` (the file's size, or a little more). The runner stops
+    a download that grows past it, and synth sizes the pod's /tmp for it and checks that
+    against the target's `ephemeral-storage` limit. Default: 1Gi."""
+    download_budget: Duration | None = None
+    """For a `url` model: how long its download may take in all, retries included, e.g.
+    `45m`. Default: 30m."""
+    ca_bundle: Annotated[str, Text("ca_bundle", MAX_PATH_CHARS, one_line=True)] | None = None
+    """For a `url` model: a PEM file of CA certificates in this repository (relative to its
+    root) that the download trusts besides the runner image's own CAs, where the model's
+    server has a certificate from your company's CA. Default: the fleet's `ca_bundle`."""
     inputs: list[InputSpec] | None = Field(default=None, min_length=1)
     """This model's inputs, where they differ from `benchmark.inputs`."""
     accuracy: AccuracyGateSpec | None = None
@@ -176,6 +195,48 @@ class ModelSpec(SpecModel):
             ) from None
         return file
 
+    @field_validator("ca_bundle")
+    @classmethod
+    def _ca_bundle_is_pem(cls, file: str | None, info: ValidationInfo) -> str | None:
+        context = _context(info)
+        if file is not None and context is not None:
+            check_ca_bundle_file(context.model_files, file)
+        return file
+
+    @field_validator("size")
+    @classmethod
+    def _size_is_whole_bytes(cls, size: str | None) -> str | None:
+        if size is not None:
+            model_bytes(size)
+        return size
+
+    @field_validator("download_budget")
+    @classmethod
+    def _budget_is_positive(cls, budget: float | None) -> float | None:
+        if budget is not None and budget < 1:
+            raise SpecError("download_budget must be at least 1 second")
+        return budget
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _download_fields_on_url_models(
+        cls, data: object, handler: ModelWrapValidatorHandler["ModelSpec"]
+    ) -> "ModelSpec":
+        found: list[tuple[tuple[str | int, ...], SpecError]] = []
+        if isinstance(data, Mapping) and data.get("url") is None:
+            found = [
+                (
+                    (key,),
+                    SpecError(
+                        f"{key} applies to a model downloaded from its url",
+                        f"remove {key}: a file or image_path model is not downloaded",
+                    ),
+                )
+                for key in _DOWNLOAD_KEYS
+                if data.get(key) is not None
+            ]
+        return with_problems(handler, data, found)
+
     @field_validator("image_path")
     @classmethod
     def _image_path_is_absolute(cls, image_path: str | None) -> str | None:
@@ -210,6 +271,56 @@ class ModelSpec(SpecModel):
         if self.file is not None:
             return "file"
         return "image_path" if self.image_path is not None else "url"
+
+    def trusted_bundle(self, fleet: Fleet) -> str | None:
+        """The CA bundle this model's download trusts: its own, else the fleet's; None for
+        a model that is not downloaded."""
+        return (self.ca_bundle or fleet.ca_bundle) if self.url is not None else None
+
+    @property
+    def download_bytes(self) -> int:
+        """What the pod's /tmp must hold of this model: its `size` for a url model (the
+        default bound without one), nothing for the others."""
+        if self.url is None:
+            return 0
+        return model_bytes(self.size) if self.size is not None else DEFAULT_DOWNLOAD_BYTES
+
+
+_DOWNLOAD_KEYS: Final = ("size", "download_budget", "ca_bundle")
+
+
+def model_bytes(size: str) -> int:
+    """A model's `size` in bytes; SpecError unless whole bytes within MAX_MODEL_BYTES."""
+    count = parse_quantity(size)
+    if count != count.to_integral_value():
+        raise SpecError(f"size {size} is not a whole number of bytes", "e.g. 440M, 1.5Gi")
+    if count > MAX_MODEL_BYTES:
+        raise SpecError(
+            f"size {size} is more than {MAX_MODEL_BYTES // 1024**3} GiB",
+            "the runner runs a model on one device, and no GPU holds more; check the unit "
+            "(M is 10^6 bytes, Mi 2^20)",
+        )
+    return int(count)
+
+
+def check_ca_bundle_file(files: ModelFiles, file: str) -> None:
+    """Raise SpecError unless `file` is a committed PEM bundle of certificates."""
+    try:
+        files.ca_bundle(file)
+    except Missing:
+        raise SpecError(
+            f"CA bundle {file!r} does not exist",
+            "paths are relative to the repository root; commit the CA's certificate (PEM)",
+        ) from None
+    except TooLarge as error:
+        raise SpecError(
+            f"CA bundle {file!r} is {error.size:,} bytes; at most {MAX_CA_BUNDLE_BYTES:,} "
+            "are allowed",
+            "a bundle needs your company's CA certificates only: the image trusts the public "
+            "CAs already",
+        ) from None
+    except RepoFileError as error:
+        raise SpecError(error.message, error.hint) from None
 
 
 class Phase(SpecModel):

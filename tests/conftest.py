@@ -1,12 +1,20 @@
 """Fixtures shared by every test package."""
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
 from localcluster.build import is_built
+from tests.model_server import (
+    Authority,
+    ModelServer,
+    issue_server_certificate,
+    make_authority,
+    serving,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = REPO_ROOT / "tests" / "data"
@@ -31,6 +39,27 @@ def commit(root: Path, message: str) -> None:
 def repo_root() -> Path:
     """The checkout the tests run in: its specs/, models/ and generated files."""
     return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def company_ca(tmp_path_factory: pytest.TempPathFactory) -> Authority:
+    """A company's own CA, which issued the model server's certificate."""
+    return make_authority(tmp_path_factory.mktemp("company-ca"), "company-ca")
+
+
+@pytest.fixture(scope="session")
+def server_certificate(
+    company_ca: Authority, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """The model server's certificate (for localhost and 127.0.0.1) and key."""
+    return issue_server_certificate(company_ca, tmp_path_factory.mktemp("server"))
+
+
+@pytest.fixture
+def model_server(server_certificate: tuple[Path, Path]) -> Iterator[ModelServer]:
+    """A real https server on loopback whose certificate the company CA issued."""
+    with serving(*server_certificate) as server:
+        yield server
 
 
 CLUSTER_SKIPPED = (

@@ -1,5 +1,5 @@
-"""One workflow's objects in one cluster: its model bundles (ConfigMaps) and a Job per target
-and repeat."""
+"""One workflow's objects in one cluster: its model bundles and the CA bundles its downloads
+trust (ConfigMaps), and a Job per target and repeat."""
 
 from typing import Any
 
@@ -26,7 +26,13 @@ class BenchmarksChart(Chart):
                 "ConfigMap",
                 bundle.body(run.namespace, labels),
             )
-        # The model ConfigMaps come first in the file, as they are created first.
+        trusted = {ca.name: (ca, run) for run in runs for ca in run.ca_bundles}
+        for name, (ca, run) in sorted(trusted.items()):
+            labels = workflow_labels(run.config.workflow)
+            api_object(
+                self, joined_id("ca", name), "v1", "ConfigMap", ca.body(run.namespace, labels)
+            )
+        # The ConfigMaps come first in the file, as they are created first.
         for run in runs:
             repeat = run.labels.get(REPEAT_LABEL)
             parts = ("target", run.config.target, *(("repeat", repeat) if repeat else ()))

@@ -7,6 +7,7 @@ import pytest
 from collector.indexes import index_states
 from collector.pods import ResultReading, held_pod, pod_state, read_result
 from collector.status import pods_by_job
+from contract.errors import ExitCode
 from contract.layout import COMPLETION_INDEX_KEY
 from contract.result import BenchResult, ErrorResult, without_samples
 from standin import objects
@@ -369,6 +370,15 @@ def test_a_crash_without_a_result_quotes_the_end_of_its_log(smoke: Obj) -> None:
         "object file: No such file or directory"
     )
     assert pod_state(objects.crashed_pod(smoke, 0, log="")).explanation == "exit 1 with no result"
+
+
+def test_a_runner_exit_whose_result_was_lost_is_named_by_its_class(smoke: Obj) -> None:
+    """A termination message lost (a node gone, a log rotated): the code alone still says
+    which failure it was, where only the runner exits with it."""
+    untrusted = objects.crashed_pod(smoke, 0, exit_code=ExitCode.DOWNLOAD_UNTRUSTED, log="")
+    assert pod_state(untrusted).explanation == "exit 11 (download_untrusted) with no result"
+    refused = objects.crashed_pod(smoke, 0, exit_code=ExitCode.DOWNLOAD_REFUSED, log="")
+    assert pod_state(refused).explanation == "exit 9 (download_refused) with no result"
 
 
 def test_a_pod_killed_when_its_job_ran_out_of_time_is_not_an_oom(smoke: Obj) -> None:

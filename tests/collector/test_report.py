@@ -16,6 +16,7 @@ import pytest
 from collector.history import CURRENT, SpecRevision
 from collector.intervals import Ratio
 from collector.report import (
+    FLAGS,
     REPORT_SCHEMA_VERSION,
     JobChoiceError,
     Notes,
@@ -26,6 +27,7 @@ from collector.report import (
 from collector.report_html import to_html
 from collector.report_render import CSV_COLUMNS, lay_out, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
+from collector.verdict import ADVICE, run_verdict, verdict_lines
 from contract.accuracy import Accuracy, AccuracyGate
 from contract.order_stats import paired_ratio
 from contract.records import JobIdentity, Reuses, StoredVariant
@@ -1315,3 +1317,85 @@ def test_csv_and_json_carry_each_variants_accuracy(make_run: MakeRun) -> None:
     document = json.loads(to_json(report))
     states = {v["key"]["precision"]: v["accuracy"]["state"] for v in document["variants"]}
     assert states == {"fp32": "passed", "bf16": "accuracy_failed", "fp16": "not measured"}
+
+
+def _shared_node_sweep(make_run: MakeRun, flagged: int) -> list[StoredRun]:
+    """A precision x batch sweep of one model, its first `flagged` variants contended (and
+    every other one of those noisy too), as on a node other pods share."""
+    runs = []
+    for index, (precision, batch) in enumerate(
+        (precision, batch) for precision in ("fp32", "bf16", "fp16") for batch in (1, 8, 64)
+    ):
+        flags: dict[str, object] = {}
+        if index < flagged:
+            flags = {"contended": True, "reasons": ["other processes used 40% of the node"]}
+            flags |= {"noisy": True} if index % 2 == 0 else {}
+        runs.append(
+            make_run(
+                precision=precision,
+                batch_size=batch,
+                p50_ms=batch * (1.0 if precision == "fp32" else 0.6),
+                index=index,
+                flags=flags,
+            )
+        )
+    return runs
+
+
+def test_a_run_that_decides_nothing_says_so_before_any_table(make_run: MakeRun) -> None:
+    """The defect: on a shared node nearly every variant was flagged and every verdict
+    inconclusive, but the report opened with tables as if they answered."""
+    runs = [
+        *_shared_node_sweep(make_run, flagged=8),
+        make_run(index=9, failure="oom", batch_size=256),
+    ]
+    report = build_report(runs)
+    verdict = run_verdict(report)
+    assert (verdict.measured, verdict.usable, verdict.failed) == (9, 1, 1)
+    assert verdict.flagged == {"noisy": 4, "contended": 8}
+    assert verdict.decides_nothing
+    assert verdict.comparisons > 0 == verdict.decided
+    text = to_text(report).splitlines()
+    assert text[2] == (
+        "This run decides nothing: 1 of 10 variants usable; 8 flagged (4 noisy, 8 contended); "
+        f"1 failed; 0 of {verdict.comparisons} comparisons decided."
+    )
+    advice = [line for line in text if line.startswith("To decide more: ")]
+    assert [line.split(":")[1].strip() for line in advice] == [
+        "other work shared the node",
+        "each run's spread was wide",
+        "1 variant failed",
+    ]
+    assert "`resources: guaranteed`" in advice[0] and "node_labels" in advice[0]
+    first_table = next(i for i, line in enumerate(text) if set(line) == {"-"})
+    assert first_table > text.index(advice[-1])
+
+
+def test_every_format_carries_the_verdict_on_the_run(make_run: MakeRun) -> None:
+    report = build_report(_shared_node_sweep(make_run, flagged=3))
+    verdict = run_verdict(report)
+    assert (verdict.usable, verdict.decides_nothing) == (6, False)
+    opening = verdict_lines(verdict)[0]
+    assert opening.startswith("Verdict: 6 of 9 variants usable; 3 flagged (2 noisy, 3 contended)")
+    assert to_markdown(report).find(opening) < to_markdown(report).find("|")
+    assert opening in to_html(report)
+    document = json.loads(to_json(report))
+    assert document["verdict"]["usable"] == 6
+    assert document["verdict"]["flagged"] == {"noisy": 2, "contended": 3}
+    rows = list(csv.DictReader(io.StringIO(to_csv(report))))
+    assert sum(row["usable"] == "True" for row in rows) == 6
+
+
+def test_a_clean_run_gives_no_advice(make_run: MakeRun) -> None:
+    verdict = run_verdict(build_report(_shared_node_sweep(make_run, flagged=0)))
+    assert (verdict.usable, verdict.flagged, verdict.advice) == (9, {}, ())
+    assert not verdict.decides_nothing
+    assert verdict_lines(verdict) == (
+        f"Verdict: 9 of 9 variants usable; {verdict.decided} of "
+        f"{verdict.comparisons} comparisons decided.",
+    )
+
+
+def test_every_flag_the_report_counts_has_its_advice() -> None:
+    """In the order a user should try them (the node first), one for each flag."""
+    assert set(ADVICE) == set(FLAGS)

@@ -183,7 +183,7 @@ def test_the_command_fails_when_a_pod_reports_an_error(
     root = make_root(corrupt_sha)
     run = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "1"])
     assert run.exit_code == 1
-    assert "runner error model_load (exit 3)" in run.stdout and "sha256" in run.stdout
+    assert "runner error model_mismatch (exit 7)" in run.stdout and "sha256" in run.stdout
     assert "1 of 1 variant did not succeed" in run.output
     assert stored(root)[0][2] == "failed"
 

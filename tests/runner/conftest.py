@@ -1,6 +1,8 @@
 """Fixtures for the runner tests: real example models and config.json files built for them."""
 
 import hashlib
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -20,6 +22,21 @@ MakeConfig = Callable[..., RunConfig]
 
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def python_m_runner(
+    env: dict[str, str], timeout_s: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`python -m runner` as a pod runs it, with only `env` (PATH included) for its env."""
+    return subprocess.run(
+        [sys.executable, "-m", "runner"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
 
 
 def group_variant(

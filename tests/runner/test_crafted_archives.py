@@ -2,20 +2,18 @@
 
 import contextlib
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from contract.archive import Program
 from contract.errors import ExitCode
 from contract.result import ErrorResult, parse_result_line
 from runner.errors import ModelLoadError
 from runner.loading import load_program
-from tests.conftest import REPO_ROOT
 from tests.crafted_archives import ATTACKS, BASE_INPUT_SHAPE, BOMBS, Attack, Bomb, inflating_program
-from tests.runner.conftest import MakeConfig, sha256_of
+from tests.runner.conftest import MakeConfig, python_m_runner, sha256_of
 from tests.runner.test_main import write_config
 
 BY_NAME = {attack.name: attack for attack in ATTACKS}
@@ -71,7 +69,7 @@ def test_torch_unpickles_only_tensors_even_if_the_archive_check_missed_a_pickle(
 ) -> None:
     """The second wall: inside load_program every torch.load is weights_only, whatever torch's
     loader asks for."""
-    monkeypatch.setattr("runner.loading.check_archive", lambda source: None)
+    monkeypatch.setattr("runner.loading.check_archive", lambda source: Program((), None, None))
     path, marker = crafted(BY_NAME[name], tmp_path)
     with pytest.raises(ModelLoadError, match=r"torch\.export\.load cannot read"):
         load_program(path, sha256_of(path))
@@ -79,7 +77,8 @@ def test_torch_unpickles_only_tensors_even_if_the_archive_check_missed_a_pickle(
 
 
 def _run_runner(models: Path, sha256: str, make_config: MakeConfig, tmp_path: Path) -> ErrorResult:
-    """`python -m runner` on a model in `models`: its result, after checking it exited 3."""
+    """`python -m runner` on a model in `models`: its result, after checking it exited 8,
+    model_refused, which fails the index at once: the same bytes are refused every time."""
     config = make_config(sha256=sha256)
     env = {
         "CONFIG_PATH": str(write_config(config, tmp_path)),
@@ -87,23 +86,15 @@ def _run_runner(models: Path, sha256: str, make_config: MakeConfig, tmp_path: Pa
         "TERMINATION_LOG": str(tmp_path / "log"),
         "PATH": "/usr/bin:/bin",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "runner"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == ExitCode.MODEL_LOAD, done.stderr
+    done = python_m_runner(env)
+    assert done.returncode == ExitCode.MODEL_REFUSED, done.stderr
     result = parse_result_line(done.stdout)
-    assert isinstance(result, ErrorResult) and result.error.type == "model_load"
+    assert isinstance(result, ErrorResult) and result.error.type == "model_refused"
     return result
 
 
 @pytest.mark.parametrize("name", ["pickled-weight", "symbolic-expression"])
-def test_python_m_runner_exits_3_with_a_model_load_result_and_runs_nothing(
+def test_python_m_runner_exits_8_with_a_model_refused_result_and_runs_nothing(
     name: str, make_config: MakeConfig, tmp_path: Path
 ) -> None:
     models = tmp_path / "models"
@@ -114,7 +105,7 @@ def test_python_m_runner_exits_3_with_a_model_load_result_and_runs_nothing(
     assert not marker.exists()
 
 
-def test_python_m_runner_exits_3_for_an_inflating_program_instead_of_running_out_of_memory(
+def test_python_m_runner_exits_8_for_an_inflating_program_instead_of_running_out_of_memory(
     make_config: MakeConfig, tmp_path: Path
 ) -> None:
     """Before the bounds, the check itself inflated model.json and parsed it: gigabytes and

@@ -268,6 +268,11 @@ def test_the_exit_code_of_a_group_is_its_most_severe_class() -> None:
     assert most_severe([ExitCode.OK, ExitCode.BAD_CONFIG]) == ExitCode.BAD_CONFIG
     assert most_severe([ExitCode.BAD_CONFIG, ExitCode.MODEL_LOAD]) == ExitCode.MODEL_LOAD
     assert most_severe([ExitCode.MODEL_LOAD, ExitCode.TERMINATED]) == ExitCode.TERMINATED
+    # A download cut off may pass on a retry; a wrong digest never does.
+    assert most_severe([ExitCode.MODEL_MISMATCH, ExitCode.DOWNLOAD_FAILED]) == (
+        ExitCode.DOWNLOAD_FAILED
+    )
+    assert most_severe([ExitCode.OK, ExitCode.DOWNLOAD_UNTRUSTED]) == ExitCode.DOWNLOAD_UNTRUSTED
 
 
 def test_a_groups_compaction_steps_add_up_as_a_single_results_do() -> None:

@@ -1,18 +1,21 @@
 """Loading checks the bytes before torch sees them, and refuses anything but a .pt2 program."""
 
-import http.server
-import shutil
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
 from contract.config import ModelConfig
-from runner.errors import ModelLoadError
+from runner.errors import ModelLoadError, ModelMismatch, ModelRefused
 from runner.loading import load_program, model_file
 from runner.programs import own_module
+from tests.output_models import (
+    ANOTHER_TORCH,
+    OUTPUT_TYPE,
+    PAIR_TYPE,
+    export_encoder,
+    written_by_another_torch,
+)
 from tests.runner.conftest import sha256_of
 
 
@@ -25,9 +28,64 @@ def test_a_verified_program_loads_and_runs(models_dir: Path) -> None:
 def test_a_wrong_sha256_is_refused_with_both_digests(models_dir: Path) -> None:
     path = models_dir / "tiny-mlp.pt2"
     with pytest.raises(
-        ModelLoadError, match=f"has sha256 {sha256_of(path)}, but config.json expects 0{{64}}"
+        ModelMismatch, match=f"has sha256 {sha256_of(path)}, but config.json expects 0{{64}}"
     ):
         load_program(path, "0" * 64)
+
+
+@pytest.mark.parametrize(
+    ("source", "advice"),
+    [
+        ("file", "re-run `make synth`"),
+        ("image_path", "build the image with the model the spec names"),
+    ],
+)
+def test_a_wrong_sha256_advises_what_fits_where_the_file_came_from(
+    models_dir: Path, tmp_path: Path, source: str, advice: str
+) -> None:
+    """`make synth` rewrites what a ConfigMap carries, not what an image holds."""
+    path = models_dir / "tiny-mlp.pt2"
+    location = path.name if source == "file" else str(path)
+    model = ModelConfig(source=source, location=location, sha256="0" * 64)
+    with pytest.raises(ModelMismatch) as raised:
+        model_file(model, models_dir, tmp_path)
+    assert advice in str(raised.value)
+    assert ("make synth" in str(raised.value)) == (source == "file")
+
+
+@pytest.mark.usefixtures("export_load_forbidden")
+@pytest.mark.parametrize(("kind", "named"), [("dataclass", OUTPUT_TYPE), ("namedtuple", PAIR_TYPE)])
+def test_an_output_type_the_runner_cannot_rebuild_is_refused_before_torch_reads_it(
+    tmp_path: Path, kind: str, named: str
+) -> None:
+    """A Hugging Face model exported as-is returns a registered dataclass: torch.export.load
+    fails on it with "check the warnings above", in every pod."""
+    path = export_encoder(kind, tmp_path / "encoder.pt2")
+    with pytest.raises(ModelRefused, match="refused before torch reads it") as raised:
+        load_program(path, sha256_of(path))
+    message = str(raised.value)
+    assert f"out_spec, the structure of the program's output, holds a '{named}'" in message
+    assert "return_dict=False" in message
+
+
+def test_an_output_of_tensors_in_a_dict_loads_and_runs(tmp_path: Path) -> None:
+    path = export_encoder("dict", tmp_path / "encoder.pt2")
+    output = load_program(path, sha256_of(path)).module()(torch.randn(3, 8))
+    assert sorted(output) == ["hidden", "logits"] and output["logits"].shape == (3, 4)
+
+
+def test_a_load_error_says_the_cause_torch_logged_not_check_the_warnings_above(
+    models_dir: Path, tmp_path: Path
+) -> None:
+    """torch.export.load logs why it failed and raises "check the warnings above"; a pod's
+    stderr is not where anyone reads, so the error carries the cause."""
+    path = written_by_another_torch(models_dir / "tiny-mlp.pt2", tmp_path / "newer.pt2")
+    with pytest.raises(ModelRefused) as raised:
+        load_program(path, sha256_of(path))
+    message = str(raised.value)
+    assert "Serialized schema version SchemaVersion(major=99, minor=0)" in message
+    assert f"written by torch {ANOTHER_TORCH}, read by torch {torch.__version__}" in message
+    assert "check the warnings above" not in message
 
 
 def test_a_corrupt_file_is_refused_before_loading(models_dir: Path, tmp_path: Path) -> None:
@@ -39,10 +97,10 @@ def test_a_corrupt_file_is_refused_before_loading(models_dir: Path, tmp_path: Pa
         load_program(corrupt, sha256_of(models_dir / "tiny-mlp.pt2"))
 
 
-def test_damaged_bytes_with_a_matching_sha256_give_a_load_error(tmp_path: Path) -> None:
+def test_damaged_bytes_with_a_matching_sha256_are_refused(tmp_path: Path) -> None:
     truncated = tmp_path / "half.pt2"
     truncated.write_bytes(b"PK\x03\x04" + b"\0" * 64)
-    with pytest.raises(ModelLoadError, match="not a zip archive"):
+    with pytest.raises(ModelRefused, match="not a zip archive"):
         load_program(truncated, sha256_of(truncated))
 
 
@@ -71,51 +129,9 @@ def test_a_file_model_missing_from_its_mount_names_the_configmap(tmp_path: Path)
 def test_an_image_path_model_is_read_from_its_absolute_path(
     models_dir: Path, tmp_path: Path
 ) -> None:
-    location = str(models_dir / "tiny-cnn.pt2")
-    model = ModelConfig(source="image_path", location=location, sha256="0" * 64)
-    assert model_file(model, tmp_path, tmp_path) == Path(location)
-
-
-@pytest.fixture
-def model_server(models_dir: Path, tmp_path: Path) -> Iterator[str]:
-    """A local HTTP server holding the example models, standing in for a model store."""
-    served = tmp_path / "served"
-    shutil.copytree(models_dir, served)
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            super().__init__(*args, directory=str(served), **kwargs)  # type: ignore[arg-type]
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    thread.join()
-
-
-def test_a_url_model_is_downloaded_then_verified(
-    model_server: str, models_dir: Path, tmp_path: Path
-) -> None:
-    sha = sha256_of(models_dir / "tiny-transformer.pt2")
-    model = ModelConfig(source="url", location=f"{model_server}/tiny-transformer.pt2", sha256=sha)
-    downloads = tmp_path / "downloads"
-    downloads.mkdir()
-    path = model_file(model, tmp_path / "unused", downloads)
-    assert load_program(path, sha).module() is not None
-    assert [p.name for p in downloads.iterdir()] == [f"{sha}.pt2"]
-
-
-def test_a_url_that_fails_leaves_no_partial_file(model_server: str, tmp_path: Path) -> None:
-    downloads = tmp_path / "downloads"
-    downloads.mkdir()
-    model = ModelConfig(source="url", location=f"{model_server}/absent.pt2", sha256="0" * 64)
-    with pytest.raises(ModelLoadError, match=r"cannot download .*absent\.pt2"):
-        model_file(model, tmp_path, downloads)
-    assert list(downloads.iterdir()) == []
+    location = models_dir / "tiny-cnn.pt2"
+    model = ModelConfig(source="image_path", location=str(location), sha256=sha256_of(location))
+    assert model_file(model, tmp_path, tmp_path) == location
 
 
 def test_a_variants_module_runs_as_torchs_own_and_casting_it_leaves_the_program(

@@ -26,7 +26,8 @@ from contract.result import (
 )
 from runner.__main__ import main
 from tests.conftest import REPO_ROOT
-from tests.runner.conftest import MakeConfig, sha256_of
+from tests.output_models import export_encoder
+from tests.runner.conftest import MakeConfig, python_m_runner, sha256_of
 
 
 def write_config(config: RunConfig, folder: Path) -> Path:
@@ -41,9 +42,12 @@ def run_main(
     models: Path,
     tmp_path: Path,
     index: str = "0",
+    ca: Path | None = None,
 ) -> tuple[int, BenchResult, str]:
-    """main() in this process; returns the exit code, the parsed result and the termination log."""
+    """main() in this process (its downloads trusting the bundles in `ca`); returns the exit
+    code, the parsed result and the termination log."""
     log = tmp_path / "termination-log"
+    bundles = ["--ca", str(ca)] if ca is not None else []
     code = main(
         [
             "--config",
@@ -54,6 +58,7 @@ def run_main(
             index,
             "--termination-log",
             str(log),
+            *bundles,
         ]
     )
     out = capsys.readouterr().out
@@ -119,7 +124,12 @@ def test_every_iteration_travels_in_the_log_line_and_the_termination_log_keeps_a
 @pytest.mark.parametrize(
     ("change", "exit_code", "error_type", "message"),
     [
-        ({"sha256": "0" * 64}, ExitCode.MODEL_LOAD, "model_load", "config.json expects 0000"),
+        (
+            {"sha256": "0" * 64},
+            ExitCode.MODEL_MISMATCH,
+            "model_mismatch",
+            "config.json expects 0000",
+        ),
         ({"location": "absent.pt2"}, ExitCode.MODEL_LOAD, "model_load", "does not exist"),
         ({"device_type": "nvidia-t4"}, ExitCode.DEVICE_MISSING, "device_missing", "needs 1 GPU"),
         (
@@ -223,15 +233,7 @@ def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
         "NODE_NAME": "node-7",
         "PATH": "/usr/bin:/bin",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "runner"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = python_m_runner(env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n") == 1
     result = parse_result_line(done.stdout)
@@ -294,3 +296,16 @@ def test_sigterm_ends_the_run_at_once_with_a_terminated_result(
     assert result.error.type == "terminated" and "SIGTERM" in result.error.message
     assert result.variant is not None and result.variant.model == "tiny-mlp"
     assert json.loads(termination_log.read_text())["error"]["type"] == "terminated"
+
+
+def test_a_program_returning_a_dict_of_tensors_is_measured_and_its_output_checked(
+    capsys: pytest.CaptureFixture[str], make_config: MakeConfig, tmp_path: Path
+) -> None:
+    """A Hugging Face-style model returning a dict: its output's dtype and finiteness are
+    read from every tensor in it, not from a first element a dict does not have."""
+    path = export_encoder("dict", tmp_path / "encoder.pt2")
+    config = make_config("encoder", location=path.name, sha256=sha256_of(path))
+    code, result, _ = run_main(capsys, write_config(config, tmp_path), tmp_path, tmp_path)
+    assert code == ExitCode.OK and isinstance(result, OkResult)
+    assert result.applied is not None and result.applied.output_dtype == "float32"
+    assert result.validity is not None and result.validity.output_finite is True

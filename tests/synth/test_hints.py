@@ -22,6 +22,8 @@ PRECISIONS = ["bf16", "fp16", "fp32", "tf32"]
         ("tagrets", KEYS, "targets"),
         ("gpu-type", ["gpu_type", "gpu_count", "name"], "gpu_type"),
         ("mem", ["cpu", "ephemeral-storage", "memory"], "memory"),
+        ("gpu", ["cpu", "ephemeral-storage", "memory", "nvidia.com/gpu"], "nvidia.com/gpu"),
+        ("GPU", ["cpu", "ephemeral-storage", "memory", "nvidia.com/gpu"], "nvidia.com/gpu"),
     ],
 )
 def test_the_likeliest_candidate_is_proposed(word: str, candidates: list[str], meant: str) -> None:

@@ -19,6 +19,7 @@ from synth.main import synth
 from synth.problems import SpecProblems
 from tests.conftest import TEST_DATA
 from tests.crafted_archives import ATTACKS, BOMBS, Attack, Bomb
+from tests.output_models import OUTPUT_TYPE, export_encoder
 from tests.synth.conftest import WriteSpec
 
 INVALID = TEST_DATA / "specs" / "invalid"
@@ -120,6 +121,25 @@ def test_a_model_file_that_would_run_code_is_a_spec_problem_at_its_file_field(
     )
     assert re.search(attack.refusal, problem)
     assert not (spec_repo / "marker").exists()
+
+
+def test_a_model_whose_output_the_runner_cannot_rebuild_is_an_error_at_its_file_field(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """A Hugging Face-style output (a registered dataclass) passed review and failed in every
+    pod with "check the warnings above"; the archive says its type, without torch."""
+    model = spec_repo / "own" / "encoder.pt2"
+    model.parent.mkdir()
+    export_encoder("dataclass", model)
+    text = (INVALID.parent / "valid-minimal.yaml").read_text(encoding="utf-8")
+    spec = write_spec("hf.yaml", text.replace("models/examples/tiny-mlp.pt2", "own/encoder.pt2"))
+    [problem, hint] = problems_of(spec_repo, spec).splitlines()
+    assert problem.startswith("specs/workflows/hf.yaml:7:11: models[0].file: own/encoder.pt2 ")
+    assert f"holds a '{OUTPUT_TYPE}'" in problem and "return_dict=False" in problem
+    assert hint.endswith(
+        "the runner would refuse it too; re-export the model with "
+        "torch.export.export and save it with torch.export.save, with tensors only"
+    )
 
 
 @pytest.mark.parametrize(

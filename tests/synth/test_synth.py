@@ -167,9 +167,18 @@ def test_an_index_fails_at_once_on_runner_exits_a_retry_would_repeat(rendered: F
     container = job["spec"]["template"]["spec"]["containers"][0]["name"]
     assert rule["onExitCodes"]["containerName"] == container
     fail_now = set(rule["onExitCodes"]["values"])
-    assert fail_now == {ExitCode.BAD_CONFIG, ExitCode.OUT_OF_MEMORY, ExitCode.UNSUPPORTED_VARIANT}
-    # A download may fail transiently and another node may have the GPU: those retry.
-    assert not fail_now & {ExitCode.MODEL_LOAD, ExitCode.DEVICE_MISSING, ExitCode.INTERNAL}
+    assert fail_now == {
+        ExitCode.BAD_CONFIG,
+        ExitCode.OUT_OF_MEMORY,
+        ExitCode.UNSUPPORTED_VARIANT,
+        ExitCode.MODEL_MISMATCH,
+        ExitCode.MODEL_REFUSED,
+        ExitCode.DOWNLOAD_REFUSED,
+        ExitCode.DOWNLOAD_UNTRUSTED,
+    }
+    # A read or a download may fail transiently and another node may have the GPU: retried.
+    retried = {ExitCode.MODEL_LOAD, ExitCode.DOWNLOAD_FAILED, ExitCode.DEVICE_MISSING}
+    assert not fail_now & {*retried, ExitCode.INTERNAL}
 
 
 class TestSynthOnDisk:

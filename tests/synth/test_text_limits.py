@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from synth.jobs import committed_files, identified_variants, model_configs
+from synth.jobs import identified_variants, model_configs
 from synth.load import load_specs
 from synth.problems import SpecProblems
 from synth.recorded import Recorded, RecordedVariant
@@ -113,7 +113,7 @@ def test_a_job_whose_annotations_pass_256_kib_is_an_error_at_its_target(
     specs = load_specs(spec_repo)
     (loaded,) = specs.workflows
     target = loaded.workflow.targets[0]
-    sources = model_configs(loaded, committed_files(loaded, specs.model_files))
+    sources = model_configs(loaded, specs.fleet, specs.model_files)
     identified = identified_variants(
         loaded, specs.fleet, specs.fleet.cluster("alpha"), target, sources
     )
