@@ -47,6 +47,7 @@ class Cells:
     models: tuple[str, ...]
     precisions: tuple[str, ...]
     batches: tuple[int, ...]
+    quantizations: tuple[str, ...] = ("none",)
 
 
 FULL: Final = Cells(models=tuple(INPUTS), precisions=("fp32", "bf16"), batches=(1, 2, 4, 8))
@@ -58,15 +59,19 @@ def sweep(measure_s: float, per_pod: int, cells: Cells = FULL) -> RunConfig:
     variants = [
         VariantConfig(
             index=index,
-            id="v" + digest([model, precision, batch])[:12],
+            id="v" + digest([model, precision, quantization, batch])[:12],
             model=model,
             precision=precision,
-            quantization="none",
+            quantization=quantization,
             batch_size=batch,
             inputs=(InputConfig(shape=INPUTS[model], dtype="float32"),),
         )
-        for index, (model, precision, batch) in enumerate(
-            (m, p, b) for m in cells.models for p in cells.precisions for b in cells.batches
+        for index, (model, precision, quantization, batch) in enumerate(
+            (m, p, q, b)
+            for m in cells.models
+            for p in cells.precisions
+            for q in cells.quantizations
+            for b in cells.batches
         )
     ]
     return RunConfig(
@@ -123,6 +128,8 @@ class Sweep:
     wall_s: float
     timings: list[tuple[int, str, Timings]]
     """(pod, model, timings) per variant."""
+    pod_walls_s: list[float]
+    """Each pod's wall time, start to exit, by index."""
 
     @property
     def measured_s(self) -> float:
@@ -140,6 +147,7 @@ class Sweep:
             "precision, quantization, inputs": sum(t.prepare_s for _, _, t in self.timings),
             "cold first iterations": sum(t.first_iteration_ms for _, _, t in self.timings) / 1e3,
             "warm-ups": sum(t.warmup.seconds for _, _, t in self.timings),
+            "accuracy pass": sum(t.accuracy_s or 0 for _, _, t in self.timings),
         }
         overhead = self.wall_s - self.measured_s
         return parts | {"rest: start, imports, results, exit": overhead - sum(parts.values())}
@@ -151,12 +159,15 @@ def run_sweep(config: RunConfig, scratch: Path) -> Sweep:
     config_dir.mkdir(parents=True, exist_ok=True)
     (config_dir / "config.json").write_text(config.model_dump_json(), encoding="utf-8")
     timings: list[tuple[int, str, Timings]] = []
+    pod_walls: list[float] = []
     began = time.perf_counter()
     for index in range(config.completions):
         workdir = scratch / f"pod-{index}"
         workdir.mkdir(parents=True, exist_ok=True)
         plan = _plan(config_dir, index, workdir)
+        started = time.perf_counter()
         outcome = read_outcome(plan, run_process(plan, POD_TIMEOUT_S))
+        pod_walls.append(time.perf_counter() - started)
         for result in outcome.results:
             if not isinstance(result, OkResult) or not (result.timings and result.variant):
                 raise RuntimeError(f"pod {index} did not measure: {result}")
@@ -164,7 +175,7 @@ def run_sweep(config: RunConfig, scratch: Path) -> Sweep:
     wall = time.perf_counter() - began
     if len(timings) != len(config.variants):
         raise RuntimeError(f"{len(timings)} of {len(config.variants)} variants reported")
-    return Sweep(wall, timings)
+    return Sweep(wall, timings, pod_walls)
 
 
 def _spread(values: list[float]) -> str:

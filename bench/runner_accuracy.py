@@ -9,7 +9,7 @@ sizes. The runner side is `run_variant` itself, on a config.json built in-proces
 would write it, so the whole path is measured: the sha256 check and `torch.export.load`, its
 thread count, `inference_mode`, its warmup and stopping rule, the per-iteration
 `perf_counter_ns` of `timed_step`, and its samples. The Timer calls the same program file on
-the same seeded inputs (`make_inputs`), under `inference_mode`, with the thread count the
+the same seeded inputs (`draw_inputs`), under `inference_mode`, with the thread count the
 runner chose.
 
 Two statistics, each with its interval. The Timer's median is a median of per-block means;
@@ -51,7 +51,7 @@ from contract.order_stats import median_interval
 from models.architectures import TinyTransformer
 from models.make_models import ModelRecipe, export_bytes
 from runner import precision
-from runner.inputs import make_inputs
+from runner.inputs import as_variant, draw_inputs, id_bounds
 from runner.loading import load_program
 from runner.run import RunPaths, run_variant
 from runner.threads import cpu_quota, thread_count, usable_cpus
@@ -181,10 +181,9 @@ def agreement(
     config = config_for(name, path, shape)
     variant = config.variants[0]
     cpu = torch.device("cpu")
-    module = precision.cast(
-        load_program(path, config.models[name].sha256).module(), torch.float32, cpu
-    )
-    inputs = make_inputs(variant, torch.float32, cpu)
+    program = load_program(path, config.models[name].sha256)
+    module = precision.cast(program.module(), torch.float32, cpu)
+    inputs = as_variant(draw_inputs(variant, id_bounds(program))[0], torch.float32, cpu)
     skews: list[float] = []
     observed = Observed()
     paths = RunPaths(models=path.parent, scratch=path.parent)

@@ -394,6 +394,7 @@ class Gatherer:
         if not fresh:
             return
         identity = progress.expected.identity
+        fresh = progress.expected.judged(fresh)
         added = self._store.add(identity, fresh)
         self.stored_new += added.new
         progress.stored.update((variant.index, variant.state) for variant in fresh)

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from contract.errors import ERROR_TYPES, ExitCode
 from contract.layout import COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from contract.result import (
+    READ_SCHEMA_VERSIONS,
     RESULT_PREFIX,
     RESULT_SCHEMA_VERSION,
     SCHEMA_FILE,
@@ -331,11 +332,13 @@ def _schema_mismatch(data: object) -> str | None:
     discriminator = schema["discriminator"]
     kinds: dict[str, str] = discriminator["mapping"]
     key = discriminator["propertyName"]
-    if isinstance(data, dict) and data.get("schema_version", RESULT_SCHEMA_VERSION) != (
-        RESULT_SCHEMA_VERSION
+    if (
+        isinstance(data, dict)
+        and data.get("schema_version", RESULT_SCHEMA_VERSION) not in READ_SCHEMA_VERSIONS
     ):
         # Not a version above ours (that is a newer runner's): its version is the problem.
-        return f" at schema_version: {RESULT_SCHEMA_VERSION} was expected"
+        versions = " or ".join(map(str, READ_SCHEMA_VERSIONS))
+        return f" at schema_version: {versions} was expected"
     status = data.get(key) if isinstance(data, dict) else None
     if not isinstance(status, str) or status not in kinds:
         return f" at {key}: {status!r} is not one of {sorted(kinds)}"

@@ -19,12 +19,13 @@ from collector import intervals
 from collector.history import CURRENT, SpecRevision
 from collector.intervals import MedianEstimate, Ratio
 from collector.store import StoredRun
+from contract.accuracy import Accuracy, default_gate, judge
 from contract.order_stats import paired_ratio
 from contract.records import Reuses
 from contract.result import LatencyStats, OkResult, Paired, Rounds, Validity
 from contract.variant import SETTING_FIELDS, VariantRef
 
-REPORT_SCHEMA_VERSION: Final = 4
+REPORT_SCHEMA_VERSION: Final = 5
 """Bumped when a field of `to_json`'s output changes meaning or goes away."""
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
@@ -88,6 +89,47 @@ class Repeats:
         return max(self.p50s_ms) / min(self.p50s_ms) - 1
 
 
+AccuracyState = Literal["passed", "accuracy_failed", "not measured"]
+"""What a variant's accuracy gate says of its run: "not measured" is never passing."""
+ACCURACY_ORDER: Final[dict[AccuracyState, int]] = {
+    "passed": 0,
+    "not measured": 1,
+    "accuracy_failed": 2,
+}
+"""Which may be a best configuration first: a known pass, then the unknown, then a known
+failure (only where nothing else is left)."""
+
+
+@dataclass(frozen=True)
+class AccuracyCheck:
+    """A run's accuracy against its gate (contract.accuracy): the gate its Job said when it
+    was stored, else its precision's and quantization's default."""
+
+    state: AccuracyState
+    accuracy: Accuracy | None = None
+    """The numbers: the worst of each over the outputs (None: not measured)."""
+    failures: tuple[str, ...] = ()
+    """Each threshold missed, in words with both numbers."""
+
+    def describe(self) -> str:
+        """The check in a few words, for a table cell."""
+        accuracy = self.accuracy
+        if self.state == "accuracy_failed":
+            return f"accuracy_failed: {'; '.join(self.failures)}"
+        if self.state == "not measured" or accuracy is None:
+            why = accuracy.error if accuracy and accuracy.error else "a runner before accuracy"
+            return f"not measured ({why})"
+        numbers = [
+            f"{name} {value:.6g}"
+            for name, value in (("cosine", accuracy.cosine), ("rel", accuracy.max_rel_error))
+            if value is not None
+        ]
+        return f"passed ({', '.join(numbers)})" if numbers else "passed"
+
+
+NOT_MEASURED: Final = AccuracyCheck("not measured")
+
+
 @dataclass(frozen=True)
 class RunRounds:
     """What one run of a variant measured in interleaved rounds brings to paired ratios."""
@@ -144,6 +186,9 @@ class VariantRow:
     rounds: tuple[RunRounds, ...] = ()
     """Each of its runs that was measured in interleaved rounds, in repeat order: what pairs
     it with every other variant of the same rounds, run by run (`_paired_ratio`)."""
+    accuracy: AccuracyCheck = NOT_MEASURED
+    """Its outputs against the untouched program's, judged by its gate; with repeats, the
+    worst of its runs'."""
 
     @property
     def run_jobs(self) -> tuple[str, ...]:
@@ -270,8 +315,9 @@ class Ranked:
     @property
     def is_significant(self) -> bool:
         """Slower than the fastest beyond noise, with neither run in doubt (False for the
-        fastest itself)."""
-        return self.ratio.excludes_one and not self.doubts
+        fastest itself, and for one faster than the first, which only a best configuration
+        has: one outside its accuracy gate)."""
+        return self.ratio.excludes_one and self.ratio.value > 1 and not self.doubts
 
 
 @dataclass(frozen=True)
@@ -291,7 +337,9 @@ class Comparison:
 
 @dataclass(frozen=True)
 class BestConfiguration:
-    """The configurations of one model on one target: which is fastest, and is it clearly so."""
+    """The configurations of one model on one target: which is fastest within its accuracy
+    gate, and is it clearly so (its comparison's entries: within the gate, not measured,
+    outside it; each fastest first)."""
 
     comparison: Comparison
 
@@ -299,6 +347,19 @@ class BestConfiguration:
     def is_significant(self) -> bool:
         """The runner-up is slower than the best beyond noise, neither run in doubt."""
         return self.comparison.entries[1].is_significant
+
+    @property
+    def faster_but_failed(self) -> tuple[Ranked, ...]:
+        """The configurations faster than the best that miss their accuracy gate: never the
+        best, and never left unsaid either."""
+        best = self.comparison.entries[0]
+        return tuple(
+            entry
+            for entry in self.comparison.entries[1:]
+            if entry.row.accuracy.state == "accuracy_failed"
+            and best.row.accuracy.state != "accuracy_failed"
+            and entry.row.p50_per_sample_ms < best.row.p50_per_sample_ms
+        )
 
 
 Direction = Literal["faster", "slower", "no difference", "inconclusive"]
@@ -635,6 +696,17 @@ def _latest(runs: Iterable[StoredRun], ages: dict[JobId, JobAge]) -> tuple[list[
     return [*kept, *unnamed], left_out + len(latest) - len(kept)
 
 
+def _accuracy(run: StoredRun, result: OkResult, ref: VariantRef) -> AccuracyCheck:
+    """The run judged by the gate stored with it, or its default: from the numbers each time,
+    so the verdict is the gate's on them whatever stored it."""
+    gate = run.variant.accuracy_gate or default_gate(ref.precision, ref.quantization)
+    verdict = judge(result.accuracy, gate)
+    if not verdict.measured:
+        return AccuracyCheck("not measured", result.accuracy)
+    state: AccuracyState = "accuracy_failed" if verdict.failed else "passed"
+    return AccuracyCheck(state, result.accuracy, verdict.failures)
+
+
 def _measured(run: StoredRun) -> VariantRow | None:
     measurement = _measurement(run)
     if measurement is None:
@@ -662,6 +734,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
             if result.rounds or result.paired
             else ()
         ),
+        accuracy=_accuracy(run, result, ref),
     )
 
 
@@ -689,6 +762,7 @@ def _median_run(runs: Sequence[tuple[int, VariantRow]]) -> VariantRow:
         paired=None,
         repeats=Repeats(p50s_ms=p50s, jobs=tuple(row.job for row in rows)),
         rounds=tuple(rounds for row in rows for rounds in row.rounds),
+        accuracy=max((row.accuracy for row in rows), key=lambda c: ACCURACY_ORDER[c.state]),
     )
 
 
@@ -770,8 +844,18 @@ def _split(runs: Iterable[StoredRun]) -> tuple[tuple[VariantRow, ...], tuple[Fai
     return tuple(rows), tuple(failures)
 
 
-def _compare(rows: Sequence[VariantRow]) -> Comparison:
-    ranked = sorted(rows, key=lambda row: (row.p50_per_sample_ms, row.key))
+def _compare(rows: Sequence[VariantRow], *, by_accuracy: bool = False) -> Comparison:
+    """The rows fastest first, or with `by_accuracy` those within their accuracy gate first
+    (then the unmeasured, then those outside it), each fastest first: the first is what the
+    others are compared with."""
+    ranked = sorted(
+        rows,
+        key=lambda row: (
+            ACCURACY_ORDER[row.accuracy.state] if by_accuracy else 0,
+            row.p50_per_sample_ms,
+            row.key,
+        ),
+    )
     fastest = ranked[0]
     varies = tuple(name for name in KEY_FIELDS if len({row.key.value(name) for row in rows}) > 1)
     return Comparison(
@@ -880,12 +964,16 @@ def _ranked(row: VariantRow, fastest: VariantRow) -> Ranked:
     return Ranked(row=row, ratio=ratio, doubts=doubts)
 
 
-def _comparisons(rows: Sequence[VariantRow], by: tuple[str, ...]) -> tuple[Comparison, ...]:
+def _comparisons(
+    rows: Sequence[VariantRow], by: tuple[str, ...], *, by_accuracy: bool = False
+) -> tuple[Comparison, ...]:
     """A comparison per group of rows sharing the fields `by`, where a group has several."""
     groups: dict[tuple[str, ...], list[VariantRow]] = defaultdict(list)
     for row in rows:
         groups[tuple(row.key.value(name) for name in by)].append(row)
-    return tuple(_compare(group) for group in groups.values() if len(group) > 1)
+    return tuple(
+        _compare(group, by_accuracy=by_accuracy) for group in groups.values() if len(group) > 1
+    )
 
 
 def _best_configuration(comparison: Comparison) -> BestConfiguration:
@@ -1085,9 +1173,11 @@ def build_report(
         variants=rows,
         failures=failures,
         by_target=_comparisons(rows, ("model", "precision", "quantization", "batch_size")),
+        # The best of a sweep is the fastest within its accuracy gate: a faster variant
+        # that computes something else is shown beside it, never in its place.
         best_configurations=tuple(
             _best_configuration(comparison)
-            for comparison in _comparisons(rows, ("cluster", "target", "model"))
+            for comparison in _comparisons(rows, ("cluster", "target", "model"), by_accuracy=True)
         ),
         rankings=_comparisons(
             rows, ("cluster", "target", "precision", "quantization", "batch_size")

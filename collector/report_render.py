@@ -201,7 +201,7 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
             *_KEY_HEADINGS,
             *("p50 ms", "95% CI ms", "p90 ms", "p99 ms", "samples/s (p50)", "cv", "iters"),
             *(("runs",) if repeated else ()),
-            *("quantized", "flags", "device", "job", "finished"),
+            *("quantized", "accuracy", "flags", "device", "job", "finished"),
         ),
         rows=tuple(
             (
@@ -215,6 +215,7 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
                 str(row.latency.count),
                 *((_runs(row),) if repeated else ()),
                 row.quantized or "",
+                row.accuracy.describe(),
                 _flags(row),
                 row.device_name or "",
                 row.job,
@@ -230,6 +231,9 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
             "job, finished: the run the number comes from (UTC).",
             "quantized: the layers the quantization reached, as the runner proved it; the "
             "others ran in the precision (an int8 label over mostly fp32 compute).",
+            "accuracy: the outputs against the untouched program's fp32 outputs, judged by the "
+            "variant's gate: passed, accuracy_failed (measured and stored, never the best), or "
+            "not measured (never taken for passing).",
             *((_RUNS_NOTE,) if repeated else ()),
         ),
         kind="detail",
@@ -295,6 +299,8 @@ def _significance_note(best: BestConfiguration) -> str:
         verdict, why = "is", "the ratio's CI excludes 1"
     elif second.doubts:
         verdict, why = "cannot be said to be", "; ".join(second.doubts)
+    elif second.ratio.value < 1:
+        verdict, why = "is not", f"the runner-up is {second.row.accuracy.state}"
     else:
         verdict, why = "is not", "the ratio's CI includes 1"
     close = sum(not entry.is_significant for entry in best.comparison.entries[1:])
@@ -305,11 +311,38 @@ def _significance_note(best: BestConfiguration) -> str:
     )
 
 
+def _accuracy_note(best: BestConfiguration) -> str | None:
+    """What the pick means for accuracy, where it is not simply within its gate."""
+    varies = best.comparison.varies
+    first = best.comparison.entries[0]
+    state = first.row.accuracy.state
+    if state == "accuracy_failed":
+        return "No configuration is within its accuracy gate: the best is fastest by speed alone."
+    if state == "not measured":
+        return (
+            f"{first.row.key.label(varies)}: accuracy not measured; it is best by speed among "
+            "those not known to fail their gate."
+        )
+    failed = best.faster_but_failed
+    if not failed:
+        return None
+    return (
+        f"{plural(len(failed), 'configuration')} faster than the best "
+        f"({', '.join(entry.row.key.label(varies) for entry in failed)}) "
+        f"{'misses' if len(failed) == 1 else 'miss'} its accuracy gate: accuracy_failed."
+    )
+
+
 def _best_table(best: BestConfiguration) -> Table:
     comparison = best.comparison
     varies = comparison.varies
     fastest, runner_up = comparison.entries[:2]
-    picks = [("lowest p50/sample", fastest), ("runner-up", runner_up)]
+    picks = [
+        ("lowest p50/sample", fastest),
+        ("runner-up", runner_up),
+        *(("faster, accuracy_failed", entry) for entry in best.faster_but_failed),
+    ]
+    accuracy = _accuracy_note(best)
     return Table(
         title=(
             f"Best configuration: {comparison.describe()} "
@@ -319,6 +352,7 @@ def _best_table(best: BestConfiguration) -> Table:
             "pick",
             *map(heading, varies),
             *("p50 ms/sample", "95% CI ms/sample", "p50 ms", "samples/s (p50)", "vs best"),
+            "accuracy",
         ),
         rows=tuple(
             (
@@ -329,10 +363,17 @@ def _best_table(best: BestConfiguration) -> Table:
                 format_ms(entry.row.latency.p50_ms),
                 f"{entry.row.samples_per_s:,.1f}",
                 _versus(entry, fastest, varies, "best"),
+                entry.row.accuracy.describe(),
             )
             for pick, entry in picks
         ),
-        notes=(_significance_note(best),),
+        notes=(
+            _significance_note(best),
+            *((accuracy,) if accuracy else ()),
+            "accuracy: the outputs against the untouched program's fp32 outputs on the same "
+            "inputs, judged by the gate its spec sets (docs/runner.md); the best is the "
+            "fastest within it.",
+        ),
     )
 
 
@@ -778,8 +819,29 @@ CSV_COLUMNS: Final = (
     "between_run_spread",
     "flag_reasons",
     "usable",
+    "accuracy",
+    "cosine",
+    "max_rel_error",
+    "max_abs_error",
+    "top1_agreement",
+    "accuracy_failures",
 )
 """`to_csv`'s header; columns are only ever added at the end."""
+
+
+def _csv_accuracy(row: VariantRow) -> dict[str, object]:
+    """The accuracy columns: the gate's verdict ("not measured" is never passing), the worst
+    of each number over the outputs, and what the gate found missing."""
+    check = row.accuracy
+    numbers = check.accuracy
+    return {
+        "accuracy": check.state,
+        **{
+            name: getattr(numbers, name) if numbers else None
+            for name in ("cosine", "max_rel_error", "max_abs_error", "top1_agreement")
+        },
+        "accuracy_failures": "; ".join(check.failures),
+    }
 
 
 def _csv_measured(
@@ -818,6 +880,7 @@ def _csv_measured(
         "flag_reasons": "; ".join(row.flag_reasons),
         # What the run's verdict counts: the other formats say it in words before any table.
         "usable": not row.doubts,
+        **_csv_accuracy(row),
         **(
             {
                 "baseline_p50_ms": change.baseline.latency.p50_ms,

@@ -13,17 +13,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from contract.accuracy import AccuracyGate
 from contract.records import JobIdentity, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 4
+_SCHEMA_VERSION: Final = 5
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
 # Version 3 adds the Job's repeat (`benchmark.repeats`); rows stored before it are NULL,
 # their Jobs' only run.
 _ADDED_IN_3: Final = "ALTER TABLE variant_runs ADD COLUMN repeat INTEGER"
+# Version 5 adds each run's accuracy gate (JSON) and the gate's verdict; rows stored before
+# it are NULL, not judged: their results have no accuracy (a runner before it), "not
+# measured" in every report.
+_ADDED_IN_5: Final = (
+    "ALTER TABLE variant_runs ADD COLUMN accuracy_gate TEXT",
+    "ALTER TABLE variant_runs ADD COLUMN accuracy_failed INTEGER",
+)
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -52,6 +60,8 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     result_source TEXT,
     result_json TEXT,
     collected_at TEXT NOT NULL,
+    accuracy_gate TEXT,
+    accuracy_failed INTEGER,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
 CREATE INDEX IF NOT EXISTS variant_runs_by_workflow ON variant_runs (workflow);
@@ -108,10 +118,16 @@ _COLUMNS: Final = [
     "result_source",
     "result_json",
     "collected_at",
+    "accuracy_gate",
+    "accuracy_failed",
 ]
 
-# The columns that are StoredVariant's own fields, read back by name.
-_VARIANT_COLUMNS: Final = [column for column in _COLUMNS if column in StoredVariant.model_fields]
+# The columns that are StoredVariant's own fields, read back by name (the gate as JSON).
+_VARIANT_COLUMNS: Final = [
+    column
+    for column in _COLUMNS
+    if column in StoredVariant.model_fields and column != "accuracy_gate"
+]
 # The variant's identity, a column per field: its index is the row's job_index, and its id
 # is called variant_id beside the Job's own columns.
 _IDENTITY_COLUMNS: Final = {
@@ -169,7 +185,7 @@ class Added:
 
 
 def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[object, ...]:
-    result = variant.result
+    result, gate = variant.result, variant.accuracy_gate
     ref = variant.variant or (result.variant if result else None)
     values = {
         **job.model_dump(),
@@ -190,6 +206,8 @@ def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[o
         "result_source": variant.result_source,
         "result_json": result.model_dump_json(exclude_none=True) if result else None,
         "collected_at": collected_at,
+        "accuracy_gate": gate.model_dump_json(exclude_none=True) if gate else None,
+        "accuracy_failed": variant.accuracy_failed,
     }
     return tuple(values[column] for column in _COLUMNS)
 
@@ -202,7 +220,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, 4, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -213,7 +231,10 @@ class Store:
                         self._db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
                 if version in {1, 2}:
                     self._db.execute(_ADDED_IN_3)
-                # Version 3 lacks only the tables _SCHEMA creates.
+                if version in {1, 2, 3, 4}:
+                    for statement in _ADDED_IN_5:
+                        self._db.execute(statement)
+                # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
         except sqlite3.DatabaseError as error:
@@ -396,7 +417,7 @@ class Store:
         identity = JobIdentity.model_validate(
             {field: row[field] for field in JobIdentity.model_fields}
         )
-        text = row["result_json"]
+        text, gate = row["result_json"], row["accuracy_gate"]
         ref = None
         if row["variant_id"] is not None:
             ref = VariantRef.model_validate(
@@ -408,6 +429,7 @@ class Store:
                 "index": row["job_index"],
                 "variant": ref,
                 "result": parse_result(str(text)) if text else None,
+                "accuracy_gate": AccuracyGate.model_validate_json(str(gate)) if gate else None,
             }
         )
         return StoredRun(job=identity, variant=variant, collected_at=str(row["collected_at"]))

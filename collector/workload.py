@@ -6,19 +6,22 @@ cluster has but dist/ does not is left to `collector clean`.
 """
 
 import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from collector.harvest import Slot
+from contract.accuracy import AccuracyGate, parse_gates
 from contract.config import CONFIG_FILE, Groups, RunConfig, parse_groups
 from contract.dist import Workload, dist_clusters, read_workload
 from contract.layout import (
     APP_SELECTOR,
     DESCRIPTION_ANNOTATION,
     DIST,
+    GATES_ANNOTATION,
     GROUPS_ANNOTATION,
     OWNER_ANNOTATION,
     REUSES_ANNOTATION,
@@ -31,7 +34,7 @@ from contract.layout import (
     workload_file,
     workload_files,
 )
-from contract.records import JobIdentity, Reuses, parse_reuses, repeat_of
+from contract.records import JobIdentity, Reuses, StoredVariant, parse_reuses, repeat_of
 from contract.variant import VariantRef
 
 
@@ -40,6 +43,7 @@ class WorkloadError(ValueError):
 
 
 log = logging.getLogger(__name__)
+Parsed = TypeVar("Parsed")
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,14 @@ class ExpectedJob:
     owner: str | None = None
     reuses: Reuses = field(default_factory=dict)
     """The recorded variants of earlier Jobs its spec revision reuses (synth's annotation)."""
+    gates: dict[int, AccuracyGate] = field(default_factory=dict)
+    """Each variant's accuracy gate by its index, as the Job says (GATES_ANNOTATION); empty
+    for a Job that says none (a synth before gates): its variants get their defaults."""
+
+    def judged(self, variants: Iterable[StoredVariant]) -> list[StoredVariant]:
+        """`variants` of this Job as they are stored: each judged by the gate the Job says
+        for it, or its default."""
+        return [variant.judged(self.gates.get(variant.index)) for variant in variants]
 
     def positions(self, index: int) -> tuple[int, ...]:
         """The variant indexes completion index `index` runs (itself without config.json)."""
@@ -129,7 +141,10 @@ def expected_from(
         declared=int(declared) if declared.isascii() and declared.isdigit() else None,
         description=annotations.get(DESCRIPTION_ANNOTATION),
         owner=annotations.get(OWNER_ANNOTATION),
-        reuses=_reuses(metadata["name"], annotations.get(REUSES_ANNOTATION)),
+        # A Job whose annotations are not synth's keeps its own results: the report only
+        # misses what its revision reused, and its variants are judged by default gates.
+        reuses=_from_annotation(metadata["name"], annotations, REUSES_ANNOTATION, parse_reuses, {}),
+        gates=_from_annotation(metadata["name"], annotations, GATES_ANNOTATION, parse_gates, {}),
     )
 
 
@@ -150,16 +165,23 @@ def _groups(job: str, annotations: dict[str, str], completions: int) -> Groups |
         return None
 
 
-def _reuses(job: str, text: str | None) -> Reuses:
+def _from_annotation(
+    job: str,
+    annotations: Mapping[str, str],
+    key: str,
+    parse: Callable[[str], Parsed],
+    fallback: Parsed,
+) -> Parsed:
+    """The Job's annotation `key` as `parse` reads it; `fallback` without one, or where it is
+    not synth's (edited by hand), with a warning."""
+    text = annotations.get(key)
+    if text is None:
+        return fallback
     try:
-        return parse_reuses(text)
+        return parse(text)
     except ValueError as error:
-        # Not synth's (edited by hand): the Job's own results are unharmed; only the report
-        # will not show what its revision reused.
-        log.warning(
-            "Job %s: annotation %s is not synth's, ignored: %s", job, REUSES_ANNOTATION, error
-        )
-        return {}
+        log.warning("Job %s: annotation %s is not synth's, ignored: %s", job, key, error)
+        return fallback
 
 
 def clusters_with(root: Path, workflow: str) -> list[str]:

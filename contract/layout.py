@@ -66,6 +66,11 @@ DESCRIPTION_ANNOTATION: Final = "benchfleet.io/description"
 OWNER_ANNOTATION: Final = "benchfleet.io/owner"
 REUSES_ANNOTATION: Final = "benchfleet.io/reuses"
 """On a Job: the recorded variants its revision reuses instead of running (contract.records)."""
+GATES_ANNOTATION: Final = "benchfleet.io/accuracy-gates"
+"""On a Job: each variant's accuracy gate, as its spec sets it (contract.accuracy's
+gates_text). An annotation, outside the Job's name hash: a gate judges stored numbers, so
+editing one renames no Job and re-runs nothing; the collector judges each result by the
+gate its Job says when it stores it."""
 MESH_OPT_OUT_LABELS: Final = {
     "istio-injection": "disabled",
     "kuma.io/sidecar-injection": "disabled",

@@ -15,9 +15,10 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from contract.accuracy import AccuracyGate, default_gate, judge
 from contract.bounded import read_at_most
 from contract.layout import REPEAT_LABEL, record_path
-from contract.result import BenchResult
+from contract.result import BenchResult, OkResult
 from contract.variant import MAX_VARIANTS, VariantRef
 
 RECORD_SCHEMA_VERSION: Final = 1
@@ -63,6 +64,25 @@ class StoredVariant(_Record):
     """The runner container's finishedAt, as the API server reported it."""
     result_source: Literal["termination-message", "log"] | None = None
     result: BenchResult | None = None
+    accuracy_gate: AccuracyGate | None = None
+    """The gate its result was judged by when it was stored: the one its Job said (the
+    spec's, GATES_ANNOTATION), or its precision's and quantization's default."""
+    accuracy_failed: bool | None = None
+    """Whether its result's accuracy misses that gate: the variant is measured and stored
+    all the same, and no report ranks it best. None where nothing was judged: no result, or
+    a result without accuracy (a runner before it, or a reference that failed): "not
+    measured", never passing."""
+
+    def judged(self, gate: AccuracyGate | None) -> "StoredVariant":
+        """This run with its accuracy judged by `gate` (its default where None)."""
+        ref = self.variant or (self.result.variant if self.result else None)
+        if gate is None and ref is not None:
+            gate = default_gate(ref.precision, ref.quantization)
+        failed = None
+        if isinstance(self.result, OkResult) and gate is not None:
+            verdict = judge(self.result.accuracy, gate)
+            failed = verdict.failed if verdict.measured else None
+        return self.model_copy(update={"accuracy_gate": gate, "accuracy_failed": failed})
 
 
 class JobIdentity(_Record):

@@ -8,15 +8,20 @@ this module without torch.
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Final, Literal
+from typing import Annotated, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from contract.accuracy import Accuracy
 from contract.errors import ErrorType
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-RESULT_SCHEMA_VERSION: Final = 1
+SchemaVersion = Literal[1, 2]
+"""The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`); a
+collector that reads only 1 keeps a 2 unread, as a newer runner's, rather than refusing it."""
+READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
+RESULT_SCHEMA_VERSION: Final = 2
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -156,6 +161,10 @@ class Timings(_Result):
     """The cold first call, excluded from warmup and measurement."""
     warmup: PhaseTiming
     measure: PhaseTiming
+    accuracy_s: float | None = Field(default=None, ge=0)
+    """The accuracy pass, outside warmup and the timed loop: the reference's outputs where
+    this variant computed them (the first of its model, batch and inputs in the pod) and the
+    comparison. None in results of runners before it."""
 
 
 class Memory(_Result):
@@ -249,7 +258,7 @@ class ErrorInfo(_Result):
 class _ResultBase(_Result):
     """What every result says about itself; `status` tells which kind it is."""
 
-    schema_version: Literal[1] = RESULT_SCHEMA_VERSION
+    schema_version: SchemaVersion = RESULT_SCHEMA_VERSION
     status: str
     workflow: str | None = None
     target: str | None = None
@@ -273,6 +282,9 @@ class OkResult(_ResultBase):
     samples: Samples | None = None
     """Every iteration's duration: on the log line only, never in the termination log (see
     `samples_in_log`)."""
+    accuracy: Accuracy | None = None
+    """The outputs against the untouched program's fp32 outputs on the same inputs. None in
+    results of runners before it: not measured, which no report takes for passing."""
     samples_in_log: bool = False
     """Set in the termination log's copy of a result with samples: the log line has them. The
     collector stores the copy so marked until it reads them, and needs them for nothing it
@@ -346,6 +358,28 @@ def without_samples(result: BenchResult) -> BenchResult:
     return result.model_copy(update={"samples": None, "samples_in_log": True})
 
 
+def _without_details(result: BenchResult) -> BenchResult:
+    """`result` without what only a reader of one run wants: the proof of what ran, timings,
+    memory, contention, GPU telemetry, and the accuracy's per-output numbers and inputs. Its
+    accuracy's summary stays, beside the statistics and the validity flags: a variant's
+    accuracy decides whether it may win, whatever happens to its log."""
+    if not isinstance(result, OkResult):
+        return result
+    accuracy = result.accuracy
+    return result.model_copy(
+        update={
+            "applied": None,
+            "timings": None,
+            "memory": None,
+            "contention": None,
+            "gpu": None,
+            "accuracy": accuracy.model_copy(update={"outputs": None, "inputs": None})
+            if accuracy
+            else None,
+        }
+    )
+
+
 def _without_reasons(result: BenchResult) -> BenchResult:
     if not isinstance(result, OkResult) or result.validity is None:
         return result
@@ -366,19 +400,7 @@ _COMPACTIONS: Final[tuple[Callable[[BenchResult], BenchResult], ...]] = (
     lambda r: r.model_copy(update={"rounds": None}) if isinstance(r, OkResult) else r,
     _short_error,
     lambda r: r.model_copy(update={"environment": None}),
-    lambda r: (
-        r.model_copy(
-            update={
-                "applied": None,
-                "timings": None,
-                "memory": None,
-                "contention": None,
-                "gpu": None,
-            }
-        )
-        if isinstance(r, OkResult)
-        else r
-    ),
+    _without_details,
     # Last before stubs: the validity flags stay, their words (longer the more a loaded node
     # disturbed the run) go, so that load does not turn a group's results into stubs.
     _without_reasons,

@@ -64,7 +64,7 @@ def _store(
             mine = [o for o in outcomes if o.plan.job_name == expected.identity.job]
             if mine:
                 identity = local_identity(expected)
-                store.add(identity, stored_variants(mine, expected), replace=True)
+                store.add(identity, expected.judged(stored_variants(mine, expected)), replace=True)
                 identities.append(identity)
     return identities
 

@@ -36,6 +36,7 @@ from contract.errors import ExitCode, most_severe
 from contract.reported import REPORTED_ENV, read_reported
 from contract.result import BenchResult, ErrorInfo, ErrorResult
 from contract.variant import VariantRef
+from runner.accuracy import References
 from runner.channel import emit
 from runner.errors import ConfigError, RunnerError, Terminated
 from runner.programs import Programs
@@ -135,17 +136,24 @@ def _failures(
 
 
 def _run(
-    config: RunConfig, variant: VariantConfig, paths: RunPaths, programs: Programs
+    config: RunConfig,
+    variant: VariantConfig,
+    paths: RunPaths,
+    programs: Programs,
+    references: References,
 ) -> list[Outcome]:
     """One variant of the group: its result, or its own error result."""
     try:
-        return [(run_variant(config, variant, paths, programs), ExitCode.OK)]
+        return [(run_variant(config, variant, paths, programs, references), ExitCode.OK)]
     except Exception as error:
         return _failures(error, config, (variant,))
 
 
 def _run_interleaved(
-    config: RunConfig, variants: Sequence[VariantConfig], programs: Programs
+    config: RunConfig,
+    variants: Sequence[VariantConfig],
+    programs: Programs,
+    references: References,
 ) -> list[Outcome]:
     """Variants of one model in alternating rounds: those that fail to prepare report their
     error, the others are measured together."""
@@ -153,7 +161,7 @@ def _run_interleaved(
     prepared: list[Prepared] = []
     for variant in variants:
         try:
-            prepared.append(prepare_variant(config, variant, programs))
+            prepared.append(prepare_variant(config, variant, programs, references))
         except Exception as error:
             outcomes += _failures(error, config, (variant,))
     if prepared:
@@ -213,15 +221,16 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
         paths = RunPaths(args.models, scratch, args.ca)
         programs = Programs(args.models, scratch, args.ca, args.oci_models)
+        references = References()
         for planned in runs(group, config.interleave):
             unit = _not_reported(planned, args.reported, index)
             if not unit:
                 continue
             current = unit[0]
             outcomes = (
-                _run(config, unit[0], paths, programs)
+                _run(config, unit[0], paths, programs, references)
                 if len(unit) == 1
-                else _run_interleaved(config, unit, programs)
+                else _run_interleaved(config, unit, programs, references)
             )
             current = None  # its results are in hand: a SIGTERM from here on is the group's
             for result, code in outcomes:

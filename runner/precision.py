@@ -6,6 +6,8 @@ fp32 forbids that explicitly, since cuDNN convolutions default to TF32 on Ampere
 """
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Final
 
 import torch
@@ -40,6 +42,30 @@ def set_fp32_math(precision: Precision, device: torch.device) -> str | None:
     torch.backends.cudnn.conv.fp32_precision = mode  # type: ignore[attr-defined]
     torch.backends.cudnn.rnn.fp32_precision = mode  # type: ignore[attr-defined]
     return mode
+
+
+@contextmanager
+def ieee_fp32(device: torch.device) -> Iterator[None]:
+    """CUDA's fp32 math forced to IEEE inside (what the fp32 precision sets), and back to what
+    it was afterwards: the accuracy reference must not be computed in TF32 because a tf32
+    variant of the pod set it."""
+    if device.type != "cuda":
+        yield
+        return
+    # torch's stubs lack cudnn.conv and cudnn.rnn (see set_fp32_math).
+    cudnn = torch.backends.cudnn
+    before = (
+        torch.backends.cuda.matmul.fp32_precision,
+        cudnn.conv.fp32_precision,  # type: ignore[attr-defined]
+        cudnn.rnn.fp32_precision,  # type: ignore[attr-defined]
+    )
+    set_fp32_math(Precision.FP32, device)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.fp32_precision = before[0]
+        cudnn.conv.fp32_precision = before[1]  # type: ignore[attr-defined]
+        cudnn.rnn.fp32_precision = before[2]  # type: ignore[attr-defined]
 
 
 def cast(module: GraphModule, dtype: torch.dtype, device: torch.device) -> GraphModule:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch.utils import _pytree as pytree
 
+from contract.accuracy import Accuracy
 from contract.config import RunConfig, VariantConfig
 from contract.result import (
     Applied,
@@ -25,11 +25,12 @@ from contract.result import (
 from contract.samples import encode
 from contract.variant import Precision, Quantization, VariantRef
 from runner import contention, precision, quantize, rounds
+from runner.accuracy import References, compare, leaves
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
 from runner.gpu_telemetry import GpuSampler, nvml_uuid
-from runner.inputs import check_inputs, expected_inputs, make_inputs
+from runner.inputs import as_variant, check_inputs, draw_inputs, expected_inputs, id_bounds
 from runner.measure import PhaseOutcome, Step, run_phase
 from runner.memory import peak_rss_bytes
 from runner.programs import Programs, own_module
@@ -88,9 +89,7 @@ def _phase_timing(outcome: PhaseOutcome) -> PhaseTiming:
 
 
 def _tensors(output: object) -> list[torch.Tensor]:
-    # A program's output is a tensor or a tuple, list or dict of them, nested (the archive
-    # check admits no other container): its leaves, in order.
-    return [leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor)]
+    return [leaf for leaf in leaves(output) if isinstance(leaf, torch.Tensor)]
 
 
 def _all_finite(output: object) -> bool:
@@ -150,6 +149,9 @@ class Prepared:
     warmup: PhaseOutcome
     step: Step
     last_output: list[object]
+    accuracy: Accuracy
+    accuracy_s: float
+    """The accuracy pass: the reference where this variant computed it, and the comparison."""
 
 
 @dataclass(frozen=True)
@@ -171,12 +173,20 @@ def _allocator_failures() -> Iterator[None]:
 
 
 def run_variant(
-    config: RunConfig, variant: VariantConfig, paths: RunPaths, programs: Programs | None = None
+    config: RunConfig,
+    variant: VariantConfig,
+    paths: RunPaths,
+    programs: Programs | None = None,
+    references: References | None = None,
 ) -> OkResult:
-    """Measure `variant` of `config`, taking its model from `programs` (a fresh load without);
-    raises RunnerError subclasses on failure."""
+    """Measure `variant` of `config`, taking its model from `programs` (a fresh load without)
+    and its accuracy reference from `references` (computed without); raises RunnerError
+    subclasses on failure."""
     ready = prepare_variant(
-        config, variant, programs or Programs(paths.models, paths.scratch, paths.ca)
+        config,
+        variant,
+        programs or Programs(paths.models, paths.scratch, paths.ca),
+        references,
     )
     with _allocator_failures():
         blocks, span = _timed(ready, lambda: [[run_phase(ready.step, config.measure, at_least=1)]])
@@ -207,13 +217,21 @@ def run_interleaved(config: RunConfig, variants: Sequence[Prepared]) -> list[OkR
     ]
 
 
-def prepare_variant(config: RunConfig, variant: VariantConfig, programs: Programs) -> Prepared:
-    """Load, prepare and warm up `variant`; raises RunnerError subclasses on failure."""
+def prepare_variant(
+    config: RunConfig,
+    variant: VariantConfig,
+    programs: Programs,
+    references: References | None = None,
+) -> Prepared:
+    """Load, prepare and warm up `variant`, and compare its outputs with the reference's;
+    raises RunnerError subclasses on failure."""
     with _allocator_failures():
-        return _prepare(config, variant, programs)
+        return _prepare(config, variant, programs, references or References())
 
 
-def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> Prepared:
+def _prepare(
+    config: RunConfig, variant: VariantConfig, programs: Programs, references: References
+) -> Prepared:
     if variant.model not in config.models:
         raise ConfigError(f"variant {variant.index} names model {variant.model!r}, not in models")
     model = config.models[variant.model]
@@ -226,8 +244,13 @@ def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> P
     began = time.perf_counter()
     program = programs.program(variant.model, model)
     check_inputs(variant, expected_inputs(program))
-    module = own_module(program)
     load_s = time.perf_counter() - began
+    drawn, how_drawn = draw_inputs(variant, id_bounds(program))
+    reference, reference_s = references.of(variant, program, drawn, device)
+
+    began = time.perf_counter()
+    module = own_module(program)
+    load_s += time.perf_counter() - began
     if training := _training_ops(module):
         raise UnsupportedVariant(
             f"model {variant.model} was exported in training mode ({', '.join(training)}): "
@@ -239,7 +262,7 @@ def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> P
     fp32_math = precision.set_fp32_math(variant.precision, device)
     report = quantize.quantize(module, variant.quantization)
     module = precision.cast(module, dtype, device)
-    inputs = make_inputs(variant, dtype, device)
+    inputs = as_variant(drawn, dtype, device)
     prepare_s = time.perf_counter() - began
 
     last_output: list[object] = []
@@ -253,6 +276,10 @@ def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> P
             torch.cuda.reset_peak_memory_stats(device)
         first_ns = _first_iteration(step, variant)
         warmup = run_phase(step, config.warmup)
+        began = time.perf_counter()
+        # The last warm-up call's output: these inputs, this module, no call of its own.
+        accuracy = compare(last_output[0], reference, how_drawn)
+        compare_s = time.perf_counter() - began
     return Prepared(
         variant=variant,
         device=device,
@@ -269,6 +296,8 @@ def _prepare(config: RunConfig, variant: VariantConfig, programs: Programs) -> P
         warmup=warmup,
         step=step,
         last_output=last_output,
+        accuracy=accuracy,
+        accuracy_s=reference_s + compare_s,
     )
 
 
@@ -327,6 +356,7 @@ def _result(
             first_iteration_ms=ready.first_ns / 1e6,
             warmup=_phase_timing(ready.warmup),
             measure=_phase_timing(measured),
+            accuracy_s=ready.accuracy_s,
         ),
         memory=Memory(
             peak_rss_bytes=peak_rss_bytes(),
@@ -357,6 +387,7 @@ def _result(
         gpu=span.telemetry,
         environment=fingerprint(device, device_name(device, cpu), ready.threads, ready.quota),
         samples=encode(measured.durations_ns),
+        accuracy=ready.accuracy,
         paired=paired,
         rounds=round_share,
     )

@@ -7,7 +7,9 @@ from synth.limits import MAX_ANNOTATION_BYTES
 
 HINT = (
     "shorten the description or the owner; where the Job reuses thousands of recorded "
-    "results (benchfleet.io/reuses), split the workflow"
+    "results (benchfleet.io/reuses), split the workflow; where thousands of its variants "
+    "have gates of their own (benchfleet.io/accuracy-gates: models[i].accuracy), give "
+    "models a shared one in benchmark.accuracy"
 )
 
 

@@ -26,16 +26,28 @@ from synth.modelfiles import ModelFiles
 
 CACHE_DIR: Final = Path(SYNTH_CACHE)
 _SOURCES: Final = Path(__file__).resolve().parent.parent
-_CONTRACTS: Final = ("contract/config.py", "runner/errors.py")
-"""What synth imports from the runner: config.json's shape and the exit codes Jobs act on."""
+_CONTRACTS: Final = ("contract", "runner/errors.py")
+"""What synth renders from besides itself: the whole contract (config.json's shape, label
+and annotation keys, the accuracy gates' defaults and their annotation, the records) and
+the exit codes Jobs act on. Only config.py was hashed once, and an edit of another contract
+module (a default gate) left every cached render stale."""
+
+
+def rendering_sources() -> list[Path]:
+    """Every source file whose code decides what synth renders, sorted."""
+    sources = [_SOURCES / "synth", *(_SOURCES / name for name in _CONTRACTS)]
+    return sorted(
+        found
+        for source in sources
+        for found in (source.rglob("*.py") if source.is_dir() else [source])
+    )
 
 
 @cache
 def code_digest() -> str:
     """sha256 over the code that renders manifests."""
     sha = hashlib.sha256(version("cdk8s").encode())
-    contracts = [_SOURCES / name for name in _CONTRACTS]
-    for path in sorted([*(_SOURCES / "synth").rglob("*.py"), *contracts]):
+    for path in rendering_sources():
         sha.update(path.relative_to(_SOURCES).as_posix().encode())
         sha.update(path.read_bytes())
     return sha.hexdigest()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any, Final
 
+from contract.accuracy import gates_text, variant_gate
 from contract.config import (
     CA_DIR,
     CA_ENV,
@@ -37,6 +38,7 @@ from contract.layout import (
     APP_LABEL,
     COMPLETION_INDEX_KEY,
     DESCRIPTION_ANNOTATION,
+    GATES_ANNOTATION,
     GROUPS_ANNOTATION,
     HOSTNAME_LABEL,
     JOB_LABEL,
@@ -66,7 +68,7 @@ from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import DIGEST_LENGTH, ca_bundle_name, job_name, model_bundle_name
 from synth.recorded import Recorded
 from synth.scratch import quantity, tmp_bytes
-from synth.spec import MeasurePhase, ModelSpec, Phase, Scheduling, Target
+from synth.spec import MeasurePhase, ModelSpec, Phase, Scheduling, Target, Workflow
 from synth.sweep import Variant
 
 TOOL_VERSION: Final = version("benchfleet")
@@ -417,6 +419,24 @@ def run_config(
         ),
         groups=groups,
         interleave=workflow.benchmark.interleave,
+    )
+
+
+def accuracy_gates(workflow: Workflow, config: RunConfig) -> str:
+    """The GATES_ANNOTATION of a Job running `config`: each variant's gate, from its
+    precision's and quantization's defaults, the workflow's thresholds and its model's."""
+    models = {model.name: model.accuracy for model in workflow.models}
+    return gates_text(
+        (
+            variant.index,
+            variant_gate(
+                variant.precision,
+                variant.quantization,
+                workflow.benchmark.accuracy,
+                models[variant.model],
+            ),
+        )
+        for variant in config.variants
     )
 
 
@@ -784,6 +804,8 @@ class _Workflow:
                 # Outside the name's hash, like the others: what the report shows beside
                 # this Job's own results.
                 **({REUSES_ANNOTATION: reuses_text(reuses)} if reuses else {}),
+                # Outside the hash too: a gate judges the numbers, it changes none of them.
+                GATES_ANNOTATION: accuracy_gates(workflow, config),
             },
             config=config,
             job_spec=name_job_spec(job_spec, name),

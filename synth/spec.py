@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from contract.accuracy import AccuracyGate
 from contract.config import (
     DEFAULT_DOWNLOAD_BYTES,
     MAX_VARIANTS_PER_POD,
@@ -121,6 +122,15 @@ ModelSource = Literal["file", "image_path", "url", "oci"]
 _SOURCES: Final[tuple[ModelSource, ...]] = ("file", "image_path", "url", "oci")
 
 
+class AccuracyGateSpec(AccuracyGate, SpecModel):
+    """Thresholds on how far a variant's outputs may be from the untouched program's fp32
+    outputs on the same inputs (docs/runner.md, "Accuracy"). Each threshold given replaces
+    that threshold's default, which depends on the variant's precision and quantization
+    (docs/specs.md lists them); those left out keep theirs. A variant outside its gate is
+    measured and stored, flagged `accuracy_failed`, and never ranked best. The gate judges
+    stored numbers: editing it re-runs nothing and renames no Job."""
+
+
 class ModelSpec(SpecModel):
     """A model to benchmark: a `torch.export` program (`.pt2`) from exactly one source."""
 
@@ -161,6 +171,9 @@ class ModelSpec(SpecModel):
     server has a certificate from your company's CA. Default: the fleet's `ca_bundle`."""
     inputs: list[InputSpec] | None = Field(default=None, min_length=1)
     """This model's inputs, where they differ from `benchmark.inputs`."""
+    accuracy: AccuracyGateSpec | None = None
+    """This model's accuracy thresholds, over `benchmark.accuracy`'s (each one given replaces
+    that threshold, the others stay)."""
 
     @field_validator("file")
     @classmethod
@@ -449,6 +462,9 @@ class Benchmark(SpecModel):
     """The design note's form of `measure.min_iterations`."""
     warmup_iterations: Annotated[StrictInt, Field(ge=0)] | None = None
     """The design note's form of `warmup.min_iterations`."""
+    accuracy: AccuracyGateSpec | None = None
+    """Accuracy thresholds for every variant, over the defaults of its precision and
+    quantization; `models[i].accuracy` overrides them per model."""
     interleave: StrictBool = False
     """Measure the variants of one model that share a pod (`scheduling.variants_per_pod`
     above 1) in alternating rounds, A B B A, within the measure phase's bounds, so their

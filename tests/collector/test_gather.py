@@ -12,13 +12,17 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from collector.cli import cli
-from contract.layout import REPEAT_LABEL, REUSES_ANNOTATION
+from collector.workload import expected_from
+from contract.accuracy import Accuracy, AccuracyGate, default_gate, gates_text
+from contract.layout import GATES_ANNOTATION, REPEAT_LABEL, REUSES_ANNOTATION
 from contract.records import read_record, reuses_text
 from contract.result import OkResult, parse_result, without_samples
+from contract.variant import Precision, Quantization
 from standin import objects
 from standin.api import FakeApiServer
 from standin.fixture import fixture_root
@@ -34,6 +38,7 @@ from tests.collector.gathering import (
     requests,
     rows,
 )
+from tests.collector.stored import succeeded
 from tests.test_records import tiny_variants
 
 
@@ -566,3 +571,58 @@ def test_clean_that_may_list_no_namespace_fails_saying_so(
     assert "may not list Jobs in any benchfleet namespace (benchfleet-dev, benchfleet-prod)" in (
         run.output
     )
+
+
+def _measured(job: Obj, index: int, cosine: float) -> OkResult:
+    result = objects.ok_result(job, index)
+    assert isinstance(result, OkResult)
+    accuracy = Accuracy(seed=0, cosine=cosine, max_rel_error=1e-7, top1_agreement=1.0)
+    return result.model_copy(update={"accuracy": accuracy})
+
+
+def _judged(repo: Path) -> list[tuple[int, str | None, int | None]]:
+    with sqlite3.connect(repo / ".benchfleet" / "results.sqlite") as db:
+        query = "SELECT job_index, accuracy_gate, accuracy_failed FROM variant_runs ORDER BY 1"
+        return list(db.execute(query))
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["as synth wrote it", "gate loosened"])
+def test_each_result_is_judged_by_the_gate_its_job_says(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj, edited: bool
+) -> None:
+    """Index 0 (fp32) matches its reference; index 1 (bf16) is far from it: outside the
+    default gate, inside a loosened one (an edited spec, whose annotation Flux updates in
+    place, under the same Job name); the rest carry no accuracy: not judged."""
+    if edited:
+        workload = repo / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml"
+        loose = gates_text((i, AccuracyGate(min_cosine=0.9)) for i in range(6))
+        documents = list(yaml.safe_load_all(workload.read_text(encoding="utf-8")))
+        for document in documents:
+            document["metadata"].setdefault("annotations", {})[GATES_ANNOTATION] = loose
+        workload.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    results = {0: _measured(job, 0, 1.0), 1: _measured(job, 1, 0.98)}
+    for index in range(6):
+        api.add("pods", objects.succeeded_pod(job, index, results.get(index)))
+    api.add("jobs", objects.complete(job))
+    run = collector("gather")
+    assert run.exit_code == 0, run.output
+    judged = _judged(repo)
+    assert [failed for _, _, failed in judged] == [0, 0 if edited else 1, None, None, None, None]
+    gate = AccuracyGate.model_validate_json(str(judged[1][1]))
+    assert gate.min_cosine == (0.9 if edited else 0.999)
+    stored = read_record(record_of(repo, job)).variants
+    assert [v.accuracy_failed for v in stored[:2]] == [False, not edited]
+    assert stored[1].accuracy_gate == gate
+
+
+def test_a_gates_annotation_that_is_not_synths_leaves_the_default_gates(
+    job: Obj, caplog: pytest.LogCaptureFixture
+) -> None:
+    edited = copy.deepcopy(job)
+    edited["metadata"]["annotations"][GATES_ANNOTATION] = '[{"gate": {"min_cosine": 5}}]'
+    expected = expected_from("us-east", edited)
+    assert expected.gates == {}
+    assert f"annotation {GATES_ANNOTATION} is not synth's, ignored" in caplog.text
+    stored = succeeded(0).judged(expected.gates.get(0))
+    assert stored.accuracy_gate == default_gate(Precision.FP32, Quantization.NONE)
+    assert expected_from("us-east", job).gates, "synth's own annotation is read"

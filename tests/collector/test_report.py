@@ -3,6 +3,7 @@ user text and give the same bytes for the same runs."""
 
 import base64
 import csv
+import dataclasses
 import io
 import json
 import random
@@ -27,6 +28,7 @@ from collector.report_html import to_html
 from collector.report_render import CSV_COLUMNS, lay_out, to_csv, to_json, to_markdown, to_text
 from collector.store import StoredRun
 from collector.verdict import ADVICE, run_verdict, verdict_lines
+from contract.accuracy import Accuracy, AccuracyGate
 from contract.order_stats import paired_ratio
 from contract.records import JobIdentity, Reuses, StoredVariant
 from contract.result import (
@@ -1207,6 +1209,114 @@ def test_what_an_edited_record_says_cannot_forge_a_line_of_the_report(
     for text in (to_text(report), to_markdown(report)):
         assert not [line for line in text.splitlines() if line.startswith("::")]
         assert [line for line in text.splitlines() if "latency" in line and "::error" in line]
+
+
+def _with_accuracy(
+    run: StoredRun, accuracy: Accuracy | None, gate: AccuracyGate | None = None
+) -> StoredRun:
+    """`run` with its result's accuracy, judged as gather stores it: by `gate`, the one its
+    Job said, or its default."""
+    result = run.variant.result
+    assert isinstance(result, OkResult)
+    variant = run.variant.model_copy(
+        update={"result": result.model_copy(update={"accuracy": accuracy})}
+    )
+    return dataclasses.replace(run, variant=variant.judged(gate))
+
+
+EXACT = Accuracy(seed=0, cosine=1.0, max_rel_error=1e-7, top1_agreement=1.0)
+CLOSE = Accuracy(seed=0, cosine=0.99999, max_rel_error=0.004, top1_agreement=1.0)
+FAR = Accuracy(seed=0, cosine=0.95, max_rel_error=0.3, top1_agreement=1.0)
+
+
+def _precisions(make_run: MakeRun, *rows: tuple[str, float, Accuracy | None]) -> list[StoredRun]:
+    return [
+        _with_accuracy(make_run(precision=precision, p50_ms=p50), accuracy)
+        for precision, p50, accuracy in rows
+    ]
+
+
+def test_a_faster_variant_outside_its_gate_is_never_the_best_and_says_accuracy_failed(
+    make_run: MakeRun,
+) -> None:
+    runs = _precisions(make_run, ("fp32", 2.0, EXACT), ("fp16", 1.2, CLOSE), ("bf16", 0.6, FAR))
+    report = build_report(runs)
+    (best,) = report.best_configurations
+    assert [e.row.key.precision for e in best.comparison.entries] == ["fp16", "fp32", "bf16"]
+    assert [e.row.key.precision for e in best.faster_but_failed] == ["bf16"]
+    assert best.is_significant, "the runner-up within the gate is fp32, slower beyond noise"
+    text = to_text(report)
+    assert "faster, accuracy_failed" in text
+    assert (
+        "accuracy_failed: cosine 0.95 < min_cosine 0.999; max_rel_error 0.3 > max_rel_error" in text
+    )
+    assert "1 configuration faster than the best (bf16) misses its accuracy gate" in text
+    (bf16,) = [row for row in report.variants if row.key.precision == "bf16"]
+    assert bf16.accuracy.state == "accuracy_failed"
+
+
+def test_the_gate_its_job_said_decides_not_the_default(make_run: MakeRun) -> None:
+    loose = AccuracyGate(min_cosine=0.9, max_rel_error=0.5)
+    runs = [
+        _with_accuracy(make_run(precision="fp32", p50_ms=2.0), EXACT),
+        _with_accuracy(make_run(precision="bf16", p50_ms=0.6), FAR, gate=loose),
+    ]
+    (best,) = build_report(runs).best_configurations
+    assert best.comparison.entries[0].row.key.precision == "bf16"
+    assert best.comparison.entries[0].row.accuracy.state == "passed"
+
+
+def test_an_unmeasured_accuracy_is_never_taken_for_passing(make_run: MakeRun) -> None:
+    runs = _precisions(make_run, ("fp32", 2.0, EXACT), ("fp16", 1.0, None))
+    report = build_report(runs)
+    (best,) = report.best_configurations
+    assert [e.row.key.precision for e in best.comparison.entries] == ["fp32", "fp16"]
+    assert not best.is_significant
+    assert "not measured (a runner before accuracy)" in to_text(report)
+
+
+def test_results_from_before_accuracy_rank_by_speed_and_say_they_were_not_measured(
+    sweep: list[StoredRun],
+) -> None:
+    report = build_report(sweep)
+    (best,) = report.best_configurations
+    assert best.comparison.entries[0].row.key.precision == "fp16"
+    assert {row.accuracy.state for row in report.variants} == {"not measured"}
+    assert "accuracy not measured; it is best by speed among those not known to fail" in (
+        to_text(report)
+    )
+
+
+def test_with_every_variant_outside_its_gate_the_report_says_so(make_run: MakeRun) -> None:
+    runs = _precisions(make_run, ("fp16", 1.2, FAR), ("bf16", 0.6, FAR))
+    report = build_report(runs)
+    (best,) = report.best_configurations
+    assert best.comparison.entries[0].row.key.precision == "bf16"
+    assert "No configuration is within its accuracy gate" in to_text(report)
+
+
+def test_repeats_take_the_worst_accuracy_of_their_runs(make_run: MakeRun) -> None:
+    first = _with_accuracy(make_run(precision="bf16", p50_ms=1.0), CLOSE)
+    second = _with_accuracy(make_run(precision="bf16", p50_ms=1.1), FAR)
+    second = dataclasses.replace(
+        second, job=second.job.model_copy(update={"job": "gpu-comparison-a100-r1", "repeat": 1})
+    )
+    (row,) = build_report([first, second]).variants
+    assert row.repeats is not None
+    assert row.accuracy.state == "accuracy_failed"
+
+
+def test_csv_and_json_carry_each_variants_accuracy(make_run: MakeRun) -> None:
+    runs = _precisions(make_run, ("fp32", 2.0, EXACT), ("bf16", 0.6, FAR), ("fp16", 1.0, None))
+    report = build_report(runs)
+    rows = {row["precision"]: row for row in csv.DictReader(io.StringIO(to_csv(report)))}
+    assert (rows["fp32"]["accuracy"], rows["fp32"]["cosine"]) == ("passed", "1.0")
+    assert rows["bf16"]["accuracy"] == "accuracy_failed"
+    assert rows["bf16"]["accuracy_failures"].startswith("cosine 0.95 < min_cosine 0.999")
+    assert (rows["fp16"]["accuracy"], rows["fp16"]["cosine"]) == ("not measured", "")
+    document = json.loads(to_json(report))
+    states = {v["key"]["precision"]: v["accuracy"]["state"] for v in document["variants"]}
+    assert states == {"fp32": "passed", "bf16": "accuracy_failed", "fp16": "not measured"}
 
 
 def _shared_node_sweep(make_run: MakeRun, flagged: int) -> list[StoredRun]:

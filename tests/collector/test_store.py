@@ -7,11 +7,14 @@ from pathlib import Path
 import pytest
 
 from collector.store import Store, StoreError, open_store
+from contract.accuracy import Accuracy, AccuracyGate
 from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
 from contract.samples import encode
 from tests.collector.stored import JOB, NOW, failed, succeeded
+
+ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
 
 
 @pytest.fixture
@@ -102,14 +105,15 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        db.execute("ALTER TABLE variant_runs DROP COLUMN repeat")
+        for column in ("repeat", *ADDED_IN_5):
+            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
         assert [run.variant.index for run in store.runs("cpu-smoke")] == [0]
     with sqlite3.connect(path) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(variant_runs)")}
         assert not columns & {"device_name", "model_sha256", "status", "p50_ms"}
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
 
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
@@ -117,14 +121,54 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        db.execute("ALTER TABLE variant_runs DROP COLUMN repeat")
+        for column in ("repeat", *ADDED_IN_5):
+            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 2")
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
     with open_store(path) as store:
         store.add(repeated, [succeeded(0)])
         assert [run.job.repeat for run in store.runs("cpu-smoke")] == [None, 1]
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+
+
+def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "results.sqlite"
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)])
+    with sqlite3.connect(path) as db:
+        for column in ADDED_IN_5:
+            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
+        db.execute("PRAGMA user_version = 4")
+    judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
+    with open_store(path) as store:
+        store.add(JOB, [judged])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.variant.accuracy_gate, earlier.variant.accuracy_failed) == (None, None)
+    assert later.variant == judged
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+
+
+@pytest.mark.parametrize(
+    ("cosine", "failed"), [(0.999, False), (0.98, True), (None, None)], ids=str
+)
+def test_a_runs_gate_and_verdict_read_back_from_store_and_record(
+    store: Store, tmp_path: Path, cosine: float | None, failed: bool | None
+) -> None:
+    measured = succeeded(0)
+    assert isinstance(measured.result, OkResult)
+    accuracy = Accuracy(seed=0, cosine=cosine) if cosine is not None else None
+    result = measured.result.model_copy(update={"accuracy": accuracy})
+    judged = measured.model_copy(update={"result": result}).judged(AccuracyGate(min_cosine=0.99))
+    assert judged.accuracy_failed is failed
+    store.add(JOB, [judged], NOW)
+    [run] = store.runs("cpu-smoke")
+    assert run.variant == judged
+    path, _ = write_record(tmp_path, record(judged))
+    assert read_record(path).variants == (judged,)
 
 
 def test_samples_stay_in_the_store_and_out_of_the_git_record(store: Store, tmp_path: Path) -> None:

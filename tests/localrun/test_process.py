@@ -157,6 +157,14 @@ def test_the_command_stores_local_runs_and_reports_them(quick_root: Path) -> Non
     assert p50_ms is not None and p50_ms > 0
     assert "benchfleet report: cpu-smoke" in run.stdout
     assert "tiny-mlp" in run.stdout and "local" in run.stdout
+    # Judged by the gate the Job says, as gather judges a cluster's run: fp32 against its
+    # own fp32 reference passes.
+    with sqlite3.connect(quick_root / DATABASE) as db:
+        query = (
+            "SELECT json_extract(accuracy_gate, '$.min_cosine'), accuracy_failed FROM variant_runs"
+        )
+        assert db.execute(query).fetchall() == [(0.99999, 0)]
+    assert "passed (cosine 1" in run.stdout
 
 
 def test_running_again_replaces_the_earlier_local_run(quick_root: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from synth.cache import RenderCache
+from synth.cache import RenderCache, rendering_sources
 from synth.load import load_specs
 from synth.render import render
 from tests.conftest import REPO_ROOT, TEST_DATA
@@ -92,6 +92,19 @@ def test_a_changed_model_file_is_rendered_anew(
     after = render(load_specs(spec_repo), cache)
     assert after != before
     assert after == render(load_specs(spec_repo))
+
+
+def test_the_cache_key_covers_every_module_synth_renders_from() -> None:
+    # synth renders from all of contract/ (a default accuracy gate ends up in every Job's
+    # annotation): hashing config.py alone left renders stale after such an edit.
+    hashed = {path.relative_to(REPO_ROOT).as_posix() for path in rendering_sources()}
+    every = {
+        path.relative_to(REPO_ROOT).as_posix()
+        for folder in ("synth", "contract")
+        for path in (REPO_ROOT / folder).rglob("*.py")
+    }
+    assert every <= hashed
+    assert "contract/accuracy.py" in hashed and "runner/errors.py" in hashed
 
 
 def test_the_command_line_starts_without_cdk8s() -> None:

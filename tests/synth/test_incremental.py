@@ -149,6 +149,13 @@ EDITS: dict[str, Edit] = {
             f"{MEASURE}  interleave: true\n",
         )
     ),
+    "`benchmark.accuracy`, `models[].accuracy`": Edit(
+        lambda _, text: _replaced(
+            _replaced(text, MEASURE, f"{MEASURE}  accuracy: {{min_cosine: 0.9}}\n"),
+            "inputs: [{shape: [64]}]\n",
+            "inputs: [{shape: [64]}]\n    accuracy: {max_rel_error: 0.5}\n",
+        )
+    ),
     "`description`, `owner`": _spec("description: incremental sweeps", "description: edited"),
     "`default_priority` in `specs/clusters.yaml`": Edit(_fleet_default_priority),
 }

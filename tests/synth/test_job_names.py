@@ -54,6 +54,12 @@ def job_names(root: Path, spec: Path) -> dict[str, str]:
         (("sha256: cdcd", "sha256: efef"), {"a100", "t4"}),
         (("description: d", "description: a better description"), set()),
         (("owner: o", "owner: someone-else"), set()),
+        # A gate judges stored numbers: it changes what the Job says, not what it runs.
+        (
+            ("inputs: [{shape: [64]}]", "inputs: [{shape: [64]}]\n  accuracy: {min_cosine: 0.9}"),
+            set(),
+        ),
+        (("    sha256: cdcd", "    accuracy: {max_abs_error: 0.1}\n    sha256: cdcd"), set()),
     ],
 )
 def test_an_edit_renames_exactly_the_jobs_it_changes(

@@ -1,0 +1,169 @@
+"""The accuracy pass: is the variant still the same model? The untouched program's fp32 eager
+outputs on the variant's own seeded inputs (the reference, computed once per model, batch
+size and inputs in a pod), and the variant's outputs compared with them, outside warmup and
+the timed loop (docs/runner.md, "Accuracy").
+
+The comparison takes the variant's output of its last warm-up call, which ran on exactly
+these inputs: no extra call of the variant, whatever its precision or quantization did to
+the module (the pass compares outputs, not modules). The numbers are measured here and
+judged elsewhere (contract.accuracy.judge).
+"""
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+import torch
+from torch.export import ExportedProgram
+from torch.utils import _pytree as pytree
+
+from contract.accuracy import INPUT_SEED, Accuracy, DrawnInput, OutputAccuracy
+from contract.config import InputConfig, VariantConfig
+from runner import precision
+from runner.programs import own_module
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The untouched program's outputs (flattened in order), or why there are none."""
+
+    outputs: tuple[object, ...] | None
+    error: str | None = None
+
+
+_Key = tuple[str, int, tuple[InputConfig, ...]]
+_ERROR_CHARS: Final = 300
+"""Of an error's first line: the accuracy's summary travels in the termination message."""
+
+
+@dataclass
+class References:
+    """The references a pod has computed for its current model, by batch size and inputs: a
+    group's variants of one model at one batch size share one, however many precisions they
+    try. Another model's variant drops them (synth keeps a model's variants together in a
+    group), so the outputs held stay one model's, on its device."""
+
+    _computed: dict[_Key, Reference] = field(default_factory=dict)
+
+    def of(
+        self,
+        variant: VariantConfig,
+        program: ExportedProgram,
+        inputs: tuple[torch.Tensor, ...],
+        device: torch.device,
+    ) -> tuple[Reference, float]:
+        """The reference of `variant`'s model on `inputs` (fp32, as drawn), and the seconds
+        spent computing it here (0 where an earlier variant of the pod did)."""
+        key = (variant.model, variant.batch_size, variant.inputs)
+        if key in self._computed:
+            return self._computed[key], 0.0
+        if any(model != variant.model for model, _, _ in self._computed):
+            self._computed.clear()
+        began = time.perf_counter()
+        reference = compute_reference(program, inputs, device)
+        self._computed[key] = reference
+        return reference, time.perf_counter() - began
+
+
+def compute_reference(
+    program: ExportedProgram, inputs: tuple[torch.Tensor, ...], device: torch.device
+) -> Reference:
+    """`program` as loaded, in fp32 with IEEE math, on `inputs`: on a copy, so that nothing a
+    call does to the program's tensors reaches a variant. A failure is kept, not raised: the
+    variant is still measured (its own first call says what is wrong, if the program is),
+    and its accuracy says it was not measured, and why."""
+    try:
+        with precision.ieee_fp32(device), torch.inference_mode():
+            module = precision.cast(own_module(program), torch.float32, device)
+            output = module(*(tensor.to(device) for tensor in inputs))
+        return Reference(tuple(leaves(output)))
+    except Exception as error:  # anything the program raises: the measurement goes on
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        first_line = (str(error).splitlines() or [""])[0][:_ERROR_CHARS]
+        return Reference(None, f"the fp32 reference failed: {type(error).__name__}: {first_line}")
+
+
+def leaves(output: object) -> list[object]:
+    """A program's output flattened in order. It is a tensor or a tuple, list or dict of
+    them, nested (the archive check admits no other container): its leaves, in order."""
+    return list(pytree.tree_leaves(output))
+
+
+def compare(output: object, reference: Reference, drawn: Sequence[DrawnInput]) -> Accuracy:
+    """The variant's `output` against `reference`, output by output, with the worst of each
+    number over the outputs."""
+    if reference.outputs is None:
+        return Accuracy(seed=INPUT_SEED, error=reference.error, inputs=list(drawn))
+    mine = leaves(output)
+    if len(mine) != len(reference.outputs):
+        return Accuracy(
+            seed=INPUT_SEED,
+            error=f"the variant returns {len(mine)} outputs, the reference "
+            f"{len(reference.outputs)}",
+            inputs=list(drawn),
+        )
+    outputs = [
+        _compared(index, own, theirs)
+        for index, (own, theirs) in enumerate(zip(mine, reference.outputs, strict=True))
+        if isinstance(own, torch.Tensor) and isinstance(theirs, torch.Tensor)
+    ]
+    top1 = [o.top1_agreement for o in outputs if o.top1_agreement is not None]
+    return Accuracy(
+        seed=INPUT_SEED,
+        max_abs_error=_worst([o.max_abs_error for o in outputs], max),
+        max_rel_error=_worst([o.max_rel_error for o in outputs], max),
+        cosine=_worst([o.cosine for o in outputs], min),
+        top1_agreement=min(top1) if top1 else None,
+        nonfinite=sum(o.nonfinite for o in outputs),
+        outputs=outputs,
+        inputs=list(drawn),
+    )
+
+
+def _worst(values: list[float | None], pick: Callable[[Iterable[float]], float]) -> float | None:
+    """The worst of an output's numbers; None where any output's could not be computed."""
+    if not values or any(value is None for value in values):
+        return None
+    return pick(value for value in values if value is not None)
+
+
+def _compared(index: int, mine: torch.Tensor, reference: torch.Tensor) -> OutputAccuracy:
+    shape = list(mine.shape)
+    if mine.shape != reference.shape:
+        return OutputAccuracy(index=index, shape=shape)
+    # float64 throughout: the sums of a large output in fp32 would add rounding of their own.
+    own, theirs = mine.detach().to(torch.float64), reference.to(torch.float64)
+    finite_reference = torch.isfinite(theirs)
+    both = torch.isfinite(own) & finite_reference
+    nonfinite = int((finite_reference & ~both).sum())
+    top1 = _top1(mine, reference)
+    if not bool(both.any()):
+        return OutputAccuracy(index=index, shape=shape, nonfinite=nonfinite, top1_agreement=top1)
+    own, theirs = torch.where(both, own, 0.0).flatten(), torch.where(both, theirs, 0.0).flatten()
+    abs_error = float((own - theirs).abs().max())
+    scale = float(theirs.abs().max())
+    own_norm = float(torch.linalg.vector_norm(own))
+    their_norm = float(torch.linalg.vector_norm(theirs))
+    if own_norm == 0 or their_norm == 0:
+        cosine = 1.0 if own_norm == their_norm else 0.0
+    else:
+        cosine = max(-1.0, min(1.0, float(torch.dot(own, theirs)) / (own_norm * their_norm)))
+    return OutputAccuracy(
+        index=index,
+        shape=shape,
+        max_abs_error=abs_error,
+        # An all-zero reference has no scale: any error against it is not relative to anything.
+        max_rel_error=abs_error / scale if scale > 0 else (0.0 if abs_error == 0 else None),
+        cosine=cosine,
+        top1_agreement=top1,
+        nonfinite=nonfinite,
+    )
+
+
+def _top1(mine: torch.Tensor, reference: torch.Tensor) -> float | None:
+    """Where both are a 2-D batch of scores, the share of rows with the same highest one."""
+    if mine.dim() != 2 or mine.shape[1] < 2 or not mine.is_floating_point():
+        return None
+    return float((mine.argmax(dim=1) == reference.argmax(dim=1)).double().mean())
