@@ -3,6 +3,7 @@ here once; config.json's variants extend it with their inputs, a result names it
 and the reports key by it."""
 
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +28,37 @@ class Quantization(StrEnum):
     NONE = "none"
     INT8_DYNAMIC = "int8-dynamic"
     INT8_WEIGHT_ONLY = "int8-weight-only"
+    INT4_WEIGHT_ONLY = "int4-weight-only"
+    FP8_DYNAMIC = "fp8-dynamic"
+
+
+SPELLINGS: Final = MappingProxyType({"int4": Quantization.INT4_WEIGHT_ONLY})
+"""Other names specs may use: the design note's `int4` is int4 weight-only (the int4 that
+PyTorch's kernels run; the activations stay in the variant's precision)."""
+
+TORCHAO_VERSION: Final = "0.18.0"
+"""The torchao release every quantization runs with; pyproject.toml pins the same (a test
+checks that both and the installed one agree)."""
+
+QUANTIZERS: Final = MappingProxyType(
+    {
+        Quantization.INT8_WEIGHT_ONLY: f"torchao {TORCHAO_VERSION} Int8WeightOnlyConfig, per row",
+        Quantization.INT8_DYNAMIC: (
+            f"torchao {TORCHAO_VERSION} Int8DynamicActivationInt8WeightConfig, per row, "
+            "symmetric activations"
+        ),
+        Quantization.INT4_WEIGHT_ONLY: (
+            f"torchao {TORCHAO_VERSION} int4 weight-only, asymmetric groups of 128 "
+            "(64 or 32 where the in-features need)"
+        ),
+        Quantization.FP8_DYNAMIC: (
+            f"torchao {TORCHAO_VERSION} Float8DynamicActivationFloat8WeightConfig, e4m3, per tensor"
+        ),
+    }
+)
+"""What each quantization runs, in words. It is part of a quantized variant's id, so a change
+of what a value runs (a new torchao, another configuration, our own rewrite replaced) changes
+the id and re-measures, instead of reusing numbers another implementation produced."""
 
 
 class VariantRef(BaseModel):

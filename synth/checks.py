@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from contract.archive import UnsafeArchive
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
-from synth.catalogue import DEVICE_TYPES
+from synth.catalogue import DEVICE_TYPES, unoffered_because
 from synth.fleet import Cluster, Fleet
 from synth.limits import MAX_VARIANTS_CEILING
 from synth.modelfiles import ModelFiles
@@ -297,10 +297,15 @@ def _devices_support_variants(workflow: Workflow, variants: list[Variant]) -> It
             if value in supported or (variant.target, loc) in reported:
                 continue
             reported.add((variant.target, loc))
+            why = (
+                unoffered_because(variant.quantization, device.compute_capability)
+                if dimension == "quantization"
+                else None
+            )
             yield Finding(
                 loc,
                 f"{dimension} {value} is not supported on {device.name} ({device.architecture}),"
-                f" which target {variant.target!r} uses",
+                f" which target {variant.target!r} uses{f': {why}' if why else ''}",
                 _unsupported_hint(workflow, variant.target, dimension, value, loc),
             )
 
