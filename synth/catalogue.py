@@ -46,7 +46,7 @@ class QuantizationKernel:
     gpu_capability: tuple[int, int] | None
     """The least compute capability its GPU kernel needs; None: it runs on no GPU."""
     gpu_proven: bool
-    """Whether a run on a GPU has proven it (the `gpu` tests, bench/gpu_quantization.py)."""
+    """Whether a run on a GPU has proven it (`pytest -m gpu`, bench/gpu_runner.py)."""
     needs: str = ""
     """What its kernel needs, for the message where a device lacks it."""
 
@@ -83,8 +83,7 @@ QUANTIZATION_KERNELS: Final = MappingProxyType(
     }
 )
 _AWAITS_GPU = (
-    "its GPU path awaits a run on a GPU (the `gpu` tests and bench/gpu_quantization.py, "
-    "docs/runner.md)"
+    "its GPU path awaits a run on a GPU (`pytest -m gpu` and bench/gpu_runner.py, docs/runner.md)"
 )
 
 
