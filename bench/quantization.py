@@ -8,10 +8,12 @@ parameters, exported here as bench/runner_accuracy.py does) and each quantizatio
 offers on a CPU, the program is prepared as the runner prepares it (cast, then
 `runner.quantize`), at fp32 and bf16. Error: cosine similarity and max abs error (over the
 reference's largest magnitude) of the outputs against the unquantized fp32 program's, on the
-same seeded batch of 8. Speed: ROUNDS interleaved rounds of ~40 ms a side against the
-unquantized program at the same precision, which side goes first alternating, and the median
-of the per-round ratios (quantized / unquantized) with its sign-test 95 % interval
-(shared/notes/measurement.md: only paired, interleaved ratios hold on this machine).
+same seeded batch of 8. Speed, on one thread: ROUNDS interleaved rounds of ~40 ms a side
+against the unquantized program at the same precision, which side goes first alternating,
+each side's median call, and the median of the per-round ratios (quantized / unquantized)
+with its sign-test 95 % interval (shared/notes/measurement.md: only paired, interleaved
+ratios hold on this machine). One thread, because on a shared host a second thread's wait
+for a descheduled sibling lands in every call of a small model.
 
 `--against REV` compares, instead, torchao's int8 quantizations with the rewrite the runner
 had at git revision REV (its runner/quantize.py, loaded from git): how the numbers changed
@@ -36,7 +38,6 @@ from contract.order_stats import median_interval
 from contract.variant import Precision, Quantization
 from models.make_models import export_bytes
 from runner import precision, quantize
-from runner.threads import cpu_quota, thread_count, usable_cpus
 from synth.catalogue import DEVICE_TYPES
 
 ROOT: Final = Path(__file__).resolve().parent.parent
@@ -70,28 +71,31 @@ def _errors(output: torch.Tensor, reference: torch.Tensor) -> tuple[float, float
     return cosine, float((out - ref).abs().max() / ref.abs().max())
 
 
-def _block(module: torch.fx.GraphModule, x: torch.Tensor, calls: int) -> float:
-    """Seconds per call over `calls` calls."""
-    began = time.perf_counter_ns()
+def _side(module: torch.fx.GraphModule, x: torch.Tensor, calls: int) -> float:
+    """The median seconds of `calls` calls, each timed alone: a call that another process
+    delayed moves it little, where it would move a block's mean."""
+    durations = []
     for _ in range(calls):
+        began = time.perf_counter_ns()
         module(x)
-    return (time.perf_counter_ns() - began) / 1e9 / calls
+        durations.append(time.perf_counter_ns() - began)
+    return statistics.median(durations) / 1e9
 
 
 def _ratios(
     candidate: torch.fx.GraphModule, baseline: torch.fx.GraphModule, x: torch.Tensor, rounds: int
 ) -> list[float]:
-    """Per-round ratios of candidate over baseline seconds per call, interleaved."""
-    per_call = max(_block(candidate, x, 3), _block(baseline, x, 3))
-    calls = max(1, int(SIDE_S / per_call))
+    """Per-round ratios of candidate over baseline median seconds per call, interleaved."""
+    per_call = max(_side(candidate, x, 3), _side(baseline, x, 3))
+    calls = max(3, int(SIDE_S / per_call))
     ratios = []
     for round_ in range(rounds):
         if round_ % 2 == 0:
-            first, second = _block(candidate, x, calls), _block(baseline, x, calls)
-            ratios.append(first / second)
+            first = _side(candidate, x, calls)
+            ratios.append(first / _side(baseline, x, calls))
         else:
-            second = _block(baseline, x, calls)
-            ratios.append(_block(candidate, x, calls) / second)
+            second = _side(baseline, x, calls)
+            ratios.append(_side(candidate, x, calls) / second)
     return ratios
 
 
@@ -140,11 +144,11 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny-mlp at fp32, 2 rounds")
     arguments = parser.parse_args()
     smoke, rounds = arguments.smoke, 2 if arguments.smoke else arguments.rounds
-    torch.set_num_threads(thread_count(cpu_quota(), usable_cpus()))
+    torch.set_num_threads(1)
     models = ["tiny-mlp"] if smoke else list(SHAPES)
     dtypes = [Precision.FP32] if smoke else [Precision.FP32, Precision.BF16]
     sides = ("torchao", f"rewrite@{arguments.against}") if arguments.against else ("q", "none")
-    print(f"CPU quantization, {torch.get_num_threads()} threads, batch {BATCH}, {rounds} rounds")
+    print(f"CPU quantization, 1 thread, batch {BATCH}, {rounds} rounds")
     print(f"{'model':<21}{'prec':<6}{'quantization':<18}{'layers':>7}{'share':>7}"
           f"{'cos ' + sides[0]:>14}{'err':>8}{'cos ' + sides[1]:>22}{'err':>8}"
           f"  {sides[0]} / {sides[1]} time [95 %]")  # fmt: skip

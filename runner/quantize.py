@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 import torch
 from torch.fx import GraphModule, Node
 
-from contract.variant import Quantization
+from contract.variant import Quantization, layers_taken, takes_layer
 from runner.errors import UnsupportedVariant
 
 if TYPE_CHECKING:
@@ -134,7 +134,13 @@ def quantize(module: GraphModule, scheme: Quantization, device: torch.device) ->
     report.method = method
     total = sum(p.numel() for p in module.parameters())
     layers = linear_modules(module, method.weight_dtype)
-    quantized = [layer for layer in layers if quantize_layer(layer, method, scheme)]
+    on_gpu = device.type == "cuda"
+    quantized = [
+        layer
+        for layer in layers
+        if takes_layer(scheme, on_gpu, layer.out_features, layer.in_features)
+        and quantize_layer(layer, method, scheme)
+    ]
     report.quantized_layers = len(quantized)
     if total:
         report.quantized_weight_share = sum(layer.weight.numel() for layer in quantized) / total
@@ -142,7 +148,7 @@ def quantize(module: GraphModule, scheme: Quantization, device: torch.device) ->
         raise UnsupportedVariant(
             f"{scheme} found no linear layer it can quantize on {device.type} "
             f"({report.linear_layers} aten.linear calls, {len(layers)} with constant weights; "
-            f"its kernel takes {method.takes}); measuring would report the unquantized model "
-            "as quantized"
+            f"its kernel takes {layers_taken(scheme, on_gpu)}); measuring would "
+            "report the unquantized model as quantized"
         )
     return report

@@ -42,9 +42,9 @@ def _is_latest(image: str) -> bool:
 
 
 def thin_quantizations(specs: Specs) -> list[Problem]:
-    """Warnings for int8 variants of committed models whose Linear layers, the only ones the
-    runner quantizes (docs/runner.md), hold under THIN_QUANTIZATION of the parameters: the
-    result would be labelled int8 and measure mostly fp32."""
+    """Warnings for quantized variants of committed models whose Linear layers, the only ones
+    the runner quantizes (docs/runner.md), hold under THIN_QUANTIZATION of the parameters: the
+    result would be labelled quantized and measure mostly the float model."""
     found = []
     for loaded in specs.workflows:
         workflow = loaded.workflow
@@ -70,9 +70,10 @@ def thin_quantizations(specs: Specs) -> list[Problem]:
                     loaded.file,
                     ("models", index, "file"),
                     f"{', '.join(quantized)} quantizes Linear layers only, {share:.0%} of "
-                    f"{model.name}'s parameters: its int8 results would measure mostly fp32",
+                    f"{model.name}'s parameters: its quantized results would measure mostly the "
+                    "float model",
                     "exclude the quantization for this model, or read its results with the "
-                    "result's applied.quantized_layers beside them",
+                    "result's applied.quantized_weight_share beside them",
                     severity="warning",
                 )
             )

@@ -9,10 +9,11 @@ import torch
 import torchao
 from torchao.quantization import Int8WeightOnlyConfig, quantize_
 
-from contract.variant import TORCHAO_VERSION, Quantization
+from contract.archive import check_archive
+from contract.variant import TORCHAO_VERSION, Quantization, takes_layer
 from runner import kernels, precision, quantize
 from runner.errors import UnsupportedVariant
-from synth.catalogue import QUANTIZATION_KERNELS
+from synth.catalogue import DEVICE_TYPES, QUANTIZATION_KERNELS
 from tests.conftest import REPO_ROOT
 from tests.runner.conftest import EXAMPLE_INPUTS
 
@@ -143,6 +144,24 @@ def test_int4_says_which_layers_its_cpu_kernel_takes_when_it_takes_none(models_d
     module = _load(models_dir / "tiny-cnn.pt2")
     with pytest.raises(UnsupportedVariant, match="out-features a multiple of 16"):
         quantize.quantize(module, Quantization.INT4_WEIGHT_ONLY, CPU)
+
+
+@pytest.mark.parametrize("scheme", sorted(DEVICE_TYPES["cpu"].quantizations - {Quantization.NONE}))
+@pytest.mark.parametrize("model", ["tiny-mlp", "tiny-cnn", "tiny-transformer"])
+def test_synth_foresees_how_many_layers_the_runner_quantizes(
+    model: str, scheme: Quantization, models_dir: Path
+) -> None:
+    """Synth refuses a quantized variant that would reach no layer from the archive alone
+    (contract.weights, contract.variant.takes_layer): the runner must agree layer for layer."""
+    path = models_dir / f"{model}.pt2"
+    linear = check_archive(path).linear
+    assert linear is not None
+    foreseen = sum(takes_layer(scheme, False, out, in_) for out, in_ in linear.shapes)
+    try:
+        quantized = quantize.quantize(_load(path), scheme, CPU).quantized_layers
+    except UnsupportedVariant:
+        quantized = 0
+    assert quantized == foreseen
 
 
 def test_a_quantization_without_a_kernel_on_the_device_is_an_error(models_dir: Path) -> None:

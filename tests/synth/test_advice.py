@@ -37,6 +37,7 @@ def test_int8_on_a_model_of_few_linear_weights_is_a_warning_not_an_error(
     assert (spec_repo / "dist" / "alpha" / "workloads" / "quantized.yaml").is_file()
     warning = (
         "specs/workflows/quantized.yaml:7:11: warning: models[0].file: int8-dynamic quantizes "
-        "Linear layers only, 3% of net's parameters: its int8 results would measure mostly fp32"
+        "Linear layers only, 3% of net's parameters: its quantized results would measure mostly "
+        "the float model"
     )
     assert (warning in result.stderr) is warned, result.stderr
