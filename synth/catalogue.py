@@ -49,6 +49,8 @@ class QuantizationKernel:
     """Whether a run on a GPU has proven it (`pytest -m gpu`, bench/gpu_runner.py)."""
     needs: str = ""
     """What its kernel needs, for the message where a device lacks it."""
+    cpu_vectorized: frozenset[Precision] = frozenset(Precision)
+    """The precisions its CPU kernel has a vectorized path for; others run, slowly."""
 
 
 # Only what the runner applies and proves in its result is offered. The GPU paths of int4 and
@@ -72,6 +74,10 @@ QUANTIZATION_KERNELS: Final = MappingProxyType(
             gpu_proven=False,
             needs="PyTorch's int4 GPU kernel (aten._weight_int4pack_mm) needs compute "
             "capability 8.0 (Ampere) or newer",
+            # aten._weight_int4pack_mm_for_cpu's AVX2/AVX512 tinygemm takes bf16; fp32 and
+            # fp16 go through its scalar loop (bench/quantization.py: 5-51x slower than the
+            # unquantized program, against 0.5-0.9x at bf16).
+            cpu_vectorized=frozenset({Precision.BF16}),
         ),
         Quantization.FP8_DYNAMIC: QuantizationKernel(
             cpu=False,
