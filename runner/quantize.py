@@ -83,7 +83,7 @@ def linear_modules(module: GraphModule, weight_dtype: torch.dtype | None) -> lis
     replaced: set[str] = set()
     for node in _linears(graph):
         x, weight_node, *rest = node.args
-        bias_node = rest[0] if rest else None
+        bias_node = rest[0] if rest else node.kwargs.get("bias")
         weight = _constant(module, weight_node, 2)
         bias = None if bias_node is None else _constant(module, bias_node, 1)
         if weight is None or (bias_node is not None and bias is None):
@@ -132,7 +132,6 @@ def quantize(module: GraphModule, scheme: Quantization, device: torch.device) ->
     if method is None:
         raise UnsupportedVariant(f"{scheme} has no kernel the runner uses on {device.type}")
     report.method = method
-    total = sum(p.numel() for p in module.parameters())
     layers = linear_modules(module, method.weight_dtype)
     on_gpu = device.type == "cuda"
     quantized = [
@@ -142,6 +141,9 @@ def quantize(module: GraphModule, scheme: Quantization, device: torch.device) ->
         and quantize_layer(layer, method, scheme)
     ]
     report.quantized_layers = len(quantized)
+    # Counted after the swap, where every lifted weight is a parameter (a weight that was a
+    # constant, or that another op still uses, too), so the share cannot pass 1.
+    total = sum(p.numel() for p in module.parameters())
     if total:
         report.quantized_weight_share = sum(layer.weight.numel() for layer in quantized) / total
     if not quantized:

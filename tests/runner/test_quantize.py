@@ -104,6 +104,33 @@ def test_quantized_outputs_stay_within_their_gate_on_cpu(
     _proves(models_dir / f"{model}.pt2", scheme, dtype, CPU, gate)
 
 
+class _SharedAndBufferWeights(torch.nn.Module):
+    """One weight used by two layers, and a third layer's weight held as a buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = torch.nn.Linear(64, 64)
+        self.register_buffer("last", torch.randn(32, 64))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tied = torch.nn.functional.linear(self.first(x), self.first.weight)
+        return torch.nn.functional.linear(tied, self.last)
+
+
+def test_shared_and_buffer_weights_are_quantized_within_a_whole_share(tmp_path: Path) -> None:
+    path = tmp_path / "shared.pt2"
+    x = torch.randn(4, 64)
+    torch.export.save(torch.export.export(_SharedAndBufferWeights().eval(), (x,)), path)
+    module = _load(path)
+    report = quantize.quantize(module, Quantization.INT8_DYNAMIC, CPU)
+    assert report.quantized_layers == report.linear_layers == 3
+    assert report.quantized_weight_share is not None
+    assert 0.9 < report.quantized_weight_share <= 1
+    with torch.inference_mode():
+        cosine, _ = _errors(module(x), _reference(path, x))
+    assert cosine > 0.999
+
+
 def test_quantized_weights_take_less_memory_the_fewer_their_bits(models_dir: Path) -> None:
     path = models_dir / "tiny-mlp.pt2"
     stored = {}
