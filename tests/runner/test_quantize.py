@@ -110,6 +110,7 @@ class _SharedAndBufferWeights(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.first = torch.nn.Linear(64, 64)
+        self.last: torch.Tensor
         self.register_buffer("last", torch.randn(32, 64))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
