@@ -251,3 +251,15 @@ def test_quantized_outputs_stay_within_their_gate_on_cuda(
     if torch.cuda.get_device_capability() < kernel.gpu_capability:
         pytest.skip(f"{scheme} needs compute capability {kernel.gpu_capability}")
     _proves(models_dir / "tiny-transformer.pt2", scheme, dtype, torch.device("cuda", 0), gate)
+
+
+def test_synth_reads_a_linear_weight_held_as_a_buffer(tmp_path: Path) -> None:
+    """The runner quantizes a layer whose weight is a buffer; synth, reading the archive, must
+    count it, or it would refuse a variant the runner can run."""
+    path = tmp_path / "shared.pt2"
+    x = torch.randn(4, 64)
+    torch.export.save(torch.export.export(_SharedAndBufferWeights().eval(), (x,)), path)
+    linear = check_archive(path).linear
+    assert linear is not None
+    assert sorted(linear.shapes) == [(32, 64), (64, 64)]
+    assert linear.share == (64 * 64 + 32 * 64) / (64 * 64 + 64 + 32 * 64)
