@@ -12,7 +12,7 @@ from runner import precision
 from runner.errors import UnsupportedVariant
 from runner.methods import METHODS
 from runner.run import RunPaths, run_variant
-from synth.catalogue import DEVICE_TYPES
+from synth.catalogue import DEVICE_TYPES, QUANTIZATION_KERNELS
 from tests.runner.conftest import MakeConfig
 
 CPU = DEVICE_TYPES["cpu"]
@@ -29,6 +29,18 @@ def test_the_runner_implements_every_option_the_catalogue_offers() -> None:
     }
     assert offered_precisions <= set(precision.COMPUTE_DTYPES)
     assert offered_quantizations <= set(METHODS)
+
+
+def test_the_runner_has_every_path_the_catalogue_expects_a_device_run_to_prove() -> None:
+    """The GPU paths not offered yet are written: a device run only has to prove them."""
+    paths = {
+        (quantization, kind)
+        for quantization, kernel in QUANTIZATION_KERNELS.items()
+        if quantization is not Quantization.NONE
+        for kind, has in (("cpu", kernel.cpu), ("cuda", kernel.gpu_capability is not None))
+        if has
+    }
+    assert paths == set(METHODS)
 
 
 @pytest.mark.parametrize(("precision_name", "quantization"), CPU_COMBINATIONS)
