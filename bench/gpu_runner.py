@@ -3,9 +3,12 @@ pod runs it (`python -m runner`, config.json, JOB_COMPLETION_INDEX, a terminatio
 
     python -m bench.gpu_runner [OUT_DIR] [--smoke]    (on a machine with a CUDA GPU)
 
-For each example model, each GPU precision (fp32, tf32, fp16, bf16) and quantization (none,
-int8-weight-only) at batch 32, one index of a config.json for the GPU the machine
-has (device type `nvidia-<model>`, from torch's device name), in a process of its own. Also
+For each example model, each GPU precision (fp32, tf32, fp16, bf16) and quantization with a
+GPU path that this GPU's compute capability has (none, int8-weight-only; int4-weight-only from
+8.0, fp8-dynamic from 8.9, which this run is what proves) at batch 32, one index of a
+config.json for the GPU the machine has (device type `nvidia-<model>`, from torch's device
+name), in a process of its own. A quantized variant's `applied.kernel_calls` shows the kernel
+each layer dispatched (the runner fails it, `unsupported_variant`, where one did not). Also
 the wrong-GPU check: a target asking for an A100 on this GPU must exit `device_missing`.
 Prints a table (p50, device time over wall time, the SM clock's range against its maximum,
 the validity flags and NVML's slowdown reasons) and writes every result line to
@@ -31,11 +34,11 @@ from typing import Any, Final
 import torch
 
 from models.make_models import EXAMPLES, export_bytes
+from synth.catalogue import QUANTIZATION_KERNELS
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 INPUTS: Final = {"tiny-mlp": [64], "tiny-cnn": [3, 64, 64], "tiny-transformer": [32, 16]}
 PRECISIONS: Final = ("fp32", "tf32", "fp16", "bf16")
-QUANTIZATIONS: Final = ("none", "int8-weight-only")
 BATCHES: Final = (32,)
 FLAGS: Final = ("noisy", "contended", "cpu_throttled", "gpu_throttled", "stopped_early")
 WARMUP: Final = {
@@ -76,11 +79,22 @@ def _models(folder: Path) -> tuple[dict[str, Any], str]:
     return models, source
 
 
+def _quantizations(capability: tuple[int, int]) -> list[str]:
+    """The quantizations whose GPU kernel this compute capability has, proven or not yet:
+    this run is what proves them (docs/runner.md)."""
+    return [
+        str(quantization)
+        for quantization, kernel in QUANTIZATION_KERNELS.items()
+        if kernel.gpu_capability is not None and capability >= kernel.gpu_capability
+    ]
+
+
 def _config(device_type: str, models: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
     variants: list[dict[str, Any]] = []
+    quantizations = _quantizations(torch.cuda.get_device_capability(0))
     for model in list(INPUTS)[:1] if smoke else INPUTS:
         for precision in PRECISIONS[:1] if smoke else PRECISIONS:
-            for quantization in QUANTIZATIONS[:1] if smoke else QUANTIZATIONS:
+            for quantization in quantizations[:1] if smoke else quantizations:
                 for batch in BATCHES:
                     variants.append(
                         {
@@ -130,6 +144,15 @@ def _run(
     return done.returncode, result, done.stderr[-400:]
 
 
+def _kernels(result: dict[str, Any]) -> str:
+    """The quantized layers and the matrix ops one call dispatched, or the error."""
+    applied = result.get("applied") or {}
+    if not applied:
+        return str((result.get("error") or {}).get("message", ""))[:200]
+    calls = " ".join(f"{op}x{n}" for op, n in (applied.get("kernel_calls") or {}).items())
+    return f"{applied.get('quantized_layers')}/{applied.get('linear_layers')} layers: {calls}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.gpu_runner", description=__doc__)
     parser.add_argument("out", nargs="?", type=Path, default=Path("."))
@@ -166,7 +189,7 @@ def main() -> None:
                 json.dumps({"wrong_gpu": True, "exit": wrong_exit, "result": wrong_result}) + "\n"
             )
     print(f"{'model':<17}{'precision':<10}{'quant':<18}{'batch':>5}{'exit':>5}{'p50 ms':>9}"
-          f"{'samples/s':>12}{'device/wall':>12}{'SM MHz':>16}  flags")  # fmt: skip
+          f"{'samples/s':>12}{'device/wall':>12}{'SM MHz':>16}  flags; kernels")  # fmt: skip
     for variant, code, reported in rows:
         result = reported or {}
         latency = result.get("latency") or {}
@@ -182,7 +205,8 @@ def main() -> None:
         print(f"{variant['model']:<17}{variant['precision']:<10}{variant['quantization']:<18}"
               f"{variant['batch_size']:>5}{code:>5}{latency.get('p50_ms', float('nan')):>9.3f}"
               f"{result.get('throughput_samples_per_s') or 0:>12.0f}{busy:>12.2f}{clocks:>16}  "
-              f"{' '.join(flags)} {' '.join(gpu.get('throttle_reasons', []))}")  # fmt: skip
+              f"{' '.join(flags)} {' '.join(gpu.get('throttle_reasons', []))}; "
+              f"{_kernels(result)}")  # fmt: skip
     wrong_error = ((wrong_result or {}).get("error") or {}).get("type")
     print(f"A100 target on this GPU: exit {wrong_exit}, error {wrong_error}")
 

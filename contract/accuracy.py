@@ -144,10 +144,21 @@ PRECISION_GATES: Final = {
 # Per-channel int8 weights: up to 0.016 relative error measured; int8 activations too: 0.029
 # (1 - cosine up to 1.7e-4).
 _INT8: Final = AccuracyGate(min_cosine=0.999, max_rel_error=0.15, min_top1_agreement=0.9)
+# int4 weights in groups of 128 (torchao's int4 weight-only): 9-15 % relative error and
+# 1 - cosine up to 0.0043 measured on the example transformers and MLP (docs/runner.md,
+# "What each costs"); the margin is narrower than int8's, since five times that error is no
+# longer the same model.
+_INT4: Final = AccuracyGate(min_cosine=0.98, max_rel_error=0.5, min_top1_agreement=0.8)
+# fp8 (e4m3, dynamic per-row scales) keeps 3 bits of mantissa, int8's dynamic range at a
+# coarser step: NOT measured yet (no GPU with fp8 has run it); between int8's and int4's until
+# a device run sets it.
+_FP8: Final = AccuracyGate(min_cosine=0.995, max_rel_error=0.25, min_top1_agreement=0.8)
 QUANTIZATION_GATES: Final = {
     Quantization.NONE: PRECISION_GATES[Precision.FP32],
     Quantization.INT8_WEIGHT_ONLY: _INT8,
     Quantization.INT8_DYNAMIC: _INT8,
+    Quantization.INT4_WEIGHT_ONLY: _INT4,
+    Quantization.FP8_DYNAMIC: _FP8,
 }
 """The default gate of each quantization at fp32."""
 

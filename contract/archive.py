@@ -30,7 +30,7 @@ from typing import IO, Final
 from contract.container import Refused, directory_problem, member_problems, read_member
 from contract.inputs import ExpectedInput, declared_inputs
 from contract.text import shown
-from contract.weights import linear_weight_share
+from contract.weights import LinearWeights, linear_weights
 
 # What torch reads whole, as JSON or text, bounded by what a real export needs. Each is
 # parsed in memory: json.loads of crafted JSON takes up to 27 times its size (a real
@@ -179,10 +179,15 @@ class Program:
 
     inputs: tuple[ExpectedInput, ...]
     """The user inputs it declares (empty where it declares none readable)."""
-    linear_share: float | None
-    """The share of its parameters that int8 quantization reaches (contract.weights)."""
+    linear: LinearWeights | None
+    """Its Linear weights, which the quantizations reach (contract.weights)."""
     torch_version: str | None
     """The torch release that wrote it, as model.json says."""
+
+    @property
+    def linear_share(self) -> float | None:
+        """The share of its parameters that are Linear weights."""
+        return None if self.linear is None else self.linear.share
 
 
 def check_archive(source: Path | bytes) -> Program:
@@ -200,7 +205,7 @@ def check_archive(source: Path | bytes) -> Program:
     written = read.program.get("torch_version") if isinstance(read.program, dict) else None
     return Program(
         declared_inputs(read.program),
-        linear_weight_share(read.program),
+        linear_weights(read.program),
         shown(written[:MAX_VERSION_CHARS]) if isinstance(written, str) else None,
     )
 

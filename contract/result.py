@@ -194,9 +194,17 @@ class Applied(_Result):
     unquantized_weighted_layers: dict[str, int] = Field(default_factory=dict)
     """Other layers with weights (e.g. convolutions) that stay in the compute dtype."""
     weight_bytes: int = Field(ge=0)
-    """Bytes of parameters and buffers after preparation."""
+    """Bytes of parameters and buffers after preparation, as stored."""
     kernel: str | None = None
     """What a quantized layer calls."""
+    quantizer: str | None = None
+    """What the quantization ran, in words (`contract.variant.QUANTIZERS`, part of the variant
+    id); None without quantization, and in results of runners before torchao."""
+    quantized_weight_share: float | None = Field(default=None, ge=0, le=1)
+    """The quantized weights' elements over all parameters'."""
+    kernel_calls: dict[str, int] | None = None
+    """The matrix ops (aten.mm, aten._int_mm, aten._weight_int4pack_mm_for_cpu, ...) one
+    call of the prepared model dispatched, with their counts: what really ran."""
 
 
 class Environment(_Result):

@@ -3,6 +3,7 @@ here once; config.json's variants extend it with their inputs, a result names it
 and the reports key by it."""
 
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +28,75 @@ class Quantization(StrEnum):
     NONE = "none"
     INT8_DYNAMIC = "int8-dynamic"
     INT8_WEIGHT_ONLY = "int8-weight-only"
+    INT4_WEIGHT_ONLY = "int4-weight-only"
+    FP8_DYNAMIC = "fp8-dynamic"
+
+
+SPELLINGS: Final = MappingProxyType({"int4": Quantization.INT4_WEIGHT_ONLY})
+"""Other names specs may use: the design note's `int4` is int4 weight-only (the int4 that
+PyTorch's kernels run; the activations stay in the variant's precision)."""
+
+TORCHAO_VERSION: Final = "0.18.0"
+"""The torchao release every quantization runs with; pyproject.toml pins the same (a test
+checks that both and the installed one agree)."""
+
+QUANTIZERS: Final = MappingProxyType(
+    {
+        Quantization.INT8_WEIGHT_ONLY: f"torchao {TORCHAO_VERSION} Int8WeightOnlyConfig, per row",
+        Quantization.INT8_DYNAMIC: (
+            f"torchao {TORCHAO_VERSION} Int8DynamicActivationInt8WeightConfig, per row, "
+            "symmetric activations"
+        ),
+        Quantization.INT4_WEIGHT_ONLY: (
+            f"torchao {TORCHAO_VERSION} int4 weight-only, asymmetric groups of 128 "
+            "(64 or 32 where the in-features need)"
+        ),
+        Quantization.FP8_DYNAMIC: (
+            f"torchao {TORCHAO_VERSION} Float8DynamicActivationFloat8WeightConfig, e4m3, per tensor"
+        ),
+    }
+)
+"""What each quantization runs, in words. It is part of a quantized variant's id, so a change
+of what a value runs (a new torchao, another configuration, our own rewrite replaced) changes
+the id and re-measures, instead of reusing numbers another implementation produced."""
+
+INT4_GROUP_SIZES: Final = (128, 64, 32)
+"""int4 scales groups of 128 in-features (torchao's default), else of the largest size the
+in-features divide into; 32 is the smallest PyTorch's int4 CPU kernel takes."""
+_INT4_CPU_OUT_MULTIPLE: Final = 16
+"""The int4 CPU packing (`aten._convert_weight_to_int4pack_for_cpu`) needs out-features in
+multiples of 16; the CUDA packing pads them."""
+_FP8_MULTIPLE: Final = 16
+"""`aten._scaled_mm` needs in- and out-features in multiples of 16."""
+
+
+def int4_group(in_features: int) -> int | None:
+    """The int4 group size for a layer of `in_features`; None where none divides it."""
+    return next((size for size in INT4_GROUP_SIZES if in_features % size == 0), None)
+
+
+def takes_layer(
+    quantization: Quantization, on_gpu: bool, out_features: int, in_features: int
+) -> bool:
+    """Whether the runner's kernel for `quantization` takes a Linear layer of this shape; the
+    runner quantizes only those, and synth refuses a variant that would reach none."""
+    if quantization is Quantization.INT4_WEIGHT_ONLY:
+        return int4_group(in_features) is not None and (
+            on_gpu or out_features % _INT4_CPU_OUT_MULTIPLE == 0
+        )
+    if quantization is Quantization.FP8_DYNAMIC:
+        return in_features % _FP8_MULTIPLE == 0 and out_features % _FP8_MULTIPLE == 0
+    return True
+
+
+def layers_taken(quantization: Quantization, on_gpu: bool) -> str:
+    """`takes_layer` in words, for the messages of a variant it leaves nothing to quantize."""
+    if quantization is Quantization.INT4_WEIGHT_ONLY:
+        cpu = "" if on_gpu else f" and out-features a multiple of {_INT4_CPU_OUT_MULTIPLE}"
+        return f"in-features a multiple of {INT4_GROUP_SIZES[-1]}{cpu}"
+    if quantization is Quantization.FP8_DYNAMIC:
+        return f"in- and out-features multiples of {_FP8_MULTIPLE}"
+    return "every linear layer with constant weights"
 
 
 class VariantRef(BaseModel):

@@ -12,6 +12,7 @@ from typing import Final
 
 import torch
 from torch.fx import GraphModule
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from contract.variant import Precision
 from runner.errors import UnsupportedVariant
@@ -78,12 +79,25 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _stored(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """The plain tensors that hold `tensor`'s data: a quantized tensor (a torchao subclass)
+    wears its float dtype and shape outside and keeps packed data and scales inside."""
+    if not is_traceable_wrapper_subclass(tensor):
+        return [tensor]
+    names, _ = tensor.__tensor_flatten__()
+    return [stored for name in names for stored in _stored(getattr(tensor, name))]
+
+
+def _held(module: torch.nn.Module) -> list[torch.Tensor]:
+    return [s for t in (*module.parameters(), *module.buffers()) for s in _stored(t)]
+
+
 def tensor_dtypes(module: torch.nn.Module) -> dict[str, int]:
-    """How many parameter and buffer tensors hold each dtype."""
-    tensors = [*module.parameters(), *module.buffers()]
-    return dict(sorted(Counter(dtype_name(t.dtype) for t in tensors).items()))
+    """How many tensors of each dtype hold the parameters and buffers (a quantized weight's
+    packed data and scales each count)."""
+    return dict(sorted(Counter(dtype_name(t.dtype) for t in _held(module)).items()))
 
 
 def tensor_bytes(module: torch.nn.Module) -> int:
-    """Bytes held by parameters and buffers."""
-    return sum(t.numel() * t.element_size() for t in (*module.parameters(), *module.buffers()))
+    """Bytes held by parameters and buffers, as stored."""
+    return sum(t.numel() * t.element_size() for t in _held(module))

@@ -1,26 +1,31 @@
-"""Quantize the linear layers of an exported program by rewriting its graph.
+"""Quantize an exported program's linear layers with torchao, PyTorch's quantization library.
 
-`torch.ao.quantization.quantize_dynamic` looks for nn.Linear modules; a loaded .pt2 has none
-(its layers are aten.linear calls on attributes), so it quantizes nothing without a word.
-Here every aten.linear whose weight is a constant 2-D tensor is replaced by a call that
-uses int8 weights, and the run reports how many layers that was, so an option that did not
-take effect cannot go unnoticed.
+torchao's `quantize_` swaps the weight of each `nn.Linear` for a quantized tensor whose
+`F.linear` runs a quantized kernel. A loaded .pt2 has no `nn.Linear` (its layers are
+`aten.linear` calls on attributes), so `quantize_` on it changes nothing, without a word.
+Here each `aten.linear` whose weight (and bias) are constants first becomes a call of an
+`nn.Linear` holding those same tensors, which computes the same thing, and `quantize_` then
+acts on it as on the eager model people deploy. Every such layer is offered, the projections
+of `nn.MultiheadAttention` too (on the eager module `quantize_` skips them: the in-projection
+is no `nn.Linear`, the out-projection a `NonDynamicallyQuantizableLinear`).
 
-- int8-weight-only: per-output-channel symmetric int8 weights, dequantized in the compute
-  dtype at each call (weights take a quarter of fp32's memory; eager PyTorch has no fused
-  kernel, so it is usually slower, and that is what gets measured).
-- int8-dynamic: activations quantized per row at each call, int8 x int8 -> int32 matmul
-  (`torch._int_mm`, real int8 kernels on CPU), rescaled in fp32 to avoid fp16 overflow.
+What each quantization runs (`contract.variant.QUANTIZERS` says it in words, and is part of
+the variant id) is a torchao configuration per device, each with the kernel op a quantized
+layer must dispatch: `runner/kernels.py` counts them in a real call, so a layer that falls
+back to a float matmul cannot pass as quantized.
 """
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import torch
 from torch.fx import GraphModule, Node
 
-from contract.variant import Quantization
+from contract.variant import Quantization, layers_taken, takes_layer
 from runner.errors import UnsupportedVariant
+
+if TYPE_CHECKING:
+    from runner.methods import Method
 
 _LINEAR: Final = torch.ops.aten.linear.default
 _WEIGHTED: Final = {
@@ -30,57 +35,35 @@ _WEIGHTED: Final = {
     torch.ops.aten.convolution.default: "convolution",
     torch.ops.aten.embedding.default: "embedding",
 }
-_INT8_MAX: Final = 127.0
-KERNELS: Final = {
-    Quantization.INT8_WEIGHT_ONLY: "int8 weights dequantized per call + aten.linear",
-    Quantization.INT8_DYNAMIC: "per-row int8 activations + torch._int_mm (int8 x int8 -> int32)",
-}
-
-
-def int8_weight_only_linear(
-    x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None
-) -> torch.Tensor:
-    """aten.linear with int8 weights and per-output-channel scales."""
-    return torch.nn.functional.linear(x, weight.to(x.dtype) * scale.to(x.dtype), bias)
-
-
-def int8_dynamic_linear(
-    x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None
-) -> torch.Tensor:
-    """aten.linear as an int8 matmul; `weight` is the int8 weight transposed (in x out)."""
-    rows = x.reshape(-1, x.shape[-1])
-    row_scale = rows.abs().amax(dim=1, keepdim=True).float().clamp(min=1e-12) / _INT8_MAX
-    quantized = torch.round(rows.float() / row_scale).clamp(-_INT8_MAX, _INT8_MAX).to(torch.int8)
-    out = torch._int_mm(quantized, weight).float() * (row_scale * scale)
-    out = out.to(x.dtype).reshape(*x.shape[:-1], weight.shape[1])
-    return out if bias is None else out + bias
 
 
 @dataclass
 class QuantizationReport:
-    """What the rewrite did."""
+    """What quantization did."""
 
     linear_layers: int = 0
     quantized_layers: int = 0
+    quantized_weight_share: float | None = None
+    """The quantized weights' elements over all parameters' (None without quantization)."""
     unquantized_weighted_layers: dict[str, int] = field(default_factory=dict)
+    method: "Method | None" = None
+    """What ran, with the kernel op to check (None without quantization)."""
 
 
-def _constant_weight(module: GraphModule, node: object) -> torch.Tensor | None:
-    """The tensor behind a get_attr node, if it is a 2-D floating weight."""
+def _linears(graph: torch.fx.Graph) -> list[Node]:
+    return [n for n in graph.nodes if n.op == "call_function" and n.target == _LINEAR]
+
+
+def _constant(module: GraphModule, node: object, dimensions: int) -> torch.Tensor | None:
+    """The tensor behind a get_attr node, if it is a floating tensor of `dimensions`."""
     if not isinstance(node, Node) or node.op != "get_attr":
         return None
     value: object = module
     for name in str(node.target).split("."):
         value = getattr(value, name, None)
-    if isinstance(value, torch.Tensor) and value.dim() == 2 and value.is_floating_point():
+    if isinstance(value, torch.Tensor) and value.dim() == dimensions and value.is_floating_point():
         return value
     return None
-
-
-def _per_channel_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    scale = weight.detach().abs().amax(dim=1).float().clamp(min=1e-12) / _INT8_MAX
-    quantized = torch.round(weight.detach().float() / scale[:, None]).clamp(-_INT8_MAX, _INT8_MAX)
-    return quantized.to(torch.int8), scale
 
 
 def _drop_attribute(module: GraphModule, target: str) -> None:
@@ -88,44 +71,36 @@ def _drop_attribute(module: GraphModule, target: str) -> None:
     delattr(module.get_submodule(owner_path), name)
 
 
-def quantize(module: GraphModule, scheme: Quantization) -> QuantizationReport:
-    """Rewrite `module` in place with the quantization `scheme`."""
-    report = QuantizationReport()
+def _frozen(tensor: torch.Tensor, dtype: torch.dtype | None) -> torch.nn.Parameter:
+    return torch.nn.Parameter(tensor.detach().to(dtype or tensor.dtype), requires_grad=False)
+
+
+def linear_modules(module: GraphModule, weight_dtype: torch.dtype | None) -> list[torch.nn.Linear]:
+    """Replace each aten.linear on constant tensors by a call of an nn.Linear holding them;
+    the float attributes nothing else uses are dropped, so no weight is held twice."""
     graph = module.graph
-    for node in graph.nodes:
-        if node.op == "call_function" and node.target in _WEIGHTED:
-            kind = _WEIGHTED[node.target]
-            report.unquantized_weighted_layers[kind] = (
-                report.unquantized_weighted_layers.get(kind, 0) + 1
-            )
-    linears = [n for n in graph.nodes if n.op == "call_function" and n.target == _LINEAR]
-    report.linear_layers = len(linears)
-    if scheme == Quantization.NONE:
-        return report
+    lifted: list[torch.nn.Linear] = []
     replaced: set[str] = set()
-    for index, node in enumerate(linears):
+    for node in _linears(graph):
         x, weight_node, *rest = node.args
-        weight = _constant_weight(module, weight_node)
-        if weight is None:
+        bias_node = rest[0] if rest else node.kwargs.get("bias")
+        weight = _constant(module, weight_node, 2)
+        bias = None if bias_node is None else _constant(module, bias_node, 1)
+        if weight is None or (bias_node is not None and bias is None):
             continue
-        quantized, scale = _per_channel_int8(weight)
-        if scheme == Quantization.INT8_DYNAMIC:
-            call, stored, stored_scale = int8_dynamic_linear, quantized.t().contiguous(), scale
-        else:
-            call, stored, stored_scale = int8_weight_only_linear, quantized, scale[:, None]
-        prefix = f"benchfleet_int8_{index}"
-        module.register_buffer(f"{prefix}_weight", stored)
-        module.register_buffer(f"{prefix}_scale", stored_scale)
+        out_features, in_features = weight.shape
+        layer = torch.nn.Linear(in_features, out_features, bias=bias is not None, device="meta")
+        layer.weight = _frozen(weight, weight_dtype)
+        if bias is not None:
+            layer.bias = _frozen(bias, None)
+        name = f"benchfleet_linear_{len(lifted)}"
+        module.add_submodule(name, layer)
         with graph.inserting_before(node):
-            new_weight = graph.get_attr(f"{prefix}_weight")
-            new_scale = graph.get_attr(f"{prefix}_scale")
-            bias = rest[0] if rest else None
-            replacement = graph.call_function(call, (x, new_weight, new_scale, bias))
-        node.replace_all_uses_with(replacement)
+            call = graph.call_module(name, (x,))
+        node.replace_all_uses_with(call)
         graph.erase_node(node)
-        assert isinstance(weight_node, Node)
-        replaced.add(str(weight_node.target))
-        report.quantized_layers += 1
+        replaced |= {str(n.target) for n in (weight_node, bias_node) if isinstance(n, Node)}
+        lifted.append(layer)
     for node in list(graph.nodes):
         if node.op == "get_attr" and str(node.target) in replaced and not node.users:
             graph.erase_node(node)
@@ -134,10 +109,48 @@ def quantize(module: GraphModule, scheme: Quantization) -> QuantizationReport:
         _drop_attribute(module, target)
     graph.lint()
     module.recompile()
-    if report.quantized_layers == 0:
+    return lifted
+
+
+def quantize(module: GraphModule, scheme: Quantization, device: torch.device) -> QuantizationReport:
+    """Quantize `module`'s linear layers in place with `scheme`, as it runs on `device`."""
+    report = QuantizationReport()
+    graph = module.graph
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target in _WEIGHTED:
+            kind = _WEIGHTED[node.target]
+            report.unquantized_weighted_layers[kind] = (
+                report.unquantized_weighted_layers.get(kind, 0) + 1
+            )
+    report.linear_layers = len(_linears(graph))
+    if scheme == Quantization.NONE:
+        return report
+    # torchao's import (about 1.3 s) only where a variant quantizes.
+    from runner.methods import METHODS, quantize_layer  # noqa: PLC0415
+
+    method = METHODS.get((scheme, device.type))
+    if method is None:
+        raise UnsupportedVariant(f"{scheme} has no kernel the runner uses on {device.type}")
+    report.method = method
+    layers = linear_modules(module, method.weight_dtype)
+    on_gpu = device.type == "cuda"
+    quantized = [
+        layer
+        for layer in layers
+        if takes_layer(scheme, on_gpu, layer.out_features, layer.in_features)
+        and quantize_layer(layer, method, scheme)
+    ]
+    report.quantized_layers = len(quantized)
+    # Counted after the swap, where every lifted weight is a parameter (a weight that was a
+    # constant, or that another op still uses, too), so the share cannot pass 1.
+    total = sum(p.numel() for p in module.parameters())
+    if total:
+        report.quantized_weight_share = sum(layer.weight.numel() for layer in quantized) / total
+    if not quantized:
         raise UnsupportedVariant(
-            f"{scheme} found no linear layer with constant weights to quantize "
-            f"({report.linear_layers} aten.linear calls); measuring would report the "
-            "unquantized model as quantized"
+            f"{scheme} found no linear layer it can quantize on {device.type} "
+            f"({report.linear_layers} aten.linear calls, {len(layers)} with constant weights; "
+            f"its kernel takes {layers_taken(scheme, on_gpu)}); measuring would "
+            "report the unquantized model as quantized"
         )
     return report

@@ -23,8 +23,8 @@ from contract.result import (
     Timings,
 )
 from contract.samples import encode
-from contract.variant import Precision, Quantization, VariantRef
-from runner import contention, precision, quantize, rounds
+from contract.variant import QUANTIZERS, Precision, Quantization, VariantRef
+from runner import contention, kernels, precision, quantize, rounds
 from runner.accuracy import References, compare, leaves
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
@@ -143,6 +143,7 @@ class Prepared:
     dtype: torch.dtype
     fp32_math: str | None
     report: quantize.QuantizationReport
+    kernel_calls: dict[str, int]
     load_s: float
     prepare_s: float
     first_ns: int
@@ -260,8 +261,10 @@ def _prepare(
     began = time.perf_counter()
     dtype = precision.compute_dtype(variant.precision)
     fp32_math = precision.set_fp32_math(variant.precision, device)
-    report = quantize.quantize(module, variant.quantization)
+    # Cast first, then quantize, as torchao expects (`model.to(dtype)`, then `quantize_`):
+    # the int4 and fp8 packings run on the device, from weights in the compute dtype.
     module = precision.cast(module, dtype, device)
+    report = quantize.quantize(module, variant.quantization, device)
     inputs = as_variant(drawn, dtype, device)
     prepare_s = time.perf_counter() - began
 
@@ -275,6 +278,8 @@ def _prepare(
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         first_ns = _first_iteration(step, variant)
+        calls = kernels.kernel_calls(call)
+        kernels.check_kernel(report, calls, variant.describe())
         warmup = run_phase(step, config.warmup)
         began = time.perf_counter()
         # The last warm-up call's output: these inputs, this module, no call of its own.
@@ -290,6 +295,7 @@ def _prepare(
         dtype=dtype,
         fp32_math=fp32_math,
         report=report,
+        kernel_calls=calls,
         load_s=load_s,
         prepare_s=prepare_s,
         first_ns=first_ns,
@@ -343,6 +349,7 @@ def _result(
     stats = summarize(measured.durations_ns)
     cpu = cpu_model()
     samples = variant.batch_size * stats.count
+    method = ready.report.method
     return OkResult(
         workflow=config.workflow,
         target=config.target,
@@ -374,7 +381,10 @@ def _result(
             quantized_layers=ready.report.quantized_layers,
             unquantized_weighted_layers=ready.report.unquantized_weighted_layers,
             weight_bytes=precision.tensor_bytes(module),
-            kernel=quantize.KERNELS.get(variant.quantization),
+            kernel=method.kernel if method else None,
+            quantizer=QUANTIZERS.get(variant.quantization),
+            quantized_weight_share=ready.report.quantized_weight_share,
+            kernel_calls=ready.kernel_calls,
         ),
         validity=validity(
             stats,

@@ -3,6 +3,7 @@ synth` and change nothing: the specs are still written."""
 
 from contract.archive import UnsafeArchive
 from contract.variant import Quantization
+from synth.catalogue import DEVICE_TYPES, QUANTIZATION_KERNELS
 from synth.load import FLEET_FILE, Specs
 from synth.problems import Problem, problem_at
 
@@ -12,7 +13,7 @@ THIN_QUANTIZATION: float = 0.5
 
 def warnings(specs: Specs) -> list[Problem]:
     """Every warning about `specs`."""
-    return [*unpinned_images(specs), *thin_quantizations(specs)]
+    return [*unpinned_images(specs), *thin_quantizations(specs), *slow_quantizations(specs)]
 
 
 def unpinned_images(specs: Specs) -> list[Problem]:
@@ -42,9 +43,9 @@ def _is_latest(image: str) -> bool:
 
 
 def thin_quantizations(specs: Specs) -> list[Problem]:
-    """Warnings for int8 variants of committed models whose Linear layers, the only ones the
-    runner quantizes (docs/runner.md), hold under THIN_QUANTIZATION of the parameters: the
-    result would be labelled int8 and measure mostly fp32."""
+    """Warnings for quantized variants of committed models whose Linear layers, the only ones
+    the runner quantizes (docs/runner.md), hold under THIN_QUANTIZATION of the parameters: the
+    result would be labelled quantized and measure mostly the float model."""
     found = []
     for loaded in specs.workflows:
         workflow = loaded.workflow
@@ -70,9 +71,41 @@ def thin_quantizations(specs: Specs) -> list[Problem]:
                     loaded.file,
                     ("models", index, "file"),
                     f"{', '.join(quantized)} quantizes Linear layers only, {share:.0%} of "
-                    f"{model.name}'s parameters: its int8 results would measure mostly fp32",
+                    f"{model.name}'s parameters: its quantized results would measure mostly the "
+                    "float model",
                     "exclude the quantization for this model, or read its results with the "
-                    "result's applied.quantized_layers beside them",
+                    "result's applied.quantized_weight_share beside them",
+                    severity="warning",
+                )
+            )
+    return found
+
+
+def slow_quantizations(specs: Specs) -> list[Problem]:
+    """Warnings for quantized CPU variants at a precision their CPU kernel runs on a scalar
+    path (int4 at fp32 or fp16): valid, and measured, but many times slower than the model
+    unquantized, which is seldom the question."""
+    found = []
+    for loaded in specs.workflows:
+        cpu_targets = {
+            t.key for t in loaded.workflow.targets if not DEVICE_TYPES[t.gpu_type].is_gpu
+        }
+        seen = set()
+        for variant in loaded.variants:
+            fast = QUANTIZATION_KERNELS[variant.quantization].cpu_vectorized
+            where = (variant.origins["quantization"], variant.precision)
+            if variant.target not in cpu_targets or variant.precision in fast or where in seen:
+                continue
+            seen.add(where)
+            found.append(
+                problem_at(
+                    loaded.source,
+                    loaded.file,
+                    variant.origins["quantization"],
+                    f"{variant.quantization} at {variant.precision} on a CPU runs its kernel's "
+                    f"scalar path (vectorized for {', '.join(sorted(fast))} only): expect it "
+                    "several times slower than the unquantized model",
+                    f"measure it at {', '.join(sorted(fast))} to see what the kernel is for",
                     severity="warning",
                 )
             )

@@ -29,13 +29,81 @@ class DeviceType:
     is_gpu: bool
     compute_capability: tuple[int, int] | None
     precisions: frozenset[Precision]
-    quantizations: frozenset[Quantization]
+
+    @property
+    def quantizations(self) -> frozenset[Quantization]:
+        """The quantizations the runner runs, and has proven, on this device."""
+        return frozenset(
+            q for q in Quantization if unoffered_because(q, self.compute_capability) is None
+        )
 
 
-# Only what the runner applies and proves in its result (runner/quantize.py) is offered.
-# int8-dynamic needs torch._int_mm, whose CUDA kernel takes only > 16 rows, and int4/fp8 need
-# torchao kernels: none of them is proven on a GPU yet, so a spec cannot ask for them.
-_GPU_QUANTIZATION = frozenset({Quantization.NONE, Quantization.INT8_WEIGHT_ONLY})
+@dataclass(frozen=True)
+class QuantizationKernel:
+    """Where the runner runs a quantization (runner/quantize.py), and what it needs."""
+
+    cpu: bool
+    gpu_capability: tuple[int, int] | None
+    """The least compute capability its GPU kernel needs; None: it runs on no GPU."""
+    gpu_proven: bool
+    """Whether a run on a GPU has proven it (`pytest -m gpu`, bench/gpu_runner.py)."""
+    needs: str = ""
+    """What its kernel needs, for the message where a device lacks it."""
+    cpu_vectorized: frozenset[Precision] = frozenset(Precision)
+    """The precisions its CPU kernel has a vectorized path for; others run, slowly."""
+
+
+# Only what the runner applies and proves in its result is offered. The GPU paths of int4 and
+# fp8 are written and tested on CPUs as far as a CPU can, but wait for a device run.
+QUANTIZATION_KERNELS: Final = MappingProxyType(
+    {
+        Quantization.NONE: QuantizationKernel(cpu=True, gpu_capability=(0, 0), gpu_proven=True),
+        Quantization.INT8_WEIGHT_ONLY: QuantizationKernel(
+            cpu=True, gpu_capability=(0, 0), gpu_proven=True
+        ),
+        Quantization.INT8_DYNAMIC: QuantizationKernel(
+            cpu=True,
+            gpu_capability=None,
+            gpu_proven=False,
+            needs="its int8 matmul (torch._int_mm) has a CUDA kernel only for more than 16 "
+            "rows, which batch-1 inference lacks, and torchao then falls back to a float matmul",
+        ),
+        Quantization.INT4_WEIGHT_ONLY: QuantizationKernel(
+            cpu=True,
+            gpu_capability=(8, 0),
+            gpu_proven=False,
+            needs="PyTorch's int4 GPU kernel (aten._weight_int4pack_mm) needs compute "
+            "capability 8.0 (Ampere) or newer",
+            # aten._weight_int4pack_mm_for_cpu's AVX2/AVX512 tinygemm takes bf16; fp32 and
+            # fp16 go through its scalar loop (bench/quantization.py: 5-51x slower than the
+            # unquantized program, against 0.5-0.9x at bf16).
+            cpu_vectorized=frozenset({Precision.BF16}),
+        ),
+        Quantization.FP8_DYNAMIC: QuantizationKernel(
+            cpu=False,
+            gpu_capability=(8, 9),
+            gpu_proven=False,
+            needs="fp8 matmuls (aten._scaled_mm) need fp8 tensor cores: a GPU of compute "
+            "capability 8.9 (Ada Lovelace, Hopper) or newer",
+        ),
+    }
+)
+_AWAITS_GPU = (
+    "its GPU path awaits a run on a GPU (`pytest -m gpu` and bench/gpu_runner.py, docs/runner.md)"
+)
+
+
+def unoffered_because(quantization: Quantization, capability: tuple[int, int] | None) -> str | None:
+    """Why a device of compute `capability` (None: a CPU) is not offered `quantization`, or
+    None where it is."""
+    kernel = QUANTIZATION_KERNELS[quantization]
+    if capability is None:
+        return None if kernel.cpu else kernel.needs
+    if kernel.gpu_capability is None or capability < kernel.gpu_capability:
+        return kernel.needs
+    return None if kernel.gpu_proven else _AWAITS_GPU
+
+
 # Volta and Turing have fp16 tensor cores but neither bf16 nor tf32.
 _PRE_AMPERE_PRECISION = frozenset({Precision.FP32, Precision.FP16})
 _AMPERE_PRECISION = frozenset(Precision)
@@ -51,9 +119,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=False,
                 compute_capability=None,
                 precisions=frozenset({Precision.FP32, Precision.FP16, Precision.BF16}),
-                quantizations=frozenset(
-                    {Quantization.NONE, Quantization.INT8_DYNAMIC, Quantization.INT8_WEIGHT_ONLY}
-                ),
             ),
             DeviceType(
                 name="nvidia-t4",
@@ -62,7 +127,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(7, 5),
                 precisions=_PRE_AMPERE_PRECISION,
-                quantizations=_GPU_QUANTIZATION,
             ),
             DeviceType(
                 name="nvidia-v100",
@@ -71,7 +135,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(7, 0),
                 precisions=_PRE_AMPERE_PRECISION,
-                quantizations=_GPU_QUANTIZATION,
             ),
             DeviceType(
                 name="nvidia-a10g",
@@ -80,7 +143,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(8, 6),
                 precisions=_AMPERE_PRECISION,
-                quantizations=_GPU_QUANTIZATION,
             ),
             DeviceType(
                 name="nvidia-a100",
@@ -89,7 +151,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(8, 0),
                 precisions=_AMPERE_PRECISION,
-                quantizations=_GPU_QUANTIZATION,
             ),
             DeviceType(
                 name="nvidia-l4",
@@ -98,7 +159,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(8, 9),
                 precisions=_AMPERE_PRECISION,
-                quantizations=_GPU_QUANTIZATION,
             ),
             DeviceType(
                 name="nvidia-h100",
@@ -107,7 +167,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 is_gpu=True,
                 compute_capability=(9, 0),
                 precisions=_AMPERE_PRECISION,
-                quantizations=_GPU_QUANTIZATION,
             ),
         )
     }

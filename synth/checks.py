@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from contract.archive import UnsafeArchive
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
-from synth.catalogue import DEVICE_TYPES
+from contract.variant import Quantization, layers_taken, takes_layer
+from contract.weights import LinearWeights
+from synth.catalogue import DEVICE_TYPES, unoffered_because
 from synth.fleet import Cluster, Fleet
 from synth.kubernetes import IMAGE_VOLUMES_ON, version_text
 from synth.limits import MAX_VARIANTS_CEILING
@@ -121,11 +123,13 @@ def _model_files_are_plain_programs(
     workflow: Workflow, variants: list[Variant], model_files: ModelFiles
 ) -> Iterator[Finding]:
     declared: dict[str, tuple[ExpectedInput, ...]] = {}
+    linear: dict[str, LinearWeights | None] = {}
     for index, model in enumerate(workflow.models):
         if model.file is None:
             continue
         try:
-            declared[model.name] = model_files.program(model.file).inputs
+            program = model_files.program(model.file)
+            declared[model.name], linear[model.name] = program.inputs, program.linear
         except UnsafeArchive as error:
             yield Finding(
                 ("models", index, "file"),
@@ -134,6 +138,43 @@ def _model_files_are_plain_programs(
                 "and save it with torch.export.save, with tensors only",
             )
     yield from _inputs_fit_models(workflow, variants, declared)
+    yield from _quantizations_reach_layers(workflow, variants, linear)
+
+
+def _shapes(weights: LinearWeights, shown: int = 8) -> str:
+    listed = ", ".join(f"{out}x{in_}" for out, in_ in weights.shapes[:shown])
+    more = len(weights.shapes) - shown
+    return f"{listed}{f' and {more} more' if more > 0 else ''}" if listed else "none"
+
+
+def _quantizations_reach_layers(
+    workflow: Workflow, variants: list[Variant], linear: dict[str, LinearWeights | None]
+) -> Iterator[Finding]:
+    """A quantized variant whose kernel takes none of its committed model's Linear layers
+    would fail in its pod (the runner refuses to measure the float model under a quantized
+    label): said here, once per model, quantization and kind of device."""
+    devices = {target.key: DEVICE_TYPES[target.gpu_type] for target in workflow.targets}
+    seen: set[tuple[str, Quantization, bool]] = set()
+    for variant in variants:
+        weights, device = linear.get(variant.model), devices[variant.target]
+        key = (variant.model, variant.quantization, device.is_gpu)
+        if (
+            weights is None
+            or variant.quantization is Quantization.NONE
+            or variant.quantization not in device.quantizations  # said by the device check
+            or key in seen
+            or any(takes_layer(variant.quantization, device.is_gpu, *s) for s in weights.shapes)
+        ):
+            continue
+        seen.add(key)
+        yield Finding(
+            variant.origins["quantization"],
+            f"{variant.quantization} takes no linear layer of model {variant.model!r} on "
+            f"{device.name}: its kernel takes {layers_taken(variant.quantization, device.is_gpu)}"
+            f", and the model's are {_shapes(weights)} (out x in features)",
+            f"exclude it for this model ({{model: {variant.model}, quantization: "
+            f"{variant.quantization}}} in sweep.exclude), or quantize a model with such layers",
+        )
 
 
 def _inputs_fit_models(
@@ -322,10 +363,15 @@ def _devices_support_variants(workflow: Workflow, variants: list[Variant]) -> It
             if value in supported or (variant.target, loc) in reported:
                 continue
             reported.add((variant.target, loc))
+            why = (
+                unoffered_because(variant.quantization, device.compute_capability)
+                if dimension == "quantization"
+                else None
+            )
             yield Finding(
                 loc,
                 f"{dimension} {value} is not supported on {device.name} ({device.architecture}),"
-                f" which target {variant.target!r} uses",
+                f" which target {variant.target!r} uses{f': {why}' if why else ''}",
                 _unsupported_hint(workflow, variant.target, dimension, value, loc),
             )
 

@@ -119,8 +119,9 @@ def _type(field: Mapping[str, Any], definitions: Mapping[str, Any]) -> str:
     if "anyOf" in field:
         members = [m for m in field["anyOf"] if m.get("type") != "null"]
         return " or ".join(_type(member, definitions) for member in members)
-    if "enum" in field:
-        return " \\| ".join(f"`{value}`" for value in field["enum"])
+    if "enum" in field or "const" in field:
+        values = field["enum"] if "enum" in field else [field["const"]]
+        return " \\| ".join(f"`{value}`" for value in values)
     kind = field.get("type", "any")
     if kind == "array":
         return f"list of {_type(field.get('items', {}), definitions)}"

@@ -36,7 +36,7 @@ from contract.config import (
     tail_iterations,
 )
 from contract.layout import KUSTOMIZATION_FILE, WORKLOADS
-from contract.variant import Precision, Quantization
+from contract.variant import SPELLINGS, Precision, Quantization
 from synth.base import SpecModel
 from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE, RESOURCE_PRESETS
 from synth.fields import (
@@ -107,6 +107,20 @@ def _check_known_cluster(name: object, info: ValidationInfo) -> object:
 
 
 KnownCluster = Annotated[ClusterName, BeforeValidator(_check_known_cluster)]
+
+
+def _spelled(value: object) -> object:
+    return SPELLINGS.get(value, value) if isinstance(value, str) else value
+
+
+QuantizationName = Annotated[
+    Quantization,
+    BeforeValidator(
+        _spelled,
+        json_schema_input_type=Quantization | Literal[tuple(SPELLINGS)],
+    ),
+]
+"""A quantization, also as the design note spells it (`int4`); variants carry the name."""
 
 
 class InputSpec(SpecModel):
@@ -448,7 +462,7 @@ class Benchmark(SpecModel):
     """Samples per iteration; sweep it with `sweep.matrix.batch_size`. Default 1."""
     precision: Precision = Precision.FP32
     """The numeric format of variants that do not sweep it."""
-    quantization: Quantization = Quantization.NONE
+    quantization: QuantizationName = Quantization.NONE
     """The quantization of variants that do not sweep it."""
     warmup: WarmupPhase = Field(default_factory=WarmupPhase)
     """Untimed iterations first, to fill caches and trigger lazy initialisation."""
@@ -674,7 +688,7 @@ class VariantSelector(SpecModel):
     """A target name."""
     precision: Precision | None = None
     """A precision."""
-    quantization: Quantization | None = None
+    quantization: QuantizationName | None = None
     """A quantization."""
     batch_size: Count | None = None
     """A batch size."""
@@ -694,7 +708,7 @@ class Matrix(SpecModel):
 
     precision: list[Precision] | None = Field(default=None, min_length=1)
     """Precisions to try."""
-    quantization: list[Quantization] | None = Field(default=None, min_length=1)
+    quantization: list[QuantizationName] | None = Field(default=None, min_length=1)
     """Quantizations to try."""
     batch_size: list[Count] | None = Field(default=None, min_length=1)
     """Batch sizes to try."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Final
 
-from contract.variant import Precision, Quantization
+from contract.variant import QUANTIZERS, Precision, Quantization
 from synth.spec import InputSpec, VariantSelector, Workflow
 from synth.yaml_source import Loc
 
@@ -70,6 +70,13 @@ class Variant:
             **{key: str(value) for key, value in self.dimensions.items()},
             "inputs": [{"shape": list(i.shape), "dtype": i.dtype} for i in self.inputs],
             "setup": setup,
+            # What the quantization runs, so that a new implementation re-measures; only
+            # where there is one, so that no unquantized variant's id changes with it.
+            **(
+                {"quantizer": QUANTIZERS[self.quantization]}
+                if self.quantization is not Quantization.NONE
+                else {}
+            ),
         }
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return "v" + hashlib.sha256(canonical.encode()).hexdigest()[:VARIANT_ID_LENGTH]

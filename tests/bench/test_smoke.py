@@ -28,6 +28,7 @@ RUNS = [
     pytest.param("runner_startup", "load_program + module() of tiny-mlp", id="runner_startup"),
     pytest.param("grouping", "overhead share (wall - timed loops) / wall", id="grouping"),
     pytest.param("accuracy_cost", "accuracy pass share of pod wall time", id="accuracy_cost"),
+    pytest.param("quantization", "q / none time", id="quantization"),
     pytest.param("collector_gather", "gather / per-Job loop wall time", id="collector_gather"),
     pytest.param(
         "cluster_gather", "gather / per pod", marks=pytest.mark.cluster, id="cluster_gather"

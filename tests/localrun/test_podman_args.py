@@ -134,7 +134,12 @@ def test_podman_runs_with_runc_cgroupfs_and_no_default_ulimits(tmp_path: Path) -
 
 def test_image_gets_the_runners_pins_from_pyproject() -> None:
     requirements = runner_requirements()
-    assert [r.split(">")[0].split("=")[0] for r in requirements] == ["torch", "numpy", "pydantic"]
+    assert [r.split(">")[0].split("=")[0] for r in requirements] == [
+        "torch",
+        "torchao",
+        "numpy",
+        "pydantic",
+    ]
     assert requirements[0].startswith("torch=="), "an exact pin keeps the CPU wheel"
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 import synth.load
+from contract.variant import QUANTIZERS
 from synth.load import load_specs
 from synth.problems import SpecProblems
 from synth.sweep import Variant, combinations
@@ -145,3 +146,44 @@ def test_excludes_remove_what_each_one_names(expand) -> None:  # type: ignore[no
     assert not [d for d in dims(variants) if d[1] == "mlp" and d[4] == 2]
     assert ("a100", "cnn", "fp16", "none", 2) in dims(variants)
     assert len(variants) == 2 * 2 * 2 * 2 - 2 * 2 - 2 * 2 + 1
+
+
+def test_the_design_notes_int4_is_int4_weight_only(expand) -> None:  # type: ignore[no-untyped-def]
+    """The design note's example, `{"quantization": "int4", "precision": "fp16"}`, on a CPU
+    (its GPU targets wait for a device run: tests/data/specs/invalid/)."""
+    spelled = expand(
+        "sweep:\n  matrix: {batch_size: [1]}\n"
+        "  include: [{target: cpu, model: mlp, precision: fp16, quantization: int4}]\n"
+    )
+    written = expand(
+        "sweep:\n  matrix: {batch_size: [1]}\n"
+        "  include: [{target: cpu, model: mlp, precision: fp16, quantization: int4-weight-only}]\n"
+    )
+    assert dims(spelled)[-1] == ("cpu", "mlp", "fp16", "int4-weight-only", 1)
+    assert [v.variant_id("sweep", {}) for v in spelled] == [
+        v.variant_id("sweep", {}) for v in written
+    ]
+
+
+def test_both_spellings_of_int4_in_a_matrix_are_a_repeat(expand) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SpecProblems) as raised:
+        expand("sweep:\n  matrix: {quantization: [int4, int4-weight-only]}\n")
+    assert "lists int4-weight-only more than once" in raised.value.problems[0].message
+
+
+def test_what_a_quantization_runs_is_part_of_its_variants_id(  # type: ignore[no-untyped-def]
+    expand, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replacing the runner's own int8 rewrite by torchao changed the numbers, so it changed
+    the ids of int8 variants (and no others): their recorded results are not reused."""
+    none, int8 = expand(
+        "sweep:\n  matrix: {quantization: [none, int8-weight-only]}\n"
+        "  exclude: [{target: a100}, {model: cnn}]\n"
+    )
+    before = [v.variant_id("sweep", {}) for v in (none, int8)]
+    assert before[1] == "vadc3ec3bbdea"
+    ours = {**QUANTIZERS, int8.quantization: "benchfleet's own graph rewrite"}
+    monkeypatch.setattr("synth.sweep.QUANTIZERS", ours)
+    after = [v.variant_id("sweep", {}) for v in (none, int8)]
+    assert after[0] == before[0]
+    assert after[1] != before[1]
