@@ -34,7 +34,7 @@ from contract.config import (
 )
 from contract.errors import ExitCode, most_severe
 from contract.reported import REPORTED_ENV, read_reported
-from contract.result import BenchResult, ErrorInfo, ErrorResult
+from contract.result import BenchResult, ErrorInfo, ErrorResult, OkResult
 from contract.variant import VariantRef
 from runner.accuracy import References
 from runner.channel import emit
@@ -49,6 +49,7 @@ from runner.run import (
     run_interleaved,
     run_variant,
 )
+from runner.startup import since_start
 
 log = logging.getLogger("runner")
 
@@ -196,6 +197,15 @@ def _not_reported(
     return tuple(variant for variant in unit if variant.id not in done)
 
 
+def _with_process_time(result: BenchResult, seconds: float | None) -> BenchResult:
+    """`result` with the time its process took to reach the runner's code (every result of
+    a pod says it, so that the pod's start-up survives whichever of them the collector reads)."""
+    if seconds is None or not isinstance(result, OkResult) or result.timings is None:
+        return result
+    timings = result.timings.model_copy(update={"process_s": seconds})
+    return result.model_copy(update={"timings": timings})
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated(
         "SIGTERM: the pod is being deleted (preemption, eviction, the Job's deadline or a "
@@ -209,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
     )
+    process_s = since_start()
     args = _arguments(argv)
     config: RunConfig | None = None
     results: list[BenchResult] = []
@@ -234,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             current = None  # its results are in hand: a SIGTERM from here on is the group's
             for result, code in outcomes:
-                results.append(result)
+                results.append(_with_process_time(result, process_s))
                 codes.append(code)
                 emit(results, sys.stdout, args.termination_log)
         return int(most_severe(codes))
