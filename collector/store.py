@@ -13,12 +13,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from pydantic import BaseModel
+
 from contract.accuracy import AccuracyGate
-from contract.records import JobIdentity, StoredVariant
+from contract.records import JobIdentity, PodStart, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 5
+_SCHEMA_VERSION: Final = 6
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
@@ -32,6 +34,14 @@ _ADDED_IN_5: Final = (
     "ALTER TABLE variant_runs ADD COLUMN accuracy_gate TEXT",
     "ALTER TABLE variant_runs ADD COLUMN accuracy_failed INTEGER",
 )
+# Version 6 adds when each run's pod got its node and started its runner (JSON, PodStart);
+# rows stored before it are NULL: their start-up is unknown.
+_ADDED_IN_6: Final = "ALTER TABLE variant_runs ADD COLUMN pod_start TEXT"
+_JSON_COLUMNS: Final[dict[str, type[BaseModel]]] = {
+    "accuracy_gate": AccuracyGate,
+    "pod_start": PodStart,
+}
+"""Columns holding one of StoredVariant's fields as JSON, with the model that reads it."""
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -62,6 +72,7 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     collected_at TEXT NOT NULL,
     accuracy_gate TEXT,
     accuracy_failed INTEGER,
+    pod_start TEXT,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
 CREATE INDEX IF NOT EXISTS variant_runs_by_workflow ON variant_runs (workflow);
@@ -120,13 +131,14 @@ _COLUMNS: Final = [
     "collected_at",
     "accuracy_gate",
     "accuracy_failed",
+    "pod_start",
 ]
 
-# The columns that are StoredVariant's own fields, read back by name (the gate as JSON).
+# The columns that are StoredVariant's own fields, read back by name (those in JSON apart).
 _VARIANT_COLUMNS: Final = [
     column
     for column in _COLUMNS
-    if column in StoredVariant.model_fields and column != "accuracy_gate"
+    if column in StoredVariant.model_fields and column not in _JSON_COLUMNS
 ]
 # The variant's identity, a column per field: its index is the row's job_index, and its id
 # is called variant_id beside the Job's own columns.
@@ -184,8 +196,12 @@ class Added:
     already_stored: int
 
 
+def _json(value: BaseModel | None) -> str | None:
+    return value.model_dump_json(exclude_none=True) if value is not None else None
+
+
 def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[object, ...]:
-    result, gate = variant.result, variant.accuracy_gate
+    result = variant.result
     ref = variant.variant or (result.variant if result else None)
     values = {
         **job.model_dump(),
@@ -204,10 +220,10 @@ def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[o
             if field != "index"
         },
         "result_source": variant.result_source,
-        "result_json": result.model_dump_json(exclude_none=True) if result else None,
+        "result_json": _json(result),
         "collected_at": collected_at,
-        "accuracy_gate": gate.model_dump_json(exclude_none=True) if gate else None,
         "accuracy_failed": variant.accuracy_failed,
+        **{column: _json(getattr(variant, column)) for column in _JSON_COLUMNS},
     }
     return tuple(values[column] for column in _COLUMNS)
 
@@ -220,7 +236,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, 4, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, 4, 5, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -234,6 +250,8 @@ class Store:
                 if version in {1, 2, 3, 4}:
                     for statement in _ADDED_IN_5:
                         self._db.execute(statement)
+                if version in {1, 2, 3, 4, 5}:
+                    self._db.execute(_ADDED_IN_6)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -417,7 +435,7 @@ class Store:
         identity = JobIdentity.model_validate(
             {field: row[field] for field in JobIdentity.model_fields}
         )
-        text, gate = row["result_json"], row["accuracy_gate"]
+        text = row["result_json"]
         ref = None
         if row["variant_id"] is not None:
             ref = VariantRef.model_validate(
@@ -429,7 +447,10 @@ class Store:
                 "index": row["job_index"],
                 "variant": ref,
                 "result": parse_result(str(text)) if text else None,
-                "accuracy_gate": AccuracyGate.model_validate_json(str(gate)) if gate else None,
+                **{
+                    column: model.model_validate_json(str(row[column])) if row[column] else None
+                    for column, model in _JSON_COLUMNS.items()
+                },
             }
         )
         return StoredRun(job=identity, variant=variant, collected_at=str(row["collected_at"]))

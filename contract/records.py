@@ -42,6 +42,19 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+class PodStart(_Record):
+    """When a run's pod reached its runner, as the pod's own status says (the API server's
+    times, in whole seconds): what its start-up cost before the runner's own timings."""
+
+    created_at: str | None = None
+    scheduled_at: str | None = None
+    """PodScheduled: bound to a node. Before it, the pod waited for one (queued, or no room)."""
+    started_at: str | None = None
+    """The runner container's start. Between the two, the kubelet made the pod's sandbox,
+    pulled the runner image and any image volume (an `oci` model), mounted its volumes and
+    created the container."""
+
+
 class StoredVariant(_Record):
     """How one completion index of the Job ended."""
 
@@ -62,6 +75,8 @@ class StoredVariant(_Record):
     preemptions: int = 0
     finished_at: str | None = None
     """The runner container's finishedAt, as the API server reported it."""
+    pod_start: PodStart | None = None
+    """How its pod got to its runner; None where no pod ran, and in runs stored before it."""
     result_source: Literal["termination-message", "log"] | None = None
     result: BenchResult | None = None
     accuracy_gate: AccuracyGate | None = None

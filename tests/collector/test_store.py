@@ -9,12 +9,19 @@ import pytest
 from collector.store import Store, StoreError, open_store
 from contract.accuracy import Accuracy, AccuracyGate
 from contract.layout import record_path, recorded_jobs
-from contract.records import JobRecord, StoredVariant, read_record, write_record
+from contract.records import JobRecord, PodStart, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
 from contract.samples import encode
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
+ADDED_IN_6 = ("pod_start",)
+CURRENT = 6
+POD_START = PodStart(
+    created_at="2026-01-01T00:00:00Z",
+    scheduled_at="2026-01-01T00:00:02Z",
+    started_at="2026-01-01T00:00:09Z",
+)
 
 
 @pytest.fixture
@@ -105,7 +112,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in ("repeat", *ADDED_IN_5):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
@@ -113,7 +120,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
     with sqlite3.connect(path) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(variant_runs)")}
         assert not columns & {"device_name", "model_sha256", "status", "p50_ms"}
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == CURRENT
 
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
@@ -121,7 +128,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in ("repeat", *ADDED_IN_5):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 2")
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
@@ -129,7 +136,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
         store.add(repeated, [succeeded(0)])
         assert [run.job.repeat for run in store.runs("cpu-smoke")] == [None, 1]
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == CURRENT
 
 
 def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
@@ -139,7 +146,7 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in ADDED_IN_5:
+        for column in (*ADDED_IN_5, *ADDED_IN_6):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 4")
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
@@ -149,7 +156,33 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     assert (earlier.variant.accuracy_gate, earlier.variant.accuracy_failed) == (None, None)
     assert later.variant == judged
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == CURRENT
+
+
+def test_a_version_5_database_gains_each_pods_start_unknown_for_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)])
+    with sqlite3.connect(path) as db:
+        for column in ADDED_IN_6:
+            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
+        db.execute("PRAGMA user_version = 5")
+    started = succeeded(1).model_copy(update={"pod_start": POD_START})
+    with open_store(path) as store:
+        store.add(JOB, [started])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.variant.pod_start, later.variant) == (None, started)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == CURRENT
+
+
+def test_a_pods_start_reads_back_from_store_and_record(store: Store, tmp_path: Path) -> None:
+    started = succeeded(0).model_copy(update={"pod_start": POD_START})
+    store.add(JOB, [started], NOW)
+    [run] = store.runs("cpu-smoke")
+    assert run.variant == started
+    path, _ = write_record(tmp_path, record(started))
+    assert read_record(path).variants == (started,)
 
 
 @pytest.mark.parametrize(
