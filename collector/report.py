@@ -18,6 +18,7 @@ from typing import Final, Literal, NamedTuple
 from collector import intervals
 from collector.history import CURRENT, SpecRevision
 from collector.intervals import MedianEstimate, Ratio
+from collector.startup import Startup, startup
 from collector.store import StoredRun
 from contract.accuracy import Accuracy, default_gate, judge
 from contract.order_stats import paired_ratio
@@ -454,6 +455,9 @@ class Report:
     selection: Selection
     jobs: tuple[JobSummary, ...]
     """Every Job of the runs, reported or not: by workflow, cluster and target, newest first."""
+    startup: tuple[Startup, ...] = ()
+    """Per cluster and target, where the reported runs' pods spent their time besides the
+    timed loops, and their memory against each model's file."""
 
 
 def _target(run: StoredRun) -> str:
@@ -1187,6 +1191,7 @@ def build_report(
         superseded=superseded,
         selection="all" if all_revisions else "named" if jobs else "newest",
         jobs=summaries,
+        startup=startup(latest, _target),
     )
 
 

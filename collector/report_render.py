@@ -34,6 +34,7 @@ from collector.report import (
     VariantRow,
     heading,
 )
+from collector.startup import Startup
 from collector.verdict import run_verdict, verdict_lines
 from contract.text import shown
 from contract.variant import VariantRef
@@ -107,6 +108,13 @@ _NUMERIC: Final = frozenset(
         "baseline CI ms",
         "p50 ms/sample",
         "95% CI ms/sample",
+        "n",
+        "median s",
+        "max s",
+        "file",
+        "peak RSS median",
+        "peak RSS max",
+        "max / file",
     }
 )
 
@@ -522,6 +530,88 @@ def _jobs_table(jobs: Sequence[JobSummary]) -> Table:
     )
 
 
+def _three_digits(value: float) -> str:
+    """Three significant digits, no exponent: 0.000412, 0.0412, 4.12, 41.2, 412."""
+    if value == 0:
+        return "0"
+    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
+
+
+def format_bytes(count: int) -> str:
+    """Like 97.7 MiB or 3.61 GiB: binary units, three significant digits."""
+    value, unit = float(count), "bytes"
+    for larger in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, larger
+    return f"{count} bytes" if unit == "bytes" else f"{_three_digits(value)} {unit}"
+
+
+_STARTUP_NOTE: Final = (
+    "Each phase's median and longest, counted where it is paid: a pod's start once per pod, a "
+    "model's file and torch.export.load once per model and pod (its first variant there), "
+    "the rest per variant. Waiting for a node and the pod's start come from the pod's status "
+    "(whole seconds: the node's image pulls, an oci model's too, are in the pod's start); the "
+    "rest from the runner. To first measurement: from getting a node to the first timed loop."
+)
+
+
+def _startup_table(startup: Startup) -> Table | None:
+    if not startup.phases:
+        return None  # runs of runners and collectors before the start-up timings
+    share = (
+        f"measurement {startup.measured_share:.0%} of their wall time"
+        if startup.measured_share is not None
+        else "their wall time unknown"
+    )
+    return Table(
+        title=(
+            f"Start-up on {startup.target} ({startup.cluster}): "
+            f"{plural(startup.pods, 'pod')}, {share}"
+        ),
+        columns=_columns("phase", "per", "n", "median s", "max s"),
+        rows=tuple(
+            (
+                phase.phase,
+                phase.per,
+                str(phase.count),
+                _three_digits(phase.median_s),
+                _three_digits(phase.max_s),
+            )
+            for phase in startup.phases
+        ),
+        notes=(_STARTUP_NOTE,),
+        kind="detail",
+    )
+
+
+def _memory_table(startup: Startup) -> Table | None:
+    if not startup.memory:
+        return None
+    return Table(
+        title=f"Memory on {startup.target} ({startup.cluster}): the runner's peak RSS per model",
+        columns=_columns("model", "file", "n", "peak RSS median", "peak RSS max", "max / file"),
+        rows=tuple(
+            (
+                memory.model,
+                format_bytes(memory.file_bytes) if memory.file_bytes is not None else "-",
+                str(memory.variants),
+                format_bytes(memory.median_peak_rss_bytes),
+                format_bytes(memory.max_peak_rss_bytes),
+                format_ratio(ratio) if (ratio := memory.max_over_file) is not None else "-",
+            )
+            for memory in startup.memory
+        ),
+        notes=(
+            "The runner process's peak resident memory (the kernel's VmHWM) in the variants of "
+            "each model, against the size of the model's .pt2: torch itself takes a few "
+            "hundred MiB, and a pod running several models holds each it loaded.",
+        ),
+        kind="detail",
+    )
+
+
 def _listed(values: Sequence[str], most: int = 3) -> str:
     listed = ", ".join(values[:most])
     return f"{listed} (+{len(values) - most})" if len(values) > most else listed or "-"
@@ -690,6 +780,11 @@ def lay_out(report: Report) -> Layout:
         *(_comparison_table("Ranking", comparison) for comparison in report.rankings),
         _variants_table(report.variants) if report.variants else None,
         _flagged_table(report.variants),
+        *(
+            table
+            for startup in report.startup
+            for table in (_startup_table(startup), _memory_table(startup))
+        ),
         _jobs_table(report.jobs) if report.jobs else None,
         _provenance_table(report.jobs) if any(job.reported for job in report.jobs) else None,
     ]
