@@ -6,7 +6,7 @@ can be re-run, or resumed after an interruption, without duplicates.
 """
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,7 +16,7 @@ from typing import Final
 from pydantic import BaseModel
 
 from contract.accuracy import AccuracyGate
-from contract.records import JobIdentity, PodStart, StoredVariant
+from contract.records import JobIdentity, PodStart, Reuses, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
@@ -35,7 +35,8 @@ _ADDED_IN_5: Final = (
     "ALTER TABLE variant_runs ADD COLUMN accuracy_failed INTEGER",
 )
 # Version 6 adds when each run's pod got its node and started its runner (JSON, PodStart);
-# rows stored before it are NULL: their start-up is unknown.
+# rows stored before it are NULL: their start-up is unknown. It also adds reuses, the
+# variants a Job reuses the run of an earlier Job for (a local try's, which has no record).
 _ADDED_IN_6: Final = "ALTER TABLE variant_runs ADD COLUMN pod_start TEXT"
 _JSON_COLUMNS: Final[dict[str, type[BaseModel]]] = {
     "accuracy_gate": AccuracyGate,
@@ -87,6 +88,15 @@ CREATE TABLE IF NOT EXISTS unread_results (
     raw TEXT NOT NULL,
     collected_at TEXT NOT NULL,
     PRIMARY KEY (cluster, namespace, job, job_index)
+);
+CREATE TABLE IF NOT EXISTS reuses (
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    job TEXT NOT NULL,
+    workflow TEXT NOT NULL,
+    variant_id TEXT NOT NULL,
+    earlier_job TEXT NOT NULL,
+    PRIMARY KEY (cluster, namespace, job, variant_id)
 );
 CREATE TABLE IF NOT EXISTS waiting_causes (
     cluster TEXT NOT NULL,
@@ -288,6 +298,16 @@ class Store:
                 "WHERE cluster = ? AND namespace = ? AND job = ? AND job_index = ?",
                 [(job.cluster, job.namespace, job.job, v.index) for v in variants],
             )
+            # A Job's own run of a variant stands for it, not the earlier one it reused.
+            self._db.executemany(
+                "DELETE FROM reuses "
+                "WHERE cluster = ? AND namespace = ? AND job = ? AND variant_id = ?",
+                [
+                    (job.cluster, job.namespace, job.job, v.variant.id)
+                    for v in variants
+                    if v.variant
+                ],
+            )
         return Added(new=new, already_stored=len(variants) - new)
 
     def keep_unread(
@@ -315,6 +335,37 @@ class Store:
                     for kept in unread
                 ],
             )
+
+    def add_reuses(self, job: JobIdentity, earlier: Mapping[str, str]) -> None:
+        """Note that `job` reuses, for each variant id of `earlier`, that variant's run in the
+        earlier Job named (same cluster and namespace) instead of running it: a local try's
+        incremental sweep, which has no record in results/ to say so."""
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO reuses "
+                "(cluster, namespace, job, workflow, variant_id, earlier_job) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (job.cluster, job.namespace, job.job, job.workflow, variant_id, earlier_job)
+                    for variant_id, earlier_job in sorted(earlier.items())
+                ],
+            )
+
+    def reuses(self, workflow: str) -> dict[tuple[str, str], Reuses]:
+        """(cluster, Job) -> the earlier Jobs of that cluster whose runs the Job reuses, with
+        the variant ids, for every Job of `workflow` that reuses any (`add_reuses`)."""
+        rows = self._db.execute(
+            "SELECT cluster, job, earlier_job, variant_id FROM reuses WHERE workflow = ? "
+            "ORDER BY cluster, job, earlier_job, variant_id",
+            (workflow,),
+        )
+        found: dict[tuple[str, str], dict[str, list[str]]] = {}
+        for cluster, job, earlier_job, variant_id in rows:
+            found.setdefault((cluster, job), {}).setdefault(earlier_job, []).append(variant_id)
+        return {
+            key: {earlier: tuple(ids) for earlier, ids in jobs.items()}
+            for key, jobs in found.items()
+        }
 
     def remember_cause(self, job: JobIdentity, index: int, cause: str) -> None:
         """Why completion index `index` of `job` waits (over what was said before)."""
@@ -422,7 +473,7 @@ class Store:
                 keys,
             )
             deleted = self._db.total_changes - before
-            for table in ("unread_results", "waiting_causes"):
+            for table in ("unread_results", "waiting_causes", "reuses"):
                 self._db.executemany(
                     f"DELETE FROM {table} "
                     "WHERE workflow = ? AND cluster = ? AND namespace = ? AND job = ?",

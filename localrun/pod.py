@@ -6,6 +6,7 @@ rather than silently dropped, so a local run never differs from the cluster unno
 
 import base64
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from contract.dist import Manifest
@@ -61,6 +62,9 @@ class PodRun:
     stderr: str
     exit_code: int
     termination_log: str
+    started_at: datetime | None = None
+    """When the container started, as a kubelet's status says it (after any image pull)."""
+    finished_at: datetime | None = None
 
 
 def _configmap_files(configmap: Manifest) -> dict[str, bytes]:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -114,6 +115,7 @@ def run_process(plan: PodPlan, timeout_s: float, store: ImageStore | None = None
     device_missing, as it would on a mislabelled node.
     """
     images = (store or ImageStore()).mount_all(plan.images) if plan.images else {}
+    started = datetime.now(UTC)
     process, termination_log = start_process(plan, images)
     try:
         stdout, stderr = process.communicate(timeout=timeout_s)
@@ -127,4 +129,6 @@ def run_process(plan: PodPlan, timeout_s: float, store: ImageStore | None = None
         stderr=stderr,
         exit_code=process.returncode,
         termination_log=termination_log.read_text(encoding="utf-8"),
+        started_at=started,
+        finished_at=datetime.now(UTC),
     )

@@ -228,3 +228,20 @@ def test_round_medians_stay_in_the_git_record(tmp_path: Path) -> None:
     )
     path, _ = write_record(tmp_path, record(paired))
     assert read_record(path).variants == (paired,)
+
+
+def test_a_jobs_reuses_read_back_until_it_runs_the_variant_itself_or_is_forgotten(
+    store: Store,
+) -> None:
+    """A local try's incremental sweep: Job B reuses A's runs of v0 and v1."""
+    later = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "cluster": "local"})
+    store.add_reuses(later, {"v0": JOB.job, "v1": JOB.job})
+    assert store.reuses("cpu-smoke") == {("local", later.job): {JOB.job: ("v0", "v1")}}
+    assert store.reuses("other-workflow") == {}
+    store.add(later, [succeeded(1)])
+    assert store.reuses("cpu-smoke") == {("local", later.job): {JOB.job: ("v0",)}}, (
+        "its own run of v1 stands for v1"
+    )
+    (stored,) = store.jobs("local")
+    store.forget([stored])
+    assert store.reuses("cpu-smoke") == {}
