@@ -11,7 +11,7 @@ local try measured are reused (localrun/reuse.py) unless `--again` says otherwis
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
@@ -24,6 +24,7 @@ from collector.workload import ExpectedJob, WorkloadError, read_expected
 from contract.layout import LOCAL_CLUSTER, cluster_of
 from contract.options import database_option, root_option, version_option
 from contract.records import JobIdentity
+from localrun.image_files import ImageFileError, image_files, parse_image_files
 from localrun.images import ImagePullError, ImageStore
 from localrun.pod import PodPlan, PodSpecError
 from localrun.process import run_process
@@ -63,6 +64,15 @@ AGAIN_OPTION = click.option(
     is_flag=True,
     help="Run every variant, also those an earlier local try measured (after changing the "
     "runner, say) [default: reuse them]",
+)
+
+IMAGE_FILE_OPTION = click.option(
+    "--image-file",
+    "image_files",
+    multiple=True,
+    metavar="PATH=FILE",
+    help="The file on this machine that an image_path model's image holds at PATH "
+    "(repeatable): a local try runs this checkout's runner, not the image",
 )
 
 
@@ -131,11 +141,12 @@ def run_workflow(
     executor: Executor | None = None,
     *,
     again: bool = False,
+    given_files: Sequence[str] = (),
 ) -> None:
     """Run `workflow`'s pods one at a time (with `executor`, processes by default), but for
     the variants earlier local tries measured (all of them `again`), store and report the
     results; raises click.ClickException when any pod did not succeed, or when nothing was
-    stored.
+    stored. `given_files`: `PATH=FILE` for each `image_path` model (localrun/image_files.py).
 
     Everything the run needs from dist/ is read at its start: a `make synth` meanwhile may
     rename the Job or drop the file, and what was measured is still stored under the Job it
@@ -155,14 +166,17 @@ def run_workflow(
             else plan_reuse(plans, jobs, _earlier(root / database, workflow))
         )
         _say_reused(reuse, len(plans))
-        _pull_images(reuse.to_run)
-        click.echo(f"running {plural(len(reuse.to_run), 'pod')} of {shown}", err=True)
+        try:
+            files = image_files(parse_image_files(given_files), workload, reuse.to_run)
+        except ImageFileError as error:
+            raise click.ClickException(str(error)) from None
+        to_run = [replace(plan, image_files=files) for plan in reuse.to_run]
+        _pull_images(to_run)
+        click.echo(f"running {plural(len(to_run), 'pod')} of {shown}", err=True)
         outcomes = []
-        for number, outcome in enumerate(run_pods(reuse.to_run, run_pod), start=1):
+        for number, outcome in enumerate(run_pods(to_run, run_pod), start=1):
             status = ", ".join(r.status for r in outcome.results) or outcome.problem
-            click.echo(
-                f"  [{number}/{len(reuse.to_run)}] index {outcome.plan.index}: {status}", err=True
-            )
+            click.echo(f"  [{number}/{len(to_run)}] index {outcome.plan.index}: {status}", err=True)
             outcomes.append(outcome)
     identities = _store(root / database, jobs, outcomes, reuse)
     if not identities:
@@ -219,16 +233,31 @@ def cli(context: click.Context, root: Path, database: Path) -> None:
 @CLUSTER_OPTION
 @INDEX_OPTION
 @AGAIN_OPTION
+@IMAGE_FILE_OPTION
 @pass_local
 def run(
-    local: Local, workflow: str, cluster: str | None, indexes: tuple[int, ...], again: bool
+    local: Local,
+    workflow: str,
+    cluster: str | None,
+    indexes: tuple[int, ...],
+    again: bool,
+    image_files: tuple[str, ...],
 ) -> None:
     """Run WORKFLOW's pods one at a time on this machine, store and report the results.
 
     A variant that an earlier local try measured (the same variant id, in the same namespace
     and repeat, and succeeded) is reused, not run: its pod is skipped, or its group's runner
-    skips it. --again runs everything.
+    skips it. --again runs everything. A model baked into the runner image (image_path) is
+    tried from a file given with --image-file PATH=FILE, checked against its sha256 first.
 
     Exits 1 when any pod handed over no result or an error result.
     """
-    run_workflow(local.root, local.database, workflow, cluster, indexes, again=again)
+    run_workflow(
+        local.root,
+        local.database,
+        workflow,
+        cluster,
+        indexes,
+        again=again,
+        given_files=image_files,
+    )

@@ -50,6 +50,9 @@ class PodPlan:
     memory_limit_bytes: int | None
     gpus: int
     termination_message_path: str
+    image_files: tuple[Mount, ...] = ()
+    """Files standing in for the runner image's own at their paths in it (`image_path`
+    models): a local try's (`localrun run --image-file`), read-only."""
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def run_arguments(plan: PodPlan, termination_log: Path) -> list[str]:
         arguments += ["--cpus", f"{plan.cpu_limit:g}"]
     if plan.memory_limit_bytes is not None:
         arguments += ["--memory", str(plan.memory_limit_bytes)]
-    for mount in plan.mounts:
+    for mount in (*plan.mounts, *plan.image_files):
         mode = ":ro" if mount.read_only else ""
         arguments += ["-v", f"{mount.host_path}:{mount.container_path}{mode}"]
     for image in plan.images:

@@ -2,7 +2,8 @@
 
 Reads the pod's env as synth writes it: CONFIG_PATH (config.json), MODEL_PATH (the models'
 folder), CA_PATH (the CA bundles downloads trust), OCI_MODEL_PATH (the folder of the oci
-models' image volumes), JOB_COMPLETION_INDEX (set by Kubernetes for Indexed Jobs;
+models' image volumes), IMAGE_ROOT (where image_path models are: / unless a local try says
+otherwise), JOB_COMPLETION_INDEX (set by Kubernetes for Indexed Jobs;
 VARIANT_INDEX is the same value from the downward API), which picks the group of variants
 the pod runs, in order, in this one process, and for a group REPORTED_PATH
 (contract/reported.py), which lists those an earlier attempt of the index already reported.
@@ -26,6 +27,7 @@ from contract.config import (
     CA_ENV,
     CONFIG_DIR,
     CONFIG_FILE,
+    IMAGE_ROOT_ENV,
     MODELS_DIR,
     OCI_MODEL_PATH_ENV,
     OCI_MODELS_DIR,
@@ -72,6 +74,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         default=Path(env.get(OCI_MODEL_PATH_ENV, OCI_MODELS_DIR)),
         help="the folder holding each oci model's image volume",
+    )
+    parser.add_argument(
+        "--image-root",
+        type=Path,
+        default=Path(env.get(IMAGE_ROOT_ENV, "/")),
+        help="the folder image_path models are found under: the image's root in a pod",
     )
     parser.add_argument(
         "--index", default=env.get("JOB_COMPLETION_INDEX", env.get("VARIANT_INDEX", "0"))
@@ -231,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         group = pick_group(config, index)
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
         paths = RunPaths(args.models, scratch, args.ca)
-        programs = Programs(args.models, scratch, args.ca, args.oci_models)
+        programs = Programs(args.models, scratch, args.ca, args.oci_models, args.image_root)
         references = References()
         for planned in runs(group, config.interleave):
             unit = _not_reported(planned, args.reported, index)

@@ -34,6 +34,8 @@ class Programs:
     """The CA bundles the pod's downloads may trust (CA_PATH)."""
     oci_dir: Path = Path(OCI_MODELS_DIR)
     """Where each `oci` model's image volume is mounted (OCI_MODEL_PATH)."""
+    image_root: Path = Path("/")
+    """The root `image_path` models are found under (IMAGE_ROOT)."""
     _loaded: dict[str, ExportedProgram] = field(default_factory=dict)
     _failed: dict[str, ModelLoadError] = field(default_factory=dict)
     _unclaimed: dict[str, ModelLoad] = field(default_factory=dict)
@@ -45,7 +47,14 @@ class Programs:
         if name not in self._loaded:
             try:
                 began = time.perf_counter()
-                path = model_file(model, self.models_dir, self.scratch, self.ca_dir, self.oci_dir)
+                path = model_file(
+                    model,
+                    self.models_dir,
+                    self.scratch,
+                    self.ca_dir,
+                    self.oci_dir,
+                    self.image_root,
+                )
                 fetched = time.perf_counter()
                 self._loaded[name] = load_verified(path)
             except ModelLoadError as error:
