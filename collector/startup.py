@@ -12,10 +12,10 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Final
 
 from collector.store import StoredRun
+from contract.records import seconds_between
 from contract.result import OkResult, Timings
 
 PER_POD: Final = "pod"
@@ -68,24 +68,6 @@ class Startup:
     memory: tuple[ModelMemory, ...]
 
 
-def _instant(text: str | None) -> datetime | None:
-    # Times come from the API server, or from a record a pull request may have edited.
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _between(start: str | None, end: str | None) -> float | None:
-    began, ended = _instant(start), _instant(end)
-    if began is None or ended is None or ended < began:
-        return None
-    return (ended - began).total_seconds()
-
-
 def _timings(runs: Iterable[StoredRun]) -> list[tuple[OkResult, Timings]]:
     found = []
     for run in runs:
@@ -128,11 +110,8 @@ def _pod(runs: Sequence[StoredRun], values: _Values) -> tuple[float, float] | No
     start = next((run.variant.pod_start for run in runs if run.variant.pod_start), None)
     finished = next((run.variant.finished_at for run in runs if run.variant.finished_at), None)
     measured = _timings(runs)
-    scheduled = start.scheduled_at if start else None
-    to_runner = _between(scheduled, start.started_at) if start else None
-    values.add(
-        "waiting for a node", PER_POD, _between(start.created_at, scheduled) if start else None
-    )
+    to_runner = start.starting_s if start else None
+    values.add("waiting for a node", PER_POD, start.waited_s if start else None)
     values.add("pod start: node to runner", PER_POD, to_runner)
     values.add(
         "runner start: Python, imports",
@@ -142,7 +121,7 @@ def _pod(runs: Sequence[StoredRun], values: _Values) -> tuple[float, float] | No
     loops = [t.measure_start_s for _, t in measured if t.measure_start_s is not None]
     if to_runner is not None and loops:
         values.add("to first measurement", PER_POD, to_runner + min(loops))
-    wall = _between(scheduled, finished)
+    wall = seconds_between(start.scheduled_at if start else None, finished)
     values.add("pod wall time", PER_POD, wall)
     if wall is None or not measured:
         return None

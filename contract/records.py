@@ -10,6 +10,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, Literal
 
@@ -42,6 +43,22 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+def seconds_between(start: str | None, end: str | None) -> float | None:
+    """Seconds from one of the API's times to another; None where either is missing or is no
+    time (a record may have been edited), or where the end comes first."""
+    moments = []
+    for text in (start, end):
+        try:
+            moment = datetime.fromisoformat(text) if text is not None else None
+        except ValueError:
+            moment = None
+        if moment is None:
+            return None
+        moments.append(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+    began, ended = moments
+    return (ended - began).total_seconds() if ended >= began else None
+
+
 class PodStart(_Record):
     """When a run's pod reached its runner, as the pod's own status says (the API server's
     times, in whole seconds): what its start-up cost before the runner's own timings."""
@@ -53,6 +70,16 @@ class PodStart(_Record):
     """The runner container's start. Between the two, the kubelet made the pod's sandbox,
     pulled the runner image and any image volume (an `oci` model), mounted its volumes and
     created the container."""
+
+    @property
+    def waited_s(self) -> float | None:
+        """From its creation to getting a node."""
+        return seconds_between(self.created_at, self.scheduled_at)
+
+    @property
+    def starting_s(self) -> float | None:
+        """From getting a node to its runner's start: the kubelet's part of the start-up."""
+        return seconds_between(self.scheduled_at, self.started_at)
 
 
 class StoredVariant(_Record):

@@ -31,8 +31,8 @@ from contract.layout import (
     record_path,
     recorded_jobs,
 )
-from contract.records import read_record, repeat_of
-from contract.result import OkResult
+from contract.records import JobRecord, read_record, repeat_of
+from contract.result import OkResult, Timings
 from contract.text import shown
 from synth.committed import Committed
 from synth.write import generated
@@ -58,6 +58,8 @@ class JobRef:
     max_pod_seconds: float = 0.0
     """The measurement bounds' maxima (warmup and measure) summed over the variants: what the
     runner may spend measuring, before start-up and retries."""
+    loads: tuple[str, ...] = field(default=(), compare=False)
+    """The sha256 of the model each pod loads, once per pod and model."""
     ids: Mapping[str, str] = field(default_factory=dict, compare=False)
     """Variant id -> its setting (model, precision, quantization, batch)."""
     setup: Mapping[str, object] = field(default_factory=dict, compare=False)
@@ -109,12 +111,36 @@ def why(before: JobRef | None, after: JobRef) -> Why:
 @dataclass(frozen=True)
 class Estimate:
     """A created Job's pod time from earlier runs: each variant with a recorded success of
-    the same setting on the same target counts its median time (load to the end of the timed
-    loop), every other one its bounds' maximum."""
+    the same setting on the same target counts its median time (its module's preparation to
+    the end of its timed loop), every other one its bounds' maximum; each pod the median
+    start-up of the target's recorded pods, and each model it loads the median load of that
+    model there, where recorded."""
 
     seconds: float
     from_history: int
     """How many of the Job's variants had earlier runs to go by."""
+    startup_s: float | None = None
+    """A pod's start-up (from getting a node to the runner's code: sandbox, image pulls,
+    Python and imports), the median of the target's recorded pods; None where none say."""
+    startup_pods: int = 0
+    """How many recorded pods that median is of."""
+    loads: int = 0
+    """Model loads of the Job: once per pod and model."""
+    loads_known: int = 0
+    """Of those, how many a recorded load of the same model on the target estimates."""
+
+
+@dataclass(frozen=True)
+class History:
+    """What a workflow's records in one cluster say each part of a pod took, by target."""
+
+    variants: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(target, variant as described) -> the median time of its recorded runs."""
+    startup: dict[str, tuple[float, int]] = field(default_factory=dict)
+    """Target -> the median start-up of its recorded pods, and how many pods."""
+    loads: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(target, model sha256) -> the median time its recorded loads took (fetch and
+    torch.export.load)."""
 
 
 @dataclass(frozen=True)
@@ -141,38 +167,94 @@ class Change:
         return f"{job.workflow}/{job.target}{repeat}"
 
 
-def recorded_seconds(root: Path, workflow: str, cluster: str) -> dict[tuple[str, str], float]:
-    """(target, variant as described) -> the median time its recorded successful runs in
-    `cluster` took."""
-    runs: dict[tuple[str, str], list[float]] = {}
+def _variant_seconds(timings: Timings) -> float:
+    """A variant's own time: from its module's preparation to the end of its timed loop
+    (its model's load, once per pod, is counted apart; results before schema 3 did not tell
+    it apart, so their `load_s` counts whole)."""
+    own_load = timings.copy_s if timings.copy_s is not None else timings.load_s
+    return (
+        own_load
+        + timings.prepare_s
+        + timings.first_iteration_ms / 1000
+        + timings.warmup.seconds
+        + (timings.accuracy_s or 0.0)
+        + timings.measure.seconds
+    )
+
+
+def _pod_startups(record: JobRecord) -> list[float]:
+    """Each recorded pod's start-up: the kubelet's part (its pod's status) and the runner
+    process's own (its results), where both are known."""
+    pods: dict[str, float] = {}
+    for stored in record.variants:
+        result, start = stored.result, stored.pod_start
+        if stored.pod is None or start is None or not isinstance(result, OkResult):
+            continue
+        kubelet = start.starting_s
+        process = result.timings.process_s if result.timings else None
+        if kubelet is not None and process is not None:
+            pods[stored.pod] = kubelet + process
+    return list(pods.values())
+
+
+def recorded_history(root: Path, workflow: str, cluster: str) -> History:
+    """What the recorded successful runs of `workflow` in `cluster` took, by target."""
+    variants: dict[tuple[str, str], list[float]] = {}
+    startup: dict[str, list[float]] = {}
+    loads: dict[tuple[str, str], list[float]] = {}
     for job in recorded_jobs(root, workflow, cluster):
         record = read_record(record_path(root, workflow, cluster, job))
+        target = record.target or ""
+        startup.setdefault(target, []).extend(_pod_startups(record))
         for stored in record.variants:
             result = stored.result
             if stored.variant is None or not isinstance(result, OkResult) or not result.timings:
                 continue
             timings = result.timings
-            seconds = (
-                timings.load_s
-                + timings.prepare_s
-                + timings.first_iteration_ms / 1000
-                + timings.warmup.seconds
-                + timings.measure.seconds
-            )
-            runs.setdefault((record.target or "", stored.variant.describe()), []).append(seconds)
-    return {key: statistics.median(values) for key, values in runs.items()}
+            variant = (target, stored.variant.describe())
+            variants.setdefault(variant, []).append(_variant_seconds(timings))
+            if timings.model is not None and result.model_sha256:
+                model = timings.model
+                loads.setdefault((target, result.model_sha256), []).append(
+                    model.fetch_s + model.load_s
+                )
+    return History(
+        variants={key: statistics.median(values) for key, values in variants.items()},
+        startup={
+            key: (statistics.median(values), len(values))
+            for key, values in startup.items()
+            if values
+        },
+        loads={key: statistics.median(values) for key, values in loads.items()},
+    )
 
 
-def _estimate(job: JobRef, history: Mapping[tuple[str, str], float]) -> Estimate | None:
+def _estimate(job: JobRef, history: History) -> Estimate | None:
     known = [
-        history[job.target, setting]
+        history.variants[job.target, setting]
         for setting in job.ids.values()
-        if (job.target, setting) in history
+        if (job.target, setting) in history.variants
     ]
-    if not known:
+    startup = history.startup.get(job.target)
+    loads = [
+        history.loads[job.target, model]
+        for model in job.loads
+        if (job.target, model) in history.loads
+    ]
+    if not known and startup is None and not loads:
         return None
     bound = job.max_pod_seconds / job.variants if job.variants else 0.0
-    return Estimate(sum(known) + bound * (len(job.ids) - len(known)), len(known))
+    seconds = sum(known) + bound * (len(job.ids) - len(known)) + sum(loads)
+    if startup is not None:
+        seconds += startup[0] * job.pods
+    return Estimate(
+        seconds=seconds,
+        from_history=len(known),
+        startup_s=startup[0] if startup else None,
+        startup_pods=startup[1] if startup else 0,
+        loads=len(job.loads),
+        loads_known=len(loads),
+    )
 
 
 @dataclass(frozen=True)
@@ -256,6 +338,11 @@ def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
         return ref  # a Job without synth's config.json (hand-written): counted, not costed
     config = RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
     (container,) = job["spec"]["template"]["spec"]["containers"]
+    loads = tuple(
+        config.models[model].sha256
+        for index in range(config.completions)
+        for model in dict.fromkeys(variant.model for variant in config.group(index))
+    )
     pod = job["spec"]["template"]["spec"]
     per_variant = config.warmup.max_time_s + config.measure.max_time_s
     return replace(
@@ -263,6 +350,7 @@ def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
         variants=len(config.variants),
         gpus=config.gpus,
         max_pod_seconds=per_variant * len(config.variants),
+        loads=loads,
         ids={v.id: v.describe() for v in config.variants},
         setup={
             "image": container["image"],
@@ -289,14 +377,14 @@ def plan(
     with the repository `root`, prunes whose results are recorded say so, and created Jobs
     are estimated from the recorded runs of the same settings."""
     plans = []
-    history: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+    history: dict[tuple[str, str], History] = {}
 
     def estimate(job: JobRef, cluster: str) -> Estimate | None:
         if root is None:
             return None
         key = (job.workflow, cluster)
         if key not in history:
-            history[key] = recorded_seconds(root, job.workflow, cluster)
+            history[key] = recorded_history(root, job.workflow, cluster)
         return _estimate(job, history[key])
 
     for cluster in sorted(_clusters(committed) | _clusters(proposed)):
@@ -350,6 +438,20 @@ def _cost(job: JobRef) -> str:
     return cost
 
 
+def _estimated(estimate: Estimate) -> str:
+    """An estimate in words, saying what it went by."""
+    startup = (
+        f"start-up {estimate.startup_s:.0f} s a pod by {estimate.startup_pods} earlier pods"
+        if estimate.startup_s is not None
+        else "no pod's start-up recorded"
+    )
+    loads = f", {estimate.loads_known} of {estimate.loads} model loads" if estimate.loads else ""
+    return (
+        f"about {estimate.seconds / 60:.1f} pod-minutes by earlier runs of "
+        f"{estimate.from_history} of them, {startup}{loads}"
+    )
+
+
 def _runs(change: Change) -> str:
     """What a created or replacing Job runs, why, and what it may cost."""
     job = change.job
@@ -358,11 +460,7 @@ def _runs(change: Change) -> str:
     because = f": {reasons}" if reasons else ""
     cost = _cost(job)
     if change.estimate is not None:
-        known = change.estimate.from_history
-        cost = (
-            f"about {change.estimate.seconds / 60:.1f} pod-minutes by earlier runs of {known} "
-            f"of them ({cost})"
-        )
+        cost = f"{_estimated(change.estimate)} ({cost})"
     pods = f" in {job.pods} pods" if job.pods != job.variants else ""
     return f"{job.variants} variant{plural} will run{pods}{because}; {cost}"
 
