@@ -123,12 +123,17 @@ def _columns(*headings: str) -> tuple[Column, ...]:
     return tuple(Column(heading, heading in _NUMERIC) for heading in headings)
 
 
-def format_ms(value: float) -> str:
-    """Four significant digits and no exponent: 0.0002134, 0.4123, 12.35, 1235."""
+def _significant(value: float, digits: int) -> str:
+    """`digits` significant digits and no exponent."""
     if value == 0:
         return "0"
-    decimals = max(0, 3 - math.floor(math.log10(abs(value))))
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
     return f"{value:.{decimals}f}"
+
+
+def format_ms(value: float) -> str:
+    """Four significant digits and no exponent: 0.0002134, 0.4123, 12.35, 1235."""
+    return _significant(value, 4)
 
 
 def format_ratio(ratio: float) -> str:
@@ -530,14 +535,6 @@ def _jobs_table(jobs: Sequence[JobSummary]) -> Table:
     )
 
 
-def _three_digits(value: float) -> str:
-    """Three significant digits, no exponent: 0.000412, 0.0412, 4.12, 41.2, 412."""
-    if value == 0:
-        return "0"
-    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
-    return f"{value:.{decimals}f}"
-
-
 def format_bytes(count: int) -> str:
     """Like 97.7 MiB or 3.61 GiB: binary units, three significant digits."""
     value, unit = float(count), "bytes"
@@ -545,7 +542,7 @@ def format_bytes(count: int) -> str:
         if value < 1024:
             break
         value, unit = value / 1024, larger
-    return f"{count} bytes" if unit == "bytes" else f"{_three_digits(value)} {unit}"
+    return f"{count} bytes" if unit == "bytes" else f"{_significant(value, 3)} {unit}"
 
 
 _STARTUP_NOTE: Final = (
@@ -576,8 +573,8 @@ def _startup_table(startup: Startup) -> Table | None:
                 phase.phase,
                 phase.per,
                 str(phase.count),
-                _three_digits(phase.median_s),
-                _three_digits(phase.max_s),
+                _significant(phase.median_s, 3),
+                _significant(phase.max_s, 3),
             )
             for phase in startup.phases
         ),

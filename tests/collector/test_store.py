@@ -139,16 +139,22 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
         assert db.execute("PRAGMA user_version").fetchone()[0] == CURRENT
 
 
+def older_database(path: Path, version: int, added_since: tuple[str, ...]) -> None:
+    """A database at `path` holding one run, as a collector of `version` left it: without
+    the columns `added_since`."""
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)])
+    with sqlite3.connect(path) as db:
+        for column in added_since:
+            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
+        db.execute(f"PRAGMA user_version = {version}")
+
+
 def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "results.sqlite"
-    with open_store(path) as store:
-        store.add(JOB, [succeeded(0)])
-    with sqlite3.connect(path) as db:
-        for column in (*ADDED_IN_5, *ADDED_IN_6):
-            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
-        db.execute("PRAGMA user_version = 4")
+    older_database(path, 4, (*ADDED_IN_5, *ADDED_IN_6))
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
     with open_store(path) as store:
         store.add(JOB, [judged])
@@ -161,12 +167,7 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
 
 def test_a_version_5_database_gains_each_pods_start_unknown_for_its_runs(tmp_path: Path) -> None:
     path = tmp_path / "results.sqlite"
-    with open_store(path) as store:
-        store.add(JOB, [succeeded(0)])
-    with sqlite3.connect(path) as db:
-        for column in ADDED_IN_6:
-            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
-        db.execute("PRAGMA user_version = 5")
+    older_database(path, 5, ADDED_IN_6)
     started = succeeded(1).model_copy(update={"pod_start": POD_START})
     with open_store(path) as store:
         store.add(JOB, [started])

@@ -221,18 +221,22 @@ def test_bad_config_exits_with_its_own_code(
     assert isinstance(result, ErrorResult) and message in result.error.message
 
 
-def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
-    make_config: MakeConfig, models_dir: Path, tmp_path: Path
-) -> None:
-    config_path = write_config(make_config("tiny-cnn", precision="bf16", batch_size=1), tmp_path)
-    env = {
+def pod_env(config_path: Path, models_dir: Path, tmp_path: Path) -> dict[str, str]:
+    """A pod's env for index 0, its termination log at tmp_path/log, and only PATH besides."""
+    return {
         "CONFIG_PATH": str(config_path),
         "MODEL_PATH": str(models_dir),
         "JOB_COMPLETION_INDEX": "0",
         "TERMINATION_LOG": str(tmp_path / "log"),
-        "NODE_NAME": "node-7",
         "PATH": "/usr/bin:/bin",
     }
+
+
+def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
+    make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    config_path = write_config(make_config("tiny-cnn", precision="bf16", batch_size=1), tmp_path)
+    env = {**pod_env(config_path, models_dir, tmp_path), "NODE_NAME": "node-7"}
     done = python_m_runner(env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n") == 1
@@ -249,14 +253,7 @@ def test_a_pods_result_tells_its_start_up_phase_by_phase(
     the model's fetch and load, the module's copy: each comes before the timed loop, which
     starts that long after the process did."""
     config_path = write_config(make_config("tiny-cnn"), tmp_path)
-    env = {
-        "CONFIG_PATH": str(config_path),
-        "MODEL_PATH": str(models_dir),
-        "JOB_COMPLETION_INDEX": "0",
-        "TERMINATION_LOG": str(tmp_path / "log"),
-        "PATH": "/usr/bin:/bin",
-    }
-    done = python_m_runner(env)
+    done = python_m_runner(pod_env(config_path, models_dir, tmp_path))
     assert done.returncode == 0, done.stderr
     result = parse_result(Path(tmp_path / "log").read_text(encoding="utf-8"))
     assert isinstance(result, OkResult) and result.timings is not None

@@ -47,6 +47,21 @@ def _with_startup(stored: StoredVariant) -> StoredVariant:
     )
 
 
+def _planned_after_an_edit(spec_repo: Path, path: Path, *arguments: str) -> str:
+    """`plan`'s output once the measure's minimum changed: a Job per target created, each
+    of the same settings as the recorded one before it."""
+    synth(spec_repo)
+    path.write_text(SPEC.replace("min_iterations: 50", "min_iterations: 60"))
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan", *arguments])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _cpu_line(output: str) -> str:
+    (cpu,) = [line for line in output.splitlines() if "sweep/cpu" in line]
+    return cpu
+
+
 def test_the_estimate_counts_each_pods_start_up_and_model_loads_where_recorded(
     spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
 ) -> None:
@@ -57,11 +72,7 @@ def test_the_estimate_counts_each_pods_start_up_and_model_loads_where_recorded(
         record = read_record(record_path(spec_repo, "sweep", "alpha", job))
         variants = tuple(map(_with_startup, record.variants))
         write_record(spec_repo, record.model_copy(update={"variants": variants}))
-    synth(spec_repo)
-    path.write_text(SPEC.replace("min_iterations: 50", "min_iterations: 60"))
-    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
-    assert result.exit_code == 0, result.output
-    (cpu,) = [line for line in result.stdout.splitlines() if "sweep/cpu" in line]
+    cpu = _cpu_line(_planned_after_an_edit(spec_repo, path))
     # Four pods of one variant each: 4 x 5 s of variants, 4 x (8 + 4) s of start-up, 4 x 3 s
     # of model loads: 80 s.
     assert (
@@ -69,6 +80,7 @@ def test_the_estimate_counts_each_pods_start_up_and_model_loads_where_recorded(
         "pods, 4 of 4 model loads" in cpu
     )
     planned = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan", "--format", "json"])
+    assert planned.exit_code == 0, planned.output
     changes = json.loads(planned.stdout)["clusters"][0]["changes"]
     (estimate,) = [c["estimate"] for c in changes if c["target"] == "cpu"]
     assert estimate["seconds"] == 80.0 and estimate["startup_s"] == 12.0
@@ -80,8 +92,5 @@ def test_without_recorded_start_ups_the_estimate_says_so(
     path = write_spec("sweep.yaml", SPEC)
     synth(spec_repo)
     record_jobs("sweep", seconds=15.0)
-    synth(spec_repo)
-    path.write_text(SPEC.replace("min_iterations: 50", "min_iterations: 60"))
-    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
-    (cpu,) = [line for line in result.stdout.splitlines() if "sweep/cpu" in line]
+    cpu = _cpu_line(_planned_after_an_edit(spec_repo, path))
     assert "by earlier runs of 4 of them, no pod's start-up recorded, 0 of 4 model loads" in cpu
