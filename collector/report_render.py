@@ -805,7 +805,8 @@ def answer_line(answer: Answer) -> str:
     plain = answer.untouched
     runner_up = answer.runner_up
     if runner_up is None:
-        parts.append(f"the only one of {answer.configurations} configurations so")
+        standing = "within" if answer.accuracy == "passed" else "not known to fail"
+        parts.append(f"the only one of its {answer.configurations} configurations {standing} it")
     elif plain is not None and plain.variant_id == runner_up.variant_id:
         parts.append(_speedup(runner_up, "the runner-up, the untouched"))
         plain = None

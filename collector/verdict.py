@@ -96,7 +96,8 @@ def verdict_lines(verdict: RunVerdict) -> tuple[str, ...]:
     if unusable:
         parts.append(f"{unusable} flagged ({why})")
     if verdict.accuracy_failed:
-        parts.append(f"{verdict.accuracy_failed} outside their accuracy gate")
+        its = "its" if verdict.accuracy_failed == 1 else "their"
+        parts.append(f"{verdict.accuracy_failed} outside {its} accuracy gate")
     if verdict.accuracy_not_measured:
         parts.append(f"accuracy not measured for {verdict.accuracy_not_measured}")
     if verdict.failed:

@@ -1417,7 +1417,7 @@ def test_the_verdict_counts_variants_outside_their_gate_and_those_never_measured
     assert verdict.accuracy_before == 1
     opening, failed, unknown = verdict_lines(verdict)[:3]
     assert opening.startswith(
-        "Verdict: 4 of 4 variants usable; 1 outside their accuracy gate; "
+        "Verdict: 4 of 4 variants usable; 1 outside its accuracy gate; "
         "accuracy not measured for 2; "
     )
     assert failed.startswith(
@@ -1588,6 +1588,17 @@ def test_with_no_configuration_within_its_gate_the_answer_names_none_best(
     ) in to_text(report)
     rows = list(csv.DictReader(io.StringIO(to_csv(report))))
     assert [row["best"] for row in rows] == ["False", "False"]
+
+
+def test_the_answer_says_where_the_best_is_the_only_configuration_within_its_gate(
+    make_run: MakeRun,
+) -> None:
+    runs = _precisions(make_run, ("fp32", 2.0, EXACT), ("bf16", 0.6, FAR), ("fp16", 1.0, None))
+    assert (
+        "fastest within its accuracy gate is fp32, 2.000 ms/sample (95% CI 1.998-2.002); the "
+        "only one of its 3 configurations within it. Faster, but outside their accuracy gate: "
+        "bf16 (3.33x faster). Accuracy not measured for 1 other configuration, ranked after."
+    ) in to_text(build_report(runs))
 
 
 def test_the_answer_of_results_before_accuracy_says_they_were_not_measured(
