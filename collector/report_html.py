@@ -313,12 +313,16 @@ def _tradeoff(axes: Axes, comparison: Comparison) -> None:
         )
     front = [point for point in points if point.on_front]
     if front:
-        axes.step(
+        # Ringed as well as joined: a front of one point draws no line.
+        axes.plot(
             [point.latency_ms for point in front],
             [max(point.error, floor) for point in front],
-            where="post",
+            drawstyle="steps-post",
             color="#55a868",
             linewidth=1.5,
+            marker="o",
+            markersize=12,
+            markerfacecolor="none",
             label="Pareto front (within the gate)",
         )
     for point in points:
@@ -356,8 +360,8 @@ def _tradeoff_plots(best_configurations: Sequence[BestConfiguration]) -> list[_P
             "Speed against accuracy, per model and target: each configuration's p50 latency "
             "per sample (95% CI) against its outputs' largest relative error from the "
             "untouched program's fp32 outputs; dots within their accuracy gate, crosses "
-            "outside it (accuracy_failed), the line the Pareto front of those within it (no "
-            "other is both faster and more accurate). An error of 0 is drawn a decade below "
+            "outside it (accuracy_failed), ringed and joined the Pareto front of those within "
+            "it (no other is both faster and more accurate). An error of 0 is drawn a decade below "
             "the smallest.",
         )
         for chunk in _chunks(comparisons, COMPARISONS_PER_PLOT)
