@@ -360,9 +360,9 @@ def _tradeoff_plots(best_configurations: Sequence[BestConfiguration]) -> list[_P
             "Speed against accuracy, per model and target: each configuration's p50 latency "
             "per sample (95% CI) against its outputs' largest relative error from the "
             "untouched program's fp32 outputs; dots within their accuracy gate, crosses "
-            "outside it (accuracy_failed), ringed and joined the Pareto front of those within "
-            "it (no other is both faster and more accurate). An error of 0 is drawn a decade below "
-            "the smallest.",
+            "outside it (accuracy_failed). The Pareto front of those within it (none other is "
+            "both faster and more accurate) is ringed and joined by a line. An error of 0 is "
+            "drawn a decade below the smallest.",
         )
         for chunk in _chunks(comparisons, COMPARISONS_PER_PLOT)
     ]
