@@ -132,7 +132,10 @@ def format_ms(value: float) -> str:
 
 
 def format_ratio(ratio: float) -> str:
-    """Like 3.10x or 1.02x: two decimals, fewer from 10x on."""
+    """Like 3.10x or 1.02x: two decimals, fewer from 10x on, and three significant digits
+    below 0.1x (0.0031x), which two decimals would show as 0.00x."""
+    if 0 < ratio < 0.1:
+        return f"{ratio:.3g}x"
     decimals = 2 if ratio < 10 else 1 if ratio < 100 else 0
     return f"{ratio:.{decimals}f}x"
 

@@ -25,7 +25,15 @@ from collector.report import (
     build_report,
 )
 from collector.report_html import to_html, tradeoff_points
-from collector.report_render import CSV_COLUMNS, lay_out, to_csv, to_json, to_markdown, to_text
+from collector.report_render import (
+    CSV_COLUMNS,
+    format_ratio,
+    lay_out,
+    to_csv,
+    to_json,
+    to_markdown,
+    to_text,
+)
 from collector.store import StoredRun
 from collector.verdict import ADVICE, run_verdict, verdict_lines
 from contract.accuracy import Accuracy, AccuracyGate
@@ -1653,3 +1661,12 @@ def test_the_speed_accuracy_front_holds_only_configurations_within_their_gate(
         ("fp32 none batch 1", "passed", True),
     ]
     assert points[-1].error == 0
+
+
+@pytest.mark.parametrize(
+    ("ratio", "shown"),
+    [(0.0031, "0.0031x"), (0.0999, "0.0999x"), (0.62, "0.62x"), (3.1, "3.10x"), (42.0, "42.0x")],
+)
+def test_a_ratio_keeps_its_digits_however_small(ratio: float, shown: str) -> None:
+    """A model axis compared tiny-mlp with tiny-cnn as 0.00x."""
+    assert format_ratio(ratio) == shown
