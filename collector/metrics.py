@@ -6,8 +6,6 @@ textfile collector; both carry the same registry. Flux creates the Jobs, so "job
 is what gather observed of them: `benchfleet_jobs_observed_total`.
 """
 
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 from prometheus_client.exposition import generate_latest
 
+from contract.atomic import write_atomically
 from contract.records import JobRecord
 from contract.result import OkResult
 from contract.variant import SETTING_FIELDS
@@ -98,15 +97,7 @@ def build_registry(observed: Iterable[ObservedJob]) -> CollectorRegistry:
 def write_textfile(registry: CollectorRegistry, path: Path) -> None:
     """Write the metrics for node-exporter's textfile collector, atomically (it reads any
     *.prom file in its folder at any moment)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(generate_latest(registry))
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, generate_latest(registry))
 
 
 def push(registry: CollectorRegistry, gateway: str, workflow: str) -> None:

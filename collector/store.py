@@ -18,7 +18,7 @@ from contract.records import JobIdentity, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 5
+_SCHEMA_VERSION: Final = 6
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
@@ -31,6 +31,12 @@ _ADDED_IN_3: Final = "ALTER TABLE variant_runs ADD COLUMN repeat INTEGER"
 _ADDED_IN_5: Final = (
     "ALTER TABLE variant_runs ADD COLUMN accuracy_gate TEXT",
     "ALTER TABLE variant_runs ADD COLUMN accuracy_failed INTEGER",
+)
+# Version 6 adds the scheduled run a Job belongs to (`scheduling.every`) and the start of
+# its period; rows stored before it are NULL: their workflows were not scheduled.
+_ADDED_IN_6: Final = (
+    "ALTER TABLE variant_runs ADD COLUMN scheduled_run INTEGER",
+    "ALTER TABLE variant_runs ADD COLUMN scheduled_at TEXT",
 )
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
@@ -62,6 +68,8 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     collected_at TEXT NOT NULL,
     accuracy_gate TEXT,
     accuracy_failed INTEGER,
+    scheduled_run INTEGER,
+    scheduled_at TEXT,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
 CREATE INDEX IF NOT EXISTS variant_runs_by_workflow ON variant_runs (workflow);
@@ -120,6 +128,8 @@ _COLUMNS: Final = [
     "collected_at",
     "accuracy_gate",
     "accuracy_failed",
+    "scheduled_run",
+    "scheduled_at",
 ]
 
 # The columns that are StoredVariant's own fields, read back by name (the gate as JSON).
@@ -220,7 +230,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, 4, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, 4, 5, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -233,6 +243,9 @@ class Store:
                     self._db.execute(_ADDED_IN_3)
                 if version in {1, 2, 3, 4}:
                     for statement in _ADDED_IN_5:
+                        self._db.execute(statement)
+                if version in {1, 2, 3, 4, 5}:
+                    for statement in _ADDED_IN_6:
                         self._db.execute(statement)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)

@@ -15,6 +15,8 @@ from contract.samples import encode
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
+ADDED_IN_6 = ("scheduled_run", "scheduled_at")
+VERSION = 6
 
 
 @pytest.fixture
@@ -105,7 +107,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in ("repeat", *ADDED_IN_5):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
@@ -113,7 +115,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
     with sqlite3.connect(path) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(variant_runs)")}
         assert not columns & {"device_name", "model_sha256", "status", "p50_ms"}
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
 
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
@@ -121,7 +123,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in ("repeat", *ADDED_IN_5):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 2")
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
@@ -129,7 +131,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
         store.add(repeated, [succeeded(0)])
         assert [run.job.repeat for run in store.runs("cpu-smoke")] == [None, 1]
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
 
 
 def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
@@ -139,7 +141,7 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in ADDED_IN_5:
+        for column in (*ADDED_IN_5, *ADDED_IN_6):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 4")
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
@@ -149,7 +151,30 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     assert (earlier.variant.accuracy_gate, earlier.variant.accuracy_failed) == (None, None)
     assert later.variant == judged
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
+
+
+def test_a_version_5_database_gains_the_scheduled_run_its_runs_unscheduled(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "results.sqlite"
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)])
+    with sqlite3.connect(path) as db:
+        for column in ADDED_IN_6:
+            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
+        db.execute("PRAGMA user_version = 5")
+    scheduled = JOB.model_copy(
+        update={"job": "cpu-smoke-cpu-eeeeeeeeee", "scheduled_run": 3,
+                "scheduled_at": "2026-12-07T00:00:00Z"}
+    )  # fmt: skip
+    with open_store(path) as store:
+        store.add(scheduled, [succeeded(0)])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.job.scheduled_run, earlier.job.scheduled_at) == (None, None)
+    assert later.job == scheduled
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
 
 
 @pytest.mark.parametrize(
