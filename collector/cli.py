@@ -1,8 +1,9 @@
 """`collector`: harvest benchmark results from the clusters, store them, report on them."""
 
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
 
 import click
 
@@ -34,6 +35,8 @@ from collector.session import (
 )
 from collector.status import format_status, workflow_status
 from collector.store import StoreError, open_store
+from collector.trend import MIN_HISTORY, WINDOW, Rule, Trend, build_trend
+from collector.trend_render import trend_json, trend_markdown, trend_text
 from contract.dist import dist_clusters, namespaces
 from contract.layout import LOCAL_CLUSTER, RESULTS
 from contract.options import database_option, root_option, version_option
@@ -221,6 +224,24 @@ def gather(
     help=f"Only this cluster's runs, and its baseline's (`{LOCAL_CLUSTER}`: localrun's tries) "
     "[default: every cluster's]",
 )
+@click.option(
+    "--trend",
+    is_flag=True,
+    help="Each variant's p50 over every run, the history's own noise as a band, and each "
+    "change beyond it with the run it began at (text, markdown, json, html).",
+)
+@click.option(
+    "--window",
+    default=WINDOW,
+    type=click.IntRange(2, 1000),
+    help="--trend: how many usable runs before a run make its reference.",
+)
+@click.option(
+    "--min-history",
+    default=MIN_HISTORY,
+    type=click.IntRange(2, 1000),
+    help="--trend: usable runs a run needs before it to be judged.",
+)
 @pass_settings
 def report(
     settings: Settings,
@@ -233,6 +254,9 @@ def report(
     all_revisions: bool,
     baseline_jobs: tuple[str, ...],
     cluster: str | None,
+    trend: bool,
+    window: int,
+    min_history: int,
 ) -> None:
     """Report a workflow's stored results.
 
@@ -249,6 +273,13 @@ def report(
     """
     if jobs and all_revisions:
         raise click.UsageError("--job and --all-revisions exclude each other")
+    if trend and (jobs or all_revisions or baseline_ref or baseline_jobs or output_format == "csv"):
+        raise click.UsageError(
+            "--trend shows every run: it takes no --job, --all-revisions, --baseline or "
+            "--baseline-job, and writes text, markdown, json or html"
+        )
+    if min_history > window:
+        raise click.UsageError(f"--min-history {min_history} exceeds --window {window}")
     if baseline_ref and baseline_jobs:
         raise click.UsageError("--baseline and --baseline-job exclude each other")
     try:
@@ -272,6 +303,11 @@ def report(
             f"no results for workflow {workflow!r} in {settings.database} or {RESULTS}/{workflow}/"
             ": run `collector gather` first"
         )
+    if trend:
+        rule = Rule(window=window, min_history=min_history, floor=threshold)
+        trended = build_trend(workflow, runs, notes, rule)
+        _write(settings, trended, output_format, output, TREND_RENDERERS)
+        return
     try:
         built = build_report(
             runs,
@@ -284,14 +320,29 @@ def report(
         )
     except JobChoiceError as error:
         raise click.ClickException(str(error)) from None
-    render = {
+    render: Renderers[Report] = {
         "text": to_text,
         "markdown": to_markdown,
         "csv": to_csv,
         "json": to_json,
         "html": _to_html,
     }
-    text = render[output_format](built)
+    _write(settings, built, output_format, output, render)
+
+
+Shown = TypeVar("Shown")
+Renderers = Mapping[str, Callable[[Shown], str]]
+
+
+def _write(
+    settings: Settings,
+    shown: Shown,
+    output_format: ReportFormat,
+    output: Path | None,
+    render: Renderers[Shown],
+) -> None:
+    """Render `shown` in `output_format` to stdout or `output` (html: report.html)."""
+    text = render[output_format](shown)
     if output is None and output_format == "html":
         output = settings.root / HTML_REPORT
     if output is None:
@@ -310,6 +361,20 @@ def _to_html(report: Report) -> str:
     from collector.report_html import to_html  # noqa: PLC0415
 
     return to_html(report)
+
+
+def _trend_html(trend: Trend) -> str:
+    from collector.trend_html import trend_html  # noqa: PLC0415
+
+    return trend_html(trend)
+
+
+TREND_RENDERERS: Final[Renderers[Trend]] = {
+    "text": trend_text,
+    "markdown": trend_markdown,
+    "json": trend_json,
+    "html": _trend_html,
+}
 
 
 @cli.command()
