@@ -1,12 +1,15 @@
 """`collector`: harvest benchmark results from the clusters, store them, report on them."""
 
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Final, Literal, TypeVar
 
 import click
 
+from collector.check import Unseen, check_schedule, checked_json, standing
 from collector.clean import clean
 from collector.credentials import DEFAULT_CREDENTIALS_DIR
 from collector.forget import ForgetError, forget
@@ -33,13 +36,22 @@ from collector.session import (
     job_namespace,
     pending_jobs,
 )
-from collector.status import format_status, workflow_status
+from collector.status import JobStatus, format_status, workflow_status
 from collector.store import StoreError, open_store
 from collector.trend import MIN_HISTORY, WINDOW, Rule, Trend, build_trend
 from collector.trend_render import trend_json, trend_markdown, trend_text
+from collector.workload import ExpectedJob, WorkloadError
 from contract.dist import dist_clusters, namespaces
-from contract.layout import LOCAL_CLUSTER, RESULTS
-from contract.options import database_option, root_option, version_option
+from contract.layout import LOCAL_CLUSTER, RESULTS, SCHEDULES
+from contract.options import (
+    database_option,
+    moment_of,
+    now_option,
+    root_option,
+    version_option,
+)
+from contract.schedule import read_schedules
+from contract.text import shown
 
 ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
 HTML_REPORT: Final = "report.html"
@@ -394,6 +406,113 @@ def status(settings: Settings, workflow: str, cluster: str | None) -> None:
             click.echo(format_status(workflow_status(client, pending[name])))
         except KubeError as error:
             raise click.ClickException(str(error)) from None
+
+
+@cli.command("check")
+@click.option(
+    "--scheduled",
+    is_flag=True,
+    help="Check that every scheduled workflow brought a result within its period plus a grace.",
+)
+@click.option(
+    "--workflow",
+    "workflows",
+    multiple=True,
+    help="Only this workflow (repeatable) [default: every one with a schedule]",
+)
+@click.option(
+    "--grace",
+    help="How late a result may be beyond its period (90s, 30m, 2h) [default: the last "
+    "run's deadline]",
+)
+@now_option("Check")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="json: one object on stdout, for CI to read.",
+)
+@pass_settings
+def check(
+    settings: Settings,
+    scheduled: bool,
+    workflows: tuple[str, ...],
+    grace: str | None,
+    now: str | None,
+    output_format: str,
+) -> None:
+    """Alert on missing data: exit 1 when a scheduled workflow has no new result.
+
+    For each workflow with a schedule (schedules/<workflow>.json, written by `benchfleet
+    schedule`), the latest finish of a variant that succeeded, in the database or results/,
+    must be within the period plus the grace. Where it is not, says what is missing and why:
+    no run started for the period (the last one unrecorded, or the scheduled CI job not
+    running), the last run recorded without a result, and for each Job dist/ still holds,
+    from the cluster: not applied by Flux, pending (Kueue's queue, unschedulable), failing,
+    or ended and waiting for `collector gather`.
+    """
+    if not scheduled:
+        raise click.UsageError("say what to check: --scheduled (the only check so far)")
+    moment = moment_of(now)
+    allowance = timedelta(seconds=_duration(grace)) if grace else None
+    states, unreadable = read_schedules(settings.root)
+    known = {state.workflow for state in states}
+    if unknown := set(workflows) - known:
+        raise click.ClickException(
+            f"no schedule for {', '.join(sorted(unknown))} in {SCHEDULES}/; scheduled: "
+            f"{', '.join(sorted(known)) or 'none'}"
+        )
+    results = []
+    try:
+        with open_store(settings.database) as store:
+            for state in states:
+                if workflows and state.workflow not in workflows:
+                    continue
+                records = records_in(settings.root, state.workflow)
+                runs = merged(store.runs(state.workflow), runs_of(records))
+                checked = check_schedule(
+                    settings.root,
+                    state,
+                    runs,
+                    now=moment,
+                    grace=allowance,
+                    statuses=partial(_statuses, settings),
+                )
+                results.append(checked)
+    except (StoreError, HistoryError, WorkloadError) as error:
+        raise click.ClickException(str(error)) from None
+    if output_format == "json":
+        document = {
+            "now": moment.isoformat(),
+            "workflows": [checked_json(checked) for checked in results],
+            "unreadable": unreadable,
+        }
+        click.echo(json.dumps(document, indent=2))
+    else:
+        for line in unreadable:
+            click.echo(shown(line))
+        for checked in results:
+            click.echo(shown(standing(checked)))
+            for reason in checked.reasons:
+                click.echo(shown(f"  - {reason}"))
+    overdue = [checked.workflow for checked in results if checked.overdue]
+    if overdue or unreadable:
+        raise click.ClickException(
+            f"missing data: {', '.join(overdue) or 'none'}; unreadable schedules: {len(unreadable)}"
+        )
+
+
+def _statuses(settings: Settings, cluster: str, jobs: Sequence[ExpectedJob]) -> list[JobStatus]:
+    """The Jobs as `cluster` shows them, through a client confirmed to reach it."""
+    namespaces = [jobs[0].identity.namespace]
+    try:
+        for _, client in confirmed_clusters(settings, [cluster], lambda _: namespaces, True):
+            return workflow_status(client, jobs)
+    except (click.ClickException, KubeError) as error:
+        message = error.message if isinstance(error, click.ClickException) else str(error)
+        raise Unseen(message) from None
+    return []
 
 
 @cli.command("samples")

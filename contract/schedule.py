@@ -75,6 +75,19 @@ def scheduled_at(period_start: datetime) -> str:
     return period_start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def moment_text(moment: datetime) -> str:
+    """A period's start (or any instant) for a reader: `2026-12-07 00:00 UTC`."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def period_text(seconds: int) -> str:
+    """A period as a spec writes it: `24h`, `90m`, `1h30m`."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, rest = divmod(rest, 60)
+    parts = [(hours, "h"), (minutes, "m"), (rest, "s")]
+    return "".join(f"{value}{unit}" for value, unit in parts if value) or "0s"
+
+
 class ScheduleError(ValueError):
     """A file that cannot be a schedule `benchfleet schedule` wrote, told before parsing."""
 
@@ -116,3 +129,21 @@ def schedule_files(root: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(path for path in folder.rglob("*") if not path.is_dir())
+
+
+def read_schedules(root: Path) -> tuple[list[ScheduleState], list[str]]:
+    """Every schedule under schedules/ that reads as one, by workflow, and a line for each
+    file that does not (a stray file, a broken one, another workflow's)."""
+    states, unreadable = [], []
+    for path in schedule_files(root):
+        shown = path.relative_to(root).as_posix()
+        try:
+            state = read_schedule(path)
+        except (OSError, ValueError) as error:
+            unreadable.append(f"{shown}: not a schedule: {error}")
+            continue
+        if path.name != f"{state.workflow}.json":
+            unreadable.append(f"{shown}: holds the schedule of workflow {state.workflow!r}")
+            continue
+        states.append(state)
+    return sorted(states, key=lambda state: state.workflow), unreadable

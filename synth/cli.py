@@ -2,12 +2,11 @@
 
 import json
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
-from contract.options import root_option, version_option
+from contract.options import moment_of, now_option, root_option, version_option
 from contract.text import shown
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
@@ -235,24 +234,9 @@ def _echo_lines(text: str) -> None:
         click.echo(shown(line))
 
 
-def _moment(text: str | None) -> datetime:
-    """`--now` as an instant: ISO 8601, UTC where it names no zone; the clock without it."""
-    if text is None:
-        return datetime.now(UTC)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a time like 2026-12-07T02:00:00Z") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 @cli.command("schedule")
 @click.argument("workflow_ids", nargs=-1, metavar="[WORKFLOW]...")
-@click.option(
-    "--now",
-    help="Schedule as if it were this time (ISO 8601, UTC by default): a simulated clock "
-    "for trials and tests [default: the clock's time]",
-)
+@now_option("Schedule")
 @click.option(
     "--commit",
     "make_commit",
@@ -275,7 +259,7 @@ def schedule(
     replaced: the next waits until gather has recorded it. With --commit, commits all of it;
     pushed, Flux starts the runs.
     """
-    moment = _moment(now)
+    moment = moment_of(now)
     specs = load_or_fail(repo)
     try:
         planned = plan_schedule(specs, moment, workflow_ids)

@@ -23,7 +23,13 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 from contract.layout import CLUSTERS, DIST, RESULTS, SCHEDULES
-from contract.schedule import ScheduleState, period_of, scheduled_at, write_schedule
+from contract.schedule import (
+    ScheduleState,
+    moment_text,
+    period_of,
+    period_text,
+    write_schedule,
+)
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.committed import git
@@ -97,11 +103,6 @@ def _chosen(specs: Specs, only: Collection[str]) -> list[LoadedWorkflow]:
     return [w for w in scheduled if not only or w.workflow.id in only]
 
 
-def when(moment: datetime) -> str:
-    """A period's start for a reader: `2026-12-07 00:00 UTC`."""
-    return scheduled_at(moment).replace("T", " ")[:16] + " UTC"
-
-
 def _held_by(loaded: LoadedWorkflow, left: Sequence[tuple[str, BenchmarkRun]]) -> str:
     state = loaded.schedule
     assert state is not None  # a workflow that never ran has nothing left
@@ -129,7 +130,7 @@ def plan_schedule(specs: Specs, now: datetime, only: Collection[str] = ()) -> Sc
                 Held(
                     loaded.workflow.id,
                     f"not due: run {state.run} started for the period from "
-                    f"{when(state.period_start)}; the next is due from {when(due)}",
+                    f"{moment_text(state.period_start)}; the next is due from {moment_text(due)}",
                 )
             )
             continue
@@ -166,14 +167,6 @@ def start(root: Path, schedule: Schedule) -> list[PurePosixPath]:
     return changed
 
 
-def period(seconds: int) -> str:
-    """A period as a spec writes it: `24h`, `90m`, `1h30m`."""
-    hours, rest = divmod(seconds, 3600)
-    minutes, rest = divmod(rest, 60)
-    parts = [(hours, "h"), (minutes, "m"), (rest, "s")]
-    return "".join(f"{value}{unit}" for value, unit in parts if value) or "0s"
-
-
 def _variants(run: BenchmarkRun) -> int:
     return len(run.config.variants)
 
@@ -190,8 +183,9 @@ def message(schedule: Schedule, recorded: Sequence[str]) -> str:
         state = started.state
         variants = sum(_variants(run) for _, run in started.jobs)
         lines.append(
-            f"{state.workflow} run {state.run}, for the period from {when(state.period_start)} "
-            f"(every {period(state.every_s)}): {variants} variants in "
+            f"{state.workflow} run {state.run}, for the period from "
+            f"{moment_text(state.period_start)} (every {period_text(state.every_s)}): "
+            f"{variants} variants in "
             f"{len(started.jobs)} Jobs"
         )
         lines += [
