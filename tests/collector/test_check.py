@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from collector.cli import cli
-from contract.records import JobRecord, write_record
+from contract.records import JobRecord, StoredVariant, write_record
 from contract.schedule import ScheduleState, write_schedule
 from standin import objects
 from standin.api import FakeApiServer
@@ -31,15 +31,8 @@ SAME_DAY = "2026-12-03T12:00:00Z"
 TWO_DAYS_ON = "2026-12-05T12:00:00Z"
 
 
-def _record(repo: Path, *variants: object) -> None:
-    write_record(
-        repo,
-        JobRecord(
-            **JOB.model_dump(),
-            outcome="complete",
-            variants=variants,  # type: ignore[arg-type]
-        ),
-    )
+def _record(repo: Path, *variants: StoredVariant) -> None:
+    write_record(repo, JobRecord(**JOB.model_dump(), outcome="complete", variants=variants))
 
 
 def _recorded_job(job: Obj) -> Obj:
