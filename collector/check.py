@@ -20,7 +20,7 @@ what is missing and why, from what it can see:
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -58,19 +58,9 @@ class Checked:
         return self.state.workflow
 
 
-def _instant(text: str) -> datetime:
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def last_result(runs: Iterable[StoredRun]) -> datetime | None:
     """The latest finish of a variant that succeeded."""
-    finished = [
-        _instant(run.variant.finished_at)
-        for run in runs
-        if run.variant.state == "succeeded" and run.variant.finished_at
-    ]
-    return max(finished, default=None)
+    return max(filter(None, (run.result_at for run in runs)), default=None)
 
 
 def left_in_dist(root: Path, workflow: str) -> dict[str, list[ExpectedJob]]:

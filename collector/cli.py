@@ -23,7 +23,7 @@ from collector.history import (
 )
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
-from collector.metrics import build_registry, push, write_textfile
+from collector.metrics import LastResults, build_registry, last_results, push, write_textfile
 from collector.notes import notes_of
 from collector.progress import plural
 from collector.report import JobChoiceError, Report, build_report, in_cluster
@@ -169,10 +169,15 @@ def gather(
     """
     options = GatherOptions(timeout_s=_duration(timeout), wait=not no_wait, record=not keep)
     outcomes = gather_workflow(settings, workflow, cluster, options)
-    registry = build_registry([job for outcome in outcomes for job in outcome.observed])
-    if metrics_textfile is not None:
+    observed = [job for outcome in outcomes for job in outcome.observed]
+    registry = (
+        build_registry(observed, _last_results(settings, workflow))
+        if metrics_textfile is not None or pushgateway is not None
+        else None
+    )
+    if metrics_textfile is not None and registry is not None:
         write_textfile(registry, metrics_textfile)
-    if pushgateway is not None:
+    if pushgateway is not None and registry is not None:
         push(registry, pushgateway, workflow)
     recorded = [v for o in outcomes for record, _ in o.records for v in record.variants]
     failed = sum(v.state == "failed" for v in recorded)
@@ -183,6 +188,17 @@ def gather(
             f"{plural(failed, 'variant')} failed, {plural(unfinished, 'Job')} did not finish; "
             "see above"
         )
+
+
+def _last_results(settings: Settings, workflow: str) -> LastResults:
+    """When each variant of `workflow` last brought a result, from every stored and recorded
+    run: a gather that found nothing new must not make the series vanish."""
+    try:
+        with open_store(settings.database) as store:
+            stored = store.runs(workflow)
+        return last_results(merged(stored, runs_of(records_in(settings.root, workflow))))
+    except (StoreError, HistoryError) as error:
+        raise click.ClickException(str(error)) from None
 
 
 @cli.command()

@@ -174,6 +174,16 @@ class StoredRun:
     variant: StoredVariant
     collected_at: str
 
+    @property
+    def result_at(self) -> datetime | None:
+        """When a run that succeeded finished (its runner's end, as the API server said);
+        None for a failure, or where no finish time is known."""
+        finished = self.variant.finished_at
+        if self.variant.state != "succeeded" or finished is None:
+            return None
+        moment = datetime.fromisoformat(finished)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
 
 @dataclass(frozen=True)
 class StoredJob:
