@@ -4,18 +4,21 @@ results are kept beside the earlier runs' and nothing one run recorded stands in
 a run still going is never renamed by the next (docs/synth.md, "Scheduled runs")."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 
+from collector.cli import cli as collector_cli
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
 from contract.layout import SCHEDULED_AT_ANNOTATION, SCHEDULED_RUN_LABEL, workload_file
 from synth.cli import cli
 from synth.main import synth
 from synth.write import generated
-from tests.conftest import commit, git
+from tests.conftest import REPO_ROOT, commit, git
 from tests.synth.conftest import RecordJobs, WriteSpec, problems_in
 from tests.synth.test_incremental import SPEC
 
@@ -280,3 +283,28 @@ def test_a_schedule_file_that_is_not_a_scheduled_workflows_state_is_a_problem(
     assert problem.file == f"schedules/{file}"
     assert message in problem.message
     assert problem.hint is not None
+
+
+def test_the_example_scheduled_ci_job_runs_our_commands_with_options_they_have() -> None:
+    """examples/ci/benchfleet-schedule.yml is the one clock: each `benchfleet` and `collector`
+    command it runs must exist and take the options it passes."""
+    workflow = yaml.safe_load(
+        (REPO_ROOT / "examples" / "ci" / "benchfleet-schedule.yml").read_text()
+    )
+    assert workflow[True]["schedule"], "a `schedule:` trigger (YAML 1.1 reads `on` as True)"
+    runs = [step["run"] for step in workflow["jobs"]["schedule"]["steps"] if "run" in step]
+    commands = [
+        line.strip().split()
+        for run in runs
+        for line in run.splitlines()
+        if line.strip().startswith(("benchfleet ", "collector "))
+    ]
+    used = {(words[0], words[1]) for words in commands}
+    assert {("benchfleet", "schedule"), ("collector", "gather"), ("collector", "check")} <= used
+    for program, verb, *rest in commands:
+        group = cli if program == "benchfleet" else collector_cli
+        shown = CliRunner().invoke(group, [verb, "--help"])
+        assert shown.exit_code == 0, shown.output
+        for option in (word for word in rest if word.startswith("--")):
+            has = re.search(rf"{re.escape(option)}(?![\w-])", shown.output)
+            assert has, f"{program} {verb} has no {option}"
