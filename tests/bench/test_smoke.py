@@ -30,6 +30,7 @@ RUNS = [
     pytest.param("accuracy_cost", "accuracy pass share of pod wall time", id="accuracy_cost"),
     pytest.param("quantization", "q / none time", id="quantization"),
     pytest.param("collector_gather", "gather / per-Job loop wall time", id="collector_gather"),
+    pytest.param("trend_noise", "false alarms over", id="trend_noise"),
     pytest.param(
         "cluster_gather", "gather / per pod", marks=pytest.mark.cluster, id="cluster_gather"
     ),
