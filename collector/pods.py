@@ -337,7 +337,8 @@ def _schema_mismatch(data: object) -> str | None:
         and data.get("schema_version", RESULT_SCHEMA_VERSION) not in READ_SCHEMA_VERSIONS
     ):
         # Not a version above ours (that is a newer runner's): its version is the problem.
-        versions = " or ".join(map(str, READ_SCHEMA_VERSIONS))
+        *earlier, last = map(str, READ_SCHEMA_VERSIONS)
+        versions = f"{', '.join(earlier)} or {last}" if earlier else last
         return f" at schema_version: {versions} was expected"
     status = data.get(key) if isinstance(data, dict) else None
     if not isinstance(status, str) or status not in kinds:

@@ -46,7 +46,7 @@ def test_a_version_that_is_not_newer_is_still_a_broken_result(job: Obj) -> None:
     reading = read_result(pod, None)
     assert reading.newer == ()
     assert (
-        reading.problem is not None and "at schema_version: 1 or 2 was expected" in reading.problem
+        reading.problem is not None and "at schema_version: 1, 2 or 3 was expected" in reading.problem
     )
 
 

@@ -25,6 +25,7 @@ from contract.result import (
     parse_result_line,
 )
 from runner.__main__ import main
+from runner.gpu_telemetry import CPU_ENERGY
 from tests.conftest import REPO_ROOT
 from tests.output_models import export_encoder
 from tests.runner.conftest import MakeConfig, python_m_runner, sha256_of
@@ -88,6 +89,9 @@ def test_a_successful_run_exits_zero_with_a_schema_valid_result(
     assert code == ExitCode.OK and isinstance(result, OkResult)
     assert result.latency.count >= 3
     assert result.timings is not None and result.timings.warmup.iterations >= 3
+    # A CPU target has no energy counter, and its result says so.
+    assert result.energy is not None
+    assert (result.energy.joules, result.energy.unavailable) == (None, CPU_ENERGY)
     jsonschema.validate(result.model_dump(mode="json", exclude_none=True), result_schema)
     assert result.samples is not None
     copy = result.model_copy(update={"samples": None, "samples_in_log": True})
