@@ -193,6 +193,7 @@ def test_an_allocation_reads_back_from_store_and_record_and_comes_to_runs_stored
     store.allocate(JOB, {1: ALLOCATION})
     first, second = store.runs("cpu-smoke")
     assert (first.variant.allocation, second.variant.allocation) == (None, ALLOCATION)
+    assert second.variant.allocation is not None
     assert second.variant.allocation.device_seconds == 77.0
     path, _ = write_record(tmp_path, record(second.variant))
     assert read_record(path).variants == (second.variant,)
