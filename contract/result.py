@@ -151,6 +151,14 @@ class GpuTelemetry(_Result):
     NVML_ERROR_NOT_SUPPORTED)."""
 
 
+ENERGY_ON_CPU: Final = (
+    "not measured on a CPU target: the energy counter the runner reads is NVIDIA's, through "
+    "NVML, for GPUs only"
+)
+"""Why a CPU target's result has no energy (runner/gpu_telemetry.py writes it, the report
+tells CPU targets by it)."""
+
+
 class Energy(_Result):
     """What the GPU used during this variant's timed loop, from NVML's total-energy counter
     (runner/gpu_telemetry.py): joules per inference (one sample of a batch) and average

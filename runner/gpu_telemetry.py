@@ -17,13 +17,9 @@ from typing import Any, Final, Self
 
 import torch
 
-from contract.result import Energy, GpuTelemetry
+from contract.result import ENERGY_ON_CPU, Energy, GpuTelemetry
 
 INTERVAL_S: Final = 0.1
-CPU_ENERGY: Final = (
-    "not measured on a CPU target: the energy counter the runner reads is NVIDIA's, through "
-    "NVML, for GPUs only"
-)
 _SLOWDOWNS: Final = {
     "sw_power_cap": "nvmlClocksEventReasonSwPowerCap",
     "hw_slowdown": "nvmlClocksEventReasonHwSlowdown",
@@ -205,7 +201,7 @@ def energy(telemetry: GpuTelemetry | None, share: float, inferences: int) -> Ene
     time), per each of the `inferences` (samples) its timed iterations computed, and the
     loop's average power; or why there is none."""
     if telemetry is None:
-        return Energy(unavailable=CPU_ENERGY)
+        return Energy(unavailable=ENERGY_ON_CPU)
     if telemetry.energy_j is None or not telemetry.energy_s:
         why = telemetry.energy_unavailable or telemetry.unavailable or "NVML was not read"
         return Energy(share=share, unavailable=why)

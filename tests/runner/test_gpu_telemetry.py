@@ -11,8 +11,8 @@ import pynvml
 import pytest
 import torch
 
-from contract.result import GpuTelemetry
-from runner.gpu_telemetry import CPU_ENERGY, GpuSampler, energy, nvml_uuid
+from contract.result import ENERGY_ON_CPU, GpuTelemetry
+from runner.gpu_telemetry import GpuSampler, energy, nvml_uuid
 
 UUID = "GPU-6b1a0c3e-0000-4000-8000-000000000001"
 
@@ -159,7 +159,7 @@ def test_a_variants_energy_is_its_share_of_the_loops_per_inference() -> None:
 @pytest.mark.parametrize(
     ("telemetry", "why"),
     [
-        (None, CPU_ENERGY),
+        (None, ENERGY_ON_CPU),
         (
             GpuTelemetry(
                 readings=0, interval_s=0.1, device_s=1, wall_s=1, unavailable="NVML cannot load"

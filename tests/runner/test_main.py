@@ -15,6 +15,7 @@ from collector.intervals import from_samples
 from contract.config import PhaseConfig, RunConfig
 from contract.errors import ExitCode
 from contract.result import (
+    ENERGY_ON_CPU,
     RESULT_PREFIX,
     SCHEMA_FILE,
     TERMINATION_LOG_LIMIT,
@@ -25,7 +26,6 @@ from contract.result import (
     parse_result_line,
 )
 from runner.__main__ import main
-from runner.gpu_telemetry import CPU_ENERGY
 from tests.conftest import REPO_ROOT
 from tests.output_models import export_encoder
 from tests.runner.conftest import MakeConfig, python_m_runner, sha256_of
@@ -91,7 +91,7 @@ def test_a_successful_run_exits_zero_with_a_schema_valid_result(
     assert result.timings is not None and result.timings.warmup.iterations >= 3
     # A CPU target has no energy counter, and its result says so.
     assert result.energy is not None
-    assert (result.energy.joules, result.energy.unavailable) == (None, CPU_ENERGY)
+    assert (result.energy.joules, result.energy.unavailable) == (None, ENERGY_ON_CPU)
     jsonschema.validate(result.model_dump(mode="json", exclude_none=True), result_schema)
     assert result.samples is not None
     copy = result.model_copy(update={"samples": None, "samples_in_log": True})
