@@ -62,7 +62,7 @@ def test_cpu_smoke_runs_is_gathered_once_and_cleaned(
             datetime.fromisoformat(scheduled["lastTransitionTime"])
         )
         container = runner_container(pod) or {}
-        cpus = parse_quantity(container["resources"]["requests"]["cpu"])
+        cpus = float(parse_quantity(container["resources"]["requests"]["cpu"]))
         held = variant.allocation
         assert held is not None and held.estimate == ()
         assert (held.seconds, held.devices, held.unit) == (span.total_seconds(), cpus, "cpu")
