@@ -285,6 +285,22 @@ LABELLED_POINTS: Final = 12
 """With more configurations than this in a plot, only the front's are named."""
 
 
+def _front(axes: Axes, xs: Sequence[float], ys: Sequence[float], label: str) -> None:
+    """A Pareto front, fastest first: ringed as well as joined, since a front of one point
+    draws no line."""
+    axes.plot(
+        xs,
+        ys,
+        drawstyle="steps-post",
+        color="#55a868",
+        linewidth=1.5,
+        marker="o",
+        markersize=12,
+        markerfacecolor="none",
+        label=label,
+    )
+
+
 def _tradeoff(axes: Axes, comparison: Comparison) -> None:
     points, undrawn = tradeoff_points(comparison)
     # An exact output (error 0) has no place on a log axis: it sits on the floor, a decade
@@ -313,17 +329,11 @@ def _tradeoff(axes: Axes, comparison: Comparison) -> None:
         )
     front = [point for point in points if point.on_front]
     if front:
-        # Ringed as well as joined: a front of one point draws no line.
-        axes.plot(
+        _front(
+            axes,
             [point.latency_ms for point in front],
             [max(point.error, floor) for point in front],
-            drawstyle="steps-post",
-            color="#55a868",
-            linewidth=1.5,
-            marker="o",
-            markersize=12,
-            markerfacecolor="none",
-            label="Pareto front (within the gate)",
+            "Pareto front (within the gate)",
         )
     for point in points:
         if point.on_front or len(points) <= LABELLED_POINTS:
@@ -385,16 +395,11 @@ def _cost_plot(axes: Axes, points: Sequence[CostPoint], currency: str) -> None:
         label="a target's best configuration",
     )
     front = [point for point in points if point.on_front]
-    axes.plot(
+    _front(
+        axes,
         [point.p50_per_sample_ms for point in front],
         [point.cost_per_1000 for point in front],
-        drawstyle="steps-post",
-        color="#55a868",
-        linewidth=1.5,
-        marker="o",
-        markersize=12,
-        markerfacecolor="none",
-        label="Pareto front",
+        "Pareto front",
     )
     for point in points:
         if point.on_front or len(points) <= LABELLED_POINTS:

@@ -35,6 +35,17 @@ from tests.collector.gathering import GROUPS, NAMESPACE, Collect, Obj, grouped_j
 # standin/objects.py: a pod is bound 1 s after its creation, its runner starts 20 s after.
 SUCCEEDED_S = 20 + 95 - 1
 """A succeeded pod's time on its node: its runner ran 95 s."""
+ONE_CPU_POD = Allocation(
+    seconds=SUCCEEDED_S,
+    pod_seconds=SUCCEEDED_S,
+    share=1,
+    devices=4,
+    unit="cpu",
+    device_type="cpu",
+    capacity="on-demand",
+    attempts=1,
+)
+"""What a succeeded pod of one variant, requesting 4 CPUs on demand, held."""
 
 
 def _seconds(pod: Obj) -> float:
@@ -59,16 +70,7 @@ def test_a_pod_of_one_variant_holds_its_cpus_from_scheduled_to_the_runners_end(j
     pod = objects.succeeded_pod(job, 0)
     allocation = _allocated(job, [pod])
     assert _seconds(pod) == SUCCEEDED_S
-    assert allocation == Allocation(
-        seconds=SUCCEEDED_S,
-        pod_seconds=SUCCEEDED_S,
-        share=1,
-        devices=4,
-        unit="cpu",
-        device_type="cpu",
-        capacity="on-demand",
-        attempts=1,
-    )
+    assert allocation == ONE_CPU_POD
     assert allocation.device_seconds == 4 * SUCCEEDED_S
 
 
@@ -211,16 +213,7 @@ def test_gather_counts_a_preempted_pod_it_saw_before_it_was_deleted(
     assert run.exit_code == 0, run.output
     record = read_record(record_of(repo, job))
     allocated = {variant.index: variant.allocation for variant in record.variants}
-    assert allocated[0] == Allocation(
-        seconds=SUCCEEDED_S,
-        pod_seconds=SUCCEEDED_S,
-        share=1,
-        devices=4,
-        unit="cpu",
-        device_type="cpu",
-        capacity="on-demand",
-        attempts=1,
-    )
+    assert allocated[0] == ONE_CPU_POD
     assert allocated[2] is not None
     assert allocated[2].seconds == _seconds(preempted) + SUCCEEDED_S
     assert (allocated[2].attempts, allocated[2].estimate) == (2, ())
