@@ -29,7 +29,7 @@ from runner.accuracy import References, compare, leaves
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
-from runner.gpu_telemetry import GpuSampler, nvml_uuid
+from runner.gpu_telemetry import GpuSampler, energy, nvml_uuid
 from runner.inputs import as_variant, check_inputs, draw_inputs, expected_inputs, id_bounds
 from runner.measure import PhaseOutcome, Step, run_phase
 from runner.memory import peak_rss_bytes
@@ -161,6 +161,9 @@ class _Span:
 
     used: Contention
     telemetry: GpuTelemetry | None
+    loop_s: float
+    """The timed loops' time, every variant's blocks: what an interleaved variant's share of
+    the GPU's energy is taken of."""
 
 
 @contextmanager
@@ -323,14 +326,13 @@ def _timed(
     outcomes = [block for own in blocks for block in own]
     cpus = contention.cpus_allowed(ready.quota, usable_cpus())
     used = contention.contention(before, after, torch.get_num_threads(), cpus)
+    loop_s = sum(o.elapsed_s for o in outcomes)
     telemetry = (
-        sampler.telemetry(
-            sum(sum(o.durations_ns) for o in outcomes) / 1e9, sum(o.elapsed_s for o in outcomes)
-        )
+        sampler.telemetry(sum(sum(o.durations_ns) for o in outcomes) / 1e9, loop_s)
         if sampler is not None
         else None
     )
-    return blocks, _Span(used, telemetry)
+    return blocks, _Span(used, telemetry, loop_s)
 
 
 def _result(
@@ -395,6 +397,11 @@ def _result(
         ),
         contention=span.used,
         gpu=span.telemetry,
+        energy=energy(
+            span.telemetry,
+            measured.elapsed_s / span.loop_s if span.loop_s else 1,
+            samples,
+        ),
         environment=fingerprint(device, device_name(device, cpu), ready.threads, ready.quota),
         samples=encode(measured.durations_ns),
         accuracy=ready.accuracy,
