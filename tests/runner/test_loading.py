@@ -195,6 +195,8 @@ def test_a_variant_that_changes_no_tensor_runs_on_the_programs_own_and_others_on
 class _Counter(torch.nn.Module):
     """Writes into a buffer on every call."""
 
+    calls: torch.Tensor
+
     def __init__(self) -> None:
         super().__init__()
         self.register_buffer("calls", torch.zeros(1))
