@@ -5,9 +5,13 @@ registry (`make push-model`) or an https server (`url` with its `size`)."""
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from exporter.inputs import ExampleInput
 from synth.limits import CONFIGMAP_LIMIT_BYTES
+
+OCI_PLACEHOLDER: Final = "    # oci: the line `make push-model` prints\n"
+"""Where the source goes in the entry of a model too large to commit."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,7 @@ def models_entry(
         return Entry(_lines(name, [f"    file: {committed}"], tail), advice)
     push = f"make push-model MODEL={path} REGISTRY=host[:port]/path"
     return Entry(
-        _lines(name, ["    # oci: the line `make push-model` prints"], tail),
+        _lines(name, [OCI_PLACEHOLDER.rstrip("\n")], tail),
         f"{path} is {size:,} bytes, more than a committed model may be ({CONFIGMAP_LIMIT_BYTES:,}"
         f", a ConfigMap's limit): push it with `{push}`, which prints the oci: line, or serve "
         "it over https and give its address with --url, which prints url: and size:",

@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from contract.archive import check_archive
 from contract.inputs import Dimension
+from exporter.entry import OCI_PLACEHOLDER
 from synth.cli import cli
 from synth.load import load_specs
 from tests.conftest import REPO_ROOT, TEST_DATA
@@ -197,7 +198,7 @@ def test_a_model_over_a_configmap_is_pointed_at_push_model_or_a_url(root: Path) 
     out = root / "wide.pt2"
     run = export(root, "wide", "--input", "600", "--out", str(out))
     assert run.exit_code == 0, run.output
-    assert "    # oci: the line `make push-model` prints\n" in run.stdout
+    assert OCI_PLACEHOLDER in run.stdout
     assert f"make push-model MODEL={out} REGISTRY=" in run.stderr
     served = export(
         root,
