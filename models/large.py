@@ -6,10 +6,19 @@ Plain torch modules of the same layers and shapes as torchvision's `resnet50` an
 Face's `BertModel`, so that nothing heavier than torch is installed to build them, and so
 that they meet the same hurdles: the encoder takes int64 token ids and returns a registered
 dataclass output, as a Hugging Face model returns its `ModelOutput`. They are exported with
-`benchfleet export` (exporter/), never committed: `tests/large_models.py` builds them.
+`benchfleet export` (exporter/), never committed:
+
+    python -m models.large DIR      # writes DIR/resnet50.pt2 and DIR/bert-base.pt2 and
+                                    # prints their models: entries
+
+The tests (tests/large_models.py) and bench/large_models.py build them so.
 """
 
+import argparse
 import dataclasses
+import subprocess
+import sys
+from pathlib import Path
 from typing import Final
 
 import torch
@@ -17,6 +26,7 @@ from torch import nn
 from torch.nn import functional
 from torch.utils import _pytree as pytree
 
+ROOT: Final = Path(__file__).resolve().parent.parent
 VOCABULARY: Final = 30_522
 MAX_POSITIONS: Final = 512
 TOKEN_TYPES: Final = 2
@@ -164,3 +174,69 @@ class BertEncoder(nn.Module):
 def bert_base() -> nn.Module:
     """BERT-base: 12 layers of width 768, 12 heads, a 30,522-token vocabulary."""
     return BertEncoder()
+
+
+RESNET: Final = "resnet50"
+BERT: Final = "bert-base"
+BERT_URL: Final = f"https://models.example.com/{BERT}.pt2"
+"""Where BERT-base's entry says it is served (`--url`): the tests and the bench serve it from
+a server of their own on loopback, and point the pods there."""
+EXPORTS: Final = {
+    RESNET: ("models.large:resnet50", ("--input", "3,224,224")),
+    BERT: (
+        "models.large:bert_base",
+        # token ids below the vocabulary, an attention mask, token types below 2
+        ("--input", "128:int64:30522", "--input", "128:int64", "--input", "128:int64:2",
+         "--url", BERT_URL),
+    ),
+}  # fmt: skip
+"""`benchfleet export`'s factory and arguments for each model."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LargeModel:
+    """An exported model and the `models:` entry `benchfleet export` printed for it."""
+
+    path: Path
+    entry: str
+
+    @property
+    def size(self) -> int:
+        return self.path.stat().st_size
+
+
+def export(name: str, folder: Path) -> LargeModel:
+    """`benchfleet export` of model `name` into `folder`, in a process of its own as a user
+    runs it."""
+    factory, arguments = EXPORTS[name]
+    path = folder / f"{name}.pt2"
+    done = subprocess.run(
+        [sys.executable, "-m", "synth", "export", factory, *arguments, "--out", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"benchfleet export of {name} failed:\n{done.stderr}")
+    return LargeModel(path, done.stdout)
+
+
+def export_all(folder: Path) -> dict[str, LargeModel]:
+    """Every model of EXPORTS, exported into `folder`."""
+    return {name: export(name, folder) for name in EXPORTS}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, help="where to write the .pt2 files")
+    folder = parser.parse_args().folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for model in export_all(folder).values():
+        print(f"# {model.path}: {model.size:,} bytes")
+        print(model.entry, end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from localcluster.build import is_built
-from tests.large_models import LargeModel, export_all
+from models.large import LargeModel, export_all
 from tests.model_server import (
     Authority,
     ModelServer,
@@ -69,7 +69,7 @@ def large_models(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     """ResNet-50 and BERT-base exported by `benchfleet export` once a session; deleted after
     it (half a gigabyte must not pile up in pytest's kept temporary folders)."""
     folder = tmp_path_factory.mktemp("large-models")
-    yield export_all(folder, REPO_ROOT)
+    yield export_all(folder)
     shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -14,17 +14,9 @@ from contract.layout import record_path
 from contract.records import read_record
 from localrun.loopback_registry import PROGRAM, loopback_registry
 from localrun.push_model import push_model
+from models.large import BERT, RESNET, LargeModel
 from tests.cluster.conftest import CLUSTER, LiveCluster, Repo
-from tests.large_models import (
-    BASELINE,
-    BERT,
-    CA_BUNDLE,
-    RESNET,
-    WORKFLOW,
-    LargeModel,
-    rss_per_byte,
-    spec,
-)
+from tests.large_models import BASELINE, CA_BUNDLE, WORKFLOW, rss_per_byte, spec
 from tests.model_server import Authority, ModelServer, edit_configs
 
 pytestmark = [

@@ -18,18 +18,10 @@ from localrun.images import ImageStore
 from localrun.loopback_registry import PROGRAM, loopback_registry
 from localrun.process import run_process
 from localrun.push_model import push_model
+from models.large import BERT, RESNET, LargeModel
 from synth.main import synth
 from tests.conftest import REPO_ROOT
-from tests.large_models import (
-    BASELINE,
-    BERT,
-    CA_BUNDLE,
-    RESNET,
-    WORKFLOW,
-    LargeModel,
-    rss_per_byte,
-    spec,
-)
+from tests.large_models import BASELINE, CA_BUNDLE, WORKFLOW, rss_per_byte, spec
 from tests.localrun.test_process import DATABASE
 from tests.model_server import Authority, ModelServer, edit_configs
 
