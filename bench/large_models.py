@@ -61,18 +61,22 @@ NO_WARMUP: Final = PhaseConfig(min_iterations=0, min_time_s=0.0, max_iterations=
 ONE_CALL: Final = PhaseConfig(min_iterations=1, min_time_s=0.0, max_iterations=1, max_time_s=60)
 CA_FILE: Final = "company-ca.pem"
 LOAD_AND_CALL: Final = """
-import os, sys, torch
+import os, sys, time, torch
 shapes = [(tuple(int(s) for s in spec.split(':')[0].split(',')), spec.split(':')[1])
           for spec in sys.argv[2:]]
 inputs = [torch.randn(1, *shape) if dtype == 'float32'
           else torch.randint(0, 2, (1, *shape), dtype=getattr(torch, dtype))
           for shape, dtype in shapes]
+began = time.perf_counter()
 module = torch.export.load(sys.argv[1]).module()
+loaded = time.perf_counter() - began
 with torch.inference_mode():
     module(*inputs)
+    began = time.perf_counter()
     module(*inputs)
+    call = time.perf_counter() - began
 peak = next(line for line in open('/proc/self/status') if line.startswith('VmHWM'))
-print('peak', int(peak.split()[1]) * 1024, flush=True)
+print(loaded, call, int(peak.split()[1]) * 1024, flush=True)
 os._exit(0)
 """
 """torch's own way to a first measured call: load from disk, module(), a cold call, one more."""
@@ -96,6 +100,11 @@ class Subject:
 class Run:
     seconds: float
     peak_rss_bytes: int
+    load_s: float
+    """The load alone: torch.export.load and module(); the runner's `load_s` (its sha256,
+    archive check and, for `url`, the download too)."""
+    call_s: float
+    """One warm call: the baseline's second, the runner's measured iteration."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,8 @@ def baseline(subject: Subject) -> Run:
         check=True,
     )
     seconds = time.perf_counter() - began
-    return Run(seconds, int(done.stdout.split()[-1]))
+    loaded, call, peak = done.stdout.split()[-3:]
+    return Run(seconds, int(peak), float(loaded), float(call))
 
 
 def _config(subject: Subject, model: ModelConfig) -> RunConfig:
@@ -199,9 +209,15 @@ def runner(subject: Subject, model: ModelConfig, env: dict[str, str], folder: Pa
             seconds = time.perf_counter() - began
     process.wait()
     result = parse_result_line("".join(lines))
-    if seconds is None or not isinstance(result, OkResult) or result.memory is None:
+    if (
+        seconds is None
+        or not isinstance(result, OkResult)
+        or result.memory is None
+        or result.timings is None
+    ):
         raise RuntimeError(f"the runner failed on {subject.name}: {''.join(lines)[-2000:]}")
-    return Run(seconds, result.memory.peak_rss_bytes)
+    timings = result.timings
+    return Run(seconds, result.memory.peak_rss_bytes, timings.load_s, result.latency.p50_ms / 1e3)
 
 
 def delivered_run(subject: Subject, delivery: Delivery, folder: Path) -> tuple[Run, float]:
@@ -230,7 +246,7 @@ def delivered_run(subject: Subject, delivery: Delivery, folder: Path) -> tuple[R
     (folder / "oci" / subject.name).symlink_to(mounted)
     model = ModelConfig(source="oci", location=f"{subject.name}/model.pt2", sha256=subject.sha256)
     run = runner(subject, model, {"OCI_MODEL_PATH": str(folder / "oci")}, folder)
-    return Run(run.seconds + transfer, run.peak_rss_bytes), transfer
+    return Run(run.seconds + transfer, run.peak_rss_bytes, run.load_s, run.call_s), transfer
 
 
 def _download(url: str, ca: Path, target: Path) -> None:
@@ -278,7 +294,7 @@ def measure(
 ) -> tuple[list[str], int]:
     """`rounds` pairs of runner and baseline, alternating which goes first: the report lines
     and the runner's highest peak RSS."""
-    pairs, transfers, runs, baselines = [], [], [], []
+    pairs, loads, transfers, runs, baselines = [], [], [], [], []
     for round_ in range(rounds):
         folder = scratch / f"{subject.name}-{round_}"
         if round_ % 2:
@@ -289,17 +305,30 @@ def measure(
             base = baseline(subject)
         _remove(folder)  # a round leaves up to a gigabyte of downloads and unpacked volumes
         pairs.append((run.seconds - transfer, base.seconds))
+        url = subject.source == "url"  # the runner's load_s holds its download
+        loads.append((run.load_s - transfer * url, base.load_s))
         transfers.append(transfer)
         runs.append(run)
         baselines.append(base)
     time_ratio = pairing(subject.name, pairs)
+    load_ratio = pairing(subject.name, loads)
     size = subject.path.stat().st_size
+    calls = (
+        statistics.median(r.call_s for r in runs),
+        statistics.median(b.call_s for b in baselines),
+    )
     return [
         f"{subject.name} ({subject.source}, {size / 2**20:,.0f} MiB): time to first measurement "
         f"runner {statistics.median(r.seconds for r in runs):.2f} s, torch.export.load "
         f"{time_ratio.baseline_s:.2f} s, transfer {statistics.median(transfers):.2f} s; "
         f"(runner - transfer) / load {time_ratio.ratio:.2f} [{time_ratio.ratio_low:.2f}-"
         f"{time_ratio.ratio_high:.2f}] (goal <= {GOAL_TIME})",
+        f"{subject.name}: load alone, runner (less the download) {load_ratio.candidate_s:.2f} s, "
+        f"torch.export.load and module() {load_ratio.baseline_s:.2f} s, ratio "
+        f"{load_ratio.ratio:.2f} [{load_ratio.ratio_low:.2f}-{load_ratio.ratio_high:.2f}]; a "
+        f"warm call {calls[0]:.2f} s in the runner, {calls[1]:.2f} s alone (the runner makes "
+        "four calls to its first measurement: the accuracy pass's reference, the cold first "
+        "iteration, the kernel count and the measured one; the baseline two)",
         f"{subject.name}: peak RSS runner {max(r.peak_rss_bytes for r in runs) / 2**20:,.0f} "
         f"MiB, torch.export.load {max(b.peak_rss_bytes for b in baselines) / 2**20:,.0f} MiB",
     ], max(r.peak_rss_bytes for r in runs)
