@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Final
 
 from bench.timing import pairing
-from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
+from contract.config import ModelConfig, PhaseConfig
 from contract.result import RESULT_PREFIX, OkResult, parse_result_line
+from exporter.check import fp32_config
 from exporter.inputs import ExampleInput, parse_input
 from localrun.images import ImageMount, ImageStore
 from localrun.loopback_registry import loopback_registry
@@ -157,33 +158,13 @@ def baseline(subject: Subject) -> Run:
     return Run(seconds, int(peak), float(loaded), float(call))
 
 
-def _config(subject: Subject, model: ModelConfig) -> RunConfig:
-    return RunConfig(
-        workflow="bench",
-        target="cpu",
-        device_type="cpu",
-        gpus=0,
-        warmup=NO_WARMUP,
-        measure=ONE_CALL,
-        models={subject.name: model},
-        variants=(
-            VariantConfig(
-                index=0,
-                id="v000000000000",
-                model=subject.name,
-                precision="fp32",
-                quantization="none",
-                batch_size=1,
-                inputs=tuple(InputConfig(shape=i.shape, dtype=i.dtype) for i in subject.inputs),
-            ),
-        ),
-    )
-
-
 def runner(subject: Subject, model: ModelConfig, env: dict[str, str], folder: Path) -> Run:
     """`python -m runner` as a pod runs it: seconds from its start to its result line."""
     config = folder / "config.json"
-    config.write_text(_config(subject, model).model_dump_json(), encoding="utf-8")
+    written = fp32_config(
+        subject.name, model, subject.inputs, 1, warmup=NO_WARMUP, measure=ONE_CALL
+    )
+    config.write_text(written.model_dump_json(), encoding="utf-8")
     pod_env = {
         **os.environ,
         **env,

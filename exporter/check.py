@@ -56,26 +56,8 @@ def check_exported(
         misfit = inputs_misfit(name, batch, given, program.inputs)
         if misfit is not None:
             raise ExportRefused(f"synth would refuse the spec's inputs: {misfit.message}")
-    config = RunConfig(
-        workflow="export",
-        target="cpu",
-        device_type="cpu",
-        gpus=0,
-        warmup=_ONE_CALL,
-        measure=_ONE_CALL,
-        models={name: ModelConfig(source="file", location=path.name, sha256=sha256)},
-        variants=(
-            VariantConfig(
-                index=0,
-                id=_VARIANT_ID,
-                model=name,
-                precision="fp32",
-                quantization="none",
-                batch_size=batches[0],
-                inputs=tuple(InputConfig(shape=i.shape, dtype=i.dtype) for i in inputs),
-            ),
-        ),
-    )
+    model = ModelConfig(source="file", location=path.name, sha256=sha256)
+    config = fp32_config(name, model, inputs, batches[0], warmup=_ONE_CALL, measure=_ONE_CALL)
     with tempfile.TemporaryDirectory(prefix="benchfleet-export-") as scratch:
         programs = Programs(path.parent, Path(scratch))
         try:
@@ -87,6 +69,39 @@ def check_exported(
         output = loaded.module()(*exported.example)
     _compare(output if isinstance(output, tuple) else (output,), exported.expected)
     return Checked(prepared.accuracy.error)
+
+
+def fp32_config(
+    name: str,
+    model: ModelConfig,
+    inputs: Sequence[ExampleInput],
+    batch: int,
+    *,
+    warmup: PhaseConfig,
+    measure: PhaseConfig,
+) -> RunConfig:
+    """config.json of one CPU pod measuring `model` (called `name`) unquantized in fp32 at
+    `batch`, as synth would write it."""
+    return RunConfig(
+        workflow="export",
+        target="cpu",
+        device_type="cpu",
+        gpus=0,
+        warmup=warmup,
+        measure=measure,
+        models={name: model},
+        variants=(
+            VariantConfig(
+                index=0,
+                id=_VARIANT_ID,
+                model=name,
+                precision="fp32",
+                quantization="none",
+                batch_size=batch,
+                inputs=tuple(InputConfig(shape=i.shape, dtype=i.dtype) for i in inputs),
+            ),
+        ),
+    )
 
 
 def _compare(outputs: tuple[torch.Tensor, ...], expected: tuple[torch.Tensor, ...]) -> None:

@@ -6,12 +6,16 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from pydantic import TypeAdapter, ValidationError
 
 from exporter.inputs import BadInput, ExampleInput, check_order, parse_input
 from synth.fields import HttpsUrl, ModelName
+
+if TYPE_CHECKING:
+    from exporter.build import ExportRequest
 
 
 def _inputs(_: click.Context, __: click.Parameter, values: tuple[str, ...]) -> list[ExampleInput]:
@@ -122,31 +126,22 @@ def export(
     if batch > max_batch:
         raise click.BadParameter(f"--batch {batch} is above --max-batch {max_batch}")
     root: Path = context.obj.root if context.obj is not None else Path(".")
-    _export(factory, inputs, out, arguments, chosen, served, root, batch, max_batch,
-            static_batch, seed, verbose)  # fmt: skip
+    # torch (seconds to import) and the factory's module only now: `benchfleet validate`
+    # and `synth` never import them.
+    from exporter.build import ExportRequest  # noqa: PLC0415
+
+    request = ExportRequest(factory, tuple(inputs), arguments, batch, max_batch, static_batch, seed)
+    _export(request, out, chosen, served, root, verbose=verbose)
 
 
 def _export(
-    factory: str,
-    inputs: list[ExampleInput],
-    out: Path,
-    arguments: dict[str, object],
-    name: str,
-    url: str | None,
-    root: Path,
-    batch: int,
-    max_batch: int,
-    static_batch: bool,
-    seed: int,
-    verbose: bool,
+    request: "ExportRequest", out: Path, name: str, url: str | None, root: Path, *, verbose: bool
 ) -> None:
-    # torch (seconds to import) and the factory's module only now: `benchfleet validate`
-    # and `synth` never import them.
-    from exporter.build import ExportRefused, ExportRequest, describe_size, export_model  # noqa: PLC0415
+    from exporter.build import ExportRefused, describe_size, export_model  # noqa: PLC0415
     from exporter.check import check_exported  # noqa: PLC0415
     from exporter.entry import models_entry  # noqa: PLC0415
 
-    request = ExportRequest(factory, tuple(inputs), arguments, batch, max_batch, static_batch, seed)
+    factory, inputs = request.factory, request.inputs
     out.parent.mkdir(parents=True, exist_ok=True)
     click.echo(f"exporting {factory} ...", err=True)
     try:
@@ -178,6 +173,10 @@ def _export(
         "at batch 1, with the same outputs as the model",
         err=True,
     )
+    if low == high:
+        click.echo(
+            f"note: exported for batch {low} only: the spec's batch sizes must be {low}", err=True
+        )
     if checked.accuracy_error:
         click.echo(f"note: the runner's accuracy pass: {checked.accuracy_error}", err=True)
     entry = models_entry(name, out, root, sha256, inputs, url=url)

@@ -110,6 +110,7 @@ def test_a_static_batch_export_takes_its_batch_only(root: Path) -> None:
     (declared,) = check_archive(out).inputs
     assert declared.dimensions[0] == Dimension(2, 2)
     assert "batch 2..2" in run.stderr
+    assert "exported for batch 2 only: the spec's batch sizes must be 2" in run.stderr
 
 
 @pytest.mark.parametrize(
