@@ -73,6 +73,7 @@ def test_real_sized_models_run_here_from_a_registry_and_the_company_server(
         root, DATABASE, WORKFLOW, None, (), lambda plan: run_process(plan, POD_TIMEOUT_S, store)
     )
     report = capsys.readouterr().out
+    print(report)  # the report a team reads: shown with -s
     with open_store(root / DATABASE) as stored:
         variants = [run.variant for run in stored.runs(WORKFLOW)]
     ratios = rss_per_byte(variants, large_models)
