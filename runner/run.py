@@ -33,7 +33,7 @@ from runner.gpu_telemetry import GpuSampler, energy, nvml_uuid
 from runner.inputs import as_variant, check_inputs, draw_inputs, expected_inputs, id_bounds
 from runner.measure import PhaseOutcome, Step, run_phase
 from runner.memory import peak_rss_bytes
-from runner.programs import Programs, own_module
+from runner.programs import Programs, module_for
 from runner.stats import summarize
 from runner.threads import cpu_quota, thread_count, usable_cpus
 from runner.validity import validity
@@ -253,7 +253,9 @@ def _prepare(
     reference, reference_s = references.of(variant, program, drawn, device)
 
     began = time.perf_counter()
-    module = own_module(program)
+    dtype = precision.compute_dtype(variant.precision)
+    quantized = variant.quantization != Quantization.NONE
+    module = module_for(program, dtype, device, quantized=quantized)
     load_s += time.perf_counter() - began
     if training := _training_ops(module):
         raise UnsupportedVariant(
@@ -262,7 +264,6 @@ def _prepare(
         )
 
     began = time.perf_counter()
-    dtype = precision.compute_dtype(variant.precision)
     fp32_math = precision.set_fp32_math(variant.precision, device)
     # Cast first, then quantize, as torchao expects (`model.to(dtype)`, then `quantize_`):
     # the int4 and fp8 packings run on the device, from weights in the compute dtype.
