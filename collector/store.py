@@ -21,7 +21,7 @@ from contract.records import JobIdentity, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 6
+_SCHEMA_VERSION: Final = 7
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
@@ -38,6 +38,12 @@ _ADDED_IN_5: Final = (
 # Version 6 adds what the cluster allocated to each run (contract/allocation.py, JSON);
 # rows stored before it are NULL: "not recorded" in every report.
 _ADDED_IN_6: Final = "ALTER TABLE variant_runs ADD COLUMN allocation TEXT"
+# Version 7 adds the scheduled run a Job belongs to (`scheduling.every`) and the start of
+# its period; rows stored before it are NULL: their workflows were not scheduled.
+_ADDED_IN_7: Final = (
+    "ALTER TABLE variant_runs ADD COLUMN scheduled_run INTEGER",
+    "ALTER TABLE variant_runs ADD COLUMN scheduled_at TEXT",
+)
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -69,6 +75,8 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     accuracy_gate TEXT,
     accuracy_failed INTEGER,
     allocation TEXT,
+    scheduled_run INTEGER,
+    scheduled_at TEXT,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
 CREATE INDEX IF NOT EXISTS variant_runs_by_workflow ON variant_runs (workflow);
@@ -128,6 +136,8 @@ _COLUMNS: Final = [
     "accuracy_gate",
     "accuracy_failed",
     "allocation",
+    "scheduled_run",
+    "scheduled_at",
 ]
 
 _JSON_COLUMNS: Final[dict[str, type[BaseModel]]] = {
@@ -176,6 +186,16 @@ class StoredRun:
     job: JobIdentity
     variant: StoredVariant
     collected_at: str
+
+    @property
+    def result_at(self) -> datetime | None:
+        """When a run that succeeded finished (its runner's end, as the API server said);
+        None for a failure, or where no finish time is known."""
+        finished = self.variant.finished_at
+        if self.variant.state != "succeeded" or finished is None:
+            return None
+        moment = datetime.fromisoformat(finished)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -237,7 +257,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, 4, 5, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, 4, 5, 6, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -253,6 +273,9 @@ class Store:
                         self._db.execute(statement)
                 if version in {1, 2, 3, 4, 5}:
                     self._db.execute(_ADDED_IN_6)
+                if version in {1, 2, 3, 4, 5, 6}:
+                    for statement in _ADDED_IN_7:
+                        self._db.execute(statement)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")

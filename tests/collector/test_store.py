@@ -17,7 +17,8 @@ from tests.collector.stored import JOB, NOW, failed, succeeded
 
 ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
 ADDED_IN_6 = ("allocation",)
-SCHEMA_VERSION = 6
+ADDED_IN_7 = ("scheduled_run", "scheduled_at")
+SCHEMA_VERSION = 7
 
 
 @pytest.fixture
@@ -108,7 +109,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
@@ -124,7 +125,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 2")
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
@@ -142,7 +143,7 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in (*ADDED_IN_5, *ADDED_IN_6):
+        for column in (*ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 4")
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
@@ -173,13 +174,37 @@ def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_pat
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        db.execute("ALTER TABLE variant_runs DROP COLUMN allocation")
+        for column in (*ADDED_IN_6, *ADDED_IN_7):
+            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 5")
     allocated = succeeded(1).model_copy(update={"allocation": ALLOCATION})
     with open_store(path) as store:
         store.add(JOB, [allocated])
         earlier, later = store.runs("cpu-smoke")
     assert (earlier.variant.allocation, later.variant) == (None, allocated)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "results.sqlite"
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)])
+    with sqlite3.connect(path) as db:
+        for column in ADDED_IN_7:
+            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
+        db.execute("PRAGMA user_version = 6")
+    scheduled = JOB.model_copy(
+        update={"job": "cpu-smoke-cpu-eeeeeeeeee", "scheduled_run": 3,
+                "scheduled_at": "2026-12-07T00:00:00Z"}
+    )  # fmt: skip
+    with open_store(path) as store:
+        store.add(scheduled, [succeeded(0)])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.job.scheduled_run, earlier.job.scheduled_at) == (None, None)
+    assert later.job == scheduled
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
