@@ -16,11 +16,12 @@ from typing import Final
 from pydantic import BaseModel
 
 from contract.accuracy import AccuracyGate
+from contract.allocation import Allocation
 from contract.records import JobIdentity, PodStart, Reuses, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 6
+_SCHEMA_VERSION: Final = 8
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
@@ -34,15 +35,19 @@ _ADDED_IN_5: Final = (
     "ALTER TABLE variant_runs ADD COLUMN accuracy_gate TEXT",
     "ALTER TABLE variant_runs ADD COLUMN accuracy_failed INTEGER",
 )
-# Version 6 adds when each run's pod got its node and started its runner (JSON, PodStart);
+# Version 6 adds what the cluster allocated to each run (contract/allocation.py, JSON);
+# rows stored before it are NULL: "not recorded" in every report.
+_ADDED_IN_6: Final = "ALTER TABLE variant_runs ADD COLUMN allocation TEXT"
+# Version 7 adds the scheduled run a Job belongs to (`scheduling.every`) and the start of
+# its period; rows stored before it are NULL: their workflows were not scheduled.
+_ADDED_IN_7: Final = (
+    "ALTER TABLE variant_runs ADD COLUMN scheduled_run INTEGER",
+    "ALTER TABLE variant_runs ADD COLUMN scheduled_at TEXT",
+)
+# Version 8 adds when each run's pod got its node and started its runner (JSON, PodStart);
 # rows stored before it are NULL: their start-up is unknown. It also adds reuses, the
 # variants a Job reuses the run of an earlier Job for (a local try's, which has no record).
-_ADDED_IN_6: Final = "ALTER TABLE variant_runs ADD COLUMN pod_start TEXT"
-_JSON_COLUMNS: Final[dict[str, type[BaseModel]]] = {
-    "accuracy_gate": AccuracyGate,
-    "pod_start": PodStart,
-}
-"""Columns holding one of StoredVariant's fields as JSON, with the model that reads it."""
+_ADDED_IN_8: Final = "ALTER TABLE variant_runs ADD COLUMN pod_start TEXT"
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -73,6 +78,9 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     collected_at TEXT NOT NULL,
     accuracy_gate TEXT,
     accuracy_failed INTEGER,
+    allocation TEXT,
+    scheduled_run INTEGER,
+    scheduled_at TEXT,
     pod_start TEXT,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
@@ -141,9 +149,18 @@ _COLUMNS: Final = [
     "collected_at",
     "accuracy_gate",
     "accuracy_failed",
+    "allocation",
+    "scheduled_run",
+    "scheduled_at",
     "pod_start",
 ]
 
+_JSON_COLUMNS: Final[dict[str, type[BaseModel]]] = {
+    "accuracy_gate": AccuracyGate,
+    "allocation": Allocation,
+    "pod_start": PodStart,
+}
+"""The columns that hold one of StoredVariant's fields as JSON, with the model that reads it."""
 # The columns that are StoredVariant's own fields, read back by name (those in JSON apart).
 _VARIANT_COLUMNS: Final = [
     column
@@ -185,6 +202,16 @@ class StoredRun:
     job: JobIdentity
     variant: StoredVariant
     collected_at: str
+
+    @property
+    def result_at(self) -> datetime | None:
+        """When a run that succeeded finished (its runner's end, as the API server said);
+        None for a failure, or where no finish time is known."""
+        finished = self.variant.finished_at
+        if self.variant.state != "succeeded" or finished is None:
+            return None
+        moment = datetime.fromisoformat(finished)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -246,7 +273,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, 4, 5, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, 4, 5, 6, 7, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -262,6 +289,11 @@ class Store:
                         self._db.execute(statement)
                 if version in {1, 2, 3, 4, 5}:
                     self._db.execute(_ADDED_IN_6)
+                if version in {1, 2, 3, 4, 5, 6}:
+                    for statement in _ADDED_IN_7:
+                        self._db.execute(statement)
+                if version in {1, 2, 3, 4, 5, 6, 7}:
+                    self._db.execute(_ADDED_IN_8)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -375,6 +407,20 @@ class Store:
                 "(cluster, namespace, job, completion_index, workflow, cause) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (job.cluster, job.namespace, job.job, index, job.workflow, cause),
+            )
+
+    def allocate(self, job: JobIdentity, allocations: Mapping[int, Allocation]) -> None:
+        """Keep what the cluster allocated to stored runs of `job`, by index: runs stored
+        before their index had ended (a group's, measured by an attempt a retry followed)
+        get it once it has."""
+        with self._db:
+            self._db.executemany(
+                "UPDATE variant_runs SET allocation = ? "
+                "WHERE cluster = ? AND namespace = ? AND job = ? AND job_index = ?",
+                [
+                    (_json(allocation), job.cluster, job.namespace, job.job, index)
+                    for index, allocation in allocations.items()
+                ],
             )
 
     def causes(self, cluster: str, namespace: str, job: str) -> dict[int, str]:

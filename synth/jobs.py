@@ -36,9 +36,12 @@ from contract.errors import DETERMINISTIC
 from contract.layout import (
     APP,
     APP_LABEL,
+    CAPACITY_ANNOTATION,
     COMPLETION_INDEX_KEY,
     DESCRIPTION_ANNOTATION,
+    DEVICE_TYPE_ANNOTATION,
     GATES_ANNOTATION,
+    GPU_RESOURCE,
     GROUPS_ANNOTATION,
     HOSTNAME_LABEL,
     JOB_LABEL,
@@ -48,6 +51,8 @@ from contract.layout import (
     REPEAT_LABEL,
     REPEAT_SET_LABEL,
     REUSES_ANNOTATION,
+    SCHEDULED_AT_ANNOTATION,
+    SCHEDULED_RUN_LABEL,
     SPEC_FILE_ANNOTATION,
     SPEC_SHA256_ANNOTATION,
     TARGET_LABEL,
@@ -57,8 +62,9 @@ from contract.layout import (
 )
 from contract.records import reuses_text
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
+from contract.schedule import scheduled_at
 from synth.ca_bundles import CaBundle
-from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
+from synth.catalogue import DEVICE_TYPES
 from synth.committed import CommittedJob, JobSlot
 from synth.digests import digest
 from synth.fleet import Cluster, Fleet
@@ -352,11 +358,15 @@ def identified_variants(
     """The target's variants in `cluster`, each with its id: its measurement, with its
     model's sha256 in it."""
     setup = measurement_setup(loaded, target, cluster, loaded.workflow.image or fleet.image)
+    # Each scheduled run is a new identity, so nothing one run recorded stands in for the
+    # next; only where there is one, so that no other workflow's ids change.
+    scheduled = {"scheduled_run": loaded.schedule.run} if loaded.schedule else {}
     return [
         (
             variant,
             variant.variant_id(
-                loaded.workflow.id, {**setup, "model_sha256": sources[variant.model].sha256}
+                loaded.workflow.id,
+                {**setup, "model_sha256": sources[variant.model].sha256, **scheduled},
             ),
         )
         for variant in loaded.variants
@@ -785,6 +795,9 @@ class _Workflow:
         }
         name = job_name(workflow.id, target.key, digest(content))
         labels = {**template_labels, JOB_LABEL: name, "app.kubernetes.io/version": TOOL_VERSION}
+        schedule = loaded.schedule
+        if schedule is not None:
+            labels[SCHEDULED_RUN_LABEL] = str(schedule.run)
         if workflow.scheduling.queue is not None:
             labels["kueue.x-k8s.io/queue-name"] = workflow.scheduling.queue
         return BenchmarkRun(
@@ -806,6 +819,15 @@ class _Workflow:
                 **({REUSES_ANNOTATION: reuses_text(reuses)} if reuses else {}),
                 # Outside the hash too: a gate judges the numbers, it changes none of them.
                 GATES_ANNOTATION: accuracy_gates(workflow, config),
+                # What the pods hold and how it is bought, in the fleet's words: gather keeps
+                # them with each variant's allocated time, for the report to price.
+                DEVICE_TYPE_ANNOTATION: target.gpu_type,
+                CAPACITY_ANNOTATION: "spot" if target.spot else "on-demand",
+                **(
+                    {SCHEDULED_AT_ANNOTATION: scheduled_at(schedule.period_start)}
+                    if schedule is not None
+                    else {}
+                ),
             },
             config=config,
             job_spec=name_job_spec(job_spec, name),
@@ -813,6 +835,12 @@ class _Workflow:
             ca_bundles=ca_bundles,
             repeat=repeat,
         )
+
+
+def waits_for_first_run(loaded: LoadedWorkflow) -> bool:
+    """Whether `loaded` is scheduled and `benchfleet schedule` has not started a run of it:
+    until then it runs nothing (every run, the first too, is started by a commit)."""
+    return loaded.workflow.scheduling.every is not None and loaded.schedule is None
 
 
 def may_stay(
@@ -865,6 +893,8 @@ def plan_runs(
     prune it and what it measured would run again. Its variants that a record now covers
     are measured twice, and the report keeps the newer run."""
     workflow = loaded.workflow
+    if waits_for_first_run(loaded):
+        return []
     files = committed_files(loaded, model_files)
     sources = model_configs(loaded, fleet, model_files)
     jobs = _Workflow(

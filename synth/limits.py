@@ -33,6 +33,11 @@ expanding that many takes about half a second."""
 MAX_VARIANTS_CEILING: Final = MAX_VARIANTS
 """No workflow expands past this (contract.variant.MAX_VARIANTS, which records are held to)."""
 
+MIN_SCHEDULE_PERIOD_SECONDS: Final = 3600
+"""The shortest `scheduling.every`: each run is a commit in git and a set of records in
+results/, and a run of even a small sweep takes minutes; an hourly benchmark is already a
+lot of history."""
+
 MAX_REPEATS: Final = 10
 """Repeats of a workflow's variants (`benchmark.repeats`): each is a Job per target, and a
 between-run spread needs a handful of runs, not dozens."""
@@ -84,3 +89,7 @@ distribution project's grammar allows no more."""
 MAX_ANNOTATION_BYTES: Final = 256 * 1024
 """All annotations of one object together, keys and values, in bytes: the API server refuses
 an object with more, and Flux stops applying the whole cluster."""
+
+MAX_PRICE_PER_HOUR: Final = 1_000_000
+"""A device-hour's price in `prices`, in any currency: an H100 hour is a few US dollars, a
+few hundred yen, tens of thousands of rupiah; a price above a million is a slip of unit."""

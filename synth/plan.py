@@ -111,14 +111,18 @@ def why(before: JobRef | None, after: JobRef) -> Why:
 @dataclass(frozen=True)
 class Estimate:
     """A created Job's pod time from earlier runs: each variant with a recorded success of
-    the same setting on the same target counts its median time (its module's preparation to
-    the end of its timed loop), every other one its bounds' maximum; each pod the median
-    start-up of the target's recorded pods, and each model it loads the median load of that
-    model there, where recorded."""
+    the same setting on the same target counts its median time, every other one its bounds'
+    maximum. A variant's allocated time holds its share of its pod's
+    start-up and model loads; for the rest, each pod adds the median start-up of the target's
+    recorded pods and each model it loads the median load of that model there, where
+    recorded, in the share of the Job's variants not estimated by allocations."""
 
     seconds: float
     from_history: int
     """How many of the Job's variants had earlier runs to go by."""
+    allocated: int = 0
+    """Of those, how many by the time the cluster allocated them (every attempt, start-up
+    included); the rest by the runner's own time, recorded before allocations were."""
     startup_s: float | None = None
     """A pod's start-up (from getting a node to the runner's code: sandbox, image pulls,
     Python and imports), the median of the target's recorded pods; None where none say."""
@@ -130,12 +134,27 @@ class Estimate:
     """Of those, how many a recorded load of the same model on the target estimates."""
 
 
+PastSource = Literal["allocated", "measured"]
+
+
+@dataclass(frozen=True)
+class Past:
+    """What earlier successful runs of one setting on one target took: the median of their
+    allocated time (collector/allocation.py: scheduled to the runner's end, every attempt,
+    its share of a grouped pod) where gather recorded it, else of the runner's own time
+    (its module's preparation to the end of its timed loop: no start-up, no model load, no
+    retries)."""
+
+    seconds: float
+    source: PastSource
+
+
 @dataclass(frozen=True)
 class History:
     """What a workflow's records in one cluster say each part of a pod took, by target."""
 
-    variants: dict[tuple[str, str], float] = field(default_factory=dict)
-    """(target, variant as described) -> the median time of its recorded runs."""
+    variants: dict[tuple[str, str], Past] = field(default_factory=dict)
+    """(target, variant as described) -> what its recorded runs took."""
     startup: dict[str, tuple[float, int]] = field(default_factory=dict)
     """Target -> the median start-up of its recorded pods, and how many pods."""
     loads: dict[tuple[str, str], float] = field(default_factory=dict)
@@ -169,7 +188,7 @@ class Change:
 
 def _variant_seconds(timings: Timings) -> float:
     """A variant's own time: from its module's preparation to the end of its timed loop
-    (its model's load, once per pod, is counted apart; results before schema 3 did not tell
+    (its model's load, once per pod, is counted apart; results before schema 4 did not tell
     it apart, so their `load_s` counts whole)."""
     own_load = timings.copy_s if timings.copy_s is not None else timings.load_s
     return (
@@ -199,7 +218,7 @@ def _pod_startups(record: JobRecord) -> list[float]:
 
 def recorded_history(root: Path, workflow: str, cluster: str) -> History:
     """What the recorded successful runs of `workflow` in `cluster` took, by target."""
-    variants: dict[tuple[str, str], list[float]] = {}
+    runs: dict[tuple[str, str], dict[PastSource, list[float]]] = {}
     startup: dict[str, list[float]] = {}
     loads: dict[tuple[str, str], list[float]] = {}
     for job in recorded_jobs(root, workflow, cluster):
@@ -208,18 +227,24 @@ def recorded_history(root: Path, workflow: str, cluster: str) -> History:
         startup.setdefault(target, []).extend(_pod_startups(record))
         for stored in record.variants:
             result = stored.result
-            if stored.variant is None or not isinstance(result, OkResult) or not result.timings:
+            if stored.variant is None or not isinstance(result, OkResult):
                 continue
-            timings = result.timings
-            variant = (target, stored.variant.describe())
-            variants.setdefault(variant, []).append(_variant_seconds(timings))
-            if timings.model is not None and result.model_sha256:
-                model = timings.model
+            found = runs.setdefault((target, stored.variant.describe()), {})
+            if stored.allocation is not None:
+                found.setdefault("allocated", []).append(stored.allocation.seconds)
+            elif result.timings is not None:
+                found.setdefault("measured", []).append(_variant_seconds(result.timings))
+            if result.timings and result.timings.model is not None and result.model_sha256:
+                model = result.timings.model
                 loads.setdefault((target, result.model_sha256), []).append(
                     model.fetch_s + model.load_s
                 )
+    variants = {}
+    for key, found in runs.items():
+        source: PastSource = "allocated" if "allocated" in found else "measured"
+        variants[key] = Past(statistics.median(found[source]), source)
     return History(
-        variants={key: statistics.median(values) for key, values in variants.items()},
+        variants=variants,
         startup={
             key: (statistics.median(values), len(values))
             for key, values in startup.items()
@@ -244,12 +269,18 @@ def _estimate(job: JobRef, history: History) -> Estimate | None:
     if not known and startup is None and not loads:
         return None
     bound = job.max_pod_seconds / job.variants if job.variants else 0.0
-    seconds = sum(known) + bound * (len(job.ids) - len(known)) + sum(loads)
+    allocated = sum(past.source == "allocated" for past in known)
+    # An allocation holds its share of its pod's start-up and loads; the other variants'
+    # share of them is added.
+    unallocated = (len(job.ids) - allocated) / len(job.ids) if job.ids else 1.0
+    seconds = sum(past.seconds for past in known) + bound * (len(job.ids) - len(known))
+    seconds += sum(loads) * unallocated
     if startup is not None:
-        seconds += startup[0] * job.pods
+        seconds += startup[0] * job.pods * unallocated
     return Estimate(
         seconds=seconds,
         from_history=len(known),
+        allocated=allocated,
         startup_s=startup[0] if startup else None,
         startup_pods=startup[1] if startup else 0,
         loads=len(job.loads),
@@ -438,20 +469,6 @@ def _cost(job: JobRef) -> str:
     return cost
 
 
-def _estimated(estimate: Estimate) -> str:
-    """An estimate in words, saying what it went by."""
-    startup = (
-        f"start-up {estimate.startup_s:.0f} s a pod by {estimate.startup_pods} earlier pods"
-        if estimate.startup_s is not None
-        else "no pod's start-up recorded"
-    )
-    loads = f", {estimate.loads_known} of {estimate.loads} model loads" if estimate.loads else ""
-    return (
-        f"about {estimate.seconds / 60:.1f} pod-minutes by earlier runs of "
-        f"{estimate.from_history} of them, {startup}{loads}"
-    )
-
-
 def _runs(change: Change) -> str:
     """What a created or replacing Job runs, why, and what it may cost."""
     job = change.job
@@ -460,9 +477,38 @@ def _runs(change: Change) -> str:
     because = f": {reasons}" if reasons else ""
     cost = _cost(job)
     if change.estimate is not None:
-        cost = f"{_estimated(change.estimate)} ({cost})"
+        cost = f"{_estimated(change.estimate, job)} ({cost})"
     pods = f" in {job.pods} pods" if job.pods != job.variants else ""
     return f"{job.variants} variant{plural} will run{pods}{because}; {cost}"
+
+
+def _estimated(estimate: Estimate, job: JobRef) -> str:
+    """The estimate in words, saying what each part of it goes by."""
+    minutes = estimate.seconds / 60
+    words = f"about {minutes:.1f} pod-minutes"
+    if job.gpus:
+        words += f", {minutes * job.gpus / 60:.2f} GPU-hours"
+    measured = estimate.from_history - estimate.allocated
+    bounds = len(job.ids) - estimate.from_history
+    parts = [
+        f"{count} {how}"
+        for count, how in (
+            (estimate.allocated, "by the time earlier runs were allocated"),
+            (measured, "by earlier runs' own time (retries not recorded)"),
+            (bounds, "by the bounds"),
+        )
+        if count
+    ]
+    words = f"{words}: {', '.join(parts)}"
+    if estimate.allocated == len(job.ids):
+        return words  # each allocation holds its share of its pod's start-up and loads
+    startup = (
+        f"start-up {estimate.startup_s:.0f} s a pod by {estimate.startup_pods} earlier pods"
+        if estimate.startup_s is not None
+        else "no pod's start-up recorded"
+    )
+    loads = f", {estimate.loads_known} of {estimate.loads} model loads" if estimate.loads else ""
+    return f"{words}; {startup}{loads}"
 
 
 def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:

@@ -11,7 +11,7 @@ from collector.indexes import index_states
 from collector.pods import read_result
 from collector.store import Unread, open_store
 from contract.records import JobIdentity, StoredVariant
-from contract.result import READ_SCHEMA_VERSIONS, RESULT_SCHEMA_VERSION, BenchResult
+from contract.result import RESULT_SCHEMA_VERSION, BenchResult
 from standin import objects
 from standin.api import FakeApiServer
 from tests.collector.gathering import GROUPS, Collect, Obj, grouped_job, record_of, rows
@@ -45,9 +45,8 @@ def test_a_version_that_is_not_newer_is_still_a_broken_result(job: Obj) -> None:
     )
     reading = read_result(pod, None)
     assert reading.newer == ()
-    versions = " or ".join(map(str, READ_SCHEMA_VERSIONS))
     assert reading.problem is not None
-    assert f"at schema_version: {versions} was expected" in reading.problem
+    assert "at schema_version: 1, 2, 3 or 4 was expected" in reading.problem
 
 
 def test_each_variant_of_a_group_keeps_the_newer_result_that_names_it() -> None:

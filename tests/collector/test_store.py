@@ -8,6 +8,7 @@ import pytest
 
 from collector.store import Store, StoreError, open_store
 from contract.accuracy import Accuracy, AccuracyGate
+from contract.allocation import Allocation
 from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, PodStart, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
@@ -15,8 +16,10 @@ from contract.samples import encode
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
-ADDED_IN_6 = ("pod_start",)
-CURRENT = 6
+ADDED_IN_6 = ("allocation",)
+ADDED_IN_7 = ("scheduled_run", "scheduled_at")
+ADDED_IN_8 = ("pod_start",)
+SCHEMA_VERSION = 8
 POD_START = PodStart(
     created_at="2026-01-01T00:00:00Z",
     scheduled_at="2026-01-01T00:00:02Z",
@@ -112,7 +115,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
@@ -120,7 +123,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
     with sqlite3.connect(path) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(variant_runs)")}
         assert not columns & {"device_name", "model_sha256", "status", "p50_ms"}
-        assert db.execute("PRAGMA user_version").fetchone()[0] == CURRENT
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
@@ -128,7 +131,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 2")
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
@@ -136,7 +139,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
         store.add(repeated, [succeeded(0)])
         assert [run.job.repeat for run in store.runs("cpu-smoke")] == [None, 1]
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == CURRENT
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def older_database(path: Path, version: int, added_since: tuple[str, ...]) -> None:
@@ -154,7 +157,7 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "results.sqlite"
-    older_database(path, 4, (*ADDED_IN_5, *ADDED_IN_6))
+    older_database(path, 4, (*ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8))
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
     with open_store(path) as store:
         store.add(JOB, [judged])
@@ -162,19 +165,77 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     assert (earlier.variant.accuracy_gate, earlier.variant.accuracy_failed) == (None, None)
     assert later.variant == judged
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == CURRENT
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
-def test_a_version_5_database_gains_each_pods_start_unknown_for_its_runs(tmp_path: Path) -> None:
+ALLOCATION = Allocation(
+    seconds=38.5,
+    pod_seconds=115.5,
+    share=1 / 3,
+    devices=2,
+    unit="gpu",
+    device_type="nvidia-a100",
+    capacity="spot",
+    attempts=2,
+    estimate=("1 of 3 attempts' pods were gone before gather saw them",),
+)
+
+
+def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_path: Path) -> None:
     path = tmp_path / "results.sqlite"
-    older_database(path, 5, ADDED_IN_6)
+    older_database(path, 5, (*ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8))
+    allocated = succeeded(1).model_copy(update={"allocation": ALLOCATION})
+    with open_store(path) as store:
+        store.add(JOB, [allocated])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.variant.allocation, later.variant) == (None, allocated)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "results.sqlite"
+    older_database(path, 6, (*ADDED_IN_7, *ADDED_IN_8))
+    scheduled = JOB.model_copy(
+        update={"job": "cpu-smoke-cpu-eeeeeeeeee", "scheduled_run": 3,
+                "scheduled_at": "2026-12-07T00:00:00Z"}
+    )  # fmt: skip
+    with open_store(path) as store:
+        store.add(scheduled, [succeeded(0)])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.job.scheduled_run, earlier.job.scheduled_at) == (None, None)
+    assert later.job == scheduled
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_an_allocation_reads_back_from_store_and_record_and_comes_to_runs_stored_before_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """A group's variant measured by an attempt that a retry followed is stored at once; its
+    allocation comes once its index has ended."""
+    store.add(JOB, [succeeded(0), succeeded(1)], NOW)
+    store.allocate(JOB, {1: ALLOCATION})
+    first, second = store.runs("cpu-smoke")
+    assert (first.variant.allocation, second.variant.allocation) == (None, ALLOCATION)
+    assert second.variant.allocation is not None
+    assert second.variant.allocation.device_seconds == 77.0
+    path, _ = write_record(tmp_path, record(second.variant))
+    assert read_record(path).variants == (second.variant,)
+
+
+def test_a_version_7_database_gains_each_pods_start_unknown_for_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    older_database(path, 7, ADDED_IN_8)
     started = succeeded(1).model_copy(update={"pod_start": POD_START})
     with open_store(path) as store:
         store.add(JOB, [started])
         earlier, later = store.runs("cpu-smoke")
     assert (earlier.variant.pod_start, later.variant) == (None, started)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == CURRENT
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_a_pods_start_reads_back_from_store_and_record(store: Store, tmp_path: Path) -> None:

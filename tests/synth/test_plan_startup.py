@@ -19,7 +19,7 @@ PHASE = PhaseTiming(iterations=10, seconds=2.0, stopped_by="minimums")
 
 
 def _with_startup(stored: StoredVariant) -> StoredVariant:
-    """A variant as a schema-3 runner and a gather that reads pods' starts record it: its pod
+    """A variant as a schema-4 runner and a gather that reads pods' starts record it: its pod
     got its node at :00 and started the runner at :08, the process took 4 s to its code,
     the model's fetch and load 3 s, the variant's own parts 5 s."""
     result = stored.result
@@ -76,8 +76,8 @@ def test_the_estimate_counts_each_pods_start_up_and_model_loads_where_recorded(
     # Four pods of one variant each: 4 x 5 s of variants, 4 x (8 + 4) s of start-up, 4 x 3 s
     # of model loads: 80 s.
     assert (
-        "about 1.3 pod-minutes by earlier runs of 4 of them, start-up 12 s a pod by 4 earlier "
-        "pods, 4 of 4 model loads" in cpu
+        "about 1.3 pod-minutes: 4 by earlier runs' own time (retries not recorded); start-up "
+        "12 s a pod by 4 earlier pods, 4 of 4 model loads" in cpu
     )
     planned = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan", "--format", "json"])
     assert planned.exit_code == 0, planned.output
@@ -93,4 +93,25 @@ def test_without_recorded_start_ups_the_estimate_says_so(
     synth(spec_repo)
     record_jobs("sweep", seconds=15.0)
     cpu = _cpu_line(_planned_after_an_edit(spec_repo, path))
-    assert "by earlier runs of 4 of them, no pod's start-up recorded, 0 of 4 model loads" in cpu
+    assert (
+        "4 by earlier runs' own time (retries not recorded); no pod's start-up recorded, "
+        "0 of 4 model loads" in cpu
+    )
+
+
+def test_an_allocated_run_holds_its_pods_start_up_and_loads_so_they_are_not_added_again(
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+) -> None:
+    path = write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    record_jobs("sweep", seconds=1.0, allocated=30.0)
+    for job in recorded_jobs(spec_repo, "sweep", "alpha"):
+        record = read_record(record_path(spec_repo, "sweep", "alpha", job))
+        variants = tuple(map(_with_startup, record.variants))
+        write_record(spec_repo, record.model_copy(update={"variants": variants}))
+    output = _planned_after_an_edit(spec_repo, path, "--format", "json")
+    changes = json.loads(output)["clusters"][0]["changes"]
+    (estimate,) = [c["estimate"] for c in changes if c["target"] == "cpu"]
+    # Four variants allocated 30 s each, start-up and loads within: 120 s, though 12 s of
+    # start-up a pod and 3 s a load are recorded too.
+    assert (estimate["seconds"], estimate["allocated"], estimate["startup_s"]) == (120.0, 4, 12.0)
