@@ -16,13 +16,23 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 from prometheus_client.exposition import generate_latest
 
+from contract.metrics import (
+    JOB_DURATION,
+    JOB_LABELS,
+    JOBS_OBSERVED,
+    LATENCY_P50,
+    OUTCOME_LABEL,
+    REASON_LABEL,
+    RESULT_LABELS,
+    THROUGHPUT,
+    VARIANT_FAILURES,
+)
 from contract.records import JobRecord
 from contract.result import OkResult
 from contract.variant import SETTING_FIELDS
 
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
-_RESULT_LABELS: Final = ("workflow", "cluster", "gpu_type", *SETTING_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -37,34 +47,34 @@ def build_registry(observed: Iterable[ObservedJob]) -> CollectorRegistry:
     """A registry holding this gather's metrics."""
     registry = CollectorRegistry()
     jobs = Counter(
-        "benchfleet_jobs_observed",
+        JOBS_OBSERVED,
         "Benchmark Jobs gather saw finish.",
-        ["workflow", "cluster", "target", "outcome"],
+        [*JOB_LABELS, OUTCOME_LABEL],
         registry=registry,
     )
     duration = Histogram(
-        "benchfleet_job_duration_seconds",
+        JOB_DURATION,
         "Wall time of a benchmark Job, from its start to its end.",
-        ["workflow", "cluster", "target"],
+        JOB_LABELS,
         buckets=_DURATION_BUCKETS,
         registry=registry,
     )
     failures = Counter(
-        "benchfleet_variant_failures",
+        VARIANT_FAILURES,
         "Variants that ended without a result, by reason.",
-        ["workflow", "cluster", "target", "reason"],
+        [*JOB_LABELS, REASON_LABEL],
         registry=registry,
     )
     p50 = Gauge(
-        "benchfleet_latency_p50_seconds",
+        LATENCY_P50,
         "Median latency of one batch, as the runner measured it.",
-        _RESULT_LABELS,
+        RESULT_LABELS,
         registry=registry,
     )
     throughput = Gauge(
-        "benchfleet_throughput_samples_per_second",
+        THROUGHPUT,
         "Samples per second of the timed loop.",
-        _RESULT_LABELS,
+        RESULT_LABELS,
         registry=registry,
     )
     for job in observed:
