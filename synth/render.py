@@ -6,7 +6,7 @@ succeeded for every workflow and cluster.
 
 from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -16,6 +16,7 @@ from synth.annotations import too_large
 from synth.cache import RenderCache, infrastructure_key, workflow_key
 from synth.checks import target_clusters
 from synth.committed import CommittedJob, JobSlot, listed
+from synth.dump import dump_documents
 from synth.fleet import Cluster, Fleet
 from synth.jobs import may_stay, namespace_of, plan_runs
 from synth.load import LoadedWorkflow, Specs
@@ -26,24 +27,6 @@ from synth.yaml_source import Loc
 
 if TYPE_CHECKING:
     from synth.build import Build
-
-
-class _Dumper(yaml.CSafeDumper):
-    """Writes multi-line strings (config.json) as literal blocks a reviewer can read."""
-
-
-def _represent_str(dumper: "_Dumper", text: str) -> yaml.Node:
-    style = "|" if "\n" in text else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def dump_documents(documents: list[Any]) -> str:
-    """Objects as one multi-document YAML file, byte-stable across runs and machines."""
-    body = yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, explicit_start=True, width=100)
-    return GENERATED_HEADER + body
 
 
 def kustomization(resources: list[str]) -> str:
