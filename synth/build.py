@@ -12,6 +12,7 @@ from cdk8s import App, Chart
 from contract.layout import CLUSTERS, FLUX_FILE, INFRASTRUCTURE, NAMESPACES_FILE, cluster_dist
 from synth.charts.benchmarks import BenchmarksChart
 from synth.charts.flux import FluxChart
+from synth.charts.monitoring import MonitoringChart
 from synth.charts.namespaces import NamespacesChart
 from synth.charts.network import NetworkPoliciesChart
 from synth.charts.priorities import PriorityClassesChart
@@ -78,6 +79,12 @@ class Build:
                 _chart_id(queues_file),
                 cluster_queue=cluster.kueue.cluster_queue,
                 queues=queues,
+            )
+        monitoring = fleet.monitoring_of(cluster)
+        if monitoring is not None:
+            monitoring_file = infrastructure / "monitoring.yaml"
+            charts[monitoring_file] = MonitoringChart(
+                app, _chart_id(monitoring_file), monitoring=monitoring
             )
         flux_file = PurePosixPath(CLUSTERS, cluster.name, FLUX_FILE)
         charts[flux_file] = FluxChart(app, _chart_id(flux_file), fleet=fleet, dist_path=str(dist))
