@@ -21,7 +21,7 @@ from contract.metrics import (
 )
 from contract.records import JobRecord
 from synth.monitoring.rules import STALE_ALERT, Schedule
-from tests.collector.stored import JOB, failed, succeeded
+from tests.collector.stored import JOB, SUCCEEDED_LABELS, failed, succeeded
 from tests.monitoring.conftest import write_rules
 from tests.monitoring.panels import panel_queries
 from tests.monitoring.servers import api, needs_prometheus, prometheus, pushgateway, until
@@ -69,15 +69,7 @@ def test_what_gather_pushes_reads_back_through_promql(monitoring: Monitoring) ->
     )
     assert [float(series["value"][1]) for series in p50] == [0.0025]
     labels = {key: p50[0]["metric"][key] for key in RESULT_LABELS}
-    assert labels == {
-        "workflow": "cpu-smoke",
-        "cluster": "us-east",
-        "gpu_type": "cpu",
-        "model": "tiny-mlp",
-        "precision": "fp32",
-        "quantization": "none",
-        "batch_size": "4",
-    }
+    assert labels == SUCCEEDED_LABELS
     failures = query(
         monitoring.prometheus,
         f'sum by (reason) ({total(VARIANT_FAILURES)}{{workflow="cpu-smoke"}})',
