@@ -16,14 +16,28 @@ from prometheus_client.exposition import generate_latest
 
 from collector.store import StoredRun
 from contract.atomic import write_atomically
+from contract.metrics import (
+    CLUSTER_LABEL,
+    JOB_DURATION,
+    JOB_LABELS,
+    JOBS_OBSERVED,
+    LAST_RESULT_TIMESTAMP,
+    LATENCY_P50,
+    OUTCOME_LABEL,
+    REASON_LABEL,
+    RESULT_LABELS,
+    TARGET_LABEL,
+    THROUGHPUT,
+    VARIANT_FAILURES,
+    WORKFLOW_LABEL,
+)
 from contract.records import JobRecord
 from contract.result import OkResult
 from contract.variant import SETTING_FIELDS
 
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
-_RESULT_LABELS: Final = ("workflow", "cluster", "gpu_type", *SETTING_FIELDS)
-LAST_RESULT_LABELS: Final = ("workflow", "cluster", "target", *SETTING_FIELDS)
+LAST_RESULT_LABELS: Final = (WORKFLOW_LABEL, CLUSTER_LABEL, TARGET_LABEL, *SETTING_FIELDS)
 
 
 LastResults = dict[tuple[str, ...], float]
@@ -45,7 +59,7 @@ def build_registry(
     brought a result (`last`: of every stored and recorded run, not only this gather's)."""
     registry = CollectorRegistry()
     last_result = Gauge(
-        "benchfleet_last_result_timestamp_seconds",
+        LAST_RESULT_TIMESTAMP,
         "When the variant last brought a result: its runner's end, Unix time. A scheduled "
         "workflow's alert fires when this is older than its period plus a grace.",
         LAST_RESULT_LABELS,
@@ -54,34 +68,34 @@ def build_registry(
     for labels, seconds in (last or {}).items():
         last_result.labels(*labels).set(seconds)
     jobs = Counter(
-        "benchfleet_jobs_observed",
+        JOBS_OBSERVED,
         "Benchmark Jobs gather saw finish.",
-        ["workflow", "cluster", "target", "outcome"],
+        [*JOB_LABELS, OUTCOME_LABEL],
         registry=registry,
     )
     duration = Histogram(
-        "benchfleet_job_duration_seconds",
+        JOB_DURATION,
         "Wall time of a benchmark Job, from its start to its end.",
-        ["workflow", "cluster", "target"],
+        JOB_LABELS,
         buckets=_DURATION_BUCKETS,
         registry=registry,
     )
     failures = Counter(
-        "benchfleet_variant_failures",
+        VARIANT_FAILURES,
         "Variants that ended without a result, by reason.",
-        ["workflow", "cluster", "target", "reason"],
+        [*JOB_LABELS, REASON_LABEL],
         registry=registry,
     )
     p50 = Gauge(
-        "benchfleet_latency_p50_seconds",
+        LATENCY_P50,
         "Median latency of one batch, as the runner measured it.",
-        _RESULT_LABELS,
+        RESULT_LABELS,
         registry=registry,
     )
     throughput = Gauge(
-        "benchfleet_throughput_samples_per_second",
+        THROUGHPUT,
         "Samples per second of the timed loop.",
-        _RESULT_LABELS,
+        RESULT_LABELS,
         registry=registry,
     )
     for job in observed:

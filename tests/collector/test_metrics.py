@@ -16,7 +16,7 @@ from collector.metrics import ObservedJob, build_registry, last_results, push, w
 from collector.store import StoredRun
 from contract.records import JobRecord, StoredVariant
 from contract.result import OkResult
-from tests.collector.stored import JOB, failed, succeeded
+from tests.collector.stored import JOB, SUCCEEDED_LABELS, failed, succeeded
 
 
 def oom_killed(index: int) -> StoredVariant:
@@ -53,15 +53,7 @@ def test_the_textfile_holds_results_failures_and_job_duration(
     path = tmp_path / "textfile" / "benchfleet.prom"
     write_textfile(registry, path)
     found = samples(path.read_text())
-    result_labels = {
-        "workflow": "cpu-smoke",
-        "cluster": "us-east",
-        "gpu_type": "cpu",
-        "model": "tiny-mlp",
-        "precision": "fp32",
-        "quantization": "none",
-        "batch_size": "4",
-    }
+    result_labels = SUCCEEDED_LABELS
     assert found[("benchfleet_latency_p50_seconds", frozenset(result_labels.items()))] == 0.002
     failure = {"workflow": "cpu-smoke", "cluster": "us-east", "target": "cpu"}
     for reason in ("model_load", "OOMKilled"):
