@@ -14,10 +14,18 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 from prometheus_client.exposition import generate_latest
 
+from collector.cost import device_seconds_per_1000, priced
+from collector.pricing import PriceList
 from collector.store import StoredRun
 from contract.atomic import write_atomically
 from contract.metrics import (
+    ALLOCATED_DEVICE_SECONDS,
+    AVERAGE_POWER_WATTS,
     CLUSTER_LABEL,
+    COST_PER_1K_INFERENCES,
+    CURRENCY_LABEL,
+    DEVICE_LABEL,
+    ENERGY_JOULES_PER_INFERENCE,
     JOB_DURATION,
     JOB_LABELS,
     JOBS_OBSERVED,
@@ -53,10 +61,13 @@ class ObservedJob:
 
 
 def build_registry(
-    observed: Iterable[ObservedJob], last: LastResults | None = None
+    observed: Iterable[ObservedJob],
+    last: LastResults | None = None,
+    prices: PriceList | None = None,
 ) -> CollectorRegistry:
     """A registry holding this gather's metrics, and when each variant of the workflow last
-    brought a result (`last`: of every stored and recorded run, not only this gather's)."""
+    brought a result (`last`: of every stored and recorded run, not only this gather's);
+    with `prices` (specs/clusters.yaml's), what 1,000 inferences of each variant cost."""
     registry = CollectorRegistry()
     last_result = Gauge(
         LAST_RESULT_TIMESTAMP,
@@ -98,6 +109,33 @@ def build_registry(
         RESULT_LABELS,
         registry=registry,
     )
+    allocated = Gauge(
+        ALLOCATED_DEVICE_SECONDS,
+        "GPU-seconds (CPU-seconds for a pod without GPUs) the variant's pods held their "
+        "devices, scheduled to ended, every attempt; a grouped pod's split by the variants' "
+        "own times.",
+        [*RESULT_LABELS, DEVICE_LABEL],
+        registry=registry,
+    )
+    cost = Gauge(
+        COST_PER_1K_INFERENCES,
+        "What 1,000 inferences cost at the variant's p50 latency per sample and the price "
+        "specs/clusters.yaml gives its device.",
+        [*RESULT_LABELS, CURRENCY_LABEL],
+        registry=registry,
+    )
+    joules = Gauge(
+        ENERGY_JOULES_PER_INFERENCE,
+        "The GPU's energy over the timed loop (NVML's counter) per sample computed.",
+        RESULT_LABELS,
+        registry=registry,
+    )
+    watts = Gauge(
+        AVERAGE_POWER_WATTS,
+        "The GPU's average power over the timed loop.",
+        RESULT_LABELS,
+        registry=registry,
+    )
     for job in observed:
         record = job.record
         target = record.target or ""
@@ -123,6 +161,19 @@ def build_registry(
             p50.labels(*labels).set(result.latency.p50_ms / 1000)
             if result.throughput_samples_per_s is not None:
                 throughput.labels(*labels).set(result.throughput_samples_per_s)
+            allocation = variant.allocation
+            if allocation is not None:
+                allocated.labels(*labels, allocation.unit).set(allocation.device_seconds)
+                price = prices.price(record.cluster, allocation) if prices else None
+                per_sample_ms = result.latency.p50_ms / ref.batch_size
+                per_1000 = device_seconds_per_1000(allocation.devices, per_sample_ms)
+                if prices is not None and (spent := priced(per_1000, price)) is not None:
+                    cost.labels(*labels, prices.currency).set(spent)
+            energy = result.energy
+            if energy is not None and energy.joules_per_inference is not None:
+                joules.labels(*labels).set(energy.joules_per_inference)
+            if energy is not None and energy.average_w is not None:
+                watts.labels(*labels).set(energy.average_w)
     return registry
 
 

@@ -3,9 +3,7 @@
 import them from here, so none of the three can drift from the others.
 
 Names are as Prometheus stores them: a counter's `_total` and a histogram's `_bucket`, `_sum`
-and `_count` series are derived with the helpers below. Some are exported by branches of the
-collector still being written (cost, energy, the last result's time); their panels and rules
-exist already and fill when gather exports them.
+and `_count` series are derived with the helpers below.
 """
 
 from typing import Final

@@ -2,7 +2,7 @@
 
 One dashboard for the whole fleet: gather pushes every cluster's results with a `cluster`
 label, so a variable narrows it to some. Each panel reads one family of `contract.metrics`;
-a panel whose metric gather does not export yet stays empty until it does.
+a variant without device-seconds, a price or energy has no series in those panels.
 
 Pushed gauges hold their last value until the next gather replaces it, so a series over time
 is a staircase with one step per run, and the counters hold what the latest gather saw (a
