@@ -462,8 +462,8 @@ def _baseline_tables(comparison: BaselineComparison) -> list[Table | None]:
 
 def _named(ref: VariantRef | None) -> tuple[str, ...]:
     if ref is None:
-        return ("", "", "", "")
-    return ref.model, ref.precision, ref.quantization, str(ref.batch_size)
+        return ("", "", "", "", "")
+    return ref.model, ref.precision, ref.quantization, str(ref.batch_size), ref.compile
 
 
 def _failures_table(failures: Sequence[FailedVariant]) -> Table | None:
@@ -907,6 +907,7 @@ def _csv_failed(failed: FailedVariant) -> dict[str, object]:
                 "precision": ref.precision,
                 "quantization": ref.quantization,
                 "batch_size": ref.batch_size,
+                "compile": ref.compile,
                 "variant_id": ref.id,
             }
             if ref

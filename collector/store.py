@@ -18,7 +18,7 @@ from contract.records import JobIdentity, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 5
+_SCHEMA_VERSION: Final = 6
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
@@ -32,6 +32,9 @@ _ADDED_IN_5: Final = (
     "ALTER TABLE variant_runs ADD COLUMN accuracy_gate TEXT",
     "ALTER TABLE variant_runs ADD COLUMN accuracy_failed INTEGER",
 )
+# Version 6 adds how the variant ran (eager, or compiled: `compile`); rows stored before it are
+# NULL, eager, as every variant was then.
+_ADDED_IN_6: Final = "ALTER TABLE variant_runs ADD COLUMN compile TEXT"
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -62,6 +65,7 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     collected_at TEXT NOT NULL,
     accuracy_gate TEXT,
     accuracy_failed INTEGER,
+    compile TEXT,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
 CREATE INDEX IF NOT EXISTS variant_runs_by_workflow ON variant_runs (workflow);
@@ -120,6 +124,7 @@ _COLUMNS: Final = [
     "collected_at",
     "accuracy_gate",
     "accuracy_failed",
+    "compile",
 ]
 
 # The columns that are StoredVariant's own fields, read back by name (the gate as JSON).
@@ -220,7 +225,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, 4, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, 4, 5, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -234,6 +239,8 @@ class Store:
                 if version in {1, 2, 3, 4}:
                     for statement in _ADDED_IN_5:
                         self._db.execute(statement)
+                if version in {1, 2, 3, 4, 5}:
+                    self._db.execute(_ADDED_IN_6)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -420,8 +427,13 @@ class Store:
         text, gate = row["result_json"], row["accuracy_gate"]
         ref = None
         if row["variant_id"] is not None:
+            # compile is NULL in rows stored before schema 6: eager, its default.
             ref = VariantRef.model_validate(
-                {field: row[column] for field, column in _IDENTITY_COLUMNS.items()}
+                {
+                    field: row[column]
+                    for field, column in _IDENTITY_COLUMNS.items()
+                    if row[column] is not None
+                }
             )
         variant = StoredVariant.model_validate(
             {

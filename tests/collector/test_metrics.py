@@ -57,6 +57,7 @@ def test_the_textfile_holds_results_failures_and_job_duration(
         "precision": "fp32",
         "quantization": "none",
         "batch_size": "4",
+        "compile": "eager",
     }
     assert found[("benchfleet_latency_p50_seconds", frozenset(result_labels.items()))] == 0.002
     failure = {"workflow": "cpu-smoke", "cluster": "us-east", "target": "cpu"}

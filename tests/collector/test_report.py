@@ -580,7 +580,7 @@ def test_a_reused_result_is_not_compared_with_itself(
     assert "+0.0%" not in text
     assert "0 new, 2 missing, 1 reused, same run." in text
     reused = text.split("Reused: the baseline's own run, not measured again (1)")[1]
-    assert re.search(rf"tiny-cnn .*\b2 +1\.500 +{OLD_JOB} +reused, same run", reused)
+    assert re.search(rf"tiny-cnn .*\b2 +eager +1\.500 +{OLD_JOB} +reused, same run", reused)
     rows = {row["batch_size"]: row for row in csv.DictReader(io.StringIO(to_csv(report)))}
     assert (rows["2"]["verdict"], rows["2"]["change_ratio"]) == ("reused", "")
     assert json.loads(to_json(report))["baseline"]["reused"][0]["job"] == OLD_JOB

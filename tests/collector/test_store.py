@@ -12,9 +12,12 @@ from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
 from contract.samples import encode
+from contract.variant import Compile
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
+ADDED_IN_6 = ("compile",)
+VERSION = 6
 
 
 @pytest.fixture
@@ -105,7 +108,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in ("repeat", *ADDED_IN_5):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
@@ -113,7 +116,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
     with sqlite3.connect(path) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(variant_runs)")}
         assert not columns & {"device_name", "model_sha256", "status", "p50_ms"}
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
 
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
@@ -121,7 +124,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in ("repeat", *ADDED_IN_5):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 2")
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
@@ -129,7 +132,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
         store.add(repeated, [succeeded(0)])
         assert [run.job.repeat for run in store.runs("cpu-smoke")] == [None, 1]
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
 
 
 def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
@@ -139,7 +142,7 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in ADDED_IN_5:
+        for column in (*ADDED_IN_5, *ADDED_IN_6):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 4")
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
@@ -149,7 +152,45 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     assert (earlier.variant.accuracy_gate, earlier.variant.accuracy_failed) == (None, None)
     assert later.variant == judged
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
+
+
+def test_a_version_5_database_gains_compile_its_runs_eager(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)])
+    with sqlite3.connect(path) as db:
+        for column in ADDED_IN_6:
+            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
+        db.execute("PRAGMA user_version = 5")
+    compiled = compiled_variant(succeeded(1))
+    with open_store(path) as store:
+        store.add(JOB, [compiled])
+        earlier, later = store.runs("cpu-smoke")
+    assert earlier.variant.variant is not None
+    assert earlier.variant.variant.compile is Compile.EAGER
+    assert later.variant == compiled
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
+
+
+def compiled_variant(run: StoredVariant) -> StoredVariant:
+    """`run` as its variant compiled with inductor."""
+    assert run.variant is not None and run.result is not None
+    ref = run.variant.model_copy(update={"compile": Compile.INDUCTOR})
+    return run.model_copy(
+        update={"variant": ref, "result": run.result.model_copy(update={"variant": ref})}
+    )
+
+
+def test_an_eager_and_a_compiled_run_are_told_apart_in_store_and_record(
+    store: Store, tmp_path: Path
+) -> None:
+    eager, compiled = succeeded(0), compiled_variant(succeeded(1))
+    store.add(JOB, [eager, compiled], NOW)
+    assert [run.variant for run in store.runs("cpu-smoke")] == [eager, compiled]
+    path, _ = write_record(tmp_path, record(eager, compiled))
+    assert read_record(path).variants == (eager, compiled)
 
 
 @pytest.mark.parametrize(
