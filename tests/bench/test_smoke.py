@@ -29,6 +29,7 @@ RUNS = [
     pytest.param("grouping", "overhead share (wall - timed loops) / wall", id="grouping"),
     pytest.param("accuracy_cost", "accuracy pass share of pod wall time", id="accuracy_cost"),
     pytest.param("quantization", "q / none time", id="quantization"),
+    pytest.param("compiled", "inductor / eager, paired", id="compiled"),
     pytest.param("collector_gather", "gather / per-Job loop wall time", id="collector_gather"),
     pytest.param(
         "cluster_gather", "gather / per pod", marks=pytest.mark.cluster, id="cluster_gather"
