@@ -252,12 +252,14 @@ def requirements_digest(context: Path) -> str:
 def build_image(
     podman: Podman, context: Path, image: str = RUNNER_IMAGE, base: str = BASE_IMAGE
 ) -> None:
-    """`podman build` the runner image from `context`, with no network."""
+    """`podman build` the runner image from `context`: with no network from the local base,
+    which has everything; another base may lack g++, which the Dockerfile then installs from
+    its distribution's mirror."""
+    network = ("--network", "none") if base == BASE_IMAGE else ()
     check_call(
         podman.command(
             "build",
-            "--network",
-            "none",
+            *network,
             "--build-arg",
             f"BASE_IMAGE={base}",
             "--build-arg",
