@@ -988,6 +988,12 @@ _REFERENCE_VALUES: Final = {"precision": "fp32", "quantization": "none", "compil
 (the smallest batch, the first target or model by name)."""
 
 
+def untouched(key: VariantKey) -> bool:
+    """Whether the variant runs the model as exported: every axis that has a reference
+    value at it (fp32, no quantization), whatever its batch size."""
+    return all(key.value(axis) == value for axis, value in _REFERENCE_VALUES.items())
+
+
 def _reference(axis: str, group: Sequence[VariantRow]) -> VariantRow:
     preferred = _REFERENCE_VALUES.get(axis)
     for row in group:

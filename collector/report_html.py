@@ -13,7 +13,7 @@ import html
 import io
 import math
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -24,7 +24,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
-from collector.report import KEY_FIELDS, Comparison, Report, VariantKey, VariantRow
+from collector.report import (
+    KEY_FIELDS,
+    AccuracyState,
+    BestConfiguration,
+    Comparison,
+    Report,
+    VariantKey,
+    VariantRow,
+)
 from collector.report_render import Layout, Table, lay_out
 
 BOXES_PER_PLOT: Final = 40
@@ -43,6 +51,8 @@ img { max-width: 100%; }
 
 
 _Item = TypeVar("_Item")
+Size = tuple[float, float]
+"""Width and height in inches."""
 
 
 @dataclass(frozen=True)
@@ -139,18 +149,24 @@ def _bars(axes: Axes, comparison: Comparison) -> None:
     axes.set_ylabel("p50 ms (95% CI)")
 
 
-def _target_plot(comparisons: Sequence[Comparison]) -> bytes:
+def _grid(
+    comparisons: Sequence[Comparison], draw: Callable[[Axes, Comparison], None], size: Size
+) -> bytes:
+    """A figure of one plot per comparison, `_PLOTS_PER_LINE` to a line, each `size` inches."""
     columns = min(_PLOTS_PER_LINE, len(comparisons))
     lines = math.ceil(len(comparisons) / columns)
-    figure = Figure(figsize=(4 * columns, 3.6 * lines), layout="constrained")
+    figure = Figure(figsize=(size[0] * columns, size[1] * lines), layout="constrained")
     for number, comparison in enumerate(comparisons, start=1):
-        _bars(figure.add_subplot(lines, columns, number), comparison)
+        draw(figure.add_subplot(lines, columns, number), comparison)
     return _png(figure)
 
 
 def _target_plots(comparisons: Sequence[Comparison]) -> list[_Plot]:
     return [
-        _Plot(_target_plot(chunk), "By target: p50 latency per iteration, error bars the 95% CI.")
+        _Plot(
+            _grid(chunk, _bars, (4, 3.6)),
+            "By target: p50 latency per iteration, error bars the 95% CI.",
+        )
         for chunk in _chunks(comparisons, COMPARISONS_PER_PLOT)
     ]
 
@@ -214,6 +230,141 @@ def _batch_plots(rows: Sequence[VariantRow]) -> list[_Plot]:
             "quantization and target.",
         )
         for chunk in chunks
+    ]
+
+
+@dataclass(frozen=True)
+class TradeoffPoint:
+    """One configuration in the speed-accuracy plot."""
+
+    label: str
+    latency_ms: float
+    """p50 per sample."""
+    low_ms: float
+    high_ms: float
+    error: float
+    """The worst output's max relative error against the fp32 reference."""
+    state: AccuracyState
+    on_front: bool
+    """Within its gate, and no other configuration within its gate is both as fast and as
+    accurate: a choice worth making."""
+
+
+def tradeoff_points(comparison: Comparison) -> tuple[tuple[TradeoffPoint, ...], int]:
+    """The configurations of a best-configuration comparison that have an error to draw,
+    fastest first, the Pareto front of those within their gate marked; and how many have
+    none (accuracy not measured). Front only among those within the gate: one outside it
+    is no choice, however it trades."""
+    drawn: list[tuple[VariantRow, float]] = []
+    for entry in comparison.entries:
+        accuracy = entry.row.accuracy.accuracy
+        error = accuracy.max_rel_error if accuracy is not None and accuracy.measured else None
+        if error is not None:
+            drawn.append((entry.row, error))
+    drawn.sort(key=lambda pair: (pair[0].p50_per_sample_ms, pair[1], pair[0].key))
+    points = []
+    lowest = math.inf
+    for row, error in drawn:
+        on_front = row.accuracy.state == "passed" and error < lowest
+        lowest = min(lowest, error) if on_front else lowest
+        points.append(
+            TradeoffPoint(
+                label=row.key.label(comparison.varies),
+                latency_ms=row.p50_per_sample_ms,
+                low_ms=row.ci_per_sample_ms[0],
+                high_ms=row.ci_per_sample_ms[1],
+                error=error,
+                state=row.accuracy.state,
+                on_front=on_front,
+            )
+        )
+    return tuple(points), len(comparison.entries) - len(points)
+
+
+LABELLED_POINTS: Final = 12
+"""With more configurations than this in a plot, only the front's are named."""
+
+
+def _tradeoff(axes: Axes, comparison: Comparison) -> None:
+    points, undrawn = tradeoff_points(comparison)
+    # An exact output (error 0) has no place on a log axis: it sits on the floor, a decade
+    # below the smallest error drawn.
+    positive = [point.error for point in points if point.error > 0]
+    floor = min(positive) / 10 if positive else 1e-9
+    for state, marker, color, name in (
+        ("passed", "o", "#4c72b0", "within its accuracy gate"),
+        ("accuracy_failed", "X", "#c44e52", "accuracy_failed (outside its gate)"),
+    ):
+        chosen = [point for point in points if point.state == state]
+        if not chosen:
+            continue
+        axes.errorbar(
+            [point.latency_ms for point in chosen],
+            [max(point.error, floor) for point in chosen],
+            xerr=[
+                [point.latency_ms - point.low_ms for point in chosen],
+                [point.high_ms - point.latency_ms for point in chosen],
+            ],
+            fmt=marker,
+            color=color,
+            markersize=7,
+            capsize=2,
+            label=name,
+        )
+    front = [point for point in points if point.on_front]
+    if front:
+        # Ringed as well as joined: a front of one point draws no line.
+        axes.plot(
+            [point.latency_ms for point in front],
+            [max(point.error, floor) for point in front],
+            drawstyle="steps-post",
+            color="#55a868",
+            linewidth=1.5,
+            marker="o",
+            markersize=12,
+            markerfacecolor="none",
+            label="Pareto front (within the gate)",
+        )
+    for point in points:
+        if point.on_front or len(points) <= LABELLED_POINTS:
+            # The front's first point is the fastest within its gate: the best configuration.
+            best = "best: " if front and point is front[0] else ""
+            exact = " (error 0)" if point.error == 0 else ""
+            axes.annotate(
+                _plain(f"{best}{point.label}{exact}"),
+                (point.latency_ms, max(point.error, floor)),
+                xytext=(4, 4),
+                textcoords="offset points",
+                fontsize="x-small",
+            )
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.xaxis.set_major_formatter(_PlainLogFormatter())
+    axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    title = _plain(comparison.describe()).replace(", ", "\n")
+    if undrawn:
+        title += f"\n({undrawn} not measured for accuracy, not drawn)"
+    axes.set_title(title, fontsize="small")
+    axes.set_xlabel("p50 ms per sample (log; 95% CI)")
+    axes.set_ylabel("max relative error vs fp32 (log)")
+    axes.legend(fontsize="x-small")
+
+
+def _tradeoff_plots(best_configurations: Sequence[BestConfiguration]) -> list[_Plot]:
+    comparisons = [
+        best.comparison for best in best_configurations if tradeoff_points(best.comparison)[0]
+    ]
+    return [
+        _Plot(
+            _grid(chunk, _tradeoff, (5, 4.4)),
+            "Speed against accuracy, per model and target: each configuration's p50 latency "
+            "per sample (95% CI) against its outputs' largest relative error from the "
+            "untouched program's fp32 outputs; dots within their accuracy gate, crosses "
+            "outside it (accuracy_failed). The Pareto front of those within it (none other is "
+            "both faster and more accurate) is ringed and joined by a line. An error of 0 is "
+            "drawn a decade below the smallest.",
+        )
+        for chunk in _chunks(comparisons, COMPARISONS_PER_PLOT)
     ]
 
 
@@ -284,12 +435,15 @@ def to_html(report: Report) -> str:
     Latency box plots are drawn from each result's percentiles: box p25 to p75, notch the
     median's CI, whiskers min and p99 (the tail an SLO cares about), a dot at max. Bars of
     p50 with CI error bars show each by-target comparison; lines of latency and throughput
-    against batch size show each sweep over batch sizes.
+    against batch size show each sweep over batch sizes; points of latency per sample
+    against error show what each configuration of a sweep costs in accuracy, its Pareto front
+    marked.
     """
     with matplotlib.style.context("default"):
         plots = [
             *(_latency_plots(report.variants) if report.variants else []),
             *_target_plots(report.by_target),
             *_batch_plots(report.variants),
+            *_tradeoff_plots(report.best_configurations),
         ]
     return _page(lay_out(report), plots)

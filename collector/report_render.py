@@ -7,13 +7,14 @@ import html
 import io
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Final, Literal
 
 from pydantic import BaseModel
 
+from collector.answers import Against, Answer, answers
 from collector.intervals import Ratio
 from collector.progress import plural
 from collector.report import (
@@ -35,6 +36,7 @@ from collector.report import (
     heading,
 )
 from collector.verdict import run_verdict, verdict_lines
+from contract.accuracy import Accuracy
 from contract.text import shown
 from contract.variant import VariantRef
 
@@ -78,6 +80,12 @@ _CI_NOTE: Final = (
     "Ratios combine both sides' uncertainty (Price & Bonett 2002); a paired one comes from "
     "rounds alternating the two in one pod (benchmark.interleave), each round compared within "
     "itself; over repeats, the median of the runs' paired ratios, its CI spanning all of theirs."
+)
+_ACCURACY_NOTE: Final = (
+    "accuracy: the outputs against the untouched program's fp32 outputs on the same inputs, "
+    "judged by the variant's gate (docs/runner.md): passed, accuracy_failed (it computes "
+    "something else: measured and stored, never the best), or not measured (never taken for "
+    "passing)."
 )
 _FLAGS_NOTE: Final = (
     "flags: the runner's validity flags (noisy, contended, throttled, stopped early); a "
@@ -124,7 +132,10 @@ def format_ms(value: float) -> str:
 
 
 def format_ratio(ratio: float) -> str:
-    """Like 3.10x or 1.02x: two decimals, fewer from 10x on."""
+    """Like 3.10x or 1.02x: two decimals, fewer from 10x on, and three significant digits
+    below 0.1x (0.0031x), which two decimals would show as 0.00x."""
+    if 0 < ratio < 0.1:
+        return f"{ratio:.3g}x"
     decimals = 2 if ratio < 10 else 1 if ratio < 100 else 0
     return f"{ratio:.{decimals}f}x"
 
@@ -161,6 +172,14 @@ def _direction(ratio: Ratio, doubts: Sequence[str], than: str) -> str:
     if ratio.value < 1:
         return f"{format_ratio(1 / ratio.value)} faster than {than}"
     return f"{format_ratio(ratio.value)} slower than {than}"
+
+
+def _gated(words: str, row: VariantRow) -> str:
+    """Words on a row's speed that say so where the row is outside its accuracy gate: a
+    variant that computes something else is never called faster, or fastest, without it."""
+    if row.accuracy.state != "accuracy_failed":
+        return words
+    return f"{words}; accuracy_failed: outside its gate"
 
 
 def _key_cells(key: VariantKey) -> tuple[str, ...]:
@@ -231,9 +250,7 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
             "job, finished: the run the number comes from (UTC).",
             "quantized: the layers the quantization reached, as the runner proved it; the "
             "others ran in the precision (an int8 label over mostly fp32 compute).",
-            "accuracy: the outputs against the untouched program's fp32 outputs, judged by the "
-            "variant's gate: passed, accuracy_failed (measured and stored, never the best), or "
-            "not measured (never taken for passing).",
+            _ACCURACY_NOTE,
             *((_RUNS_NOTE,) if repeated else ()),
         ),
         kind="detail",
@@ -260,9 +277,10 @@ def _flagged_table(rows: Sequence[VariantRow]) -> Table | None:
 
 def _versus(entry: Ranked, fastest: Ranked, varies: Sequence[str], first: str) -> str:
     if entry is fastest:
-        return first
+        return _gated(first, entry.row)
     than = fastest.row.key.label(varies)
-    return f"{_direction(entry.ratio, entry.doubts, than)} [{_ratio_interval(entry.ratio)}]"
+    words = f"{_direction(entry.ratio, entry.doubts, than)} [{_ratio_interval(entry.ratio)}]"
+    return _gated(words, entry.row)
 
 
 def _comparison_table(title: str, comparison: Comparison) -> Table:
@@ -274,6 +292,7 @@ def _comparison_table(title: str, comparison: Comparison) -> Table:
             "#",
             *map(heading, varies),
             *("p50 ms", "95% CI ms", "p99 ms", "samples/s (p50)", "device", "vs fastest"),
+            "accuracy",
         ),
         rows=tuple(
             (
@@ -285,10 +304,11 @@ def _comparison_table(title: str, comparison: Comparison) -> Table:
                 f"{entry.row.samples_per_s:,.1f}",
                 entry.row.device_name or "",
                 _versus(entry, fastest, varies, "fastest"),
+                entry.row.accuracy.describe(),
             )
             for place, entry in enumerate(comparison.entries, start=1)
         ),
-        notes=("vs fastest: ratio of p50 per sample with its 95% CI.",),
+        notes=("vs fastest: ratio of p50 per sample with its 95% CI.", _ACCURACY_NOTE),
     )
 
 
@@ -370,9 +390,7 @@ def _best_table(best: BestConfiguration) -> Table:
         notes=(
             _significance_note(best),
             *((accuracy,) if accuracy else ()),
-            "accuracy: the outputs against the untouched program's fp32 outputs on the same "
-            "inputs, judged by the gate its spec sets (docs/runner.md); the best is the "
-            "fastest within it.",
+            f"{_ACCURACY_NOTE} The best is the fastest within its gate.",
         ),
     )
 
@@ -383,7 +401,8 @@ def _changes_table(title: str, changes: Sequence[Change], kind: TableKind = "mai
     return Table(
         title=f"{title} ({len(changes)})",
         columns=_columns(
-            *_KEY_HEADINGS, "baseline p50 ms", "p50 ms", "change", "ratio", "95% CI", "why"
+            *_KEY_HEADINGS,
+            *("baseline p50 ms", "p50 ms", "change", "ratio", "95% CI", "accuracy", "why"),
         ),
         rows=tuple(
             (
@@ -393,12 +412,24 @@ def _changes_table(title: str, changes: Sequence[Change], kind: TableKind = "mai
                 f"{change.ratio.value - 1:+.1%}",
                 format_ratio(change.ratio.value),
                 _ratio_interval(change.ratio),
+                _accuracy_change(change),
                 "; ".join(change.doubts),
             )
             for change in changes
         ),
+        notes=(
+            "accuracy: the variant's now, and in the baseline where that differs: a change in "
+            "speed of a variant outside its gate is one of something else.",
+        ),
         kind=kind,
     )
+
+
+def _accuracy_change(change: Change) -> str:
+    now, before = change.current.accuracy, change.baseline.accuracy
+    if now.state == before.state:
+        return now.describe()
+    return f"{now.describe()}; baseline: {before.state}"
 
 
 def _keys_table(title: str, keys: Sequence[VariantKey]) -> Table | None:
@@ -589,14 +620,44 @@ def _axis_table(comparison: AxisComparison) -> Table:
             *map(heading, held),
             heading(axis),
             "vs",
-            *("p50 ms/sample", "ratio", "95% CI", "verdict"),
+            *("p50 ms/sample", "ratio", "95% CI", "max rel error", "1 - cosine", "accuracy"),
+            "verdict",
         ),
         rows=tuple(_axis_row(entry, axis, held) for entry in entries),
         notes=(
             "ratio: p50 per sample over the reference's; the verdict claims a direction only "
             "when the 95% CI excludes 1 and neither run is flagged.",
+            "max rel error, 1 - cosine: the worst output's error against the untouched "
+            "program's fp32 outputs, then the reference's in brackets: what the speed costs "
+            "in accuracy. accuracy: the variant's gate's verdict on it.",
         ),
     )
+
+
+def _errors(entry: AxisEntry, axis: str) -> tuple[str, str]:
+    """The row's max relative error and 1 - cosine, each beside the reference's."""
+    reference = entry.reference.key.label((axis,))
+    first, second = (
+        f"{_error(entry.row, measure)} ({reference}: {_error(entry.reference, measure)})"
+        for measure in (_max_rel_error, _cosine_distance)
+    )
+    return first, second
+
+
+def _max_rel_error(accuracy: Accuracy) -> float | None:
+    return accuracy.max_rel_error
+
+
+def _cosine_distance(accuracy: Accuracy) -> float | None:
+    # An output identical in direction can read a cosine a rounding above 1.
+    return None if accuracy.cosine is None else max(0.0, 1 - accuracy.cosine)
+
+
+def _error(row: VariantRow, measure: Callable[[Accuracy], float | None]) -> str:
+    """One error of the row's outputs, two significant digits; "-" where not measured."""
+    accuracy = row.accuracy.accuracy
+    value = measure(accuracy) if accuracy is not None and accuracy.measured else None
+    return "-" if value is None else f"{value:.2g}"
 
 
 def _axis_row(entry: AxisEntry, axis: str, held: Sequence[str]) -> tuple[str, ...]:
@@ -608,7 +669,11 @@ def _axis_row(entry: AxisEntry, axis: str, held: Sequence[str]) -> tuple[str, ..
         format_ms(entry.row.p50_per_sample_ms),
         format_ratio(entry.ratio.value),
         _ratio_interval(entry.ratio),
-        _direction(entry.ratio, entry.doubts, entry.reference.key.label((axis,))),
+        *_errors(entry, axis),
+        entry.row.accuracy.state,
+        _gated(
+            _direction(entry.ratio, entry.doubts, entry.reference.key.label((axis,))), entry.row
+        ),
     )
 
 
@@ -645,7 +710,11 @@ def _about(jobs: Sequence[JobSummary]) -> list[str]:
 
 
 def _summary(report: Report) -> tuple[str, ...]:
-    lines = [*verdict_lines(run_verdict(report)), *_about(report.jobs)]
+    lines = [
+        *verdict_lines(run_verdict(report)),
+        *map(answer_line, answers(report)),
+        *_about(report.jobs),
+    ]
     lines.append(
         f"{plural(len(report.variants), 'variant')} measured, {len(report.failures)} failed."
     )
@@ -675,7 +744,93 @@ def _summary(report: Report) -> tuple[str, ...]:
             f"{len(comparison.new)} new, {len(comparison.missing)} missing"
             + (f", {len(comparison.reused)} {REUSED}." if comparison.reused else ".")
         )
+        lines.extend(_outside_gate_now(comparison.changes))
     return tuple(lines)
+
+
+def _outside_gate_now(changes: Sequence[Change]) -> list[str]:
+    """The changes of variants outside their accuracy gate now, counted: a change of speed
+    of something that computes otherwise, and perhaps a change of accuracy itself."""
+    failing = [change for change in changes if change.current.accuracy.state == "accuracy_failed"]
+    if not failing:
+        return []
+    newly = sum(change.baseline.accuracy.state == "passed" for change in failing)
+    return [
+        f"{plural(len(failing), 'changed variant')} outside "
+        f"{'its' if len(failing) == 1 else 'their'} accuracy gate now ({newly} within it in "
+        "the baseline): the changes tables' accuracy column says by how much."
+    ]
+
+
+def _speedup(against: Against, role: str) -> str:
+    """How much faster the best is than another configuration, claiming no more than the
+    interval and the flags allow."""
+    other = f"{role} {against.configuration}"
+    ratio = against.ratio
+    if against.doubts:
+        return f"not told apart from {other}: {'; '.join(against.doubts)}"
+    if not ratio.excludes_one:
+        return (
+            f"not told apart from {other} beyond noise ({format_ratio(ratio.value)}, 95% CI "
+            f"{_ratio_interval(ratio)} includes 1)"
+        )
+    if ratio.value < 1:
+        slower = Ratio(1 / ratio.value, 1 / ratio.high, 1 / ratio.low, ratio.paired)
+        return (
+            f"{format_ratio(slower.value)} slower than {other} (95% CI "
+            f"{_ratio_interval(slower)}), whose accuracy is {against.accuracy}"
+        )
+    return (
+        f"{format_ratio(ratio.value)} faster than {other} (95% CI {_ratio_interval(ratio)}), "
+        "beyond noise"
+    )
+
+
+def answer_line(answer: Answer) -> str:
+    """The answer in one sentence: which configuration, by how much, how sure."""
+    where = f"{answer.model} on {answer.target} ({answer.cluster})"
+    speed = (
+        f"{format_ms(answer.p50_per_sample_ms)} ms/sample "
+        f"(95% CI {_interval(*answer.ci_per_sample_ms)})"
+    )
+    if answer.accuracy == "accuracy_failed":
+        return (
+            f"{where}: none of its {answer.configurations} configurations is within its "
+            f"accuracy gate, so none is the best; the fastest by speed alone is {answer.best}, "
+            f"{speed}."
+        )
+    lead = (
+        "fastest within its accuracy gate"
+        if answer.accuracy == "passed"
+        else "fastest of those not known to fail their accuracy gate (not measured)"
+    )
+    parts = [f"{where}: {lead} is {answer.best}, {speed}"]
+    plain = answer.untouched
+    runner_up = answer.runner_up
+    if runner_up is None:
+        standing = "within" if answer.accuracy == "passed" else "not known to fail"
+        parts.append(f"the only one of its {answer.configurations} configurations {standing} it")
+    elif plain is not None and plain.variant_id == runner_up.variant_id:
+        parts.append(_speedup(runner_up, "the runner-up, the untouched"))
+        plain = None
+    else:
+        parts.append(_speedup(runner_up, "the runner-up,"))
+    if plain is not None:
+        parts.append(_speedup(plain, "the untouched"))
+    sentence = "; ".join(parts) + "."
+    faster = answer.faster_outside_gate
+    if faster:
+        named = ", ".join(
+            f"{against.configuration} ({format_ratio(1 / against.ratio.value)} faster)"
+            for against in faster
+        )
+        sentence += f" Faster, but outside their accuracy gate: {named}."
+    if answer.not_measured and answer.accuracy == "passed":
+        sentence += (
+            f" Accuracy not measured for {plural(answer.not_measured, 'other configuration')},"
+            " ranked after."
+        )
+    return sentence
 
 
 def lay_out(report: Report) -> Layout:
@@ -825,6 +980,10 @@ CSV_COLUMNS: Final = (
     "max_abs_error",
     "top1_agreement",
     "accuracy_failures",
+    "best",
+    "ratio_to_best",
+    "ratio_to_best_low",
+    "ratio_to_best_high",
 )
 """`to_csv`'s header; columns are only ever added at the end."""
 
@@ -842,6 +1001,26 @@ def _csv_accuracy(row: VariantRow) -> dict[str, object]:
         },
         "accuracy_failures": "; ".join(check.failures),
     }
+
+
+def _csv_best(
+    best_configurations: Iterable[BestConfiguration],
+) -> dict[VariantKey, dict[str, object]]:
+    """The best-configuration columns of each row in a sweep: whether it is the best (the
+    fastest within its accuracy gate, or of those not known to fail it; with every one
+    outside its gate, none is), and its p50 per sample over the best's with the 95% CI."""
+    columns: dict[VariantKey, dict[str, object]] = {}
+    for best in best_configurations:
+        first = best.comparison.entries[0]
+        has_best = first.row.accuracy.state != "accuracy_failed"
+        for entry in best.comparison.entries:
+            columns[entry.row.key] = {
+                "best": has_best and entry is first,
+                "ratio_to_best": entry.ratio.value,
+                "ratio_to_best_low": entry.ratio.low,
+                "ratio_to_best_high": entry.ratio.high,
+            }
+    return columns
 
 
 def _csv_measured(
@@ -932,8 +1111,9 @@ def to_csv(report: Report) -> str:
     baseline = report.baseline
     changes = {change.current.key: change for change in baseline.changes} if baseline else {}
     reused = {row.key for row in baseline.reused} if baseline else set()
+    best = _csv_best(report.best_configurations)
     writer.writerows(
-        _csv_measured(row, changes.get(row.key), reused=row.key in reused)
+        _csv_measured(row, changes.get(row.key), reused=row.key in reused) | best.get(row.key, {})
         for row in report.variants
     )
     writer.writerows(map(_csv_failed, report.failures))
@@ -963,6 +1143,9 @@ def to_json(report: Report) -> str:
         {
             "schema_version": REPORT_SCHEMA_VERSION,
             "verdict": asdict(run_verdict(report)),
+            "answers": [
+                asdict(answer) | {"sentence": answer_line(answer)} for answer in answers(report)
+            ],
             **asdict(report),
         }
     )

@@ -1,5 +1,6 @@
 """What a whole run decides, said before any table: how many variants are usable, why the
-rest are not, how many comparisons reached a verdict, and what to change when few did.
+rest are not, how many are outside their accuracy gate or were never measured for accuracy,
+how many comparisons reached a verdict, and what to change when few did.
 
 A report of 81 variants of which 77 were flagged on a shared node opened with tables as if
 they answered; every verdict in them was "inconclusive". The verdict on the run comes first,
@@ -43,6 +44,14 @@ class RunVerdict:
     decided: int
     """Of `comparisons`, those whose numbers allow a direction or a verdict."""
     advice: tuple[str, ...]
+    accuracy_failed: int = 0
+    """Measured variants outside their accuracy gate: they compute something else, so none
+    may be the best configuration, however fast."""
+    accuracy_not_measured: int = 0
+    """Measured variants whose accuracy is not known: never taken for passing."""
+    accuracy_before: int = 0
+    """Of `accuracy_not_measured`, those whose result has no accuracy at all (a runner
+    before it); the others' comparison failed, and their rows say why."""
 
     @property
     def decides_nothing(self) -> bool:
@@ -63,6 +72,7 @@ def run_verdict(report: Report) -> RunVerdict:
         advice.append(
             f"{plural(len(report.failures), 'variant')} failed: the Failed table says why"
         )
+    states = Counter(row.accuracy.state for row in report.variants)
     return RunVerdict(
         measured=len(report.variants),
         usable=sum(not row.doubts for row in report.variants),
@@ -71,6 +81,9 @@ def run_verdict(report: Report) -> RunVerdict:
         comparisons=len(axis_entries) + len(changes),
         decided=decided,
         advice=tuple(advice),
+        accuracy_failed=states["accuracy_failed"],
+        accuracy_not_measured=states["not measured"],
+        accuracy_before=sum(row.accuracy.accuracy is None for row in report.variants),
     )
 
 
@@ -82,11 +95,40 @@ def verdict_lines(verdict: RunVerdict) -> tuple[str, ...]:
     parts = [f"{verdict.usable} of {plural(total, 'variant')} usable"]
     if unusable:
         parts.append(f"{unusable} flagged ({why})")
+    if verdict.accuracy_failed:
+        its = "its" if verdict.accuracy_failed == 1 else "their"
+        parts.append(f"{verdict.accuracy_failed} outside {its} accuracy gate")
+    if verdict.accuracy_not_measured:
+        parts.append(f"accuracy not measured for {verdict.accuracy_not_measured}")
     if verdict.failed:
         parts.append(f"{verdict.failed} failed")
     if verdict.comparisons:
         parts.append(f"{verdict.decided} of {plural(verdict.comparisons, 'comparison')} decided")
     opening = "This run decides nothing" if verdict.decides_nothing else "Verdict"
-    lines = [f"{opening}: {'; '.join(parts)}."]
+    lines = [f"{opening}: {'; '.join(parts)}.", *_accuracy_lines(verdict)]
     lines += [f"To decide more: {advice}." for advice in verdict.advice]
     return tuple(lines)
+
+
+def _accuracy_lines(verdict: RunVerdict) -> list[str]:
+    """What the accuracy gates leave out of "which is best", and why."""
+    lines = []
+    failed = verdict.accuracy_failed
+    if failed:
+        its, they = ("its", "it computes") if failed == 1 else ("their", "they compute")
+        lines.append(
+            f"{plural(failed, 'variant')} outside {its} accuracy gate: {they} something else, "
+            "so never the best configuration, however fast; the tables' accuracy columns show "
+            "by how much (the gates: `benchmark.accuracy`, `models[i].accuracy`)."
+        )
+    unknown = verdict.accuracy_not_measured
+    if unknown:
+        before = verdict.accuracy_before
+        why = [f"{before} from a runner before accuracy: run again to judge them"] if before else []
+        if unknown > before:
+            why.append(f"{unknown - before} whose comparison failed: the Variants table says why")
+        lines.append(
+            f"Accuracy not measured for {plural(unknown, 'variant')} ({'; '.join(why)}): "
+            "never taken for passing, ranked after every variant known to be within its gate."
+        )
+    return lines

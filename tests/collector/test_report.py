@@ -24,8 +24,16 @@ from collector.report import (
     UnknownJob,
     build_report,
 )
-from collector.report_html import to_html
-from collector.report_render import CSV_COLUMNS, lay_out, to_csv, to_json, to_markdown, to_text
+from collector.report_html import to_html, tradeoff_points
+from collector.report_render import (
+    CSV_COLUMNS,
+    format_ratio,
+    lay_out,
+    to_csv,
+    to_json,
+    to_markdown,
+    to_text,
+)
 from collector.store import StoredRun
 from collector.verdict import ADVICE, run_verdict, verdict_lines
 from contract.accuracy import Accuracy, AccuracyGate
@@ -54,6 +62,10 @@ TODAY_JOB = f"gpu-comparison-a100-{TODAY[:10]}"
 """make_run's Job on an A100 today, as its Job names follow the finish date."""
 OLD_JOB = f"gpu-comparison-a100-{LAST_WEEK[:10]}"
 DEADLINE = "deadline exceeded: the Job's activeDeadlineSeconds (3600) passed before it ran"
+EXACT = Accuracy(seed=0, cosine=1.0, max_rel_error=1e-7, top1_agreement=1.0)
+"""What a runner measures of an unchanged program: make_run's default."""
+CLOSE = Accuracy(seed=0, cosine=0.99999, max_rel_error=0.004, top1_agreement=1.0)
+FAR = Accuracy(seed=0, cosine=0.95, max_rel_error=0.3, top1_agreement=1.0)
 
 
 class MakeRun(Protocol):
@@ -74,6 +86,8 @@ class MakeRun(Protocol):
         index: int = 0,
         flags: dict[str, object] | None = None,
         samples: Samples | None = None,
+        accuracy: Accuracy | None = EXACT,
+        gate: AccuracyGate | None = None,
     ) -> StoredRun: ...
 
 
@@ -98,7 +112,9 @@ def _latency(p50_ms: float, iqr_ms: float, count: int) -> LatencyStats:
 
 @pytest.fixture(scope="module")
 def make_run() -> MakeRun:
-    """A stored run of one variant: measured, or failed when `failure` explains why."""
+    """A stored run of one variant: measured, or failed when `failure` explains why. Its
+    `accuracy` (None: a runner before accuracy) is judged as gather stores it: by `gate`, the
+    one its Job said, or its default."""
 
     def make(
         *,
@@ -116,6 +132,8 @@ def make_run() -> MakeRun:
         index: int = 0,
         flags: dict[str, object] | None = None,
         samples: Samples | None = None,
+        accuracy: Accuracy | None = EXACT,
+        gate: AccuracyGate | None = None,
     ) -> StoredRun:
         ref = VariantRef(
             index=index,
@@ -143,6 +161,7 @@ def make_run() -> MakeRun:
                     output_finite=True,
                 ).model_copy(update=flags or {}),
                 samples=samples,
+                accuracy=accuracy,
                 environment=Environment(
                     python="3.11.7",
                     torch="2.13.0",
@@ -173,7 +192,7 @@ def make_run() -> MakeRun:
             result_source="termination-message",
             result=result,
         )
-        return StoredRun(job=job, variant=variant, collected_at=finished_at)
+        return StoredRun(job=job, variant=variant.judged(gate), collected_at=finished_at)
 
     return make
 
@@ -684,10 +703,15 @@ def test_a_threshold_that_is_no_fraction_is_refused(gpu_comparison: list[StoredR
 
 @pytest.fixture(scope="module")
 def hostile(make_run: MakeRun, sweep: list[StoredRun]) -> Report:
-    """A GPU comparison of a model whose name is HTML, next to a sweep with mathtext in it."""
+    """A GPU comparison of a model whose name is HTML, next to a sweep, and a model with
+    mathtext in its name whose faster configuration is outside its accuracy gate."""
     name = "<script>alert(1)</script>"
     runs = [make_run(model=name, target=t, p50_ms=p) for t, p in [("a100", 1.0), ("t4", 3.0)]]
-    return build_report([*runs, *sweep, make_run(model="cost $5 $", target="t4")])
+    mathtext = [
+        make_run(model="cost $5 $", target="t4"),
+        make_run(model="cost $5 $", target="t4", precision="bf16", p50_ms=0.5, accuracy=FAR),
+    ]
+    return build_report([*runs, *sweep, *mathtext])
 
 
 @pytest.fixture(scope="module")
@@ -701,7 +725,7 @@ def test_html_escapes_names_and_inlines_every_plot(html_pages: tuple[str, str]) 
     assert "<script>" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     sources = re.findall(r'(?:src|href)="([^"]*)"', text)
-    assert len(sources) == 3  # latency boxes, targets, batch-size curves
+    assert len(sources) == 4  # latency boxes, targets, batch-size curves, speed-accuracy
     for source in sources:
         prefix, _, data = source.partition(",")
         assert prefix == "data:image/png;base64"
@@ -1211,27 +1235,9 @@ def test_what_an_edited_record_says_cannot_forge_a_line_of_the_report(
         assert [line for line in text.splitlines() if "latency" in line and "::error" in line]
 
 
-def _with_accuracy(
-    run: StoredRun, accuracy: Accuracy | None, gate: AccuracyGate | None = None
-) -> StoredRun:
-    """`run` with its result's accuracy, judged as gather stores it: by `gate`, the one its
-    Job said, or its default."""
-    result = run.variant.result
-    assert isinstance(result, OkResult)
-    variant = run.variant.model_copy(
-        update={"result": result.model_copy(update={"accuracy": accuracy})}
-    )
-    return dataclasses.replace(run, variant=variant.judged(gate))
-
-
-EXACT = Accuracy(seed=0, cosine=1.0, max_rel_error=1e-7, top1_agreement=1.0)
-CLOSE = Accuracy(seed=0, cosine=0.99999, max_rel_error=0.004, top1_agreement=1.0)
-FAR = Accuracy(seed=0, cosine=0.95, max_rel_error=0.3, top1_agreement=1.0)
-
-
 def _precisions(make_run: MakeRun, *rows: tuple[str, float, Accuracy | None]) -> list[StoredRun]:
     return [
-        _with_accuracy(make_run(precision=precision, p50_ms=p50), accuracy)
+        make_run(precision=precision, p50_ms=p50, accuracy=accuracy)
         for precision, p50, accuracy in rows
     ]
 
@@ -1258,8 +1264,8 @@ def test_a_faster_variant_outside_its_gate_is_never_the_best_and_says_accuracy_f
 def test_the_gate_its_job_said_decides_not_the_default(make_run: MakeRun) -> None:
     loose = AccuracyGate(min_cosine=0.9, max_rel_error=0.5)
     runs = [
-        _with_accuracy(make_run(precision="fp32", p50_ms=2.0), EXACT),
-        _with_accuracy(make_run(precision="bf16", p50_ms=0.6), FAR, gate=loose),
+        make_run(precision="fp32", p50_ms=2.0),
+        make_run(precision="bf16", p50_ms=0.6, accuracy=FAR, gate=loose),
     ]
     (best,) = build_report(runs).best_configurations
     assert best.comparison.entries[0].row.key.precision == "bf16"
@@ -1276,9 +1282,10 @@ def test_an_unmeasured_accuracy_is_never_taken_for_passing(make_run: MakeRun) ->
 
 
 def test_results_from_before_accuracy_rank_by_speed_and_say_they_were_not_measured(
-    sweep: list[StoredRun],
+    make_run: MakeRun,
 ) -> None:
-    report = build_report(sweep)
+    runs = _precisions(make_run, ("fp32", 2.0, None), ("fp16", 1.2, None))
+    report = build_report(runs)
     (best,) = report.best_configurations
     assert best.comparison.entries[0].row.key.precision == "fp16"
     assert {row.accuracy.state for row in report.variants} == {"not measured"}
@@ -1296,8 +1303,8 @@ def test_with_every_variant_outside_its_gate_the_report_says_so(make_run: MakeRu
 
 
 def test_repeats_take_the_worst_accuracy_of_their_runs(make_run: MakeRun) -> None:
-    first = _with_accuracy(make_run(precision="bf16", p50_ms=1.0), CLOSE)
-    second = _with_accuracy(make_run(precision="bf16", p50_ms=1.1), FAR)
+    first = make_run(precision="bf16", p50_ms=1.0, accuracy=CLOSE)
+    second = make_run(precision="bf16", p50_ms=1.1, accuracy=FAR)
     second = dataclasses.replace(
         second, job=second.job.model_copy(update={"job": "gpu-comparison-a100-r1", "repeat": 1})
     )
@@ -1399,3 +1406,267 @@ def test_a_clean_run_gives_no_advice(make_run: MakeRun) -> None:
 def test_every_flag_the_report_counts_has_its_advice() -> None:
     """In the order a user should try them (the node first), one for each flag."""
     assert set(ADVICE) == set(FLAGS)
+
+
+def test_the_verdict_counts_variants_outside_their_gate_and_those_never_measured(
+    make_run: MakeRun,
+) -> None:
+    failed_reference = Accuracy(seed=0, error="the fp32 reference ran out of memory")
+    runs = _precisions(
+        make_run,
+        ("fp32", 2.0, EXACT),
+        ("bf16", 0.6, FAR),
+        ("fp16", 1.0, None),
+        ("tf32", 1.5, failed_reference),
+    )
+    report = build_report(runs)
+    verdict = run_verdict(report)
+    assert (verdict.accuracy_failed, verdict.accuracy_not_measured) == (1, 2)
+    assert verdict.accuracy_before == 1
+    opening, failed, unknown = verdict_lines(verdict)[:3]
+    assert opening.startswith(
+        "Verdict: 4 of 4 variants usable; 1 outside its accuracy gate; "
+        "accuracy not measured for 2; "
+    )
+    assert failed.startswith(
+        "1 variant outside its accuracy gate: it computes something else, so never the best "
+        "configuration, however fast; the tables' accuracy columns show by how much"
+    )
+    assert unknown == (
+        "Accuracy not measured for 2 variants (1 from a runner before accuracy: run again to "
+        "judge them; 1 whose comparison failed: the Variants table says why): never taken for "
+        "passing, ranked after every variant known to be within its gate."
+    )
+    assert "not measured (the fp32 reference ran out of memory)" in to_text(report)
+    document = json.loads(to_json(report))
+    assert (document["verdict"]["accuracy_failed"], document["verdict"]["accuracy_before"]) == (
+        1,
+        1,
+    )
+
+
+def test_an_axis_shows_each_ratio_beside_what_it_costs_in_accuracy(make_run: MakeRun) -> None:
+    runs = _precisions(make_run, ("fp32", 2.0, EXACT), ("fp16", 1.2, CLOSE), ("bf16", 0.6, FAR))
+    (axis,) = lay_out(build_report(runs)).tables[:1]
+    headings = [column.heading for column in axis.columns]
+    rows = {
+        row[headings.index("precision")]: dict(zip(headings, row, strict=True)) for row in axis.rows
+    }
+    assert rows["fp16"]["max rel error"] == "0.004 (fp32: 1e-07)"
+    assert rows["fp16"]["1 - cosine"] == "1e-05 (fp32: 0)"
+    assert (rows["fp16"]["accuracy"], rows["fp16"]["verdict"]) == (
+        "passed",
+        "1.67x faster than fp32",
+    )
+    assert rows["bf16"]["max rel error"] == "0.3 (fp32: 1e-07)"
+    assert rows["bf16"]["accuracy"] == "accuracy_failed"
+    assert rows["bf16"]["verdict"] == "3.33x faster than fp32; accuracy_failed: outside its gate"
+
+
+def test_no_table_calls_a_variant_outside_its_gate_faster_without_saying_so(
+    make_run: MakeRun,
+) -> None:
+    """bf16 of tiny-cnn is faster than everything it is compared with, and outside its gate:
+    every axis, by-target, best, ranking and baseline row that says "faster" or "fastest" of
+    it says accuracy_failed too."""
+    runs = [
+        make_run(precision="fp32", p50_ms=2.0),
+        make_run(precision="bf16", p50_ms=1.0, accuracy=FAR),
+        make_run(target="t4", precision="fp32", p50_ms=3.0),
+        make_run(target="t4", precision="bf16", p50_ms=1.5, accuracy=FAR),
+        make_run(model="other", precision="fp32", p50_ms=4.0),
+        make_run(model="other", precision="bf16", p50_ms=5.0, accuracy=CLOSE),
+    ]
+    last_week = [make_run(precision="bf16", p50_ms=2.0, accuracy=CLOSE, finished_at=LAST_WEEK)]
+    report = build_report(runs, baseline=last_week)
+    assert report.axes and report.by_target and report.rankings and report.best_configurations
+    said = 0
+    for table in lay_out(report).tables:
+        for row in table.rows:
+            cells = " ".join(row)
+            if re.search(r"\bfaster\b|\bfastest\b", cells) and "bf16" in f"{table.title} {cells}":
+                assert "accuracy_failed" in cells, (table.title, row)
+                said += 1
+    assert said >= 6
+    text = to_text(report)
+    assert "fastest; accuracy_failed: outside its gate" in text
+    assert "accuracy_failed: cosine 0.95 < min_cosine 0.999" in text.split("Improvements")[1]
+    assert "; baseline: passed" in text
+    assert "1 changed variant outside its accuracy gate now (1 within it in the baseline)" in text
+
+
+def _sweep_with_accuracy(
+    make_run: MakeRun, *rows: tuple[str, str, int, float, Accuracy | None], **settings: Any
+) -> list[StoredRun]:
+    """tiny-transformer on an A100: (precision, quantization, batch, p50 ms, accuracy)."""
+    return [
+        make_run(
+            model="tiny-transformer",
+            precision=precision,
+            quantization=quantization,
+            batch_size=batch,
+            p50_ms=p50,
+            accuracy=accuracy,
+            index=index,
+            **settings,
+        )
+        for index, (precision, quantization, batch, p50, accuracy) in enumerate(rows)
+    ]
+
+
+INT8 = Accuracy(seed=0, cosine=0.9999, max_rel_error=0.02, top1_agreement=1.0)
+
+
+def test_the_answer_says_which_is_fastest_within_the_gate_by_how_much_and_how_sure(
+    make_run: MakeRun,
+) -> None:
+    runs = _sweep_with_accuracy(
+        make_run,
+        ("fp32", "none", 1, 2.0, EXACT),
+        ("fp32", "none", 8, 8.0, EXACT),
+        ("fp16", "none", 8, 4.0, CLOSE),
+        ("fp32", "int8-dynamic", 8, 5.0, INT8),
+        ("bf16", "none", 8, 3.0, FAR),
+        ("fp32", "int8-dynamic", 1, 1.5, None),
+    )
+    report = build_report(runs)
+    text = to_text(report).splitlines()
+    answer = (
+        "tiny-transformer on a100 (us-east): fastest within its accuracy gate is fp16 none "
+        "batch 8, 0.5000 ms/sample (95% CI 0.4998-0.5002); 1.25x faster than the runner-up, "
+        "fp32 int8-dynamic batch 8 (95% CI 1.25x-1.25x), beyond noise; 2.00x faster than the "
+        "untouched fp32 none batch 8 (95% CI 2.00x-2.00x), beyond noise. Faster, but outside "
+        "their accuracy gate: bf16 none batch 8 (1.33x faster). Accuracy not measured for 1 "
+        "other configuration, ranked after."
+    )
+    verdict = verdict_lines(run_verdict(report))
+    assert text[2 : 2 + len(verdict)] == list(verdict)
+    assert text[2 + len(verdict)] == answer, "first after the verdict"
+    assert answer in to_markdown(report).replace("\\_", "_")
+    assert answer in to_html(report)
+    (document,) = json.loads(to_json(report))["answers"]
+    assert document["sentence"] == answer
+    assert (document["best_variant_id"], document["accuracy"]) == (
+        "tiny-transformer-fp16-none-b8",
+        "passed",
+    )
+    assert document["runner_up"]["sure"] is True
+    assert document["runner_up"]["ratio"]["value"] == pytest.approx(1.25)
+    assert document["untouched"]["variant_id"] == "tiny-transformer-fp32-none-b8"
+    assert [a["variant_id"] for a in document["faster_outside_gate"]] == [
+        "tiny-transformer-bf16-none-b8"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("iqr_ms", "count", "flags", "says"),
+    [
+        (0.01, 100, {}, "1.10x faster than the runner-up, the untouched fp32 (95% CI 1.1"),
+        (0.09, 4, {}, "not told apart from the runner-up, the untouched fp32 beyond noise (1.10x"),
+        (
+            0.01,
+            100,
+            {"noisy": True},
+            "not told apart from the runner-up, the untouched fp32: a100 tiny-cnn fp32 none "
+            "batch 1 is noisy",
+        ),
+    ],
+    ids=["sure", "within-noise", "flagged"],
+)
+def test_the_answer_claims_no_more_than_the_interval_and_the_flags_allow(
+    make_run: MakeRun, iqr_ms: float, count: int, flags: dict[str, object], says: str
+) -> None:
+    runs = [
+        make_run(precision="fp16", p50_ms=1.0, iqr_ms=iqr_ms, count=count, accuracy=CLOSE),
+        make_run(precision="fp32", p50_ms=1.1, iqr_ms=iqr_ms, count=count, flags=flags),
+    ]
+    text = to_text(build_report(runs))
+    assert "tiny-cnn on a100 (us-east): fastest within its accuracy gate is fp16, " in text
+    assert says in text
+
+
+def test_with_no_configuration_within_its_gate_the_answer_names_none_best(
+    make_run: MakeRun,
+) -> None:
+    runs = _precisions(make_run, ("fp16", 1.2, FAR), ("bf16", 0.6, FAR))
+    report = build_report(runs)
+    assert (
+        "tiny-cnn on a100 (us-east): none of its 2 configurations is within its accuracy gate, "
+        "so none is the best; the fastest by speed alone is bf16, 0.6000 ms/sample"
+    ) in to_text(report)
+    rows = list(csv.DictReader(io.StringIO(to_csv(report))))
+    assert [row["best"] for row in rows] == ["False", "False"]
+
+
+def test_the_answer_says_where_the_best_is_the_only_configuration_within_its_gate(
+    make_run: MakeRun,
+) -> None:
+    runs = _precisions(make_run, ("fp32", 2.0, EXACT), ("bf16", 0.6, FAR), ("fp16", 1.0, None))
+    assert (
+        "fastest within its accuracy gate is fp32, 2.000 ms/sample (95% CI 1.998-2.002); the "
+        "only one of its 3 configurations within it. Faster, but outside their accuracy gate: "
+        "bf16 (3.33x faster). Accuracy not measured for 1 other configuration, ranked after."
+    ) in to_text(build_report(runs))
+
+
+def test_the_answer_of_results_before_accuracy_says_they_were_not_measured(
+    make_run: MakeRun,
+) -> None:
+    runs = _precisions(make_run, ("fp32", 2.0, None), ("fp16", 1.0, None))
+    assert (
+        "fastest of those not known to fail their accuracy gate (not measured) is fp16, "
+    ) in to_text(build_report(runs))
+
+
+def test_csv_marks_each_sweeps_best_within_the_gate_and_every_rows_ratio_to_it(
+    make_run: MakeRun,
+) -> None:
+    runs = _precisions(make_run, ("fp32", 2.0, EXACT), ("fp16", 1.0, CLOSE), ("bf16", 0.5, FAR))
+    runs.append(make_run(model="alone", p50_ms=1.0))
+    rows = {
+        (row["model"], row["precision"]): row
+        for row in csv.DictReader(io.StringIO(to_csv(build_report(runs))))
+    }
+    assert rows["tiny-cnn", "fp16"]["best"] == "True"
+    assert [rows["tiny-cnn", p]["best"] for p in ("fp32", "bf16")] == ["False", "False"]
+    assert float(rows["tiny-cnn", "fp32"]["ratio_to_best"]) == pytest.approx(2.0)
+    assert float(rows["tiny-cnn", "bf16"]["ratio_to_best"]) == pytest.approx(0.5)
+    low, high = (float(rows["tiny-cnn", "fp32"][f"ratio_to_best_{end}"]) for end in ("low", "high"))
+    assert low < 2.0 < high
+    assert rows["alone", "fp32"]["best"] == rows["alone", "fp32"]["ratio_to_best"] == ""
+
+
+def test_the_speed_accuracy_front_holds_only_configurations_within_their_gate(
+    make_run: MakeRun,
+) -> None:
+    runs = _sweep_with_accuracy(
+        make_run,
+        ("fp32", "none", 1, 2.0, Accuracy(seed=0, cosine=1.0, max_rel_error=0.0)),
+        ("fp16", "none", 1, 1.2, CLOSE),
+        ("fp16", "none", 2, 2.6, CLOSE),  # slower per sample than batch 1 at the same error
+        ("fp32", "int8-dynamic", 1, 0.9, INT8),
+        ("fp32", "int8-weight-only", 1, 1.0, Accuracy(seed=0, cosine=0.9995, max_rel_error=0.05)),
+        ("bf16", "none", 1, 0.5, FAR),
+        ("fp32", "int8-dynamic", 2, 1.0, None),
+    )
+    (best,) = build_report(runs).best_configurations
+    points, undrawn = tradeoff_points(best.comparison)
+    assert undrawn == 1
+    assert [(point.label, point.state, point.on_front) for point in points] == [
+        ("bf16 none batch 1", "accuracy_failed", False),
+        ("fp32 int8-dynamic batch 1", "passed", True),
+        ("fp32 int8-weight-only batch 1", "passed", False),
+        ("fp16 none batch 1", "passed", True),
+        ("fp16 none batch 2", "passed", False),
+        ("fp32 none batch 1", "passed", True),
+    ]
+    assert points[-1].error == 0
+
+
+@pytest.mark.parametrize(
+    ("ratio", "shown"),
+    [(0.0031, "0.0031x"), (0.0999, "0.0999x"), (0.62, "0.62x"), (3.1, "3.10x"), (42.0, "42.0x")],
+)
+def test_a_ratio_keeps_its_digits_however_small(ratio: float, shown: str) -> None:
+    """A model axis compared tiny-mlp with tiny-cnn as 0.00x."""
+    assert format_ratio(ratio) == shown

@@ -58,7 +58,8 @@ def test_the_rendered_page_has_every_section_and_plot(hostile: Report, page: Pat
     headings = re.findall(r"<(?:h2|summary)[^>]*>(.*?)</(?:h2|summary)>", loaded.stdout)
     shown = [html.unescape(re.sub(r"<[^>]+>", "", text)).removeprefix("⚠ ") for text in headings]
     assert shown == [*(table.title for table in lay_out(hostile).tables), "Plots"]
-    assert loaded.stdout.count('<img src="data:image/png;base64,') == 3
+    assert loaded.stdout.count('<img src="data:image/png;base64,') == 4
+    assert "<figcaption>Speed against accuracy, per model and target:" in loaded.stdout
     assert "CONSOLE" not in loaded.stderr, loaded.stderr
 
 
