@@ -990,7 +990,7 @@ _REFERENCE_VALUES: Final = {"precision": "fp32", "quantization": "none", "compil
 
 def untouched(key: VariantKey) -> bool:
     """Whether the variant runs the model as exported: every axis that has a reference
-    value at it (fp32, no quantization), whatever its batch size."""
+    value at it (fp32, no quantization, eager), whatever its batch size."""
     return all(key.value(axis) == value for axis, value in _REFERENCE_VALUES.items())
 
 
