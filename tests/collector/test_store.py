@@ -119,14 +119,20 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
 
 
-def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
+def older_database(tmp_path: Path, version: int, added_since: tuple[str, ...]) -> Path:
+    """A store holding one run, taken back to `version` by dropping the columns added since."""
     path = tmp_path / "results.sqlite"
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
+        for column in added_since:
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
-        db.execute("PRAGMA user_version = 2")
+        db.execute(f"PRAGMA user_version = {version}")
+    return path
+
+
+def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
+    path = older_database(tmp_path, 2, ("repeat", *ADDED_IN_5, *ADDED_IN_6))
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
     with open_store(path) as store:
         store.add(repeated, [succeeded(0)])
@@ -138,13 +144,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
 def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "results.sqlite"
-    with open_store(path) as store:
-        store.add(JOB, [succeeded(0)])
-    with sqlite3.connect(path) as db:
-        for column in (*ADDED_IN_5, *ADDED_IN_6):
-            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
-        db.execute("PRAGMA user_version = 4")
+    path = older_database(tmp_path, 4, (*ADDED_IN_5, *ADDED_IN_6))
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
     with open_store(path) as store:
         store.add(JOB, [judged])
@@ -156,13 +156,7 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
 
 
 def test_a_version_5_database_gains_compile_its_runs_eager(tmp_path: Path) -> None:
-    path = tmp_path / "results.sqlite"
-    with open_store(path) as store:
-        store.add(JOB, [succeeded(0)])
-    with sqlite3.connect(path) as db:
-        for column in ADDED_IN_6:
-            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
-        db.execute("PRAGMA user_version = 5")
+    path = older_database(tmp_path, 5, ADDED_IN_6)
     compiled = compiled_variant(succeeded(1))
     with open_store(path) as store:
         store.add(JOB, [compiled])
