@@ -55,6 +55,7 @@ bench: install cluster-build
 	$(PY) -m bench.runner_startup
 	$(PY) -m bench.grouping
 	$(PY) -m bench.quantization
+	$(PY) -m bench.large_models
 	$(PY) -m bench.collector_gather
 	$(PY) -m bench.cluster_gather
 	$(PY) -m bench.cluster_gather_scale

@@ -11,8 +11,8 @@ name), in a process of its own. A quantized variant's `applied.kernel_calls` sho
 each layer dispatched (the runner fails it, `unsupported_variant`, where one did not). Also
 the wrong-GPU check: a target asking for an A100 on this GPU must exit `device_missing`.
 Prints a table (p50, device time over wall time, the SM clock's range against its maximum,
-the validity flags and NVML's slowdown reasons) and writes every result line to
-OUT_DIR/gpu_runner.jsonl.
+the energy per inference and average power from NVML's energy counter, the validity flags and
+NVML's slowdown reasons) and writes every result line to OUT_DIR/gpu_runner.jsonl.
 
 The models are the committed examples when this torch loads them; a torch older than the
 one that exported them may not, and then they are exported again here (models/make_models.py,
@@ -189,7 +189,8 @@ def main() -> None:
                 json.dumps({"wrong_gpu": True, "exit": wrong_exit, "result": wrong_result}) + "\n"
             )
     print(f"{'model':<17}{'precision':<10}{'quant':<18}{'batch':>5}{'exit':>5}{'p50 ms':>9}"
-          f"{'samples/s':>12}{'device/wall':>12}{'SM MHz':>16}  flags; kernels")  # fmt: skip
+          f"{'samples/s':>12}{'device/wall':>12}{'SM MHz':>16}{'mJ/inf':>9}{'W':>6}"
+          "  flags; kernels")  # fmt: skip
     for variant, code, reported in rows:
         result = reported or {}
         latency = result.get("latency") or {}
@@ -202,11 +203,17 @@ def main() -> None:
             gpu.get("sm_clock_mhz_limit")
         )
         busy = gpu.get("device_s", 0) / gpu["wall_s"] if gpu.get("wall_s") else float("nan")
+        energy = result.get("energy") or {}
+        per_inference = (energy.get("joules_per_inference") or float("nan")) * 1000
+        watts = energy.get("average_w") or float("nan")
         print(f"{variant['model']:<17}{variant['precision']:<10}{variant['quantization']:<18}"
               f"{variant['batch_size']:>5}{code:>5}{latency.get('p50_ms', float('nan')):>9.3f}"
-              f"{result.get('throughput_samples_per_s') or 0:>12.0f}{busy:>12.2f}{clocks:>16}  "
+              f"{result.get('throughput_samples_per_s') or 0:>12.0f}{busy:>12.2f}{clocks:>16}"
+              f"{per_inference:>9.3f}{watts:>6.0f}  "
               f"{' '.join(flags)} {' '.join(gpu.get('throttle_reasons', []))}; "
               f"{_kernels(result)}")  # fmt: skip
+        if energy.get("unavailable"):
+            print(f"  energy not measured: {energy['unavailable']}")
     wrong_error = ((wrong_result or {}).get("error") or {}).get("type")
     print(f"A100 target on this GPU: exit {wrong_exit}, error {wrong_error}")
 

@@ -21,6 +21,8 @@ from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import build_registry, push, write_textfile
 from collector.notes import notes_of
+from collector.prices import read_prices
+from collector.pricing import PriceList
 from collector.progress import plural
 from collector.report import JobChoiceError, Report, build_report, in_cluster
 from collector.report_render import to_csv, to_json, to_markdown, to_text
@@ -37,6 +39,8 @@ from collector.store import StoreError, open_store
 from contract.dist import dist_clusters, namespaces
 from contract.layout import LOCAL_CLUSTER, RESULTS
 from contract.options import database_option, root_option, version_option
+from synth.load import FLEET_FILE
+from synth.problems import SpecProblems
 
 ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
 HTML_REPORT: Final = "report.html"
@@ -281,6 +285,7 @@ def report(
             all_revisions=all_revisions,
             notes=notes,
             baseline_jobs=baseline_jobs,
+            prices=_prices(settings.root),
         )
     except JobChoiceError as error:
         raise click.ClickException(str(error)) from None
@@ -303,6 +308,21 @@ def report(
         )
     output.write_text(text, encoding="utf-8")
     click.echo(f"wrote {output}", err=True)
+
+
+def _prices(root: Path) -> PriceList | None:
+    """The fleet's prices; where specs/clusters.yaml is invalid, none, each problem said."""
+    try:
+        return read_prices(root)
+    except SpecProblems as problems:
+        click.echo(
+            f"warning: {FLEET_FILE} cannot be read, so the report prices nothing "
+            "(device-seconds only):",
+            err=True,
+        )
+        for problem in problems.problems:
+            click.echo(str(problem), err=True)
+        return None
 
 
 def _to_html(report: Report) -> str:

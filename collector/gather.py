@@ -14,9 +14,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
+from collector.allocation import AttemptLog, allocations, job_end, own_seconds, pod_time
 from collector.follow import Snapshot, WorkflowWatch, listed_once
 from collector.handback import hand_back
 from collector.harvest import (
+    Harvest,
     earlier_needs_log,
     ended_attempts,
     harvest,
@@ -42,6 +44,7 @@ from collector.progress import plural
 from collector.status import explain_waiting, pods_by_job
 from collector.store import Store, Unread
 from collector.workload import ExpectedJob, expected_from, label_selector
+from contract.allocation import Allocation
 from contract.layout import GROUPS_ANNOTATION, recorded_jobs
 from contract.records import JobIdentity, JobRecord, StoredVariant, VariantState, write_record
 
@@ -87,6 +90,12 @@ class JobProgress:
     unread: dict[int, Unread] = field(default_factory=dict)
     """The variants whose result a newer runner wrote, kept as it arrived (not final): gather
     waits for them no longer, and records the Job only once a collector has read them."""
+    attempts: AttemptLog = field(default_factory=AttemptLog)
+    """The times of every attempt of the indexes not stored yet, as last seen: a preempted
+    pod is deleted once counted, and only what gather saw of it says how long it held its
+    node (collector/allocation.py)."""
+    own_s: dict[int, float | None] = field(default_factory=dict)
+    """Each stored variant's own time in its pod, which its group's pod time is split by."""
 
     def keep_unstored(self, pods: list[Object], states: list[IndexState]) -> None:
         """Hold `pods` and `states` of the indexes not stored yet only."""
@@ -234,14 +243,12 @@ class Gatherer:
             f"error: {self._client.last_failure or 'none, the server never answered'}"
         )
 
-    def _stored(self, identity: JobIdentity) -> dict[int, VariantState]:
-        variants = self._store.variants(identity.cluster, identity.namespace, identity.job)
-        return {variant.index: variant.state for variant in variants}
-
     def _progress(self, expected: ExpectedJob) -> JobProgress:
         """What the store holds of `expected` before its pods are seen."""
         identity = expected.identity
-        progress = JobProgress(expected, self._stored(identity))
+        stored = self._store.variants(identity.cluster, identity.namespace, identity.job)
+        progress = JobProgress(expected, {variant.index: variant.state for variant in stored})
+        progress.own_s = {variant.index: own_seconds(variant.result) for variant in stored}
         progress.causes = self._store.causes(identity.cluster, identity.namespace, identity.job)
         self.already_stored += len(progress.stored)
         kept = self._store.unread(identity.cluster, identity.namespace, identity.job)
@@ -304,6 +311,7 @@ class Gatherer:
                 for pod in grouped.get(identity.job, [])
                 if progress.index_unstored(completion_index(pod))
             ]
+            progress.attempts.note(pods)
             states = index_states(progress.job, pods)
             progress.keep_unstored(pods, states)
             self._remember_causes(progress, progress.states)
@@ -363,17 +371,54 @@ class Gatherer:
             and (state.pod is None or not needs_log(state) or self._logs.ready(state.pod.name))
         ]
         fresh: list[StoredVariant] = []
+        allocated: dict[int, Allocation] = {}
         for state in ready:
             group = progress.expected.slots(state.index)
-            harvested = harvest(state, group, failure, self._logs.reader())
+            harvested = self._allocated(
+                progress, state, harvest(state, group, failure, self._logs.reader())
+            )
             cause = progress.causes.get(state.index)
             fresh += [
                 _with_cause(variant, cause)
                 for variant in harvested.stored
                 if variant.index not in progress.stored
             ]
+            # Stored before their index ended (what an earlier attempt measured): their
+            # allocation comes now.
+            allocated |= {
+                variant.index: variant.allocation
+                for variant in harvested.stored
+                if variant.index in progress.stored and variant.allocation is not None
+            }
             self._keep_unread(progress, harvested.unread)
+            progress.attempts.forget(state.index)
         self._add(progress, fresh)
+        if allocated:
+            self._store.allocate(progress.expected.identity, allocated)
+
+    def _allocated(self, progress: JobProgress, state: IndexState, harvested: Harvest) -> Harvest:
+        """`harvested` with what the cluster allocated to each variant: the index's pods'
+        time, all its attempts, split by the variants' own times."""
+        expected = progress.expected
+        assert progress.job is not None
+        fresh = {variant.index: variant.result for variant in harvested.stored}
+        own = {
+            position: own_seconds(fresh[position]) if position in fresh else None
+            for position in expected.positions(state.index)
+        }
+        own |= {p: progress.own_s.get(p) for p in own if p in progress.stored}
+        time = pod_time(
+            progress.attempts.attempts(state.index), state.attempts, job_end(progress.job)
+        )
+        shares = allocations(time, own, expected.device_type, expected.capacity)
+
+        def with_share(variant: StoredVariant) -> StoredVariant:
+            return variant.model_copy(update={"allocation": shares.get(variant.index)})
+
+        return Harvest(
+            [with_share(variant) for variant in harvested.stored],
+            [replace(kept, variant=with_share(kept.variant)) for kept in harvested.unread],
+        )
 
     def _keep_unread(self, progress: JobProgress, unread: list[Unread]) -> None:
         """Keep what a newer runner wrote, as it arrived, before gather stops waiting for it."""
@@ -398,6 +443,7 @@ class Gatherer:
         added = self._store.add(identity, fresh)
         self.stored_new += added.new
         progress.stored.update((variant.index, variant.state) for variant in fresh)
+        progress.own_s.update((variant.index, own_seconds(variant.result)) for variant in fresh)
         for variant in fresh:
             if variant.pod is not None:
                 self._logs.forget(variant.pod)

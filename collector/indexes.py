@@ -155,7 +155,7 @@ def index_states(
     )
     states = []
     for index in range(job["spec"]["completions"]):
-        attempts = sorted(by_index[index], key=_attempt_order)
+        attempts = sorted(by_index[index], key=attempt_order)
         won = next((pod for pod in attempts if runner_succeeded(pod)), None)
         deciding = won or (attempts[-1] if attempts else None)
         state = None if deciding is None else pod_state(deciding, events)
@@ -213,8 +213,9 @@ def summary_counts(
     return SummaryCounts(**counts)
 
 
-def _attempt_order(pod: Object) -> tuple[int, str, str]:
-    # The failure counts rise with every replacement; creation times only have seconds.
+def attempt_order(pod: Object) -> tuple[int, str, str]:
+    """Where `pod` comes among its index's attempts: the failure counts rise with every
+    replacement; creation times only have seconds."""
     meta = pod["metadata"]
     return (
         _count(pod, FAILURE_COUNT_KEY) + _count(pod, IGNORED_COUNT_KEY),

@@ -136,9 +136,9 @@ _HELD_SPEC: Final = ("nodeName", "schedulingGates")
 
 def held_pod(pod: Object) -> dict[str, Any]:
     """What the collector keeps of a pod as the API returned it: every field this module,
-    indexes.py and status.py read (the metadata that names and orders attempts, the labels
-    naming its Job and index, the node, scheduling gates, the runner's limits, the whole
-    status), nothing else.
+    indexes.py, status.py and allocation.py read (the metadata that names and orders
+    attempts, the labels naming its Job and index, the node, scheduling gates, the runner's
+    requests and limits, the whole status), nothing else.
 
     A pod the API returns is about 40 KiB of Python objects, most of it managedFields and
     the pod template's spec (env, volumes, security context); holding thousands of them made
@@ -147,7 +147,7 @@ def held_pod(pod: Object) -> dict[str, Any]:
     spec = pod.get("spec") or {}
     held_spec: dict[str, Any] = {key: spec[key] for key in _HELD_SPEC if key in spec}
     held_spec["containers"] = [
-        {"name": container.get("name"), "resources": _limits(container)}
+        {"name": container.get("name"), "resources": _resources(container)}
         for container in spec.get("containers") or ()
     ]
     labels = metadata.get("labels") or {}
@@ -159,14 +159,14 @@ def held_pod(pod: Object) -> dict[str, Any]:
     return held
 
 
-def _limits(container: Object) -> dict[str, Any]:
+def _resources(container: Object) -> dict[str, Any]:
     resources = container.get("resources") or {}
-    return {"limits": resources["limits"]} if "limits" in resources else {}
+    return {key: resources[key] for key in ("limits", "requests") if key in resources}
 
 
 def message_reading(pod: Object) -> ResultReading:
     """The runner's results as the termination message holds them (no request needed)."""
-    message = _runner_terminated(pod).get("message")
+    message = runner_terminated(pod).get("message")
     if message is None or not message.strip():
         return ResultReading((), None, _no_message(pod))
     if is_group_message(message):
@@ -221,7 +221,7 @@ def _from_group_message(message: str) -> ResultReading:
 
 
 def _no_message(pod: Object) -> str:
-    if not _runner_terminated(pod):
+    if not runner_terminated(pod):
         return "the runner container has not terminated"
     return "the runner container left no termination message"
 
@@ -337,7 +337,8 @@ def _schema_mismatch(data: object) -> str | None:
         and data.get("schema_version", RESULT_SCHEMA_VERSION) not in READ_SCHEMA_VERSIONS
     ):
         # Not a version above ours (that is a newer runner's): its version is the problem.
-        versions = " or ".join(map(str, READ_SCHEMA_VERSIONS))
+        *earlier, last = map(str, READ_SCHEMA_VERSIONS)
+        versions = f"{', '.join(earlier)} or {last}" if earlier else last
         return f" at schema_version: {versions} was expected"
     status = data.get(key) if isinstance(data, dict) else None
     if not isinstance(status, str) or status not in kinds:
@@ -368,7 +369,7 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
     """Where `pod` stands, with an explanation for people; `events` (about any object) help
     explain a pending pod."""
     status = pod.get("status", {})
-    terminated = _runner_terminated(pod)
+    terminated = runner_terminated(pod)
     message = message_reading(pod)
     disruption = condition(pod, "DisruptionTarget")
     phase: Phase
@@ -516,17 +517,27 @@ def _runner_status(pod: Object) -> Object:
     return statuses[0] if len(statuses) == 1 else {}
 
 
-def _runner_terminated(pod: Object) -> Object:
+def runner_terminated(pod: Object) -> Object:
+    """The runner container's terminated state ({} while it has not ended)."""
     terminated: Object = _runner_status(pod).get("state", {}).get("terminated") or {}
     return terminated
 
 
-def _memory_limit(pod: Object) -> str | None:
+def runner_container(pod: Object) -> Object | None:
+    """The runner container of the pod's spec."""
     for container in pod.get("spec", {}).get("containers", ()):
         if container.get("name") == RUNNER:
-            limit: str | None = container.get("resources", {}).get("limits", {}).get("memory")
-            return limit
+            found: Object = container
+            return found
     return None
+
+
+def _memory_limit(pod: Object) -> str | None:
+    container = runner_container(pod)
+    if container is None:
+        return None
+    limit: str | None = container.get("resources", {}).get("limits", {}).get("memory")
+    return limit
 
 
 def _succeeded(reading: ResultReading) -> str:
@@ -546,13 +557,13 @@ def _disrupted(pod: Object, disruption: Object) -> str:
 
 def _failure_reason(pod: Object) -> str | None:
     # The pod's own reason (Evicted, Terminated...) says more than the container's Error.
-    reason: str | None = pod["status"].get("reason") or _runner_terminated(pod).get("reason")
+    reason: str | None = pod["status"].get("reason") or runner_terminated(pod).get("reason")
     return reason
 
 
 def _failed(pod: Object, message: ResultReading) -> str:
     status = pod["status"]
-    terminated = _runner_terminated(pod)
+    terminated = runner_terminated(pod)
     if status.get("reason") == "Evicted":
         return f"evicted: {_sentence(status.get('message'))}"
     if not terminated:
@@ -619,7 +630,7 @@ def runner_succeeded(pod: Object) -> bool:
     sidecars did after)."""
     return (
         pod.get("status", {}).get("phase") == "Succeeded"
-        or _runner_terminated(pod).get("exitCode") == 0
+        or runner_terminated(pod).get("exitCode") == 0
     )
 
 

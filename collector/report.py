@@ -18,11 +18,13 @@ from typing import Final, Literal, NamedTuple
 from collector import intervals
 from collector.history import CURRENT, SpecRevision
 from collector.intervals import MedianEstimate, Ratio
+from collector.pricing import PriceList
 from collector.store import StoredRun
 from contract.accuracy import Accuracy, default_gate, judge
+from contract.allocation import Allocation
 from contract.order_stats import paired_ratio
 from contract.records import Reuses
-from contract.result import LatencyStats, OkResult, Paired, Rounds, Validity
+from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Validity
 from contract.variant import SETTING_FIELDS, VariantRef
 
 REPORT_SCHEMA_VERSION: Final = 5
@@ -190,6 +192,14 @@ class VariantRow:
     accuracy: AccuracyCheck = NOT_MEASURED
     """Its outputs against the untouched program's, judged by its gate; with repeats, the
     worst of its runs'."""
+    allocations: tuple[Allocation | None, ...] = ()
+    """What the cluster allocated to each of its runs, in repeat order (None: not recorded,
+    for runs stored before it and local runs): what its cost is summed from."""
+    energy: Energy | None = None
+    """The GPU's energy over its timed loop (with repeats, the median run's); None in
+    results of runners before it."""
+    throttle_reasons: tuple[str, ...] = ()
+    """The clock-event reasons NVML saw during that loop: shown beside its energy."""
 
     @property
     def run_jobs(self) -> tuple[str, ...]:
@@ -238,6 +248,8 @@ class FailedVariant:
     attempts: int
     finished_at: str | None
     """None when no pod of it finished: killed at the Job's deadline, never scheduled."""
+    allocation: Allocation | None = None
+    """What its attempts held of their nodes, which failed too, and cost."""
 
 
 Selection = Literal["newest", "named", "all"]
@@ -456,16 +468,20 @@ class Report:
     selection: Selection
     jobs: tuple[JobSummary, ...]
     """Every Job of the runs, reported or not: by workflow, cluster and target, newest first."""
+    prices: PriceList | None = None
+    """What a device-hour costs, where specs/clusters.yaml says (collector/cost.py prices
+    each variant's allocated time with it)."""
 
 
-def _target(run: StoredRun) -> str:
+def run_target(run: StoredRun) -> str:
+    """The target a run measured on: its Job's, else its result's."""
     result = run.variant.result
     return run.job.target or (result.target if result else None) or "unknown"
 
 
 def _key(run: StoredRun, ref: VariantRef) -> VariantKey:
     setting = {field: getattr(ref, field) for field in SETTING_FIELDS}
-    return VariantKey(cluster=run.job.cluster, target=_target(run), **setting)
+    return VariantKey(cluster=run.job.cluster, target=run_target(run), **setting)
 
 
 def _ref(run: StoredRun) -> VariantRef | None:
@@ -480,7 +496,8 @@ def _same_variant(run: StoredRun, other: StoredRun) -> bool:
     return ref is not None and other_ref is not None and ref.id == other_ref.id
 
 
-def _variant_key(run: StoredRun) -> VariantKey | None:
+def variant_key(run: StoredRun) -> VariantKey | None:
+    """Which variant a run measured, where it is known."""
     ref = _ref(run)
     return _key(run, ref) if ref else None
 
@@ -568,7 +585,7 @@ def _job_summary(
         workflow=job.workflow,
         cluster=job.cluster,
         namespace=job.namespace,
-        target=min(map(_target, runs)),
+        target=min(map(run_target, runs)),
         job=job.job,
         spec_sha256=job.spec_sha256,
         finished_at=max(finished, key=_instant) if finished else None,
@@ -637,7 +654,7 @@ def _select(
     slots: dict[tuple[str, str, str, int], list[JobId]] = defaultdict(list)
     for job, job_runs in by_job.items():
         first = job_runs[0].job
-        slots[first.workflow, job.cluster, min(map(_target, job_runs)), first.run].append(job)
+        slots[first.workflow, job.cluster, min(map(run_target, job_runs)), first.run].append(job)
     if all_revisions:
         chosen = set(by_job)
     elif names:
@@ -677,7 +694,7 @@ def _latest(runs: Iterable[StoredRun], ages: dict[JobId, JobAge]) -> tuple[list[
     unnamed: list[StoredRun] = []
     left_out = 0
     for run in runs:
-        key = _variant_key(run)
+        key = variant_key(run)
         if key is None:
             # Without a result nothing says which variant this was, so nothing supersedes it.
             unnamed.append(run)
@@ -737,6 +754,9 @@ def _measured(run: StoredRun) -> VariantRow | None:
             else ()
         ),
         accuracy=_accuracy(run, result, ref),
+        allocations=(run.variant.allocation,),
+        energy=result.energy,
+        throttle_reasons=tuple(result.gpu.throttle_reasons) if result.gpu else (),
     )
 
 
@@ -765,6 +785,7 @@ def _median_run(runs: Sequence[tuple[int, VariantRow]]) -> VariantRow:
         repeats=Repeats(p50s_ms=p50s, jobs=tuple(row.job for row in rows)),
         rounds=tuple(rounds for row in rows for rounds in row.rounds),
         accuracy=max((row.accuracy for row in rows), key=lambda c: ACCURACY_ORDER[c.state]),
+        allocations=tuple(allocation for row in rows for allocation in row.allocations),
     )
 
 
@@ -820,13 +841,14 @@ def _doubts(validity: Validity | None) -> tuple[str, ...]:
 def _failure(run: StoredRun) -> FailedVariant:
     return FailedVariant(
         cluster=run.job.cluster,
-        target=_target(run),
+        target=run_target(run),
         job=run.job.job,
         index=run.variant.index,
         variant=_ref(run),
         explanation=run.variant.explanation,
         attempts=run.variant.attempts,
         finished_at=run.variant.finished_at,
+        allocation=run.variant.allocation,
     )
 
 
@@ -1131,6 +1153,7 @@ def build_report(
     notes: Notes | None = None,
     baseline_jobs: Collection[str] = (),
     now: datetime | None = None,
+    prices: PriceList | None = None,
 ) -> Report:
     """The report on `runs`, compared with `baseline` (earlier runs) when given.
 
@@ -1145,7 +1168,8 @@ def build_report(
     among `runs` (an earlier local try, say), which the report must not show itself. `notes`
     adds what results/ and git know: the earlier runs a chosen Job's revision reused instead
     of running them again (incremental sweeps), shown under their own Job's name; the
-    workflow's description and owner; the commit of each Job's spec.
+    workflow's description and owner; the commit of each Job's spec. `prices` (the fleet's)
+    price what each variant's pods held.
 
     A variant is a regression when its p50 grew by more than `regression_threshold` (a
     fraction: 0.05 is 5 %) and its CI and the baseline's are disjoint; an improvement likewise
@@ -1197,6 +1221,7 @@ def build_report(
         superseded=superseded,
         selection="all" if all_revisions else "named" if jobs else "newest",
         jobs=summaries,
+        prices=prices,
     )
 
 

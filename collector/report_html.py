@@ -24,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
+from collector.cost import INFERENCES, CostPoint, costs
 from collector.report import (
     KEY_FIELDS,
     AccuracyState,
@@ -149,10 +150,9 @@ def _bars(axes: Axes, comparison: Comparison) -> None:
     axes.set_ylabel("p50 ms (95% CI)")
 
 
-def _grid(
-    comparisons: Sequence[Comparison], draw: Callable[[Axes, Comparison], None], size: Size
-) -> bytes:
-    """A figure of one plot per comparison, `_PLOTS_PER_LINE` to a line, each `size` inches."""
+def _grid(comparisons: Sequence[_Item], draw: Callable[[Axes, _Item], None], size: Size) -> bytes:
+    """A figure of one plot per comparison (or model), `_PLOTS_PER_LINE` to a line, each
+    `size` inches."""
     columns = min(_PLOTS_PER_LINE, len(comparisons))
     lines = math.ceil(len(comparisons) / columns)
     figure = Figure(figsize=(size[0] * columns, size[1] * lines), layout="constrained")
@@ -285,6 +285,22 @@ LABELLED_POINTS: Final = 12
 """With more configurations than this in a plot, only the front's are named."""
 
 
+def _front(axes: Axes, xs: Sequence[float], ys: Sequence[float], label: str) -> None:
+    """A Pareto front, fastest first: ringed as well as joined, since a front of one point
+    draws no line."""
+    axes.plot(
+        xs,
+        ys,
+        drawstyle="steps-post",
+        color="#55a868",
+        linewidth=1.5,
+        marker="o",
+        markersize=12,
+        markerfacecolor="none",
+        label=label,
+    )
+
+
 def _tradeoff(axes: Axes, comparison: Comparison) -> None:
     points, undrawn = tradeoff_points(comparison)
     # An exact output (error 0) has no place on a log axis: it sits on the floor, a decade
@@ -313,17 +329,11 @@ def _tradeoff(axes: Axes, comparison: Comparison) -> None:
         )
     front = [point for point in points if point.on_front]
     if front:
-        # Ringed as well as joined: a front of one point draws no line.
-        axes.plot(
+        _front(
+            axes,
             [point.latency_ms for point in front],
             [max(point.error, floor) for point in front],
-            drawstyle="steps-post",
-            color="#55a868",
-            linewidth=1.5,
-            marker="o",
-            markersize=12,
-            markerfacecolor="none",
-            label="Pareto front (within the gate)",
+            "Pareto front (within the gate)",
         )
     for point in points:
         if point.on_front or len(points) <= LABELLED_POINTS:
@@ -365,6 +375,70 @@ def _tradeoff_plots(best_configurations: Sequence[BestConfiguration]) -> list[_P
             "drawn a decade below the smallest.",
         )
         for chunk in _chunks(comparisons, COMPARISONS_PER_PLOT)
+    ]
+
+
+def _cost_plot(axes: Axes, points: Sequence[CostPoint], currency: str) -> None:
+    """One model's targets: p50 latency per sample against the cost of 1,000 inferences,
+    the Pareto front ringed and joined."""
+    axes.errorbar(
+        [point.p50_per_sample_ms for point in points],
+        [point.cost_per_1000 for point in points],
+        xerr=[
+            [point.p50_per_sample_ms - point.low_ms for point in points],
+            [point.high_ms - point.p50_per_sample_ms for point in points],
+        ],
+        fmt="o",
+        color="#4c72b0",
+        markersize=7,
+        capsize=2,
+        label="a target's best configuration",
+    )
+    front = [point for point in points if point.on_front]
+    _front(
+        axes,
+        [point.p50_per_sample_ms for point in front],
+        [point.cost_per_1000 for point in front],
+        "Pareto front",
+    )
+    for point in points:
+        if point.on_front or len(points) <= LABELLED_POINTS:
+            axes.annotate(
+                _plain(f"{point.cluster}/{point.target}: {point.configuration}"),
+                (point.p50_per_sample_ms, point.cost_per_1000),
+                xytext=(4, 4),
+                textcoords="offset points",
+                fontsize="x-small",
+            )
+    # Only latency is on a log axis: a free target (a price of 0) has no place on one.
+    axes.set_xscale("log")
+    axes.xaxis.set_major_formatter(_PlainLogFormatter())
+    axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    axes.set_title(_plain(points[0].model), fontsize="small")
+    axes.set_xlabel("p50 ms per sample (log; 95% CI)")
+    axes.set_ylabel(f"{_plain(currency)} per {INFERENCES:,} inferences")
+    axes.legend(fontsize="x-small")
+
+
+def _cost_plots(report: Report) -> list[_Plot]:
+    """Latency against cost per 1,000 inferences, a plot per model, where prices give any."""
+    found = costs(report)
+    if found.currency is None or not found.points:
+        return []
+    currency = found.currency
+    by_model: dict[str, list[CostPoint]] = defaultdict(list)
+    for point in found.points:
+        by_model[point.model].append(point)
+    return [
+        _Plot(
+            _grid(chunk, lambda axes, points: _cost_plot(axes, points, currency), (5, 4.4)),
+            f"Speed against cost, per model: each target's best configuration (the fastest "
+            f"within its accuracy gate) at its p50 latency per sample (95% CI) and what "
+            f"{INFERENCES:,} inferences cost there ({currency}, the devices its pod held for "
+            "that long at the price in specs/clusters.yaml). The Pareto front (no other "
+            "target is both faster and cheaper) is ringed and joined by a line.",
+        )
+        for chunk in _chunks(list(by_model.values()), COMPARISONS_PER_PLOT)
     ]
 
 
@@ -437,7 +511,8 @@ def to_html(report: Report) -> str:
     p50 with CI error bars show each by-target comparison; lines of latency and throughput
     against batch size show each sweep over batch sizes; points of latency per sample
     against error show what each configuration of a sweep costs in accuracy, its Pareto front
-    marked.
+    marked; points of latency against the cost of 1,000 inferences, one per target, what
+    each target costs to serve on (with prices), its Pareto front marked.
     """
     with matplotlib.style.context("default"):
         plots = [
@@ -445,5 +520,6 @@ def to_html(report: Report) -> str:
             *_target_plots(report.by_target),
             *_batch_plots(report.variants),
             *_tradeoff_plots(report.best_configurations),
+            *_cost_plots(report),
         ]
     return _page(lay_out(report), plots)

@@ -15,6 +15,7 @@ from typing import Final, Literal
 from pydantic import BaseModel
 
 from collector.answers import Against, Answer, answers
+from collector.cost import INFERENCES, Costs, TargetCost, VariantCost, costs
 from collector.intervals import Ratio
 from collector.progress import plural
 from collector.report import (
@@ -37,6 +38,7 @@ from collector.report import (
 )
 from collector.verdict import run_verdict, verdict_lines
 from contract.accuracy import Accuracy
+from contract.result import ENERGY_ON_CPU
 from contract.text import shown
 from contract.variant import VariantRef
 
@@ -187,6 +189,11 @@ def _key_cells(key: VariantKey) -> tuple[str, ...]:
 
 
 _KEY_HEADINGS: Final = tuple(heading(name) for name in KEY_FIELDS)
+
+
+def _no_variant(cluster: str, target: str) -> tuple[str, ...]:
+    """The key cells of a run that names no variant: its cluster and target, "-" for the rest."""
+    return (cluster, target, *("-",) * (len(KEY_FIELDS) - 2))
 
 
 def _p99(row: VariantRow) -> str:
@@ -709,7 +716,7 @@ def _about(jobs: Sequence[JobSummary]) -> list[str]:
     return lines
 
 
-def _summary(report: Report) -> tuple[str, ...]:
+def _summary(report: Report, found: Costs) -> tuple[str, ...]:
     lines = [
         *verdict_lines(run_verdict(report)),
         *map(answer_line, answers(report)),
@@ -718,6 +725,7 @@ def _summary(report: Report) -> tuple[str, ...]:
     lines.append(
         f"{plural(len(report.variants), 'variant')} measured, {len(report.failures)} failed."
     )
+    lines.extend(_cost_summary(found))
     selection = _selection(report)
     if selection:
         lines.append(selection)
@@ -836,6 +844,7 @@ def answer_line(answer: Answer) -> str:
 def lay_out(report: Report) -> Layout:
     """The tables every human-readable format shows, alerts first, in a fixed order."""
     regressions = report.baseline.with_verdict("regression") if report.baseline else ()
+    found = costs(report)
     tables: list[Table | None] = [
         *(_baseline_tables(report.baseline) if report.baseline else []),
         _failures_table(report.failures),
@@ -843,6 +852,8 @@ def lay_out(report: Report) -> Layout:
         *(_comparison_table("By target", comparison) for comparison in report.by_target),
         *map(_best_table, report.best_configurations),
         *(_comparison_table("Ranking", comparison) for comparison in report.rankings),
+        *_cost_tables(found),
+        _energy_table(report.variants),
         _variants_table(report.variants) if report.variants else None,
         _flagged_table(report.variants),
         _jobs_table(report.jobs) if report.jobs else None,
@@ -855,8 +866,181 @@ def lay_out(report: Report) -> Layout:
             if regressions
             else None
         ),
-        summary=_summary(report),
+        summary=_summary(report, found),
         tables=tuple(table for table in tables if table is not None),
+    )
+
+
+_UNIT_NAMES: Final = {"gpu": "GPU", "cpu": "CPU"}
+
+
+def _figure(value: float | None) -> str:
+    """A number of a cost table: four significant digits, "-" for none."""
+    return "-" if value is None else format_ms(value)
+
+
+def _held(cost: VariantCost | TargetCost) -> str:
+    """What its pods held, and how it was bought: "1 GPU nvidia-t4, spot"."""
+    if cost.unit is None:
+        return "-"
+    count = f"{cost.devices:g} " if isinstance(cost, VariantCost) and cost.devices else ""
+    kind = f" {cost.device_type}" if cost.device_type else ""
+    capacity = f", {cost.capacity}" if cost.capacity else ""
+    return f"{count}{_UNIT_NAMES[cost.unit]}{kind}{capacity}"
+
+
+def _device_seconds(value: float | None, unit: str | None) -> str:
+    return "-" if value is None or unit is None else f"{format_ms(value)} {_UNIT_NAMES[unit]}-s"
+
+
+def _cost_note(cost: VariantCost) -> str:
+    return "; ".join(
+        (*(() if cost.measured else ("failed",)), *cost.estimate, *filter(None, [cost.unpriced]))
+    )
+
+
+def _cost_tables(found: Costs) -> list[Table]:
+    """The cost of every variant and of every target, where any run's allocation is
+    recorded (collector/cost.py)."""
+    if not found.recorded:
+        return []
+    money = found.currency or ""
+    per = f"per {INFERENCES:,} inferences"
+    priced = found.currency is not None
+    variants = Table(
+        title="Cost per variant",
+        columns=(
+            *(Column(name) for name in _KEY_HEADINGS),
+            Column("held"),
+            Column("allocated s", True),
+            Column("device-s", True),
+            *((Column(f"cost {money}", True),) if priced else ()),
+            Column(f"{money} {per}" if priced else f"device-s {per}", True),
+            Column("estimated or not priced"),
+        ),
+        rows=tuple(
+            (
+                *(_key_cells(cost.key) if cost.key else _no_variant(cost.cluster, cost.target)),
+                _held(cost),
+                _figure(cost.seconds),
+                _device_seconds(cost.device_seconds, cost.unit),
+                *((_figure(cost.cost),) if priced else ()),
+                _figure(cost.cost_per_1000 if priced else cost.device_seconds_per_1000),
+                _cost_note(cost),
+            )
+            for cost in found.variants
+        ),
+        notes=(
+            "allocated s: the variant's share of its pods' time on their nodes, scheduled to "
+            "the runner's end, every attempt and repeat (a pod's share by the variants' own "
+            "times where it ran several); device-s: that times the GPUs the pod held (CPUs "
+            "for a pod without GPUs), what a cloud bills.",
+            f"{per}: what serving them would hold at the variant's p50 latency per sample on "
+            "the devices its pod held"
+            + (
+                ", at the price in specs/clusters.yaml."
+                if priced
+                else "; no prices in specs/clusters.yaml (docs/specs.md, `prices`)."
+            ),
+        ),
+        kind="detail",
+    )
+    targets = Table(
+        title="Cost per target",
+        columns=(
+            *(Column(name) for name in ("cluster", "target", "held")),
+            Column("variants", True),
+            Column("device-s", True),
+            *((Column(f"cost {money}", True),) if priced else ()),
+            Column("estimated", True),
+            Column("not recorded", True),
+        ),
+        rows=tuple(
+            (
+                target.cluster,
+                target.target,
+                _held(target),
+                str(target.variants),
+                _device_seconds(target.device_seconds, target.unit),
+                *((_figure(target.cost),) if priced else ()),
+                str(target.estimated),
+                str(target.unrecorded),
+            )
+            for target in found.targets
+        ),
+        notes=(
+            "estimated: variants whose time is in part estimated (the Cost per variant table "
+            "says what); not recorded: variants gathered before allocated time was, left out "
+            "of the sums.",
+        ),
+    )
+    return [targets, variants]
+
+
+def _cost_summary(found: Costs) -> list[str]:
+    """The run's device time and cost in one line, where any is recorded."""
+    if not found.recorded:
+        return []
+    held = {
+        unit: sum(t.device_seconds for t in found.targets if t.unit == unit) for unit in _UNIT_NAMES
+    }
+    parts = [_device_seconds(seconds, unit) for unit, seconds in held.items() if seconds]
+    line = f"Held: {' and '.join(parts) or '0 device-s'}"
+    if found.currency is not None:
+        total = [t.cost for t in found.targets if t.unit is not None]
+        line += f", {found.currency} {format_ms(sum(filter(None, total)))}" + (
+            "" if None not in total else " for the priced targets"
+        )
+    else:
+        line += " (no prices in specs/clusters.yaml: device-seconds only)"
+    estimated = sum(bool(cost.estimate) for cost in found.variants)
+    if estimated:
+        line += f"; the time of {plural(estimated, 'variant')} in part estimated"
+    return [line + "."]
+
+
+def _energy_cells(row: VariantRow) -> tuple[str, str]:
+    """mJ per inference and average W, or why there are none."""
+    energy = row.energy
+    if energy is None:
+        return "-", "not measured: a runner before energy"
+    if energy.unavailable == ENERGY_ON_CPU:
+        return "-", "not available: a CPU target"
+    if energy.joules_per_inference is None:
+        return "-", f"not available: {energy.unavailable}"
+    return _figure(energy.joules_per_inference * 1000), _figure(energy.average_w)
+
+
+def _energy_table(rows: Sequence[VariantRow]) -> Table | None:
+    """Each variant's energy per inference and average power, the throttle reasons beside
+    them, or why there are none: shown where any GPU variant has a word on it."""
+    if all(row.energy is None or row.energy.unavailable == ENERGY_ON_CPU for row in rows):
+        return None
+    return Table(
+        title="Energy",
+        columns=(
+            *(Column(name) for name in _KEY_HEADINGS),
+            Column("mJ/inference", True),
+            Column("average W", True),
+            Column("throttle reasons"),
+            Column("device"),
+        ),
+        rows=tuple(
+            (
+                *_key_cells(row.key),
+                *_energy_cells(row),
+                ", ".join(row.throttle_reasons) or "none",
+                row.device_name or "",
+            )
+            for row in rows
+        ),
+        notes=(
+            "From NVML's total-energy counter, read as the timed loop started and as it ended "
+            "(docs/runner.md, Energy): the whole GPU's energy over the samples the loop "
+            "computed (an interleaved variant's share by its time), and the average power; a "
+            "throttle reason (power cap, thermal) says the GPU slowed its clocks in that loop.",
+        ),
+        kind="detail",
     )
 
 
@@ -984,8 +1168,50 @@ CSV_COLUMNS: Final = (
     "ratio_to_best",
     "ratio_to_best_low",
     "ratio_to_best_high",
+    "allocated_s",
+    "device_seconds",
+    "device_unit",
+    "held",
+    "currency",
+    "cost",
+    "device_seconds_per_1000_inferences",
+    "cost_per_1000_inferences",
+    "cost_estimate",
+    "not_priced",
+    "joules_per_inference",
+    "average_w",
+    "throttle_reasons",
+    "energy_unavailable",
 )
 """`to_csv`'s header; columns are only ever added at the end."""
+
+
+def _csv_cost(cost: VariantCost | None, currency: str | None) -> dict[str, object]:
+    """The cost columns of a row (collector/cost.py); empty where nothing is recorded."""
+    if cost is None:
+        return {}
+    return {
+        "allocated_s": cost.seconds,
+        "device_seconds": cost.device_seconds,
+        "device_unit": cost.unit,
+        "held": _held(cost),
+        "currency": currency,
+        "cost": cost.cost,
+        "device_seconds_per_1000_inferences": cost.device_seconds_per_1000,
+        "cost_per_1000_inferences": cost.cost_per_1000,
+        "cost_estimate": "; ".join(cost.estimate),
+        "not_priced": cost.unpriced,
+    }
+
+
+def _csv_energy(row: VariantRow) -> dict[str, object]:
+    energy = row.energy
+    return {
+        "joules_per_inference": energy.joules_per_inference if energy else None,
+        "average_w": energy.average_w if energy else None,
+        "throttle_reasons": "; ".join(row.throttle_reasons),
+        "energy_unavailable": energy.unavailable if energy else "a runner before energy",
+    }
 
 
 def _csv_accuracy(row: VariantRow) -> dict[str, object]:
@@ -1112,11 +1338,21 @@ def to_csv(report: Report) -> str:
     changes = {change.current.key: change for change in baseline.changes} if baseline else {}
     reused = {row.key for row in baseline.reused} if baseline else set()
     best = _csv_best(report.best_configurations)
+    found = costs(report)
+    measured = {cost.key: cost for cost in found.variants if cost.measured}
+    failed = {(c.cluster, c.job, c.index): c for c in found.variants if not c.measured}
     writer.writerows(
-        _csv_measured(row, changes.get(row.key), reused=row.key in reused) | best.get(row.key, {})
+        _csv_measured(row, changes.get(row.key), reused=row.key in reused)
+        | best.get(row.key, {})
+        | _csv_cost(measured.get(row.key), found.currency)
+        | _csv_energy(row)
         for row in report.variants
     )
-    writer.writerows(map(_csv_failed, report.failures))
+    writer.writerows(
+        _csv_failed(failure)
+        | _csv_cost(failed.get((failure.cluster, failure.job, failure.index)), found.currency)
+        for failure in report.failures
+    )
     return buffer.getvalue()
 
 
@@ -1146,6 +1382,7 @@ def to_json(report: Report) -> str:
             "answers": [
                 asdict(answer) | {"sentence": answer_line(answer)} for answer in answers(report)
             ],
+            "costs": asdict(costs(report)),
             **asdict(report),
         }
     )

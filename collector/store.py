@@ -6,19 +6,22 @@ can be re-run, or resumed after an interruption, without duplicates.
 """
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from pydantic import BaseModel
+
 from contract.accuracy import AccuracyGate
+from contract.allocation import Allocation
 from contract.records import JobIdentity, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 6
+_SCHEMA_VERSION: Final = 7
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
@@ -32,9 +35,12 @@ _ADDED_IN_5: Final = (
     "ALTER TABLE variant_runs ADD COLUMN accuracy_gate TEXT",
     "ALTER TABLE variant_runs ADD COLUMN accuracy_failed INTEGER",
 )
-# Version 6 adds how the variant ran (eager, or compiled: `compile`); rows stored before it are
+# Version 6 adds what the cluster allocated to each run (contract/allocation.py, JSON);
+# rows stored before it are NULL: "not recorded" in every report.
+_ADDED_IN_6: Final = "ALTER TABLE variant_runs ADD COLUMN allocation TEXT"
+# Version 7 adds how the variant ran (eager, or compiled: `compile`); rows stored before it are
 # NULL, eager, as every variant was then.
-_ADDED_IN_6: Final = "ALTER TABLE variant_runs ADD COLUMN compile TEXT"
+_ADDED_IN_7: Final = "ALTER TABLE variant_runs ADD COLUMN compile TEXT"
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -65,6 +71,7 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     collected_at TEXT NOT NULL,
     accuracy_gate TEXT,
     accuracy_failed INTEGER,
+    allocation TEXT,
     compile TEXT,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
@@ -124,14 +131,20 @@ _COLUMNS: Final = [
     "collected_at",
     "accuracy_gate",
     "accuracy_failed",
+    "allocation",
     "compile",
 ]
 
-# The columns that are StoredVariant's own fields, read back by name (the gate as JSON).
+_JSON_COLUMNS: Final[dict[str, type[BaseModel]]] = {
+    "accuracy_gate": AccuracyGate,
+    "allocation": Allocation,
+}
+"""The columns that hold one of StoredVariant's fields as JSON."""
+# The columns that are StoredVariant's own fields, read back by name.
 _VARIANT_COLUMNS: Final = [
     column
     for column in _COLUMNS
-    if column in StoredVariant.model_fields and column != "accuracy_gate"
+    if column in StoredVariant.model_fields and column not in _JSON_COLUMNS
 ]
 # The variant's identity, a column per field: its index is the row's job_index, and its id
 # is called variant_id beside the Job's own columns.
@@ -189,8 +202,12 @@ class Added:
     already_stored: int
 
 
+def _json(value: BaseModel | None) -> str | None:
+    return value.model_dump_json(exclude_none=True) if value else None
+
+
 def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[object, ...]:
-    result, gate = variant.result, variant.accuracy_gate
+    result = variant.result
     ref = variant.variant or (result.variant if result else None)
     values = {
         **job.model_dump(),
@@ -209,9 +226,9 @@ def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[o
             if field != "index"
         },
         "result_source": variant.result_source,
-        "result_json": result.model_dump_json(exclude_none=True) if result else None,
+        "result_json": _json(result),
         "collected_at": collected_at,
-        "accuracy_gate": gate.model_dump_json(exclude_none=True) if gate else None,
+        **{column: _json(getattr(variant, column)) for column in _JSON_COLUMNS},
         "accuracy_failed": variant.accuracy_failed,
     }
     return tuple(values[column] for column in _COLUMNS)
@@ -225,7 +242,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, 4, 5, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, 4, 5, 6, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -241,6 +258,8 @@ class Store:
                         self._db.execute(statement)
                 if version in {1, 2, 3, 4, 5}:
                     self._db.execute(_ADDED_IN_6)
+                if version in {1, 2, 3, 4, 5, 6}:
+                    self._db.execute(_ADDED_IN_7)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -313,6 +332,20 @@ class Store:
                 "(cluster, namespace, job, completion_index, workflow, cause) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (job.cluster, job.namespace, job.job, index, job.workflow, cause),
+            )
+
+    def allocate(self, job: JobIdentity, allocations: Mapping[int, Allocation]) -> None:
+        """Keep what the cluster allocated to stored runs of `job`, by index: runs stored
+        before their index had ended (a group's, measured by an attempt a retry followed)
+        get it once it has."""
+        with self._db:
+            self._db.executemany(
+                "UPDATE variant_runs SET allocation = ? "
+                "WHERE cluster = ? AND namespace = ? AND job = ? AND job_index = ?",
+                [
+                    (_json(allocation), job.cluster, job.namespace, job.job, index)
+                    for index, allocation in allocations.items()
+                ],
             )
 
     def causes(self, cluster: str, namespace: str, job: str) -> dict[int, str]:
@@ -424,10 +457,10 @@ class Store:
         identity = JobIdentity.model_validate(
             {field: row[field] for field in JobIdentity.model_fields}
         )
-        text, gate = row["result_json"], row["accuracy_gate"]
+        text = row["result_json"]
         ref = None
         if row["variant_id"] is not None:
-            # compile is NULL in rows stored before schema 6: eager, its default.
+            # compile is NULL in rows stored before schema 7: eager, its default.
             ref = VariantRef.model_validate(
                 {
                     field: row[column]
@@ -441,7 +474,10 @@ class Store:
                 "index": row["job_index"],
                 "variant": ref,
                 "result": parse_result(str(text)) if text else None,
-                "accuracy_gate": AccuracyGate.model_validate_json(str(gate)) if gate else None,
+                **{
+                    column: model.model_validate_json(str(row[column])) if row[column] else None
+                    for column, model in _JSON_COLUMNS.items()
+                },
             }
         )
         return StoredRun(job=identity, variant=variant, collected_at=str(row["collected_at"]))

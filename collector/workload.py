@@ -6,6 +6,7 @@ cluster has but dist/ does not is left to `collector clean`.
 """
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,11 +16,14 @@ import yaml
 
 from collector.harvest import Slot
 from contract.accuracy import AccuracyGate, parse_gates
+from contract.allocation import CAPACITIES, Capacity
 from contract.config import CONFIG_FILE, Groups, RunConfig, parse_groups
 from contract.dist import Workload, dist_clusters, read_workload
 from contract.layout import (
     APP_SELECTOR,
+    CAPACITY_ANNOTATION,
     DESCRIPTION_ANNOTATION,
+    DEVICE_TYPE_ANNOTATION,
     DIST,
     GATES_ANNOTATION,
     GROUPS_ANNOTATION,
@@ -66,6 +70,10 @@ class ExpectedJob:
     gates: dict[int, AccuracyGate] = field(default_factory=dict)
     """Each variant's accuracy gate by its index, as the Job says (GATES_ANNOTATION); empty
     for a Job that says none (a synth before gates): its variants get their defaults."""
+    device_type: str | None = None
+    """Its target's device type (DEVICE_TYPE_ANNOTATION, else config.json's)."""
+    capacity: Capacity | None = None
+    """Spot or on-demand (CAPACITY_ANNOTATION); None for a Job that does not say."""
 
     def judged(self, variants: Iterable[StoredVariant]) -> list[StoredVariant]:
         """`variants` of this Job as they are stored: each judged by the gate the Job says
@@ -97,6 +105,23 @@ class ExpectedJob:
         runs (a Job of a synth before GROUPS_ANNOTATION, read from the cluster): read one
         variant per pod, it would lose the rest."""
         return self.declared is not None and self.declared != self.variant_count
+
+
+_DEVICE_TYPE = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+"""The shape of the device catalogue's names: what a Job edited by hand may not bend."""
+
+
+def _device_type(text: str) -> str:
+    if not _DEVICE_TYPE.fullmatch(text):
+        raise ValueError(f"{text[:80]!r} is not a device type")
+    return text
+
+
+def _capacity(text: str) -> Capacity:
+    for capacity in CAPACITIES:
+        if text == capacity:
+            return capacity
+    raise ValueError(f"{text[:80]!r} is not one of {', '.join(CAPACITIES)}")
 
 
 def label_selector(workflow: str) -> str:
@@ -145,6 +170,16 @@ def expected_from(
         # misses what its revision reused, and its variants are judged by default gates.
         reuses=_from_annotation(metadata["name"], annotations, REUSES_ANNOTATION, parse_reuses, {}),
         gates=_from_annotation(metadata["name"], annotations, GATES_ANNOTATION, parse_gates, {}),
+        device_type=_from_annotation(
+            metadata["name"],
+            annotations,
+            DEVICE_TYPE_ANNOTATION,
+            _device_type,
+            config.device_type if config else None,
+        ),
+        capacity=_from_annotation(
+            metadata["name"], annotations, CAPACITY_ANNOTATION, _capacity, None
+        ),
     )
 
 

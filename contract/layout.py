@@ -66,6 +66,13 @@ DESCRIPTION_ANNOTATION: Final = "benchfleet.io/description"
 OWNER_ANNOTATION: Final = "benchfleet.io/owner"
 REUSES_ANNOTATION: Final = "benchfleet.io/reuses"
 """On a Job: the recorded variants its revision reuses instead of running (contract.records)."""
+DEVICE_TYPE_ANNOTATION: Final = "benchfleet.io/device-type"
+"""On a Job: its target's device type (`nvidia-a100`, `cpu`), which the collector keeps with
+each variant's allocated time for the report to price (contract/allocation.py)."""
+CAPACITY_ANNOTATION: Final = "benchfleet.io/capacity"
+"""On a Job: `spot` where its target runs on the cluster's spot nodes, else `on-demand`."""
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+"""The extended resource the NVIDIA device plugin advertises, which a GPU pod requests."""
 GATES_ANNOTATION: Final = "benchfleet.io/accuracy-gates"
 """On a Job: each variant's accuracy gate, as its spec sets it (contract.accuracy's
 gates_text). An annotation, outside the Job's name hash: a gate judges stored numbers, so

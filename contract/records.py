@@ -16,6 +16,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contract.accuracy import AccuracyGate, default_gate, judge
+from contract.allocation import Allocation
 from contract.bounded import read_at_most
 from contract.layout import REPEAT_LABEL, record_path
 from contract.result import BenchResult, OkResult
@@ -72,6 +73,10 @@ class StoredVariant(_Record):
     all the same, and no report ranks it best. None where nothing was judged: no result, or
     a result without accuracy (a runner before it, or a reference that failed): "not
     measured", never passing."""
+    allocation: Allocation | None = None
+    """The time its pods held their node's devices, every attempt counted, its share where
+    its pod ran several variants (contract/allocation.py). None where gather did not read
+    it: runs stored before it, and local runs."""
 
     def judged(self, gate: AccuracyGate | None) -> "StoredVariant":
         """This run with its accuracy judged by `gate` (its default where None)."""

@@ -17,13 +17,13 @@ from contract.errors import ErrorType
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-SchemaVersion = Literal[1, 2, 3]
-"""The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3 a
-compiled variant's `variant.compile`, `timings.compile_s` and `applied.compiled`; a collector
-that reads only older ones keeps a newer result unread, as a newer runner's, rather than
-refusing it."""
+SchemaVersion = Literal[1, 2, 3, 4]
+"""The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
+`energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
+`variant.compile`, `timings.compile_s` and `applied.compiled`; a collector that reads only
+older ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
-RESULT_SCHEMA_VERSION: Final = 3
+RESULT_SCHEMA_VERSION: Final = 4
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -142,6 +142,40 @@ class GpuTelemetry(_Result):
     hardware slowdown), by NVML's names."""
     unavailable: str | None = None
     """Why NVML could not be read (no readings then)."""
+    energy_j: float | None = Field(default=None, ge=0)
+    """What the whole GPU used from the loop's start to its end: NVML's total-energy counter
+    read at both, the difference. None where it cannot be read (`energy_unavailable`)."""
+    energy_s: float | None = Field(default=None, ge=0)
+    """Seconds between the two readings of the energy counter."""
+    energy_unavailable: str | None = None
+    """Why the energy counter was not read, where NVML was (a GPU without it says
+    NVML_ERROR_NOT_SUPPORTED)."""
+
+
+ENERGY_ON_CPU: Final = (
+    "not measured on a CPU target: the energy counter the runner reads is NVIDIA's, through "
+    "NVML, for GPUs only"
+)
+"""Why a CPU target's result has no energy (runner/gpu_telemetry.py writes it, the report
+tells CPU targets by it)."""
+
+
+class Energy(_Result):
+    """What the GPU used during this variant's timed loop, from NVML's total-energy counter
+    (runner/gpu_telemetry.py): joules per inference (one sample of a batch) and average
+    watts, or why there are none."""
+
+    joules: float | None = Field(default=None, ge=0)
+    """This variant's share of the loop's energy: all of it, or in an interleaved loop the
+    share of the loop's time its own blocks took."""
+    joules_per_inference: float | None = Field(default=None, ge=0)
+    """`joules` over the samples its timed iterations computed (batch size x iterations)."""
+    average_w: float | None = Field(default=None, ge=0)
+    """The loop's energy over the seconds between the counter's two readings."""
+    share: float = Field(default=1, ge=0, le=1)
+    """Of the loop's energy: 1, or this variant's share of an interleaved loop's time."""
+    unavailable: str | None = None
+    """Why there is no energy: a CPU target, a GPU without the counter, NVML not readable."""
 
 
 class PhaseTiming(_Result):
@@ -171,6 +205,20 @@ class Timings(_Result):
     compile_s: float | None = Field(default=None, ge=0)
     """A compiled variant's `torch.compile` and the call that compiled it (tracing, lowering,
     the C++ or Triton compiler, one run), outside warmup and the timed loop; None for eager."""
+
+    @property
+    def own_s(self) -> float:
+        """The variant's own time in its pod, load to the end of its accuracy pass: what
+        tells its share of a pod that ran several (the pod's start is everyone's)."""
+        return (
+            self.load_s
+            + self.prepare_s
+            + self.first_iteration_ms / 1000
+            + self.warmup.seconds
+            + self.measure.seconds
+            + (self.accuracy_s or 0)
+            + (self.compile_s or 0)
+        )
 
 
 class Memory(_Result):
@@ -313,6 +361,8 @@ class OkResult(_ResultBase):
     validity: Validity | None = None
     contention: Contention | None = None
     gpu: GpuTelemetry | None = None
+    energy: Energy | None = None
+    """None in results of runners before it (schema_version 3)."""
     environment: Environment | None = None
     samples: Samples | None = None
     """Every iteration's duration: on the log line only, never in the termination log (see
@@ -395,8 +445,8 @@ def without_samples(result: BenchResult) -> BenchResult:
 
 def _without_details(result: BenchResult) -> BenchResult:
     """`result` without what only a reader of one run wants: the proof of what ran, timings,
-    memory, contention, GPU telemetry, and the accuracy's per-output numbers and inputs. Its
-    accuracy's summary stays, beside the statistics and the validity flags: a variant's
+    memory, contention, GPU telemetry and energy, and the accuracy's per-output numbers and
+    inputs. Its accuracy's summary stays, beside the statistics and the validity flags: a variant's
     accuracy decides whether it may win, whatever happens to its log."""
     if not isinstance(result, OkResult):
         return result
@@ -408,6 +458,7 @@ def _without_details(result: BenchResult) -> BenchResult:
             "memory": None,
             "contention": None,
             "gpu": None,
+            "energy": None,
             "accuracy": accuracy.model_copy(update={"outputs": None, "inputs": None})
             if accuracy
             else None,

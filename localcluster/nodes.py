@@ -8,7 +8,8 @@ cluster's GPU labels (its own or `gpu-type: <type>`), `nvidia.com/gpu` capacity 
 
 from typing import Any, Final
 
-from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
+from contract.layout import GPU_RESOURCE
+from synth.catalogue import DEVICE_TYPES
 from synth.fleet import Cluster
 
 KWOK_ANNOTATION: Final = {"kwok.x-k8s.io/node": "fake"}

@@ -46,7 +46,6 @@ from localrun.pod import image_mounts, plan_pod
 from localrun.process import start_process
 
 Pod = dict[str, Any]
-GPU_RESOURCE: Final = "nvidia.com/gpu"
 TERMINATION_MESSAGE_LIMIT: Final = 4096
 # A kubelet's FallbackToLogsOnError takes the last 80 lines, at most 2048 bytes.
 FALLBACK_LINES: Final = 80

@@ -9,6 +9,7 @@ import argparse
 import datetime
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -150,6 +151,8 @@ def build(podman: Podman, workdir: Path, timings: Timings, wanted: Base = "auto"
     with timings.step("image build") as notes:
         build_image(podman, context, image=image, base=base)
         notes.append(image)
+    # Its wheels (2.7 GB) are in the image now; a push that follows needs the disk.
+    shutil.rmtree(context)
     image_id, size_text = _output(
         podman, "image", "inspect", "--format", "{{.Id}} {{.Size}}", image
     ).split()

@@ -141,6 +141,24 @@ def image_exists(podman: Podman, image: str) -> bool:
     return completed.returncode == 0
 
 
+def image_id(podman: Podman, image: str) -> str | None:
+    """The ID `image` names here, None when it names none."""
+    return _inspect(podman, image, "{{.Id}}")
+
+
+def _inspect(podman: Podman, image: str, field: str) -> str | None:
+    completed = subprocess.run(
+        podman.command("image", "inspect", "--format", field, image),
+        env=podman.environment(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode:
+        return None
+    return completed.stdout.strip()
+
+
 def build_base_image(podman: Podman, image: str = BASE_IMAGE) -> bool:
     """Make `image` from a debootstrap bookworm rootfs with BASE_PACKAGES; False when it
     already exists.
@@ -254,8 +272,13 @@ def build_image(
 ) -> None:
     """`podman build` the runner image from `context`: with no network from the local base,
     which has everything; another base may lack g++, which the Dockerfile then installs from
-    its distribution's mirror."""
+    its distribution's mirror.
+
+    The image `image` named before is removed once the tag has moved and nothing else names
+    or uses it: every rebuild would otherwise leave one more runner image (5 GB) behind.
+    """
     network = ("--network", "none") if base == BASE_IMAGE else ()
+    replaced = image_id(podman, image)
     check_call(
         podman.command(
             "build",
@@ -270,6 +293,14 @@ def build_image(
         ),
         podman.environment(),
     )
+    if replaced is not None and _inspect(podman, replaced, "{{json .RepoTags}}") == "[]":
+        # Without --force podman keeps an image a container still uses.
+        subprocess.run(
+            podman.command("image", "rm", replaced),
+            env=podman.environment(),
+            capture_output=True,
+            check=False,
+        )
 
 
 def pull_images(podman: Podman, plan: PodPlan) -> None:

@@ -10,8 +10,6 @@ zoo's spec file is written from the same table, so the two cannot drift apart.
 """
 
 import argparse
-import io
-import unittest.mock
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -20,6 +18,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from exporter.build import saved_bytes
 from models.architectures import TinyTransformer, cnn, mlp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,17 +71,7 @@ def export_bytes(recipe: ModelRecipe) -> bytes:
     example = torch.randn(2, *recipe.sample_shape)
     batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
     program = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
-    # Stack traces name the absolute paths of this file and of torch's install; without them
-    # the bytes depend only on the model and the torch version.
-    for node in program.graph_module.graph.nodes:
-        node.meta.pop("stack_trace", None)
-    buffer = io.BytesIO()
-    # The archive records torch.__version__, local label included: PyPI's CUDA wheel and the
-    # CPU wheel of one release would write different bytes. Record the release alone.
-    release = str(torch.__version__).split("+", 1)[0]
-    with unittest.mock.patch.object(torch, "__version__", release):
-        torch.export.save(program, buffer)
-    return buffer.getvalue()
+    return saved_bytes(program)
 
 
 ZOO_SPEC_HEADER = """\

@@ -12,6 +12,7 @@ Logs go to stderr; stdout has one result line per variant, each written as its v
 import argparse
 import logging
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -215,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[BenchResult] = []
     codes: list[ExitCode] = []
     current: VariantConfig | None = None
+    scratch: Path | None = None
     try:
         config = _read_config(args.config)
         index = _index(args.index)
@@ -251,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         internal = RunnerError(f"{type(error).__name__}: {error}")
         results.append(_failure(internal, config, current))
         codes.append(internal.exit_code)
+    finally:
+        # Downloads and compile caches: gigabytes a local run would otherwise leave in /tmp.
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     emit(results, sys.stdout, args.termination_log)
     return int(most_severe(codes))
 

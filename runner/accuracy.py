@@ -21,7 +21,7 @@ from torch.utils import _pytree as pytree
 from contract.accuracy import INPUT_SEED, Accuracy, DrawnInput, OutputAccuracy
 from contract.config import InputConfig, VariantConfig
 from runner import precision
-from runner.programs import own_module
+from runner.programs import module_for
 
 
 @dataclass(frozen=True)
@@ -69,13 +69,14 @@ class References:
 def compute_reference(
     program: ExportedProgram, inputs: tuple[torch.Tensor, ...], device: torch.device
 ) -> Reference:
-    """`program` as loaded, in fp32 with IEEE math, on `inputs`: on a copy, so that nothing a
-    call does to the program's tensors reaches a variant. A failure is kept, not raised: the
-    variant is still measured (its own first call says what is wrong, if the program is),
-    and its accuracy says it was not measured, and why."""
+    """`program` as loaded, in fp32 with IEEE math, on `inputs`: on a copy where the cast
+    would change the program's tensors, so that nothing reaches a variant. A failure is kept,
+    not raised: the variant is still measured (its own first call says what is wrong, if the
+    program is), and its accuracy says it was not measured, and why."""
     try:
         with precision.ieee_fp32(device), torch.inference_mode():
-            module = precision.cast(own_module(program), torch.float32, device)
+            module = module_for(program, torch.float32, device, quantized=False)
+            module = precision.cast(module, torch.float32, device)
             output = module(*(tensor.to(device) for tensor in inputs))
         return Reference(tuple(leaves(output)))
     except Exception as error:  # anything the program raises: the measurement goes on

@@ -2,16 +2,22 @@
 read through NVML (nvidia-ml-py) by a background thread: what says whether a GPU ran at its
 speed. The thread sleeps between readings and each reading is a few driver calls, so it takes
 nothing measurable from a loop that waits on the GPU. Where NVML cannot be read the telemetry
-says why and the run goes on."""
+says why and the run goes on.
+
+Energy is not summed from the power readings (a 10 Hz sample of a number the driver itself
+averages misses short bursts): NVML's total-energy counter (millijoules since the driver
+loaded, Volta and newer) is read as the loop starts and as it ends, and the difference is
+what the whole board used in between, whatever else ran on it."""
 
 import threading
+import time
 from collections.abc import Callable
 from types import ModuleType, TracebackType
 from typing import Any, Final, Self
 
 import torch
 
-from contract.result import GpuTelemetry
+from contract.result import ENERGY_ON_CPU, Energy, GpuTelemetry
 
 INTERVAL_S: Final = 0.1
 _SLOWDOWNS: Final = {
@@ -56,6 +62,9 @@ class GpuSampler:
         self._readings: list[dict[str, int | None]] = []
         self._limits: dict[str, int | None] = {}
         self._unavailable: str | None = None
+        self._energy: list[tuple[int, float]] = []
+        """The energy counter (mJ) and the clock (s) when it was read: at the start, at the end."""
+        self._energy_unavailable: str | None = None
 
     def __enter__(self) -> Self:
         try:
@@ -78,6 +87,7 @@ class GpuSampler:
         }
         self._thread = threading.Thread(target=self._sample, name="gpu-telemetry", daemon=True)
         self._thread.start()
+        self._read_energy()
         return self
 
     def __exit__(
@@ -86,11 +96,25 @@ class GpuSampler:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        if self._nvml is not None:
+            # First, as close to the loop's end as the start's reading was to its start.
+            self._read_energy()
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
         if self._nvml is not None:
             self._nvml.nvmlShutdown()
+
+    def _read_energy(self) -> None:
+        """Read the energy counter, once it has not failed: where it fails, say why."""
+        if self._energy_unavailable is not None:
+            return
+        try:
+            millijoules = int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle))
+        except self._nvml.NVMLError as error:
+            self._energy_unavailable = _energy_failure(self._nvml, error)
+            return
+        self._energy.append((millijoules, time.perf_counter()))
 
     def telemetry(self, device_s: float, wall_s: float) -> GpuTelemetry:
         """What the readings saw, beside the loop's device and wall time."""
@@ -113,7 +137,23 @@ class GpuSampler:
             power_limit_w=power_limit / 1000 if power_limit is not None else None,
             throttle_reasons=self._slowdowns(masks),
             unavailable=self._unavailable,
+            **self._energy_used(),
         )
+
+    def _energy_used(self) -> dict[str, float | str | None]:
+        """The energy counter's difference and the time between its readings, or why not."""
+        if self._nvml is None:
+            return {}
+        if self._energy_unavailable is not None or len(self._energy) != 2:
+            return {"energy_unavailable": self._energy_unavailable or "NVML was not read"}
+        (start, began), (end, ended) = self._energy
+        if end < start:
+            # The counter restarts with the driver: the loop's energy is then unknown.
+            return {
+                "energy_unavailable": f"the energy counter went back from {start} to {end} mJ "
+                "during the loop (the driver was reloaded)"
+            }
+        return {"energy_j": (end - start) / 1000, "energy_s": ended - began}
 
     def _slowdowns(self, masks: list[int]) -> list[str]:
         if self._nvml is None:
@@ -145,3 +185,30 @@ class GpuSampler:
             return int(getattr(self._nvml, function)(self._handle, *arguments))
         except self._nvml.NVMLError:
             return None
+
+
+def _energy_failure(nvml: Any, error: Exception) -> str:
+    if getattr(error, "value", None) == nvml.NVML_ERROR_NOT_SUPPORTED:
+        return (
+            "this GPU has no total-energy counter (NVML_ERROR_NOT_SUPPORTED: NVML keeps one on "
+            "Volta and newer GPUs, not on a MIG instance)"
+        )
+    return f"NVML's energy counter cannot be read: {error}"
+
+
+def energy(telemetry: GpuTelemetry | None, share: float, inferences: int) -> Energy:
+    """A variant's energy: its `share` of the loop's (1, or its part of an interleaved loop's
+    time), per each of the `inferences` (samples) its timed iterations computed, and the
+    loop's average power; or why there is none."""
+    if telemetry is None:
+        return Energy(unavailable=ENERGY_ON_CPU)
+    if telemetry.energy_j is None or not telemetry.energy_s:
+        why = telemetry.energy_unavailable or telemetry.unavailable or "NVML was not read"
+        return Energy(share=share, unavailable=why)
+    joules = telemetry.energy_j * share
+    return Energy(
+        joules=joules,
+        joules_per_inference=joules / inferences,
+        average_w=telemetry.energy_j / telemetry.energy_s,
+        share=share,
+    )

@@ -30,11 +30,11 @@ from runner.accuracy import References, compare, leaves
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
-from runner.gpu_telemetry import GpuSampler, nvml_uuid
+from runner.gpu_telemetry import GpuSampler, energy, nvml_uuid
 from runner.inputs import as_variant, check_inputs, draw_inputs, expected_inputs, id_bounds
 from runner.measure import PhaseOutcome, Step, run_phase
 from runner.memory import peak_rss_bytes
-from runner.programs import Programs, own_module
+from runner.programs import Programs, module_for
 from runner.stats import summarize
 from runner.threads import cpu_quota, thread_count, usable_cpus
 from runner.validity import validity
@@ -164,6 +164,9 @@ class _Span:
 
     used: Contention
     telemetry: GpuTelemetry | None
+    loop_s: float
+    """The timed loops' time, every variant's blocks: what an interleaved variant's share of
+    the GPU's energy is taken of."""
 
 
 @contextmanager
@@ -253,7 +256,9 @@ def _prepare(
     reference, reference_s = references.of(variant, program, drawn, device)
 
     began = time.perf_counter()
-    module = own_module(program)
+    dtype = precision.compute_dtype(variant.precision)
+    quantized = variant.quantization != Quantization.NONE
+    module = module_for(program, dtype, device, quantized=quantized)
     load_s += time.perf_counter() - began
     if training := _training_ops(module):
         raise UnsupportedVariant(
@@ -262,7 +267,6 @@ def _prepare(
         )
 
     began = time.perf_counter()
-    dtype = precision.compute_dtype(variant.precision)
     fp32_math = precision.set_fp32_math(variant.precision, device)
     # Cast first, then quantize, as torchao expects (`model.to(dtype)`, then `quantize_`):
     # the int4 and fp8 packings run on the device, from weights in the compute dtype.
@@ -343,14 +347,13 @@ def _timed(
     outcomes = [block for own in blocks for block in own]
     cpus = contention.cpus_allowed(ready.quota, usable_cpus())
     used = contention.contention(before, after, torch.get_num_threads(), cpus)
+    loop_s = sum(o.elapsed_s for o in outcomes)
     telemetry = (
-        sampler.telemetry(
-            sum(sum(o.durations_ns) for o in outcomes) / 1e9, sum(o.elapsed_s for o in outcomes)
-        )
+        sampler.telemetry(sum(sum(o.durations_ns) for o in outcomes) / 1e9, loop_s)
         if sampler is not None
         else None
     )
-    return blocks, _Span(used, telemetry)
+    return blocks, _Span(used, telemetry, loop_s)
 
 
 def _result(
@@ -417,6 +420,11 @@ def _result(
         ),
         contention=span.used,
         gpu=span.telemetry,
+        energy=energy(
+            span.telemetry,
+            measured.elapsed_s / span.loop_s if span.loop_s else 1,
+            samples,
+        ),
         environment=fingerprint(device, device_name(device, cpu), ready.threads, ready.quota),
         samples=encode(measured.durations_ns),
         accuracy=ready.accuracy,

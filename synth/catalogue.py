@@ -12,9 +12,6 @@ from typing import Final
 
 from contract.variant import Compile, Precision, Quantization
 
-GPU_RESOURCE: Final = "nvidia.com/gpu"
-"""The extended resource the NVIDIA device plugin advertises."""
-
 DEFAULT_NODE_LABEL: Final = "gpu-type"
 """The node label the design note selects GPU nodes by; clusters may use others."""
 

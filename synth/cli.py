@@ -8,6 +8,7 @@ import click
 
 from contract.options import root_option, version_option
 from contract.text import shown
+from exporter.cli import export
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.hints import did_you_mean
@@ -238,3 +239,6 @@ def plan_command(repo: Repo, output_format: str) -> None:
     edited = sum(len(cluster.edited) for cluster in plans)
     if edited:
         raise click.ClickException(f"{edited} objects in dist/ differ from what synth writes")
+
+
+cli.add_command(export)

@@ -11,12 +11,14 @@ from typing import Annotated, Literal
 from pydantic import (
     AfterValidator,
     Field,
+    StrictFloat,
     StrictInt,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from contract.allocation import Capacity
 from contract.layout import LOCAL_CLUSTER
 from synth.base import SpecModel
 from synth.catalogue import DEFAULT_NODE_LABEL, DEVICE_TYPES
@@ -31,7 +33,12 @@ from synth.kubernetes import (
     version_text,
 )
 from synth.labels import LabelKey, LabelValue
-from synth.limits import MAX_DESCRIPTION_CHARS, MAX_PATH_CHARS, MAX_REGION_CHARS
+from synth.limits import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_PATH_CHARS,
+    MAX_PRICE_PER_HOUR,
+    MAX_REGION_CHARS,
+)
 from synth.texts import Text
 
 
@@ -120,6 +127,57 @@ class Kueue(SpecModel):
     LocalQueue of benchfleet's namespaces points to."""
 
 
+def _check_currency(code: str) -> str:
+    if not (len(code) == 3 and code.isascii() and code.isalpha() and code.isupper()):
+        raise SpecError(
+            f"{code[:40]!r} is not a currency code",
+            "write the ISO 4217 code of the currency the prices are in, e.g. USD or EUR",
+        )
+    return code
+
+
+Currency = Annotated[
+    str, AfterValidator(_check_currency), Field(json_schema_extra={"pattern": "^[A-Z]{3}$"})
+]
+"""An ISO 4217 currency code: three capital letters."""
+PricePerHour = Annotated[StrictFloat, Field(ge=0, le=MAX_PRICE_PER_HOUR, allow_inf_nan=False)]
+
+
+class DevicePrice(SpecModel):
+    """What one device of a type costs per hour: one GPU of a GPU type, one CPU of `cpu`."""
+
+    on_demand: PricePerHour | None = None
+    """On the cluster's regular nodes."""
+    spot: PricePerHour | None = None
+    """On its spot nodes: what a target with `spot: true` runs on."""
+
+    @model_validator(mode="after")
+    def _a_price(self) -> "DevicePrice":
+        if self.on_demand is None and self.spot is None:
+            raise SpecError(
+                "a device's entry names no price", "give on_demand, spot, or both, per hour"
+            )
+        return self
+
+    def per_hour(self, capacity: Capacity) -> float | None:
+        """The price on `capacity` nodes, where the entry gives one."""
+        return self.spot if capacity == "spot" else self.on_demand
+
+
+class Prices(SpecModel):
+    """What devices cost, for the collector's report: each variant's cost from the time its
+    pods held their devices, and the cost of 1,000 inferences at its measured speed
+    (docs/collector.md, "Cost"). Without prices the report gives GPU-seconds and
+    CPU-seconds."""
+
+    currency: Currency
+    """The currency every price is in (ISO 4217: USD, EUR); one for the whole fleet."""
+    per_hour: dict[DeviceTypeName, DevicePrice] = Field(min_length=1)
+    """Per device type, the price of one device for one hour, on demand and on spot nodes:
+    `nvidia-a100: {on_demand: 3.67, spot: 1.10}`; for `cpu`, of one CPU (what a pod
+    requests)."""
+
+
 class Cluster(SpecModel):
     """One Kubernetes cluster, in one region, that Flux applies this repository to."""
 
@@ -143,6 +201,10 @@ class Cluster(SpecModel):
     """The cluster's Kubernetes version, major.minor in quotes (`"1.35"`, from `kubectl
     version`): synth uses only what is on there by default (an `oci` model's image volume
     needs 1.35). Default: 1.33, the oldest the manifests are written for."""
+    prices: Prices | None = None
+    """What this cluster's devices cost where it differs from the fleet's `prices` (another
+    region or cloud): its entries replace the fleet's for their device types, in the same
+    currency."""
 
     @field_validator("name")
     @classmethod
@@ -235,6 +297,10 @@ class Fleet(SpecModel):
     """The class of workflows that name none."""
     clusters: list[Cluster] = Field(min_length=1)
     """The clusters, each a folder under `clusters/`."""
+    prices: Prices | None = None
+    """What devices cost per hour, on demand and on spot nodes: optional. With it the
+    collector's report gives each variant's cost and the cost of 1,000 inferences; a
+    cluster's own `prices` replace its entries there."""
 
     @field_validator("default_priority")
     @classmethod
@@ -247,3 +313,11 @@ class Fleet(SpecModel):
     def cluster(self, name: str) -> Cluster:
         """The cluster called `name` (names are validated before anyone asks)."""
         return next(cluster for cluster in self.clusters if cluster.name == name)
+
+    def prices_in(self, name: str) -> Prices | None:
+        """The prices of cluster `name`'s devices: the fleet's, its own entries over them;
+        None where neither gives any (or no such cluster is in the fleet)."""
+        own = next((c.prices for c in self.clusters if c.name == name), None)
+        if own is None or self.prices is None:
+            return own or (self.prices if any(c.name == name for c in self.clusters) else None)
+        return Prices(currency=own.currency, per_hour=self.prices.per_hour | own.per_hour)

@@ -8,7 +8,8 @@ from ipaddress import ip_network
 
 from synth.catalogue import DEVICE_TYPES
 from synth.checks import Finding
-from synth.fleet import Cluster, Fleet
+from synth.fleet import Cluster, Fleet, Prices
+from synth.problems import format_loc
 from synth.repeats import repeats
 
 
@@ -32,7 +33,41 @@ def check_fleet(fleet: Fleet) -> list[Finding]:
     ]
     for index, cluster in enumerate(fleet.clusters):
         findings += _cluster_findings(("clusters", index), cluster)
-    return findings
+    return findings + list(_price_findings(fleet))
+
+
+def _price_findings(fleet: Fleet) -> Iterator[Finding]:
+    """Prices the report could not use as written: two currencies, a device no cluster it
+    applies to has, a spot price where there are no spot nodes."""
+    tables: list[tuple[tuple[str | int, ...], Prices, list[Cluster]]] = [
+        (("clusters", index, "prices"), cluster.prices, [cluster])
+        for index, cluster in enumerate(fleet.clusters)
+        if cluster.prices is not None
+    ]
+    if fleet.prices is not None:
+        tables.insert(0, (("prices",), fleet.prices, fleet.clusters))
+    currency = tables[0][1].currency if tables else None
+    for loc, prices, clusters in tables:
+        if prices.currency != currency:
+            yield Finding(
+                (*loc, "currency"),
+                f"prices in {prices.currency}, but {format_loc(tables[0][0])} are in {currency}",
+                "give every price in one currency: a report compares costs across clusters",
+            )
+        for device, price in prices.per_hour.items():
+            if not any(device in cluster.device_types for cluster in clusters):
+                where = "no cluster has" if len(clusters) > 1 else "the cluster has no"
+                yield Finding(
+                    (*loc, "per_hour", device),
+                    f"a price for {device}, which {where} {device} nodes",
+                    f"add {device} to device_types, or remove its price",
+                )
+            elif price.spot is not None and not any(c.spot for c in clusters):
+                yield Finding(
+                    (*loc, "per_hour", device, "spot"),
+                    "a spot price, but no cluster it applies to has spot nodes",
+                    "remove the spot price, or describe the cluster's spot nodes under spot",
+                )
 
 
 def _cluster_findings(loc: tuple[str, int], cluster: Cluster) -> Iterator[Finding]:

@@ -36,9 +36,12 @@ from contract.errors import DETERMINISTIC
 from contract.layout import (
     APP,
     APP_LABEL,
+    CAPACITY_ANNOTATION,
     COMPLETION_INDEX_KEY,
     DESCRIPTION_ANNOTATION,
+    DEVICE_TYPE_ANNOTATION,
     GATES_ANNOTATION,
+    GPU_RESOURCE,
     GROUPS_ANNOTATION,
     HOSTNAME_LABEL,
     JOB_LABEL,
@@ -58,7 +61,7 @@ from contract.layout import (
 from contract.records import reuses_text
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
 from synth.ca_bundles import CaBundle
-from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE
+from synth.catalogue import DEVICE_TYPES
 from synth.committed import CommittedJob, JobSlot
 from synth.digests import digest
 from synth.fleet import Cluster, Fleet
@@ -807,6 +810,10 @@ class _Workflow:
                 **({REUSES_ANNOTATION: reuses_text(reuses)} if reuses else {}),
                 # Outside the hash too: a gate judges the numbers, it changes none of them.
                 GATES_ANNOTATION: accuracy_gates(workflow, config),
+                # What the pods hold and how it is bought, in the fleet's words: gather keeps
+                # them with each variant's allocated time, for the report to price.
+                DEVICE_TYPE_ANNOTATION: target.gpu_type,
+                CAPACITY_ANNOTATION: "spot" if target.spot else "on-demand",
             },
             config=config,
             job_spec=name_job_spec(job_spec, name),

@@ -84,3 +84,7 @@ distribution project's grammar allows no more."""
 MAX_ANNOTATION_BYTES: Final = 256 * 1024
 """All annotations of one object together, keys and values, in bytes: the API server refuses
 an object with more, and Flux stops applying the whole cluster."""
+
+MAX_PRICE_PER_HOUR: Final = 1_000_000
+"""A device-hour's price in `prices`, in any currency: an H100 hour is a few US dollars, a
+few hundred yen, tens of thousands of rupiah; a price above a million is a slip of unit."""

@@ -129,17 +129,7 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
     Raises SpecProblems with every problem found in any file.
     """
     problems: list[Problem] = [] if files is not None else stray_files(root)
-    fleet_read = _read(root, root / FLEET_FILE, problems)
-    fleet = (
-        _validate(fleet_read[1], FLEET_FILE.as_posix(), Fleet, None, problems)
-        if fleet_read is not None
-        else None
-    )
-    if fleet is not None and fleet_read is not None:
-        problems.extend(
-            problem_at(fleet_read[1], FLEET_FILE.as_posix(), f.loc, f.message, f.hint)
-            for f in check_fleet(fleet)
-        )
+    fleet_read, fleet = _load_fleet(root, problems)
     model_files = ModelFiles(root)
     if fleet is not None and fleet_read is not None and fleet.ca_bundle is not None:
         try:
@@ -199,6 +189,35 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         recorded=recorded,
         root=root,
     )
+
+
+def _load_fleet(
+    root: Path, problems: list[Problem]
+) -> tuple[tuple[str, YamlSource] | None, Fleet | None]:
+    """The fleet file as read, and validated with its cross-checks; each None where its
+    problems (added to `problems`) stopped it."""
+    fleet_read = _read(root, root / FLEET_FILE, problems)
+    fleet = (
+        _validate(fleet_read[1], FLEET_FILE.as_posix(), Fleet, None, problems)
+        if fleet_read is not None
+        else None
+    )
+    if fleet is not None and fleet_read is not None:
+        problems.extend(
+            problem_at(fleet_read[1], FLEET_FILE.as_posix(), f.loc, f.message, f.hint)
+            for f in check_fleet(fleet)
+        )
+    return fleet_read, fleet
+
+
+def load_fleet(root: Path) -> Fleet:
+    """The fleet config alone, validated as `load_specs` validates it (for what reads no
+    workflow: the collector's prices). Raises SpecProblems with every problem of the file."""
+    problems: list[Problem] = []
+    _, fleet = _load_fleet(root, problems)
+    if problems or fleet is None:
+        raise SpecProblems(problems)
+    return fleet
 
 
 def _duplicate_ids(root: Path, loaded: list[LoadedWorkflow]) -> Iterator[Problem]:

@@ -109,12 +109,29 @@ def why(before: JobRef | None, after: JobRef) -> Why:
 @dataclass(frozen=True)
 class Estimate:
     """A created Job's pod time from earlier runs: each variant with a recorded success of
-    the same setting on the same target counts its median time (load to the end of the timed
-    loop), every other one its bounds' maximum."""
+    the same setting on the same target counts its median time, every other one its bounds'
+    maximum."""
 
     seconds: float
     from_history: int
     """How many of the Job's variants had earlier runs to go by."""
+    allocated: int = 0
+    """Of those, how many by the time the cluster allocated them (every attempt, start-up
+    included); the rest by the runner's own time, recorded before allocations were."""
+
+
+PastSource = Literal["allocated", "measured"]
+
+
+@dataclass(frozen=True)
+class Past:
+    """What earlier successful runs of one setting on one target took: the median of their
+    allocated time (collector/allocation.py: scheduled to the runner's end, every attempt,
+    its share of a grouped pod) where gather recorded it, else of the runner's own time
+    (load to the end of the timed loop: no image pull, no retries)."""
+
+    seconds: float
+    source: PastSource
 
 
 @dataclass(frozen=True)
@@ -141,29 +158,37 @@ class Change:
         return f"{job.workflow}/{job.target}{repeat}"
 
 
-def recorded_seconds(root: Path, workflow: str, cluster: str) -> dict[tuple[str, str], float]:
-    """(target, variant as described) -> the median time its recorded successful runs in
-    `cluster` took."""
-    runs: dict[tuple[str, str], list[float]] = {}
+def recorded_seconds(root: Path, workflow: str, cluster: str) -> dict[tuple[str, str], Past]:
+    """(target, variant as described) -> what its recorded successful runs in `cluster`
+    took: their allocated time where any has one recorded, else the runner's own time."""
+    runs: dict[tuple[str, str], dict[PastSource, list[float]]] = {}
     for job in recorded_jobs(root, workflow, cluster):
         record = read_record(record_path(root, workflow, cluster, job))
         for stored in record.variants:
             result = stored.result
-            if stored.variant is None or not isinstance(result, OkResult) or not result.timings:
+            if stored.variant is None or not isinstance(result, OkResult):
                 continue
-            timings = result.timings
-            seconds = (
-                timings.load_s
-                + timings.prepare_s
-                + timings.first_iteration_ms / 1000
-                + timings.warmup.seconds
-                + timings.measure.seconds
-            )
-            runs.setdefault((record.target or "", stored.variant.describe()), []).append(seconds)
-    return {key: statistics.median(values) for key, values in runs.items()}
+            found = runs.setdefault((record.target or "", stored.variant.describe()), {})
+            if stored.allocation is not None:
+                found.setdefault("allocated", []).append(stored.allocation.seconds)
+            elif result.timings is not None:
+                timings = result.timings
+                seconds = (
+                    timings.load_s
+                    + timings.prepare_s
+                    + timings.first_iteration_ms / 1000
+                    + timings.warmup.seconds
+                    + timings.measure.seconds
+                )
+                found.setdefault("measured", []).append(seconds)
+    history = {}
+    for key, found in runs.items():
+        source: PastSource = "allocated" if "allocated" in found else "measured"
+        history[key] = Past(statistics.median(found[source]), source)
+    return history
 
 
-def _estimate(job: JobRef, history: Mapping[tuple[str, str], float]) -> Estimate | None:
+def _estimate(job: JobRef, history: Mapping[tuple[str, str], Past]) -> Estimate | None:
     known = [
         history[job.target, setting]
         for setting in job.ids.values()
@@ -172,7 +197,11 @@ def _estimate(job: JobRef, history: Mapping[tuple[str, str], float]) -> Estimate
     if not known:
         return None
     bound = job.max_pod_seconds / job.variants if job.variants else 0.0
-    return Estimate(sum(known) + bound * (len(job.ids) - len(known)), len(known))
+    return Estimate(
+        sum(past.seconds for past in known) + bound * (len(job.ids) - len(known)),
+        len(known),
+        sum(past.source == "allocated" for past in known),
+    )
 
 
 @dataclass(frozen=True)
@@ -289,7 +318,7 @@ def plan(
     with the repository `root`, prunes whose results are recorded say so, and created Jobs
     are estimated from the recorded runs of the same settings."""
     plans = []
-    history: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+    history: dict[tuple[str, str], dict[tuple[str, str], Past]] = {}
 
     def estimate(job: JobRef, cluster: str) -> Estimate | None:
         if root is None:
@@ -358,13 +387,29 @@ def _runs(change: Change) -> str:
     because = f": {reasons}" if reasons else ""
     cost = _cost(job)
     if change.estimate is not None:
-        known = change.estimate.from_history
-        cost = (
-            f"about {change.estimate.seconds / 60:.1f} pod-minutes by earlier runs of {known} "
-            f"of them ({cost})"
-        )
+        cost = f"{_estimated(change.estimate, job)} ({cost})"
     pods = f" in {job.pods} pods" if job.pods != job.variants else ""
     return f"{job.variants} variant{plural} will run{pods}{because}; {cost}"
+
+
+def _estimated(estimate: Estimate, job: JobRef) -> str:
+    """The estimate in words, saying what each part of it goes by."""
+    minutes = estimate.seconds / 60
+    words = f"about {minutes:.1f} pod-minutes"
+    if job.gpus:
+        words += f", {minutes * job.gpus / 60:.2f} GPU-hours"
+    measured = estimate.from_history - estimate.allocated
+    bounds = len(job.ids) - estimate.from_history
+    parts = [
+        f"{count} {how}"
+        for count, how in (
+            (estimate.allocated, "by the time earlier runs were allocated"),
+            (measured, "by earlier runs' own time (start-up and retries not recorded)"),
+            (bounds, "by the bounds"),
+        )
+        if count
+    ]
+    return f"{words}: {', '.join(parts)}"
 
 
 def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:

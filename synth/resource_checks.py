@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Final
 
-from synth.catalogue import GPU_RESOURCE
+from contract.layout import GPU_RESOURCE
 from synth.hints import SpecError, closest, unknown
 from synth.quantity import parse_quantity
 from synth.yaml_source import Loc

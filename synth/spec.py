@@ -35,10 +35,10 @@ from contract.config import (
     Tail,
     tail_iterations,
 )
-from contract.layout import KUSTOMIZATION_FILE, WORKLOADS
+from contract.layout import GPU_RESOURCE, KUSTOMIZATION_FILE, WORKLOADS
 from contract.variant import SPELLINGS, Compile, Precision, Quantization
 from synth.base import SpecModel
-from synth.catalogue import DEVICE_TYPES, GPU_RESOURCE, RESOURCE_PRESETS
+from synth.catalogue import DEVICE_TYPES, RESOURCE_PRESETS
 from synth.fields import (
     ClusterName,
     Count,

@@ -1,5 +1,6 @@
 """Fixtures shared by every test package."""
 
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 import torch
 
 from localcluster.build import is_built
+from models.large import LargeModel, export_all
 from tests.model_server import (
     Authority,
     ModelServer,
@@ -60,6 +62,15 @@ def model_server(server_certificate: tuple[Path, Path]) -> Iterator[ModelServer]
     """A real https server on loopback whose certificate the company CA issued."""
     with serving(*server_certificate) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def large_models(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LargeModel]]:
+    """ResNet-50 and BERT-base exported by `benchfleet export` once a session; deleted after
+    it (half a gigabyte must not pile up in pytest's kept temporary folders)."""
+    folder = tmp_path_factory.mktemp("large-models")
+    yield export_all(folder)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 CLUSTER_SKIPPED = (

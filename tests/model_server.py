@@ -8,18 +8,20 @@ It records every request, so a test can say what was retried and from where.
 
 import hashlib
 import http.server
+import json
 import shutil
 import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
+import yaml
 
 HOST: Final = "127.0.0.1"
 SERVER_NAME: Final = "localhost"
@@ -195,3 +197,16 @@ def serving(certificate: Path, key: Path) -> Iterator[ModelServer]:
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+def edit_configs(workload: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Apply `edit` to every config.json in a synthesized workload file: to point a url
+    model at the test's server, whose port the spec may not name (it admits 443 only)."""
+    documents = list(yaml.safe_load_all(workload.read_text(encoding="utf-8")))
+    for document in documents:
+        config_json = (document or {}).get("data", {}).get("config.json")
+        if config_json is not None:
+            config: dict[str, Any] = json.loads(config_json)
+            edit(config)
+            document["data"]["config.json"] = json.dumps(config)
+    workload.write_text(yaml.safe_dump_all(documents), encoding="utf-8")

@@ -6,12 +6,14 @@ machine's, at sizes that measure nothing). The cluster benches need the local cl
 (`cluster`), the GPU one a CUDA device (`gpu`)."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from localrun.loopback_registry import PROGRAM as REGISTRY
 from tests.conftest import REPO_ROOT
 
 BENCH = REPO_ROOT / "bench"
@@ -30,6 +32,14 @@ RUNS = [
     pytest.param("accuracy_cost", "accuracy pass share of pod wall time", id="accuracy_cost"),
     pytest.param("quantization", "q / none time", id="quantization"),
     pytest.param("compiled", "inductor / eager, paired", id="compiled"),
+    pytest.param(
+        "large_models",
+        "(runner - transfer) / load",
+        marks=pytest.mark.skipif(
+            shutil.which(REGISTRY) is None, reason="needs Debian's docker-registry"
+        ),
+        id="large_models",
+    ),
     pytest.param("collector_gather", "gather / per-Job loop wall time", id="collector_gather"),
     pytest.param(
         "cluster_gather", "gather / per pod", marks=pytest.mark.cluster, id="cluster_gather"

@@ -4,10 +4,14 @@ collector authenticated as its own ServiceAccount; and proof 6, the content-hash
 The pods run the real runner (localcluster/podexecutor.py runs them through localrun).
 """
 
+from datetime import datetime
+
 import pytest
 
+from collector.pods import condition, runner_container, runner_terminated
 from contract.layout import record_path
 from contract.records import read_record
+from synth.quantity import parse_quantity
 from tests.cluster.conftest import (
     NAMESPACE,
     LiveCluster,
@@ -48,6 +52,21 @@ def test_cpu_smoke_runs_is_gathered_once_and_cleaned(
     record = read_record(record_path(smoke.root, WORKFLOW, "us-east", job))
     assert record.outcome == "complete"
     assert [v.result.status for v in record.variants if v.result] == ["ok"] * 6
+    # What each variant held, read from its real pod: PodScheduled to the runner's end, times
+    # the CPUs it requested (a CPU target's pod holds no GPU).
+    pods = observer.by_index()
+    for variant in record.variants:
+        (pod,) = pods[variant.index]
+        scheduled = condition(pod, "PodScheduled") or {}
+        span = datetime.fromisoformat(runner_terminated(pod)["finishedAt"]) - (
+            datetime.fromisoformat(scheduled["lastTransitionTime"])
+        )
+        container = runner_container(pod) or {}
+        cpus = float(parse_quantity(container["resources"]["requests"]["cpu"]))
+        held = variant.allocation
+        assert held is not None and held.estimate == ()
+        assert (held.seconds, held.devices, held.unit) == (span.total_seconds(), cpus, "cpu")
+        assert (held.device_type, held.capacity, held.attempts) == ("cpu", "on-demand", 1)
 
     again = smoke.collector(
         "gather", "--workflow", WORKFLOW, "--cluster", "us-east", kubeconfig=collector_kubeconfig

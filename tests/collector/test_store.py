@@ -8,6 +8,7 @@ import pytest
 
 from collector.store import Store, StoreError, open_store
 from contract.accuracy import Accuracy, AccuracyGate
+from contract.allocation import Allocation
 from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
@@ -16,8 +17,9 @@ from contract.variant import Compile
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
-ADDED_IN_6 = ("compile",)
-VERSION = 6
+ADDED_IN_6 = ("allocation",)
+ADDED_IN_7 = ("compile",)
+SCHEMA_VERSION = 7
 
 
 @pytest.fixture
@@ -108,7 +110,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
@@ -116,7 +118,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
     with sqlite3.connect(path) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(variant_runs)")}
         assert not columns & {"device_name", "model_sha256", "status", "p50_ms"}
-        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def older_database(tmp_path: Path, version: int, added_since: tuple[str, ...]) -> Path:
@@ -132,19 +134,19 @@ def older_database(tmp_path: Path, version: int, added_since: tuple[str, ...]) -
 
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
-    path = older_database(tmp_path, 2, ("repeat", *ADDED_IN_5, *ADDED_IN_6))
+    path = older_database(tmp_path, 2, ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7))
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
     with open_store(path) as store:
         store.add(repeated, [succeeded(0)])
         assert [run.job.repeat for run in store.runs("cpu-smoke")] == [None, 1]
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     tmp_path: Path,
 ) -> None:
-    path = older_database(tmp_path, 4, (*ADDED_IN_5, *ADDED_IN_6))
+    path = older_database(tmp_path, 4, (*ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7))
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
     with open_store(path) as store:
         store.add(JOB, [judged])
@@ -152,11 +154,35 @@ def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     assert (earlier.variant.accuracy_gate, earlier.variant.accuracy_failed) == (None, None)
     assert later.variant == judged
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
-def test_a_version_5_database_gains_compile_its_runs_eager(tmp_path: Path) -> None:
-    path = older_database(tmp_path, 5, ADDED_IN_6)
+ALLOCATION = Allocation(
+    seconds=38.5,
+    pod_seconds=115.5,
+    share=1 / 3,
+    devices=2,
+    unit="gpu",
+    device_type="nvidia-a100",
+    capacity="spot",
+    attempts=2,
+    estimate=("1 of 3 attempts' pods were gone before gather saw them",),
+)
+
+
+def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_path: Path) -> None:
+    path = older_database(tmp_path, 5, (*ADDED_IN_6, *ADDED_IN_7))
+    allocated = succeeded(1).model_copy(update={"allocation": ALLOCATION})
+    with open_store(path) as store:
+        store.add(JOB, [allocated])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.variant.allocation, later.variant) == (None, allocated)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_6_database_gains_compile_its_runs_eager(tmp_path: Path) -> None:
+    path = older_database(tmp_path, 6, ADDED_IN_7)
     compiled = compiled_variant(succeeded(1))
     with open_store(path) as store:
         store.add(JOB, [compiled])
@@ -165,7 +191,7 @@ def test_a_version_5_database_gains_compile_its_runs_eager(tmp_path: Path) -> No
     assert earlier.variant.variant.compile is Compile.EAGER
     assert later.variant == compiled
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def compiled_variant(run: StoredVariant) -> StoredVariant:
@@ -185,6 +211,21 @@ def test_an_eager_and_a_compiled_run_are_told_apart_in_store_and_record(
     assert [run.variant for run in store.runs("cpu-smoke")] == [eager, compiled]
     path, _ = write_record(tmp_path, record(eager, compiled))
     assert read_record(path).variants == (eager, compiled)
+
+
+def test_an_allocation_reads_back_from_store_and_record_and_comes_to_runs_stored_before_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """A group's variant measured by an attempt that a retry followed is stored at once; its
+    allocation comes once its index has ended."""
+    store.add(JOB, [succeeded(0), succeeded(1)], NOW)
+    store.allocate(JOB, {1: ALLOCATION})
+    first, second = store.runs("cpu-smoke")
+    assert (first.variant.allocation, second.variant.allocation) == (None, ALLOCATION)
+    assert second.variant.allocation is not None
+    assert second.variant.allocation.device_seconds == 77.0
+    path, _ = write_record(tmp_path, record(second.variant))
+    assert read_record(path).variants == (second.variant,)
 
 
 @pytest.mark.parametrize(

@@ -6,13 +6,11 @@ The one edit to what synth wrote is the model's URL: the spec admits port 443 on
 pods' NetworkPolicy), and the test's server listens on a free port.
 """
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from contract.layout import workload_file
@@ -20,7 +18,7 @@ from localrun.__main__ import main
 from synth.main import synth
 from tests.conftest import TEST_DATA
 from tests.localrun.test_process import QUICK_PHASE, stored
-from tests.model_server import Authority, Behaviour, ModelServer, make_authority
+from tests.model_server import Authority, Behaviour, ModelServer, edit_configs, make_authority
 from tests.runner.conftest import EXAMPLES, sha256_of
 
 MODEL = EXAMPLES / "tiny-mlp.pt2"
@@ -59,16 +57,12 @@ def repo(tmp_path: Path, company_ca: Authority) -> Path:
 
 def serve_from(root: Path, url: str) -> None:
     """Point the synthesized config.json at `url`, with short measurements."""
-    path = root / workload_file("alpha", "remote")
-    documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
-    for document in documents:
-        config_json = (document or {}).get("data", {}).get("config.json")
-        if config_json is not None:
-            config: dict[str, Any] = json.loads(config_json)
-            config["models"]["mlp"]["location"] = url
-            config["warmup"] = config["measure"] = QUICK_PHASE
-            document["data"]["config.json"] = json.dumps(config)
-    path.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+
+    def edit(config: dict[str, Any]) -> None:
+        config["models"]["mlp"]["location"] = url
+        config["warmup"] = config["measure"] = QUICK_PHASE
+
+    edit_configs(root / workload_file("alpha", "remote"), edit)
 
 
 def test_a_url_model_behind_the_company_ca_runs_locally_and_is_reported(

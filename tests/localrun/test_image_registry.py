@@ -23,20 +23,34 @@ from localrun.e2e_container import Timings
 from localrun.image import REMOTE_NAME, Pushed, build, local_image, project_version, push
 from localrun.loopback_registry import loopback_registry
 from localrun.pin import FLEET_FILE, pin_file
-from localrun.podman import Podman, configure_podman
+from localrun.podman import Podman, PodmanError, configure_podman
 from localrun.reference import in_registry, parse_pinned, parse_registry
 from localrun.registry import RegistryClient
 from synth.main import synth
 from tests.conftest import REPO_ROOT
 
 REQUIRED: Final = ("podman", "/usr/sbin/runc", "debootstrap", "/usr/bin/docker-registry")
+FREE_DISK_GB: Final = 24
+"""Measured: 20 GB more in use at the peak, during the push (podman's compressed copies of the
+5.3 GB image and the registry's), after the build context's 2.7 GB are gone."""
 
 
 def _missing() -> list[str]:
     missing = [program for program in REQUIRED if shutil.which(program) is None]
     if os.geteuid() != 0:
         missing.append("root (podman builds and registry pushes here run as root)")
+    for folder in ("/var/lib/containers", tempfile.gettempdir()):
+        free_gb = shutil.disk_usage(_existing(Path(folder))).free / 1e9
+        if free_gb < FREE_DISK_GB:
+            # The registry would answer the push with a bare HTTP 500.
+            missing.append(f"{FREE_DISK_GB} GB free under {folder} ({free_gb:.1f} GB)")
     return missing
+
+
+def _existing(path: Path) -> Path:
+    while not path.exists():
+        path = path.parent
+    return path
 
 
 pytestmark = pytest.mark.skipif(
@@ -48,9 +62,14 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def registry_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("registry")
+
+
+@pytest.fixture(scope="module")
+def registry(registry_folder: Path) -> Iterator[str]:
     """host:port of a docker-registry serving plain HTTP on loopback, storing in a temp dir."""
-    with loopback_registry(tmp_path_factory.mktemp("registry")) as address:
+    with loopback_registry(registry_folder) as address:
         yield address
 
 
@@ -62,7 +81,7 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def pushed(registry: str, tmp_path_factory: pytest.TempPathFactory) -> Run:
+def pushed(registry: str, registry_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """`make image` then `make push REGISTRY=<registry>/benchfleet`, as their code runs them."""
     podman = configure_podman(tmp_path_factory.mktemp("podman"))
     timings = Timings()
@@ -73,7 +92,12 @@ def pushed(registry: str, tmp_path_factory: pytest.TempPathFactory) -> Run:
         built = build(podman, Path(scratch), timings, "local")
         assert built.image == local_image()
         with timings.step("push"):
-            result = push(podman, built.image, target, Path(scratch), insecure=True)
+            try:
+                result = push(podman, built.image, target, Path(scratch), insecure=True)
+            except PodmanError as error:
+                # podman sees only the status code; the registry's log says why.
+                log = (registry_folder / "registry.log").read_text(encoding="utf-8")
+                raise AssertionError(f"{error}\nregistry.log:\n{log[-3000:]}") from error
     print(timings.table())
     print(f"pushed {result.reference}: the registry serves {result.pinned}")
     return Run(podman, result, timings)

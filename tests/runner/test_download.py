@@ -87,6 +87,7 @@ def test_python_m_runner_downloads_through_the_company_ca_once_per_pod(
     assert [type(result) for result in results] == [OkResult, OkResult]
     assert model_server.requests == [Request("/tiny-mlp.pt2", None)]
     assert f"downloading {served}" in done.stderr and "sha256 verified" in done.stderr
+    assert not list(tmp_path.glob("benchfleet-*")), "the download does not outlive the pod"
 
 
 def test_a_connection_dropped_midway_is_resumed_from_where_it_stopped(

@@ -8,7 +8,8 @@ import torch
 from contract.config import ModelConfig
 from runner.errors import ModelLoadError, ModelMismatch, ModelRefused
 from runner.loading import load_program, model_file
-from runner.programs import own_module
+from runner.programs import Programs, module_for, own_module
+from runner.run import prepare_variant
 from tests.output_models import (
     ANOTHER_TORCH,
     OUTPUT_TYPE,
@@ -16,7 +17,7 @@ from tests.output_models import (
     export_encoder,
     written_by_another_torch,
 )
-from tests.runner.conftest import sha256_of
+from tests.runner.conftest import MakeConfig, sha256_of
 
 
 def test_a_verified_program_loads_and_runs(models_dir: Path) -> None:
@@ -161,3 +162,52 @@ def test_a_variants_module_runs_as_torchs_own_and_casting_it_leaves_the_program(
     assert len(mine._forward_hooks) == len(torchs._forward_hooks)
     mine.to(torch.float16)
     assert {t.dtype for t in program.state_dict.values()} == {torch.float32}
+
+
+def _storages(module: torch.nn.Module) -> set[int]:
+    """Where its plain tensors' data is (a quantized weight is a tensor subclass)."""
+    tensors = module.state_dict().values()
+    return {t.data_ptr() for t in tensors if type(t) in (torch.Tensor, torch.nn.Parameter)}
+
+
+def test_a_variant_that_changes_no_tensor_runs_on_the_programs_own_and_others_on_a_copy(
+    models_dir: Path, make_config: MakeConfig, tmp_path: Path
+) -> None:
+    """A copy would hold the weights twice; a cast or a quantization must still leave the
+    program as loaded for the pod's next variant."""
+    programs = Programs(models_dir, tmp_path)
+    loaded: dict[str, set[int]] = {}
+    for precision, quantization in (
+        ("fp32", "none"), ("bf16", "none"), ("fp32", "int8-weight-only"), ("fp32", "none"),
+    ):  # fmt: skip
+        config = make_config("tiny-mlp", precision=precision, quantization=quantization)
+        prepared = prepare_variant(config, config.variants[0], programs)
+        program = programs.program("tiny-mlp", config.models["tiny-mlp"])
+        loaded[f"{precision} {quantization}"] = _storages(prepared.module) & _storages(
+            program.module()
+        )
+        assert {t.dtype for t in program.state_dict.values()} == {torch.float32}
+    assert loaded["fp32 none"]
+    assert not loaded["bf16 none"]
+    assert not loaded["fp32 int8-weight-only"]
+
+
+class _Counter(torch.nn.Module):
+    """Writes into a buffer on every call."""
+
+    calls: torch.Tensor
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.add_(1)
+        return x + self.calls
+
+
+def test_a_program_that_writes_its_buffers_runs_on_a_copy() -> None:
+    program = torch.export.export(_Counter(), (torch.zeros(2),))
+    module = module_for(program, torch.float32, torch.device("cpu"), quantized=False)
+    module(torch.zeros(2))
+    assert program.state_dict["calls"].item() == 0

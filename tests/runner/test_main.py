@@ -15,6 +15,7 @@ from collector.intervals import from_samples
 from contract.config import PhaseConfig, RunConfig
 from contract.errors import ExitCode
 from contract.result import (
+    ENERGY_ON_CPU,
     RESULT_PREFIX,
     SCHEMA_FILE,
     TERMINATION_LOG_LIMIT,
@@ -88,6 +89,9 @@ def test_a_successful_run_exits_zero_with_a_schema_valid_result(
     assert code == ExitCode.OK and isinstance(result, OkResult)
     assert result.latency.count >= 3
     assert result.timings is not None and result.timings.warmup.iterations >= 3
+    # A CPU target has no energy counter, and its result says so.
+    assert result.energy is not None
+    assert (result.energy.joules, result.energy.unavailable) == (None, ENERGY_ON_CPU)
     jsonschema.validate(result.model_dump(mode="json", exclude_none=True), result_schema)
     assert result.samples is not None
     copy = result.model_copy(update={"samples": None, "samples_in_log": True})

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from contract.allocation import Allocation
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
 from contract.layout import REUSES_ANNOTATION, SPEC_SHA256_ANNOTATION, workload_file
@@ -101,6 +102,20 @@ def _took(config: RunConfig, index: int, seconds: float) -> BenchResult:
     )
 
 
+def _held(config: RunConfig, seconds: float) -> Allocation:
+    """What gather records of a variant of `config` whose pod held its node `seconds`."""
+    return Allocation(
+        seconds=seconds,
+        pod_seconds=seconds,
+        share=1,
+        devices=config.gpus or 1,
+        unit="gpu" if config.gpus else "cpu",
+        device_type=config.device_type,
+        capacity="on-demand",
+        attempts=1,
+    )
+
+
 def record_jobs_in(
     root: Path,
     workflow: str,
@@ -108,11 +123,13 @@ def record_jobs_in(
     failed: Collection[int] = (),
     seconds: float | None = None,
     finished_at: str | None = None,
+    allocated: float | None = None,
 ) -> list[str]:
     """Record every Job dist/ holds of a workflow in a cluster under `root`, as gather would
     once they finished (at `finished_at`, when given): each variant succeeded (having taken
-    `seconds`, when given), except those whose batch size is in `failed`; what each Job
-    reuses copied from its annotation. Returns the Job names."""
+    `seconds`, when given, and held its pod for `allocated` seconds, when given), except
+    those whose batch size is in `failed`; what each Job reuses copied from its annotation.
+    Returns the Job names."""
     workload = read_workload(root / workload_file(cluster, workflow))
     names = []
     for job in workload.jobs:
@@ -128,6 +145,7 @@ def record_jobs_in(
                 explanation="recorded by the test",
                 finished_at=finished_at,
                 result=_took(config, variant.index, seconds) if seconds else None,
+                allocation=_held(config, allocated) if allocated else None,
             )
             for variant in config.variants
         )
@@ -159,7 +177,8 @@ def record_jobs(spec_repo: Path) -> RecordJobs:
         cluster: str = "alpha",
         failed: Collection[int] = (),
         seconds: float | None = None,
+        allocated: float | None = None,
     ) -> list[str]:
-        return record_jobs_in(spec_repo, workflow, cluster, failed, seconds)
+        return record_jobs_in(spec_repo, workflow, cluster, failed, seconds, allocated=allocated)
 
     return record

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from synth.load import FLEET_FILE
+from synth.load import FLEET_FILE, load_specs
 from synth.main import synth
 from synth.problems import SpecProblems
 from tests.synth.conftest import problems_in
@@ -253,3 +253,119 @@ def test_a_kubernetes_version_is_quoted_major_minor_and_supported(
     (problem,) = problems_after(spec_repo, BETA_VERSION, f"    kubernetes_version: {written}")
     assert problem.startswith("specs/clusters.yaml:20:25: clusters[1].kubernetes_version: ")
     assert message in problem
+
+
+PRICES = "prices:\n  currency: USD\n  per_hour:\n    nvidia-a100: {on_demand: 3.67, spot: 1.10}"
+"""A fleet-wide price table, appended after the clusters (line 21 on)."""
+BETA_PRICES = f"{BETA_VERSION}\n    prices:\n      currency: USD\n      per_hour:"
+
+
+def with_prices(root: Path, table: str, beta: str | None = None) -> None:
+    """The test fleet with `table` after its clusters, and cluster beta's own entries."""
+    fleet = root / FLEET_FILE
+    text = fleet.read_text(encoding="utf-8")
+    if beta is not None:
+        text = text.replace(BETA_VERSION, f"{BETA_PRICES}\n{beta}")
+    fleet.write_text(text + table + "\n", encoding="utf-8")
+
+
+def first_lines(root: Path) -> list[str]:
+    return [str(problem).split("\n")[0] for problem in problems_in(root)]
+
+
+def test_a_price_table_is_optional_and_read_with_the_fleet(spec_repo: Path) -> None:
+    with_prices(spec_repo, PRICES, "        nvidia-h100: {on_demand: 4.1}")
+    fleet = load_specs(spec_repo).fleet
+    beta = fleet.prices_in("beta")
+    assert beta is not None and beta.currency == "USD"
+    assert {device: price.per_hour("on-demand") for device, price in beta.per_hour.items()} == {
+        "nvidia-a100": 3.67,
+        "nvidia-h100": 4.1,
+    }
+    assert fleet.prices_in("alpha") == fleet.prices
+    assert fleet.prices_in("elsewhere") is None
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        (PRICES.replace("USD", "usd"), "22:13: prices.currency: 'usd' is not a currency code"),
+        (
+            PRICES.replace("USD", "dollars"),
+            "22:13: prices.currency: 'dollars' is not a currency code",
+        ),
+        (
+            PRICES.replace("3.67", "-1"),
+            "24:30: prices.per_hour.nvidia-a100.on_demand: Input should be greater than or "
+            "equal to 0 (got -1)",
+        ),
+        (
+            PRICES.replace("3.67", "1e7"),
+            "24:30: prices.per_hour.nvidia-a100.on_demand: Input should be less than or "
+            "equal to 1000000 (got 10000000.0)",
+        ),
+        (
+            PRICES.replace("3.67", ".inf"),
+            "24:30: prices.per_hour.nvidia-a100.on_demand: '.inf' is not a finite number",
+        ),
+        (
+            PRICES.replace("3.67", '"3.67"'),
+            "24:30: prices.per_hour.nvidia-a100.on_demand: Input should be a valid number",
+        ),
+        (
+            PRICES.replace("{on_demand: 3.67, spot: 1.10}", "{}"),
+            "24:5: prices.per_hour.nvidia-a100: a device's entry names no price",
+        ),
+        (
+            PRICES.replace("nvidia-a100", "nvidia-a1000"),
+            "24:5: prices.per_hour.nvidia-a1000: unknown device type 'nvidia-a1000'",
+        ),
+        (
+            PRICES.replace("nvidia-a100", "nvidia-l4"),
+            "24:5: prices.per_hour.nvidia-l4: a price for nvidia-l4, which no cluster has "
+            "nvidia-l4 nodes",
+        ),
+        (
+            "prices:\n  currency: USD\n  per_hour: {}",
+            "23:3: prices.per_hour: the mapping is empty",
+        ),
+    ],
+)
+def test_a_price_the_report_could_not_use_is_refused_at_its_line(
+    spec_repo: Path, table: str, problem: str
+) -> None:
+    with_prices(spec_repo, table)
+    (found,) = first_lines(spec_repo)
+    assert found.startswith(f"specs/clusters.yaml:{problem}")
+
+
+@pytest.mark.parametrize(
+    ("entries", "problem"),
+    [
+        (
+            "        nvidia-t4: {on_demand: 0.35}",
+            "24:9: clusters[1].prices.per_hour.nvidia-t4: a price for nvidia-t4, which the "
+            "cluster has no nvidia-t4 nodes",
+        ),
+        (
+            "        nvidia-h100: {on_demand: 4.1, spot: 2.0}",
+            "24:45: clusters[1].prices.per_hour.nvidia-h100.spot: a spot price, but no cluster "
+            "it applies to has spot nodes",
+        ),
+    ],
+)
+def test_a_clusters_own_prices_are_for_its_own_nodes(
+    spec_repo: Path, entries: str, problem: str
+) -> None:
+    with_prices(spec_repo, "", entries)
+    assert first_lines(spec_repo) == [f"specs/clusters.yaml:{problem}"]
+
+
+def test_every_price_table_is_in_one_currency(spec_repo: Path) -> None:
+    with_prices(spec_repo, PRICES, "        cpu: {on_demand: 0.04}")
+    fleet = spec_repo / FLEET_FILE
+    fleet.write_text(fleet.read_text(encoding="utf-8").replace("USD", "EUR", 1))
+    assert first_lines(spec_repo) == [
+        "specs/clusters.yaml:22:17: clusters[1].prices.currency: prices in EUR, but prices are "
+        "in USD"
+    ]

@@ -3,6 +3,7 @@ whose measurement it changed (docs/synth.md, whose table of edits this file test
 row), a recorded failure is final until the spec file changes, and results/ that cannot be
 read stop synth before it writes anything."""
 
+import json
 import shutil
 import tracemalloc
 from collections.abc import Callable
@@ -409,8 +410,42 @@ def test_plan_estimates_a_job_from_earlier_runs_of_the_same_settings(
     (cpu,) = [line for line in result.stdout.splitlines() if "sweep/cpu" in line]
     # Four variants, each recorded at 15 s: one pod-minute, against eight by the bounds.
     assert "+ create" in cpu
-    assert "about 1.0 pod-minutes by earlier runs of 4 of them" in cpu
+    assert (
+        "about 1.0 pod-minutes: 4 by earlier runs' own time (start-up and retries not recorded)"
+        in cpu
+    )
     assert "at most 5.3 pod-minutes measuring" in cpu
+
+
+def test_plan_estimates_from_the_time_earlier_runs_were_allocated_where_recorded(
+    spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
+) -> None:
+    """The allocated time (start-up, retries) is what a run costs; the runner's own time
+    leaves that out, so where both are recorded the allocated time wins."""
+    path = write_spec("sweep.yaml", SPEC)
+    synth(spec_repo)
+    record_jobs("sweep", seconds=15.0, allocated=45.0)
+    synth(spec_repo)
+    path.write_text(
+        SPEC.replace("batch_size: [1, 2]", "batch_size: [1, 2, 4]").replace(
+            "min_iterations: 50", "min_iterations: 60"
+        )
+    )
+    result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    changes = {
+        change["target"]: change
+        for cluster in json.loads(result.stdout)["clusters"]
+        for change in cluster["changes"]
+    }
+    # Four variants at 45 s each, two new ones at their bound (80 s each).
+    assert changes["gpu"]["estimate"] == {"seconds": 340.0, "from_history": 4, "allocated": 4}
+    text = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"]).stdout
+    (gpu,) = [line for line in text.splitlines() if "sweep/gpu" in line]
+    assert (
+        "about 5.7 pod-minutes, 0.09 GPU-hours: 4 by the time earlier runs were allocated, "
+        "2 by the bounds (at most 8.0 pod-minutes measuring, 0.13 GPU-hours)" in gpu
+    )
 
 
 def test_a_tail_asked_for_reaches_config_json_and_is_part_of_the_measurement(

@@ -12,7 +12,14 @@ import pytest
 import yaml
 
 from contract.errors import ExitCode
-from contract.layout import DIST, MESH_OPT_OUT_ANNOTATIONS, MESH_OPT_OUT_LABELS
+from contract.layout import (
+    CAPACITY_ANNOTATION,
+    DEVICE_TYPE_ANNOTATION,
+    DIST,
+    MESH_OPT_OUT_ANNOTATIONS,
+    MESH_OPT_OUT_LABELS,
+    TARGET_LABEL,
+)
 from contract.records import JobRecord, write_record
 from localcluster.build import binary_dir
 from synth.load import load_specs, workflow_files
@@ -167,6 +174,30 @@ def test_spot_targets_tolerate_spot_taints_and_ignore_preemption(rendered: Files
         assert job["spec"]["podFailurePolicy"]["rules"][0]["action"] == "Ignore"
         assert pod["priorityClassName"] == "benchfleet-nightly"
         assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "nightly"
+
+
+@pytest.mark.parametrize(
+    ("workflow", "devices"),
+    [
+        ("nightly-spot", {"t4-spot": ("nvidia-t4", "spot"), "cpu-spot": ("cpu", "spot")}),
+        (
+            "gpu-comparison",
+            {"a100": ("nvidia-a100", "on-demand"), "t4": ("nvidia-t4", "on-demand")},
+        ),
+    ],
+)
+def test_each_job_says_what_its_pods_hold_and_how_it_is_bought(
+    rendered: Files, workflow: str, devices: dict[str, tuple[str, str]]
+) -> None:
+    """What gather keeps with each variant's allocated time, for the report to price."""
+    said = {
+        job["metadata"]["labels"][TARGET_LABEL]: (
+            job["metadata"]["annotations"][DEVICE_TYPE_ANNOTATION],
+            job["metadata"]["annotations"][CAPACITY_ANNOTATION],
+        )
+        for job in jobs_of(rendered, workflow)
+    }
+    assert devices.items() <= said.items()
 
 
 def test_an_index_fails_at_once_on_runner_exits_a_retry_would_repeat(rendered: Files) -> None:

@@ -1,0 +1,185 @@
+"""`benchfleet export MODULE:FACTORY`: the command; torch and the user's code are imported only
+when it runs."""
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from pydantic import TypeAdapter, ValidationError
+
+from exporter.inputs import BadInput, ExampleInput, check_order, parse_input
+from synth.fields import HttpsUrl, ModelName
+
+if TYPE_CHECKING:
+    from exporter.build import ExportRequest
+
+
+def _inputs(_: click.Context, __: click.Parameter, values: tuple[str, ...]) -> list[ExampleInput]:
+    try:
+        inputs = [parse_input(value) for value in values]
+        check_order(inputs)
+    except BadInput as error:
+        raise click.BadParameter(str(error)) from None
+    return inputs
+
+
+def _arguments(_: click.Context, __: click.Parameter, values: tuple[str, ...]) -> dict[str, object]:
+    arguments: dict[str, object] = {}
+    for value in values:
+        name, equals, text = value.partition("=")
+        if not equals or not name.isidentifier():
+            raise click.BadParameter(f"{value!r} is not NAME=VALUE")
+        try:
+            arguments[name] = json.loads(text)
+        except ValueError:
+            arguments[name] = text  # a bare word is a string: --arg variant=base
+    return arguments
+
+
+def _checked(adapter: TypeAdapter[str], value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as error:
+        raise click.BadParameter(error.errors()[0]["msg"]) from None
+
+
+@click.command()
+@click.argument("factory")
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    required=True,
+    callback=_inputs,
+    help="One input of the model, in forward's order: [NAME=]SHAPE[:DTYPE[:HIGH]], one sample "
+    "(the batch comes first, dynamic), e.g. 3,224,224 or input_ids=128:int64:30522 (token ids "
+    "below 30522). Repeat for each input.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where to write the .pt2 (replaced only once every check has passed).",
+)
+@click.option(
+    "--arg",
+    "arguments",
+    multiple=True,
+    callback=_arguments,
+    help="NAME=VALUE for the factory (for a Hugging Face model class, for its config); VALUE "
+    "is read as JSON where it is JSON (10, true, null), else as text.",
+)
+@click.option("--name", help="The model's name in the spec.  [default: from --out]")
+@click.option(
+    "--url", help="The https address the file will be served from: prints url: and size:."
+)
+@click.option("--batch", type=click.IntRange(1, 1024), default=2, help="The example's batch.")
+@click.option(
+    "--max-batch", type=click.IntRange(2), default=1024, help="The largest batch accepted."
+)
+@click.option(
+    "--static-batch",
+    is_flag=True,
+    help="Export for --batch only, for a model whose code fixes its batch size.",
+)
+@click.option("--seed", type=int, default=0, help="Seeds the factory's random weights.")
+@click.option("--verbose", is_flag=True, help="Show torch's own warnings and log.")
+@click.pass_context
+def export(
+    context: click.Context,
+    factory: str,
+    inputs: list[ExampleInput],
+    out: Path,
+    arguments: dict[str, object],
+    name: str | None,
+    url: str | None,
+    batch: int,
+    max_batch: int,
+    static_batch: bool,
+    seed: int,
+    verbose: bool,
+) -> None:
+    """Export a model of your own to a .pt2 the runner measures, and print its models: entry.
+
+    FACTORY is MODULE:NAME, a function or class that returns the model: e.g.
+    torchvision.models:resnet50, transformers:BertModel (a Hugging Face model class, built
+    from its config with --arg), or mymodels:build (mymodels.py in the current folder). It
+    is imported and called here: it runs your code, on your machine (never in CI, and
+    nothing that validates specs imports it).
+
+    The model is put in eval mode and exported with torch.export with a dynamic batch
+    dimension; an output that is not a tensor (a dict, a dataclass, a Hugging Face
+    ModelOutput) is flattened into a tuple of tensors. The file is then checked as synth
+    and the runner check it, loaded and run by the runner's own code at batch 1, and its
+    outputs compared with the model's. docs/specs.md walks through it.
+    """
+    from localrun.push_model import model_name  # noqa: PLC0415
+
+    chosen = _checked(TypeAdapter(ModelName), name) or model_name(out)
+    served = _checked(TypeAdapter(HttpsUrl), url)
+    if batch > max_batch:
+        raise click.BadParameter(f"--batch {batch} is above --max-batch {max_batch}")
+    root: Path = context.obj.root if context.obj is not None else Path(".")
+    # torch (seconds to import) and the factory's module only now: `benchfleet validate`
+    # and `synth` never import them.
+    from exporter.build import ExportRequest  # noqa: PLC0415
+
+    request = ExportRequest(factory, tuple(inputs), arguments, batch, max_batch, static_batch, seed)
+    _export(request, out, chosen, served, root, verbose=verbose)
+
+
+def _export(
+    request: "ExportRequest", out: Path, name: str, url: str | None, root: Path, *, verbose: bool
+) -> None:
+    from exporter.build import ExportRefused, describe_size, export_model  # noqa: PLC0415
+    from exporter.check import check_exported  # noqa: PLC0415
+    from exporter.entry import models_entry  # noqa: PLC0415
+
+    factory, inputs = request.factory, request.inputs
+    out.parent.mkdir(parents=True, exist_ok=True)
+    click.echo(f"exporting {factory} ...", err=True)
+    try:
+        exported = export_model(request, verbose=verbose)
+        sha256 = hashlib.sha256(exported.data).hexdigest()
+        # Checked under a name of its own beside --out, then renamed over it: a refused or
+        # interrupted export leaves whatever --out held.
+        with tempfile.NamedTemporaryFile(
+            dir=out.parent, prefix=f".{out.stem}.", suffix=".pt2", delete=False
+        ) as handle:
+            temporary = Path(handle.name)
+            handle.write(exported.data)
+        try:
+            checked = check_exported(temporary, sha256, name, inputs, exported)
+            os.replace(temporary, out)
+        finally:
+            temporary.unlink(missing_ok=True)
+    except ExportRefused as refused:
+        hint = f"\n    hint: {refused.hint}" if refused.hint else ""
+        raise click.ClickException(f"{factory}: {refused.message}{hint}") from None
+    low, high = exported.batches
+    click.echo(
+        f"wrote {out}: {len(exported.data):,} bytes, {describe_size(exported.parameters)} "
+        f"parameters, batch {low}..{high}; outputs: {'; '.join(exported.outputs)}",
+        err=True,
+    )
+    click.echo(
+        "checked: synth's archive and input checks pass, and the runner loaded it and ran it "
+        "at batch 1, with the same outputs as the model",
+        err=True,
+    )
+    if low == high:
+        click.echo(
+            f"note: exported for batch {low} only: the spec's batch sizes must be {low}", err=True
+        )
+    if checked.accuracy_error:
+        click.echo(f"note: the runner's accuracy pass: {checked.accuracy_error}", err=True)
+    entry = models_entry(name, out, root, sha256, inputs, url=url)
+    if entry.advice:
+        click.echo(entry.advice, err=True)
+    click.echo(entry.lines, nl=False)

@@ -1,0 +1,59 @@
+"""The workflow's `models:` entry for an exported file, and what to do with the file: a
+committed model travels in a ConfigMap (1 MiB at most); a larger one comes from an OCI
+registry (`make push-model`) or an https server (`url` with its `size`)."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from exporter.inputs import ExampleInput
+from synth.limits import CONFIGMAP_LIMIT_BYTES
+
+OCI_PLACEHOLDER: Final = "    # oci: the line `make push-model` prints\n"
+"""Where the source goes in the entry of a model too large to commit."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The lines to paste under `models:`, and advice for the person pasting them."""
+
+    lines: str
+    advice: str | None
+
+
+def models_entry(
+    name: str,
+    path: Path,
+    root: Path,
+    sha256: str,
+    inputs: Sequence[ExampleInput],
+    *,
+    url: str | None,
+) -> Entry:
+    """The entry for the .pt2 at `path` (the repository at `root`), served from `url` if
+    given."""
+    size = path.stat().st_size
+    shown_inputs = ", ".join(given.spec() for given in inputs)
+    tail = [f"    sha256: {sha256}", f"    inputs: [{shown_inputs}]"]
+    if url is not None:
+        source = [f"    url: {url}", f"    size: {size}"]
+        return Entry(_lines(name, source, tail), None)
+    if size <= CONFIGMAP_LIMIT_BYTES:
+        resolved = path.resolve()
+        inside = resolved.is_relative_to(root.resolve())
+        committed = resolved.relative_to(root.resolve()).as_posix() if inside else str(path)
+        outside = f"{path} is outside the repository ({root}): move it there and change file:"
+        advice = None if inside else outside
+        return Entry(_lines(name, [f"    file: {committed}"], tail), advice)
+    push = f"make push-model MODEL={path} REGISTRY=host[:port]/path"
+    return Entry(
+        _lines(name, [OCI_PLACEHOLDER.rstrip("\n")], tail),
+        f"{path} is {size:,} bytes, more than a committed model may be ({CONFIGMAP_LIMIT_BYTES:,}"
+        f", a ConfigMap's limit): push it with `{push}`, which prints the oci: line, or serve "
+        "it over https and give its address with --url, which prints url: and size:",
+    )
+
+
+def _lines(name: str, source: list[str], tail: list[str]) -> str:
+    return "\n".join([f"  - name: {name}", *source, *tail]) + "\n"

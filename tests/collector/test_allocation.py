@@ -1,0 +1,276 @@
+"""What the cluster allocated to each variant, read from its pods as Kubernetes 1.33 returns
+them (standin/objects.py): scheduled to the runner's end, every attempt counted, times the
+GPUs or CPUs the pod held, split among a group's variants by their own times; and what of
+it is estimated, said."""
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from collector.allocation import (
+    AttemptLog,
+    allocations,
+    attempt_time,
+    job_end,
+    own_seconds,
+    pod_time,
+)
+from collector.gather import Gatherer, GatherOptions
+from collector.harvest import harvest
+from collector.indexes import index_states
+from collector.kube import KubeClient
+from collector.store import Store, open_store
+from collector.workload import ExpectedJob
+from contract.allocation import Allocation
+from contract.records import read_record
+from contract.result import BenchResult, OkResult, PhaseTiming
+from standin import objects
+from standin.api import FakeApiServer
+from tests.collector.gathering import GROUPS, NAMESPACE, Collect, Obj, grouped_job, record_of
+
+# standin/objects.py: a pod is bound 1 s after its creation, its runner starts 20 s after.
+SUCCEEDED_S = 20 + 95 - 1
+"""A succeeded pod's time on its node: its runner ran 95 s."""
+ONE_CPU_POD = Allocation(
+    seconds=SUCCEEDED_S,
+    pod_seconds=SUCCEEDED_S,
+    share=1,
+    devices=4,
+    unit="cpu",
+    device_type="cpu",
+    capacity="on-demand",
+    attempts=1,
+)
+"""What a succeeded pod of one variant, requesting 4 CPUs on demand, held."""
+
+
+def _seconds(pod: Obj) -> float:
+    """The pod's time on its node, as the API says it (what the tests check against)."""
+    scheduled = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+    finished = pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
+    parse = datetime.fromisoformat
+    return (parse(finished) - parse(scheduled["lastTransitionTime"])).total_seconds()
+
+
+def _allocated(job: Obj, pods: list[Obj], seen: list[Obj] | None = None) -> Allocation:
+    """The allocation of index 0 of `job`, its attempts `seen` by gather (all of `pods` by
+    default; the Job's status counts them all)."""
+    log = AttemptLog()
+    log.note(pods if seen is None else seen)
+    (state, *_) = index_states(job, pods)
+    time = pod_time(log.attempts(0), state.attempts, job_end(job))
+    return allocations(time, {0: None}, "cpu", "on-demand")[0]
+
+
+def test_a_pod_of_one_variant_holds_its_cpus_from_scheduled_to_the_runners_end(job: Obj) -> None:
+    pod = objects.succeeded_pod(job, 0)
+    allocation = _allocated(job, [pod])
+    assert _seconds(pod) == SUCCEEDED_S
+    assert allocation == ONE_CPU_POD
+    assert allocation.device_seconds == 4 * SUCCEEDED_S
+
+
+def test_a_gpu_pod_counts_its_gpus_not_its_cpus() -> None:
+    job = objects.job("nightly-spot", target="t4-spot")
+    found = attempt_time(objects.succeeded_pod(job, 0))
+    assert (found.devices, found.unit) == (1, "gpu")
+
+
+def test_every_attempt_of_an_index_is_counted(job: Obj) -> None:
+    failed = objects.failed_pod(job, 0)
+    retry = objects.succeeded_pod(job, 0, failures=1)
+    allocation = _allocated(job, [failed, retry])
+    assert (allocation.seconds, allocation.attempts) == (_seconds(failed) + SUCCEEDED_S, 2)
+    assert allocation.estimate == ()
+
+
+def test_a_preempted_pod_gather_saw_counts_after_it_is_deleted(job: Obj) -> None:
+    """A preempted pod is deleted once the Job controller has counted it: what gather saw
+    of it is all that is left."""
+    preempted = objects.preempted_pod(job, 0)
+    retry = objects.succeeded_pod(job, 0, ignored=1)
+    log = AttemptLog()
+    log.note([preempted])
+    log.note([retry])
+    (state, *_) = index_states(job, [retry])
+    time = pod_time(log.attempts(0), state.attempts, None)
+    assert (time.seconds, time.attempts, time.estimate) == (
+        _seconds(preempted) + SUCCEEDED_S,
+        2,
+        (),
+    )
+
+
+def test_an_attempt_gone_before_gather_saw_it_makes_a_lower_bound_and_says_so(job: Obj) -> None:
+    retry = objects.succeeded_pod(job, 0, ignored=1)
+    allocation = _allocated(job, [retry])
+    assert (allocation.seconds, allocation.attempts) == (SUCCEEDED_S, 1)
+    assert allocation.estimate == (
+        "1 of 2 attempts' pods were gone before gather saw them (a preempted or evicted pod is "
+        "deleted): not counted, so this is a lower bound",
+    )
+
+
+def test_a_pod_deleted_before_gather_saw_it_end_counts_to_its_deletion_deadline(
+    job: Obj,
+) -> None:
+    running = objects.deadline_killed_pod(job, 0, terminated=False)
+    found = attempt_time(running)
+    assert found.finished is None and found.deleting is not None and found.scheduled is not None
+    time = pod_time([found], 1, None)
+    assert time.seconds == (found.deleting - found.scheduled).total_seconds()
+    assert time.estimate == (
+        f"pod {found.pod} was not seen to end: counted to its deletion deadline "
+        "(deletionTimestamp)",
+    )
+
+
+def test_a_pod_never_scheduled_held_nothing(job: Obj) -> None:
+    allocation = _allocated(job, [objects.unschedulable_pod(job, 0)])
+    assert (allocation.seconds, allocation.attempts, allocation.estimate) == (0, 0, ())
+
+
+def _with_own_time(result: BenchResult, measure_s: float) -> BenchResult:
+    assert isinstance(result, OkResult) and result.timings is not None
+    timings = result.timings.model_copy(
+        update={"measure": PhaseTiming(iterations=100, seconds=measure_s, stopped_by="minimums")}
+    )
+    return result.model_copy(update={"timings": timings})
+
+
+def test_a_groups_pod_time_is_split_by_the_variants_own_times() -> None:
+    job, expected = grouped_job()
+    # Own times (load to the end of the accuracy pass): 0.2525 s plus the measurement.
+    measured = zip(GROUPS[0], (1, 2, 5), strict=True)
+    results = [_with_own_time(objects.ok_result(job, i), s) for i, s in measured]
+    pod = objects.group_pod(job, 0, results)
+    (state, _) = index_states(job, [pod])
+    harvested = harvest(state, expected.slots(0), None, lambda name: None).stored
+    own = {variant.index: own_seconds(variant.result) for variant in harvested}
+    assert None not in own.values()
+    log = AttemptLog()
+    log.note([pod])
+    shares = allocations(pod_time(log.attempts(0), 1, None), own, "cpu", None)
+    assert sum(share.seconds for share in shares.values()) == pytest.approx(_seconds(pod))
+    known = {p: s for p, s in own.items() if s is not None}
+    assert [shares[p].share for p in GROUPS[0]] == pytest.approx(
+        [known[p] / sum(known.values()) for p in GROUPS[0]]
+    )
+    assert shares[2].share > shares[1].share > shares[0].share
+    assert all(share.estimate == () for share in shares.values())
+
+
+@pytest.mark.parametrize(
+    ("own", "shares", "said"),
+    [
+        ({0: 2.0, 1: None, 2: 4.0}, [2 / 9, 3 / 9, 4 / 9], "its share is the group's mean"),
+        ({0: None, 1: None}, [1 / 2, 1 / 2], "the pod's variants share alike"),
+    ],
+)
+def test_a_variant_without_its_own_time_gets_an_estimated_share(
+    own: dict[int, float | None], shares: list[float], said: str
+) -> None:
+    time = pod_time([attempt_time(objects.succeeded_pod(objects.job(), 0))], 1, None)
+    found = allocations(time, own, "cpu", None)
+    assert [found[p].share for p in own] == pytest.approx(shares)
+    unknown = [p for p, s in own.items() if s is None]
+    assert all(found[p].estimate[-1].endswith(said) for p in unknown)
+    assert all(found[p].estimate == () for p in own if p not in unknown)
+
+
+def _when_listed(api: FakeApiServer, then: Callable[[], None]) -> None:
+    """Run `then` in a thread once gather has listed the pods (what it has seen by then)."""
+
+    def wait() -> None:
+        while not any(r.method == "GET" and r.path.endswith("/pods") for r in api.requests):
+            time.sleep(0.05)
+        then()
+
+    threading.Thread(target=wait, daemon=True).start()
+
+
+def test_gather_counts_a_preempted_pod_it_saw_before_it_was_deleted(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    for index in (0, 1, 3, 4, 5):
+        api.add("pods", objects.succeeded_pod(job, index))
+    preempted = objects.preempted_pod(job, 2)
+    api.add("pods", preempted)
+    api.add("jobs", objects.job_status(job, active=1, completed=[0, 1, 3, 4, 5]))
+    retry = objects.succeeded_pod(job, 2, ignored=1)
+
+    def preempted_then_retried() -> None:
+        api.delete("pods", NAMESPACE, preempted["metadata"]["name"])
+        api.add("pods", retry)
+        api.update("jobs", objects.complete(job))
+
+    _when_listed(api, preempted_then_retried)
+    run = collector("gather", "--timeout", "30s")
+    assert run.exit_code == 0, run.output
+    record = read_record(record_of(repo, job))
+    allocated = {variant.index: variant.allocation for variant in record.variants}
+    assert allocated[0] == ONE_CPU_POD
+    assert allocated[2] is not None
+    assert allocated[2].seconds == _seconds(preempted) + SUCCEEDED_S
+    assert (allocated[2].attempts, allocated[2].estimate) == (2, ())
+    with open_store(repo / ".benchfleet" / "results.sqlite") as store:
+        stored = store.variants("us-east", NAMESPACE, job["metadata"]["name"])
+    assert [variant.allocation for variant in stored] == list(allocated.values())
+
+
+def test_a_gather_after_the_preemption_says_its_number_is_a_lower_bound(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    for index in range(6):
+        api.add("pods", objects.succeeded_pod(job, index, ignored=int(index == 2)))
+    api.add("jobs", objects.complete(job))
+    assert collector("gather", "--no-wait").exit_code == 0
+    (variant,) = [v for v in read_record(record_of(repo, job)).variants if v.index == 2]
+    assert variant.allocation is not None and variant.allocation.seconds == SUCCEEDED_S
+    assert (
+        "1 of 2 attempts' pods were gone before gather saw them" in variant.allocation.estimate[0]
+    )
+
+
+def test_a_retried_groups_variants_stored_early_get_their_share_once_it_ends(
+    api: FakeApiServer, tmp_path: Path
+) -> None:
+    """Two variants of a group measured by an attempt that was then OOMKilled are stored at
+    once, before their index has ended; its retry measures the third. All three share both
+    attempts' time."""
+    job, expected = grouped_job()
+    api.add("jobs", objects.job_status(job, active=1, completed=[1]))
+    first = objects.group_pod(
+        job,
+        0,
+        [objects.ok_result(job, 0), objects.ok_result(job, 1)],
+        exit_code=137,
+        reason="OOMKilled",
+    )
+    api.add("pods", first)
+    api.add("pods", objects.group_pod(job, 1, [objects.ok_result(job, i) for i in GROUPS[1]]))
+    with open_store(tmp_path / "results.sqlite") as store:
+        _gather_once(api, store, tmp_path, expected)
+        identity = expected.identity
+        early = store.variants(identity.cluster, identity.namespace, identity.job)
+        assert [(v.index, v.allocation) for v in early if v.index < 3] == [(0, None), (1, None)]
+        retry = objects.group_pod(job, 0, [objects.ok_result(job, 2)], failures=1)
+        api.add("pods", retry)
+        api.update("jobs", objects.complete(job))
+        _gather_once(api, store, tmp_path, expected)
+        stored = store.variants(identity.cluster, identity.namespace, identity.job)
+    both = _seconds(first) + _seconds(retry)
+    shares = [v.allocation for v in stored if v.index in GROUPS[0]]
+    assert all(share is not None and share.pod_seconds == both for share in shares)
+    assert sum(share.seconds for share in shares if share) == pytest.approx(both)
+    assert all(share and share.attempts == 2 and share.estimate == () for share in shares)
+
+
+def _gather_once(api: FakeApiServer, store: Store, root: Path, expected: ExpectedJob) -> None:
+    """One gather that looks once (no watch) and writes no record."""
+    options = GatherOptions(timeout_s=30, wait=False, record=False)
+    Gatherer(KubeClient(api.client()), store, root, [expected], options=options).run()

@@ -1,0 +1,125 @@
+"""Factories shaped like what users bring to `benchfleet export`, small enough to export in a
+test: a torchvision-style classifier, a Hugging Face-style encoder class built from its config
+(its output a registered ModelOutput dataclass), and one model per hurdle."""
+
+import dataclasses
+from typing import Final
+
+import torch
+from torch import nn
+from torch.nn import functional
+from torch.utils import _pytree as pytree
+
+VOCABULARY: Final = 100
+WIDE: Final = 600
+"""A Linear layer this wide weighs 1.4 MB: more than a committed model may."""
+
+
+def classifier(classes: int = 1000, width: int = 8) -> nn.Module:
+    """A torchvision-style factory: keyword arguments with defaults, a module in training
+    mode (batch norm) as torchvision returns it."""
+    return nn.Sequential(
+        nn.Conv2d(3, width, 3, padding=1),
+        nn.BatchNorm2d(width),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(width, classes),
+    )
+
+
+@dataclasses.dataclass
+class EncoderConfig:
+    """A Hugging Face-style config: the model class is built from one."""
+
+    hidden_size: int = 16
+    vocab_size: int = VOCABULARY
+
+
+@dataclasses.dataclass
+class EncoderOutput:
+    """A Hugging Face-style ModelOutput: a dataclass registered as a pytree node in the
+    exporting process only, with an optional field left None."""
+
+    last_hidden_state: torch.Tensor
+    pooler_output: torch.Tensor
+    attentions: torch.Tensor | None = None
+
+
+pytree.register_dataclass(EncoderOutput, serialized_type_name="benchfleet_tests.EncoderOutput")
+
+
+class Encoder(nn.Module):
+    """A Hugging Face-style model class: `config_class`, token ids and a mask in."""
+
+    config_class = EncoderConfig
+
+    def __init__(self, config: EncoderConfig) -> None:
+        super().__init__()
+        self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> EncoderOutput:
+        hidden = self.dropout(self.dense(self.embeddings(input_ids)))
+        hidden = hidden * attention_mask[..., None].to(hidden.dtype)
+        return EncoderOutput(hidden, torch.tanh(hidden[:, 0]))
+
+
+class _Linear(nn.Module):
+    def __init__(self, width: int = 8) -> None:
+        super().__init__()
+        self.linear = nn.Linear(width, 4)
+
+
+class StaticBatch(_Linear):
+    """Reshapes to the batch it was written for."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.linear(x).reshape(2, -1)
+        return out
+
+
+class ValueBranch(_Linear):
+    """Branches on its input's values."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.linear(x)
+        return out if x.sum() > 0 else -out
+
+
+class TextOutput(_Linear):
+    """Returns a string beside its tensor."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, str]:
+        return self.linear(x), "done"
+
+
+class AlwaysDropout(_Linear):
+    """Drops out whatever its mode: functional dropout with training=True."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return functional.dropout(self.linear(x), 0.5, training=True)
+
+
+class Noisy(_Linear):
+    """Adds fresh noise on every call."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.linear(x) + torch.randn(x.shape[0], 4)
+        return out
+
+
+def wide() -> nn.Module:
+    """A model over 1 MiB."""
+    return nn.Linear(WIDE, WIDE)
+
+
+def broken(depth: int = 1) -> nn.Module:
+    """A factory that fails."""
+    raise ValueError(f"no model of depth {depth}")
+
+
+def not_a_module() -> int:
+    """A factory that returns something else than a model."""
+    return 3

@@ -1,0 +1,231 @@
+"""`benchfleet export`: a user's factory to a .pt2 that synth and the runner accept, and its
+`models:` entry; each hurdle users meet refused with where and what to change, leaving the
+output file as it was."""
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from contract.archive import check_archive
+from contract.inputs import Dimension
+from exporter.entry import OCI_PLACEHOLDER
+from synth.cli import cli
+from synth.load import load_specs
+from tests.conftest import REPO_ROOT, TEST_DATA
+from tests.exporter.factories import VOCABULARY
+
+FACTORIES = "tests.exporter.factories"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A repository with the tests' fleet and no workflow yet."""
+    (tmp_path / "specs" / "workflows").mkdir(parents=True)
+    shutil.copy(TEST_DATA / "specs" / "clusters.yaml", tmp_path / "specs" / "clusters.yaml")
+    return tmp_path
+
+
+def export(root: Path, factory: str, *arguments: str) -> Result:
+    return CliRunner().invoke(
+        cli, ["--root", str(root), "export", f"{FACTORIES}:{factory}", *arguments]
+    )
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def workflow_with(entry: str) -> str:
+    return f"""\
+id: mine
+description: my own model
+owner: me@example.com
+clusters: [alpha]
+models:
+{entry}benchmark:
+  batch_size: 4
+targets:
+  - gpu_type: cpu
+"""
+
+
+def test_a_torchvision_style_factory_gives_a_file_entry_that_validates(root: Path) -> None:
+    out = root / "models" / "classifier.pt2"
+    run = export(root, "classifier", "--arg", "classes=10", "--input", "3,32,32", "--out", str(out))
+    assert run.exit_code == 0, run.output
+    assert run.stdout == (
+        "  - name: classifier\n"
+        "    file: models/classifier.pt2\n"
+        f"    sha256: {sha256_of(out)}\n"
+        "    inputs: [{shape: [3, 32, 32]}]\n"
+    )
+    (declared,) = check_archive(out).inputs
+    assert declared.dimensions == (
+        Dimension(1, 1024), Dimension(3, 3), Dimension(32, 32), Dimension(32, 32)
+    )  # fmt: skip
+    assert "outputs: output [2, 10] float32" in run.stderr
+    (root / "specs" / "workflows" / "mine.yaml").write_text(workflow_with(run.stdout))
+    (loaded,) = load_specs(root).workflows
+    assert [variant.batch_size for variant in loaded.variants] == [4]
+
+
+def test_a_hugging_face_style_class_is_built_from_its_config_and_its_output_unwrapped(
+    root: Path,
+) -> None:
+    """ModelOutput exported as-is names a type the runner cannot rebuild; flattened, the
+    archive's output is a tuple, and the inputs carry forward's names."""
+    out = root / "models" / "encoder.pt2"
+    run = export(
+        root, "Encoder", "--arg", "hidden_size=32", "--input", f"16:int64:{VOCABULARY}",
+        "--input", "attention_mask=16:int64", "--out", str(out),
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    assert "inputs: [{shape: [16], dtype: int64}, {shape: [16], dtype: int64}]" in run.stdout
+    assert "outputs: last_hidden_state [2, 16, 32] float32; pooler_output [2, 32] float32" in (
+        run.stderr
+    )
+    assert [(i.name, i.dtype) for i in check_archive(out).inputs] == [
+        ("input_ids", "int64"),
+        ("attention_mask", "int64"),
+    ]
+
+
+def test_the_same_factory_exports_the_same_bytes(root: Path) -> None:
+    first, second = root / "a.pt2", root / "b.pt2"
+    for out in (first, second):
+        run = export(root, "classifier", "--input", "3,8,8", "--out", str(out))
+        assert run.exit_code == 0, run.output
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_a_static_batch_export_takes_its_batch_only(root: Path) -> None:
+    out = root / "static.pt2"
+    run = export(root, "StaticBatch", "--input", "8", "--static-batch", "--out", str(out))
+    assert run.exit_code == 0, run.output
+    (declared,) = check_archive(out).inputs
+    assert declared.dimensions[0] == Dimension(2, 2)
+    assert "batch 2..2" in run.stderr
+    assert "exported for batch 2 only: the spec's batch sizes must be 2" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("factory", "arguments", "message", "hint"),
+    [
+        (
+            "StaticBatch", ["--input", "8"],
+            "the model's code fixes the batch size (torch.export found it specialized to 2)",
+            "--static-batch",
+        ),
+        (
+            "ValueBranch", ["--input", "8"],
+            "control flow depends on its input values, which an exported graph cannot hold "
+            "(at ",
+            "torch.where",
+        ),
+        ("Encoder", ["--input", "16", "--input", "16"], "the model fails on the example", "int64"),
+        (
+            "Encoder", ["--input", "16:int64:5000", "--input", "16:int64"],
+            "IndexError: index out of range in self", "vocabulary size",
+        ),
+        (
+            "TextOutput", ["--input", "8"],
+            "the model's output 1 is a str, not a tensor", "return tensors",
+        ),
+        ("AlwaysDropout", ["--input", "8"], "exported in training mode", None),
+        ("Noisy", ["--input", "8"], "output 0 is not the model's on the same inputs", "random"),
+        (
+            "broken", ["--arg", "depth=3", "--input", "8"],
+            "the factory failed (called with depth=3): ValueError: no model of depth 3 (at ",
+            "--arg NAME=VALUE",
+        ),
+        ("not_a_module", ["--input", "8"], "returned a int, not a torch.nn.Module", None),
+        ("clasifier", ["--input", "8"], "has no attribute 'clasifier'", "'classifier'"),
+    ],
+)  # fmt: skip
+def test_a_hurdle_is_refused_with_its_fix_and_leaves_the_output_file(
+    root: Path, factory: str, arguments: list[str], message: str, hint: str | None
+) -> None:
+    out = root / "model.pt2"
+    out.write_bytes(b"the earlier export")
+    run = export(root, factory, *arguments, "--out", str(out))
+    assert run.exit_code == 1, run.output
+    assert message in run.stderr
+    if hint is not None:
+        assert "hint:" in run.stderr and hint in run.stderr.split("hint:", 1)[1]
+    assert "Traceback" not in run.output
+    assert out.read_bytes() == b"the earlier export"
+    assert sorted(path.name for path in root.iterdir()) == ["model.pt2", "specs"]
+
+
+def test_the_place_of_a_failure_is_the_users_own_line(root: Path) -> None:
+    run = export(root, "ValueBranch", "--input", "8", "--out", str(root / "m.pt2"))
+    assert "factories.py:" in run.stderr
+    assert "in forward: return out if x.sum() > 0 else -out)" in run.stderr
+
+
+def test_a_module_that_cannot_be_imported_is_named(root: Path) -> None:
+    run = CliRunner().invoke(
+        cli, ["export", "no_such_module:build", "--input", "8", "--out", str(root / "m.pt2")]
+    )
+    assert run.exit_code == 1
+    assert "cannot import no_such_module: ModuleNotFoundError" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("3,x", "is not a shape of sizes above 0"),
+        ("8:int8", "dtype 'int8' is not one of"),
+        ("8:float32:5", "a bound is for integer inputs"),
+        ("8:int64:0", "is not a whole number above 0"),
+        ("for=8", "'for' is not a Python argument name"),
+        ("99999,99999", "more than 268,435,456"),
+    ],
+)
+def test_an_input_that_cannot_be_read_is_a_usage_error(
+    root: Path, value: str, message: str
+) -> None:
+    run = export(root, "classifier", "--input", value, "--out", str(root / "m.pt2"))
+    assert run.exit_code == 2
+    assert message in run.stderr
+
+
+def test_a_model_over_a_configmap_is_pointed_at_push_model_or_a_url(root: Path) -> None:
+    out = root / "wide.pt2"
+    run = export(root, "wide", "--input", "600", "--out", str(out))
+    assert run.exit_code == 0, run.output
+    assert OCI_PLACEHOLDER in run.stdout
+    assert f"make push-model MODEL={out} REGISTRY=" in run.stderr
+    served = export(
+        root,
+        "wide",
+        "--input",
+        "600",
+        "--out",
+        str(out),
+        "--url",
+        "https://models.example.com/w.pt2",
+    )
+    assert served.exit_code == 0, served.output
+    assert (
+        f"    url: https://models.example.com/w.pt2\n    size: {out.stat().st_size}\n"
+        f"    sha256: {sha256_of(out)}\n"
+    ) in served.stdout
+
+
+def test_validating_and_synthesizing_specs_never_import_the_exporters_torch_side() -> None:
+    """The command runs the user's code; what reads pull requests must not reach it."""
+    probe = (
+        "import sys, synth.cli; from synth.load import load_specs; from pathlib import Path; "
+        "load_specs(Path('.')); "
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('exporter.')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    )
+    assert done.stdout.split() == ["['exporter.cli',", "'exporter.inputs']"]
