@@ -1,11 +1,15 @@
 """`collector`: harvest benchmark results from the clusters, store them, report on them."""
 
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
 
 import click
 
+from collector.check import Unseen, check_schedule, checked_json, standing
 from collector.clean import clean
 from collector.credentials import DEFAULT_CREDENTIALS_DIR
 from collector.forget import ForgetError, forget
@@ -19,7 +23,7 @@ from collector.history import (
 )
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
-from collector.metrics import build_registry, push, write_textfile
+from collector.metrics import LastResults, build_registry, last_results, push, write_textfile
 from collector.notes import notes_of
 from collector.prices import read_prices
 from collector.pricing import PriceList
@@ -34,11 +38,22 @@ from collector.session import (
     job_namespace,
     pending_jobs,
 )
-from collector.status import format_status, workflow_status
+from collector.status import JobStatus, format_status, workflow_status
 from collector.store import StoreError, open_store
+from collector.trend import MIN_HISTORY, WINDOW, Rule, Trend, build_trend
+from collector.trend_render import trend_json, trend_markdown, trend_text
+from collector.workload import ExpectedJob, WorkloadError
 from contract.dist import dist_clusters, namespaces
-from contract.layout import LOCAL_CLUSTER, RESULTS
-from contract.options import database_option, root_option, version_option
+from contract.layout import LOCAL_CLUSTER, RESULTS, SCHEDULES
+from contract.options import (
+    database_option,
+    moment_of,
+    now_option,
+    root_option,
+    version_option,
+)
+from contract.schedule import read_schedules
+from contract.text import shown
 from synth.load import FLEET_FILE
 from synth.problems import SpecProblems
 
@@ -158,10 +173,15 @@ def gather(
     """
     options = GatherOptions(timeout_s=_duration(timeout), wait=not no_wait, record=not keep)
     outcomes = gather_workflow(settings, workflow, cluster, options)
-    registry = build_registry([job for outcome in outcomes for job in outcome.observed])
-    if metrics_textfile is not None:
+    observed = [job for outcome in outcomes for job in outcome.observed]
+    registry = (
+        build_registry(observed, _last_results(settings, workflow))
+        if metrics_textfile is not None or pushgateway is not None
+        else None
+    )
+    if metrics_textfile is not None and registry is not None:
         write_textfile(registry, metrics_textfile)
-    if pushgateway is not None:
+    if pushgateway is not None and registry is not None:
         push(registry, pushgateway, workflow)
     recorded = [v for o in outcomes for record, _ in o.records for v in record.variants]
     failed = sum(v.state == "failed" for v in recorded)
@@ -172,6 +192,17 @@ def gather(
             f"{plural(failed, 'variant')} failed, {plural(unfinished, 'Job')} did not finish; "
             "see above"
         )
+
+
+def _last_results(settings: Settings, workflow: str) -> LastResults:
+    """When each variant of `workflow` last brought a result, from every stored and recorded
+    run: a gather that found nothing new must not make the series vanish."""
+    try:
+        with open_store(settings.database) as store:
+            stored = store.runs(workflow)
+        return last_results(merged(stored, runs_of(records_in(settings.root, workflow))))
+    except (StoreError, HistoryError) as error:
+        raise click.ClickException(str(error)) from None
 
 
 @cli.command()
@@ -225,6 +256,24 @@ def gather(
     help=f"Only this cluster's runs, and its baseline's (`{LOCAL_CLUSTER}`: localrun's tries) "
     "[default: every cluster's]",
 )
+@click.option(
+    "--trend",
+    is_flag=True,
+    help="Each variant's p50 over every run, the history's own noise as a band, and each "
+    "change beyond it with the run it began at (text, markdown, json, html).",
+)
+@click.option(
+    "--window",
+    default=WINDOW,
+    type=click.IntRange(2, 1000),
+    help="--trend: how many usable runs before a run make its reference.",
+)
+@click.option(
+    "--min-history",
+    default=MIN_HISTORY,
+    type=click.IntRange(2, 1000),
+    help="--trend: usable runs a run needs before it to be judged.",
+)
 @pass_settings
 def report(
     settings: Settings,
@@ -237,6 +286,9 @@ def report(
     all_revisions: bool,
     baseline_jobs: tuple[str, ...],
     cluster: str | None,
+    trend: bool,
+    window: int,
+    min_history: int,
 ) -> None:
     """Report a workflow's stored results.
 
@@ -253,6 +305,13 @@ def report(
     """
     if jobs and all_revisions:
         raise click.UsageError("--job and --all-revisions exclude each other")
+    if trend and (jobs or all_revisions or baseline_ref or baseline_jobs or output_format == "csv"):
+        raise click.UsageError(
+            "--trend shows every run: it takes no --job, --all-revisions, --baseline or "
+            "--baseline-job, and writes text, markdown, json or html"
+        )
+    if min_history > window:
+        raise click.UsageError(f"--min-history {min_history} exceeds --window {window}")
     if baseline_ref and baseline_jobs:
         raise click.UsageError("--baseline and --baseline-job exclude each other")
     try:
@@ -276,6 +335,11 @@ def report(
             f"no results for workflow {workflow!r} in {settings.database} or {RESULTS}/{workflow}/"
             ": run `collector gather` first"
         )
+    if trend:
+        rule = Rule(window=window, min_history=min_history, floor=threshold)
+        trended = build_trend(workflow, runs, notes, rule)
+        _write(settings, trended, output_format, output, TREND_RENDERERS)
+        return
     try:
         built = build_report(
             runs,
@@ -289,14 +353,29 @@ def report(
         )
     except JobChoiceError as error:
         raise click.ClickException(str(error)) from None
-    render = {
+    render: Renderers[Report] = {
         "text": to_text,
         "markdown": to_markdown,
         "csv": to_csv,
         "json": to_json,
         "html": _to_html,
     }
-    text = render[output_format](built)
+    _write(settings, built, output_format, output, render)
+
+
+Shown = TypeVar("Shown")
+Renderers = Mapping[str, Callable[[Shown], str]]
+
+
+def _write(
+    settings: Settings,
+    shown: Shown,
+    output_format: ReportFormat,
+    output: Path | None,
+    render: Renderers[Shown],
+) -> None:
+    """Render `shown` in `output_format` to stdout or `output` (html: report.html)."""
+    text = render[output_format](shown)
     if output is None and output_format == "html":
         output = settings.root / HTML_REPORT
     if output is None:
@@ -332,6 +411,20 @@ def _to_html(report: Report) -> str:
     return to_html(report)
 
 
+def _trend_html(trend: Trend) -> str:
+    from collector.trend_html import trend_html  # noqa: PLC0415
+
+    return trend_html(trend)
+
+
+TREND_RENDERERS: Final[Renderers[Trend]] = {
+    "text": trend_text,
+    "markdown": trend_markdown,
+    "json": trend_json,
+    "html": _trend_html,
+}
+
+
 @cli.command()
 @click.option("--workflow", required=True, help="The workflow id.")
 @click.option("--cluster", help="Only this cluster [default: every cluster dist/ runs it in]")
@@ -349,6 +442,113 @@ def status(settings: Settings, workflow: str, cluster: str | None) -> None:
             click.echo(format_status(workflow_status(client, pending[name])))
         except KubeError as error:
             raise click.ClickException(str(error)) from None
+
+
+@cli.command("check")
+@click.option(
+    "--scheduled",
+    is_flag=True,
+    help="Check that every scheduled workflow brought a result within its period plus a grace.",
+)
+@click.option(
+    "--workflow",
+    "workflows",
+    multiple=True,
+    help="Only this workflow (repeatable) [default: every one with a schedule]",
+)
+@click.option(
+    "--grace",
+    help="How late a result may be beyond its period (90s, 30m, 2h) [default: the last "
+    "run's deadline]",
+)
+@now_option("Check")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="json: one object on stdout, for CI to read.",
+)
+@pass_settings
+def check(
+    settings: Settings,
+    scheduled: bool,
+    workflows: tuple[str, ...],
+    grace: str | None,
+    now: str | None,
+    output_format: str,
+) -> None:
+    """Alert on missing data: exit 1 when a scheduled workflow has no new result.
+
+    For each workflow with a schedule (schedules/<workflow>.json, written by `benchfleet
+    schedule`), the latest finish of a variant that succeeded, in the database or results/,
+    must be within the period plus the grace. Where it is not, says what is missing and why:
+    no run started for the period (the last one unrecorded, or the scheduled CI job not
+    running), the last run recorded without a result, and for each Job dist/ still holds,
+    from the cluster: not applied by Flux, pending (Kueue's queue, unschedulable), failing,
+    or ended and waiting for `collector gather`.
+    """
+    if not scheduled:
+        raise click.UsageError("say what to check: --scheduled (the only check so far)")
+    moment = moment_of(now)
+    allowance = timedelta(seconds=_duration(grace)) if grace else None
+    states, unreadable = read_schedules(settings.root)
+    known = {state.workflow for state in states}
+    if unknown := set(workflows) - known:
+        raise click.ClickException(
+            f"no schedule for {', '.join(sorted(unknown))} in {SCHEDULES}/; scheduled: "
+            f"{', '.join(sorted(known)) or 'none'}"
+        )
+    results = []
+    try:
+        with open_store(settings.database) as store:
+            for state in states:
+                if workflows and state.workflow not in workflows:
+                    continue
+                records = records_in(settings.root, state.workflow)
+                runs = merged(store.runs(state.workflow), runs_of(records))
+                checked = check_schedule(
+                    settings.root,
+                    state,
+                    runs,
+                    now=moment,
+                    grace=allowance,
+                    statuses=partial(_statuses, settings),
+                )
+                results.append(checked)
+    except (StoreError, HistoryError, WorkloadError) as error:
+        raise click.ClickException(str(error)) from None
+    if output_format == "json":
+        document = {
+            "now": moment.isoformat(),
+            "workflows": [checked_json(checked) for checked in results],
+            "unreadable": unreadable,
+        }
+        click.echo(json.dumps(document, indent=2))
+    else:
+        for line in unreadable:
+            click.echo(shown(line))
+        for checked in results:
+            click.echo(shown(standing(checked)))
+            for reason in checked.reasons:
+                click.echo(shown(f"  - {reason}"))
+    overdue = [checked.workflow for checked in results if checked.overdue]
+    if overdue or unreadable:
+        raise click.ClickException(
+            f"missing data: {', '.join(overdue) or 'none'}; unreadable schedules: {len(unreadable)}"
+        )
+
+
+def _statuses(settings: Settings, cluster: str, jobs: Sequence[ExpectedJob]) -> list[JobStatus]:
+    """The Jobs as `cluster` shows them, through a client confirmed to reach it."""
+    namespaces = [jobs[0].identity.namespace]
+    try:
+        for _, client in confirmed_clusters(settings, [cluster], lambda _: namespaces, True):
+            return workflow_status(client, jobs)
+    except (click.ClickException, KubeError) as error:
+        message = error.message if isinstance(error, click.ClickException) else str(error)
+        raise Unseen(message) from None
+    return []
 
 
 @cli.command("samples")

@@ -6,8 +6,6 @@ textfile collector; both carry the same registry. Flux creates the Jobs, so "job
 is what gather observed of them: `benchfleet_jobs_observed_total`.
 """
 
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +14,8 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 from prometheus_client.exposition import generate_latest
 
+from collector.store import StoredRun
+from contract.atomic import write_atomically
 from contract.records import JobRecord
 from contract.result import OkResult
 from contract.variant import SETTING_FIELDS
@@ -23,6 +23,11 @@ from contract.variant import SETTING_FIELDS
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
 _RESULT_LABELS: Final = ("workflow", "cluster", "gpu_type", *SETTING_FIELDS)
+LAST_RESULT_LABELS: Final = ("workflow", "cluster", "target", *SETTING_FIELDS)
+
+
+LastResults = dict[tuple[str, ...], float]
+"""Labels (LAST_RESULT_LABELS' values) -> Unix seconds."""
 
 
 @dataclass(frozen=True)
@@ -33,9 +38,21 @@ class ObservedJob:
     duration_s: float | None
 
 
-def build_registry(observed: Iterable[ObservedJob]) -> CollectorRegistry:
-    """A registry holding this gather's metrics."""
+def build_registry(
+    observed: Iterable[ObservedJob], last: LastResults | None = None
+) -> CollectorRegistry:
+    """A registry holding this gather's metrics, and when each variant of the workflow last
+    brought a result (`last`: of every stored and recorded run, not only this gather's)."""
     registry = CollectorRegistry()
+    last_result = Gauge(
+        "benchfleet_last_result_timestamp_seconds",
+        "When the variant last brought a result: its runner's end, Unix time. A scheduled "
+        "workflow's alert fires when this is older than its period plus a grace.",
+        LAST_RESULT_LABELS,
+        registry=registry,
+    )
+    for labels, seconds in (last or {}).items():
+        last_result.labels(*labels).set(seconds)
     jobs = Counter(
         "benchfleet_jobs_observed",
         "Benchmark Jobs gather saw finish.",
@@ -95,18 +112,30 @@ def build_registry(observed: Iterable[ObservedJob]) -> CollectorRegistry:
     return registry
 
 
+def last_results(runs: Iterable[StoredRun]) -> LastResults:
+    """When each variant last brought a result: the latest finish of its runs that succeeded,
+    by workflow, cluster, target and settings. Not by variant id, which a scheduled workflow
+    renews every run: the series must go on across runs for its age to mean anything."""
+    last: LastResults = {}
+    for run in runs:
+        at, result = run.result_at, run.variant.result
+        if at is None or not isinstance(result, OkResult) or result.variant is None:
+            continue
+        ref = result.variant
+        labels = (
+            run.job.workflow,
+            run.job.cluster,
+            run.job.target or result.target or "",
+            *(str(getattr(ref, field)) for field in SETTING_FIELDS),
+        )
+        last[labels] = max(last.get(labels, 0.0), at.timestamp())
+    return last
+
+
 def write_textfile(registry: CollectorRegistry, path: Path) -> None:
     """Write the metrics for node-exporter's textfile collector, atomically (it reads any
     *.prom file in its folder at any moment)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(generate_latest(registry))
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, generate_latest(registry))
 
 
 def push(registry: CollectorRegistry, gateway: str, workflow: str) -> None:

@@ -518,7 +518,7 @@ class JobId(NamedTuple):
 
 
 JobAge = tuple[bool, int, int, str, str, str]
-"""What orders a workflow's Jobs, newest greatest (`_job_age`)."""
+"""What orders a workflow's Jobs, newest greatest (`job_age`)."""
 _UNKNOWN_AGE: Final = 1 << 30
 """The age of a spec revision that neither the checkout nor its recent history holds."""
 
@@ -527,7 +527,7 @@ def _job_id(run: StoredRun) -> JobId:
     return JobId(run.job.cluster, run.job.namespace, run.job.job)
 
 
-def _job_age(runs: Sequence[StoredRun], notes: "Notes") -> JobAge:
+def job_age(runs: Sequence[StoredRun], notes: "Notes") -> JobAge:
     """What orders a workflow's Jobs, by what they are, never by a node's clock (a node whose
     clock ran ahead made an older revision look newest): first whether dist/ holds the Job
     now (Flux runs it: it is current), then how recent its spec revision is in git (the
@@ -644,7 +644,7 @@ def _select(
     by_job: dict[JobId, list[StoredRun]] = defaultdict(list)
     for run in runs:
         by_job[_job_id(run)].append(run)
-    ages = {job: _job_age(job_runs, notes) for job, job_runs in by_job.items()}
+    ages = {job: job_age(job_runs, notes) for job, job_runs in by_job.items()}
     known = {job.name for job in by_job}
     unknown = set(names) - known
     if unknown:
@@ -660,7 +660,7 @@ def _select(
     elif names:
         chosen = {job for job in by_job if job.name in names}
     else:
-        # A Job's name changes with its spec: the newest per target and repeat (_job_age) is
+        # A Job's name changes with its spec: the newest per target and repeat (job_age) is
         # the current revision, whatever its variants' finish times say.
         chosen = {max(jobs, key=ages.__getitem__) for jobs in slots.values()}
     reused = _reused(chosen, by_job, notes.reuses) if not all_revisions else {}
@@ -1159,7 +1159,7 @@ def build_report(
 
     A workflow's Jobs in a cluster are one per target and spec revision: the report shows
     the newest Job of each target (the current revision: what dist/ runs, else the newest
-    spec revision in git, `_job_age`; never by finish times), or the Jobs named in `jobs`, or
+    spec revision in git, `job_age`; never by finish times), or the Jobs named in `jobs`, or
     with `all_revisions` every Job. Every run of those Jobs is shown, a failure whatever its
     finish time; where several of them ran the same
     variant (cluster, target, model, precision, quantization, batch size), the newest Job's

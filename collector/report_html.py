@@ -503,6 +503,21 @@ def _page(layout: Layout, plots: Sequence[_Plot]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def html_page(layout: Layout, plots: Sequence[tuple[bytes, str]]) -> str:
+    """A layout (a trend's) as a page, with `plots` (PNG bytes, description) after it."""
+    return _page(layout, [_Plot(png, description) for png, description in plots])
+
+
+def figure_png(figure: Figure) -> bytes:
+    """A figure as the page's PNGs are: the same figure always gives the same bytes."""
+    return _png(figure)
+
+
+def plot_text(text: str) -> str:
+    """A user's name as a plot may draw it (a `$` would start mathtext)."""
+    return _plain(text)
+
+
 def to_html(report: Report) -> str:
     """The page: the tables every format shows, then the plots.
 

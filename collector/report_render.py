@@ -1060,7 +1060,11 @@ def _aligned(table: Table) -> list[str]:
 
 def to_text(report: Report) -> str:
     """For a terminal: fixed-width columns, alerts marked with !!."""
-    layout = lay_out(report)
+    return layout_text(lay_out(report))
+
+
+def layout_text(layout: Layout) -> str:
+    """A layout (a report's, a trend's) for a terminal."""
     lines = [layout.title, "=" * len(layout.title)]
     if layout.headline:
         lines.append(f"!! {layout.headline.upper()}")
@@ -1114,7 +1118,11 @@ def _markdown_section(table: Table) -> list[str]:
 
 def to_markdown(report: Report) -> str:
     """For a pull-request comment: GitHub tables, regressions first under a red marker."""
-    layout = lay_out(report)
+    return layout_markdown(lay_out(report))
+
+
+def layout_markdown(layout: Layout) -> str:
+    """A layout (a report's, a trend's) for a pull-request comment."""
     lines = [f"## {_md(layout.title)}", ""]
     if layout.headline:
         lines.extend([f"🔴 **{_md(layout.headline)}**", ""])

@@ -21,7 +21,7 @@ from contract.records import JobIdentity, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 7
+_SCHEMA_VERSION: Final = 8
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
@@ -38,9 +38,15 @@ _ADDED_IN_5: Final = (
 # Version 6 adds what the cluster allocated to each run (contract/allocation.py, JSON);
 # rows stored before it are NULL: "not recorded" in every report.
 _ADDED_IN_6: Final = "ALTER TABLE variant_runs ADD COLUMN allocation TEXT"
-# Version 7 adds how the variant ran (eager, or compiled: `compile`); rows stored before it are
+# Version 7 adds the scheduled run a Job belongs to (`scheduling.every`) and the start of
+# its period; rows stored before it are NULL: their workflows were not scheduled.
+_ADDED_IN_7: Final = (
+    "ALTER TABLE variant_runs ADD COLUMN scheduled_run INTEGER",
+    "ALTER TABLE variant_runs ADD COLUMN scheduled_at TEXT",
+)
+# Version 8 adds how the variant ran (eager, or compiled: `compile`); rows stored before it are
 # NULL, eager, as every variant was then.
-_ADDED_IN_7: Final = "ALTER TABLE variant_runs ADD COLUMN compile TEXT"
+_ADDED_IN_8: Final = "ALTER TABLE variant_runs ADD COLUMN compile TEXT"
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -72,6 +78,8 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     accuracy_gate TEXT,
     accuracy_failed INTEGER,
     allocation TEXT,
+    scheduled_run INTEGER,
+    scheduled_at TEXT,
     compile TEXT,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
@@ -132,6 +140,8 @@ _COLUMNS: Final = [
     "accuracy_gate",
     "accuracy_failed",
     "allocation",
+    "scheduled_run",
+    "scheduled_at",
     "compile",
 ]
 
@@ -181,6 +191,16 @@ class StoredRun:
     job: JobIdentity
     variant: StoredVariant
     collected_at: str
+
+    @property
+    def result_at(self) -> datetime | None:
+        """When a run that succeeded finished (its runner's end, as the API server said);
+        None for a failure, or where no finish time is known."""
+        finished = self.variant.finished_at
+        if self.variant.state != "succeeded" or finished is None:
+            return None
+        moment = datetime.fromisoformat(finished)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -242,7 +262,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, 4, 5, 6, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, 4, 5, 6, 7, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -259,7 +279,10 @@ class Store:
                 if version in {1, 2, 3, 4, 5}:
                     self._db.execute(_ADDED_IN_6)
                 if version in {1, 2, 3, 4, 5, 6}:
-                    self._db.execute(_ADDED_IN_7)
+                    for statement in _ADDED_IN_7:
+                        self._db.execute(statement)
+                if version in {1, 2, 3, 4, 5, 6, 7}:
+                    self._db.execute(_ADDED_IN_8)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -460,7 +483,7 @@ class Store:
         text = row["result_json"]
         ref = None
         if row["variant_id"] is not None:
-            # compile is NULL in rows stored before schema 7: eager, its default.
+            # compile is NULL in rows stored before schema 8: eager, its default.
             ref = VariantRef.model_validate(
                 {
                     field: row[column]

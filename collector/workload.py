@@ -38,7 +38,14 @@ from contract.layout import (
     workload_file,
     workload_files,
 )
-from contract.records import JobIdentity, Reuses, StoredVariant, parse_reuses, repeat_of
+from contract.records import (
+    JobIdentity,
+    Reuses,
+    StoredVariant,
+    parse_reuses,
+    repeat_of,
+    scheduled_of,
+)
 from contract.variant import VariantRef
 
 
@@ -143,6 +150,7 @@ def expected_from(
     metadata = job["metadata"]
     annotations = metadata.get("annotations", {})
     (container,) = job["spec"]["template"]["spec"]["containers"]
+    scheduled_run, scheduled_at = scheduled_of(metadata["labels"], annotations)
     identity = JobIdentity(
         workflow=metadata["labels"][WORKFLOW_LABEL],
         cluster=cluster,
@@ -153,6 +161,8 @@ def expected_from(
         spec_sha256=annotations.get(SPEC_SHA256_ANNOTATION),
         image=container["image"],
         repeat=repeat_of(metadata["labels"]),
+        scheduled_run=scheduled_run,
+        scheduled_at=scheduled_at,
     )
     config = _config(configmap)
     completions = job["spec"].get("completions", 1)

@@ -21,6 +21,9 @@ NAMESPACES_FILE: Final = "namespaces.yaml"
 KUSTOMIZATION_FILE: Final = "kustomization.yaml"
 RESULTS: Final = "results"
 """results/<workflow>/<cluster>/<job>.json: the record of a finished Job, committed."""
+SCHEDULES: Final = "schedules"
+"""schedules/<workflow>.json: the run a scheduled workflow is at (`scheduling.every`), written
+by `benchfleet schedule` and committed; synth hashes the run into the workflow's variant ids."""
 STORE_DIR: Final = ".benchfleet"
 """The collector's local database (not committed)."""
 SYNTH_CACHE: Final = ".cache/synth"
@@ -53,6 +56,12 @@ CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
 earlier one of the same name."""
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 """Kubernetes's label of each node's name: the topology of "another node"."""
+SCHEDULED_RUN_LABEL: Final = "benchfleet.io/scheduled-run"
+"""On a Job of a scheduled workflow (`scheduling.every`): which of its runs this is, from 1.
+Each run is a new identity for its variants, so its results are kept beside the earlier
+runs' and never stand in for them."""
+SCHEDULED_AT_ANNOTATION: Final = "benchfleet.io/scheduled-at"
+"""On the same Jobs: the start of the period the run was started for (UTC, ISO 8601)."""
 SPEC_FILE_ANNOTATION: Final = "benchfleet.io/spec-file"
 SPEC_SHA256_ANNOTATION: Final = "benchfleet.io/spec-sha256"
 TOOL_VERSION_ANNOTATION: Final = "benchfleet.io/tool-version"
@@ -142,3 +151,8 @@ def recorded_clusters(root: Path, workflow: str) -> list[str]:
     return (
         sorted(path.name for path in folder.iterdir() if path.is_dir()) if folder.is_dir() else []
     )
+
+
+def schedule_path(root: Path, workflow: str) -> Path:
+    """schedules/<workflow>.json under the repository `root`."""
+    return root / SCHEDULES / f"{workflow}.json"

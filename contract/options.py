@@ -1,12 +1,17 @@
 """The command-line options every benchfleet command shares, defined once: where the
-repository is, where the collector's database is in it, and --version."""
+repository is, where the collector's database is in it, --version, and the simulated clock
+of the commands that read one."""
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, TypeVar
 
 import click
 
 from contract.layout import STORE_DIR
+
+_Decorated = TypeVar("_Decorated", bound=Callable[..., Any])
 
 DEFAULT_DATABASE: Final = Path(STORE_DIR) / "results.sqlite"
 """The collector's database, relative to the repository root."""
@@ -32,3 +37,25 @@ version_option = click.version_option(
     help="Print the installed benchfleet version and exit.",
 )
 """`--version` on every command: the installed benchfleet distribution's version."""
+
+
+def now_option(what: str) -> Callable[[_Decorated], _Decorated]:
+    """`--now`: do `what` as if it were this time (a simulated clock, for trials and tests)."""
+    return click.option(
+        "--now",
+        help=f"{what} as if it were this time (ISO 8601, UTC where it names no zone) "
+        "[default: the clock's time]",
+    )
+
+
+def moment_of(text: str | None) -> datetime:
+    """`--now` as an instant; the clock's without it."""
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is not a time like 2026-12-07T02:00:00Z", param_hint="--now"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -8,7 +8,6 @@ Where records are, and which Jobs have one, is contract.layout's: synth reads th
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Final, Literal
@@ -17,8 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contract.accuracy import AccuracyGate, default_gate, judge
 from contract.allocation import Allocation
+from contract.atomic import write_atomically
 from contract.bounded import read_at_most
-from contract.layout import REPEAT_LABEL, record_path
+from contract.layout import (
+    REPEAT_LABEL,
+    SCHEDULED_AT_ANNOTATION,
+    SCHEDULED_RUN_LABEL,
+    record_path,
+)
 from contract.result import BenchResult, OkResult
 from contract.variant import MAX_VARIANTS, VariantRef
 
@@ -107,6 +112,12 @@ class JobIdentity(_Record):
     """Which run of its variants the Job is, where the spec repeats them
     (`benchmark.repeats`), from 0; None where it runs them once."""
 
+    scheduled_run: int | None = None
+    """Which run of a scheduled workflow (`scheduling.every`) the Job belongs to, from 1;
+    None where the workflow is not scheduled."""
+    scheduled_at: str | None = None
+    """The start of the period that run was started for (UTC, ISO 8601)."""
+
     @property
     def run(self) -> int:
         """The repeat, 0 for a Job of a workflow that runs its variants once: that run is
@@ -119,6 +130,18 @@ def repeat_of(labels: Mapping[str, str]) -> int | None:
     value is not synth's (edited by hand): such a Job counts as its variants' only run."""
     value = labels.get(REPEAT_LABEL)
     return int(value) if value is not None and value.isascii() and value.isdigit() else None
+
+
+def scheduled_of(
+    labels: Mapping[str, str], annotations: Mapping[str, str]
+) -> tuple[int | None, str | None]:
+    """The scheduled run a Job's SCHEDULED_RUN_LABEL names and the period start its
+    SCHEDULED_AT_ANNOTATION gives; (None, None) without the label, or where it is not
+    synth's (edited by hand)."""
+    value = labels.get(SCHEDULED_RUN_LABEL)
+    if value is None or not (value.isascii() and value.isdigit()):
+        return None, None
+    return int(value), annotations.get(SCHEDULED_AT_ANNOTATION)
 
 
 class JobRecord(JobIdentity):
@@ -156,16 +179,7 @@ def write_record(root: Path, record: JobRecord) -> tuple[Path, bool]:
     text = record_text(record)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return path, False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A reader (synth, git) never sees half a record: write aside, then rename over.
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text.encode())
     return path, True
 
 

@@ -62,7 +62,8 @@ def workflow_key(
     *,
     committed: Sequence[object],
 ) -> str:
-    """Everything one workflow's file in one cluster depends on, hashed; `stored` is what
+    """Everything one workflow's file in one cluster depends on (its spec, and for a
+    scheduled workflow the run it is at), hashed; `stored` is what
     results/ holds of it (synth.recorded.Recorded.key): recorded Jobs and variants are left
     out; `committed` the Jobs git's HEAD holds of it that may stay (synth.committed.listed)."""
     models = {m.name: files.read(m.file).sha256 for m in loaded.workflow.models if m.file}
@@ -75,6 +76,7 @@ def workflow_key(
             "file": loaded.file,
             "spec": loaded.sha256,
             "workflow": loaded.workflow.model_dump(mode="json"),
+            "schedule": loaded.schedule.model_dump(mode="json") if loaded.schedule else None,
             "models": models,
             "ca_bundles": {file: files.ca_bundle(file).sha256 for file in sorted(trusted)},
             "stored": stored,

@@ -6,18 +6,33 @@ from pathlib import Path
 
 import click
 
-from contract.options import root_option, version_option
+from contract.options import moment_of, now_option, root_option, version_option
 from contract.text import shown
 from exporter.cli import export
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
+from synth.committed import GitError
 from synth.hints import did_you_mean
-from synth.jobs import identified_variants, may_stay, model_configs, plan_runs
+from synth.jobs import (
+    identified_variants,
+    may_stay,
+    model_configs,
+    plan_runs,
+    waits_for_first_run,
+)
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
 from synth.plan import format_plan, plan, plan_json, planned_against
 from synth.problems import SpecProblems
 from synth.render import render
+from synth.scheduler import (
+    ScheduleChoiceError,
+    commit,
+    message,
+    new_records,
+    plan_schedule,
+    start,
+)
 from synth.schema import stale_files, write_generated
 
 
@@ -143,6 +158,7 @@ def variants(repo: Repo, workflow_id: str) -> None:
     runs = 0
     sources = model_configs(loaded, specs.fleet, specs.model_files)
     repeats = loaded.workflow.benchmark.repeats
+    waiting = waits_for_first_run(loaded)
     for cluster in target_clusters(loaded.workflow, specs.fleet):
         stored = specs.recorded[workflow_id, cluster.name]
         committed = specs.committed.jobs.get((workflow_id, cluster.name), {})
@@ -165,6 +181,8 @@ def variants(repo: Repo, workflow_id: str) -> None:
                     reused = stored.reusable(variant_id, repeat, loaded.sha256)
                     if pod is not None:
                         outcome = f"runs in pod {pod}" if grouped else "runs"
+                    elif waiting:
+                        outcome = "waits for its first run (`benchfleet schedule`)"
                     else:
                         outcome = f"recorded in {reused.job}" if reused else "recorded"
                     runs += pod is not None
@@ -186,7 +204,9 @@ def variants(repo: Repo, workflow_id: str) -> None:
         click.echo(shown("  ".join(cells).rstrip()))
     plural = "s" * (len(rows) != 1)
     counted = f"variant{plural}" if repeats == 1 else f"runs of variants ({repeats} repeats)"
-    click.echo(f"{len(rows)} {counted} in {loaded.file}: {runs} run, {len(rows) - runs} recorded")
+    left = f"{len(rows) - runs} {'wait' if waiting else 'recorded'}"
+    scheduled = f" (scheduled run {loaded.schedule.run})" if loaded.schedule else ""
+    click.echo(f"{len(rows)} {counted} in {loaded.file}{scheduled}: {runs} run, {left}")
 
 
 @cli.command()
@@ -207,6 +227,61 @@ def synth(repo: Repo) -> None:
     for path in result.changed:
         click.echo(f"changed {path}")
     click.echo(f"{len(result.changed)} files changed")
+
+
+def _echo_lines(text: str) -> None:
+    """`text` line by line, each shown so that nothing it quotes forges a line of its own."""
+    for line in text.splitlines():
+        click.echo(shown(line))
+
+
+@cli.command("schedule")
+@click.argument("workflow_ids", nargs=-1, metavar="[WORKFLOW]...")
+@now_option("Schedule")
+@click.option(
+    "--commit",
+    "make_commit",
+    is_flag=True,
+    help="Commit schedules/, dist/, clusters/ and results/ with a message saying what runs.",
+)
+@click.option("--dry-run", is_flag=True, help="Say what would start; write nothing.")
+@pass_repo
+def schedule(
+    repo: Repo, workflow_ids: tuple[str, ...], now: str | None, make_commit: bool, dry_run: bool
+) -> None:
+    """Start the runs of scheduled workflows that are due (a scheduled CI job's command).
+
+    For each workflow with `scheduling.every` (of WORKFLOW..., default all): where a new
+    period has begun and its last run is recorded, bumps its run in schedules/<id>.json,
+    which synth hashes into its variant ids, so the run is new and reuses nothing. Then
+    writes dist/ and clusters/ as `make synth` does, and prints the commit message: each run
+    started with its Jobs and variants per cluster, the records under results/ not yet
+    committed, and why each other scheduled workflow waits. A run still going is never
+    replaced: the next waits until gather has recorded it. With --commit, commits all of it;
+    pushed, Flux starts the runs.
+    """
+    moment = moment_of(now)
+    specs = load_or_fail(repo)
+    try:
+        planned = plan_schedule(specs, moment, workflow_ids)
+    except ScheduleChoiceError as error:
+        raise click.ClickException(str(error)) from None
+    if dry_run:
+        _echo_lines(message(planned, []))
+        return
+    try:
+        start(repo.root, planned)
+    except SpecProblems as problems:
+        raise report_problems(problems, "; nothing started") from None
+    try:
+        recorded = new_records(repo.root)
+        text = message(planned, recorded)
+        _echo_lines(text)
+        if make_commit:
+            made = commit(repo.root, text)
+            click.echo(f"committed {made}" if made else "nothing to commit", err=True)
+    except GitError as error:
+        raise click.ClickException(f"git: {error}") from None
 
 
 @cli.command("plan")

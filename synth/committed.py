@@ -45,7 +45,8 @@ class GitError(Exception):
     """git cannot run here, or refused what was asked."""
 
 
-def _git(root: Path, *arguments: str, stdin: bytes | None = None) -> bytes:
+def git(root: Path, *arguments: str, stdin: bytes | None = None) -> bytes:
+    """git's output, run in `root`; raises GitError where it cannot run or fails."""
     try:
         done = subprocess.run(
             ["git", "-C", str(root), *arguments], input=stdin, capture_output=True, check=False
@@ -60,7 +61,7 @@ def _git(root: Path, *arguments: str, stdin: bytes | None = None) -> bytes:
 
 def _blobs(root: Path, revision: str, folders: Sequence[str]) -> dict[PurePosixPath, str]:
     """The files under `folders` (relative to `root`) at `revision`: path -> blob id."""
-    listing = _git(root, "ls-tree", "-r", "-z", revision, "--", *folders)
+    listing = git(root, "ls-tree", "-r", "-z", revision, "--", *folders)
     blobs = {}
     for entry in filter(None, listing.split(b"\0")):
         info, _, name = entry.partition(b"\t")
@@ -74,7 +75,7 @@ def _contents(root: Path, blobs: Sequence[str]) -> list[str]:
     """The text of each blob, in one git process however many there are."""
     if not blobs:
         return []
-    batch = _git(root, "cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs).encode())
+    batch = git(root, "cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs).encode())
     texts = []
     offset = 0
     for _ in blobs:
@@ -200,11 +201,11 @@ def listed(jobs: Mapping[JobSlot, CommittedJob]) -> list[tuple[str, int, str, li
 def read_committed(root: Path) -> Committed:
     """Which commit HEAD is under `root`, if any; its files are read when asked for."""
     try:
-        _git(root, "rev-parse", "--git-dir")
+        git(root, "rev-parse", "--git-dir")
     except GitError as error:
         return Committed(root, None, f"no git repository ({error})")
     try:
-        commit = _git(root, "rev-parse", "--verify", "--quiet", f"{COMMITTED}^{{commit}}")
+        commit = git(root, "rev-parse", "--verify", "--quiet", f"{COMMITTED}^{{commit}}")
     except GitError:
         return Committed(root, None, NO_COMMIT)
     name = commit.decode().strip()

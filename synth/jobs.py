@@ -51,6 +51,8 @@ from contract.layout import (
     REPEAT_LABEL,
     REPEAT_SET_LABEL,
     REUSES_ANNOTATION,
+    SCHEDULED_AT_ANNOTATION,
+    SCHEDULED_RUN_LABEL,
     SPEC_FILE_ANNOTATION,
     SPEC_SHA256_ANNOTATION,
     TARGET_LABEL,
@@ -60,6 +62,7 @@ from contract.layout import (
 )
 from contract.records import reuses_text
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
+from contract.schedule import scheduled_at
 from synth.ca_bundles import CaBundle
 from synth.catalogue import DEVICE_TYPES
 from synth.committed import CommittedJob, JobSlot
@@ -355,11 +358,15 @@ def identified_variants(
     """The target's variants in `cluster`, each with its id: its measurement, with its
     model's sha256 in it."""
     setup = measurement_setup(loaded, target, cluster, loaded.workflow.image or fleet.image)
+    # Each scheduled run is a new identity, so nothing one run recorded stands in for the
+    # next; only where there is one, so that no other workflow's ids change.
+    scheduled = {"scheduled_run": loaded.schedule.run} if loaded.schedule else {}
     return [
         (
             variant,
             variant.variant_id(
-                loaded.workflow.id, {**setup, "model_sha256": sources[variant.model].sha256}
+                loaded.workflow.id,
+                {**setup, "model_sha256": sources[variant.model].sha256, **scheduled},
             ),
         )
         for variant in loaded.variants
@@ -789,6 +796,9 @@ class _Workflow:
         }
         name = job_name(workflow.id, target.key, digest(content))
         labels = {**template_labels, JOB_LABEL: name, "app.kubernetes.io/version": TOOL_VERSION}
+        schedule = loaded.schedule
+        if schedule is not None:
+            labels[SCHEDULED_RUN_LABEL] = str(schedule.run)
         if workflow.scheduling.queue is not None:
             labels["kueue.x-k8s.io/queue-name"] = workflow.scheduling.queue
         return BenchmarkRun(
@@ -814,6 +824,11 @@ class _Workflow:
                 # them with each variant's allocated time, for the report to price.
                 DEVICE_TYPE_ANNOTATION: target.gpu_type,
                 CAPACITY_ANNOTATION: "spot" if target.spot else "on-demand",
+                **(
+                    {SCHEDULED_AT_ANNOTATION: scheduled_at(schedule.period_start)}
+                    if schedule is not None
+                    else {}
+                ),
             },
             config=config,
             job_spec=name_job_spec(job_spec, name),
@@ -821,6 +836,12 @@ class _Workflow:
             ca_bundles=ca_bundles,
             repeat=repeat,
         )
+
+
+def waits_for_first_run(loaded: LoadedWorkflow) -> bool:
+    """Whether `loaded` is scheduled and `benchfleet schedule` has not started a run of it:
+    until then it runs nothing (every run, the first too, is started by a commit)."""
+    return loaded.workflow.scheduling.every is not None and loaded.schedule is None
 
 
 def may_stay(
@@ -873,6 +894,8 @@ def plan_runs(
     prune it and what it measured would run again. Its variants that a record now covers
     are measured twice, and the report keeps the newer run."""
     workflow = loaded.workflow
+    if waits_for_first_run(loaded):
+        return []
     files = committed_files(loaded, model_files)
     sources = model_configs(loaded, fleet, model_files)
     jobs = _Workflow(

@@ -33,6 +33,11 @@ expanding that many takes about half a second."""
 MAX_VARIANTS_CEILING: Final = MAX_VARIANTS
 """No workflow expands past this (contract.variant.MAX_VARIANTS, which records are held to)."""
 
+MIN_SCHEDULE_PERIOD_SECONDS: Final = 3600
+"""The shortest `scheduling.every`: each run is a commit in git and a set of records in
+results/, and a run of even a small sweep takes minutes; an hourly benchmark is already a
+lot of history."""
+
 MAX_REPEATS: Final = 10
 """Repeats of a workflow's variants (`benchmark.repeats`): each is a Job per target, and a
 between-run spread needs a handful of runs, not dozens."""

@@ -8,13 +8,14 @@ write output from a half-valid set.
 import hashlib
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from contract.schedule import ScheduleState
 from contract.text import unprintable
 from synth.checks import check_workflow, target_clusters
 from synth.committed import Committed, read_committed
@@ -34,6 +35,7 @@ from synth.problems import (
 )
 from synth.recorded import Recorded, read_recorded
 from synth.repo_files import RepoFileError, read_inside
+from synth.schedules import read_schedules
 from synth.spec import SpecContext, Workflow, check_ca_bundle_file
 from synth.sweep import Variant, combinations, expand_variants
 from synth.yaml_source import YamlSource, YamlSyntaxError, parse_yaml
@@ -59,6 +61,9 @@ class LoadedWorkflow:
     source: YamlSource
     workflow: Workflow
     variants: tuple[Variant, ...]
+    schedule: ScheduleState | None = None
+    """The run a scheduled workflow is at (schedules/); None where it is not scheduled, or
+    waits for its first run."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,10 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
         problems.extend(problem_at(source, file, f.loc, f.message, f.hint) for f in findings)
         loaded.append(LoadedWorkflow(file, sha256, source, workflow, tuple(variants)))
     problems.extend(_duplicate_ids(root, loaded))
+    # A schedule with no valid workflow beside it is judged once its workflow is valid.
+    workflows = [entry.workflow for entry in loaded]
+    states = read_schedules(root, workflows, problems, every_file=files is None and not problems)
+    loaded = [replace(entry, schedule=states.get(entry.workflow.id)) for entry in loaded]
     recorded = {
         (entry.workflow.id, cluster.name): read_recorded(
             root, entry.workflow.id, cluster.name, problems

@@ -242,3 +242,12 @@ def _step(
         return properties[part]  # type: ignore[no-any-return]
     extra = node.get("additionalProperties")
     return extra if isinstance(extra, Mapping) else None
+
+
+def unreadable(relative: str, error: Exception, what: str, hint: str) -> Problem:
+    """The problem of a committed file under `relative` that cannot be `what` (a results
+    record, a schedule): the first field pydantic names, else the error's own words."""
+    first = error.errors()[0] if isinstance(error, ValidationError) else None
+    where = ".".join(map(str, first["loc"])) if first else ""
+    why = f"{f'{where}: ' if where else ''}{first['msg']}" if first else str(error)
+    return Problem(relative, 1, 1, "", f"not {what}: {why}", hint)

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from contract.layout import RESULTS, record_path, recorded_jobs
 from contract.records import MAX_RECORD_BYTES, RecordError, parse_record
-from synth.problems import Problem
+from synth.problems import Problem, unreadable
 from synth.repo_files import RepoFileError, read_inside
 
 
@@ -73,7 +73,15 @@ def read_recorded(root: Path, workflow: str, cluster: str, problems: list[Proble
         try:
             record = parse_record(read_inside(root, relative, MAX_RECORD_BYTES))
         except (RepoFileError, RecordError, ValidationError) as error:
-            problems.append(_unreadable(relative, error))
+            problems.append(
+                unreadable(
+                    relative,
+                    error,
+                    "a results record",
+                    f"records under {RESULTS}/ are written by `collector gather`; "
+                    "restore this one from git",
+                )
+            )
             continue
         for stored in record.variants:
             if stored.variant is None:
@@ -84,16 +92,3 @@ def read_recorded(root: Path, workflow: str, cluster: str, problems: list[Proble
             if earlier is None or (found.succeeded and not earlier.succeeded):
                 variants[key] = found
     return Recorded(frozenset(jobs), variants)
-
-
-def _unreadable(relative: str, error: Exception) -> Problem:
-    first = error.errors()[0] if isinstance(error, ValidationError) else None
-    why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}" if first else str(error)
-    return Problem(
-        relative,
-        1,
-        1,
-        "",
-        f"not a results record: {why}",
-        f"records under {RESULTS}/ are written by `collector gather`; restore this one from git",
-    )

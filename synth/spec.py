@@ -66,6 +66,7 @@ from synth.limits import (
     MAX_PATH_CHARS,
     MAX_REPEATS,
     MAX_VARIANTS_CEILING,
+    MIN_SCHEDULE_PERIOD_SECONDS,
 )
 from synth.modelfiles import ModelFiles
 from synth.quantity import parse_quantity
@@ -772,6 +773,12 @@ class Scheduling(SpecModel):
     """Wall-clock limit for the whole workflow in a cluster; pods still running then fail."""
     queue: ObjectName | None = None
     """A Kueue LocalQueue to submit to (synth creates it); the cluster must have `kueue`."""
+    every: Duration | None = None
+    """Run the workflow again every period (e.g. 24h; at least 1h, and at least the
+    deadline): each run is started by a commit that `benchfleet schedule` makes (a scheduled
+    CI job), once the period has begun and the last run is recorded. Each run is a new
+    identity for its variants, so its results are kept beside the earlier runs' and none is
+    reused; `collector report --trend` follows them (docs/specs.md)."""
     variants_per_pod: StrictInt = Field(default=1, ge=1, le=MAX_VARIANTS_PER_POD)
     """Variants one pod runs in sequence, in one process: the start-up (imports, CUDA, the
     first model load) is paid once per pod, not per variant. 1 keeps each variant alone,
@@ -792,6 +799,26 @@ class Scheduling(SpecModel):
         if deadline < 1:
             raise SpecError("deadline must be at least 1 second")
         return deadline
+
+    @field_validator("every")
+    @classmethod
+    def _period_fits_a_run(cls, every: float | None, info: ValidationInfo) -> float | None:
+        if every is None:
+            return None
+        if every != int(every) or every < MIN_SCHEDULE_PERIOD_SECONDS:
+            raise SpecError(
+                f"every must be a whole number of seconds, at least "
+                f"{MIN_SCHEDULE_PERIOD_SECONDS // 3600}h",
+                "each run is a commit and a set of records: e.g. 24h for a nightly run",
+            )
+        deadline = info.data.get("deadline")
+        if deadline is not None and every < deadline:
+            raise SpecError(
+                f"every ({every:g}s) is shorter than the deadline ({deadline:g}s): a run could "
+                "still be running when the next is due, and the next would wait for it",
+                "lower scheduling.deadline or raise scheduling.every",
+            )
+        return every
 
 
 class Workflow(SpecModel):

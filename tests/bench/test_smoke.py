@@ -41,6 +41,7 @@ RUNS = [
         id="large_models",
     ),
     pytest.param("collector_gather", "gather / per-Job loop wall time", id="collector_gather"),
+    pytest.param("trend_noise", "false alarms over", id="trend_noise"),
     pytest.param(
         "cluster_gather", "gather / per pod", marks=pytest.mark.cluster, id="cluster_gather"
     ),

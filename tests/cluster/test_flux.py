@@ -8,10 +8,12 @@ runner's pods are proved in test_cpu_smoke.py and test_two_clusters.py.
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
 
+from contract.records import read_record
 from localcluster.flux import start_flux
 from localcluster.gitops import BRANCH, FluxRepository, git, prepare
 from localcluster.gitserver import GitServer
@@ -280,3 +282,79 @@ def test_a_commit_the_api_server_refuses_stops_only_the_workloads(gitops: GitOps
     git(repo.root, "revert", "--no-edit", "HEAD")
     git(repo.root, "push", "-q", "origin", f"HEAD:{BRANCH}")
     gitops.flux.converge(git(repo.root, "rev-parse", "HEAD"))
+
+
+NIGHTS = ("2026-12-06T01:17:00Z", "2026-12-07T01:17:00Z", "2026-12-08T01:17:00Z")
+"""The simulated clock of the scheduled CI job: three UTC days, each run started at 01:17."""
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "ci", "GIT_AUTHOR_EMAIL": "ci@example.com",
+                "GIT_COMMITTER_NAME": "ci", "GIT_COMMITTER_EMAIL": "ci@example.com"}  # fmt: skip
+
+
+def _scheduled(gitops: GitOps, now: str) -> str:
+    """What the scheduled CI job does (examples/ci/benchfleet-schedule.yml): `benchfleet
+    schedule --commit` at `now`, then push; HEAD's sha."""
+    work = gitops.flux.work
+    started = CliRunner().invoke(
+        synth_cli, ["--root", str(work), "schedule", "--now", now, "--commit"], env=GIT_IDENTITY
+    )
+    assert started.exit_code == 0, started.output
+    git(work, "push", "-q", "origin", f"HEAD:{BRANCH}")
+    return git(work, "rev-parse", "HEAD")
+
+
+def test_a_nightly_runs_three_times_each_a_new_set_of_results_and_reruns_nothing(
+    gitops: GitOps,
+) -> None:
+    """`scheduling.every: 24h` through Flux on a simulated clock: each night the CI job's
+    commit starts a run whose Jobs are new (the run is in their variant ids), gather records
+    it, and the next night's commit carries the records (Flux prunes the run's Jobs) with the
+    next run. Three nights, three records beside each other, each variant measured once per
+    run, and reconciles between them run nothing again."""
+    live, repo, flux = gitops.live, gitops.repo, gitops.flux
+    workflow = "e2e-nightly"
+    repo.write_workflow(workflow, short_cpu_spec(workflow, "[1, 2]") + "scheduling: {every: 24h}\n")
+    flux.converge(flux.commit(f"{workflow}: a nightly"))
+    assert repo.job_names(workflow) == [], "nothing runs before the first night's commit"
+    kubeconfig = service_account_kubeconfig(live)
+    jobs = []
+    with PodObserver(live, f"workflow={workflow}") as observer:
+        for night in NIGHTS:
+            sha = _scheduled(gitops, night)
+            (job,) = repo.job_names(workflow)
+            jobs.append(job)
+            succeed_quickly(live, repo, workflow)
+            flux.converge(sha)
+            gathered = repo.collector(
+                "gather", "--workflow", workflow, "--cluster", CLUSTER, "--timeout", "3m",
+                kubeconfig=kubeconfig,
+            )  # fmt: skip
+            assert gathered.exit_code == 0, gathered.output
+            for _ in range(2):
+                flux.reconcile(kustomizations=True)
+                flux.converge(sha)
+        recorded = flux.commit(f"{workflow}: results of the third night")
+        flux.converge(recorded)
+        wait_for(
+            "the runs' Jobs to be pruned", lambda: all(_objects_of(live, j) == [] for j in jobs)
+        )
+        flux.reconcile(kustomizations=True)
+        flux.converge(recorded)
+    assert len(set(jobs)) == 3
+    assert len(observer.seen) == 3 * 2, "each night ran its two variants once, nothing again"
+    records = [
+        read_record(path) for path in sorted((repo.root / "results" / workflow).rglob("*.json"))
+    ]
+    assert sorted(r.scheduled_run or 0 for r in records) == [1, 2, 3]
+    assert sorted(r.job for r in records) == sorted(jobs)
+    ids = [{v.variant.id for v in r.variants if v.variant} for r in records]
+    assert all(len(run) == 2 for run in ids) and len(set().union(*ids)) == 6, "no id reused"
+    # The runs started on the simulated clock, but their pods ended on the real one.
+    checked = repo.collector("check", "--scheduled", kubeconfig=kubeconfig)
+    assert checked.exit_code == 0, checked.output
+    later = (datetime.now(UTC) + timedelta(days=3)).isoformat()
+    late = repo.collector("check", "--scheduled", "--now", later, kubeconfig=kubeconfig)
+    assert late.exit_code == 1
+    assert "e2e-nightly: MISSING DATA" in late.output and "run 3" in late.output
+    trend = repo.collector("report", "--workflow", workflow, "--trend", kubeconfig=kubeconfig)
+    assert trend.exit_code == 0, trend.output
+    assert "3 runs (run 1 (2026-12-06) to run 3 (2026-12-08))" in trend.output

@@ -264,6 +264,19 @@ def test_metrics_are_written_for_node_exporter(
     text = textfile.read_text()
     assert 'benchfleet_latency_p50_seconds{batch_size="4"' in text
     assert "benchfleet_job_duration_seconds_count" in text
+    assert 'benchfleet_last_result_timestamp_seconds{batch_size="4"' in text
+
+
+def test_the_last_result_stays_exported_when_a_gather_finds_nothing_new(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    assert collector("gather").exit_code == 0
+    textfile = repo / "metrics" / "benchfleet.prom"
+    assert collector("gather", "--metrics-textfile", str(textfile)).exit_code == 0
+    text = textfile.read_text()
+    assert "benchfleet_latency_p50_seconds{" not in text, "nothing new was observed"
+    assert 'benchfleet_last_result_timestamp_seconds{batch_size="4"' in text
 
 
 def test_status_says_why_a_variant_waits(collector: Collect, api: FakeApiServer, job: Obj) -> None:

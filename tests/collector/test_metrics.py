@@ -2,16 +2,20 @@
 
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from collector.metrics import ObservedJob, build_registry, push, write_textfile
+from collector.metrics import ObservedJob, build_registry, last_results, push, write_textfile
+from collector.store import StoredRun
 from contract.records import JobRecord, StoredVariant
+from contract.result import OkResult
 from tests.collector.stored import JOB, failed, succeeded
 
 
@@ -101,3 +105,38 @@ def test_a_push_replaces_the_workflows_group_on_the_gateway(
     ((method, path, body),) = _Gateway.received
     assert (method, path) == ("PUT", "/metrics/job/benchfleet-collector/workflow/cpu-smoke")
     assert b"benchfleet_latency_p50_seconds" in body
+
+
+def _run_at(variant_id: str, finished_at: str, state: str = "succeeded") -> StoredRun:
+    """One run of tiny-mlp fp32 batch 4: a scheduled workflow renames its variant each run."""
+    base = succeeded(0) if state == "succeeded" else failed(0)
+    ref = succeeded(0).variant
+    assert ref is not None
+    result = base.result
+    if isinstance(result, OkResult):
+        result = result.model_copy(update={"variant": ref.model_copy(update={"id": variant_id})})
+    variant = base.model_copy(update={"finished_at": finished_at, "result": result})
+    return StoredRun(JOB, variant, finished_at)
+
+
+def test_the_last_result_goes_on_across_scheduled_runs_and_ignores_failures() -> None:
+    runs = [
+        _run_at("run1-id", "2026-12-03T05:59:00Z"),
+        _run_at("run2-id", "2026-12-04T06:10:00Z"),
+        _run_at("run3-id", "2026-12-05T06:00:00Z", state="failed"),
+    ]
+    registry = build_registry([], last_results(runs))
+    found = samples(generate_latest(registry).decode())
+    labels = {
+        "workflow": "cpu-smoke",
+        "cluster": "us-east",
+        "target": "cpu",
+        "model": "tiny-mlp",
+        "precision": "fp32",
+        "quantization": "none",
+        "batch_size": "4",
+        "compile": "eager",
+    }
+    series = [k for k in found if k[0] == "benchfleet_last_result_timestamp_seconds"]
+    assert series == [("benchfleet_last_result_timestamp_seconds", frozenset(labels.items()))]
+    assert found[series[0]] == datetime(2026, 12, 4, 6, 10, tzinfo=UTC).timestamp()

@@ -18,8 +18,9 @@ from tests.collector.stored import JOB, NOW, failed, succeeded
 
 ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
 ADDED_IN_6 = ("allocation",)
-ADDED_IN_7 = ("compile",)
-SCHEMA_VERSION = 7
+ADDED_IN_7 = ("scheduled_run", "scheduled_at")
+ADDED_IN_8 = ("compile",)
+SCHEMA_VERSION = 8
 
 
 @pytest.fixture
@@ -110,7 +111,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
@@ -134,7 +135,9 @@ def older_database(tmp_path: Path, version: int, added_since: tuple[str, ...]) -
 
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
-    path = older_database(tmp_path, 2, ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7))
+    path = older_database(
+        tmp_path, 2, ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8)
+    )
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
     with open_store(path) as store:
         store.add(repeated, [succeeded(0)])
@@ -146,7 +149,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
 def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     tmp_path: Path,
 ) -> None:
-    path = older_database(tmp_path, 4, (*ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7))
+    path = older_database(tmp_path, 4, (*ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8))
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
     with open_store(path) as store:
         store.add(JOB, [judged])
@@ -171,7 +174,7 @@ ALLOCATION = Allocation(
 
 
 def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_path: Path) -> None:
-    path = older_database(tmp_path, 5, (*ADDED_IN_6, *ADDED_IN_7))
+    path = older_database(tmp_path, 5, (*ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8))
     allocated = succeeded(1).model_copy(update={"allocation": ALLOCATION})
     with open_store(path) as store:
         store.add(JOB, [allocated])
@@ -181,8 +184,25 @@ def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_pat
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
-def test_a_version_6_database_gains_compile_its_runs_eager(tmp_path: Path) -> None:
-    path = older_database(tmp_path, 6, ADDED_IN_7)
+def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
+    tmp_path: Path,
+) -> None:
+    path = older_database(tmp_path, 6, (*ADDED_IN_7, *ADDED_IN_8))
+    scheduled = JOB.model_copy(
+        update={"job": "cpu-smoke-cpu-eeeeeeeeee", "scheduled_run": 3,
+                "scheduled_at": "2026-12-07T00:00:00Z"}
+    )  # fmt: skip
+    with open_store(path) as store:
+        store.add(scheduled, [succeeded(0)])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.job.scheduled_run, earlier.job.scheduled_at) == (None, None)
+    assert later.job == scheduled
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_7_database_gains_compile_its_runs_eager(tmp_path: Path) -> None:
+    path = older_database(tmp_path, 7, ADDED_IN_8)
     compiled = compiled_variant(succeeded(1))
     with open_store(path) as store:
         store.add(JOB, [compiled])

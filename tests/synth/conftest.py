@@ -11,7 +11,14 @@ from contract.allocation import Allocation
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
 from contract.layout import REUSES_ANNOTATION, SPEC_SHA256_ANNOTATION, workload_file
-from contract.records import JobRecord, StoredVariant, parse_reuses, repeat_of, write_record
+from contract.records import (
+    JobRecord,
+    StoredVariant,
+    parse_reuses,
+    repeat_of,
+    scheduled_of,
+    write_record,
+)
 from contract.result import RESULT_ADAPTER, BenchResult
 from contract.variant import VariantRef
 from localcluster.results import ok_result
@@ -134,6 +141,7 @@ def record_jobs_in(
     names = []
     for job in workload.jobs:
         meta = job["metadata"]
+        scheduled_run, scheduled_at = scheduled_of(meta["labels"], meta["annotations"])
         config = RunConfig.model_validate_json(
             workload.configmaps[meta["name"]]["data"][CONFIG_FILE]
         )
@@ -159,6 +167,8 @@ def record_jobs_in(
                 target=config.target,
                 spec_sha256=meta["annotations"][SPEC_SHA256_ANNOTATION],
                 repeat=repeat_of(meta["labels"]),
+                scheduled_run=scheduled_run,
+                scheduled_at=scheduled_at,
                 outcome="failed" if failed else "complete",
                 variants=variants,
                 reuses=parse_reuses(meta["annotations"].get(REUSES_ANNOTATION)) or None,

@@ -1,0 +1,194 @@
+"""`collector check --scheduled`: missing data is an alert, not silence.
+
+A scheduled workflow (`scheduling.every`, whose runs `benchfleet schedule` starts) must bring
+a new result every period. For each workflow with a schedule (schedules/<workflow>.json,
+contract.schedule), the newest result, the latest finish of a variant that succeeded (in the
+store or results/), must be younger than the period in force plus a grace (by default the
+last run's deadline, the time a run may take). Where it is older, or there is none a period
+and a grace after the last run's period began, the workflow is overdue, and the check says
+what is missing and why, from what it can see:
+
+- the schedule: no run started for the current period, because the last run is not
+  recorded (which holds the next back) or because nothing ran `benchfleet schedule`;
+- results/: the last run recorded without a result, and why its variants failed;
+- dist/ and the cluster: each Job of the workflow that dist/ holds and the cluster lacks is
+  not applied by Flux; one whose variants wait is pending (in Kueue's queue,
+  unschedulable...); one whose variants failed is failing; one that ended waits for
+  `collector gather`.
+"""
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from collector.status import JobStatus
+from collector.store import StoredRun
+from collector.workload import ExpectedJob, clusters_with, expected_jobs
+from contract.layout import recorded_jobs
+from contract.schedule import ScheduleState, moment_text, period_of, period_text
+
+COMMIT_HINT = "is the commit pushed, and is Flux's benchfleet-workloads Kustomization ready?"
+
+Statuses = Callable[[str, Sequence[ExpectedJob]], Sequence[JobStatus]]
+"""(cluster, its Jobs of the workflow) -> how the cluster shows them; raises Unseen where it
+cannot look (no credentials, another cluster's, an unreachable server)."""
+
+
+class Unseen(Exception):
+    """A cluster the check could not look at, and why: a reason of its own."""
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One scheduled workflow's standing at a moment."""
+
+    state: ScheduleState
+    last_result: datetime | None
+    due_by: datetime
+    """When a result newer than `last_result` is due."""
+    overdue: bool
+    reasons: tuple[str, ...]
+    """Why the data is missing, in words (none when it is not)."""
+
+    @property
+    def workflow(self) -> str:
+        return self.state.workflow
+
+
+def last_result(runs: Iterable[StoredRun]) -> datetime | None:
+    """The latest finish of a variant that succeeded."""
+    return max(filter(None, (run.result_at for run in runs)), default=None)
+
+
+def left_in_dist(root: Path, workflow: str) -> dict[str, list[ExpectedJob]]:
+    """The Jobs of `workflow` that dist/ holds and results/ does not record, by cluster."""
+    left = {}
+    for cluster in clusters_with(root, workflow):
+        recorded = set(recorded_jobs(root, workflow, cluster))
+        jobs = [job for job in expected_jobs(root, workflow, cluster)
+                if job.identity.job not in recorded]  # fmt: skip
+        if jobs:
+            left[cluster] = jobs
+    return left
+
+
+def _schedule_reasons(
+    state: ScheduleState,
+    now: datetime,
+    left: Sequence[ExpectedJob],
+    runs: Sequence[StoredRun],
+) -> list[str]:
+    """Why no run brings data, from the schedule, the Jobs dist/ holds unrecorded (`left`)
+    and the stored runs of the last run."""
+    reasons = []
+    current = period_of(now, state.every_s)
+    if state.period_start < current:
+        held = (
+            f"run {state.run} is not recorded, which holds run {state.run + 1} back"
+            if left
+            else "is the scheduled CI job running `benchfleet schedule`?"
+        )
+        reasons.append(
+            f"no run started for the period from {moment_text(current)}: the last, run "
+            f"{state.run}, was for the period from {moment_text(state.period_start)}; {held}"
+        )
+    of_run = [run for run in runs if run.job.scheduled_run == state.run]
+    if of_run and not left and not any(run.variant.state == "succeeded" for run in of_run):
+        why = Counter(run.variant.reason or run.variant.explanation for run in of_run)
+        listed = ", ".join(f"{reason} ({count})" for reason, count in why.most_common(3))
+        reasons.append(
+            f"run {state.run} is recorded with no result: {len(of_run)} variants failed: {listed}"
+        )
+    if not left and not of_run:
+        reasons.append(
+            f"dist/ holds no Job of run {state.run} and nothing of it is stored or recorded: "
+            "run `make synth` (or `benchfleet schedule`) and commit"
+        )
+    return reasons
+
+
+def job_reason(cluster: str, status: JobStatus) -> str:
+    """What one Job is doing about the missing data, in a line."""
+    identity = status.expected.identity
+    where = f"{cluster}: Job {identity.job} ({identity.target})"
+    if status.job is None:
+        return f"{where}: not applied by Flux: the cluster has no such Job ({COMMIT_HINT})"
+    total = status.expected.variant_count
+    failed = [variant for variant in status.ended.values() if variant.state == "failed"]
+    if failed:
+        return (
+            f"{where}: failing: {len(failed)} of {total} variants failed, the first: "
+            f"{failed[0].explanation}"
+        )
+    waiting = [state for state in status.states if state.phase == "pending"]
+    if waiting:
+        why = Counter(state.explanation for state in waiting).most_common(1)[0][0]
+        return f"{where}: pending: {len(waiting)} of {total} variants wait: {why}"
+    if any(state.phase == "running" for state in status.states):
+        return f"{where}: running: {len(status.ended)} of {total} variants done"
+    return (
+        f"{where}: ended, not recorded: run `collector gather --workflow {identity.workflow}`, "
+        "then commit results/"
+    )
+
+
+def check_schedule(
+    root: Path,
+    state: ScheduleState,
+    runs: Sequence[StoredRun],
+    *,
+    now: datetime,
+    grace: timedelta | None,
+    statuses: Statuses,
+) -> Checked:
+    """Whether `state`'s workflow brought a result within its period plus `grace` (default
+    its last run's deadline) before `now`, and if not why, asking `statuses` about the Jobs
+    dist/ still holds."""
+    last = last_result(runs)
+    every = timedelta(seconds=state.every_s)
+    due_by = (last or state.period_start) + every + (grace or timedelta(seconds=state.deadline_s))
+    if now <= due_by:
+        return Checked(state, last, due_by, overdue=False, reasons=())
+    left = left_in_dist(root, state.workflow)
+    reasons = _schedule_reasons(state, now, [j for jobs in left.values() for j in jobs], runs)
+    for cluster, jobs in sorted(left.items()):
+        try:
+            reasons += [job_reason(cluster, status) for status in statuses(cluster, jobs)]
+        except Unseen as error:
+            reasons.append(f"{cluster}: cannot tell why: {error}")
+    return Checked(state, last, due_by, overdue=True, reasons=tuple(reasons))
+
+
+def standing(checked: Checked) -> str:
+    """A workflow's standing in a line."""
+    state = checked.state
+    last = (
+        f"the last result finished {moment_text(checked.last_result)}"
+        if checked.last_result
+        else "no result yet"
+    )
+    if not checked.overdue:
+        return f"{checked.workflow}: ok: {last}; the next is due by {moment_text(checked.due_by)}"
+    return (
+        f"{checked.workflow}: MISSING DATA: {last}, and one was due by "
+        f"{moment_text(checked.due_by)} (every {period_text(state.every_s)} plus the grace); "
+        f"the last run started is run {state.run}, for the period from "
+        f"{moment_text(state.period_start)}"
+    )
+
+
+def checked_json(checked: Checked) -> dict[str, Any]:
+    """A workflow's standing for CI to read."""
+    return {
+        "workflow": checked.workflow,
+        "overdue": checked.overdue,
+        "last_result": checked.last_result.isoformat() if checked.last_result else None,
+        "due_by": checked.due_by.isoformat(),
+        "run": checked.state.run,
+        "period_start": checked.state.period_start.isoformat(),
+        "every_s": checked.state.every_s,
+        "reasons": list(checked.reasons),
+    }
