@@ -175,7 +175,7 @@ def gather(
     outcomes = gather_workflow(settings, workflow, cluster, options)
     observed = [job for outcome in outcomes for job in outcome.observed]
     registry = (
-        build_registry(observed, _last_results(settings, workflow))
+        build_registry(observed, _last_results(settings, workflow), _prices(settings.root))
         if metrics_textfile is not None or pushgateway is not None
         else None
     )

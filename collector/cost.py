@@ -188,7 +188,7 @@ def _cost(
     device_seconds = sum(a.device_seconds for a in known) if known else None
     per_1000 = None
     if first is not None and row is not None:
-        per_1000 = first.devices * row.p50_per_sample_ms / 1000 * INFERENCES
+        per_1000 = device_seconds_per_1000(first.devices, row.p50_per_sample_ms)
     return VariantCost(
         cluster=cluster,
         target=target,
@@ -204,15 +204,21 @@ def _cost(
         capacity=first.capacity if first else None,
         seconds=sum(a.seconds for a in known) if known else None,
         device_seconds=device_seconds,
-        cost=_priced(device_seconds, price),
+        cost=priced(device_seconds, price),
         device_seconds_per_1000=per_1000,
-        cost_per_1000=_priced(per_1000, price),
+        cost_per_1000=priced(per_1000, price),
         estimate=tuple(estimate),
         unpriced=None if price is not None else _unpriced(cluster, first, prices),
     )
 
 
-def _priced(device_seconds: float | None, per_hour: float | None) -> float | None:
+def device_seconds_per_1000(devices: float, p50_per_sample_ms: float) -> float:
+    """What 1,000 inferences hold at `p50_per_sample_ms` on `devices`: devices x seconds."""
+    return devices * p50_per_sample_ms / 1000 * INFERENCES
+
+
+def priced(device_seconds: float | None, per_hour: float | None) -> float | None:
+    """`device_seconds` at `per_hour` a device-hour; None where either is unknown."""
     if device_seconds is None or per_hour is None:
         return None
     return device_seconds * per_hour / 3600

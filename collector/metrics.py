@@ -14,16 +14,38 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 from prometheus_client.exposition import generate_latest
 
+from collector.cost import device_seconds_per_1000, priced
+from collector.pricing import PriceList
 from collector.store import StoredRun
 from contract.atomic import write_atomically
+from contract.metrics import (
+    ALLOCATED_DEVICE_SECONDS,
+    AVERAGE_POWER_WATTS,
+    CLUSTER_LABEL,
+    COST_PER_1K_INFERENCES,
+    CURRENCY_LABEL,
+    DEVICE_LABEL,
+    ENERGY_JOULES_PER_INFERENCE,
+    JOB_DURATION,
+    JOB_LABELS,
+    JOBS_OBSERVED,
+    LAST_RESULT_TIMESTAMP,
+    LATENCY_P50,
+    OUTCOME_LABEL,
+    REASON_LABEL,
+    RESULT_LABELS,
+    TARGET_LABEL,
+    THROUGHPUT,
+    VARIANT_FAILURES,
+    WORKFLOW_LABEL,
+)
 from contract.records import JobRecord
 from contract.result import OkResult
 from contract.variant import SETTING_FIELDS
 
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
-_RESULT_LABELS: Final = ("workflow", "cluster", "gpu_type", *SETTING_FIELDS)
-LAST_RESULT_LABELS: Final = ("workflow", "cluster", "target", *SETTING_FIELDS)
+LAST_RESULT_LABELS: Final = (WORKFLOW_LABEL, CLUSTER_LABEL, TARGET_LABEL, *SETTING_FIELDS)
 
 
 LastResults = dict[tuple[str, ...], float]
@@ -39,13 +61,16 @@ class ObservedJob:
 
 
 def build_registry(
-    observed: Iterable[ObservedJob], last: LastResults | None = None
+    observed: Iterable[ObservedJob],
+    last: LastResults | None = None,
+    prices: PriceList | None = None,
 ) -> CollectorRegistry:
     """A registry holding this gather's metrics, and when each variant of the workflow last
-    brought a result (`last`: of every stored and recorded run, not only this gather's)."""
+    brought a result (`last`: of every stored and recorded run, not only this gather's);
+    with `prices` (specs/clusters.yaml's), what 1,000 inferences of each variant cost."""
     registry = CollectorRegistry()
     last_result = Gauge(
-        "benchfleet_last_result_timestamp_seconds",
+        LAST_RESULT_TIMESTAMP,
         "When the variant last brought a result: its runner's end, Unix time. A scheduled "
         "workflow's alert fires when this is older than its period plus a grace.",
         LAST_RESULT_LABELS,
@@ -54,34 +79,61 @@ def build_registry(
     for labels, seconds in (last or {}).items():
         last_result.labels(*labels).set(seconds)
     jobs = Counter(
-        "benchfleet_jobs_observed",
+        JOBS_OBSERVED,
         "Benchmark Jobs gather saw finish.",
-        ["workflow", "cluster", "target", "outcome"],
+        [*JOB_LABELS, OUTCOME_LABEL],
         registry=registry,
     )
     duration = Histogram(
-        "benchfleet_job_duration_seconds",
+        JOB_DURATION,
         "Wall time of a benchmark Job, from its start to its end.",
-        ["workflow", "cluster", "target"],
+        JOB_LABELS,
         buckets=_DURATION_BUCKETS,
         registry=registry,
     )
     failures = Counter(
-        "benchfleet_variant_failures",
+        VARIANT_FAILURES,
         "Variants that ended without a result, by reason.",
-        ["workflow", "cluster", "target", "reason"],
+        [*JOB_LABELS, REASON_LABEL],
         registry=registry,
     )
     p50 = Gauge(
-        "benchfleet_latency_p50_seconds",
+        LATENCY_P50,
         "Median latency of one batch, as the runner measured it.",
-        _RESULT_LABELS,
+        RESULT_LABELS,
         registry=registry,
     )
     throughput = Gauge(
-        "benchfleet_throughput_samples_per_second",
+        THROUGHPUT,
         "Samples per second of the timed loop.",
-        _RESULT_LABELS,
+        RESULT_LABELS,
+        registry=registry,
+    )
+    allocated = Gauge(
+        ALLOCATED_DEVICE_SECONDS,
+        "GPU-seconds (CPU-seconds for a pod without GPUs) the variant's pods held their "
+        "devices, scheduled to ended, every attempt; a grouped pod's split by the variants' "
+        "own times.",
+        [*RESULT_LABELS, DEVICE_LABEL],
+        registry=registry,
+    )
+    cost = Gauge(
+        COST_PER_1K_INFERENCES,
+        "What 1,000 inferences cost at the variant's p50 latency per sample and the price "
+        "specs/clusters.yaml gives its device.",
+        [*RESULT_LABELS, CURRENCY_LABEL],
+        registry=registry,
+    )
+    joules = Gauge(
+        ENERGY_JOULES_PER_INFERENCE,
+        "The GPU's energy over the timed loop (NVML's counter) per sample computed.",
+        RESULT_LABELS,
+        registry=registry,
+    )
+    watts = Gauge(
+        AVERAGE_POWER_WATTS,
+        "The GPU's average power over the timed loop.",
+        RESULT_LABELS,
         registry=registry,
     )
     for job in observed:
@@ -109,6 +161,19 @@ def build_registry(
             p50.labels(*labels).set(result.latency.p50_ms / 1000)
             if result.throughput_samples_per_s is not None:
                 throughput.labels(*labels).set(result.throughput_samples_per_s)
+            allocation = variant.allocation
+            if allocation is not None:
+                allocated.labels(*labels, allocation.unit).set(allocation.device_seconds)
+                price = prices.price(record.cluster, allocation) if prices else None
+                per_sample_ms = result.latency.p50_ms / ref.batch_size
+                per_1000 = device_seconds_per_1000(allocation.devices, per_sample_ms)
+                if prices is not None and (spent := priced(per_1000, price)) is not None:
+                    cost.labels(*labels, prices.currency).set(spent)
+            energy = result.energy
+            if energy is not None and energy.joules_per_inference is not None:
+                joules.labels(*labels).set(energy.joules_per_inference)
+            if energy is not None and energy.average_w is not None:
+                watts.labels(*labels).set(energy.average_w)
     return registry
 
 

@@ -96,6 +96,9 @@ sidecar would hold a pod after its runner ends; set on the namespace, not the po
 because a template change would rename, and so re-run, every Job."""
 MESH_OPT_OUT_ANNOTATIONS: Final = {"linkerd.io/inject": "disabled"}
 """The same for Linkerd, which reads an annotation."""
+RULES_LABEL: Final = "benchfleet.io/prometheus-rules"
+"""On the ConfigMap holding the alert rules as a plain rules file: what a sidecar that
+collects rule files for Prometheus selects (its name changes with its content)."""
 APP_SELECTOR: Final = f"{APP_LABEL}={APP}"
 """Selects every object and pod benchfleet's Jobs make."""
 

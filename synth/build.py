@@ -4,6 +4,7 @@
 importing cdk8s starts its Node.js process (about half a second before anything is built).
 """
 
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -12,6 +13,7 @@ from cdk8s import App, Chart
 from contract.layout import CLUSTERS, FLUX_FILE, INFRASTRUCTURE, NAMESPACES_FILE, cluster_dist
 from synth.charts.benchmarks import BenchmarksChart
 from synth.charts.flux import FluxChart
+from synth.charts.monitoring import MonitoringChart
 from synth.charts.namespaces import NamespacesChart
 from synth.charts.network import NetworkPoliciesChart
 from synth.charts.priorities import PriorityClassesChart
@@ -20,6 +22,7 @@ from synth.charts.rbac import RbacChart
 from synth.constructs import joined_id
 from synth.fleet import Cluster, Fleet
 from synth.jobs import BenchmarkRun, namespace_of
+from synth.monitoring.rules import Schedule
 
 
 def _chart_id(path: PurePosixPath) -> str:
@@ -43,6 +46,7 @@ class Build:
         fleet: Fleet,
         downloading: dict[str, list[str]],
         queues: set[tuple[str, str]],
+        schedules: Sequence[Schedule],
     ) -> list[PurePosixPath]:
         """What the cluster's workloads depend on, and Flux's objects that apply them; returns
         the files they become."""
@@ -78,6 +82,12 @@ class Build:
                 _chart_id(queues_file),
                 cluster_queue=cluster.kueue.cluster_queue,
                 queues=queues,
+            )
+        monitoring = fleet.monitoring_of(cluster)
+        if monitoring is not None:
+            monitoring_file = infrastructure / "monitoring.yaml"
+            charts[monitoring_file] = MonitoringChart(
+                app, _chart_id(monitoring_file), monitoring=monitoring, schedules=schedules
             )
         flux_file = PurePosixPath(CLUSTERS, cluster.name, FLUX_FILE)
         charts[flux_file] = FluxChart(app, _chart_id(flux_file), fleet=fleet, dist_path=str(dist))

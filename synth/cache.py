@@ -10,6 +10,7 @@ runner/, and the cdk8s version): any change to any input renders anew. The cache
 `.cache/synth/` (git-ignored); deleting it only costs time.
 """
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from synth.digests import digest
 from synth.fleet import Cluster, Fleet
 from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelFiles
+from synth.monitoring.rules import Schedule
 
 CACHE_DIR: Final = Path(SYNTH_CACHE)
 _SOURCES: Final = Path(__file__).resolve().parent.parent
@@ -90,9 +92,10 @@ def infrastructure_key(
     cluster: Cluster,
     downloading: dict[str, list[str]],
     queues: set[tuple[str, str]],
+    schedules: Sequence[Schedule],
 ) -> str:
     """Everything a cluster's infrastructure and Flux files depend on, hashed: the fleet, and
-    what its workflows ask of them (model downloads, Kueue queues)."""
+    what its workflows ask of them (model downloads, Kueue queues, missing-data alerts)."""
     return digest(
         {
             "code": code_digest(),
@@ -100,6 +103,7 @@ def infrastructure_key(
             "cluster": cluster.name,
             "downloading": downloading,
             "queues": sorted(queues),
+            "schedules": [dataclasses.asdict(schedule) for schedule in schedules],
         }
     )
 

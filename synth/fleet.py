@@ -127,6 +127,44 @@ class Kueue(SpecModel):
     LocalQueue of benchfleet's namespaces points to."""
 
 
+ObjectLabels = Annotated[
+    dict[Annotated[str, LabelKey("label key")], Annotated[str, LabelValue("label value")]],
+    Field(json_schema_extra={"additionalProperties": False}),
+]
+"""Labels put on an object, for a controller that selects objects by them."""
+
+
+class GrafanaDashboard(SpecModel):
+    """The dashboard as a ConfigMap that Grafana's dashboard sidecar loads."""
+
+    labels: ObjectLabels = Field(default_factory=lambda: {"grafana_dashboard": "1"}, min_length=1)
+    """The labels the sidecar looks for (its `label` and `labelValue` settings; the Grafana
+    Helm chart's default is `grafana_dashboard: "1"`)."""
+
+
+class PrometheusRules(SpecModel):
+    """The alert rules as a PrometheusRule: set only where the Prometheus Operator's CRD
+    (monitoring.coreos.com/v1) is installed, or Flux cannot apply the file."""
+
+    labels: ObjectLabels = Field(default_factory=dict)
+    """The labels the Prometheus object's ruleSelector matches (kube-prometheus-stack's
+    default: `release: <its release name>`)."""
+
+
+class Monitoring(SpecModel):
+    """Prometheus and Grafana objects synth adds to a cluster's infrastructure
+    (docs/monitoring.md): always the alert rules as a plain rules file in a ConfigMap, and the
+    dashboard and a PrometheusRule where asked for."""
+
+    namespace: ObjectName
+    """The namespace they go in, which must exist: the one Grafana's sidecar and Prometheus
+    watch, e.g. `monitoring`."""
+    grafana_dashboard: GrafanaDashboard | None = None
+    """Emit the Grafana dashboard for the sidecar."""
+    prometheus_rule: PrometheusRules | None = None
+    """Emit the rules as a PrometheusRule too."""
+
+
 def _check_currency(code: str) -> str:
     if not (len(code) == 3 and code.isascii() and code.isalpha() and code.isupper()):
         raise SpecError(
@@ -201,6 +239,9 @@ class Cluster(SpecModel):
     """The cluster's Kubernetes version, major.minor in quotes (`"1.35"`, from `kubectl
     version`): synth uses only what is on there by default (an `oci` model's image volume
     needs 1.35). Default: 1.33, the oldest the manifests are written for."""
+    monitoring: Monitoring | None = None
+    """This cluster's monitoring objects, in place of the fleet's `monitoring` (whole, not
+    merged)."""
     prices: Prices | None = None
     """What this cluster's devices cost where it differs from the fleet's `prices` (another
     region or cloud): its entries replace the fleet's for their device types, in the same
@@ -297,6 +338,9 @@ class Fleet(SpecModel):
     """The class of workflows that name none."""
     clusters: list[Cluster] = Field(min_length=1)
     """The clusters, each a folder under `clusters/`."""
+    monitoring: Monitoring | None = None
+    """Prometheus and Grafana objects for every cluster that names none of its own; none by
+    default."""
     prices: Prices | None = None
     """What devices cost per hour, on demand and on spot nodes: optional. With it the
     collector's report gives each variant's cost and the cost of 1,000 inferences; a
@@ -309,6 +353,10 @@ class Fleet(SpecModel):
         if classes is not None and name not in classes:
             raise unknown("priority class", name, classes)
         return name
+
+    def monitoring_of(self, cluster: Cluster) -> Monitoring | None:
+        """The cluster's own monitoring, else the fleet's."""
+        return cluster.monitoring or self.monitoring
 
     def cluster(self, name: str) -> Cluster:
         """The cluster called `name` (names are validated before anyone asks)."""

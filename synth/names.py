@@ -37,3 +37,9 @@ def indexed_pod_suffix(completions: int) -> str:
 def placeholder_digest() -> str:
     """A digest of the right length, for checking lengths before content is hashed."""
     return "0" * DIGEST_LENGTH
+
+
+def content_name(prefix: str, digest: str) -> str:
+    """An immutable ConfigMap named for its content, so that a change is a new object (Flux
+    prunes the old one) and never an edit in place."""
+    return f"{prefix}-{digest[:DIGEST_LENGTH]}"

@@ -6,7 +6,7 @@ succeeded for every workflow and cluster.
 
 from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -16,34 +16,18 @@ from synth.annotations import too_large
 from synth.cache import RenderCache, infrastructure_key, workflow_key
 from synth.checks import target_clusters
 from synth.committed import CommittedJob, JobSlot, listed
+from synth.dump import dump_documents
 from synth.fleet import Cluster, Fleet
 from synth.jobs import may_stay, namespace_of, plan_runs
 from synth.load import LoadedWorkflow, Specs
 from synth.modelfiles import ModelFiles
+from synth.monitoring.rules import Schedule
 from synth.problems import Problem, SpecProblems, problem_at
 from synth.recorded import Recorded
 from synth.yaml_source import Loc
 
 if TYPE_CHECKING:
     from synth.build import Build
-
-
-class _Dumper(yaml.CSafeDumper):
-    """Writes multi-line strings (config.json) as literal blocks a reviewer can read."""
-
-
-def _represent_str(dumper: "_Dumper", text: str) -> yaml.Node:
-    style = "|" if "\n" in text else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def dump_documents(documents: list[Any]) -> str:
-    """Objects as one multi-document YAML file, byte-stable across runs and machines."""
-    body = yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, explicit_start=True, width=100)
-    return GENERATED_HEADER + body
 
 
 def kustomization(resources: list[str]) -> str:
@@ -132,16 +116,17 @@ class _Rendering:
         cluster: Cluster,
         downloading: dict[str, list[str]],
         queues: set[tuple[str, str]],
+        schedules: list[Schedule],
     ) -> None:
         """Adds the cluster's infrastructure and Flux files (cached together, as one entry)."""
         key = None
         if self.cache is not None:
-            key = infrastructure_key(fleet, cluster, downloading, queues)
+            key = infrastructure_key(fleet, cluster, downloading, queues, schedules)
             cached = self.cache.get(key)
             if cached is not None:
                 self.reused.update(cached)
                 return
-        paths = self.build.add_infrastructure(cluster, fleet, downloading, queues)
+        paths = self.build.add_infrastructure(cluster, fleet, downloading, queues, schedules)
         if key is not None:
             self._to_cache[key] = paths
 
@@ -167,10 +152,15 @@ def render(specs: Specs, cache: RenderCache | None = None) -> dict[PurePosixPath
     for cluster in fleet.clusters:
         downloading: dict[str, list[str]] = {}
         queues: set[tuple[str, str]] = set()
+        schedules: list[Schedule] = []
         for loaded in specs.workflows:
             workflow = loaded.workflow
             if cluster not in target_clusters(workflow, fleet):
                 continue
+            if (every := workflow.scheduling.every) is not None:
+                # Its alerts stand while a run is recorded and nothing of it is rendered.
+                deadline = workflow.scheduling.deadline
+                schedules.append(Schedule(workflow.id, (cluster.name,), int(every), int(deadline)))
             stored = specs.recorded[workflow.id, cluster.name]
             committed = specs.committed.jobs.get((workflow.id, cluster.name), {})
             if not rendering.workflow(loaded, fleet, cluster, stored, committed):
@@ -180,7 +170,7 @@ def render(specs: Specs, cache: RenderCache | None = None) -> dict[PurePosixPath
                 downloading.setdefault(namespace, []).append(workflow.id)
             if workflow.scheduling.queue is not None:
                 queues.add((namespace, workflow.scheduling.queue))
-        rendering.infrastructure(fleet, cluster, downloading, queues)
+        rendering.infrastructure(fleet, cluster, downloading, queues, schedules)
     if rendering.problems:
         raise SpecProblems(rendering.problems)
     files = rendering.files()

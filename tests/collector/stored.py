@@ -18,6 +18,18 @@ JOB = JobIdentity(
     image="registry.example.com/benchfleet/runner@sha256:" + "b" * 64,
 )
 
+SUCCEEDED_LABELS = {
+    "workflow": "cpu-smoke",
+    "cluster": "us-east",
+    "gpu_type": "cpu",
+    "model": "tiny-mlp",
+    "precision": "fp32",
+    "quantization": "none",
+    "batch_size": "4",
+    "compile": "eager",
+}
+"""The labels the per-variant metrics of JOB's `succeeded` variants carry."""
+
 
 def latency(p50_ms: float) -> LatencyStats:
     values = dict.fromkeys(

@@ -13,10 +13,12 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from collector.metrics import ObservedJob, build_registry, last_results, push, write_textfile
+from collector.pricing import PriceList
 from collector.store import StoredRun
 from contract.records import JobRecord, StoredVariant
-from contract.result import OkResult
-from tests.collector.stored import JOB, failed, succeeded
+from contract.result import Energy, OkResult
+from tests.collector.stored import JOB, SUCCEEDED_LABELS, failed, succeeded
+from tests.collector.test_cost import allocation
 
 
 def oom_killed(index: int) -> StoredVariant:
@@ -53,16 +55,7 @@ def test_the_textfile_holds_results_failures_and_job_duration(
     path = tmp_path / "textfile" / "benchfleet.prom"
     write_textfile(registry, path)
     found = samples(path.read_text())
-    result_labels = {
-        "workflow": "cpu-smoke",
-        "cluster": "us-east",
-        "gpu_type": "cpu",
-        "model": "tiny-mlp",
-        "precision": "fp32",
-        "quantization": "none",
-        "batch_size": "4",
-        "compile": "eager",
-    }
+    result_labels = SUCCEEDED_LABELS
     assert found[("benchfleet_latency_p50_seconds", frozenset(result_labels.items()))] == 0.002
     failure = {"workflow": "cpu-smoke", "cluster": "us-east", "target": "cpu"}
     for reason in ("model_load", "OOMKilled"):
@@ -140,3 +133,45 @@ def test_the_last_result_goes_on_across_scheduled_runs_and_ignores_failures() ->
     series = [k for k in found if k[0] == "benchfleet_last_result_timestamp_seconds"]
     assert series == [("benchfleet_last_result_timestamp_seconds", frozenset(labels.items()))]
     assert found[series[0]] == datetime(2026, 12, 4, 6, 10, tzinfo=UTC).timestamp()
+
+
+def test_device_seconds_cost_and_energy_are_exported_per_variant() -> None:
+    """A GPU variant of p50 2 ms at batch 4 (0.5 ms a sample) held one A100 for 90 s: 90
+    GPU-seconds; 1,000 inferences hold it 0.5 s, at 3.6 USD an hour 0.0005 USD; its energy
+    as the runner measured it. Without prices there is no cost, and a variant without an
+    allocation or energy exports none of the four."""
+    plain = succeeded(0, p50_ms=2.0)
+    assert isinstance(plain.result, OkResult)
+    energy = Energy(joules=12.0, joules_per_inference=0.05, average_w=240.0)
+    held = plain.model_copy(
+        update={
+            "allocation": allocation(90.0),
+            "result": plain.result.model_copy(update={"energy": energy}),
+        }
+    )
+    prices = PriceList("USD", {"us-east": {"nvidia-a100": {"on-demand": 3.6}}})
+
+    def exported(variant: StoredVariant, with_prices: PriceList | None) -> set[str]:
+        record = JobRecord(**JOB.model_dump(), outcome="complete", variants=(variant,))
+        registry = build_registry([ObservedJob(record, None)], prices=with_prices)
+        found.update(samples(generate_latest(registry).decode()))
+        return {name for name, _ in samples(generate_latest(registry).decode())}
+
+    found: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
+    assert exported(held, prices) >= set(COST_AND_ENERGY)
+    labels = frozenset(SUCCEEDED_LABELS.items())
+    assert found[("benchfleet_allocated_device_seconds", labels | {("device", "gpu")})] == 90.0
+    cost = found[("benchfleet_cost_per_1k_inferences", labels | {("currency", "USD")})]
+    assert cost == pytest.approx(0.0005)
+    assert found[("benchfleet_energy_joules_per_inference", labels)] == 0.05
+    assert found[("benchfleet_average_power_watts", labels)] == 240.0
+    assert "benchfleet_cost_per_1k_inferences" not in exported(held, None)
+    assert not exported(succeeded(1), prices) & set(COST_AND_ENERGY)
+
+
+COST_AND_ENERGY = (
+    "benchfleet_allocated_device_seconds",
+    "benchfleet_cost_per_1k_inferences",
+    "benchfleet_energy_joules_per_inference",
+    "benchfleet_average_power_watts",
+)

@@ -50,7 +50,11 @@ def crd_schema(api_version: str, kind: str) -> dict[str, Any]:
 
 
 def is_custom_resource(obj: Mapping[str, Any]) -> bool:
-    return str(obj["apiVersion"]).split("/")[0].endswith(("fluxcd.io", "x-k8s.io"))
+    return (
+        str(obj["apiVersion"])
+        .split("/")[0]
+        .endswith(("fluxcd.io", "x-k8s.io", "monitoring.coreos.com"))
+    )
 
 
 def _end_anchored(schema: Any) -> Any:
@@ -70,7 +74,7 @@ def _end_anchored(schema: Any) -> Any:
 
 
 def crd_violations(obj: Mapping[str, Any]) -> list[str]:
-    """Where a Flux or Kueue object breaks its CRD's schema."""
+    """Where a Flux, Kueue or Prometheus Operator object breaks its CRD's schema."""
     schema = _end_anchored(crd_schema(obj["apiVersion"], obj["kind"]))
     validator = jsonschema.Draft202012Validator(schema)
     return [error.message for error in validator.iter_errors(obj)]

@@ -87,9 +87,10 @@ def test_every_kubernetes_object_is_valid_at_its_clusters_version_strict(
     assert failures == []
 
 
-def test_every_flux_and_kueue_object_matches_its_crd(rendered: Files) -> None:
+def test_every_custom_resource_matches_its_crd(rendered: Files) -> None:
     custom = [item for item in all_objects(rendered) if is_custom_resource(item[1])]
-    assert {obj["kind"] for _, obj in custom} == {"GitRepository", "Kustomization", "LocalQueue"}
+    kinds = {obj["kind"] for _, obj in custom}
+    assert kinds == {"GitRepository", "Kustomization", "LocalQueue", "PrometheusRule"}
     for _, obj in custom:
         assert crd_violations(obj) == []
 

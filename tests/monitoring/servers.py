@@ -1,0 +1,123 @@
+"""Debian's Prometheus and Pushgateway on loopback ports, in a test's folder: what gather
+pushes to and what the dashboard and the rules query, for real."""
+
+import json
+import shutil
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+import yaml
+
+from localcluster.processes import free_port, log_tail
+
+PROMETHEUS: Final = "prometheus"
+PUSHGATEWAY: Final = "prometheus-pushgateway"
+PROMTOOL: Final = "promtool"
+INSTALL: Final = "apt-get install -y prometheus prometheus-pushgateway, as root (.ci/run does)"
+START_S: Final = 60.0
+"""How long a server may take to answer; generous, so that a loaded machine only waits."""
+needs_prometheus = pytest.mark.skipif(
+    any(shutil.which(program) is None for program in (PROMETHEUS, PUSHGATEWAY, PROMTOOL)),
+    reason=f"needs Debian's Prometheus, Pushgateway and promtool: {INSTALL}",
+)
+
+
+class ServerStartError(RuntimeError):
+    """A server did not answer in time; carries its log."""
+
+
+def until(condition: Callable[[], Any], what: str, timeout_s: float = START_S) -> Any:
+    """`condition()`'s first truthy answer, asked again until `timeout_s`: the servers work on
+    their own clock (scrapes, rule evaluations), so a test waits for what it needs to see."""
+    deadline = time.monotonic() + timeout_s
+    while not (answer := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not seen within {timeout_s:g}s")
+        time.sleep(0.2)
+    return answer
+
+
+@contextmanager
+def _serving(command: list[str], address: str, log_path: Path) -> Iterator[str]:
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_until_ready(address, server, log_path)
+            yield address
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def _wait_until_ready(address: str, server: "subprocess.Popen[bytes]", log: Path) -> None:
+    name = log.stem
+
+    def ready() -> bool:
+        if server.poll() is not None:
+            raise ServerStartError(f"{name} exited: {log_tail(log)}")
+        try:
+            with urllib.request.urlopen(f"http://{address}/-/ready", timeout=2) as answer:
+                return bool(answer.status == 200)
+        except OSError:
+            return False
+
+    try:
+        until(ready, f"{name} ready at {address}")
+    except AssertionError as error:
+        server.kill()
+        raise ServerStartError(f"{error}: {log_tail(log)}") from None
+
+
+@contextmanager
+def pushgateway(folder: Path) -> Iterator[str]:
+    """`127.0.0.1:<port>` of a Pushgateway that keeps its metrics in memory."""
+    address = f"127.0.0.1:{free_port()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [PUSHGATEWAY, f"--web.listen-address={address}"]
+    with _serving(command, address, folder / "pushgateway.log") as ready:
+        yield ready
+
+
+@contextmanager
+def prometheus(folder: Path, scrape: str, rules: Path) -> Iterator[str]:
+    """`127.0.0.1:<port>` of a Prometheus scraping the Pushgateway at `scrape` every second
+    (keeping the labels pushed, as a Pushgateway's scrape must) and evaluating `rules` every
+    second, its data in `folder`."""
+    address = f"127.0.0.1:{free_port()}"
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules)],
+        "scrape_configs": [
+            {
+                "job_name": "pushgateway",
+                "honor_labels": True,
+                "static_configs": [{"targets": [scrape]}],
+            }
+        ],
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    command = [
+        PROMETHEUS,
+        f"--config.file={folder / 'prometheus.yml'}",
+        f"--storage.tsdb.path={folder / 'data'}",
+        f"--web.listen-address={address}",
+    ]
+    with _serving(command, address, folder / "prometheus.log") as ready:
+        yield ready
+
+
+def api(address: str, path: str, **parameters: str) -> Any:
+    """The `data` of a successful answer of Prometheus' HTTP API."""
+    query = urllib.parse.urlencode(parameters)
+    with urllib.request.urlopen(f"http://{address}/api/v1/{path}?{query}", timeout=10) as answer:
+        body = json.load(answer)
+    assert body["status"] == "success", body
+    return body["data"]
