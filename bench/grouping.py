@@ -20,7 +20,8 @@ import argparse
 import hashlib
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -48,30 +49,42 @@ class Cells:
     precisions: tuple[str, ...]
     batches: tuple[int, ...]
     quantizations: tuple[str, ...] = ("none",)
+    compiles: tuple[str, ...] = ("eager",)
 
 
 FULL: Final = Cells(models=tuple(INPUTS), precisions=("fp32", "bf16"), batches=(1, 2, 4, 8))
 SMOKE: Final = Cells(models=("tiny-mlp",), precisions=("fp32",), batches=(1, 2))
 
 
-def sweep(measure_s: float, per_pod: int, cells: Cells = FULL) -> RunConfig:
-    """The sweep's variants (24 in FULL), grouped `per_pod` to a pod (1: no groups)."""
+def sweep(
+    measure_s: float,
+    per_pod: int,
+    cells: Cells = FULL,
+    *,
+    models: Path = EXAMPLES,
+    shapes: Mapping[str, tuple[int, ...]] = INPUTS,
+    interleave: bool = False,
+) -> RunConfig:
+    """The sweep's variants (24 in FULL), grouped `per_pod` to a pod (1: no groups), of the
+    models in the folder `models` whose input shapes per sample `shapes` gives."""
     variants = [
         VariantConfig(
             index=index,
-            id="v" + digest([model, precision, quantization, batch])[:12],
+            id="v" + digest([model, precision, quantization, batch, how])[:12],
             model=model,
             precision=precision,
             quantization=quantization,
             batch_size=batch,
-            inputs=(InputConfig(shape=INPUTS[model], dtype="float32"),),
+            compile=how,
+            inputs=(InputConfig(shape=shapes[model], dtype="float32"),),
         )
-        for index, (model, precision, quantization, batch) in enumerate(
-            (m, p, q, b)
+        for index, (model, precision, quantization, batch, how) in enumerate(
+            (m, p, q, b, c)
             for m in cells.models
             for p in cells.precisions
             for q in cells.quantizations
             for b in cells.batches
+            for c in cells.compiles
         )
     ]
     return RunConfig(
@@ -83,18 +96,19 @@ def sweep(measure_s: float, per_pod: int, cells: Cells = FULL) -> RunConfig:
         measure=PhaseConfig(
             min_iterations=10, min_time_s=measure_s, max_iterations=10**7, max_time_s=60
         ),
-        models={m: _model(m) for m in cells.models},
+        models={m: _model(models, m) for m in cells.models},
         variants=tuple(variants),
         groups=pod_groups([v.model for v in variants], per_pod),
+        interleave=interleave,
     )
 
 
-def _model(name: str) -> ModelConfig:
-    sha256 = hashlib.sha256((EXAMPLES / f"{name}.pt2").read_bytes()).hexdigest()
+def _model(folder: Path, name: str) -> ModelConfig:
+    sha256 = hashlib.sha256((folder / f"{name}.pt2").read_bytes()).hexdigest()
     return ModelConfig(source="file", location=f"{name}.pt2", sha256=sha256)
 
 
-def _plan(config_dir: Path, index: int, workdir: Path) -> PodPlan:
+def _plan(config_dir: Path, index: int, workdir: Path, models: Path) -> PodPlan:
     return PodPlan(
         job_name="bench-grouping",
         index=index,
@@ -107,7 +121,7 @@ def _plan(config_dir: Path, index: int, workdir: Path) -> PodPlan:
         },
         mounts=(
             Mount(config_dir, "/config", read_only=True),
-            Mount(EXAMPLES, "/models", read_only=True),
+            Mount(models, "/models", read_only=True),
         ),
         images=(),
         tmpfs=("/tmp",),
@@ -130,6 +144,8 @@ class Sweep:
     """(pod, model, timings) per variant."""
     pod_walls_s: list[float]
     """Each pod's wall time, start to exit, by index."""
+    results: list[OkResult] = field(default_factory=list)
+    """Every variant's result, in the order they ran."""
 
     @property
     def measured_s(self) -> float:
@@ -153,18 +169,19 @@ class Sweep:
         return parts | {"rest: start, imports, results, exit": overhead - sum(parts.values())}
 
 
-def run_sweep(config: RunConfig, scratch: Path) -> Sweep:
-    """Every pod of `config`, one after another."""
+def run_sweep(config: RunConfig, scratch: Path, models: Path = EXAMPLES) -> Sweep:
+    """Every pod of `config`, its models in the folder `models`, one after another."""
     config_dir = scratch / "config"
     config_dir.mkdir(parents=True, exist_ok=True)
     (config_dir / "config.json").write_text(config.model_dump_json(), encoding="utf-8")
     timings: list[tuple[int, str, Timings]] = []
+    results: list[OkResult] = []
     pod_walls: list[float] = []
     began = time.perf_counter()
     for index in range(config.completions):
         workdir = scratch / f"pod-{index}"
         workdir.mkdir(parents=True, exist_ok=True)
-        plan = _plan(config_dir, index, workdir)
+        plan = _plan(config_dir, index, workdir, models)
         started = time.perf_counter()
         outcome = read_outcome(plan, run_process(plan, POD_TIMEOUT_S))
         pod_walls.append(time.perf_counter() - started)
@@ -172,10 +189,11 @@ def run_sweep(config: RunConfig, scratch: Path) -> Sweep:
             if not isinstance(result, OkResult) or not (result.timings and result.variant):
                 raise RuntimeError(f"pod {index} did not measure: {result}")
             timings.append((index, result.variant.model, result.timings))
+            results.append(result)
     wall = time.perf_counter() - began
     if len(timings) != len(config.variants):
         raise RuntimeError(f"{len(timings)} of {len(config.variants)} variants reported")
-    return Sweep(wall, timings, pod_walls)
+    return Sweep(wall, timings, pod_walls, results)
 
 
 def _spread(values: list[float]) -> str:

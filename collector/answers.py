@@ -52,7 +52,7 @@ class Answer:
     """The next fastest of the same accuracy standing, which "clearly the best" is judged
     against; None where the best is the only one."""
     untouched: Against | None
-    """The model as exported (fp32, no quantization) at the best's batch size, where that is
+    """The model as exported (fp32, no quantization, eager) at the best's batch size, where that is
     another configuration: what the best gains over changing nothing."""
     faster_outside_gate: tuple[Against, ...]
     """Faster than the best, and outside their accuracy gate."""

@@ -292,7 +292,9 @@ def _points(rows: Sequence[VariantRow], variants: Sequence[VariantCost]) -> tupl
                     model=model,
                     cluster=row.key.cluster,
                     target=row.key.target,
-                    configuration=row.key.label(("precision", "quantization", "batch_size")),
+                    configuration=row.key.label(
+                        ("precision", "quantization", "batch_size", "compile")
+                    ),
                     p50_per_sample_ms=row.p50_per_sample_ms,
                     low_ms=low,
                     high_ms=high,

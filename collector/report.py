@@ -54,6 +54,7 @@ class VariantKey:
     precision: str
     quantization: str
     batch_size: int
+    compile: str = "eager"
 
     def value(self, name: str) -> str:
         """One field, by name, as text."""
@@ -464,7 +465,8 @@ class Report:
     """Sorted by key."""
     failures: tuple[FailedVariant, ...]
     by_target: tuple[Comparison, ...]
-    """The same model, precision, quantization and batch on several targets (or clusters)."""
+    """The same model, precision, quantization, batch and compile on several targets (or
+    clusters)."""
     best_configurations: tuple[BestConfiguration, ...]
     """Per cluster, target and model with several configurations."""
     rankings: tuple[Comparison, ...]
@@ -1016,15 +1018,15 @@ def _best_configuration(comparison: Comparison) -> BestConfiguration:
     return BestConfiguration(comparison=comparison)
 
 
-AXES: Final = ("target", "precision", "quantization", "batch_size", "model")
-_REFERENCE_VALUES: Final = {"precision": "fp32", "quantization": "none"}
+AXES: Final = ("target", "precision", "quantization", "batch_size", "compile", "model")
+_REFERENCE_VALUES: Final = {"precision": "fp32", "quantization": "none", "compile": "eager"}
 """What other values are compared with, where a group has it; else the group's first value
 (the smallest batch, the first target or model by name)."""
 
 
 def untouched(key: VariantKey) -> bool:
     """Whether the variant runs the model as exported: every axis that has a reference
-    value at it (fp32, no quantization), whatever its batch size."""
+    value at it (fp32, no quantization, eager), whatever its batch size."""
     return all(key.value(axis) == value for axis, value in _REFERENCE_VALUES.items())
 
 
@@ -1219,7 +1221,9 @@ def build_report(
         workflows=tuple(sorted({run.job.workflow for run in runs})),
         variants=rows,
         failures=failures,
-        by_target=_comparisons(rows, ("model", "precision", "quantization", "batch_size")),
+        by_target=_comparisons(
+            rows, ("model", "precision", "quantization", "batch_size", "compile")
+        ),
         # The best of a sweep is the fastest within its accuracy gate: a faster variant
         # that computes something else is shown beside it, never in its place.
         best_configurations=tuple(
@@ -1227,7 +1231,7 @@ def build_report(
             for comparison in _comparisons(rows, ("cluster", "target", "model"), by_accuracy=True)
         ),
         rankings=_comparisons(
-            rows, ("cluster", "target", "precision", "quantization", "batch_size")
+            rows, ("cluster", "target", "precision", "quantization", "batch_size", "compile")
         ),
         axes=tuple(comparison for axis in AXES if (comparison := _axis(axis, rows))),
         baseline=_against(rows, before, regression_threshold) if before is not None else None,

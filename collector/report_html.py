@@ -171,7 +171,7 @@ def _target_plots(comparisons: Sequence[Comparison]) -> list[_Plot]:
     ]
 
 
-_CURVE_FIELDS: Final = ("cluster", "target", "model", "precision", "quantization")
+_CURVE_FIELDS: Final = ("cluster", "target", "model", "precision", "quantization", "compile")
 """A batch-size curve holds all of these fixed."""
 
 
@@ -227,7 +227,7 @@ def _batch_plots(rows: Sequence[VariantRow]) -> list[_Plot]:
         _Plot(
             _batch_plot(dict(chunk)),
             "Latency and throughput against batch size, a line per model, precision, "
-            "quantization and target.",
+            "quantization, compile and target.",
         )
         for chunk in chunks
     ]

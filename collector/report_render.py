@@ -204,6 +204,11 @@ def _key_cells(key: VariantKey) -> tuple[str, ...]:
 _KEY_HEADINGS: Final = tuple(heading(name) for name in KEY_FIELDS)
 
 
+def _no_variant(cluster: str, target: str) -> tuple[str, ...]:
+    """The key cells of a run that names no variant: its cluster and target, "-" for the rest."""
+    return (cluster, target, *("-",) * (len(KEY_FIELDS) - 2))
+
+
 def _p99(row: VariantRow) -> str:
     return format_ms(row.latency.p99_ms) + ("" if row.is_p99_reliable else "?")
 
@@ -508,8 +513,8 @@ def _baseline_tables(comparison: BaselineComparison) -> list[Table | None]:
 
 def _named(ref: VariantRef | None) -> tuple[str, ...]:
     if ref is None:
-        return ("", "", "", "")
-    return ref.model, ref.precision, ref.quantization, str(ref.batch_size)
+        return ("", "", "", "", "")
+    return ref.model, ref.precision, ref.quantization, str(ref.batch_size), ref.compile
 
 
 def _failures_table(failures: Sequence[FailedVariant]) -> Table | None:
@@ -1007,7 +1012,7 @@ def _cost_tables(found: Costs) -> list[Table]:
         ),
         rows=tuple(
             (
-                *(_key_cells(cost.key) if cost.key else (cost.cluster, cost.target, *"----")),
+                *(_key_cells(cost.key) if cost.key else _no_variant(cost.cluster, cost.target)),
                 _held(cost),
                 _figure(cost.seconds),
                 _device_seconds(cost.device_seconds, cost.unit),
@@ -1407,6 +1412,7 @@ def _csv_failed(failed: FailedVariant) -> dict[str, object]:
                 "precision": ref.precision,
                 "quantization": ref.quantization,
                 "batch_size": ref.batch_size,
+                "compile": ref.compile,
                 "variant_id": ref.id,
             }
             if ref

@@ -21,7 +21,7 @@ from contract.records import JobIdentity, PodStart, Reuses, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 8
+_SCHEMA_VERSION: Final = 9
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
@@ -44,10 +44,13 @@ _ADDED_IN_7: Final = (
     "ALTER TABLE variant_runs ADD COLUMN scheduled_run INTEGER",
     "ALTER TABLE variant_runs ADD COLUMN scheduled_at TEXT",
 )
-# Version 8 adds when each run's pod got its node and started its runner (JSON, PodStart);
+# Version 8 adds how the variant ran (eager, or compiled: `compile`); rows stored before it are
+# NULL, eager, as every variant was then.
+_ADDED_IN_8: Final = "ALTER TABLE variant_runs ADD COLUMN compile TEXT"
+# Version 9 adds when each run's pod got its node and started its runner (JSON, PodStart);
 # rows stored before it are NULL: their start-up is unknown. It also adds reuses, the
 # variants a Job reuses the run of an earlier Job for (a local try's, which has no record).
-_ADDED_IN_8: Final = "ALTER TABLE variant_runs ADD COLUMN pod_start TEXT"
+_ADDED_IN_9: Final = "ALTER TABLE variant_runs ADD COLUMN pod_start TEXT"
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -81,6 +84,7 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     allocation TEXT,
     scheduled_run INTEGER,
     scheduled_at TEXT,
+    compile TEXT,
     pod_start TEXT,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
@@ -152,6 +156,7 @@ _COLUMNS: Final = [
     "allocation",
     "scheduled_run",
     "scheduled_at",
+    "compile",
     "pod_start",
 ]
 
@@ -273,7 +278,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, 4, 5, 6, 7, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, 4, 5, 6, 7, 8, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -294,6 +299,8 @@ class Store:
                         self._db.execute(statement)
                 if version in {1, 2, 3, 4, 5, 6, 7}:
                     self._db.execute(_ADDED_IN_8)
+                if version in {1, 2, 3, 4, 5, 6, 7, 8}:
+                    self._db.execute(_ADDED_IN_9)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -535,8 +542,13 @@ class Store:
         text = row["result_json"]
         ref = None
         if row["variant_id"] is not None:
+            # compile is NULL in rows stored before schema 8: eager, its default.
             ref = VariantRef.model_validate(
-                {field: row[column] for field, column in _IDENTITY_COLUMNS.items()}
+                {
+                    field: row[column]
+                    for field, column in _IDENTITY_COLUMNS.items()
+                    if row[column] is not None
+                }
             )
         variant = StoredVariant.model_validate(
             {

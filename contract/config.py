@@ -166,7 +166,8 @@ class InputConfig(_Contract):
 
 
 class VariantConfig(VariantRef):
-    """One index of the Job: one model at one precision, quantization and batch size."""
+    """One index of the Job: one model at one precision, quantization and batch size, eager
+    or compiled."""
 
     inputs: tuple[InputConfig, ...]
 

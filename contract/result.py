@@ -18,13 +18,14 @@ from contract.errors import ErrorType
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4]
+SchemaVersion = Literal[1, 2, 3, 4, 5]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
-`energy` (and the energy counter's fields of `gpu`), 4 the start-up timings
+`energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
+`variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
 (`timings.model`, `copy_s`, `process_s`, `measure_start_s`); a collector that reads only older
 ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
-RESULT_SCHEMA_VERSION: Final = 4
+RESULT_SCHEMA_VERSION: Final = 5
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -214,7 +215,7 @@ class Timings(_Result):
     """Applying precision and quantization."""
     model: ModelLoad | None = None
     """Where this variant loaded its model for the pod (part of `load_s`); None where an earlier
-    variant of the pod had, and in results of runners before schema 4."""
+    variant of the pod had, and in results of runners before schema 5."""
     copy_s: float | None = Field(default=None, ge=0)
     """Copying the program's module for this variant (part of `load_s`): with `prepare_s`,
     the module's preparation."""
@@ -226,13 +227,17 @@ class Timings(_Result):
     """When this variant's timed loop began, in seconds since the runner process started: the
     time to its first measurement, from the container's start."""
     first_iteration_ms: float
-    """The cold first call, excluded from warmup and measurement."""
+    """The cold first call, excluded from warmup and measurement; of a compiled variant, the
+    first call after the one that compiled it."""
     warmup: PhaseTiming
     measure: PhaseTiming
     accuracy_s: float | None = Field(default=None, ge=0)
     """The accuracy pass, outside warmup and the timed loop: the reference's outputs where
     this variant computed them (the first of its model, batch and inputs in the pod) and the
     comparison. None in results of runners before it."""
+    compile_s: float | None = Field(default=None, ge=0)
+    """A compiled variant's `torch.compile` and the call that compiled it (tracing, lowering,
+    the C++ or Triton compiler, one run), outside warmup and the timed loop; None for eager."""
 
     @property
     def own_s(self) -> float:
@@ -245,6 +250,7 @@ class Timings(_Result):
             + self.warmup.seconds
             + self.measure.seconds
             + (self.accuracy_s or 0)
+            + (self.compile_s or 0)
         )
 
 
@@ -254,6 +260,23 @@ class Memory(_Result):
     peak_rss_bytes: int
     gpu_peak_allocated_bytes: int | None = None
     gpu_peak_reserved_bytes: int | None = None
+
+
+class Compiled(_Result):
+    """How a compiled variant's module was compiled, in the pod, from the verified graph."""
+
+    backend: str
+    """torch.compile's backend (`inductor`)."""
+    mode: str
+    """The backend's mode (`default`)."""
+    graphs: int = Field(ge=1)
+    """The graphs compiled for this variant's module: 1 for an exported program, which is
+    compiled whole (a graph break fails the variant rather than measuring it half eager)."""
+    cache_hits: int = Field(ge=0)
+    """Of those, the graphs inductor found in its cache, compiled by an earlier variant of the
+    same graph in this pod (so `compile_s` is not a cold compile's)."""
+    toolchain: str
+    """What compiled the kernels: the C++ compiler's version line on a CPU, Triton's on a GPU."""
 
 
 class Applied(_Result):
@@ -285,7 +308,11 @@ class Applied(_Result):
     """The quantized weights' elements over all parameters'."""
     kernel_calls: dict[str, int] | None = None
     """The matrix ops (aten.mm, aten._int_mm, aten._weight_int4pack_mm_for_cpu, ...) one
-    call of the prepared model dispatched, with their counts: what really ran."""
+    call of the prepared model dispatched, with their counts: what really ran. For a compiled
+    variant, an eager call of the module it compiled (its quantization's proof; a dispatch
+    mode cannot see into compiled code)."""
+    compiled: Compiled | None = None
+    """How the module was compiled; None for eager."""
 
 
 class Environment(_Result):

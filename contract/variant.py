@@ -1,12 +1,12 @@
-"""A variant: one model at one precision, quantization and batch size. Its identity is defined
-here once; config.json's variants extend it with their inputs, a result names it, the store
-and the reports key by it."""
+"""A variant: one model at one precision, quantization and batch size, run eager or compiled.
+Its identity is defined here once; config.json's variants extend it with their inputs, a
+result names it, the store and the reports key by it."""
 
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Final, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 MAX_VARIANTS: Final = 10_000
 """No workflow expands past this, whatever its own `scheduling.max_variants` says: each
@@ -30,6 +30,15 @@ class Quantization(StrEnum):
     INT8_WEIGHT_ONLY = "int8-weight-only"
     INT4_WEIGHT_ONLY = "int4-weight-only"
     FP8_DYNAMIC = "fp8-dynamic"
+
+
+class Compile(StrEnum):
+    """How the program's module runs: as torch calls it, or compiled in the pod."""
+
+    EAGER = "eager"
+    INDUCTOR = "inductor"
+    """`torch.compile` with the inductor backend, default mode, of the loaded program's
+    module: compiled in the pod from the verified graph, never from anything in the file."""
 
 
 SPELLINGS: Final = MappingProxyType({"int4": Quantization.INT4_WEIGHT_ONLY})
@@ -112,6 +121,17 @@ class VariantRef(BaseModel):
     precision: Precision
     quantization: Quantization
     batch_size: int = Field(ge=1)
+    compile: Compile = Compile.EAGER
+
+    @model_serializer(mode="wrap")
+    def _compile_when_compiled(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Left out for eager variants, so that config.json (and with it every Job's
+        # content-hash name), results and records stay byte for byte what they were before
+        # the option existed.
+        written: dict[str, object] = handler(self)
+        if written.get("compile") == Compile.EAGER:
+            del written["compile"]
+        return written
 
     @classmethod
     def of(cls, variant: "VariantRef") -> Self:
@@ -119,14 +139,15 @@ class VariantRef(BaseModel):
         return cls.model_validate(variant.model_dump(include=set(VariantRef.model_fields)))
 
     def describe(self) -> str:
-        """The variant as messages name it: `tiny-mlp fp16 int8-dynamic batch 4` (no
-        quantization word when there is none)."""
+        """The variant as messages name it: `tiny-mlp fp16 int8-dynamic batch 4 inductor` (no
+        quantization word when there is none, no compile word when eager)."""
         quantized = "" if self.quantization is Quantization.NONE else f" {self.quantization}"
-        return f"{self.model} {self.precision}{quantized} batch {self.batch_size}"
+        compiled = "" if self.compile is Compile.EAGER else f" {self.compile}"
+        return f"{self.model} {self.precision}{quantized} batch {self.batch_size}{compiled}"
 
 
 VARIANT_FIELDS = tuple(VariantRef.model_fields)
-"""index, id, model, precision, quantization, batch_size: in this order everywhere."""
+"""index, id, model, precision, quantization, batch_size, compile: in this order everywhere."""
 SETTING_FIELDS = tuple(field for field in VARIANT_FIELDS if field not in ("index", "id"))
-"""What a variant measures (model, precision, quantization, batch size), without where it sits
-in its Job: how metrics are labelled and reports compare variants across runs."""
+"""What a variant measures (model, precision, quantization, batch size, compile), without where
+it sits in its Job: how metrics are labelled and reports compare variants across runs."""

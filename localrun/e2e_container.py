@@ -1,5 +1,6 @@
 """`make e2e-container`: build the runner image and run the cpu-smoke Job's pods in podman, then
-a pod whose model is an OCI artifact on an image volume, pulled and mounted by podman.
+a pod of compiled variants (inductor, which compiles C++ into the pod's /tmp), then a pod whose
+model is an OCI artifact on an image volume, pulled and mounted by podman.
 
 Each pod starts as the synthesized Job says (read-only root, uid 10001, no capabilities, no
 network, its CPU and memory limits, ConfigMaps mounted read-only), and what it hands the
@@ -24,7 +25,8 @@ import jsonschema
 
 from contract.dist import read_workload
 from contract.layout import workload_file
-from contract.result import RESULT_PREFIX, TERMINATION_LOG_LIMIT
+from contract.result import RESULT_PREFIX, SCHEMA_FILE, TERMINATION_LOG_LIMIT, find_result_texts
+from localrun.compile_workflow import compile_smoke_checkout
 from localrun.loopback_registry import PROGRAM, loopback_registry
 from localrun.oci_workflow import OCI_MODEL, oci_smoke_checkout
 from localrun.pod import PodPlan, PodRun, pod_plan
@@ -44,7 +46,6 @@ from localrun.podman import (
 from localrun.push_model import push_model
 
 WORKLOAD: Final = REPO_ROOT / workload_file("us-east", "cpu-smoke")
-RESULT_SCHEMA: Final = REPO_ROOT / "runner" / "result.schema.json"
 APT_PACKAGES: Final = ("podman", "runc", "debootstrap", "docker-registry")
 REQUIRED_PROGRAMS: Final = ("podman", "/usr/sbin/runc", "debootstrap", PROGRAM)
 RUN_TIMEOUT_S: Final = 600.0
@@ -118,19 +119,22 @@ def _json_problems(text: str, schema: Schema | None, what: str) -> tuple[Any, li
     ]
 
 
-def check_run(run: PodRun, schema: Schema | None) -> dict[str, Any]:
-    """The parsed result line; raises CheckFailed naming every broken promise."""
+def check_run(run: PodRun, schema: Schema) -> list[dict[str, Any]]:
+    """The parsed result lines, one per variant the pod ran; raises CheckFailed naming every
+    broken promise."""
     problems: list[str] = []
     if run.exit_code != 0:
         problems.append(f"exit code {run.exit_code}, not 0")
     lines = run.stdout.splitlines()
     last = lines[-1] if lines else ""
-    result: dict[str, Any] | None = None
+    results: list[dict[str, Any]] = []
     if last.startswith(RESULT_PREFIX):
-        result, found = _json_problems(last.removeprefix(RESULT_PREFIX), schema, "the result")
-        problems += found
-        if result is not None and result.get("status") != "ok":
-            problems.append(f"status {result.get('status')!r}: {result.get('error')}")
+        for position, text in enumerate(find_result_texts(run.stdout)):
+            result, found = _json_problems(text, schema, f"result {position}")
+            problems += found
+            if result is not None and result.get("status") != "ok":
+                problems.append(f"status {result.get('status')!r}: {result.get('error')}")
+            results += [result] if result is not None else []
     else:
         problems.append(f"the last stdout line does not start with {RESULT_PREFIX!r}: {last!r}")
     size = len(run.termination_log.encode())
@@ -138,38 +142,51 @@ def check_run(run: PodRun, schema: Schema | None) -> dict[str, Any]:
         problems.append("the termination log is empty")
     elif size > TERMINATION_LOG_LIMIT:
         problems.append(f"the termination log has {size} bytes (> {TERMINATION_LOG_LIMIT})")
-    else:
+    elif len(results) == 1:
         problems += _json_problems(run.termination_log, schema, "the termination log")[1]
-    if problems or result is None:
+    if problems or not results:
         tail = "\n    ".join(run.stderr.splitlines()[-30:])
         raise CheckFailed(
             "\n  ".join(["", *problems])
             + f"\n  command: {shlex.join(run.command)}\n  container stderr (tail):\n    {tail}"
         )
-    return result
+    return results
 
 
-def _summary(result: dict[str, Any], run: PodRun) -> str:
+def _summary(result: dict[str, Any]) -> str:
     environment = result.get("environment") or {}
     latency = result.get("latency") or {}
     variant = result.get("variant") or {}
+    quantization = variant.get("quantization", "none")
+    compiled = ((result.get("applied") or {}).get("compiled") or {}).get("toolchain")
+    compile_s = (result.get("timings") or {}).get("compile_s")
     return (
-        f"{variant.get('model')} {variant.get('precision')}: p50 {latency.get('p50_ms', 0):.3g} ms,"
-        f" threads {environment.get('threads')}, cpu_quota {environment.get('cpu_quota')},"
-        f" termination log {len(run.termination_log.encode())} B"
+        f"{variant.get('model')} {variant.get('precision')}"
+        + ("" if quantization == "none" else f" {quantization}")
+        + (f" {variant['compile']} ({compile_s:.1f} s, {compiled})" if compiled else "")
+        + f": p50 {latency.get('p50_ms', 0):.3g} ms, threads {environment.get('threads')},"
+        f" cpu_quota {environment.get('cpu_quota')}"
     )
 
 
 def _run_index(
-    podman: Podman, plan: PodPlan, workdir: Path, schema: Schema | None, timings: Timings
-) -> float:
+    podman: Podman,
+    plan: PodPlan,
+    workdir: Path,
+    schema: Schema,
+    timings: Timings,
+    *,
+    step: str = "",
+) -> tuple[float, list[dict[str, Any]]]:
     start = time.monotonic()
-    with timings.step(f"run index {plan.index}") as notes:
+    with timings.step(step or f"run index {plan.index}") as notes:
         run = run_pod(podman, plan, workdir, RUN_TIMEOUT_S)
         _say(f"index {plan.index}: {shlex.join(run.command)}")
-        notes.append(_summary(check_run(run, schema), run))
-    _say(f"index {plan.index} ok: {notes[0]}")
-    return time.monotonic() - start
+        results = check_run(run, schema)
+        notes += [_summary(result) for result in results]
+        notes.append(f"termination log {len(run.termination_log.encode())} B")
+    _say(f"index {plan.index} ok: {'; '.join(notes)}")
+    return time.monotonic() - start, results
 
 
 def run_e2e(workdir: Path, timings: Timings) -> None:
@@ -186,11 +203,7 @@ def run_e2e(workdir: Path, timings: Timings) -> None:
     with timings.step("image build") as notes:
         build_image(podman, context)
         notes.append(RUNNER_IMAGE)
-    schema: Schema | None = None
-    if RESULT_SCHEMA.exists():
-        schema = json.loads(RESULT_SCHEMA.read_text(encoding="utf-8"))
-    else:
-        _say(f"{RESULT_SCHEMA.relative_to(REPO_ROOT)} is missing: results are not schema-checked")
+    schema: Schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     workload = read_workload(WORKLOAD)
     (job,) = workload.jobs
     completions: int = job["spec"].get("completions", 1)
@@ -200,16 +213,30 @@ def run_e2e(workdir: Path, timings: Timings) -> None:
         # The Job names the registry's image; the one just built stands in for it.
         return dataclasses.replace(plan, image=RUNNER_IMAGE)
 
-    first = _run_index(podman, plan_for(0), workdir, schema, timings)
+    first, _ = _run_index(podman, plan_for(0), workdir, schema, timings)
     if first * (completions - 1) > ALL_INDEXES_BUDGET_S:
         _say(f"index 0 took {first:.0f} s, so indexes 1..{completions - 1} are not run")
     else:
         for index in range(1, completions):
             _run_index(podman, plan_for(index), workdir, schema, timings)
+    run_compiled(podman, workdir, schema, timings)
     run_oci_model(podman, workdir, schema, timings)
 
 
-def run_oci_model(podman: Podman, workdir: Path, schema: Schema | None, timings: Timings) -> None:
+def run_compiled(podman: Podman, workdir: Path, schema: Schema, timings: Timings) -> None:
+    """compile-smoke's pod: inductor compiles each compiled variant's C++ kernels in the
+    container, as uid 10001 on a read-only root, into the pod's /tmp."""
+    workload = compile_smoke_checkout(workdir / "compile-checkout")
+    (job,) = workload.jobs
+    plan = pod_plan(job, workload.configmaps, 0, workdir / "compile-index")
+    plan = dataclasses.replace(plan, image=RUNNER_IMAGE)
+    _, results = _run_index(podman, plan, workdir, schema, timings, step="compiled variants")
+    compiled = [r for r in results if (r.get("applied") or {}).get("compiled")]
+    if len(compiled) != 2 or any(r["variant"].get("compile") != "inductor" for r in compiled):
+        raise CheckFailed(f"expected 2 variants compiled with inductor, got {len(compiled)}")
+
+
+def run_oci_model(podman: Podman, workdir: Path, schema: Schema, timings: Timings) -> None:
     """tiny-cnn pushed as an artifact to a loopback registry, its oci-smoke pod run in
     podman with the artifact pulled by podman (containers/image, CRI-O's image library) and
     mounted read-only as an image (`--mount type=image`), not a folder this code unpacked."""

@@ -1,21 +1,16 @@
 """A small workflow with one model from an OCI artifact, synthesized into a scratch checkout:
 what `make e2e-container` and the tests run to prove an `oci` model end to end."""
 
-import shutil
 from pathlib import Path
 from typing import Final
 
-from contract.dist import Workload, read_workload
-from contract.layout import workload_file
-from localrun.podman import REPO_ROOT
+from contract.dist import Workload
+from localrun.checkout import synthesized_checkout
 from localrun.push_model import PushedModel
-from synth.main import synth
 
 WORKFLOW: Final = "oci-smoke"
-CLUSTER: Final = "us-east"
 OCI_MODEL: Final = "tiny-cnn"
-EXAMPLES: Final = Path("models") / "examples"
-"""The example models: tiny-cnn is pushed as an artifact, tiny-mlp rides in a ConfigMap."""
+"""Of the example models, tiny-cnn is pushed as an artifact, tiny-mlp rides in a ConfigMap."""
 
 SPEC: Final = """\
 id: oci-smoke
@@ -44,10 +39,5 @@ scheduling:
 def oci_smoke_checkout(root: Path, pushed: PushedModel) -> Workload:
     """A checkout at `root` holding the fleet, the example models and oci-smoke naming
     `pushed`, synthesized; returns its workload in us-east."""
-    (root / "specs" / "workflows").mkdir(parents=True)
-    shutil.copy(REPO_ROOT / "specs" / "clusters.yaml", root / "specs" / "clusters.yaml")
-    shutil.copytree(REPO_ROOT / EXAMPLES, root / EXAMPLES)
     spec = SPEC.format(pinned=pushed.pinned, sha256=pushed.artifact.model_sha256)
-    (root / "specs" / "workflows" / f"{WORKFLOW}.yaml").write_text(spec, encoding="utf-8")
-    synth(root)
-    return read_workload(root / workload_file(CLUSTER, WORKFLOW))
+    return synthesized_checkout(root, WORKFLOW, spec)

@@ -25,7 +25,16 @@ from localrun.reference import parse_reference
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[1]
 IMAGE_PACKAGES: Final = ("runner", "contract")
-BASE_IMAGE: Final = "localhost/benchfleet-base:bookworm"
+BASE_PACKAGES: Final = ("python3", "python3-venv", "ca-certificates", "g++", "python3-dev")
+"""What debootstrap adds to Debian's minbase: Python 3.11 (the host wheels' Python) and its
+venv, the public CAs a `url` model's download trusts (the official image has them), and what
+inductor builds a compiled variant's CPU kernels with: a C++ compiler and Python's headers
+(each kernel is a Python extension)."""
+BASE_IMAGE: Final = (
+    "localhost/benchfleet-base:bookworm-"
+    + hashlib.sha256(",".join(BASE_PACKAGES).encode()).hexdigest()[:8]
+)
+"""Tagged by its packages: a base made before a package was added is not reused for it."""
 RUNNER_IMAGE: Final = "localhost/benchfleet-runner:dev"
 DEBIAN_MIRROR: Final = "http://deb.debian.org/debian"
 # crun refuses this host's hybrid cgroup hierarchy, and no systemd runs here to manage cgroups.
@@ -152,7 +161,8 @@ def _inspect(podman: Podman, image: str, field: str) -> str | None:
 
 
 def build_base_image(podman: Podman, image: str = BASE_IMAGE) -> bool:
-    """Make `image` from a debootstrap bookworm rootfs; False when it already exists.
+    """Make `image` from a debootstrap bookworm rootfs with BASE_PACKAGES; False when it
+    already exists.
 
     Debian's python3 is 3.11, the Python the torch wheel on this host is built for.
     """
@@ -164,7 +174,7 @@ def build_base_image(podman: Podman, image: str = BASE_IMAGE) -> bool:
             [
                 "debootstrap",
                 "--variant=minbase",
-                "--include=python3,python3-venv,ca-certificates",
+                f"--include={','.join(BASE_PACKAGES)}",
                 "bookworm",
                 str(rootfs),
                 DEBIAN_MIRROR,
@@ -261,17 +271,19 @@ def requirements_digest(context: Path) -> str:
 def build_image(
     podman: Podman, context: Path, image: str = RUNNER_IMAGE, base: str = BASE_IMAGE
 ) -> None:
-    """`podman build` the runner image from `context`, with no network.
+    """`podman build` the runner image from `context`: with no network from the local base,
+    which has everything; another base may lack g++, which the Dockerfile then installs from
+    its distribution's mirror.
 
     The image `image` named before is removed once the tag has moved and nothing else names
     or uses it: every rebuild would otherwise leave one more runner image (5 GB) behind.
     """
+    network = ("--network", "none") if base == BASE_IMAGE else ()
     replaced = image_id(podman, image)
     check_call(
         podman.command(
             "build",
-            "--network",
-            "none",
+            *network,
             "--build-arg",
             f"BASE_IMAGE={base}",
             "--build-arg",

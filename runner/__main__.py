@@ -41,6 +41,7 @@ from contract.result import BenchResult, ErrorInfo, ErrorResult, OkResult
 from contract.variant import VariantRef
 from runner.accuracy import References
 from runner.channel import emit
+from runner.compiling import keep_caches_in
 from runner.errors import ConfigError, RunnerError, Terminated
 from runner.programs import Programs
 from runner.rounds import runs
@@ -240,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         index = _index(args.index)
         group = pick_group(config, index)
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
+        keep_caches_in(scratch)
         paths = RunPaths(args.models, scratch, args.ca)
         programs = Programs(args.models, scratch, args.ca, args.oci_models, args.image_root)
         references = References()

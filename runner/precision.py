@@ -3,6 +3,9 @@
 fp16 and bf16 cast weights, buffers and floating inputs (pure low-precision inference, what
 `.half()` does); tf32 keeps fp32 tensors but lets CUDA matmuls and convolutions use TF32, and
 fp32 forbids that explicitly, since cuDNN convolutions default to TF32 on Ampere and newer.
+That mode is process-global, so each variant's step sets its own (`in_own_fp32_math`): the
+variants of an interleaved pod take turns, and each must run in its own mode, not in the
+one prepared last.
 """
 
 from collections import Counter
@@ -16,6 +19,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from contract.variant import Precision
 from runner.errors import UnsupportedVariant
+from runner.measure import Step
 
 COMPUTE_DTYPES: Final = {
     Precision.FP32: torch.float32,
@@ -37,12 +41,32 @@ def set_fp32_math(precision: Precision, device: torch.device) -> str | None:
             raise UnsupportedVariant("tf32 is a CUDA math mode; a CPU target cannot use it")
         return None
     mode = "tf32" if precision == Precision.TF32 else "ieee"
+    _set_fp32_math(mode)
+    return mode
+
+
+def _set_fp32_math(mode: str) -> None:
     torch.backends.cuda.matmul.fp32_precision = mode
     # torch's stubs lack cudnn.conv and cudnn.rnn, which torch 2.9+ has at run time; both
     # are set, because torch refuses to run cuDNN when they disagree.
     torch.backends.cudnn.conv.fp32_precision = mode  # type: ignore[attr-defined]
     torch.backends.cudnn.rnn.fp32_precision = mode  # type: ignore[attr-defined]
-    return mode
+
+
+def in_own_fp32_math(step: Step, mode: str | None) -> Step:
+    """`step`, setting CUDA's fp32 math to `mode` (what `set_fp32_math` returned for its
+    variant) before each call: an interleaved tf32 variant and fp32 one otherwise both ran
+    in whichever mode was prepared last, and a compiled one, whose guards include the mode,
+    would recompile mid-loop. On CUDA the setting (about 9 us) falls outside the CUDA events
+    that time the call; on a CPU (`mode` None) the step is left as it is."""
+    if mode is None:
+        return step
+
+    def in_mode() -> int:
+        _set_fp32_math(mode)
+        return step()
+
+    return in_mode
 
 
 @contextmanager

@@ -13,6 +13,7 @@ from contract.accuracy import Accuracy
 from contract.config import RunConfig, VariantConfig
 from contract.result import (
     Applied,
+    Compiled,
     Contention,
     GpuTelemetry,
     Memory,
@@ -24,8 +25,8 @@ from contract.result import (
     Timings,
 )
 from contract.samples import encode
-from contract.variant import QUANTIZERS, Precision, Quantization, VariantRef
-from runner import contention, kernels, precision, quantize, rounds
+from contract.variant import QUANTIZERS, Compile, Precision, Quantization, VariantRef
+from runner import compiling, contention, kernels, precision, quantize, rounds
 from runner.accuracy import References, compare, leaves
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
@@ -158,6 +159,8 @@ class Prepared:
     """The accuracy pass: the reference where this variant computed it, and the comparison."""
     model_load: ModelLoad | None
     """How the pod loaded its model, where this variant is the first of the model to report."""
+    compiled: Compiled | None = None
+    compile_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -282,16 +285,31 @@ def _prepare(
 
     last_output: list[object] = []
 
-    def call() -> None:
-        last_output[:] = [module(*inputs)]
+    def calling(run: Callable[..., object]) -> Callable[[], None]:
+        def call() -> None:
+            last_output[:] = [run(*inputs)]
 
-    step = timed_step(call, device)
+        return call
+
+    eager = calling(module)
+    step = precision.in_own_fp32_math(timed_step(eager, device), fp32_math)
+    compiled: compiling.CompiledModule | None = None
     with torch.inference_mode():
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         first_ns = _first_iteration(step, variant)
-        calls = kernels.kernel_calls(call)
+        # Eager, also for a compiled variant: a dispatch mode turns torch.compile off, so this
+        # proves the quantization of the module that is then compiled.
+        calls = kernels.kernel_calls(eager)
         kernels.check_kernel(report, calls, variant.describe())
+        if variant.compile is not Compile.EAGER:
+            compiled = compiling.compile_module(
+                module, variant.compile, device, lambda run: run(*inputs), variant.describe()
+            )
+            compiled_step = timed_step(calling(compiled.module), device)
+            step = precision.in_own_fp32_math(compiled_step, fp32_math)
+            # The first call of the compiled code: cold as an eager variant's first is.
+            first_ns = step()
         warmup = run_phase(step, config.warmup)
         began = time.perf_counter()
         # The last warm-up call's output: these inputs, this module, no call of its own.
@@ -317,6 +335,8 @@ def _prepare(
         last_output=last_output,
         accuracy=accuracy,
         accuracy_s=reference_s + compare_s,
+        compiled=compiled.applied if compiled else None,
+        compile_s=compiled.seconds if compiled else None,
         # Claimed last: a variant that fails on the way leaves the load to the next one.
         model_load=programs.claim(variant.model),
     )
@@ -382,6 +402,7 @@ def _result(
             model=ready.model_load,
             copy_s=ready.copy_s,
             measure_start_s=span.started_s,
+            compile_s=ready.compile_s,
         ),
         memory=Memory(
             peak_rss_bytes=peak_rss_bytes(),
@@ -403,6 +424,7 @@ def _result(
             quantizer=QUANTIZERS.get(variant.quantization),
             quantized_weight_share=ready.report.quantized_weight_share,
             kernel_calls=ready.kernel_calls,
+            compiled=ready.compiled,
         ),
         validity=validity(
             stats,

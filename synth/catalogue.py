@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from contract.variant import Precision, Quantization
+from contract.variant import Compile, Precision, Quantization
 
 DEFAULT_NODE_LABEL: Final = "gpu-type"
 """The node label the design note selects GPU nodes by; clusters may use others."""
@@ -34,10 +34,18 @@ class DeviceType:
             q for q in Quantization if unoffered_because(q, self.compute_capability) is None
         )
 
+    @property
+    def compiles(self) -> frozenset[Compile]:
+        """The ways of running the model (eager, compiled) the runner has proven here."""
+        return frozenset(
+            c for c in Compile if compile_unoffered_because(c, self.compute_capability) is None
+        )
+
 
 @dataclass(frozen=True)
-class QuantizationKernel:
-    """Where the runner runs a quantization (runner/quantize.py), and what it needs."""
+class Kernel:
+    """Where the runner runs a quantization (runner/quantize.py) or a compiler's code
+    (runner/compiling.py), and what it needs."""
 
     cpu: bool
     gpu_capability: tuple[int, int] | None
@@ -54,18 +62,16 @@ class QuantizationKernel:
 # fp8 are written and tested on CPUs as far as a CPU can, but wait for a device run.
 QUANTIZATION_KERNELS: Final = MappingProxyType(
     {
-        Quantization.NONE: QuantizationKernel(cpu=True, gpu_capability=(0, 0), gpu_proven=True),
-        Quantization.INT8_WEIGHT_ONLY: QuantizationKernel(
-            cpu=True, gpu_capability=(0, 0), gpu_proven=True
-        ),
-        Quantization.INT8_DYNAMIC: QuantizationKernel(
+        Quantization.NONE: Kernel(cpu=True, gpu_capability=(0, 0), gpu_proven=True),
+        Quantization.INT8_WEIGHT_ONLY: Kernel(cpu=True, gpu_capability=(0, 0), gpu_proven=True),
+        Quantization.INT8_DYNAMIC: Kernel(
             cpu=True,
             gpu_capability=None,
             gpu_proven=False,
             needs="its int8 matmul (torch._int_mm) has a CUDA kernel only for more than 16 "
             "rows, which batch-1 inference lacks, and torchao then falls back to a float matmul",
         ),
-        Quantization.INT4_WEIGHT_ONLY: QuantizationKernel(
+        Quantization.INT4_WEIGHT_ONLY: Kernel(
             cpu=True,
             gpu_capability=(8, 0),
             gpu_proven=False,
@@ -76,12 +82,26 @@ QUANTIZATION_KERNELS: Final = MappingProxyType(
             # unquantized program, against 0.5-0.9x at bf16).
             cpu_vectorized=frozenset({Precision.BF16}),
         ),
-        Quantization.FP8_DYNAMIC: QuantizationKernel(
+        Quantization.FP8_DYNAMIC: Kernel(
             cpu=False,
             gpu_capability=(8, 9),
             gpu_proven=False,
             needs="fp8 matmuls (aten._scaled_mm) need fp8 tensor cores: a GPU of compute "
             "capability 8.9 (Ada Lovelace, Hopper) or newer",
+        ),
+    }
+)
+COMPILERS: Final = MappingProxyType(
+    {
+        Compile.EAGER: Kernel(cpu=True, gpu_capability=(0, 0), gpu_proven=True),
+        # On a CPU inductor needs a C++ compiler in the image (runner/Dockerfile installs g++);
+        # the runner says so where it finds none.
+        Compile.INDUCTOR: Kernel(
+            cpu=True,
+            gpu_capability=(7, 0),
+            gpu_proven=False,
+            needs="inductor's GPU kernels are Triton's, which needs compute capability 7.0 "
+            "(Volta) or newer",
         ),
     }
 )
@@ -93,7 +113,16 @@ _AWAITS_GPU = (
 def unoffered_because(quantization: Quantization, capability: tuple[int, int] | None) -> str | None:
     """Why a device of compute `capability` (None: a CPU) is not offered `quantization`, or
     None where it is."""
-    kernel = QUANTIZATION_KERNELS[quantization]
+    return _unoffered(QUANTIZATION_KERNELS[quantization], capability)
+
+
+def compile_unoffered_because(how: Compile, capability: tuple[int, int] | None) -> str | None:
+    """Why a device of compute `capability` (None: a CPU) is not offered `how`, or None where
+    it is."""
+    return _unoffered(COMPILERS[how], capability)
+
+
+def _unoffered(kernel: Kernel, capability: tuple[int, int] | None) -> str | None:
     if capability is None:
         return None if kernel.cpu else kernel.needs
     if kernel.gpu_capability is None or capability < kernel.gpu_capability:

@@ -13,7 +13,7 @@ from contract.archive import UnsafeArchive
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from contract.variant import Quantization, layers_taken, takes_layer
 from contract.weights import LinearWeights
-from synth.catalogue import DEVICE_TYPES, unoffered_because
+from synth.catalogue import DEVICE_TYPES, compile_unoffered_because, unoffered_because
 from synth.fleet import Cluster, Fleet
 from synth.kubernetes import IMAGE_VOLUMES_ON, version_text
 from synth.limits import MAX_VARIANTS_CEILING
@@ -29,7 +29,7 @@ from synth.quantity import parse_quantity
 from synth.repeats import repeats
 from synth.scratch import TMP_BASE_BYTES, tmp_bytes
 from synth.spec import Workflow
-from synth.sweep import Variant, idle_excludes, idle_includes
+from synth.sweep import SWEPT, Variant, idle_excludes, idle_includes
 from synth.yaml_source import Loc
 
 
@@ -275,10 +275,7 @@ def _selectors_refer_to_something(workflow: Workflow) -> Iterator[Finding]:
     targets = [target.key for target in workflow.targets]
     known_models, known_targets = set(models), set(targets)
     matrix = workflow.sweep.matrix
-    swept = {
-        dimension: set(getattr(matrix, dimension) or ())
-        for dimension in ("precision", "quantization", "batch_size")
-    }
+    swept = {dimension: set(getattr(matrix, dimension) or ()) for dimension in SWEPT}
     for kind, selectors in (
         ("exclude", workflow.sweep.exclude),
         ("include", workflow.sweep.include),
@@ -299,7 +296,7 @@ def _selectors_refer_to_something(workflow: Workflow) -> Iterator[Finding]:
                 )
             if kind == "include":
                 continue
-            for dimension in ("precision", "quantization", "batch_size"):
+            for dimension in SWEPT:
                 value = getattr(selector, dimension)
                 if value is not None and value not in swept[dimension]:
                     yield Finding(
@@ -354,20 +351,21 @@ def _devices_support_variants(workflow: Workflow, variants: list[Variant]) -> It
     reported: set[tuple[str, Loc]] = set()
     for variant in variants:
         device = devices[variant.target]
-        for dimension, supported in (
-            ("precision", device.precisions),
-            ("quantization", device.quantizations),
+        capability = device.compute_capability
+        for dimension, supported, why in (
+            ("precision", device.precisions, None),
+            (
+                "quantization",
+                device.quantizations,
+                unoffered_because(variant.quantization, capability),
+            ),
+            ("compile", device.compiles, compile_unoffered_because(variant.compile, capability)),
         ):
             value = getattr(variant, dimension)
             loc = variant.origins[dimension]
             if value in supported or (variant.target, loc) in reported:
                 continue
             reported.add((variant.target, loc))
-            why = (
-                unoffered_because(variant.quantization, device.compute_capability)
-                if dimension == "quantization"
-                else None
-            )
             yield Finding(
                 loc,
                 f"{dimension} {value} is not supported on {device.name} ({device.architecture}),"

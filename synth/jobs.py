@@ -423,6 +423,7 @@ def run_config(
                 precision=str(variant.precision),
                 quantization=str(variant.quantization),
                 batch_size=variant.batch_size,
+                compile=variant.compile,
                 inputs=tuple(InputConfig(shape=i.shape, dtype=i.dtype) for i in variant.inputs),
             )
             for index, (variant, variant_id) in enumerate(variants)

@@ -188,7 +188,7 @@ class Change:
 
 def _variant_seconds(timings: Timings) -> float:
     """A variant's own time: from its module's preparation to the end of its timed loop
-    (its model's load, once per pod, is counted apart; results before schema 4 did not tell
+    (its model's load, once per pod, is counted apart; results before schema 5 did not tell
     it apart, so their `load_s` counts whole)."""
     own_load = timings.copy_s if timings.copy_s is not None else timings.load_s
     return (
@@ -197,6 +197,7 @@ def _variant_seconds(timings: Timings) -> float:
         + timings.first_iteration_ms / 1000
         + timings.warmup.seconds
         + (timings.accuracy_s or 0.0)
+        + (timings.compile_s or 0.0)
         + timings.measure.seconds
     )
 

@@ -36,7 +36,7 @@ from contract.config import (
     tail_iterations,
 )
 from contract.layout import GPU_RESOURCE, KUSTOMIZATION_FILE, WORKLOADS
-from contract.variant import SPELLINGS, Precision, Quantization
+from contract.variant import SPELLINGS, Compile, Precision, Quantization
 from synth.base import SpecModel
 from synth.catalogue import DEVICE_TYPES, RESOURCE_PRESETS
 from synth.fields import (
@@ -465,6 +465,11 @@ class Benchmark(SpecModel):
     """The numeric format of variants that do not sweep it."""
     quantization: QuantizationName = Quantization.NONE
     """The quantization of variants that do not sweep it."""
+    compile: Compile = Compile.EAGER
+    """How variants that do not sweep it run the model: `eager`, as torch calls the loaded
+    program's module, or `inductor`, that module compiled with `torch.compile` (inductor,
+    default mode) in the pod; the compile is timed on its own (`timings.compile_s`), and the
+    first calls after it are warm-up."""
     warmup: WarmupPhase = Field(default_factory=WarmupPhase)
     """Untimed iterations first, to fill caches and trigger lazy initialisation."""
     measure: MeasurePhase = Field(default_factory=MeasurePhase)
@@ -693,13 +698,15 @@ class VariantSelector(SpecModel):
     """A quantization."""
     batch_size: Count | None = None
     """A batch size."""
+    compile: Compile | None = None
+    """How the model runs: eager, or compiled (inductor)."""
 
     @model_validator(mode="after")
     def _selects_something(self) -> "VariantSelector":
         if not self.model_fields_set:
             raise SpecError(
                 "an empty entry matches every variant",
-                "name at least one of model, target, precision, quantization, batch_size",
+                "name at least one of model, target, precision, quantization, batch_size, compile",
             )
         return self
 
@@ -713,8 +720,10 @@ class Matrix(SpecModel):
     """Quantizations to try."""
     batch_size: list[Count] | None = Field(default=None, min_length=1)
     """Batch sizes to try."""
+    compile: list[Compile] | None = Field(default=None, min_length=1)
+    """Eager and compiled (`[eager, inductor]`): every other combination run both ways."""
 
-    @field_validator("precision", "quantization", "batch_size")
+    @field_validator("precision", "quantization", "batch_size", "compile")
     @classmethod
     def _no_repeats(cls, values: list[object] | None, info: ValidationInfo) -> list[object] | None:
         if values is not None:
@@ -730,7 +739,8 @@ class Matrix(SpecModel):
     def _not_empty(self) -> "Matrix":
         if not self.model_fields_set:
             raise SpecError(
-                "the matrix sweeps nothing", "list values for precision, quantization or batch_size"
+                "the matrix sweeps nothing",
+                "list values for precision, quantization, batch_size or compile",
             )
         return self
 

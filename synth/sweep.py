@@ -1,7 +1,8 @@
 """Expanding a workflow into its variants: deterministic, capped, each with a content id.
 
 The order is the order of the spec (targets, then models, then the matrix's dimensions in
-the order precision, quantization, batch size, each in the order its values are written),
+the order precision, quantization, batch size, compile, each in the order its values are
+written: a variant's eager and compiled runs are neighbours, so they share a pod),
 followed by `include` entries. Each target's variants become the indexes of one Indexed Job.
 """
 
@@ -12,16 +13,18 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Final
 
-from contract.variant import QUANTIZERS, Precision, Quantization
+from contract.variant import QUANTIZERS, Compile, Precision, Quantization
 from synth.spec import InputSpec, VariantSelector, Workflow
 from synth.yaml_source import Loc
 
 VARIANT_ID_LENGTH = 12
 
-DIMENSIONS: Final = ("model", "target", "precision", "quantization", "batch_size")
+DIMENSIONS: Final = ("model", "target", "precision", "quantization", "batch_size", "compile")
 """What a VariantSelector can name, in the order of a variant's key."""
+SWEPT: Final = DIMENSIONS[2:]
+"""The dimensions `sweep.matrix` lists and `benchmark` sets for variants that do not."""
 
-_Key = tuple[str, str, Precision, Quantization, int]
+_Key = tuple[str, str, Precision, Quantization, int, Compile]
 """A variant's dimensions, in DIMENSIONS' order: what makes it distinct."""
 
 
@@ -39,13 +42,15 @@ class VariantInput:
 
 @dataclass(frozen=True)
 class Variant:
-    """One measurement: one model on one target with one precision, quantization, batch."""
+    """One measurement: one model on one target with one precision, quantization, batch, run
+    eager or compiled."""
 
     model: str
     target: str
     precision: Precision
     quantization: Quantization
     batch_size: int
+    compile: Compile
     inputs: tuple[VariantInput, ...]
     origins: Mapping[str, Loc] = field(default_factory=dict, compare=False, hash=False)
     """Where each dimension's value is written in the spec, for locating errors."""
@@ -58,7 +63,14 @@ class Variant:
     @property
     def key(self) -> _Key:
         """What makes the variant distinct (its inputs follow from its model)."""
-        return (self.model, self.target, self.precision, self.quantization, self.batch_size)
+        return (
+            self.model,
+            self.target,
+            self.precision,
+            self.quantization,
+            self.batch_size,
+            self.compile,
+        )
 
     def variant_id(self, workflow_id: str, setup: Mapping[str, object]) -> str:
         """A stable id from everything that determines the variant's number: its dimensions
@@ -67,7 +79,13 @@ class Variant:
         rather than run again (synth/recorded.py)."""
         content = {
             "workflow": workflow_id,
-            **{key: str(value) for key, value in self.dimensions.items()},
+            # An eager variant's id leaves compile out: it is what every id was before the
+            # option existed, and recorded eager results stay reusable.
+            **{
+                key: str(value)
+                for key, value in self.dimensions.items()
+                if key != "compile" or value is not Compile.EAGER
+            },
             "inputs": [{"shape": list(i.shape), "dtype": i.dtype} for i in self.inputs],
             "setup": setup,
             # What the quantization runs, so that a new implementation re-measures; only
@@ -88,7 +106,7 @@ def combinations(workflow: Workflow) -> int:
     expanding it."""
     targets, models = len(workflow.targets), len(workflow.models)
     matrix = targets * models
-    for name in ("precision", "quantization", "batch_size"):
+    for name in SWEPT:
         matrix *= len(_axis(workflow, name))
     included = sum(
         (1 if entry.target is not None else targets) * (1 if entry.model is not None else models)
@@ -202,12 +220,16 @@ def _combinations(workflow: Workflow) -> Iterator[tuple[_Key, dict[str, Loc]]]:
     precisions = [(Precision(str(v)), loc) for v, loc in _axis(workflow, "precision")]
     quantizations = [(Quantization(str(v)), loc) for v, loc in _axis(workflow, "quantization")]
     batch_sizes = [(int(str(v)), loc) for v, loc in _axis(workflow, "batch_size")]
+    compiles = [(Compile(str(v)), loc) for v, loc in _axis(workflow, "compile")]
     for target, model in product(workflow.targets, workflow.models):
-        for (precision, p_loc), (quantization, q_loc), (batch, b_loc) in product(
-            precisions, quantizations, batch_sizes
+        for (precision, p_loc), (quantization, q_loc), (batch, b_loc), (how, c_loc) in product(
+            precisions, quantizations, batch_sizes, compiles
         ):
-            key = (model.name, target.key, precision, quantization, batch)
-            yield key, {"precision": p_loc, "quantization": q_loc, "batch_size": b_loc}
+            key = (model.name, target.key, precision, quantization, batch, how)
+            yield (
+                key,
+                {"precision": p_loc, "quantization": q_loc, "batch_size": b_loc, "compile": c_loc},
+            )
 
 
 def _matrix(
@@ -217,13 +239,14 @@ def _matrix(
     for key, origins in _combinations(workflow):
         if key in excluded:
             continue
-        model, target, precision, quantization, batch = key
+        model, target, precision, quantization, batch, how = key
         yield Variant(
             model=model,
             target=target,
             precision=precision,
             quantization=quantization,
             batch_size=batch,
+            compile=how,
             inputs=inputs[model],
             origins=origins,
         )
@@ -249,12 +272,13 @@ def _included(
                     precision=entry.precision or benchmark.precision,
                     quantization=entry.quantization or benchmark.quantization,
                     batch_size=entry.batch_size or benchmark.default_batch_size,
+                    compile=entry.compile or benchmark.compile,
                     inputs=inputs[model],
                     origins={
                         dimension: (*loc, dimension)
                         if dimension in entry.model_fields_set
                         else _default_loc(workflow, dimension)
-                        for dimension in ("precision", "quantization", "batch_size")
+                        for dimension in SWEPT
                     },
                 ),
             )

@@ -31,6 +31,7 @@ RUNS = [
     pytest.param("grouping", "overhead share (wall - timed loops) / wall", id="grouping"),
     pytest.param("accuracy_cost", "accuracy pass share of pod wall time", id="accuracy_cost"),
     pytest.param("quantization", "q / none time", id="quantization"),
+    pytest.param("compiled", "inductor / eager, paired", id="compiled"),
     pytest.param(
         "large_models",
         "(runner - transfer) / load",

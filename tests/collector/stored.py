@@ -26,6 +26,7 @@ SUCCEEDED_LABELS = {
     "precision": "fp32",
     "quantization": "none",
     "batch_size": "4",
+    "compile": "eager",
 }
 """The labels the per-variant metrics of JOB's `succeeded` variants carry."""
 

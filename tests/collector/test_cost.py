@@ -316,7 +316,7 @@ def test_the_energy_table_gives_millijoules_and_watts_beside_the_throttle_reason
     ]
     report = build_report(runs)
     table = to_text(report).split("Energy\n------\n")[1].split("\n\n")[0].splitlines()
-    assert [line.split()[1:2] + line.split()[6:9] for line in table[1:4]] == [
+    assert [line.split()[1:2] + line.split()[7:10] for line in table[1:4]] == [
         ["a100", "6.000", "240.0", "sw_power_cap"],
         ["cpu", "-", "not", "available:"],
         ["t4", "-", "not", "available:"],

@@ -128,6 +128,7 @@ def test_the_last_result_goes_on_across_scheduled_runs_and_ignores_failures() ->
         "precision": "fp32",
         "quantization": "none",
         "batch_size": "4",
+        "compile": "eager",
     }
     series = [k for k in found if k[0] == "benchfleet_last_result_timestamp_seconds"]
     assert series == [("benchfleet_last_result_timestamp_seconds", frozenset(labels.items()))]

@@ -24,7 +24,7 @@ from collector.report import (
     UnknownJob,
     build_report,
 )
-from collector.report_html import to_html, tradeoff_points
+from collector.report_html import _curves, to_html, tradeoff_points
 from collector.report_render import (
     CSV_COLUMNS,
     format_ratio,
@@ -78,6 +78,7 @@ class MakeRun(Protocol):
         precision: str = "fp32",
         quantization: str = "none",
         batch_size: int = 1,
+        compile: str = "eager",
         p50_ms: float = 1.0,
         iqr_ms: float = 0.01,
         count: int = 100,
@@ -124,6 +125,7 @@ def make_run() -> MakeRun:
         precision: str = "fp32",
         quantization: str = "none",
         batch_size: int = 1,
+        compile: str = "eager",
         p50_ms: float = 1.0,
         iqr_ms: float = 0.01,
         count: int = 100,
@@ -137,11 +139,13 @@ def make_run() -> MakeRun:
     ) -> StoredRun:
         ref = VariantRef(
             index=index,
-            id=f"{model}-{precision}-{quantization}-b{batch_size}",
+            id=f"{model}-{precision}-{quantization}-b{batch_size}"
+            + ("" if compile == "eager" else f"-{compile}"),
             model=model,
             precision=precision,
             quantization=quantization,
             batch_size=batch_size,
+            compile=compile,
         )
         result: BenchResult
         if failure is not None:
@@ -619,7 +623,7 @@ def test_a_reused_result_is_not_compared_with_itself(
     assert "+0.0%" not in text
     assert "0 new, 2 missing, 1 reused, same run." in text
     reused = text.split("Reused: the baseline's own run, not measured again (1)")[1]
-    assert re.search(rf"tiny-cnn .*\b2 +1\.500 +{OLD_JOB} +reused, same run", reused)
+    assert re.search(rf"tiny-cnn .*\b2 +eager +1\.500 +{OLD_JOB} +reused, same run", reused)
     rows = {row["batch_size"]: row for row in csv.DictReader(io.StringIO(to_csv(report)))}
     assert (rows["2"]["verdict"], rows["2"]["change_ratio"]) == ("reused", "")
     assert json.loads(to_json(report))["baseline"]["reused"][0]["job"] == OLD_JOB
@@ -846,6 +850,29 @@ def test_each_axis_compares_against_its_reference_with_the_others_fixed(
     assert re.search(r"1\.[56]\dx faster than fp32", text)
     assert "Batch: each against batch 1, other settings held fixed" in text
     assert re.search(r"2\.[0-2]\dx faster than batch 1", text)
+
+
+def test_compiled_variants_are_compared_against_eager_and_get_their_own_batch_curve(
+    make_run: MakeRun,
+) -> None:
+    runs = [
+        measured(make_run, skewed(seed, median), compile=compile, batch_size=batch)
+        for seed, (compile, batch, median) in enumerate(
+            [("eager", 1, 2.0), ("inductor", 1, 1.0), ("eager", 8, 8.0), ("inductor", 8, 4.0)]
+        )
+    ]
+    report = build_report(runs)
+    compiled = next(axis for axis in report.axes if axis.axis == "compile")
+    assert [(e.row.key.batch_size, e.reference.key.compile) for e in compiled.entries] == [
+        (1, "eager"),
+        (8, "eager"),
+    ]
+    assert [round(e.ratio.value, 1) for e in compiled.entries] == [0.5, 0.5]
+    curves = _curves(report.variants)
+    assert [[row.key.compile for row in points] for points in curves.values()] == [
+        ["eager", "eager"],
+        ["inductor", "inductor"],
+    ]
 
 
 def test_throughput_is_the_medians_and_an_interval_is_never_clipped(make_run: MakeRun) -> None:
@@ -1588,7 +1615,7 @@ def test_the_answer_says_which_is_fastest_within_the_gate_by_how_much_and_how_su
             100,
             {"noisy": True},
             "not told apart from the runner-up, the untouched fp32: a100 tiny-cnn fp32 none "
-            "batch 1 is noisy",
+            "batch 1 eager is noisy",
         ),
     ],
     ids=["sure", "within-noise", "flagged"],

@@ -13,13 +13,15 @@ from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, PodStart, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
 from contract.samples import encode
+from contract.variant import Compile
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
 ADDED_IN_6 = ("allocation",)
 ADDED_IN_7 = ("scheduled_run", "scheduled_at")
-ADDED_IN_8 = ("pod_start",)
-SCHEMA_VERSION = 8
+ADDED_IN_8 = ("compile",)
+ADDED_IN_9 = ("pod_start",)
+SCHEMA_VERSION = 9
 POD_START = PodStart(
     created_at="2026-01-01T00:00:00Z",
     scheduled_at="2026-01-01T00:00:02Z",
@@ -115,7 +117,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
@@ -126,14 +128,22 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
-def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
+def older_database(tmp_path: Path, version: int, added_since: tuple[str, ...]) -> Path:
+    """A store holding one run, taken back to `version` by dropping the columns added since."""
     path = tmp_path / "results.sqlite"
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8):
+        for column in added_since:
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
-        db.execute("PRAGMA user_version = 2")
+        db.execute(f"PRAGMA user_version = {version}")
+    return path
+
+
+def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
+    path = older_database(
+        tmp_path, 2, ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9)
+    )
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
     with open_store(path) as store:
         store.add(repeated, [succeeded(0)])
@@ -142,22 +152,12 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
-def older_database(path: Path, version: int, added_since: tuple[str, ...]) -> None:
-    """A database at `path` holding one run, as a collector of `version` left it: without
-    the columns `added_since`."""
-    with open_store(path) as store:
-        store.add(JOB, [succeeded(0)])
-    with sqlite3.connect(path) as db:
-        for column in added_since:
-            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
-        db.execute(f"PRAGMA user_version = {version}")
-
-
 def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "results.sqlite"
-    older_database(path, 4, (*ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8))
+    path = older_database(
+        tmp_path, 4, (*ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9)
+    )
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
     with open_store(path) as store:
         store.add(JOB, [judged])
@@ -182,8 +182,7 @@ ALLOCATION = Allocation(
 
 
 def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_path: Path) -> None:
-    path = tmp_path / "results.sqlite"
-    older_database(path, 5, (*ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8))
+    path = older_database(tmp_path, 5, (*ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9))
     allocated = succeeded(1).model_copy(update={"allocation": ALLOCATION})
     with open_store(path) as store:
         store.add(JOB, [allocated])
@@ -196,8 +195,7 @@ def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_pat
 def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "results.sqlite"
-    older_database(path, 6, (*ADDED_IN_7, *ADDED_IN_8))
+    path = older_database(tmp_path, 6, (*ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9))
     scheduled = JOB.model_copy(
         update={"job": "cpu-smoke-cpu-eeeeeeeeee", "scheduled_run": 3,
                 "scheduled_at": "2026-12-07T00:00:00Z"}
@@ -211,24 +209,21 @@ def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
-def test_an_allocation_reads_back_from_store_and_record_and_comes_to_runs_stored_before_it(
-    store: Store, tmp_path: Path
-) -> None:
-    """A group's variant measured by an attempt that a retry followed is stored at once; its
-    allocation comes once its index has ended."""
-    store.add(JOB, [succeeded(0), succeeded(1)], NOW)
-    store.allocate(JOB, {1: ALLOCATION})
-    first, second = store.runs("cpu-smoke")
-    assert (first.variant.allocation, second.variant.allocation) == (None, ALLOCATION)
-    assert second.variant.allocation is not None
-    assert second.variant.allocation.device_seconds == 77.0
-    path, _ = write_record(tmp_path, record(second.variant))
-    assert read_record(path).variants == (second.variant,)
+def test_a_version_7_database_gains_compile_its_runs_eager(tmp_path: Path) -> None:
+    path = older_database(tmp_path, 7, (*ADDED_IN_8, *ADDED_IN_9))
+    compiled = compiled_variant(succeeded(1))
+    with open_store(path) as store:
+        store.add(JOB, [compiled])
+        earlier, later = store.runs("cpu-smoke")
+    assert earlier.variant.variant is not None
+    assert earlier.variant.variant.compile is Compile.EAGER
+    assert later.variant == compiled
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
-def test_a_version_7_database_gains_each_pods_start_unknown_for_its_runs(tmp_path: Path) -> None:
-    path = tmp_path / "results.sqlite"
-    older_database(path, 7, ADDED_IN_8)
+def test_a_version_8_database_gains_each_pods_start_unknown_for_its_runs(tmp_path: Path) -> None:
+    path = older_database(tmp_path, 8, ADDED_IN_9)
     started = succeeded(1).model_copy(update={"pod_start": POD_START})
     with open_store(path) as store:
         store.add(JOB, [started])
@@ -245,6 +240,40 @@ def test_a_pods_start_reads_back_from_store_and_record(store: Store, tmp_path: P
     assert run.variant == started
     path, _ = write_record(tmp_path, record(started))
     assert read_record(path).variants == (started,)
+
+
+def compiled_variant(run: StoredVariant) -> StoredVariant:
+    """`run` as its variant compiled with inductor."""
+    assert run.variant is not None and run.result is not None
+    ref = run.variant.model_copy(update={"compile": Compile.INDUCTOR})
+    return run.model_copy(
+        update={"variant": ref, "result": run.result.model_copy(update={"variant": ref})}
+    )
+
+
+def test_an_eager_and_a_compiled_run_are_told_apart_in_store_and_record(
+    store: Store, tmp_path: Path
+) -> None:
+    eager, compiled = succeeded(0), compiled_variant(succeeded(1))
+    store.add(JOB, [eager, compiled], NOW)
+    assert [run.variant for run in store.runs("cpu-smoke")] == [eager, compiled]
+    path, _ = write_record(tmp_path, record(eager, compiled))
+    assert read_record(path).variants == (eager, compiled)
+
+
+def test_an_allocation_reads_back_from_store_and_record_and_comes_to_runs_stored_before_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """A group's variant measured by an attempt that a retry followed is stored at once; its
+    allocation comes once its index has ended."""
+    store.add(JOB, [succeeded(0), succeeded(1)], NOW)
+    store.allocate(JOB, {1: ALLOCATION})
+    first, second = store.runs("cpu-smoke")
+    assert (first.variant.allocation, second.variant.allocation) == (None, ALLOCATION)
+    assert second.variant.allocation is not None
+    assert second.variant.allocation.device_seconds == 77.0
+    path, _ = write_record(tmp_path, record(second.variant))
+    assert read_record(path).variants == (second.variant,)
 
 
 @pytest.mark.parametrize(
@@ -290,20 +319,3 @@ def test_round_medians_stay_in_the_git_record(tmp_path: Path) -> None:
     )
     path, _ = write_record(tmp_path, record(paired))
     assert read_record(path).variants == (paired,)
-
-
-def test_a_jobs_reuses_read_back_until_it_runs_the_variant_itself_or_is_forgotten(
-    store: Store,
-) -> None:
-    """A local try's incremental sweep: Job B reuses A's runs of v0 and v1."""
-    later = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "cluster": "local"})
-    store.add_reuses(later, {"v0": JOB.job, "v1": JOB.job})
-    assert store.reuses("cpu-smoke") == {("local", later.job): {JOB.job: ("v0", "v1")}}
-    assert store.reuses("other-workflow") == {}
-    store.add(later, [succeeded(1)])
-    assert store.reuses("cpu-smoke") == {("local", later.job): {JOB.job: ("v0",)}}, (
-        "its own run of v1 stands for v1"
-    )
-    (stored,) = store.jobs("local")
-    store.forget([stored])
-    assert store.reuses("cpu-smoke") == {}

@@ -98,7 +98,7 @@ def test_the_missing_data_alert_fires_on_a_gap_and_not_on_a_fresh_result(
     for workflow, at in (("late", now - 3600), ("fresh", now)):
         registry = CollectorRegistry()
         last = Gauge(LAST_RESULT_TIMESTAMP, "", RESULT_LABELS, registry=registry)
-        last.labels(workflow, "us-east", "cpu", "tiny-mlp", "fp32", "none", "4").set(at)
+        last.labels(workflow, "us-east", "cpu", "tiny-mlp", "fp32", "none", "4", "eager").set(at)
         push(registry, monitoring.pushgateway, workflow)
 
     def stale_rule_states() -> dict[str, str] | None:

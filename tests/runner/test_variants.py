@@ -7,15 +7,18 @@ from pathlib import Path
 import pytest
 import torch
 
+from contract.config import PhaseConfig
 from contract.variant import QUANTIZERS, Precision, Quantization
 from runner import precision
 from runner.errors import UnsupportedVariant
 from runner.methods import METHODS
+from runner.rounds import ROUNDS, run_rounds
 from runner.run import RunPaths, run_variant
 from synth.catalogue import DEVICE_TYPES, QUANTIZATION_KERNELS
 from tests.runner.conftest import MakeConfig
 
 CPU = DEVICE_TYPES["cpu"]
+CPU_DEVICE = torch.device("cpu")
 CPU_COMBINATIONS = sorted((p, q) for p in CPU.precisions for q in CPU.quantizations)
 
 
@@ -109,6 +112,46 @@ def test_cuda_fp32_math_mode_follows_the_precision(precision_name: Precision, mo
     assert torch.backends.cuda.matmul.fp32_precision == mode
     assert torch.backends.cudnn.conv.fp32_precision == mode  # type: ignore[attr-defined]
     assert torch.backends.cudnn.rnn.fp32_precision == mode  # type: ignore[attr-defined]
+
+
+def _fp32_math() -> tuple[str, str, str]:
+    backends = torch.backends
+    return (
+        backends.cuda.matmul.fp32_precision,
+        backends.cudnn.conv.fp32_precision,  # type: ignore[attr-defined]
+        backends.cudnn.rnn.fp32_precision,  # type: ignore[attr-defined]
+    )
+
+
+@pytest.mark.usefixtures("restore_fp32_math")
+def test_interleaved_tf32_and_fp32_variants_each_run_every_round_in_their_own_mode() -> None:
+    """The mode is process-global and was set once, as each variant was prepared: every
+    round of an interleaved tf32 and fp32 pair ran in the mode of the one prepared last.
+    The flags are torch's, set and read without a GPU."""
+    cuda = torch.device("cuda", 0)
+    seen: dict[Precision, set[tuple[str, str, str]]] = {}
+    steps = []
+    for name in (Precision.TF32, Precision.FP32):  # prepared in turn, as run_interleaved's are
+        mode = precision.set_fp32_math(name, cuda)
+
+        def step(name: Precision = name) -> int:
+            seen.setdefault(name, set()).add(_fp32_math())
+            return 1
+
+        steps.append(precision.in_own_fp32_math(step, mode))
+    rule = PhaseConfig(min_iterations=ROUNDS, min_time_s=0, max_iterations=ROUNDS, max_time_s=5)
+    run_rounds(steps, rule)
+    assert seen == {Precision.TF32: {("tf32",) * 3}, Precision.FP32: {("ieee",) * 3}}
+
+
+def test_a_cpu_step_sets_no_cuda_mode() -> None:
+    def step() -> int:
+        return 1
+
+    assert (
+        precision.in_own_fp32_math(step, precision.set_fp32_math(Precision.FP32, CPU_DEVICE))
+        is step
+    )
 
 
 @pytest.mark.gpu

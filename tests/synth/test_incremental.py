@@ -52,11 +52,11 @@ scheduling:
 
 T4 = "gpu_type: nvidia-t4\n"
 
-Setting = tuple[str, str, int]
-"""target, model, batch size: what a variant of SPEC measures."""
+Setting = tuple[str, str, int, str]
+"""target, model, batch size, compile: what a variant of SPEC measures."""
 
 ALL: frozenset[Setting] = frozenset(
-    (target, model, batch)
+    (target, model, batch, "eager")
     for target in ("cpu", "gpu")
     for model in ("mlp", "cnn")
     for batch in (1, 2)
@@ -110,8 +110,15 @@ EDITS: dict[str, Edit] = {
     "`sweep.matrix` (a value added)": _spec(
         "batch_size: [1, 2]",
         "batch_size: [1, 2, 4]",
-        adds=frozenset((target, model, 4) for target, model, _ in ALL),
+        adds=frozenset((target, model, 4, how) for target, model, _, how in ALL),
     ),
+    "`sweep.matrix.compile` (inductor added)": _spec(
+        "matrix: {batch_size: [1, 2]}\n",
+        "matrix: {batch_size: [1, 2], compile: [eager, inductor]}\n"
+        "  exclude: [{target: gpu, compile: inductor}]\n",
+        adds=frozenset((t, m, b, "inductor") for t, m, b, _ in ALL if t == "cpu"),
+    ),
+    "`benchmark.compile: eager` (written out)": _spec(MEASURE, f"{MEASURE}  compile: eager\n"),
     "`benchmark.warmup`, `benchmark.measure`": _spec("min_iterations: 50", "min_iterations: 60"),
     "`benchmark.repeats` (raised)": Edit(
         lambda _, text: _repeats(3), start=_repeats(1), new_repeats=frozenset({"1", "2"})
@@ -204,7 +211,9 @@ def running(root: Path, workflow: str = "sweep") -> dict[str, list[Setting]]:
         config = RunConfig.model_validate_json(workload.configmaps[name]["data"][CONFIG_FILE])
         assert [v.index for v in config.variants] == list(range(len(config.variants)))
         assert job["spec"]["completions"] == config.completions
-        jobs[name] = [(config.target, v.model, v.batch_size) for v in config.variants]
+        jobs[name] = [
+            (config.target, v.model, v.batch_size, str(v.compile)) for v in config.variants
+        ]
     return jobs
 
 
@@ -256,7 +265,7 @@ def test_adding_a_batch_size_runs_only_the_new_variants_then_nothing(
     second = running(spec_repo)
     assert not second.keys() & first.keys(), "the new Jobs are new names"
     assert sorted(s for job in second.values() for s in job) == sorted(
-        (t, m, 4) for t in ("cpu", "gpu") for m in ("mlp", "cnn")
+        (t, m, 4, "eager") for t in ("cpu", "gpu") for m in ("mlp", "cnn")
     )
     record_jobs("sweep")
     synth(spec_repo)

@@ -50,7 +50,7 @@ def assert_given_way(root: Path, current: dict[str, list[Setting]]) -> None:
     record covers."""
     jobs = running(root)
     assert not jobs.keys() & current.keys()
-    assert {batch for settings in jobs.values() for _, _, batch in settings} == {4}
+    assert {batch for settings in jobs.values() for _, _, batch, _ in settings} == {4}
 
 
 # Each row: the revision replaced while it ran, and the one that replaced it.

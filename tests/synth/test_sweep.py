@@ -187,3 +187,59 @@ def test_what_a_quantization_runs_is_part_of_its_variants_id(  # type: ignore[no
     after = [v.variant_id("sweep", {}) for v in (none, int8)]
     assert after[0] == before[0]
     assert after[1] != before[1]
+
+
+def test_compile_is_swept_last_so_a_variants_eager_and_compiled_runs_are_neighbours(  # type: ignore[no-untyped-def]
+    expand,
+) -> None:
+    variants = expand(
+        "sweep:\n  matrix: {compile: [eager, inductor], batch_size: [1, 2]}\n"
+        "  exclude: [{target: a100}, {model: cnn}]\n"
+        "  include: [{model: cnn, target: cpu, compile: inductor}]\n"
+    )
+    assert [(*d[1:], str(v.compile)) for d, v in zip(dims(variants), variants, strict=True)] == [
+        ("mlp", "fp32", "none", 1, "eager"),
+        ("mlp", "fp32", "none", 1, "inductor"),
+        ("mlp", "fp32", "none", 2, "eager"),
+        ("mlp", "fp32", "none", 2, "inductor"),
+        ("cnn", "fp32", "none", 1, "inductor"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "sweep",
+    [
+        "sweep:\n  matrix: {compile: [eager, inductor]}\n"
+        "  exclude: [{target: a100, compile: inductor}]\n",
+        "sweep:\n  matrix: {compile: [eager]}\n",
+    ],
+    ids=["eager-and-inductor", "eager-listed"],
+)
+def test_an_eager_variant_keeps_the_id_it_had_before_the_compile_axis(  # type: ignore[no-untyped-def]
+    expand, sweep: str
+) -> None:
+    """Recorded results are found by id: naming compile, or sweeping it, must not make every
+    eager variant new (nor rename its Job)."""
+    before = {v.key[:5]: v.variant_id("sweep", {}) for v in expand("")}
+    after = expand(sweep)
+    eager = {v.key[:5]: v.variant_id("sweep", {}) for v in after if v.compile == "eager"}
+    compiled = {v.variant_id("sweep", {}) for v in after if v.compile != "eager"}
+    assert eager == before
+    assert not compiled & set(before.values())
+    assert len(compiled) == len(after) - len(eager)
+
+
+def test_benchmark_compile_compiles_every_variant_that_does_not_sweep_it(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    text = HEADER.replace("  - gpu_type: nvidia-a100\n", "").replace(
+        "benchmark:\n", "benchmark:\n  compile: inductor\n"
+    )
+    spec = write_spec("sweep.yaml", text + "sweep:\n  include: [{model: mlp, compile: eager}]\n"
+                      "  matrix: {batch_size: [1]}\n")  # fmt: skip
+    variants = load_specs(spec_repo, [spec]).workflows[0].variants
+    assert [(v.model, str(v.compile)) for v in variants] == [
+        ("mlp", "inductor"),
+        ("cnn", "inductor"),
+        ("mlp", "eager"),
+    ]
