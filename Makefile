@@ -61,7 +61,7 @@ bench: install cluster-build
 	$(PY) -m bench.cluster_gather_scale
 
 demo: synth
-	$(PY) -m localrun cpu-smoke
+	$(PY) -m localrun cpu-smoke --again
 
 models: install
 	$(PY) -m models.make_models

@@ -318,10 +318,11 @@ def report(
         records = records_in(settings.root, workflow)
         with open_store(settings.database) as store:
             every_run = merged(store.runs(workflow), runs_of(records))
+            tried = store.reuses(workflow)
         earlier = records_at(settings.root, baseline_ref, workflow) if baseline_ref else None
         runs = in_cluster(every_run, cluster)
         baseline = in_cluster(runs_of(earlier), cluster) if earlier is not None else None
-        notes = notes_of(settings.root, workflow, [*records, *(earlier or [])], runs)
+        notes = notes_of(settings.root, workflow, [*records, *(earlier or [])], runs, tried)
     except (StoreError, HistoryError) as error:
         raise click.ClickException(str(error)) from None
     if not runs and every_run:

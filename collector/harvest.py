@@ -335,6 +335,7 @@ def _stored(
         attempts=state.attempts,
         preemptions=state.preemptions,
         finished_at=pod.finished_at if pod else None,
+        pod_start=pod.start if pod else None,
         result_source=ending.source if result else None,
         result=result,
     )

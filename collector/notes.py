@@ -1,20 +1,24 @@
 """What the records, dist/ and git add to a report beside the runs themselves."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from collector.history import in_dist, record_ages, spec_revisions
 from collector.report import Notes
 from collector.store import StoredRun
-from contract.records import JobRecord
+from contract.records import JobRecord, Reuses
 
 
 def notes_of(
-    root: Path, workflow: str, records: Iterable[JobRecord], runs: Iterable[StoredRun]
+    root: Path,
+    workflow: str,
+    records: Iterable[JobRecord],
+    runs: Iterable[StoredRun],
+    tried: Mapping[tuple[str, str], Reuses] | None = None,
 ) -> Notes:
     """What the records (the current ones and a baseline's), dist/ and git add to the report
     of `runs`: Job names are content hashes, so one mapping serves the runs and the
-    baseline."""
+    baseline. `tried`: the reuses the store holds (Store.reuses), by cluster and Job."""
     every = list(records)
     return Notes(
         reuses={r.job: r.reuses for r in every if r.reuses},
@@ -29,4 +33,5 @@ def notes_of(
         ),
         record_ages=record_ages(root, workflow),
         in_dist=in_dist(root, workflow),
+        tried=tried or {},
     )

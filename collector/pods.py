@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from contract.errors import ERROR_TYPES, ExitCode
 from contract.layout import COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL
+from contract.records import PodStart
 from contract.result import (
     READ_SCHEMA_VERSIONS,
     RESULT_PREFIX,
@@ -119,6 +120,8 @@ class PodState:
     """When the runner container terminated, as the API server reports it."""
     message: ResultReading = field(compare=False, repr=False)
     """The result in the termination message, parsed once when the state is read."""
+    start: PodStart | None = field(default=None, compare=False, repr=False)
+    """When the pod got its node and started its runner (None where it says neither)."""
 
 
 _HELD_METADATA: Final = (
@@ -402,7 +405,21 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
         explanation=explanation,
         finished_at=terminated.get("finishedAt"),
         message=message,
+        start=pod_start(pod),
     )
+
+
+def pod_start(pod: Object) -> PodStart | None:
+    """When `pod` was created, bound to its node and started its runner, as far as its status
+    says; None where it says neither of the last two."""
+    scheduled = condition(pod, "PodScheduled") or {}
+    state = _runner_status(pod).get("state") or {}
+    started = (state.get("terminated") or state.get("running") or {}).get("startedAt")
+    bound = scheduled.get("lastTransitionTime") if scheduled.get("status") == "True" else None
+    if bound is None and started is None:
+        return None
+    created = pod.get("metadata", {}).get("creationTimestamp")
+    return PodStart(created_at=created, scheduled_at=bound, started_at=started)
 
 
 def is_stuck(state: PodState) -> bool:

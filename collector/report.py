@@ -19,6 +19,7 @@ from collector import intervals
 from collector.history import CURRENT, SpecRevision
 from collector.intervals import MedianEstimate, Ratio
 from collector.pricing import PriceList
+from collector.startup import Startup, startup
 from collector.store import StoredRun
 from contract.accuracy import Accuracy, default_gate, judge
 from contract.allocation import Allocation
@@ -312,6 +313,17 @@ class Notes:
     in_dist: frozenset[tuple[str, str]] = frozenset()
     """(cluster, Job) of each Job dist/ holds now: what Flux runs, each its target's current
     revision."""
+    tried: Mapping[tuple[str, str], Reuses] = field(default_factory=dict)
+    """(cluster, Job): the earlier Jobs' variants of that cluster it reused, as the store says
+    (a local try's incremental sweep: localrun)."""
+
+    def reused_by(self, cluster: str, job: str) -> Reuses:
+        """The earlier Jobs' variants Job `job` of `cluster` reuses, by its record and by the
+        store."""
+        found = {earlier: set(ids) for earlier, ids in self.reuses.get(job, {}).items()}
+        for earlier, ids in self.tried.get((cluster, job), {}).items():
+            found.setdefault(earlier, set()).update(ids)
+        return {earlier: tuple(sorted(ids)) for earlier, ids in found.items()}
 
 
 @dataclass(frozen=True)
@@ -468,6 +480,9 @@ class Report:
     selection: Selection
     jobs: tuple[JobSummary, ...]
     """Every Job of the runs, reported or not: by workflow, cluster and target, newest first."""
+    startup: tuple[Startup, ...] = ()
+    """Per cluster and target, where the reported runs' pods spent their time besides the
+    timed loops, and their memory against each model's file."""
     prices: PriceList | None = None
     """What a device-hour costs, where specs/clusters.yaml says (collector/cost.py prices
     each variant's allocated time with it)."""
@@ -614,15 +629,13 @@ class UnknownJob(JobChoiceError):
 
 
 def _reused(
-    chosen: Collection[JobId],
-    by_job: Mapping[JobId, list[StoredRun]],
-    reuses: Mapping[str, Reuses],
+    chosen: Collection[JobId], by_job: Mapping[JobId, list[StoredRun]], notes: Notes
 ) -> dict[JobId, list[StoredRun]]:
     """The runs of earlier Jobs that the chosen Jobs' revisions reuse rather than ran again
-    (synth left them out: their recorded results stand for the revision), by Job."""
+    (synth left them out, or a local try: their results stand for the revision), by Job."""
     found: dict[JobId, list[StoredRun]] = {}
     for job in chosen:
-        for earlier, ids in reuses.get(job.name, {}).items():
+        for earlier, ids in notes.reused_by(job.cluster, job.name).items():
             source = JobId(job.cluster, job.namespace, earlier)
             if source in chosen or source not in by_job:
                 continue
@@ -639,8 +652,9 @@ def _select(
     all_revisions: bool,
     notes: Notes,
     now: datetime,
-) -> tuple[list[StoredRun], dict[JobId, JobAge], tuple[JobSummary, ...]]:
-    """The runs of the Jobs to report, each Job's age, and a summary of every Job."""
+) -> tuple[list[StoredRun], dict[JobId, JobAge], tuple[JobSummary, ...], set[JobId]]:
+    """The runs of the Jobs to report, each Job's age, a summary of every Job, and the Jobs
+    chosen (not only reused from)."""
     by_job: dict[JobId, list[StoredRun]] = defaultdict(list)
     for run in runs:
         by_job[_job_id(run)].append(run)
@@ -663,7 +677,7 @@ def _select(
         # A Job's name changes with its spec: the newest per target and repeat (job_age) is
         # the current revision, whatever its variants' finish times say.
         chosen = {max(jobs, key=ages.__getitem__) for jobs in slots.values()}
-    reused = _reused(chosen, by_job, notes.reuses) if not all_revisions else {}
+    reused = _reused(chosen, by_job, notes) if not all_revisions else {}
     summaries = tuple(
         _job_summary(by_job[job], job in chosen or job in reused, notes, now)
         for slot in sorted(slots)
@@ -671,7 +685,7 @@ def _select(
     )
     selected = [run for job in chosen for run in by_job[job]]
     selected += [run for job_runs in reused.values() for run in job_runs]
-    return selected, {job: ages[job] for job in (*chosen, *reused)}, summaries
+    return selected, {job: ages[job] for job in (*chosen, *reused)}, summaries, chosen
 
 
 def _recency(run: StoredRun, ages: dict[JobId, JobAge]) -> tuple[JobAge, datetime, str, int]:
@@ -1129,12 +1143,13 @@ def _current(
     all_revisions: bool,
     notes: Notes,
     now: datetime,
-) -> tuple[list[StoredRun], int, tuple[JobSummary, ...]]:
+) -> tuple[list[StoredRun], int, tuple[JobSummary, ...], set[JobId]]:
     """The runs to report, one per variant; how many of the chosen Jobs' runs were left out;
-    a summary of every Job."""
-    selected, ages, summaries = _select(runs, names, all_revisions, notes, now)
+    a summary of every Job; the Jobs chosen, whose runs are reported on their own account
+    (the others' only where a chosen Job reuses them)."""
+    selected, ages, summaries, chosen = _select(runs, names, all_revisions, notes, now)
     latest, superseded = _latest(selected, ages)
-    return latest, superseded, summaries
+    return latest, superseded, summaries, chosen
 
 
 def in_cluster(runs: Iterable[StoredRun], cluster: str | None) -> list[StoredRun]:
@@ -1187,13 +1202,15 @@ def build_report(
         raise ValueError("give baseline runs or name baseline Jobs, not both")
     notes = notes or Notes()
     now = now or datetime.now(UTC)
-    latest, superseded, summaries = _current(runs, jobs, all_revisions, notes, now)
+    latest, superseded, summaries, chosen = _current(runs, jobs, all_revisions, notes, now)
     rows, failures = _split(latest)
     before = None
     if baseline is not None:
         before = _current(baseline, (), all_revisions, notes, now)[0]
     elif baseline_jobs:
-        shown = {summary.job for summary in summaries if summary.reported} & set(baseline_jobs)
+        # A Job the reported ones only reuse runs of may be the baseline: those runs are
+        # the same runs on both sides ("reused, same run"), the rest compare.
+        shown = {job.name for job in chosen} & set(baseline_jobs)
         if shown:
             raise JobChoiceError(
                 f"the baseline Job {', '.join(sorted(shown))} is also reported: name an older "
@@ -1221,6 +1238,7 @@ def build_report(
         superseded=superseded,
         selection="all" if all_revisions else "named" if jobs else "newest",
         jobs=summaries,
+        startup=startup(latest, run_target),
         prices=prices,
     )
 

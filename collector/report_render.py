@@ -36,6 +36,7 @@ from collector.report import (
     VariantRow,
     heading,
 )
+from collector.startup import Startup
 from collector.verdict import run_verdict, verdict_lines
 from contract.accuracy import Accuracy
 from contract.result import ENERGY_ON_CPU
@@ -117,6 +118,13 @@ _NUMERIC: Final = frozenset(
         "baseline CI ms",
         "p50 ms/sample",
         "95% CI ms/sample",
+        "n",
+        "median s",
+        "max s",
+        "file",
+        "peak RSS median",
+        "peak RSS max",
+        "max / file",
     }
 )
 
@@ -125,12 +133,17 @@ def _columns(*headings: str) -> tuple[Column, ...]:
     return tuple(Column(heading, heading in _NUMERIC) for heading in headings)
 
 
-def format_ms(value: float) -> str:
-    """Four significant digits and no exponent: 0.0002134, 0.4123, 12.35, 1235."""
+def _significant(value: float, digits: int) -> str:
+    """`digits` significant digits and no exponent."""
     if value == 0:
         return "0"
-    decimals = max(0, 3 - math.floor(math.log10(abs(value))))
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
     return f"{value:.{decimals}f}"
+
+
+def format_ms(value: float) -> str:
+    """Four significant digits and no exponent: 0.0002134, 0.4123, 12.35, 1235."""
+    return _significant(value, 4)
 
 
 def format_ratio(ratio: float) -> str:
@@ -560,6 +573,80 @@ def _jobs_table(jobs: Sequence[JobSummary]) -> Table:
     )
 
 
+def format_bytes(count: int) -> str:
+    """Like 97.7 MiB or 3.61 GiB: binary units, three significant digits."""
+    value, unit = float(count), "bytes"
+    for larger in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, larger
+    return f"{count} bytes" if unit == "bytes" else f"{_significant(value, 3)} {unit}"
+
+
+_STARTUP_NOTE: Final = (
+    "Each phase's median and longest, counted where it is paid: a pod's start once per pod, a "
+    "model's file and torch.export.load once per model and pod (its first variant there), "
+    "the rest per variant. Waiting for a node and the pod's start come from the pod's status "
+    "(whole seconds: the node's image pulls, an oci model's too, are in the pod's start); the "
+    "rest from the runner. To first measurement: from getting a node to the first timed loop."
+)
+
+
+def _startup_table(startup: Startup) -> Table | None:
+    if not startup.phases:
+        return None  # runs of runners and collectors before the start-up timings
+    share = (
+        f"measurement {startup.measured_share:.0%} of their wall time"
+        if startup.measured_share is not None
+        else "their wall time unknown"
+    )
+    return Table(
+        title=(
+            f"Start-up on {startup.target} ({startup.cluster}): "
+            f"{plural(startup.pods, 'pod')}, {share}"
+        ),
+        columns=_columns("phase", "per", "n", "median s", "max s"),
+        rows=tuple(
+            (
+                phase.phase,
+                phase.per,
+                str(phase.count),
+                _significant(phase.median_s, 3),
+                _significant(phase.max_s, 3),
+            )
+            for phase in startup.phases
+        ),
+        notes=(_STARTUP_NOTE,),
+        kind="detail",
+    )
+
+
+def _memory_table(startup: Startup) -> Table | None:
+    if not startup.memory:
+        return None
+    return Table(
+        title=f"Memory on {startup.target} ({startup.cluster}): the runner's peak RSS per model",
+        columns=_columns("model", "file", "n", "peak RSS median", "peak RSS max", "max / file"),
+        rows=tuple(
+            (
+                memory.model,
+                format_bytes(memory.file_bytes) if memory.file_bytes is not None else "-",
+                str(memory.variants),
+                format_bytes(memory.median_peak_rss_bytes),
+                format_bytes(memory.max_peak_rss_bytes),
+                format_ratio(ratio) if (ratio := memory.max_over_file) is not None else "-",
+            )
+            for memory in startup.memory
+        ),
+        notes=(
+            "The runner process's peak resident memory (the kernel's VmHWM) in the variants of "
+            "each model, against the size of the model's .pt2: torch itself takes a few "
+            "hundred MiB, and a pod running several models holds each it loaded.",
+        ),
+        kind="detail",
+    )
+
+
 def _listed(values: Sequence[str], most: int = 3) -> str:
     listed = ", ".join(values[:most])
     return f"{listed} (+{len(values) - most})" if len(values) > most else listed or "-"
@@ -856,6 +943,11 @@ def lay_out(report: Report) -> Layout:
         _energy_table(report.variants),
         _variants_table(report.variants) if report.variants else None,
         _flagged_table(report.variants),
+        *(
+            table
+            for startup in report.startup
+            for table in (_startup_table(startup), _memory_table(startup))
+        ),
         _jobs_table(report.jobs) if report.jobs else None,
         _provenance_table(report.jobs) if any(job.reported for job in report.jobs) else None,
     ]

@@ -17,11 +17,11 @@ from pydantic import BaseModel
 
 from contract.accuracy import AccuracyGate
 from contract.allocation import Allocation
-from contract.records import JobIdentity, StoredVariant
+from contract.records import JobIdentity, PodStart, Reuses, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
-_SCHEMA_VERSION: Final = 8
+_SCHEMA_VERSION: Final = 9
 # Version 1 also copied four fields of the result into columns that nothing read (the
 # result is stored whole in result_json); version 2 drops them.
 _DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
@@ -47,6 +47,10 @@ _ADDED_IN_7: Final = (
 # Version 8 adds how the variant ran (eager, or compiled: `compile`); rows stored before it are
 # NULL, eager, as every variant was then.
 _ADDED_IN_8: Final = "ALTER TABLE variant_runs ADD COLUMN compile TEXT"
+# Version 9 adds when each run's pod got its node and started its runner (JSON, PodStart);
+# rows stored before it are NULL: their start-up is unknown. It also adds reuses, the
+# variants a Job reuses the run of an earlier Job for (a local try's, which has no record).
+_ADDED_IN_9: Final = "ALTER TABLE variant_runs ADD COLUMN pod_start TEXT"
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -81,6 +85,7 @@ CREATE TABLE IF NOT EXISTS variant_runs (
     scheduled_run INTEGER,
     scheduled_at TEXT,
     compile TEXT,
+    pod_start TEXT,
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
 CREATE INDEX IF NOT EXISTS variant_runs_by_workflow ON variant_runs (workflow);
@@ -95,6 +100,15 @@ CREATE TABLE IF NOT EXISTS unread_results (
     raw TEXT NOT NULL,
     collected_at TEXT NOT NULL,
     PRIMARY KEY (cluster, namespace, job, job_index)
+);
+CREATE TABLE IF NOT EXISTS reuses (
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    job TEXT NOT NULL,
+    workflow TEXT NOT NULL,
+    variant_id TEXT NOT NULL,
+    earlier_job TEXT NOT NULL,
+    PRIMARY KEY (cluster, namespace, job, variant_id)
 );
 CREATE TABLE IF NOT EXISTS waiting_causes (
     cluster TEXT NOT NULL,
@@ -143,14 +157,16 @@ _COLUMNS: Final = [
     "scheduled_run",
     "scheduled_at",
     "compile",
+    "pod_start",
 ]
 
 _JSON_COLUMNS: Final[dict[str, type[BaseModel]]] = {
     "accuracy_gate": AccuracyGate,
     "allocation": Allocation,
+    "pod_start": PodStart,
 }
-"""The columns that hold one of StoredVariant's fields as JSON."""
-# The columns that are StoredVariant's own fields, read back by name.
+"""The columns that hold one of StoredVariant's fields as JSON, with the model that reads it."""
+# The columns that are StoredVariant's own fields, read back by name (those in JSON apart).
 _VARIANT_COLUMNS: Final = [
     column
     for column in _COLUMNS
@@ -223,7 +239,7 @@ class Added:
 
 
 def _json(value: BaseModel | None) -> str | None:
-    return value.model_dump_json(exclude_none=True) if value else None
+    return value.model_dump_json(exclude_none=True) if value is not None else None
 
 
 def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[object, ...]:
@@ -248,8 +264,8 @@ def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[o
         "result_source": variant.result_source,
         "result_json": _json(result),
         "collected_at": collected_at,
-        **{column: _json(getattr(variant, column)) for column in _JSON_COLUMNS},
         "accuracy_failed": variant.accuracy_failed,
+        **{column: _json(getattr(variant, column)) for column in _JSON_COLUMNS},
     }
     return tuple(values[column] for column in _COLUMNS)
 
@@ -262,7 +278,7 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, 4, 5, 6, 7, _SCHEMA_VERSION}:
+            if version not in {0, 1, 2, 3, 4, 5, 6, 7, 8, _SCHEMA_VERSION}:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
@@ -283,6 +299,8 @@ class Store:
                         self._db.execute(statement)
                 if version in {1, 2, 3, 4, 5, 6, 7}:
                     self._db.execute(_ADDED_IN_8)
+                if version in {1, 2, 3, 4, 5, 6, 7, 8}:
+                    self._db.execute(_ADDED_IN_9)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -319,6 +337,16 @@ class Store:
                 "WHERE cluster = ? AND namespace = ? AND job = ? AND job_index = ?",
                 [(job.cluster, job.namespace, job.job, v.index) for v in variants],
             )
+            # A Job's own run of a variant stands for it, not the earlier one it reused.
+            self._db.executemany(
+                "DELETE FROM reuses "
+                "WHERE cluster = ? AND namespace = ? AND job = ? AND variant_id = ?",
+                [
+                    (job.cluster, job.namespace, job.job, v.variant.id)
+                    for v in variants
+                    if v.variant
+                ],
+            )
         return Added(new=new, already_stored=len(variants) - new)
 
     def keep_unread(
@@ -346,6 +374,37 @@ class Store:
                     for kept in unread
                 ],
             )
+
+    def add_reuses(self, job: JobIdentity, earlier: Mapping[str, str]) -> None:
+        """Note that `job` reuses, for each variant id of `earlier`, that variant's run in the
+        earlier Job named (same cluster and namespace) instead of running it: a local try's
+        incremental sweep, which has no record in results/ to say so."""
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO reuses "
+                "(cluster, namespace, job, workflow, variant_id, earlier_job) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (job.cluster, job.namespace, job.job, job.workflow, variant_id, earlier_job)
+                    for variant_id, earlier_job in sorted(earlier.items())
+                ],
+            )
+
+    def reuses(self, workflow: str) -> dict[tuple[str, str], Reuses]:
+        """(cluster, Job) -> the earlier Jobs of that cluster whose runs the Job reuses, with
+        the variant ids, for every Job of `workflow` that reuses any (`add_reuses`)."""
+        rows = self._db.execute(
+            "SELECT cluster, job, earlier_job, variant_id FROM reuses WHERE workflow = ? "
+            "ORDER BY cluster, job, earlier_job, variant_id",
+            (workflow,),
+        )
+        found: dict[tuple[str, str], dict[str, list[str]]] = {}
+        for cluster, job, earlier_job, variant_id in rows:
+            found.setdefault((cluster, job), {}).setdefault(earlier_job, []).append(variant_id)
+        return {
+            key: {earlier: tuple(ids) for earlier, ids in jobs.items()}
+            for key, jobs in found.items()
+        }
 
     def remember_cause(self, job: JobIdentity, index: int, cause: str) -> None:
         """Why completion index `index` of `job` waits (over what was said before)."""
@@ -467,7 +526,7 @@ class Store:
                 keys,
             )
             deleted = self._db.total_changes - before
-            for table in ("unread_results", "waiting_causes"):
+            for table in ("unread_results", "waiting_causes", "reuses"):
                 self._db.executemany(
                     f"DELETE FROM {table} "
                     "WHERE workflow = ? AND cluster = ? AND namespace = ? AND job = ?",

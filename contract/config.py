@@ -35,6 +35,10 @@ OCI_MODELS_DIR: Final = "/oci-models"
 since a mount inside the read-only ConfigMap volume at MODELS_DIR could not be created."""
 OCI_MODEL_PATH_ENV: Final = "OCI_MODEL_PATH"
 """The env var holding OCI_MODELS_DIR in a pod (another folder in a local run)."""
+IMAGE_ROOT_ENV: Final = "IMAGE_ROOT"
+"""The env var naming the folder `image_path` models are found under: synth never sets it (a
+pod's is the image's own root, /); a local try points it at the files it was given instead
+(`localrun run --image-file`)."""
 OCI_DEFAULT_FILE: Final = "model.pt2"
 """The `.pt2`'s path inside an artifact that does not name one: what `make push-model` packs."""
 MAX_VARIANTS_PER_POD: Final = 32

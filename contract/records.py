@@ -9,6 +9,7 @@ Where records are, and which Jobs have one, is contract.layout's: synth reads th
 import json
 import os
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, Literal
 
@@ -48,6 +49,45 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+def seconds_between(start: str | None, end: str | None) -> float | None:
+    """Seconds from one of the API's times to another; None where either is missing or is no
+    time (a record may have been edited), or where the end comes first."""
+    moments = []
+    for text in (start, end):
+        try:
+            moment = datetime.fromisoformat(text) if text is not None else None
+        except ValueError:
+            moment = None
+        if moment is None:
+            return None
+        moments.append(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+    began, ended = moments
+    return (ended - began).total_seconds() if ended >= began else None
+
+
+class PodStart(_Record):
+    """When a run's pod reached its runner, as the pod's own status says (the API server's
+    times, in whole seconds): what its start-up cost before the runner's own timings."""
+
+    created_at: str | None = None
+    scheduled_at: str | None = None
+    """PodScheduled: bound to a node. Before it, the pod waited for one (queued, or no room)."""
+    started_at: str | None = None
+    """The runner container's start. Between the two, the kubelet made the pod's sandbox,
+    pulled the runner image and any image volume (an `oci` model), mounted its volumes and
+    created the container."""
+
+    @property
+    def waited_s(self) -> float | None:
+        """From its creation to getting a node."""
+        return seconds_between(self.created_at, self.scheduled_at)
+
+    @property
+    def starting_s(self) -> float | None:
+        """From getting a node to its runner's start: the kubelet's part of the start-up."""
+        return seconds_between(self.scheduled_at, self.started_at)
+
+
 class StoredVariant(_Record):
     """How one completion index of the Job ended."""
 
@@ -68,6 +108,8 @@ class StoredVariant(_Record):
     preemptions: int = 0
     finished_at: str | None = None
     """The runner container's finishedAt, as the API server reported it."""
+    pod_start: PodStart | None = None
+    """How its pod got to its runner; None where no pod ran, and in runs stored before it."""
     result_source: Literal["termination-message", "log"] | None = None
     result: BenchResult | None = None
     accuracy_gate: AccuracyGate | None = None

@@ -13,17 +13,19 @@ from typing import Annotated, Final, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contract.accuracy import Accuracy
+from contract.config import ModelSource
 from contract.errors import ErrorType
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4]
+SchemaVersion = Literal[1, 2, 3, 4, 5]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
-`variant.compile`, `timings.compile_s` and `applied.compiled`; a collector that reads only
-older ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
+`variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
+(`timings.model`, `copy_s`, `process_s`, `measure_start_s`); a collector that reads only older
+ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
-RESULT_SCHEMA_VERSION: Final = 4
+RESULT_SCHEMA_VERSION: Final = 5
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -186,13 +188,44 @@ class PhaseTiming(_Result):
     stopped_by: StoppedBy
 
 
+class ModelLoad(_Result):
+    """Getting one model's program in a pod: paid once per model and pod, by the first of its
+    variants there that was measured."""
+
+    source: ModelSource
+    file_bytes: int = Field(ge=0)
+    """The size of the model's `.pt2`: what peak memory is compared with."""
+    fetch_s: float = Field(ge=0)
+    """Getting the file and checking its sha256: a `url` model's download (the digest
+    computed as it streams), or reading the file where the pod has it (a ConfigMap, the
+    image, an `oci` artifact's image volume) to check it. The pull of an image volume is the
+    kubelet's, before the runner starts: the pod's start-up holds it."""
+    load_s: float = Field(ge=0)
+    """contract.archive's check of the file and `torch.export.load`."""
+
+
 class Timings(_Result):
     """Where the time of a run went, apart from the timed loop's statistics."""
 
     load_s: float
-    """Verifying the sha256 and loading the program."""
+    """This variant's wait for its program: the model's fetch and load where it was the first
+    of its model in the pod (`model`), and the copy of the module it casts and quantizes
+    (`copy_s`)."""
     prepare_s: float
     """Applying precision and quantization."""
+    model: ModelLoad | None = None
+    """Where this variant loaded its model for the pod (part of `load_s`); None where an earlier
+    variant of the pod had, and in results of runners before schema 5."""
+    copy_s: float | None = Field(default=None, ge=0)
+    """Copying the program's module for this variant (part of `load_s`): with `prepare_s`,
+    the module's preparation."""
+    process_s: float | None = Field(default=None, ge=0)
+    """From the runner process's start (the kernel's record of it) to its first line of code:
+    the interpreter and the imports (torch's take seconds). The same in every result of a
+    pod; None where the kernel does not say."""
+    measure_start_s: float | None = Field(default=None, ge=0)
+    """When this variant's timed loop began, in seconds since the runner process started: the
+    time to its first measurement, from the container's start."""
     first_iteration_ms: float
     """The cold first call, excluded from warmup and measurement; of a compiled variant, the
     first call after the one that compiled it."""

@@ -7,7 +7,13 @@ from pathlib import Path
 import click
 
 from contract.options import database_option, root_option, version_option
-from localrun.cli import CLUSTER_OPTION, INDEX_OPTION, run_workflow
+from localrun.cli import (
+    AGAIN_OPTION,
+    CLUSTER_OPTION,
+    IMAGE_FILE_OPTION,
+    INDEX_OPTION,
+    run_workflow,
+)
 
 
 @click.command(context_settings={"show_default": True})
@@ -17,14 +23,24 @@ from localrun.cli import CLUSTER_OPTION, INDEX_OPTION, run_workflow
 @CLUSTER_OPTION
 @database_option
 @INDEX_OPTION
+@AGAIN_OPTION
+@IMAGE_FILE_OPTION
 def main(
-    workflow: str, root: Path, cluster: str | None, database: Path, indexes: tuple[int, ...]
+    workflow: str,
+    root: Path,
+    *,
+    cluster: str | None,
+    database: Path,
+    indexes: tuple[int, ...],
+    again: bool,
+    image_files: tuple[str, ...],
 ) -> None:
-    """Run WORKFLOW's pods one at a time on this machine, store and report the results.
+    """Run WORKFLOW's pods one at a time on this machine, store and report the results;
+    reuse what earlier local tries measured unless --again.
 
     Exits 1 when any pod handed over no result or an error result.
     """
-    run_workflow(root, database, workflow, cluster, indexes)
+    run_workflow(root, database, workflow, cluster, indexes, again=again, given_files=image_files)
 
 
 if __name__ == "__main__":

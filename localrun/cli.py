@@ -5,28 +5,31 @@ Reads dist/<cluster>/workloads/WORKFLOW.yaml, the file Flux would apply, and run
 index as a process through the runner, with the ConfigMaps' files and the pod's env as the
 kubelet would give them. The results go into the collector's database as cluster `local`
 and are reported as `collector report` reports a cluster's. Try a spec this way before
-opening a pull request. `python -m localrun WORKFLOW` does the same.
+opening a pull request. `python -m localrun WORKFLOW` does the same. Variants an earlier
+local try measured are reused (localrun/reuse.py) unless `--again` says otherwise.
 """
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
 
 from collector.progress import plural
-from collector.report import build_report
-from collector.report_render import to_text
-from collector.store import open_store
+from collector.report import Notes, build_report
+from collector.report_render import format_finished, to_text
+from collector.store import StoredRun, open_store
 from collector.workload import ExpectedJob, WorkloadError, read_expected
 from contract.layout import LOCAL_CLUSTER, cluster_of
 from contract.options import database_option, root_option, version_option
 from contract.records import JobIdentity
+from localrun.image_files import ImageFileError, image_files, parse_image_files
 from localrun.images import ImagePullError, ImageStore
 from localrun.pod import PodPlan, PodSpecError
 from localrun.process import run_process
 from localrun.record import local_identity, stored_variants
+from localrun.reuse import Reuse, earlier_runs, plan_reuse
 from localrun.workflow import Executor, PodOutcome, pod_plans, run_pods, workload_file
 
 POD_TIMEOUT_S = 1800.0
@@ -54,19 +57,79 @@ class Local:
 pass_local = click.make_pass_decorator(Local)
 
 
+AGAIN_OPTION = click.option(
+    "--again",
+    "--rerun",
+    "again",
+    is_flag=True,
+    help="Run every variant, also those an earlier local try measured (after changing the "
+    "runner, say) [default: reuse them]",
+)
+
+IMAGE_FILE_OPTION = click.option(
+    "--image-file",
+    "image_files",
+    multiple=True,
+    metavar="PATH=FILE",
+    help="The file on this machine that an image_path model's image holds at PATH "
+    "(repeatable): a local try runs this checkout's runner, not the image",
+)
+
+
 def _store(
-    database: Path, jobs: Sequence[ExpectedJob], outcomes: list[PodOutcome]
+    database: Path, jobs: Sequence[ExpectedJob], outcomes: list[PodOutcome], reuse: Reuse
 ) -> list[JobIdentity]:
-    """Store each Job's local runs over any earlier local run of it; the identities stored."""
+    """Store each Job's local runs over any earlier local run of it, and which earlier local
+    Jobs' runs it reuses; the identities of the Jobs that ran or reused anything."""
     identities = []
     with open_store(database) as store:
         for expected in jobs:
-            mine = [o for o in outcomes if o.plan.job_name == expected.identity.job]
+            identity = local_identity(expected)
+            mine = [o for o in outcomes if o.plan.job_name == identity.job]
+            reused = reuse.reused.get(identity.job, {})
             if mine:
-                identity = local_identity(expected)
-                store.add(identity, expected.judged(stored_variants(mine, expected)), replace=True)
+                stored = stored_variants(mine, expected, reused=reused.keys())
+                store.add(identity, expected.judged(stored), replace=True)
+            store.add_reuses(
+                identity,
+                {vid: run.job.job for vid, run in reused.items() if run.job.job != identity.job},
+            )
+            if mine or reused:
                 identities.append(identity)
     return identities
+
+
+def _earlier(database: Path, workflow: str) -> dict[tuple[str, str, int], StoredRun]:
+    if not database.is_file():
+        return {}
+    with open_store(database) as store:
+        return earlier_runs(store.runs(workflow))
+
+
+def _say_reused(reuse: Reuse, planned: int) -> None:
+    if not reuse.count:
+        return
+    click.echo(
+        f"reusing {plural(reuse.count, 'variant')} that earlier local tries measured "
+        f"(`--again` runs them again); {plural(planned - len(reuse.skipped), 'pod')} of "
+        f"{planned} to run",
+        err=True,
+    )
+    for plan, runs in reuse.skipped:
+        for run in runs:
+            ref = run.variant.variant
+            what = ref.describe() if ref else f"index {run.variant.index}"
+            when = format_finished(run.variant.finished_at)
+            click.echo(
+                f"  index {plan.index}: {what}: reused, measured {when} by Job {run.job.job}",
+                err=True,
+            )
+    in_groups = reuse.count - sum(len(runs) for _, runs in reuse.skipped)
+    if in_groups:
+        click.echo(
+            f"  and {plural(in_groups, 'variant')} that pods running the rest of their group skip",
+            err=True,
+        )
 
 
 def run_workflow(
@@ -76,10 +139,14 @@ def run_workflow(
     cluster: str | None,
     indexes: tuple[int, ...],
     executor: Executor | None = None,
+    *,
+    again: bool = False,
+    given_files: Sequence[str] = (),
 ) -> None:
-    """Run `workflow`'s pods one at a time (with `executor`, processes by default), store and
-    report the results; raises click.ClickException when any pod did not succeed, or when
-    nothing was stored.
+    """Run `workflow`'s pods one at a time (with `executor`, processes by default), but for
+    the variants earlier local tries measured (all of them `again`), store and report the
+    results; raises click.ClickException when any pod did not succeed, or when nothing was
+    stored. `given_files`: `PATH=FILE` for each `image_path` model (localrun/image_files.py).
 
     Everything the run needs from dist/ is read at its start: a `make synth` meanwhile may
     rename the Job or drop the file, and what was measured is still stored under the Job it
@@ -93,20 +160,38 @@ def run_workflow(
         except (PodSpecError, WorkloadError) as error:
             raise click.ClickException(str(error)) from None
         shown = path.relative_to(root)
-        _pull_images(plans)
-        click.echo(f"running {plural(len(plans), 'pod')} of {shown}", err=True)
+        reuse = (
+            Reuse(to_run=plans)
+            if again
+            else plan_reuse(plans, jobs, _earlier(root / database, workflow))
+        )
+        _say_reused(reuse, len(plans))
+        try:
+            files = image_files(parse_image_files(given_files), workload, reuse.to_run)
+        except ImageFileError as error:
+            raise click.ClickException(str(error)) from None
+        to_run = [replace(plan, image_files=files) for plan in reuse.to_run]
+        _pull_images(to_run)
+        click.echo(f"running {plural(len(to_run), 'pod')} of {shown}", err=True)
         outcomes = []
-        for number, outcome in enumerate(run_pods(plans, run_pod), start=1):
+        for number, outcome in enumerate(run_pods(to_run, run_pod), start=1):
             status = ", ".join(r.status for r in outcome.results) or outcome.problem
-            click.echo(f"  [{number}/{len(plans)}] index {outcome.plan.index}: {status}", err=True)
+            click.echo(f"  [{number}/{len(to_run)}] index {outcome.plan.index}: {status}", err=True)
             outcomes.append(outcome)
-    identities = _store(root / database, jobs, outcomes)
+    identities = _store(root / database, jobs, outcomes, reuse)
     if not identities:
         raise click.ClickException(f"nothing to store: {shown} holds no pod to run")
     with open_store(root / database) as store:
         runs = [run for run in store.runs(workflow) if run.job in identities]
+        tried = store.reuses(workflow)
+    runs += [
+        run
+        for reused in reuse.reused.values()
+        for run in reused.values()
+        if run.job not in identities
+    ]
     failed = [run for run in runs if run.variant.state != "succeeded"]
-    click.echo(to_text(build_report(runs)))
+    click.echo(to_text(build_report(runs, notes=Notes(tried=tried))))
     baseline = " ".join(f"--baseline-job {identity.job}" for identity in identities)
     click.echo(
         f"stored in {root / database} as cluster {LOCAL_CLUSTER}; after an edit, "
@@ -147,10 +232,32 @@ def cli(context: click.Context, root: Path, database: Path) -> None:
 @click.argument("workflow")
 @CLUSTER_OPTION
 @INDEX_OPTION
+@AGAIN_OPTION
+@IMAGE_FILE_OPTION
 @pass_local
-def run(local: Local, workflow: str, cluster: str | None, indexes: tuple[int, ...]) -> None:
+def run(
+    local: Local,
+    workflow: str,
+    cluster: str | None,
+    indexes: tuple[int, ...],
+    again: bool,
+    image_files: tuple[str, ...],
+) -> None:
     """Run WORKFLOW's pods one at a time on this machine, store and report the results.
+
+    A variant that an earlier local try measured (the same variant id, in the same namespace
+    and repeat, and succeeded) is reused, not run: its pod is skipped, or its group's runner
+    skips it. --again runs everything. A model baked into the runner image (image_path) is
+    tried from a file given with --image-file PATH=FILE, checked against its sha256 first.
 
     Exits 1 when any pod handed over no result or an error result.
     """
-    run_workflow(local.root, local.database, workflow, cluster, indexes)
+    run_workflow(
+        local.root,
+        local.database,
+        workflow,
+        cluster,
+        indexes,
+        again=again,
+        given_files=image_files,
+    )

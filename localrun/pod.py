@@ -6,6 +6,7 @@ rather than silently dropped, so a local run never differs from the cluster unno
 
 import base64
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from contract.dist import Manifest
@@ -49,6 +50,9 @@ class PodPlan:
     memory_limit_bytes: int | None
     gpus: int
     termination_message_path: str
+    image_files: tuple[Mount, ...] = ()
+    """Files standing in for the runner image's own at their paths in it (`image_path`
+    models): a local try's (`localrun run --image-file`), read-only."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,9 @@ class PodRun:
     stderr: str
     exit_code: int
     termination_log: str
+    started_at: datetime | None = None
+    """When the container started, as a kubelet's status says it (after any image pull)."""
+    finished_at: datetime | None = None
 
 
 def _configmap_files(configmap: Manifest) -> dict[str, bytes]:

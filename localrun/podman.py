@@ -15,6 +15,7 @@ import tempfile
 import tomllib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -107,7 +108,7 @@ def run_arguments(plan: PodPlan, termination_log: Path) -> list[str]:
         arguments += ["--cpus", f"{plan.cpu_limit:g}"]
     if plan.memory_limit_bytes is not None:
         arguments += ["--memory", str(plan.memory_limit_bytes)]
-    for mount in plan.mounts:
+    for mount in (*plan.mounts, *plan.image_files):
         mode = ":ro" if mount.read_only else ""
         arguments += ["-v", f"{mount.host_path}:{mount.container_path}{mode}"]
     for image in plan.images:
@@ -326,6 +327,7 @@ def run_pod(podman: Podman, plan: PodPlan, workdir: Path, timeout_s: float) -> P
     # The kubelet makes the file writable by any user, so a non-root container can write it.
     termination_log.chmod(0o666)
     command = podman.command(*run_arguments(plan, termination_log))
+    started = datetime.now(UTC)
     completed = subprocess.run(
         command,
         env=podman.environment(),
@@ -340,4 +342,6 @@ def run_pod(podman: Podman, plan: PodPlan, workdir: Path, timeout_s: float) -> P
         stderr=completed.stderr,
         exit_code=completed.returncode,
         termination_log=termination_log.read_text(encoding="utf-8"),
+        started_at=started,
+        finished_at=datetime.now(UTC),
     )

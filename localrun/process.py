@@ -3,9 +3,10 @@
 What a container isolates is mapped, not enforced. Container paths in the env become the host
 folders holding the ConfigMaps' files and the unpacked image volumes (a folder of mounts, as
 OCI_MODEL_PATH is, a folder of links to them); each emptyDir becomes a fresh folder (TMPDIR
-for /tmp);
-the termination log becomes a file the runner is pointed at; the CPU limit becomes a CPU
-affinity mask, which the runner sizes its thread pool by when no cgroup quota applies. The
+for /tmp); files given for the image's own (`image_path` models) become links in a folder
+that IMAGE_ROOT names; the termination log becomes a file the runner is pointed at; the CPU
+limit becomes a CPU affinity mask, which the runner sizes its thread pool by when no cgroup
+quota applies. The
 memory limit, read-only root, user and network isolation are not enforced here: `make
 e2e-container` runs the same plan in podman to check those.
 """
@@ -15,11 +16,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from contract.config import IMAGE_ROOT_ENV
 from localrun.images import ImageStore
-from localrun.pod import PodPlan, PodRun
+from localrun.pod import Mount, PodPlan, PodRun
 
 RUNNER_COMMAND: Final = (sys.executable, "-m", "runner")
 """The image's ENTRYPOINT, run with this interpreter, which has the runner installed."""
@@ -43,6 +46,17 @@ def _host_path(value: str, folders: Mapping[str, Path], workdir: Path) -> str:
         if not link.is_symlink():
             link.symlink_to(host, target_is_directory=True)
     return str(tree)
+
+
+def _image_root(files: tuple[Mount, ...], workdir: Path) -> Path:
+    """A folder standing in for the image's root: a link at each file's path in the image."""
+    root = workdir / "image-root"
+    for file in files:
+        link = root / file.container_path.lstrip("/")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(file.host_path.resolve())
+    return root
 
 
 def _affinity(cpu_limit: float | None) -> Callable[[], None] | None:
@@ -78,6 +92,8 @@ def process_environment(
         "TMPDIR": str(scratch),
         "TERMINATION_LOG": str(termination_log),
     }
+    if plan.image_files:
+        env[IMAGE_ROOT_ENV] = str(_image_root(plan.image_files, workdir))
     # PYTHONPATH picks which checkout's runner `python -m runner` imports: the caller's, not
     # whichever one the environment's editable install points at.
     for name in ("CUDA_VISIBLE_DEVICES", "PYTHONPATH"):
@@ -114,6 +130,7 @@ def run_process(plan: PodPlan, timeout_s: float, store: ImageStore | None = None
     device_missing, as it would on a mislabelled node.
     """
     images = (store or ImageStore()).mount_all(plan.images) if plan.images else {}
+    started = datetime.now(UTC)
     process, termination_log = start_process(plan, images)
     try:
         stdout, stderr = process.communicate(timeout=timeout_s)
@@ -127,4 +144,6 @@ def run_process(plan: PodPlan, timeout_s: float, store: ImageStore | None = None
         stderr=stderr,
         exit_code=process.returncode,
         termination_log=termination_log.read_text(encoding="utf-8"),
+        started_at=started,
+        finished_at=datetime.now(UTC),
     )

@@ -6,6 +6,7 @@ cores, and each would measure the others' load instead of its model.
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -36,6 +37,9 @@ class PodOutcome:
     results: tuple[BenchResult, ...]
     problem: str | None
     """Why no valid result came back (None when `results` has some)."""
+    scheduled_at: datetime | None = None
+    """When it was handed to its executor (a local pod gets this machine at once), where the
+    caller said."""
 
     @property
     def result(self) -> BenchResult | None:
@@ -56,7 +60,7 @@ def workload_file(root: Path, workflow: str, cluster: str | None) -> Path:
     )
 
 
-def read_outcome(plan: PodPlan, run: PodRun) -> PodOutcome:
+def read_outcome(plan: PodPlan, run: PodRun, scheduled_at: datetime | None = None) -> PodOutcome:
     """The results from the stdout lines, or from the termination log when there are none,
     as the collector reads a pod whose logs are gone."""
     try:
@@ -64,11 +68,12 @@ def read_outcome(plan: PodPlan, run: PodRun) -> PodOutcome:
         if not results and run.termination_log.strip():
             results = _from_termination_log(run.termination_log.strip())
     except (ValidationError, ValueError) as error:
-        return PodOutcome(plan, run, (), f"malformed result: {error}")
+        return PodOutcome(plan, run, (), f"malformed result: {error}", scheduled_at)
     if not results:
         tail = " | ".join(run.stderr.strip().splitlines()[-3:])
-        return PodOutcome(plan, run, (), f"exit {run.exit_code}, no result; stderr: {tail}")
-    return PodOutcome(plan, run, results, None)
+        problem = f"exit {run.exit_code}, no result; stderr: {tail}"
+        return PodOutcome(plan, run, (), problem, scheduled_at)
+    return PodOutcome(plan, run, results, None, scheduled_at)
 
 
 def _from_termination_log(text: str) -> tuple[BenchResult, ...]:
@@ -92,4 +97,5 @@ def pod_plans(
 def run_pods(plans: list[PodPlan], executor: Executor) -> Iterator[PodOutcome]:
     """Run each plan in turn, yielding as each finishes."""
     for plan in plans:
-        yield read_outcome(plan, executor(plan))
+        scheduled = datetime.now(UTC)
+        yield read_outcome(plan, executor(plan), scheduled)

@@ -2,7 +2,8 @@
 
 Reads the pod's env as synth writes it: CONFIG_PATH (config.json), MODEL_PATH (the models'
 folder), CA_PATH (the CA bundles downloads trust), OCI_MODEL_PATH (the folder of the oci
-models' image volumes), JOB_COMPLETION_INDEX (set by Kubernetes for Indexed Jobs;
+models' image volumes), IMAGE_ROOT (where image_path models are: / unless a local try says
+otherwise), JOB_COMPLETION_INDEX (set by Kubernetes for Indexed Jobs;
 VARIANT_INDEX is the same value from the downward API), which picks the group of variants
 the pod runs, in order, in this one process, and for a group REPORTED_PATH
 (contract/reported.py), which lists those an earlier attempt of the index already reported.
@@ -27,6 +28,7 @@ from contract.config import (
     CA_ENV,
     CONFIG_DIR,
     CONFIG_FILE,
+    IMAGE_ROOT_ENV,
     MODELS_DIR,
     OCI_MODEL_PATH_ENV,
     OCI_MODELS_DIR,
@@ -35,7 +37,7 @@ from contract.config import (
 )
 from contract.errors import ExitCode, most_severe
 from contract.reported import REPORTED_ENV, read_reported
-from contract.result import BenchResult, ErrorInfo, ErrorResult
+from contract.result import BenchResult, ErrorInfo, ErrorResult, OkResult
 from contract.variant import VariantRef
 from runner.accuracy import References
 from runner.channel import emit
@@ -51,6 +53,7 @@ from runner.run import (
     run_interleaved,
     run_variant,
 )
+from runner.startup import since_start
 
 log = logging.getLogger("runner")
 
@@ -73,6 +76,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         default=Path(env.get(OCI_MODEL_PATH_ENV, OCI_MODELS_DIR)),
         help="the folder holding each oci model's image volume",
+    )
+    parser.add_argument(
+        "--image-root",
+        type=Path,
+        default=Path(env.get(IMAGE_ROOT_ENV, "/")),
+        help="the folder image_path models are found under: the image's root in a pod",
     )
     parser.add_argument(
         "--index", default=env.get("JOB_COMPLETION_INDEX", env.get("VARIANT_INDEX", "0"))
@@ -198,6 +207,15 @@ def _not_reported(
     return tuple(variant for variant in unit if variant.id not in done)
 
 
+def _with_process_time(result: BenchResult, seconds: float | None) -> BenchResult:
+    """`result` with the time its process took to reach the runner's code (every result of
+    a pod says it, so that the pod's start-up survives whichever of them the collector reads)."""
+    if seconds is None or not isinstance(result, OkResult) or result.timings is None:
+        return result
+    timings = result.timings.model_copy(update={"process_s": seconds})
+    return result.model_copy(update={"timings": timings})
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated(
         "SIGTERM: the pod is being deleted (preemption, eviction, the Job's deadline or a "
@@ -211,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
     )
+    process_s = since_start()
     args = _arguments(argv)
     config: RunConfig | None = None
     results: list[BenchResult] = []
@@ -224,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
         keep_caches_in(scratch)
         paths = RunPaths(args.models, scratch, args.ca)
-        programs = Programs(args.models, scratch, args.ca, args.oci_models)
+        programs = Programs(args.models, scratch, args.ca, args.oci_models, args.image_root)
         references = References()
         for planned in runs(group, config.interleave):
             unit = _not_reported(planned, args.reported, index)
@@ -238,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             current = None  # its results are in hand: a SIGTERM from here on is the group's
             for result, code in outcomes:
-                results.append(result)
+                results.append(_with_process_time(result, process_s))
                 codes.append(code)
                 emit(results, sys.stdout, args.termination_log)
         return int(most_severe(codes))

@@ -54,21 +54,23 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def model_file(
+def model_file(  # noqa: PLR0917 (one folder per source)
     model: ModelConfig,
     models_dir: Path,
     download_dir: Path,
     ca_dir: Path | None = None,
     oci_dir: Path = Path(OCI_MODELS_DIR),
+    image_root: Path = Path("/"),
 ) -> Path:
     """The local path of a model's .pt2, its bytes checked against config.json's sha256: a
     `url` model downloaded into `download_dir` (trusting `ca_dir`'s bundle where the model
     names one), its digest computed as it streamed; an `oci` model in its image volume under
-    `oci_dir`."""
+    `oci_dir`; an `image_path` model below `image_root`, the image's own root in a pod."""
     if model.source == "url":
         return fetch(model, download_dir, ca_dir)
-    roots = {"file": models_dir, "oci": oci_dir}
-    path = roots[model.source] / model.location if model.source in roots else Path(model.location)
+    roots = {"file": models_dir, "oci": oci_dir, "image_path": image_root}
+    # An image_path is absolute: a path below the root.
+    path = roots[model.source] / model.location.lstrip("/")
     try:
         found = path.is_file()
     except OSError as error:  # e.g. a name longer than the file system allows

@@ -12,6 +12,7 @@ its file above torch's own memory, 1.5 times without).
 """
 
 import copy
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
 from contract.config import OCI_MODELS_DIR, ModelConfig
+from contract.result import ModelLoad
 from runner.errors import ModelLoadError
 from runner.loading import load_verified, model_file
 
@@ -36,8 +38,11 @@ class Programs:
     """The CA bundles the pod's downloads may trust (CA_PATH)."""
     oci_dir: Path = Path(OCI_MODELS_DIR)
     """Where each `oci` model's image volume is mounted (OCI_MODEL_PATH)."""
+    image_root: Path = Path("/")
+    """The root `image_path` models are found under (IMAGE_ROOT)."""
     _loaded: dict[str, ExportedProgram] = field(default_factory=dict)
     _failed: dict[str, ModelLoadError] = field(default_factory=dict)
+    _unclaimed: dict[str, ModelLoad] = field(default_factory=dict)
 
     def program(self, name: str, model: ModelConfig) -> ExportedProgram:
         """The program of model `name`, loaded on first use; raises ModelLoadError."""
@@ -45,12 +50,32 @@ class Programs:
             raise ModelLoadError(str(self._failed[name]))
         if name not in self._loaded:
             try:
-                path = model_file(model, self.models_dir, self.scratch, self.ca_dir, self.oci_dir)
+                began = time.perf_counter()
+                path = model_file(
+                    model,
+                    self.models_dir,
+                    self.scratch,
+                    self.ca_dir,
+                    self.oci_dir,
+                    self.image_root,
+                )
+                fetched = time.perf_counter()
                 self._loaded[name] = load_verified(path)
             except ModelLoadError as error:
                 self._failed[name] = error
                 raise
+            self._unclaimed[name] = ModelLoad(
+                source=model.source,
+                file_bytes=path.stat().st_size,
+                fetch_s=fetched - began,
+                load_s=time.perf_counter() - fetched,
+            )
         return self._loaded[name]
+
+    def claim(self, name: str) -> ModelLoad | None:
+        """How model `name` was loaded, the first time it is asked for after its load (by the
+        variant whose result reports it); None afterwards: the pod paid for it once."""
+        return self._unclaimed.pop(name, None)
 
 
 def own_module(program: ExportedProgram) -> GraphModule:

@@ -17,6 +17,7 @@ from contract.result import (
     Contention,
     GpuTelemetry,
     Memory,
+    ModelLoad,
     OkResult,
     Paired,
     PhaseTiming,
@@ -35,6 +36,7 @@ from runner.inputs import as_variant, check_inputs, draw_inputs, expected_inputs
 from runner.measure import PhaseOutcome, Step, run_phase
 from runner.memory import peak_rss_bytes
 from runner.programs import Programs, module_for
+from runner.startup import since_start
 from runner.stats import summarize
 from runner.threads import cpu_quota, thread_count, usable_cpus
 from runner.validity import validity
@@ -146,6 +148,7 @@ class Prepared:
     report: quantize.QuantizationReport
     kernel_calls: dict[str, int]
     load_s: float
+    copy_s: float
     prepare_s: float
     first_ns: int
     warmup: PhaseOutcome
@@ -154,6 +157,8 @@ class Prepared:
     accuracy: Accuracy
     accuracy_s: float
     """The accuracy pass: the reference where this variant computed it, and the comparison."""
+    model_load: ModelLoad | None
+    """How the pod loaded its model, where this variant is the first of the model to report."""
     compiled: Compiled | None = None
     compile_s: float | None = None
 
@@ -164,6 +169,8 @@ class _Span:
 
     used: Contention
     telemetry: GpuTelemetry | None
+    started_s: float | None
+    """When the loop began, in seconds since the process started."""
     loop_s: float
     """The timed loops' time, every variant's blocks: what an interleaved variant's share of
     the GPU's energy is taken of."""
@@ -259,7 +266,8 @@ def _prepare(
     dtype = precision.compute_dtype(variant.precision)
     quantized = variant.quantization != Quantization.NONE
     module = module_for(program, dtype, device, quantized=quantized)
-    load_s += time.perf_counter() - began
+    copy_s = time.perf_counter() - began
+    load_s += copy_s
     if training := _training_ops(module):
         raise UnsupportedVariant(
             f"model {variant.model} was exported in training mode ({', '.join(training)}): "
@@ -319,6 +327,7 @@ def _prepare(
         report=report,
         kernel_calls=calls,
         load_s=load_s,
+        copy_s=copy_s,
         prepare_s=prepare_s,
         first_ns=first_ns,
         warmup=warmup,
@@ -328,6 +337,8 @@ def _prepare(
         accuracy_s=reference_s + compare_s,
         compiled=compiled.applied if compiled else None,
         compile_s=compiled.seconds if compiled else None,
+        # Claimed last: a variant that fails on the way leaves the load to the next one.
+        model_load=programs.claim(variant.model),
     )
 
 
@@ -341,6 +352,7 @@ def _timed(
     gpu = device.type == "cuda"
     sampling = GpuSampler(nvml_uuid(device)) if gpu else nullcontext()
     with torch.inference_mode(), sampling as sampler:
+        started_s = since_start()
         before = contention.read_counters()
         blocks = loop()
         after = contention.read_counters()
@@ -353,7 +365,7 @@ def _timed(
         if sampler is not None
         else None
     )
-    return blocks, _Span(used, telemetry, loop_s)
+    return blocks, _Span(used, telemetry, started_s, loop_s)
 
 
 def _result(
@@ -387,6 +399,9 @@ def _result(
             warmup=_phase_timing(ready.warmup),
             measure=_phase_timing(measured),
             accuracy_s=ready.accuracy_s,
+            model=ready.model_load,
+            copy_s=ready.copy_s,
+            measure_start_s=span.started_s,
             compile_s=ready.compile_s,
         ),
         memory=Memory(

@@ -31,8 +31,8 @@ from contract.layout import (
     record_path,
     recorded_jobs,
 )
-from contract.records import read_record, repeat_of
-from contract.result import OkResult
+from contract.records import JobRecord, read_record, repeat_of
+from contract.result import OkResult, Timings
 from contract.text import shown
 from synth.committed import Committed
 from synth.write import generated
@@ -58,6 +58,8 @@ class JobRef:
     max_pod_seconds: float = 0.0
     """The measurement bounds' maxima (warmup and measure) summed over the variants: what the
     runner may spend measuring, before start-up and retries."""
+    loads: tuple[str, ...] = field(default=(), compare=False)
+    """The sha256 of the model each pod loads, once per pod and model."""
     ids: Mapping[str, str] = field(default_factory=dict, compare=False)
     """Variant id -> its setting (model, precision, quantization, batch)."""
     setup: Mapping[str, object] = field(default_factory=dict, compare=False)
@@ -110,7 +112,10 @@ def why(before: JobRef | None, after: JobRef) -> Why:
 class Estimate:
     """A created Job's pod time from earlier runs: each variant with a recorded success of
     the same setting on the same target counts its median time, every other one its bounds'
-    maximum."""
+    maximum. A variant's allocated time holds its share of its pod's
+    start-up and model loads; for the rest, each pod adds the median start-up of the target's
+    recorded pods and each model it loads the median load of that model there, where
+    recorded, in the share of the Job's variants not estimated by allocations."""
 
     seconds: float
     from_history: int
@@ -118,6 +123,15 @@ class Estimate:
     allocated: int = 0
     """Of those, how many by the time the cluster allocated them (every attempt, start-up
     included); the rest by the runner's own time, recorded before allocations were."""
+    startup_s: float | None = None
+    """A pod's start-up (from getting a node to the runner's code: sandbox, image pulls,
+    Python and imports), the median of the target's recorded pods; None where none say."""
+    startup_pods: int = 0
+    """How many recorded pods that median is of."""
+    loads: int = 0
+    """Model loads of the Job: once per pod and model."""
+    loads_known: int = 0
+    """Of those, how many a recorded load of the same model on the target estimates."""
 
 
 PastSource = Literal["allocated", "measured"]
@@ -128,10 +142,24 @@ class Past:
     """What earlier successful runs of one setting on one target took: the median of their
     allocated time (collector/allocation.py: scheduled to the runner's end, every attempt,
     its share of a grouped pod) where gather recorded it, else of the runner's own time
-    (load to the end of the timed loop: no image pull, no retries)."""
+    (its module's preparation to the end of its timed loop: no start-up, no model load, no
+    retries)."""
 
     seconds: float
     source: PastSource
+
+
+@dataclass(frozen=True)
+class History:
+    """What a workflow's records in one cluster say each part of a pod took, by target."""
+
+    variants: dict[tuple[str, str], Past] = field(default_factory=dict)
+    """(target, variant as described) -> what its recorded runs took."""
+    startup: dict[str, tuple[float, int]] = field(default_factory=dict)
+    """Target -> the median start-up of its recorded pods, and how many pods."""
+    loads: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(target, model sha256) -> the median time its recorded loads took (fetch and
+    torch.export.load)."""
 
 
 @dataclass(frozen=True)
@@ -158,49 +186,106 @@ class Change:
         return f"{job.workflow}/{job.target}{repeat}"
 
 
-def recorded_seconds(root: Path, workflow: str, cluster: str) -> dict[tuple[str, str], Past]:
-    """(target, variant as described) -> what its recorded successful runs in `cluster`
-    took: their allocated time where any has one recorded, else the runner's own time."""
+def _variant_seconds(timings: Timings) -> float:
+    """A variant's own time: from its module's preparation to the end of its timed loop
+    (its model's load, once per pod, is counted apart; results before schema 5 did not tell
+    it apart, so their `load_s` counts whole)."""
+    own_load = timings.copy_s if timings.copy_s is not None else timings.load_s
+    return (
+        own_load
+        + timings.prepare_s
+        + timings.first_iteration_ms / 1000
+        + timings.warmup.seconds
+        + (timings.accuracy_s or 0.0)
+        + (timings.compile_s or 0.0)
+        + timings.measure.seconds
+    )
+
+
+def _pod_startups(record: JobRecord) -> list[float]:
+    """Each recorded pod's start-up: the kubelet's part (its pod's status) and the runner
+    process's own (its results), where both are known."""
+    pods: dict[str, float] = {}
+    for stored in record.variants:
+        result, start = stored.result, stored.pod_start
+        if stored.pod is None or start is None or not isinstance(result, OkResult):
+            continue
+        kubelet = start.starting_s
+        process = result.timings.process_s if result.timings else None
+        if kubelet is not None and process is not None:
+            pods[stored.pod] = kubelet + process
+    return list(pods.values())
+
+
+def recorded_history(root: Path, workflow: str, cluster: str) -> History:
+    """What the recorded successful runs of `workflow` in `cluster` took, by target."""
     runs: dict[tuple[str, str], dict[PastSource, list[float]]] = {}
+    startup: dict[str, list[float]] = {}
+    loads: dict[tuple[str, str], list[float]] = {}
     for job in recorded_jobs(root, workflow, cluster):
         record = read_record(record_path(root, workflow, cluster, job))
+        target = record.target or ""
+        startup.setdefault(target, []).extend(_pod_startups(record))
         for stored in record.variants:
             result = stored.result
             if stored.variant is None or not isinstance(result, OkResult):
                 continue
-            found = runs.setdefault((record.target or "", stored.variant.describe()), {})
+            found = runs.setdefault((target, stored.variant.describe()), {})
             if stored.allocation is not None:
                 found.setdefault("allocated", []).append(stored.allocation.seconds)
             elif result.timings is not None:
-                timings = result.timings
-                seconds = (
-                    timings.load_s
-                    + timings.prepare_s
-                    + timings.first_iteration_ms / 1000
-                    + timings.warmup.seconds
-                    + timings.measure.seconds
+                found.setdefault("measured", []).append(_variant_seconds(result.timings))
+            if result.timings and result.timings.model is not None and result.model_sha256:
+                model = result.timings.model
+                loads.setdefault((target, result.model_sha256), []).append(
+                    model.fetch_s + model.load_s
                 )
-                found.setdefault("measured", []).append(seconds)
-    history = {}
+    variants = {}
     for key, found in runs.items():
         source: PastSource = "allocated" if "allocated" in found else "measured"
-        history[key] = Past(statistics.median(found[source]), source)
-    return history
+        variants[key] = Past(statistics.median(found[source]), source)
+    return History(
+        variants=variants,
+        startup={
+            key: (statistics.median(values), len(values))
+            for key, values in startup.items()
+            if values
+        },
+        loads={key: statistics.median(values) for key, values in loads.items()},
+    )
 
 
-def _estimate(job: JobRef, history: Mapping[tuple[str, str], Past]) -> Estimate | None:
+def _estimate(job: JobRef, history: History) -> Estimate | None:
     known = [
-        history[job.target, setting]
+        history.variants[job.target, setting]
         for setting in job.ids.values()
-        if (job.target, setting) in history
+        if (job.target, setting) in history.variants
     ]
-    if not known:
+    startup = history.startup.get(job.target)
+    loads = [
+        history.loads[job.target, model]
+        for model in job.loads
+        if (job.target, model) in history.loads
+    ]
+    if not known and startup is None and not loads:
         return None
     bound = job.max_pod_seconds / job.variants if job.variants else 0.0
+    allocated = sum(past.source == "allocated" for past in known)
+    # An allocation holds its share of its pod's start-up and loads; the other variants'
+    # share of them is added.
+    unallocated = (len(job.ids) - allocated) / len(job.ids) if job.ids else 1.0
+    seconds = sum(past.seconds for past in known) + bound * (len(job.ids) - len(known))
+    seconds += sum(loads) * unallocated
+    if startup is not None:
+        seconds += startup[0] * job.pods * unallocated
     return Estimate(
-        sum(past.seconds for past in known) + bound * (len(job.ids) - len(known)),
-        len(known),
-        sum(past.source == "allocated" for past in known),
+        seconds=seconds,
+        from_history=len(known),
+        allocated=allocated,
+        startup_s=startup[0] if startup else None,
+        startup_pods=startup[1] if startup else 0,
+        loads=len(job.loads),
+        loads_known=len(loads),
     )
 
 
@@ -285,6 +370,11 @@ def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
         return ref  # a Job without synth's config.json (hand-written): counted, not costed
     config = RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
     (container,) = job["spec"]["template"]["spec"]["containers"]
+    loads = tuple(
+        config.models[model].sha256
+        for index in range(config.completions)
+        for model in dict.fromkeys(variant.model for variant in config.group(index))
+    )
     pod = job["spec"]["template"]["spec"]
     per_variant = config.warmup.max_time_s + config.measure.max_time_s
     return replace(
@@ -292,6 +382,7 @@ def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
         variants=len(config.variants),
         gpus=config.gpus,
         max_pod_seconds=per_variant * len(config.variants),
+        loads=loads,
         ids={v.id: v.describe() for v in config.variants},
         setup={
             "image": container["image"],
@@ -318,14 +409,14 @@ def plan(
     with the repository `root`, prunes whose results are recorded say so, and created Jobs
     are estimated from the recorded runs of the same settings."""
     plans = []
-    history: dict[tuple[str, str], dict[tuple[str, str], Past]] = {}
+    history: dict[tuple[str, str], History] = {}
 
     def estimate(job: JobRef, cluster: str) -> Estimate | None:
         if root is None:
             return None
         key = (job.workflow, cluster)
         if key not in history:
-            history[key] = recorded_seconds(root, job.workflow, cluster)
+            history[key] = recorded_history(root, job.workflow, cluster)
         return _estimate(job, history[key])
 
     for cluster in sorted(_clusters(committed) | _clusters(proposed)):
@@ -404,12 +495,21 @@ def _estimated(estimate: Estimate, job: JobRef) -> str:
         f"{count} {how}"
         for count, how in (
             (estimate.allocated, "by the time earlier runs were allocated"),
-            (measured, "by earlier runs' own time (start-up and retries not recorded)"),
+            (measured, "by earlier runs' own time (retries not recorded)"),
             (bounds, "by the bounds"),
         )
         if count
     ]
-    return f"{words}: {', '.join(parts)}"
+    words = f"{words}: {', '.join(parts)}"
+    if estimate.allocated == len(job.ids):
+        return words  # each allocation holds its share of its pod's start-up and loads
+    startup = (
+        f"start-up {estimate.startup_s:.0f} s a pod by {estimate.startup_pods} earlier pods"
+        if estimate.startup_s is not None
+        else "no pod's start-up recorded"
+    )
+    loads = f", {estimate.loads_known} of {estimate.loads} model loads" if estimate.loads else ""
+    return f"{words}; {startup}{loads}"
 
 
 def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:

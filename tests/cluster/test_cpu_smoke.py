@@ -67,6 +67,15 @@ def test_cpu_smoke_runs_is_gathered_once_and_cleaned(
         assert held is not None and held.estimate == ()
         assert (held.seconds, held.devices, held.unit) == (span.total_seconds(), cpus, "cpu")
         assert (held.device_type, held.capacity, held.attempts) == ("cpu", "on-demand", 1)
+    # When each pod got its node (the scheduler's PodScheduled) and started its runner (the
+    # executor's startedAt), in the order they happen.
+    starts = [v.pod_start for v in record.variants]
+    assert all(s and s.starting_s is not None and s.waited_s is not None for s in starts)
+    report = smoke.collector(
+        "report", "--workflow", WORKFLOW, "--cluster", "us-east", kubeconfig=collector_kubeconfig
+    )
+    assert report.exit_code == 0, report.output
+    assert "Start-up on cpu (us-east): 6 pods, measurement" in report.output
 
     again = smoke.collector(
         "gather", "--workflow", WORKFLOW, "--cluster", "us-east", kubeconfig=collector_kubeconfig

@@ -53,6 +53,9 @@ def test_a_finished_workflow_is_stored_and_recorded_in_one_gather(
     assert (record.outcome, len(record.variants), record.target) == ("complete", 6, "cpu")
     assert record.description and record.owner, "synth's annotations reach the record"
     assert all(v.result is not None and v.result.status == "ok" for v in record.variants)
+    assert all(v.pod_start and v.pod_start.started_at for v in record.variants), (
+        "each run says when its pod got its node and started its runner"
+    )
     assert f"wrote {record_of(repo, job)}" in run.stdout
     assert not any(key.endswith("log") for key in requests(api)), "logs are not needed"
 

@@ -1,6 +1,9 @@
 """One pod in words: the runner's result wherever it survived, and why the pod stands where it
 does."""
 
+from datetime import datetime, timedelta
+from typing import Any
+
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
@@ -483,3 +486,36 @@ def test_a_pod_failed_before_its_runner_started_still_says_so(smoke: Obj) -> Non
     assert pod_state(pod).explanation == (
         "failed before the runner ran (OutOfcpu): Pod Node didn't have enough resource: cpu"
     )
+
+
+@pytest.mark.parametrize(
+    ("make", "scheduled", "started"),
+    [
+        (objects.succeeded_pod, 1, 20),
+        (objects.running_pod, 1, 20),
+        (objects.failed_pod, 1, 20),
+        # On its node, the runner image not pulled yet: bound, not started.
+        (objects.image_pull_pod, 1, None),
+        (objects.unschedulable_pod, None, None),
+    ],
+    ids=lambda value: getattr(value, "__name__", str(value)),
+)
+def test_a_pod_says_when_it_got_its_node_and_started_its_runner(
+    smoke: Obj, make: Any, scheduled: int | None, started: int | None
+) -> None:
+    pod = make(smoke, 3)
+    start = pod_state(pod).start
+    created = pod["metadata"]["creationTimestamp"]
+
+    def after(seconds: int | None) -> str | None:
+        if seconds is None:
+            return None
+        moment = datetime.fromisoformat(created) + timedelta(seconds=seconds)
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    if scheduled is None:
+        assert start is None, "a pod that never got a node says nothing of its start"
+        return
+    assert start is not None and start.created_at == created
+    assert (start.scheduled_at, start.started_at) == (after(scheduled), after(started))
+    assert pod_state(held_pod(pod)).start == start, "what the collector holds of a pod has it"

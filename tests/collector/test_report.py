@@ -588,6 +588,26 @@ def test_an_incremental_revision_shows_what_it_reused_under_the_job_that_measure
     assert [(job.job, job.reported) for job in report.jobs] == [(TODAY_JOB, True), (OLD_JOB, True)]
 
 
+def test_a_local_try_reuses_by_the_store_in_its_own_cluster_only(
+    revisions: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    """The store's reuses (a local try's, localrun) name a cluster: the same Job names in
+    another cluster reuse nothing by them. A Job that is only reused from may be the
+    baseline: its runs are the same on both sides."""
+    today, last_week = revisions
+    tried: dict[tuple[str, str], Reuses] = {
+        ("us-east", TODAY_JOB): {OLD_JOB: ("tiny-cnn-fp32-none-b2",)}
+    }
+    report = build_report([*last_week, *today], notes=Notes(tried=tried))
+    assert [row.job for row in report.variants] == [TODAY_JOB, OLD_JOB]
+    elsewhere = {("local", TODAY_JOB): tried["us-east", TODAY_JOB]}
+    report = build_report([*last_week, *today], notes=Notes(tried=elsewhere))
+    assert [row.job for row in report.variants] == [TODAY_JOB]
+    compared = build_report([*last_week, *today], notes=Notes(tried=tried), baseline_jobs=[OLD_JOB])
+    assert compared.baseline is not None
+    assert [row.job for row in compared.baseline.reused] == [OLD_JOB]
+
+
 def test_a_reused_result_is_not_compared_with_itself(
     revisions: tuple[list[StoredRun], list[StoredRun]],
 ) -> None:

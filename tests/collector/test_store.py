@@ -10,7 +10,7 @@ from collector.store import Store, StoreError, open_store
 from contract.accuracy import Accuracy, AccuracyGate
 from contract.allocation import Allocation
 from contract.layout import record_path, recorded_jobs
-from contract.records import JobRecord, StoredVariant, read_record, write_record
+from contract.records import JobRecord, PodStart, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
 from contract.samples import encode
 from contract.variant import Compile
@@ -20,7 +20,13 @@ ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
 ADDED_IN_6 = ("allocation",)
 ADDED_IN_7 = ("scheduled_run", "scheduled_at")
 ADDED_IN_8 = ("compile",)
-SCHEMA_VERSION = 8
+ADDED_IN_9 = ("pod_start",)
+SCHEMA_VERSION = 9
+POD_START = PodStart(
+    created_at="2026-01-01T00:00:00Z",
+    scheduled_at="2026-01-01T00:00:02Z",
+    started_at="2026-01-01T00:00:09Z",
+)
 
 
 @pytest.fixture
@@ -111,7 +117,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8):
+        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
@@ -136,7 +142,7 @@ def older_database(tmp_path: Path, version: int, added_since: tuple[str, ...]) -
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
     path = older_database(
-        tmp_path, 2, ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8)
+        tmp_path, 2, ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9)
     )
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
     with open_store(path) as store:
@@ -149,7 +155,9 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
 def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     tmp_path: Path,
 ) -> None:
-    path = older_database(tmp_path, 4, (*ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8))
+    path = older_database(
+        tmp_path, 4, (*ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9)
+    )
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
     with open_store(path) as store:
         store.add(JOB, [judged])
@@ -174,7 +182,7 @@ ALLOCATION = Allocation(
 
 
 def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_path: Path) -> None:
-    path = older_database(tmp_path, 5, (*ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8))
+    path = older_database(tmp_path, 5, (*ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9))
     allocated = succeeded(1).model_copy(update={"allocation": ALLOCATION})
     with open_store(path) as store:
         store.add(JOB, [allocated])
@@ -187,7 +195,7 @@ def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_pat
 def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
     tmp_path: Path,
 ) -> None:
-    path = older_database(tmp_path, 6, (*ADDED_IN_7, *ADDED_IN_8))
+    path = older_database(tmp_path, 6, (*ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9))
     scheduled = JOB.model_copy(
         update={"job": "cpu-smoke-cpu-eeeeeeeeee", "scheduled_run": 3,
                 "scheduled_at": "2026-12-07T00:00:00Z"}
@@ -202,7 +210,7 @@ def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
 
 
 def test_a_version_7_database_gains_compile_its_runs_eager(tmp_path: Path) -> None:
-    path = older_database(tmp_path, 7, ADDED_IN_8)
+    path = older_database(tmp_path, 7, (*ADDED_IN_8, *ADDED_IN_9))
     compiled = compiled_variant(succeeded(1))
     with open_store(path) as store:
         store.add(JOB, [compiled])
@@ -212,6 +220,26 @@ def test_a_version_7_database_gains_compile_its_runs_eager(tmp_path: Path) -> No
     assert later.variant == compiled
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_8_database_gains_each_pods_start_unknown_for_its_runs(tmp_path: Path) -> None:
+    path = older_database(tmp_path, 8, ADDED_IN_9)
+    started = succeeded(1).model_copy(update={"pod_start": POD_START})
+    with open_store(path) as store:
+        store.add(JOB, [started])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.variant.pod_start, later.variant) == (None, started)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_pods_start_reads_back_from_store_and_record(store: Store, tmp_path: Path) -> None:
+    started = succeeded(0).model_copy(update={"pod_start": POD_START})
+    store.add(JOB, [started], NOW)
+    [run] = store.runs("cpu-smoke")
+    assert run.variant == started
+    path, _ = write_record(tmp_path, record(started))
+    assert read_record(path).variants == (started,)
 
 
 def compiled_variant(run: StoredVariant) -> StoredVariant:

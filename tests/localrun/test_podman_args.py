@@ -7,7 +7,7 @@ import pytest
 
 from contract.dist import read_workload
 from localrun.images import ImageMount
-from localrun.pod import PodPlan, PodSpecError, pod_plan
+from localrun.pod import Mount, PodPlan, PodSpecError, pod_plan
 from localrun.podman import configure_podman, run_arguments, runner_requirements
 from tests.conftest import REPO_ROOT
 
@@ -154,3 +154,13 @@ def test_an_image_volume_is_podmans_read_only_image_mount(plan: PodPlan, tmp_pat
         f"type=image,source={reference},destination=/oci-models/tiny-cnn"
     ]
     assert arguments.index("--mount") < arguments.index(with_image.image)
+
+
+def test_a_file_given_for_the_images_own_is_bind_mounted_read_only_at_its_path(
+    plan: PodPlan, tmp_path: Path
+) -> None:
+    """`--image-file`: in a container it is where the image would hold it, over the image."""
+    model = tmp_path / "big.pt2"
+    with_file = dataclasses.replace(plan, image_files=(Mount(model, "/opt/models/big.pt2", True),))
+    arguments = run_arguments(with_file, tmp_path / "termination-log")
+    assert f"{model}:/opt/models/big.pt2:ro" in values(arguments, "-v")

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from collector.cli import cli as collector_cli
 from contract.dist import read_workload
+from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
 from contract.result import ErrorInfo, ErrorResult, compact
 from localrun.__main__ import main
 from localrun.cli import run_workflow
@@ -165,12 +166,36 @@ def test_the_command_stores_local_runs_and_reports_them(quick_root: Path) -> Non
         )
         assert db.execute(query).fetchall() == [(0.99999, 0)]
     assert "passed (cosine 1" in run.stdout
+    # Its start-up as a cluster pod's: this machine its node, its process the container.
+    with sqlite3.connect(quick_root / DATABASE) as db:
+        ((start, finished),) = db.execute("SELECT pod_start, finished_at FROM variant_runs")
+    times = json.loads(start)
+    assert times["scheduled_at"] <= times["started_at"] <= finished
+    assert "Start-up on cpu (local): 1 pod" in run.stdout
+    assert "runner start: Python, imports" in run.stdout
 
 
-def test_running_again_replaces_the_earlier_local_run(quick_root: Path) -> None:
-    for _ in range(2):
-        CliRunner().invoke(main, ["cpu-smoke", "--root", str(quick_root), "--index", "0"])
-    assert len(stored(quick_root)) == 1
+def collected(root: Path) -> list[str]:
+    with sqlite3.connect(root / DATABASE) as db:
+        return [row[0] for row in db.execute("SELECT collected_at FROM variant_runs")]
+
+
+def test_a_second_try_reuses_the_first_and_again_runs_it_over_it(quick_root: Path) -> None:
+    command = ["cpu-smoke", "--root", str(quick_root), "--index", "0"]
+    first = CliRunner().invoke(main, command)
+    assert first.exit_code == 0, first.output
+    before = collected(quick_root)
+    second = CliRunner().invoke(main, command)
+    assert second.exit_code == 0, second.output
+    assert "reusing 1 variant that earlier local tries measured" in second.output
+    assert "index 0: tiny-mlp" in second.output and "reused, measured" in second.output
+    assert "running 0 pods" in second.output
+    assert "tiny-mlp" in second.stdout, "the report shows the reused run"
+    assert collected(quick_root) == before, "nothing ran, nothing was stored again"
+    again = CliRunner().invoke(main, [*command, "--again"])
+    assert again.exit_code == 0, again.output
+    assert "reusing" not in again.output and "running 1 pod" in again.output
+    assert len(stored(quick_root)) == 1, "the Job's own run replaced"
 
 
 def test_the_command_fails_when_a_pod_reports_an_error(
@@ -186,6 +211,9 @@ def test_the_command_fails_when_a_pod_reports_an_error(
     assert "runner error model_mismatch (exit 7)" in run.stdout and "sha256" in run.stdout
     assert "1 of 1 variant did not succeed" in run.output
     assert stored(root)[0][2] == "failed"
+    retried = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "1"])
+    assert "reusing" not in retried.output, "a failure is tried again"
+    assert "runner error model_mismatch" in retried.stdout
 
 
 def test_a_try_after_an_edit_is_compared_with_the_one_before_and_both_can_be_forgotten(
@@ -199,7 +227,9 @@ def test_a_try_after_an_edit_is_compared_with_the_one_before_and_both_can_be_for
     assert f"--baseline-job {old}` compares a new try with this one" in first.output
     # A spec edit gives the Job a new content-hash name: the earlier try stays stored.
     workload.write_text(workload.read_text(encoding="utf-8").replace(old, f"{old}x"))
-    second = CliRunner().invoke(main, ["cpu-smoke", "--root", str(quick_root), "--index", "0"])
+    second = CliRunner().invoke(
+        main, ["cpu-smoke", "--root", str(quick_root), "--index", "0", "--again"]
+    )
     assert second.exit_code == 0, second.output
     collector = ["--root", str(quick_root)]
     compared = CliRunner().invoke(
@@ -247,6 +277,68 @@ def test_a_grouped_pod_stores_every_variant_of_its_group(
         (1, "failed"),
         (2, "succeeded"),
     ]
+
+
+def _group_pods(workload: Path) -> None:
+    """Two pods of three variants, as synth writes a Job with variants_per_pod 3: each pod
+    reads the ids its index need not run from the folder a retry's come in."""
+    documents = list(yaml.safe_load_all(workload.read_text(encoding="utf-8")))
+    for document in documents:
+        if document and document["kind"] == "Job":
+            document["spec"]["completions"] = 2
+            pod = document["spec"]["template"]["spec"]
+            name = reported_configmap(document["metadata"]["name"])
+            pod["volumes"].append(
+                {"name": REPORTED_VOLUME, "configMap": {"name": name, "optional": True}}
+            )
+            (container,) = pod["containers"]
+            container["volumeMounts"].append(
+                {"name": REPORTED_VOLUME, "mountPath": REPORTED_DIR, "readOnly": True}
+            )
+            container["env"].append({"name": REPORTED_ENV, "value": REPORTED_DIR})
+    workload.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+
+
+def test_a_try_after_an_edit_runs_only_what_changed_and_reports_the_rest_as_reused(
+    make_root: Callable[[EditConfig], Path],
+) -> None:
+    """A grouped pod whose group an edit changed in part: its runner is handed the ids an
+    earlier local try measured, as a retry is, and runs the rest; the reports show both."""
+
+    def grouped(config: dict[str, Any]) -> None:
+        quick(config)
+        config["groups"] = [[0, 1, 2], [3, 4, 5]]
+
+    root = make_root(grouped)
+    workload = root / "dist" / "us-east" / "workloads" / SMOKE.name
+    _group_pods(workload)
+    first = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "0"])
+    assert first.exit_code == 0, first.output
+    (job,) = read_workload(workload).jobs
+    old = job["metadata"]["name"]
+    # The edit: variant 2 measures something else now (a new id), and so the Job is renamed.
+    text = workload.read_text(encoding="utf-8").replace(old, f"{old}x")
+    variant_id = json.loads(read_workload(workload).configmaps[old]["data"]["config.json"])[
+        "variants"
+    ][2]["id"]
+    workload.write_text(text.replace(variant_id, f"{variant_id}0"))
+    second = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "0"])
+    assert second.exit_code == 0, second.output
+    assert "reusing 2 variants that earlier local tries measured" in second.output
+    assert "and 2 variants that pods running the rest of their group skip" in second.output
+    assert "index 0: ok" in second.output and "index 0: ok, ok" not in second.output
+    with sqlite3.connect(root / DATABASE) as db:
+        rows = list(db.execute("SELECT job, job_index FROM variant_runs ORDER BY job, job_index"))
+    assert rows == [(old, 0), (old, 1), (old, 2), (f"{old}x", 2)]
+    report = CliRunner().invoke(
+        collector_cli,
+        ["--root", str(root), "report", "--workflow", "cpu-smoke", "--cluster", "local",
+         "--format", "json", "--baseline-job", old],
+    )  # fmt: skip
+    assert report.exit_code == 0, report.output
+    document = json.loads(report.output)
+    assert sorted(row["job"] for row in document["variants"]) == [old, old, f"{old}x"]
+    assert len(document["baseline"]["reused"]) == 2, "the reused runs are the same runs"
 
 
 def _renamed(workload: Path) -> None:

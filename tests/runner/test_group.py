@@ -107,6 +107,31 @@ def test_a_group_reports_every_variant_and_one_failure_loses_nothing(
     assert isinstance(summary[2], ErrorResult) and summary[2].error == failed.error
 
 
+def test_a_group_tells_each_models_load_once_and_its_process_start_in_every_result(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Pod 0 loads tiny-mlp for variants 0 and 3, and tiny-transformer for 2: the load is
+    reported by the first of each model's variants, so the pod's cost is counted once."""
+    _, results, _ = _run_pod(tmp_path, capsys, "0")
+    timings = {
+        r.variant.index: r.timings
+        for r in results
+        if isinstance(r, OkResult) and r.variant and r.timings
+    }
+    assert set(timings) == {0, 3, 2}
+    mlp, mlp_again, transformer = timings[0], timings[3], timings[2]
+    assert mlp.model is not None and mlp_again.model is None and transformer.model is not None
+    assert mlp.model.source == "file"
+    assert mlp.model.file_bytes == (EXAMPLES / "tiny-mlp.pt2").stat().st_size
+    assert transformer.model.file_bytes == (EXAMPLES / "tiny-transformer.pt2").stat().st_size
+    assert mlp.load_s >= mlp.model.fetch_s + mlp.model.load_s, "the load is part of load_s"
+    for each in (mlp, mlp_again, transformer):
+        assert each.copy_s is not None and each.copy_s <= each.load_s
+    assert len({each.process_s for each in timings.values()}) == 1, "one process, one start"
+    starts = [timings[index].measure_start_s or 0.0 for index in (0, 3, 2)]
+    assert 0.0 not in starts and starts == sorted(starts), "each loop after the one before"
+
+
 def test_a_group_of_one_writes_the_single_result_as_before(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

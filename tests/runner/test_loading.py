@@ -135,6 +135,15 @@ def test_an_image_path_model_is_read_from_its_absolute_path(
     assert model_file(model, tmp_path, tmp_path) == location
 
 
+def test_an_image_path_model_is_read_below_the_root_a_local_try_names(tmp_path: Path) -> None:
+    """A local try runs the runner outside the image: IMAGE_ROOT stands in for its root."""
+    file = tmp_path / "root" / "opt" / "models" / "big.pt2"
+    file.parent.mkdir(parents=True)
+    file.write_bytes(b"x")
+    model = ModelConfig(source="image_path", location="/opt/models/big.pt2", sha256=sha256_of(file))
+    assert model_file(model, tmp_path, tmp_path, image_root=tmp_path / "root") == file
+
+
 def test_an_oci_model_is_read_from_its_image_volume(tmp_path: Path) -> None:
     """Under the oci folder, not the ConfigMap's: the two are separate mounts."""
     (tmp_path / "oci" / "big" / "weights").mkdir(parents=True)

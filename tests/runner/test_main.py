@@ -225,18 +225,22 @@ def test_bad_config_exits_with_its_own_code(
     assert isinstance(result, ErrorResult) and message in result.error.message
 
 
-def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
-    make_config: MakeConfig, models_dir: Path, tmp_path: Path
-) -> None:
-    config_path = write_config(make_config("tiny-cnn", precision="bf16", batch_size=1), tmp_path)
-    env = {
+def pod_env(config_path: Path, models_dir: Path, tmp_path: Path) -> dict[str, str]:
+    """A pod's env for index 0, its termination log at tmp_path/log, and only PATH besides."""
+    return {
         "CONFIG_PATH": str(config_path),
         "MODEL_PATH": str(models_dir),
         "JOB_COMPLETION_INDEX": "0",
         "TERMINATION_LOG": str(tmp_path / "log"),
-        "NODE_NAME": "node-7",
         "PATH": "/usr/bin:/bin",
     }
+
+
+def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
+    make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    config_path = write_config(make_config("tiny-cnn", precision="bf16", batch_size=1), tmp_path)
+    env = {**pod_env(config_path, models_dir, tmp_path), "NODE_NAME": "node-7"}
     done = python_m_runner(env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n") == 1
@@ -244,6 +248,32 @@ def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
     assert result is not None and result.environment is not None
     assert result.environment.node_name == "node-7"
     assert "variant 0" in done.stderr
+
+
+def test_a_pods_result_tells_its_start_up_phase_by_phase(
+    make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    """The process's own start (the interpreter and torch's import) before the runner's code,
+    the model's fetch and load, the module's copy: each comes before the timed loop, which
+    starts that long after the process did."""
+    config_path = write_config(make_config("tiny-cnn"), tmp_path)
+    done = python_m_runner(pod_env(config_path, models_dir, tmp_path))
+    assert done.returncode == 0, done.stderr
+    result = parse_result(Path(tmp_path / "log").read_text(encoding="utf-8"))
+    assert isinstance(result, OkResult) and result.timings is not None
+    timings = result.timings
+    assert timings.model is not None and timings.model.source == "file"
+    assert timings.model.file_bytes == (models_dir / "tiny-cnn.pt2").stat().st_size
+    assert timings.process_s is not None and timings.process_s > 0
+    assert timings.copy_s is not None and timings.measure_start_s is not None
+    before_loop = (
+        timings.process_s
+        + timings.load_s
+        + timings.prepare_s
+        + timings.first_iteration_ms / 1000
+        + timings.warmup.seconds
+    )
+    assert timings.measure_start_s >= before_loop, "the phases are disjoint and in order"
 
 
 def test_an_oversized_result_is_compacted_to_fit_the_termination_log(

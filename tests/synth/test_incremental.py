@@ -411,8 +411,8 @@ def test_plan_estimates_a_job_from_earlier_runs_of_the_same_settings(
     # Four variants, each recorded at 15 s: one pod-minute, against eight by the bounds.
     assert "+ create" in cpu
     assert (
-        "about 1.0 pod-minutes: 4 by earlier runs' own time (start-up and retries not recorded)"
-        in cpu
+        "about 1.0 pod-minutes: 4 by earlier runs' own time (retries not recorded); no pod's "
+        "start-up recorded, 0 of 4 model loads" in cpu
     )
     assert "at most 5.3 pod-minutes measuring" in cpu
 
@@ -439,12 +439,21 @@ def test_plan_estimates_from_the_time_earlier_runs_were_allocated_where_recorded
         for change in cluster["changes"]
     }
     # Four variants at 45 s each, two new ones at their bound (80 s each).
-    assert changes["gpu"]["estimate"] == {"seconds": 340.0, "from_history": 4, "allocated": 4}
+    assert changes["gpu"]["estimate"] == {
+        "seconds": 340.0,
+        "from_history": 4,
+        "allocated": 4,
+        "startup_s": None,
+        "startup_pods": 0,
+        "loads": 6,
+        "loads_known": 0,
+    }
     text = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"]).stdout
     (gpu,) = [line for line in text.splitlines() if "sweep/gpu" in line]
     assert (
         "about 5.7 pod-minutes, 0.09 GPU-hours: 4 by the time earlier runs were allocated, "
-        "2 by the bounds (at most 8.0 pod-minutes measuring, 0.13 GPU-hours)" in gpu
+        "2 by the bounds; no pod's start-up recorded, 0 of 6 model loads (at most 8.0 "
+        "pod-minutes measuring, 0.13 GPU-hours)" in gpu
     )
 
 

@@ -1,0 +1,116 @@
+"""`localrun run --image-file PATH=FILE`: a model baked into the runner image (`image_path`),
+tried from a file on this machine.
+
+A pod finds an `image_path` model in its image. A local try runs the runner of this checkout,
+not the image, so it is given the file the image would hold, at the path the spec names: a
+link below IMAGE_ROOT for a process, a read-only bind mount in podman. The file must be the
+one the spec pins: its sha256 is checked before any pod starts, so a wrong file stops the try
+at once with advice for a local file, rather than failing every pod with advice for an image.
+
+Reading the file out of a locally built runner image instead would need podman, root and the
+5 GB image (`make image`), where whoever builds that image has the file at hand; a pod of the
+image itself is what `make e2e-container` runs.
+"""
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from contract.config import CONFIG_FILE, RunConfig
+from contract.dist import Workload
+from contract.text import shown
+from localrun.pod import Mount, PodPlan
+
+OPTION = "--image-file"
+
+
+class ImageFileError(ValueError):
+    """An --image-file that cannot stand in for the image's file, or a model without one."""
+
+
+@dataclass(frozen=True)
+class ImagePathModel:
+    """An `image_path` model of the workflow: its name and the digest the spec pins."""
+
+    model: str
+    sha256: str
+
+
+def parse_image_files(values: Iterable[str]) -> dict[str, Path]:
+    """`PATH=FILE` values by the path in the image; raises ImageFileError for one that is not."""
+    found: dict[str, Path] = {}
+    for value in values:
+        path, equals, file = value.partition("=")
+        if not equals or not path.startswith("/") or not file:
+            raise ImageFileError(
+                f"{OPTION} {shown(value)}: give PATH=FILE, the model's absolute image_path in "
+                "the image and the file on this machine"
+            )
+        if path in found:
+            raise ImageFileError(f"{OPTION} gives {shown(path)} twice")
+        found[path] = Path(file)
+    return found
+
+
+def _configs(workload: Workload) -> dict[str, RunConfig]:
+    """Each Job's config.json, by the Job's name."""
+    return {
+        name: RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
+        for name, configmap in workload.configmaps.items()
+        if CONFIG_FILE in configmap.get("data", {})
+    }
+
+
+def image_path_models(configs: Iterable[RunConfig]) -> dict[str, ImagePathModel]:
+    """Every `image_path` model of `configs`, by its path in the image."""
+    return {
+        model.location: ImagePathModel(name, model.sha256)
+        for config in configs
+        for name, model in config.models.items()
+        if model.source == "image_path"
+    }
+
+
+def image_files(
+    given: Mapping[str, Path], workload: Workload, plans: Sequence[PodPlan]
+) -> tuple[Mount, ...]:
+    """The files standing in for the image's at each path `given` names, checked against the
+    workload: every `image_path` model the `plans` run has one, each is the file its spec
+    pins, and each names a path of an `image_path` model. Raises ImageFileError."""
+    configs = _configs(workload)
+    models = image_path_models(configs.values())
+    if unknown := sorted(set(given) - set(models)):
+        paths = ", ".join(sorted(models)) or "none"
+        raise ImageFileError(
+            f"{OPTION} {shown(unknown[0])}: no image_path model of the workflow is there; its "
+            f"image_path models are at: {paths}"
+        )
+    used = {
+        variant.model
+        for plan in plans
+        if plan.job_name in configs
+        for variant in configs[plan.job_name].group(plan.index)
+    }
+    for path, model in sorted(models.items()):
+        if model.model in used and path not in given:
+            raise ImageFileError(
+                f"model {model.model} is baked into the runner image at {path}: give the file "
+                f"the image is built with, `{OPTION} {path}=FILE`"
+            )
+    return tuple(_checked(path, file, models[path]) for path, file in sorted(given.items()))
+
+
+def _checked(path: str, file: Path, model: ImagePathModel) -> Mount:
+    try:
+        with file.open("rb") as opened:
+            actual = hashlib.file_digest(opened, "sha256").hexdigest()
+    except OSError as error:
+        raise ImageFileError(f"{OPTION} {path}={file}: {error.strerror}") from error
+    if actual != model.sha256:
+        raise ImageFileError(
+            f"{OPTION} {path}={file}: the file has sha256 {actual}, but the spec pins "
+            f"{model.sha256} for model {model.model}: give the file the image is built with, "
+            "or, if the model changed on purpose, its sha256 in the spec (then `make synth`)"
+        )
+    return Mount(file, path, read_only=True)
