@@ -24,12 +24,7 @@ from collector.history import (
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import LastResults, build_registry, last_results, push, write_textfile
-from collector.notes import notes_of
 from collector.prices import read_prices
-from collector.pricing import PriceList
-from collector.progress import plural
-from collector.report import JobChoiceError, Report, build_report, in_cluster
-from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.samples import read_samples
 from collector.session import (
     Settings,
@@ -40,8 +35,6 @@ from collector.session import (
 )
 from collector.status import JobStatus, format_status, workflow_status
 from collector.store import StoreError, open_store
-from collector.trend import MIN_HISTORY, WINDOW, Rule, Trend, build_trend
-from collector.trend_render import trend_json, trend_markdown, trend_text
 from collector.workload import ExpectedJob, WorkloadError
 from contract.dist import dist_clusters, namespaces
 from contract.layout import LOCAL_CLUSTER, RESULTS, SCHEDULES
@@ -52,8 +45,14 @@ from contract.options import (
     root_option,
     version_option,
 )
+from contract.pricing import PriceList
 from contract.schedule import read_schedules
-from contract.text import shown
+from contract.text import plural, shown
+from report.model import JobChoiceError, Report, build_report, in_cluster
+from report.notes import notes_of
+from report.render import to_csv, to_json, to_markdown, to_text
+from report.trend import MIN_HISTORY, WINDOW, Rule, Trend, build_trend
+from report.trend_render import trend_json, trend_markdown, trend_text
 from synth.load import FLEET_FILE
 from synth.problems import SpecProblems
 
@@ -406,13 +405,13 @@ def _prices(root: Path) -> PriceList | None:
 
 def _to_html(report: Report) -> str:
     # matplotlib takes a while to import: only when a page is asked for.
-    from collector.report_html import to_html  # noqa: PLC0415
+    from report.html import to_html  # noqa: PLC0415
 
     return to_html(report)
 
 
 def _trend_html(trend: Trend) -> str:
-    from collector.trend_html import trend_html  # noqa: PLC0415
+    from report.trend_html import trend_html  # noqa: PLC0415
 
     return trend_html(trend)
 

@@ -14,8 +14,6 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 from prometheus_client.exposition import generate_latest
 
-from collector.cost import device_seconds_per_1000, priced
-from collector.pricing import PriceList
 from collector.store import StoredRun
 from contract.atomic import write_atomically
 from contract.metrics import (
@@ -39,9 +37,11 @@ from contract.metrics import (
     VARIANT_FAILURES,
     WORKFLOW_LABEL,
 )
+from contract.pricing import PriceList
 from contract.records import JobRecord
 from contract.result import OkResult
 from contract.variant import SETTING_FIELDS
+from report.cost import device_seconds_per_1000, priced
 
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)

@@ -15,19 +15,19 @@ from pathlib import Path
 
 import click
 
-from collector.progress import plural
-from collector.report import build_report
-from collector.report_render import to_text
 from collector.store import open_store
 from collector.workload import ExpectedJob, WorkloadError, read_expected
 from contract.layout import LOCAL_CLUSTER, cluster_of
 from contract.options import database_option, root_option, version_option
 from contract.records import JobIdentity
+from contract.text import plural
 from localrun.images import ImagePullError, ImageStore
 from localrun.pod import PodPlan, PodSpecError
 from localrun.process import run_process
 from localrun.record import local_identity, stored_variants
 from localrun.workflow import Executor, PodOutcome, pod_plans, run_pods, workload_file
+from report.model import build_report
+from report.render import to_text
 
 POD_TIMEOUT_S = 1800.0
 

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from collector.pricing import PriceList
-from collector.report import ACCURACY_ORDER, FailedVariant, Report, VariantKey, VariantRow
 from contract.allocation import Allocation, Capacity, Unit
 from contract.layout import LOCAL_CLUSTER
+from contract.pricing import PriceList
+from report.model import ACCURACY_ORDER, FailedVariant, Report, VariantKey, VariantRow
 
 INFERENCES: Final = 1000
 """Cost and device time are given per this many inferences (samples)."""

@@ -24,8 +24,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
-from collector.cost import INFERENCES, CostPoint, costs
-from collector.report import (
+from report.cost import INFERENCES, CostPoint, costs
+from report.model import (
     KEY_FIELDS,
     AccuracyState,
     BestConfiguration,
@@ -34,7 +34,7 @@ from collector.report import (
     VariantKey,
     VariantRow,
 )
-from collector.report_render import Layout, Table, lay_out
+from report.render import Layout, Table, lay_out
 
 BOXES_PER_PLOT: Final = 40
 COMPARISONS_PER_PLOT: Final = 6

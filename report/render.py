@@ -14,11 +14,14 @@ from typing import Final, Literal
 
 from pydantic import BaseModel
 
-from collector.answers import Against, Answer, answers
-from collector.cost import INFERENCES, Costs, TargetCost, VariantCost, costs
-from collector.intervals import Ratio
-from collector.progress import plural
-from collector.report import (
+from contract.accuracy import Accuracy
+from contract.result import ENERGY_ON_CPU
+from contract.text import plural, shown
+from contract.variant import VariantRef
+from report.answers import Against, Answer, answers
+from report.cost import INFERENCES, Costs, TargetCost, VariantCost, costs
+from report.intervals import Ratio
+from report.model import (
     KEY_FIELDS,
     REPORT_SCHEMA_VERSION,
     VERDICT_ORDER,
@@ -36,11 +39,7 @@ from collector.report import (
     VariantRow,
     heading,
 )
-from collector.verdict import run_verdict, verdict_lines
-from contract.accuracy import Accuracy
-from contract.result import ENERGY_ON_CPU
-from contract.text import shown
-from contract.variant import VariantRef
+from report.verdict import run_verdict, verdict_lines
 
 TableKind = Literal["alert", "main", "detail"]
 """How prominent a table is: alerts come first and are marked; details may be folded away."""
@@ -901,7 +900,7 @@ def _cost_note(cost: VariantCost) -> str:
 
 def _cost_tables(found: Costs) -> list[Table]:
     """The cost of every variant and of every target, where any run's allocation is
-    recorded (collector/cost.py)."""
+    recorded (report/cost.py)."""
     if not found.recorded:
         return []
     money = found.currency or ""
@@ -1195,7 +1194,7 @@ CSV_COLUMNS: Final = (
 
 
 def _csv_cost(cost: VariantCost | None, currency: str | None) -> dict[str, object]:
-    """The cost columns of a row (collector/cost.py); empty where nothing is recorded."""
+    """The cost columns of a row (report/cost.py); empty where nothing is recorded."""
     if cost is None:
         return {}
     return {

@@ -5,9 +5,9 @@ its reference, then (folded) every run of every variant."""
 import json
 from typing import Any, Final
 
-from collector.progress import plural
-from collector.report import KEY_FIELDS, heading
-from collector.report_render import (
+from contract.text import plural
+from report.model import KEY_FIELDS, heading
+from report.render import (
     Column,
     Layout,
     Table,
@@ -15,7 +15,7 @@ from collector.report_render import (
     layout_markdown,
     layout_text,
 )
-from collector.trend import Change, Point, Reference, Trend, VariantTrend, Verdict
+from report.trend import Change, Point, Reference, Trend, VariantTrend, Verdict
 
 TREND_SCHEMA_VERSION: Final = 1
 """Bumped when a field of `trend_json`'s output changes meaning or goes away."""
