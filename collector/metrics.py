@@ -37,11 +37,10 @@ from contract.metrics import (
     VARIANT_FAILURES,
     WORKFLOW_LABEL,
 )
-from contract.pricing import PriceList
+from contract.pricing import PriceList, device_seconds_per_1000, priced
 from contract.records import JobRecord
 from contract.result import OkResult
 from contract.variant import SETTING_FIELDS
-from report.cost import device_seconds_per_1000, priced
 
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)

@@ -24,7 +24,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
-from report.cost import INFERENCES, CostPoint, costs
+from contract.pricing import INFERENCES
+from report.cost import CostPoint, costs
 from report.model import (
     KEY_FIELDS,
     AccuracyState,

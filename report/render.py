@@ -15,11 +15,12 @@ from typing import Final, Literal
 from pydantic import BaseModel
 
 from contract.accuracy import Accuracy
+from contract.pricing import INFERENCES
 from contract.result import ENERGY_ON_CPU
 from contract.text import plural, shown
 from contract.variant import VariantRef
 from report.answers import Against, Answer, answers
-from report.cost import INFERENCES, Costs, TargetCost, VariantCost, costs
+from report.cost import Costs, TargetCost, VariantCost, costs
 from report.intervals import Ratio
 from report.model import (
     KEY_FIELDS,
