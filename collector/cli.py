@@ -1,11 +1,11 @@
 """`collector`: harvest benchmark results from the clusters, store them, report on them."""
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import Final, Literal, TypeVar
+from typing import Final
 
 import click
 
@@ -48,15 +48,13 @@ from contract.options import (
 from contract.pricing import PriceList
 from contract.schedule import read_schedules
 from contract.text import plural, shown
-from report.model import JobChoiceError, Report, build_report, in_cluster
+from report.formats import REPORT_RENDERERS, TREND_RENDERERS, Renderers, ReportFormat, Shown
+from report.model import JobChoiceError, build_report, in_cluster
 from report.notes import notes_of
-from report.render import to_csv, to_json, to_markdown, to_text
-from report.trend import MIN_HISTORY, WINDOW, Rule, Trend, build_trend
-from report.trend_render import trend_json, trend_markdown, trend_text
+from report.trend import MIN_HISTORY, WINDOW, Rule, build_trend
 from synth.load import FLEET_FILE
 from synth.problems import SpecProblems
 
-ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
 HTML_REPORT: Final = "report.html"
 """Where `report --format html` writes without --output, under the repository root."""
 
@@ -209,7 +207,7 @@ def _last_results(settings: Settings, workflow: str) -> LastResults:
 @click.option(
     "--format",
     "output_format",
-    type=click.Choice(["text", "markdown", "csv", "json", "html"]),
+    type=click.Choice(list(REPORT_RENDERERS)),
     default="text",
     help="markdown suits a pull-request comment; html is one self-contained page with plots.",
 )
@@ -352,18 +350,7 @@ def report(
         )
     except JobChoiceError as error:
         raise click.ClickException(str(error)) from None
-    render: Renderers[Report] = {
-        "text": to_text,
-        "markdown": to_markdown,
-        "csv": to_csv,
-        "json": to_json,
-        "html": _to_html,
-    }
-    _write(settings, built, output_format, output, render)
-
-
-Shown = TypeVar("Shown")
-Renderers = Mapping[str, Callable[[Shown], str]]
+    _write(settings, built, output_format, output, REPORT_RENDERERS)
 
 
 def _write(
@@ -401,27 +388,6 @@ def _prices(root: Path) -> PriceList | None:
         for problem in problems.problems:
             click.echo(str(problem), err=True)
         return None
-
-
-def _to_html(report: Report) -> str:
-    # matplotlib takes a while to import: only when a page is asked for.
-    from report.html import to_html  # noqa: PLC0415
-
-    return to_html(report)
-
-
-def _trend_html(trend: Trend) -> str:
-    from report.trend_html import trend_html  # noqa: PLC0415
-
-    return trend_html(trend)
-
-
-TREND_RENDERERS: Final[Renderers[Trend]] = {
-    "text": trend_text,
-    "markdown": trend_markdown,
-    "json": trend_json,
-    "html": _trend_html,
-}
 
 
 @cli.command()
