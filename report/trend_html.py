@@ -12,7 +12,7 @@ import matplotlib.style
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from report.html import figure_png, html_page, plot_text
+from report.html import chunked, figure_png, html_page, plot_text
 from report.trend import Point, Trend, VariantTrend
 from report.trend_render import lay_out_trend
 
@@ -117,8 +117,7 @@ def trend_html(trend: Trend) -> str:
     plots = []
     with matplotlib.style.context("default"):
         for (cluster, target), variants in sorted(groups.items()):
-            for start in range(0, len(variants), VARIANTS_PER_PLOT):
-                chunk = variants[start : start + VARIANTS_PER_PLOT]
+            for chunk in chunked(variants, VARIANTS_PER_PLOT):
                 plots.append(
                     (
                         _plot(trend, chunk),
