@@ -1,5 +1,5 @@
 """The trend rule's false-alarm rate on this machine's own between-run noise, and the step it
-catches (collector/trend.py, docs/collector.md "Trends").
+catches (report/trend.py, docs/collector.md "Trends").
 
     python -m bench.trend_noise [--runs 15] [--histories 2000]
 
@@ -34,8 +34,8 @@ from functools import partial
 from typing import Final
 
 from bench.real_results import measured
-from collector.report import DEFAULT_REGRESSION_THRESHOLD, FLAGS
-from collector.trend import MIN_HISTORY, WINDOW, Rule, RunId, RunPoint
+from report.model import DEFAULT_REGRESSION_THRESHOLD, FLAGS
+from report.trend import MIN_HISTORY, WINDOW, Rule, RunId, RunPoint
 
 LENGTH: Final = 30
 """Runs per simulated history: a month of nightly runs."""
@@ -49,7 +49,7 @@ shared or spot node), as the standard deviation of log p50."""
 
 Recorded = tuple[float, tuple[str, ...]]
 """A run's p50 (ms, or its ratio to the usable runs' median) and the validity flags that put
-it in doubt (collector.report.FLAGS)."""
+it in doubt (report.model.FLAGS)."""
 
 
 def recorded_runs(runs: int, min_time_s: float) -> list[Recorded]:

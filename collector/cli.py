@@ -1,11 +1,11 @@
 """`collector`: harvest benchmark results from the clusters, store them, report on them."""
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import Final, Literal, TypeVar
+from typing import Final
 
 import click
 
@@ -24,12 +24,7 @@ from collector.history import (
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import LastResults, build_registry, last_results, push, write_textfile
-from collector.notes import notes_of
 from collector.prices import read_prices
-from collector.pricing import PriceList
-from collector.progress import plural
-from collector.report import JobChoiceError, Report, build_report, in_cluster
-from collector.report_render import to_csv, to_json, to_markdown, to_text
 from collector.samples import read_samples
 from collector.session import (
     Settings,
@@ -40,8 +35,6 @@ from collector.session import (
 )
 from collector.status import JobStatus, format_status, workflow_status
 from collector.store import StoreError, open_store
-from collector.trend import MIN_HISTORY, WINDOW, Rule, Trend, build_trend
-from collector.trend_render import trend_json, trend_markdown, trend_text
 from collector.workload import ExpectedJob, WorkloadError
 from contract.dist import dist_clusters, namespaces
 from contract.layout import LOCAL_CLUSTER, RESULTS, SCHEDULES
@@ -52,12 +45,16 @@ from contract.options import (
     root_option,
     version_option,
 )
+from contract.pricing import PriceList
 from contract.schedule import read_schedules
-from contract.text import shown
+from contract.text import plural, shown
+from report.formats import REPORT_RENDERERS, TREND_RENDERERS, Renderers, ReportFormat, Shown
+from report.model import JobChoiceError, build_report, in_cluster
+from report.notes import notes_of
+from report.trend import MIN_HISTORY, WINDOW, Rule, build_trend
 from synth.load import FLEET_FILE
 from synth.problems import SpecProblems
 
-ReportFormat = Literal["text", "markdown", "csv", "json", "html"]
 HTML_REPORT: Final = "report.html"
 """Where `report --format html` writes without --output, under the repository root."""
 
@@ -210,7 +207,7 @@ def _last_results(settings: Settings, workflow: str) -> LastResults:
 @click.option(
     "--format",
     "output_format",
-    type=click.Choice(["text", "markdown", "csv", "json", "html"]),
+    type=click.Choice(list(REPORT_RENDERERS)),
     default="text",
     help="markdown suits a pull-request comment; html is one self-contained page with plots.",
 )
@@ -354,18 +351,7 @@ def report(
         )
     except JobChoiceError as error:
         raise click.ClickException(str(error)) from None
-    render: Renderers[Report] = {
-        "text": to_text,
-        "markdown": to_markdown,
-        "csv": to_csv,
-        "json": to_json,
-        "html": _to_html,
-    }
-    _write(settings, built, output_format, output, render)
-
-
-Shown = TypeVar("Shown")
-Renderers = Mapping[str, Callable[[Shown], str]]
+    _write(settings, built, output_format, output, REPORT_RENDERERS)
 
 
 def _write(
@@ -403,27 +389,6 @@ def _prices(root: Path) -> PriceList | None:
         for problem in problems.problems:
             click.echo(str(problem), err=True)
         return None
-
-
-def _to_html(report: Report) -> str:
-    # matplotlib takes a while to import: only when a page is asked for.
-    from collector.report_html import to_html  # noqa: PLC0415
-
-    return to_html(report)
-
-
-def _trend_html(trend: Trend) -> str:
-    from collector.trend_html import trend_html  # noqa: PLC0415
-
-    return trend_html(trend)
-
-
-TREND_RENDERERS: Final[Renderers[Trend]] = {
-    "text": trend_text,
-    "markdown": trend_markdown,
-    "json": trend_json,
-    "html": _trend_html,
-}
 
 
 @cli.command()

@@ -14,8 +14,6 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 from prometheus_client.exposition import generate_latest
 
-from collector.cost import device_seconds_per_1000, priced
-from collector.pricing import PriceList
 from collector.store import StoredRun
 from contract.atomic import write_atomically
 from contract.metrics import (
@@ -39,6 +37,7 @@ from contract.metrics import (
     VARIANT_FAILURES,
     WORKFLOW_LABEL,
 )
+from contract.pricing import PriceList, device_seconds_per_1000, priced
 from contract.records import JobRecord
 from contract.result import OkResult
 from contract.variant import SETTING_FIELDS

@@ -4,8 +4,8 @@ located by line and field), and a file that breaks it prices nothing."""
 
 from pathlib import Path
 
-from collector.pricing import PriceList
 from contract.allocation import CAPACITIES
+from contract.pricing import PriceList
 from synth.load import FLEET_FILE, load_fleet
 
 

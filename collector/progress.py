@@ -10,11 +10,6 @@ _PLAIN_INTERVAL_S: Final = 10.0
 """Plain output repeats an unchanged line at most this often, so CI logs stay short."""
 
 
-def plural(count: int, noun: str) -> str:
-    """`1 variant`, `0 variants`, `3 variant runs`: for messages whose count may be 1."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def counts_line(counts: Mapping[str, int]) -> str:
     """`pending 3  running 10  succeeded 80  failed 2  preempted 1`."""
     return "  ".join(f"{state} {counts.get(state, 0)}" for state in STATES)

@@ -81,3 +81,8 @@ def _first(text: str, found: Callable[[str], bool]) -> str | None:
         if found(character):
             return f"{describe_character(character)} at character {index + 1}"
     return None
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 variant`, `0 variants`, `3 variant runs`: for messages whose count may be 1."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -16,14 +16,12 @@ from pathlib import Path
 
 import click
 
-from collector.progress import plural
-from collector.report import Notes, build_report
-from collector.report_render import format_finished, to_text
 from collector.store import StoredRun, open_store
 from collector.workload import ExpectedJob, WorkloadError, read_expected
 from contract.layout import LOCAL_CLUSTER, cluster_of
 from contract.options import database_option, root_option, version_option
 from contract.records import JobIdentity
+from contract.text import plural
 from localrun.image_files import ImageFileError, image_files, parse_image_files
 from localrun.images import ImagePullError, ImageStore
 from localrun.pod import PodPlan, PodSpecError
@@ -31,6 +29,8 @@ from localrun.process import run_process
 from localrun.record import local_identity, stored_variants
 from localrun.reuse import Reuse, earlier_runs, plan_reuse
 from localrun.workflow import Executor, PodOutcome, pod_plans, run_pods, workload_file
+from report.model import Notes, build_report
+from report.render import format_finished, to_text
 
 POD_TIMEOUT_S = 1800.0
 

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from collector.history import HistoryError, records_at, records_in, runs_of
-from collector.notes import notes_of
-from collector.report import build_report
-from collector.report_render import to_markdown
 from contract.layout import RESULTS
 from contract.text import shown
+from report.model import build_report
+from report.notes import notes_of
+from report.render import to_markdown
 from synth.committed import generated_at
 from synth.load import load_specs
 from synth.plan import format_plan, plan

@@ -5,10 +5,11 @@ import io
 
 from collector.gather import GatherOutcome, Unfinished
 from collector.indexes import IndexState
-from collector.progress import Progress, plural
+from collector.progress import Progress
 from collector.session import _summary
 from collector.workload import ExpectedJob
 from contract.records import JobRecord
+from contract.text import plural
 from contract.variant import VariantRef
 from tests.collector.stored import JOB, failed, succeeded
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from collector.intervals import from_samples
 from contract.config import PhaseConfig, RunConfig
 from contract.errors import ExitCode
 from contract.result import (
@@ -25,6 +24,7 @@ from contract.result import (
     parse_result,
     parse_result_line,
 )
+from report.intervals import from_samples
 from runner.__main__ import main
 from tests.conftest import REPO_ROOT
 from tests.output_models import export_encoder

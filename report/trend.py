@@ -4,7 +4,7 @@ itself shows, and where a change beyond that noise began.
 A run is one scheduled run (`scheduling.every`, `run N`), or for a workflow that is not
 scheduled one spec revision with its image (each Job made from them; repeats are one run,
 their median its number, as in the report). Runs are ordered by their number, and
-revisions before any scheduled run by git's history (collector.report.job_age): never by
+revisions before any scheduled run by git's history (report.model.job_age): never by
 a node's clock.
 
 The rule, TorchBench's made noise-aware. TorchBench runs a model 15 times and calls it
@@ -36,7 +36,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from collector.report import (
+from collector.store import StoredRun
+from contract.result import OkResult
+from contract.variant import SETTING_FIELDS
+from report.model import (
     DEFAULT_REGRESSION_THRESHOLD,
     FLAGS,
     JobAge,
@@ -44,9 +47,6 @@ from collector.report import (
     VariantKey,
     job_age,
 )
-from collector.store import StoredRun
-from contract.result import OkResult
-from contract.variant import SETTING_FIELDS
 
 WINDOW: Final = 10
 """Runs in a reference: enough for a spread to mean something (the expected range of 10

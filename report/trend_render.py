@@ -5,17 +5,19 @@ its reference, then (folded) every run of every variant."""
 import json
 from typing import Any, Final
 
-from collector.progress import plural
-from collector.report import KEY_FIELDS, heading
-from collector.report_render import (
+from contract.text import plural
+from report.model import KEY_FIELDS
+from report.render import (
+    KEY_HEADINGS,
     Column,
     Layout,
     Table,
     format_ms,
+    key_cells,
     layout_markdown,
     layout_text,
 )
-from collector.trend import Change, Point, Reference, Trend, VariantTrend, Verdict
+from report.trend import Change, Point, Reference, Trend, VariantTrend, Verdict
 
 TREND_SCHEMA_VERSION: Final = 1
 """Bumped when a field of `trend_json`'s output changes meaning or goes away."""
@@ -52,10 +54,6 @@ def _reference_text(reference: Reference | None) -> str:
     )
 
 
-def _key_cells(variant: VariantTrend) -> tuple[str, ...]:
-    return tuple(variant.key.value(name) for name in KEY_FIELDS)
-
-
 def _change_cells(change: Change) -> tuple[str, ...]:
     return (
         change.first.run.label,
@@ -68,14 +66,14 @@ def _change_cells(change: Change) -> tuple[str, ...]:
 
 def _changes_table(trend: Trend, verdict: Verdict) -> Table | None:
     rows = [
-        (*_key_cells(variant), *_change_cells(variant.change))
+        (*key_cells(variant.key), *_change_cells(variant.change))
         for variant in trend.with_verdict(verdict)
         if variant.change is not None
     ]
     if not rows:
         return None
     columns = (
-        *(Column(heading(name)) for name in KEY_FIELDS),
+        *(Column(name) for name in KEY_HEADINGS),
         Column("since"),
         Column("change", is_numeric=True),
         Column("threshold", is_numeric=True),
@@ -107,7 +105,7 @@ def _variants_table(trend: Trend) -> Table:
         reference = latest.reference
         rows.append(
             (
-                *_key_cells(variant),
+                *key_cells(variant.key),
                 f"{usable} of {len(variant.points)}",
                 latest.run.run.label,
                 format_ms(latest.run.p50_ms),
@@ -117,7 +115,7 @@ def _variants_table(trend: Trend) -> Table:
             )
         )
     columns = (
-        *(Column(heading(name)) for name in KEY_FIELDS),
+        *(Column(name) for name in KEY_HEADINGS),
         Column("usable runs"),
         Column("latest"),
         Column("p50 ms", is_numeric=True),

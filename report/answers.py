@@ -1,15 +1,15 @@
 """The question a sweep is run for, answered per model and target: which configuration is
 fastest among those within their accuracy gate, by how much, and how sure the numbers are.
 
-Pure, like the report it reads (its best configurations, `collector.report`); the renderers
+Pure, like the report it reads (its best configurations, `report.model`); the renderers
 say each answer in one sentence right after the verdict on the run, and the JSON report
 carries them whole.
 """
 
 from dataclasses import dataclass
 
-from collector.intervals import Ratio
-from collector.report import AccuracyState, BestConfiguration, Ranked, Report, untouched
+from report.intervals import Ratio
+from report.model import AccuracyState, BestConfiguration, Ranked, Report, untouched
 
 
 @dataclass(frozen=True)

@@ -14,28 +14,7 @@ from typing import Any, Protocol
 import pytest
 
 from collector.history import CURRENT, SpecRevision
-from collector.intervals import Ratio
-from collector.report import (
-    FLAGS,
-    REPORT_SCHEMA_VERSION,
-    JobChoiceError,
-    Notes,
-    Report,
-    UnknownJob,
-    build_report,
-)
-from collector.report_html import _curves, to_html, tradeoff_points
-from collector.report_render import (
-    CSV_COLUMNS,
-    format_ratio,
-    lay_out,
-    to_csv,
-    to_json,
-    to_markdown,
-    to_text,
-)
 from collector.store import StoredRun
-from collector.verdict import ADVICE, run_verdict, verdict_lines
 from contract.accuracy import Accuracy, AccuracyGate
 from contract.order_stats import paired_ratio
 from contract.records import JobIdentity, Reuses, StoredVariant
@@ -53,6 +32,27 @@ from contract.result import (
 )
 from contract.samples import Samples, encode
 from contract.variant import VariantRef
+from report.html import _curves, to_html, tradeoff_points
+from report.intervals import Ratio
+from report.model import (
+    FLAGS,
+    REPORT_SCHEMA_VERSION,
+    JobChoiceError,
+    Notes,
+    Report,
+    UnknownJob,
+    build_report,
+)
+from report.render import (
+    CSV_COLUMNS,
+    format_ratio,
+    lay_out,
+    to_csv,
+    to_json,
+    to_markdown,
+    to_text,
+)
+from report.verdict import ADVICE, run_verdict, verdict_lines
 from runner.stats import reliable_percentiles
 
 DEVICES = {"a100": "NVIDIA A100-SXM4-80GB", "v100": "Tesla V100-SXM2-16GB", "t4": "Tesla T4"}

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from collector.report import build_report
-from collector.report_html import to_html
-from collector.report_render import lay_out, to_json, to_markdown, to_text
-from collector.startup import PhaseTime, Startup
 from collector.store import StoredRun
 from contract.records import JobIdentity, PodStart, StoredVariant
 from contract.result import Memory, ModelLoad, OkResult, PhaseTiming, Timings
+from report.html import to_html
+from report.model import build_report
+from report.render import lay_out, to_json, to_markdown, to_text
+from report.startup import PhaseTime, Startup
 from tests.collector.stored import latency
 
 MIB = 1 << 20

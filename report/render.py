@@ -14,11 +14,15 @@ from typing import Final, Literal
 
 from pydantic import BaseModel
 
-from collector.answers import Against, Answer, answers
-from collector.cost import INFERENCES, Costs, TargetCost, VariantCost, costs
-from collector.intervals import Ratio
-from collector.progress import plural
-from collector.report import (
+from contract.accuracy import Accuracy
+from contract.pricing import INFERENCES
+from contract.result import ENERGY_ON_CPU
+from contract.text import plural, shown
+from contract.variant import VariantRef
+from report.answers import Against, Answer, answers
+from report.cost import Costs, TargetCost, VariantCost, costs
+from report.intervals import Ratio
+from report.model import (
     KEY_FIELDS,
     REPORT_SCHEMA_VERSION,
     VERDICT_ORDER,
@@ -36,12 +40,8 @@ from collector.report import (
     VariantRow,
     heading,
 )
-from collector.startup import Startup
-from collector.verdict import run_verdict, verdict_lines
-from contract.accuracy import Accuracy
-from contract.result import ENERGY_ON_CPU
-from contract.text import shown
-from contract.variant import VariantRef
+from report.startup import Startup
+from report.verdict import run_verdict, verdict_lines
 
 TableKind = Literal["alert", "main", "detail"]
 """How prominent a table is: alerts come first and are marked; details may be folded away."""
@@ -197,11 +197,13 @@ def _gated(words: str, row: VariantRow) -> str:
     return f"{words}; accuracy_failed: outside its gate"
 
 
-def _key_cells(key: VariantKey) -> tuple[str, ...]:
+def key_cells(key: VariantKey) -> tuple[str, ...]:
+    """A variant's key as the first cells of a row of any table of variants."""
     return tuple(key.value(name) for name in KEY_FIELDS)
 
 
-_KEY_HEADINGS: Final = tuple(heading(name) for name in KEY_FIELDS)
+KEY_HEADINGS: Final = tuple(heading(name) for name in KEY_FIELDS)
+"""The headings of `key_cells`' columns."""
 
 
 def _no_variant(cluster: str, target: str) -> tuple[str, ...]:
@@ -237,14 +239,14 @@ def _variants_table(rows: Sequence[VariantRow]) -> Table:
     return Table(
         title=f"Variants ({len(rows)})",
         columns=_columns(
-            *_KEY_HEADINGS,
+            *KEY_HEADINGS,
             *("p50 ms", "95% CI ms", "p90 ms", "p99 ms", "samples/s (p50)", "cv", "iters"),
             *(("runs",) if repeated else ()),
             *("quantized", "accuracy", "flags", "device", "job", "finished"),
         ),
         rows=tuple(
             (
-                *_key_cells(row.key),
+                *key_cells(row.key),
                 format_ms(row.latency.p50_ms),
                 _row_interval(row, row.ci_low_ms, row.ci_high_ms),
                 format_ms(row.latency.p90_ms),
@@ -283,9 +285,9 @@ def _flagged_table(rows: Sequence[VariantRow]) -> Table | None:
         return None
     return Table(
         title=f"Flagged ({len(flagged)}): why these runs decide nothing",
-        columns=_columns(*_KEY_HEADINGS, "flags", "why"),
+        columns=_columns(*KEY_HEADINGS, "flags", "why"),
         rows=tuple(
-            (*_key_cells(row.key), _flags(row), "; ".join(row.flag_reasons)) for row in flagged
+            (*key_cells(row.key), _flags(row), "; ".join(row.flag_reasons)) for row in flagged
         ),
         notes=(
             "why: the runner's own reasons, measured during the timed loop (docs/runner.md). "
@@ -421,12 +423,12 @@ def _changes_table(title: str, changes: Sequence[Change], kind: TableKind = "mai
     return Table(
         title=f"{title} ({len(changes)})",
         columns=_columns(
-            *_KEY_HEADINGS,
+            *KEY_HEADINGS,
             *("baseline p50 ms", "p50 ms", "change", "ratio", "95% CI", "accuracy", "why"),
         ),
         rows=tuple(
             (
-                *_key_cells(change.current.key),
+                *key_cells(change.current.key),
                 format_ms(change.baseline.latency.p50_ms),
                 format_ms(change.current.latency.p50_ms),
                 f"{change.ratio.value - 1:+.1%}",
@@ -457,8 +459,8 @@ def _keys_table(title: str, keys: Sequence[VariantKey]) -> Table | None:
         return None
     return Table(
         title=f"{title} ({len(keys)})",
-        columns=_columns(*_KEY_HEADINGS),
-        rows=tuple(_key_cells(key) for key in keys),
+        columns=_columns(*KEY_HEADINGS),
+        rows=tuple(key_cells(key) for key in keys),
     )
 
 
@@ -471,9 +473,9 @@ def _reused_table(rows: Sequence[VariantRow]) -> Table | None:
         return None
     return Table(
         title=f"Reused: the baseline's own run, not measured again ({len(rows)})",
-        columns=_columns(*_KEY_HEADINGS, "p50 ms", "job", "change"),
+        columns=_columns(*KEY_HEADINGS, "p50 ms", "job", "change"),
         rows=tuple(
-            (*_key_cells(row.key), format_ms(row.latency.p50_ms), " ".join(row.run_jobs), REUSED)
+            (*key_cells(row.key), format_ms(row.latency.p50_ms), " ".join(row.run_jobs), REUSED)
             for row in rows
         ),
         notes=(
@@ -525,7 +527,7 @@ def _failures_table(failures: Sequence[FailedVariant]) -> Table | None:
         columns=_columns(
             "cluster",
             "target",
-            *_KEY_HEADINGS[2:],
+            *KEY_HEADINGS[2:],
             *("job", "index", "attempts", "finished", "explanation"),
         ),
         rows=tuple(
@@ -993,7 +995,7 @@ def _cost_note(cost: VariantCost) -> str:
 
 def _cost_tables(found: Costs) -> list[Table]:
     """The cost of every variant and of every target, where any run's allocation is
-    recorded (collector/cost.py)."""
+    recorded (report/cost.py)."""
     if not found.recorded:
         return []
     money = found.currency or ""
@@ -1002,7 +1004,7 @@ def _cost_tables(found: Costs) -> list[Table]:
     variants = Table(
         title="Cost per variant",
         columns=(
-            *(Column(name) for name in _KEY_HEADINGS),
+            *(Column(name) for name in KEY_HEADINGS),
             Column("held"),
             Column("allocated s", True),
             Column("device-s", True),
@@ -1012,7 +1014,7 @@ def _cost_tables(found: Costs) -> list[Table]:
         ),
         rows=tuple(
             (
-                *(_key_cells(cost.key) if cost.key else _no_variant(cost.cluster, cost.target)),
+                *(key_cells(cost.key) if cost.key else _no_variant(cost.cluster, cost.target)),
                 _held(cost),
                 _figure(cost.seconds),
                 _device_seconds(cost.device_seconds, cost.unit),
@@ -1111,7 +1113,7 @@ def _energy_table(rows: Sequence[VariantRow]) -> Table | None:
     return Table(
         title="Energy",
         columns=(
-            *(Column(name) for name in _KEY_HEADINGS),
+            *(Column(name) for name in KEY_HEADINGS),
             Column("mJ/inference", True),
             Column("average W", True),
             Column("throttle reasons"),
@@ -1119,7 +1121,7 @@ def _energy_table(rows: Sequence[VariantRow]) -> Table | None:
         ),
         rows=tuple(
             (
-                *_key_cells(row.key),
+                *key_cells(row.key),
                 *_energy_cells(row),
                 ", ".join(row.throttle_reasons) or "none",
                 row.device_name or "",
@@ -1287,7 +1289,7 @@ CSV_COLUMNS: Final = (
 
 
 def _csv_cost(cost: VariantCost | None, currency: str | None) -> dict[str, object]:
-    """The cost columns of a row (collector/cost.py); empty where nothing is recorded."""
+    """The cost columns of a row (report/cost.py); empty where nothing is recorded."""
     if cost is None:
         return {}
     return {

@@ -11,8 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
-from collector.progress import plural
-from collector.report import FLAGS, Report
+from contract.text import plural
+from report.model import FLAGS, Report
 
 ADVICE: Final = {
     "contended": "other work shared the node: run on a dedicated node pool (select it with "

@@ -1,7 +1,7 @@
 """`collector report --trend --format html`: the trend's tables, then per cluster and target
 a small plot per variant: its p50 in each run, the band of the runs before it (their range:
 the noise the history shows), the thresholds the rule judges by, and each regression or
-improvement marked. Drawn as the report's plots are (collector.report_html): the same trend
+improvement marked. Drawn as the report's plots are (report.html): the same trend
 gives the same bytes."""
 
 from collections import defaultdict
@@ -12,9 +12,9 @@ import matplotlib.style
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from collector.report_html import figure_png, html_page, plot_text
-from collector.trend import Point, Trend, VariantTrend
-from collector.trend_render import lay_out_trend
+from report.html import chunked, figure_png, html_page, plot_text
+from report.trend import Point, Trend, VariantTrend
+from report.trend_render import lay_out_trend
 
 VARIANTS_PER_PLOT: Final = 12
 _COLUMNS: Final = 3
@@ -117,8 +117,7 @@ def trend_html(trend: Trend) -> str:
     plots = []
     with matplotlib.style.context("default"):
         for (cluster, target), variants in sorted(groups.items()):
-            for start in range(0, len(variants), VARIANTS_PER_PLOT):
-                chunk = variants[start : start + VARIANTS_PER_PLOT]
+            for chunk in chunked(variants, VARIANTS_PER_PLOT):
                 plots.append(
                     (
                         _plot(trend, chunk),

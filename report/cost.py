@@ -14,13 +14,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from collector.pricing import PriceList
-from collector.report import ACCURACY_ORDER, FailedVariant, Report, VariantKey, VariantRow
 from contract.allocation import Allocation, Capacity, Unit
 from contract.layout import LOCAL_CLUSTER
+from contract.pricing import PriceList, device_seconds_per_1000, priced
+from report.model import ACCURACY_ORDER, FailedVariant, Report, VariantKey, VariantRow
 
-INFERENCES: Final = 1000
-"""Cost and device time are given per this many inferences (samples)."""
 NOT_RECORDED: Final = (
     "not recorded: gathered before allocated time was, or a local run (localrun holds no node)"
 )
@@ -210,18 +208,6 @@ def _cost(
         estimate=tuple(estimate),
         unpriced=None if price is not None else _unpriced(cluster, first, prices),
     )
-
-
-def device_seconds_per_1000(devices: float, p50_per_sample_ms: float) -> float:
-    """What 1,000 inferences hold at `p50_per_sample_ms` on `devices`: devices x seconds."""
-    return devices * p50_per_sample_ms / 1000 * INFERENCES
-
-
-def priced(device_seconds: float | None, per_hour: float | None) -> float | None:
-    """`device_seconds` at `per_hour` a device-hour; None where either is unknown."""
-    if device_seconds is None or per_hour is None:
-        return None
-    return device_seconds * per_hour / 3600
 
 
 def _unpriced(cluster: str, allocation: Allocation | None, prices: PriceList | None) -> str:

@@ -11,18 +11,18 @@ import pytest
 from click.testing import CliRunner
 
 from collector.cli import cli
-from collector.cost import NOT_RECORDED, Costs, costs
 from collector.prices import read_prices
-from collector.pricing import PriceList
-from collector.report import build_report
-from collector.report_html import to_html
-from collector.report_render import to_csv, to_json, to_text
 from collector.store import StoredRun, open_store
 from contract.allocation import Allocation, Capacity
 from contract.layout import LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE
+from contract.pricing import PriceList
 from contract.records import StoredVariant
 from contract.result import ENERGY_ON_CPU, Energy, GpuTelemetry, OkResult
+from report.cost import NOT_RECORDED, Costs, costs
+from report.html import to_html
+from report.model import build_report
+from report.render import to_csv, to_json, to_text
 from synth.load import FLEET_FILE
 from tests.collector.stored import JOB, NOW, failed, succeeded
 from tests.conftest import TEST_DATA

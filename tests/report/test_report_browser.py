@@ -13,10 +13,10 @@ from typing import Final
 import pytest
 from matplotlib.image import imread
 
-from collector.report import Report
-from collector.report_html import to_html
-from collector.report_render import lay_out
-from tests.collector.test_report import hostile, make_run, sweep  # noqa: F401 - fixtures
+from report.html import to_html
+from report.model import Report
+from report.render import lay_out
+from tests.report.test_report import hostile, make_run, sweep  # noqa: F401 - fixtures
 
 CHROMIUM: Final = "chromium-headless-shell"
 VIEWPORT: Final = (1280, 2400)

@@ -4,9 +4,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from collector.history import in_dist, record_ages, spec_revisions
-from collector.report import Notes
 from collector.store import StoredRun
 from contract.records import JobRecord, Reuses
+from report.model import Notes
 
 
 def notes_of(

@@ -1,11 +1,16 @@
 """What a device-hour costs, as the fleet's price tables say (`prices` in specs/clusters.yaml,
 read by collector/prices.py): by cluster, device type and capacity. Plain data, so that a
-report carries it and renders it without reading any spec."""
+report carries it and renders it without reading any spec. And the arithmetic of a price per
+1,000 inferences, which gather's metrics and the report's cost tables both give."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from contract.allocation import Allocation, Capacity
+
+INFERENCES: Final = 1000
+"""Cost and device time are given per this many inferences (samples)."""
 
 
 @dataclass(frozen=True)
@@ -36,3 +41,15 @@ class PriceList:
             f"specs/clusters.yaml gives no {allocation.capacity} price for "
             f"{allocation.device_type} in {cluster}"
         )
+
+
+def device_seconds_per_1000(devices: float, p50_per_sample_ms: float) -> float:
+    """What 1,000 inferences hold at `p50_per_sample_ms` on `devices`: devices x seconds."""
+    return devices * p50_per_sample_ms / 1000 * INFERENCES
+
+
+def priced(device_seconds: float | None, per_hour: float | None) -> float | None:
+    """`device_seconds` at `per_hour` a device-hour; None where either is unknown."""
+    if device_seconds is None or per_hour is None:
+        return None
+    return device_seconds * per_hour / 3600

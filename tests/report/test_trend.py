@@ -9,14 +9,14 @@ import pytest
 from click.testing import CliRunner, Result
 
 from collector.cli import cli
-from collector.report import Notes
 from collector.store import StoredRun, open_store
-from collector.trend import Rule, Trend, build_trend
-from collector.trend_html import trend_html
-from collector.trend_render import trend_json, trend_markdown, trend_text
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
 from contract.result import Environment, OkResult, Validity
+from report.model import Notes
+from report.trend import Rule, Trend, build_trend
+from report.trend_html import trend_html
+from report.trend_render import trend_json, trend_markdown, trend_text
 from tests.collector.stored import JOB, latency, succeeded
 
 QUIET = [10.0, 10.1, 9.9, 10.0, 10.05, 9.95]

@@ -24,8 +24,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
-from collector.cost import INFERENCES, CostPoint, costs
-from collector.report import (
+from contract.pricing import INFERENCES
+from report.cost import CostPoint, costs
+from report.model import (
     KEY_FIELDS,
     AccuracyState,
     BestConfiguration,
@@ -34,7 +35,7 @@ from collector.report import (
     VariantKey,
     VariantRow,
 )
-from collector.report_render import Layout, Table, lay_out
+from report.render import Layout, Table, lay_out
 
 BOXES_PER_PLOT: Final = 40
 COMPARISONS_PER_PLOT: Final = 6
@@ -62,7 +63,8 @@ class _Plot:
     description: str
 
 
-def _chunks(items: Sequence[_Item], size: int) -> Iterator[Sequence[_Item]]:
+def chunked(items: Sequence[_Item], size: int) -> Iterator[Sequence[_Item]]:
+    """`items` in runs of at most `size`: one figure each, so that no plot grows unreadable."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -123,7 +125,7 @@ def _latency_plots(rows: Sequence[VariantRow]) -> list[_Plot]:
     # Labels name only what tells the variants apart; one variant alone is named by its model.
     names = [name for name in KEY_FIELDS if len({row.key.value(name) for row in rows}) > 1]
     plots = []
-    for chunk in _chunks(rows, BOXES_PER_PLOT):
+    for chunk in chunked(rows, BOXES_PER_PLOT):
         plots.append(
             _Plot(
                 _latency_plot(chunk, names or ["model"]),
@@ -167,7 +169,7 @@ def _target_plots(comparisons: Sequence[Comparison]) -> list[_Plot]:
             _grid(chunk, _bars, (4, 3.6)),
             "By target: p50 latency per iteration, error bars the 95% CI.",
         )
-        for chunk in _chunks(comparisons, COMPARISONS_PER_PLOT)
+        for chunk in chunked(comparisons, COMPARISONS_PER_PLOT)
     ]
 
 
@@ -222,7 +224,7 @@ def _batch_plot(curves: dict[tuple[str, ...], list[VariantRow]]) -> bytes:
 
 def _batch_plots(rows: Sequence[VariantRow]) -> list[_Plot]:
     curves = _curves(rows)
-    chunks = _chunks(list(curves.items()), COMPARISONS_PER_PLOT)
+    chunks = chunked(list(curves.items()), COMPARISONS_PER_PLOT)
     return [
         _Plot(
             _batch_plot(dict(chunk)),
@@ -374,7 +376,7 @@ def _tradeoff_plots(best_configurations: Sequence[BestConfiguration]) -> list[_P
             "both faster and more accurate) is ringed and joined by a line. An error of 0 is "
             "drawn a decade below the smallest.",
         )
-        for chunk in _chunks(comparisons, COMPARISONS_PER_PLOT)
+        for chunk in chunked(comparisons, COMPARISONS_PER_PLOT)
     ]
 
 
@@ -438,7 +440,7 @@ def _cost_plots(report: Report) -> list[_Plot]:
             "that long at the price in specs/clusters.yaml). The Pareto front (no other "
             "target is both faster and cheaper) is ringed and joined by a line.",
         )
-        for chunk in _chunks(list(by_model.values()), COMPARISONS_PER_PLOT)
+        for chunk in chunked(list(by_model.values()), COMPARISONS_PER_PLOT)
     ]
 
 

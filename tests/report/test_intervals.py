@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from collector.intervals import from_samples, from_summary, ratio
 from contract.order_stats import median_interval
+from report.intervals import from_samples, from_summary, ratio
 
 
 def timings(rng: random.Random, median: float, count: int) -> list[float]:

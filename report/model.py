@@ -3,7 +3,7 @@ comparisons the design note asks for (GPUs side by side, the best configuration 
 a ranking of models) and the change from an earlier run ("today vs last week").
 
 `build_report` is pure: stored rows in, a frozen `Report` out, no database or cluster.
-`collector.report_render` turns it into text, Markdown, CSV and JSON; `collector.report_html`
+`report.render` turns it into text, Markdown, CSV and JSON; `report.html`
 into a page with plots (only those who want pictures import matplotlib).
 """
 
@@ -15,18 +15,18 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple
 
-from collector import intervals
 from collector.history import CURRENT, SpecRevision
-from collector.intervals import MedianEstimate, Ratio
-from collector.pricing import PriceList
-from collector.startup import Startup, startup
 from collector.store import StoredRun
 from contract.accuracy import Accuracy, default_gate, judge
 from contract.allocation import Allocation
 from contract.order_stats import paired_ratio
+from contract.pricing import PriceList
 from contract.records import Reuses
 from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Validity
 from contract.variant import SETTING_FIELDS, VariantRef
+from report import intervals
+from report.intervals import MedianEstimate, Ratio
+from report.startup import Startup, startup
 
 REPORT_SCHEMA_VERSION: Final = 5
 """Bumped when a field of `to_json`'s output changes meaning or goes away."""
@@ -484,7 +484,7 @@ class Report:
     """Per cluster and target, where the reported runs' pods spent their time besides the
     timed loops, and their memory against each model's file."""
     prices: PriceList | None = None
-    """What a device-hour costs, where specs/clusters.yaml says (collector/cost.py prices
+    """What a device-hour costs, where specs/clusters.yaml says (report/cost.py prices
     each variant's allocated time with it)."""
 
 
