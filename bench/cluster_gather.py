@@ -116,7 +116,7 @@ def main() -> None:
             return Succeed(as_variant(real, settings, job_index(pod)[1]), seconds=0.05)
 
         cluster = start_cluster(
-            CLUSTER, Path(scratch) / "cluster", binaries, fleet.cluster(CLUSTER),
+            CLUSTER, Path(scratch) / "cluster", binaries, fleet,
             gpus_per_node=GPUS_PER_NODE,
         )  # fmt: skip
         try:

@@ -364,7 +364,7 @@ def main(scale: Scale) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = _repo(Path(scratch) / "repo", scale)
         cluster = start_cluster(
-            CLUSTER, Path(scratch) / "cluster", binaries, fleet.cluster(CLUSTER),
+            CLUSTER, Path(scratch) / "cluster", binaries, fleet,
             controller_manager_flags=CONTROLLER_MANAGER_FLAGS,
         )  # fmt: skip
         try:

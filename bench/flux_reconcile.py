@@ -113,7 +113,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch)
         (base / "served").mkdir()
-        cluster = start_cluster(CLUSTER, base / "cluster", binaries, fleet.cluster(CLUSTER))
+        cluster = start_cluster(CLUSTER, base / "cluster", binaries, fleet)
         try:
             with (
                 running_executor(cluster.kubeconfig, base / "executor", _never_start),

@@ -46,7 +46,7 @@ def up(name: str, root: Path, directory: Path) -> None:
     home = (directory / name).resolve()
     if (home / STATE_FILE).exists():
         Cluster.load(home).stop()
-    cluster = start_cluster(name, home, binaries, fleet.cluster(name))
+    cluster = start_cluster(name, home, binaries, fleet)
     start_executor_process(cluster)
     click.echo(f"cluster {name} is up in {cluster.timings['total']:.1f} s ({cluster.server})")
     click.echo(f"  KUBECONFIG={cluster.kubeconfig} {binaries / 'kubectl'} get nodes")

@@ -20,10 +20,11 @@ import yaml
 
 from localcluster.build import data_dir
 from localcluster.components import KUBERNETES_VERSION, KUEUE, KWOK, Component
+from localcluster.monitoring import monitoring_documents
 from localcluster.nodes import GPUS_PER_NODE, node_manifests
 from localcluster.pki import Pki, make_pki
 from localcluster.processes import Started, free_port, start, stop, wait_ready
-from synth.fleet import Cluster as FleetCluster
+from synth.fleet import Fleet
 
 START_TIMEOUT_S = 60.0
 STATE_FILE = "cluster.json"
@@ -369,13 +370,14 @@ def start_cluster(
     name: str,
     directory: Path,
     binaries: Path,
-    fleet_cluster: FleetCluster,
+    fleet: Fleet,
     *,
     crds_of: Sequence[Component] = (KWOK, KUEUE),
     gpus_per_node: int = GPUS_PER_NODE,
     controller_manager_flags: Sequence[str] = (),
 ) -> Cluster:
-    """Start a fresh cluster in `directory` (emptied first) with `fleet_cluster`'s nodes.
+    """Start a fresh cluster in `directory` (emptied first) with the nodes of the fleet's
+    cluster `name`, and what its `monitoring` needs there (localcluster/monitoring.py).
 
     `controller_manager_flags` go after the harness's own: a benchmark of thousands of pods
     raises the client's --kube-api-qps and --kube-api-burst (20 and 30 by default, which pace
@@ -390,11 +392,12 @@ def start_cluster(
         etcd = _start_etcd(cluster, binaries)
         _start_apiserver(cluster, binaries, etcd)
         write_kubeconfig(cluster)
-        apply_documents(binaries, cluster, crd_documents(binaries, crds_of))
+        monitoring = monitoring_documents(fleet.monitoring_of(fleet.cluster(name)))
+        apply_documents(binaries, cluster, crd_documents(binaries, crds_of) + monitoring)
         kubectl(binaries, cluster, "wait", "--for=condition=Established", "crd", "--all")
         _start_controller_manager(cluster, binaries, controller_manager_flags)
         _start_scheduler(cluster, binaries)
-        nodes = node_manifests(fleet_cluster, gpus_per_node)
+        nodes = node_manifests(fleet.cluster(name), gpus_per_node)
         apply_documents(binaries, cluster, nodes)
         _start_kwok(cluster, binaries, nodes)
         _wait_for_default_service_account(binaries, cluster)

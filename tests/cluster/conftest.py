@@ -132,7 +132,7 @@ def running_cluster(
     and (unless Flux is to do it) its infrastructure from the committed dist/ applied."""
     binaries = binary_dir()
     fleet = load_specs(REPO_ROOT).fleet
-    cluster = start_cluster(name, directory, binaries, fleet.cluster(name))
+    cluster = start_cluster(name, directory, binaries, fleet)
     rules = Rules()
     try:
         with running_executor(cluster.kubeconfig, directory / "executor", rules) as executor:
