@@ -4,13 +4,15 @@ collector authenticated as its own ServiceAccount; and proof 6, the content-hash
 The pods run the real runner (localcluster/podexecutor.py runs them through localrun).
 """
 
+import json
 from datetime import datetime
 
 import pytest
 
 from collector.pods import condition, runner_container, runner_terminated
 from contract.layout import record_path
-from contract.records import read_record
+from contract.records import JobRecord, read_record
+from synth.load import load_specs
 from synth.quantity import parse_quantity
 from tests.cluster.conftest import (
     NAMESPACE,
@@ -76,6 +78,7 @@ def test_cpu_smoke_runs_is_gathered_once_and_cleaned(
     )
     assert report.exit_code == 0, report.output
     assert "Start-up on cpu (us-east): 6 pods, measurement" in report.output
+    assert_priced(smoke, collector_kubeconfig, record)
 
     again = smoke.collector(
         "gather", "--workflow", WORKFLOW, "--cluster", "us-east", kubeconfig=collector_kubeconfig
@@ -94,3 +97,25 @@ def test_cpu_smoke_runs_is_gathered_once_and_cleaned(
     assert cleaned.exit_code == 0, cleaned.output
     wait_for("the Job and its pods to be gone", lambda: not live.pods(f"job={job}"))
     assert job not in live.kubectl("get", "jobs", "-n", NAMESPACE, "-o", "name")
+
+
+def assert_priced(smoke: Repo, kubeconfig: str, record: JobRecord) -> None:
+    """The report prices what the variants held by the example fleet's table (a CPU-hour on
+    demand), per variant and per target."""
+    priced = smoke.collector(
+        "report", "--workflow", WORKFLOW, "--cluster", "us-east", "--format", "json",
+        kubeconfig=kubeconfig,
+    )  # fmt: skip
+    assert priced.exit_code == 0, priced.output
+    found = json.loads(priced.stdout)["costs"]
+    prices = load_specs(smoke.root).fleet.prices_in("us-east")
+    assert prices is not None and found["currency"] == prices.currency
+    cpu_hour = prices.per_hour["cpu"].on_demand
+    assert cpu_hour is not None
+    held_s = sum(v.allocation.device_seconds for v in record.variants if v.allocation)
+    (target,) = found["targets"]
+    assert (target["target"], target["unit"], target["variants"]) == ("cpu", "cpu", 6)
+    assert target["device_seconds"] == pytest.approx(held_s)
+    assert target["cost"] == pytest.approx(held_s * cpu_hour / 3600)
+    assert len(found["variants"]) == 6
+    assert all(v["cost_per_1000"] and v["cost_per_1000"] > 0 for v in found["variants"])
