@@ -183,10 +183,16 @@ def test_a_variant_without_its_own_time_gets_an_estimated_share(
 
 
 def _when_listed(api: FakeApiServer, then: Callable[[], None]) -> None:
-    """Run `then` in a thread once gather has listed the pods (what it has seen by then)."""
+    """Run `then` in a thread once gather has listed the pods and watches them: a list
+    request is recorded before its answer is built, so a change made when it is seen may or
+    may not be in that answer; one made once the watch is asked for reaches gather as an
+    event, whatever the load."""
 
     def wait() -> None:
-        while not any(r.method == "GET" and r.path.endswith("/pods") for r in api.requests):
+        while not any(
+            r.method == "GET" and r.path.endswith("/pods") and r.query.get("watch")
+            for r in api.requests
+        ):
             time.sleep(0.05)
         then()
 
