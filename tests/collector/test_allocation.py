@@ -189,10 +189,7 @@ def _when_listed(api: FakeApiServer, then: Callable[[], None]) -> None:
     event, whatever the load."""
 
     def wait() -> None:
-        while not any(
-            r.method == "GET" and r.path.endswith("/pods") and r.query.get("watch")
-            for r in api.requests
-        ):
+        while not any(r.is_watch and r.path.endswith("/pods") for r in api.requests):
             time.sleep(0.05)
         then()
 
