@@ -11,9 +11,9 @@ alternating which goes first:
 - baseline: a fresh process imports torch, loads the .pt2 from local disk with
   `torch.export.load`, takes `module()` and calls it twice at batch 1 (cold, then the call
   that would be measured): its wall time from start to the second call's end, and its VmHWM;
-- runner: `python -m runner` as a pod runs it (config.json, no warm-up, one measured
-  iteration, fp32 at batch 1), the file from its source: wall time from start to its result
-  line, plus the pull for `oci` (done before a pod starts); its result's peak RSS;
+- runner: `python -m runner` as a pod runs it (config.json, no warm-up asked for, one
+  measured iteration, fp32 at batch 1), the file from its source: wall time from start to its
+  result line, plus the pull for `oci` (done before a pod starts); its result's peak RSS;
 - transfer: the delivery alone at loopback speed, a plain https download of the file to disk
   (urllib, the same CA) for `url`, the pull and unpack for `oci`.
 The goal is runner <= 1.5 x baseline + transfer: the ratio shown is (runner - transfer) /
@@ -308,8 +308,9 @@ def measure(
         f"torch.export.load and module() {load_ratio.baseline_s:.2f} s, ratio "
         f"{load_ratio.ratio:.2f} [{load_ratio.ratio_low:.2f}-{load_ratio.ratio_high:.2f}]; a "
         f"warm call {calls[0]:.2f} s in the runner, {calls[1]:.2f} s alone (the runner makes "
-        "four calls to its first measurement: the accuracy pass's reference, the cold first "
-        "iteration, the kernel count and the measured one; the baseline two)",
+        "three calls to its first measurement: the cold first iteration, also the accuracy "
+        "pass's reference, the one warm-up call, also the kernel count, and the measured one; "
+        "the baseline two)",
         f"{subject.name}: peak RSS runner {max(r.peak_rss_bytes for r in runs) / 2**20:,.0f} "
         f"MiB, torch.export.load {max(b.peak_rss_bytes for b in baselines) / 2**20:,.0f} MiB",
     ], max(r.peak_rss_bytes for r in runs)

@@ -3,6 +3,10 @@ outputs on the variant's own seeded inputs (the reference, computed once per mod
 size and inputs in a pod), and the variant's outputs compared with them, outside warmup and
 the timed loop (docs/runner.md, "Accuracy").
 
+A variant that runs the untouched program as the reference does (`first_call_is_reference`)
+computes the reference with its own first call: the runner takes it from that call's output
+(`References.keep`) rather than make the same call twice before its first measurement.
+
 The comparison takes the variant's output of its last warm-up call, which ran on exactly
 these inputs: no extra call of the variant, whatever its precision or quantization did to
 the module (the pass compares outputs, not modules). The numbers are measured here and
@@ -20,8 +24,9 @@ from torch.utils import _pytree as pytree
 
 from contract.accuracy import INPUT_SEED, Accuracy, DrawnInput, OutputAccuracy
 from contract.config import InputConfig, VariantConfig
+from contract.variant import Precision, Quantization
 from runner import precision
-from runner.programs import module_for
+from runner.programs import is_own, module_for
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,26 @@ class Reference:
 
     outputs: tuple[object, ...] | None
     error: str | None = None
+
+
+def reference_of(output: object) -> Reference:
+    """The reference that a call of the untouched program returned as `output`."""
+    return Reference(tuple(leaves(output)))
+
+
+def first_call_is_reference(
+    variant: VariantConfig, program: ExportedProgram, device: torch.device
+) -> bool:
+    """Whether `variant`'s first call is `compute_reference`'s call: on the program's own
+    module (`module_for` copies, casts and quantizes nothing), eager (a compiled variant's
+    first call is of its eager module too), in IEEE fp32 math (what `set_fp32_math` sets for
+    fp32 on CUDA; a CPU's only fp32 math), on the same drawn inputs. Any other variant must
+    not give the reference: its module is cast or quantized, or its math is TF32."""
+    return (
+        variant.precision == Precision.FP32
+        and variant.quantization == Quantization.NONE
+        and is_own(program, torch.float32, device, quantized=False)
+    )
 
 
 _Key = tuple[str, int, tuple[InputConfig, ...]]
@@ -46,6 +71,33 @@ class References:
 
     _computed: dict[_Key, Reference] = field(default_factory=dict)
 
+    def held(self, variant: VariantConfig) -> Reference | None:
+        """The reference an earlier variant of the pod computed for `variant`'s model, batch
+        size and inputs, if one did."""
+        return self._computed.get(_key(variant))
+
+    def keep(self, variant: VariantConfig, reference: Reference) -> Reference:
+        """Hold `reference`, computed for `variant`, for the pod's later variants of its
+        model, batch size and inputs; return it."""
+        if any(model != variant.model for model, _, _ in self._computed):
+            self._computed.clear()
+        self._computed[_key(variant)] = reference
+        return reference
+
+    def unless_first_call(
+        self,
+        variant: VariantConfig,
+        program: ExportedProgram,
+        inputs: tuple[torch.Tensor, ...],
+        device: torch.device,
+    ) -> tuple[Reference | None, float]:
+        """What `of` gives, but None (and 0 s) where no earlier variant of the pod computed
+        the reference and `variant`'s own first call will (`first_call_is_reference`): the
+        caller `keep`s that call's output."""
+        if self.held(variant) is None and first_call_is_reference(variant, program, device):
+            return None, 0.0
+        return self.of(variant, program, inputs, device)
+
     def of(
         self,
         variant: VariantConfig,
@@ -55,15 +107,15 @@ class References:
     ) -> tuple[Reference, float]:
         """The reference of `variant`'s model on `inputs` (fp32, as drawn), and the seconds
         spent computing it here (0 where an earlier variant of the pod did)."""
-        key = (variant.model, variant.batch_size, variant.inputs)
-        if key in self._computed:
-            return self._computed[key], 0.0
-        if any(model != variant.model for model, _, _ in self._computed):
-            self._computed.clear()
+        if (held := self.held(variant)) is not None:
+            return held, 0.0
         began = time.perf_counter()
-        reference = compute_reference(program, inputs, device)
-        self._computed[key] = reference
+        reference = self.keep(variant, compute_reference(program, inputs, device))
         return reference, time.perf_counter() - began
+
+
+def _key(variant: VariantConfig) -> _Key:
+    return (variant.model, variant.batch_size, variant.inputs)
 
 
 def compute_reference(
@@ -78,7 +130,7 @@ def compute_reference(
             module = module_for(program, torch.float32, device, quantized=False)
             module = precision.cast(module, torch.float32, device)
             output = module(*(tensor.to(device) for tensor in inputs))
-        return Reference(tuple(leaves(output)))
+        return reference_of(output)
     except Exception as error:  # anything the program raises: the measurement goes on
         if device.type == "cuda":
             torch.cuda.empty_cache()

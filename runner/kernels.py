@@ -1,14 +1,22 @@
 """Which matrix-product kernels one call of a prepared program dispatches: the proof that a
 quantization runs its kernel, not a float matmul it fell back to (torchao falls back without a
-word in places, e.g. `torch._int_mm` on CUDA below 17 rows)."""
+word in places, e.g. `torch._int_mm` on CUDA below 17 rows).
+
+The count rides on a call the runner makes anyway (`CountedFirst`), never on one of its own:
+a call of a BERT-base at batch 1 takes seconds on a CPU, and every call before the first
+measurement is the pod's start-up. The dispatch mode runs a line of Python per op, so the
+call that counts is never one whose time is reported on its own (the cold first iteration).
+"""
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from runner.errors import UnsupportedVariant
+from runner.measure import Step
 from runner.quantize import QuantizationReport
 
 MATRIX_OPS: Final = frozenset(
@@ -76,3 +84,25 @@ def check_kernel(report: QuantizationReport, calls: dict[str, int], described: s
             f"{', '.join(f'{k} x{v}' for k, v in calls.items()) or 'none'}); the quantized "
             "kernel did not run where it should, so the variant would measure something else"
         )
+
+
+@dataclass
+class CountedFirst:
+    """`step`, whose first call also counts the matrix ops it dispatches (`calls`) and fails
+    the variant there, before any more of its calls, unless each quantized layer ran its
+    kernel (`check_kernel`); later calls are `step`'s alone."""
+
+    step: Step
+    report: QuantizationReport
+    described: str
+    calls: dict[str, int] = field(default_factory=dict)
+    counted: bool = False
+
+    def __call__(self) -> int:
+        if self.counted:
+            return self.step()
+        took: list[int] = []
+        self.calls = kernel_calls(lambda: took.append(self.step()))
+        self.counted = True
+        check_kernel(self.report, self.calls, self.described)
+        return took[0]

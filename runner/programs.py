@@ -97,9 +97,17 @@ def module_for(
 ) -> GraphModule:
     """A module of `program` to run in `dtype` on `device` (`quantized` where it will be): on
     the program's own tensors where preparing it changes none of them, else `own_module`."""
-    if quantized or not _runs_as_loaded(program, dtype, device):
-        return own_module(program)
-    return program.module()
+    if is_own(program, dtype, device, quantized=quantized):
+        return program.module()
+    return own_module(program)
+
+
+def is_own(
+    program: ExportedProgram, dtype: torch.dtype, device: torch.device, *, quantized: bool
+) -> bool:
+    """Whether `module_for` runs `program` on its own tensors, uncopied: preparing it to run
+    in `dtype` on `device` (`quantized` where it will be) changes none of them."""
+    return not quantized and _runs_as_loaded(program, dtype, device)
 
 
 def _runs_as_loaded(program: ExportedProgram, dtype: torch.dtype, device: torch.device) -> bool:

@@ -27,7 +27,7 @@ from contract.result import (
 from contract.samples import encode
 from contract.variant import QUANTIZERS, Compile, Precision, Quantization, VariantRef
 from runner import compiling, contention, kernels, precision, quantize, rounds
-from runner.accuracy import References, compare, leaves
+from runner.accuracy import References, compare, leaves, reference_of
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
@@ -260,7 +260,7 @@ def _prepare(
     check_inputs(variant, expected_inputs(program))
     load_s = time.perf_counter() - began
     drawn, how_drawn = draw_inputs(variant, id_bounds(program))
-    reference, reference_s = references.of(variant, program, drawn, device)
+    reference, reference_s = references.unless_first_call(variant, program, drawn, device)
 
     began = time.perf_counter()
     dtype = precision.compute_dtype(variant.precision)
@@ -291,26 +291,32 @@ def _prepare(
 
         return call
 
-    eager = calling(module)
-    step = precision.in_own_fp32_math(timed_step(eager, device), fp32_math)
+    step = precision.in_own_fp32_math(timed_step(calling(module), device), fp32_math)
+    # The kernel count, of the eager module (a dispatch mode turns torch.compile off, so it
+    # proves the quantization of the module that is then compiled), rides on a call made
+    # anyway, never the one timed as the first iteration: an eager variant's first warm-up
+    # call, a compiled variant's eager first call (its compiled code's first is timed).
+    counted = kernels.CountedFirst(step, report, variant.describe())
+    eager = variant.compile is Compile.EAGER
     compiled: compiling.CompiledModule | None = None
     with torch.inference_mode():
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
-        first_ns = _first_iteration(step, variant)
-        # Eager, also for a compiled variant: a dispatch mode turns torch.compile off, so this
-        # proves the quantization of the module that is then compiled.
-        calls = kernels.kernel_calls(eager)
-        kernels.check_kernel(report, calls, variant.describe())
-        if variant.compile is not Compile.EAGER:
+        first_ns = _first_iteration(step if eager else counted, variant)
+        if reference is None:
+            # The call compute_reference would make (`first_call_is_reference`), made.
+            reference = references.keep(variant, reference_of(last_output[0]))
+        if not eager:
             compiled = compiling.compile_module(
                 module, variant.compile, device, lambda run: run(*inputs), variant.describe()
             )
-            compiled_step = timed_step(calling(compiled.module), device)
-            step = precision.in_own_fp32_math(compiled_step, fp32_math)
+            step = precision.in_own_fp32_math(
+                timed_step(calling(compiled.module), device), fp32_math
+            )
             # The first call of the compiled code: cold as an eager variant's first is.
             first_ns = step()
-        warmup = run_phase(step, config.warmup)
+        # An eager variant warms up at least once, the call that counts its kernels.
+        warmup = run_phase(counted if eager else step, config.warmup, at_least=int(eager))
         began = time.perf_counter()
         # The last warm-up call's output: these inputs, this module, no call of its own.
         accuracy = compare(last_output[0], reference, how_drawn)
@@ -325,7 +331,7 @@ def _prepare(
         dtype=dtype,
         fp32_math=fp32_math,
         report=report,
-        kernel_calls=calls,
+        kernel_calls=counted.calls,
         load_s=load_s,
         copy_s=copy_s,
         prepare_s=prepare_s,

@@ -13,14 +13,16 @@ from contract.config import InputConfig, RunConfig
 from contract.result import OkResult, compact, parse_result
 from contract.variant import Precision, Quantization
 from runner import accuracy
-from runner.accuracy import Reference, compare, compute_reference
+from runner.accuracy import Reference, References, compare, compute_reference
 from runner.inputs import IdBound, draw_inputs, id_bounds
 from runner.loading import load_program
-from runner.run import RunPaths, run_variant
+from runner.programs import Programs
+from runner.run import RunPaths, prepare_variant, run_variant
 from tests.runner.conftest import MakeConfig, group_config, group_variant, sha256_of
 from tests.runner.test_group import _run_pod
 
 VOCABULARY = 1000
+CPU = torch.device("cpu")
 
 
 class _Tokens(torch.nn.Module):
@@ -196,24 +198,78 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
 
 
 @pytest.mark.parametrize("interleave", [False, True])
-def test_a_pod_computes_one_reference_per_model_and_batch(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], computed: Computed, interleave: bool
+@pytest.mark.parametrize(
+    ("tiny_mlp", "tiny_cnn", "shapes"),
+    [
+        # Each model's fp32 variant gives the reference with its first call, and the cast or
+        # quantized ones after it compare with that.
+        ((("fp32", "none"), ("bf16", "none"), ("fp32", "int8-weight-only")), "fp32", []),
+        # A cast variant first computes one of its own; the fp32 variant after it takes it.
+        ((("bf16", "none"), ("fp32", "none"), ("fp16", "none")), "bf16", [(2, 64), (2, 3, 64, 64)]),
+    ],
+)
+def test_a_pod_computes_at_most_one_reference_per_model_and_batch(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    computed: Computed,
+    interleave: bool,
+    tiny_mlp: tuple[tuple[str, str], ...],
+    tiny_cnn: str,
+    shapes: Computed,
 ) -> None:
     variants = (
-        group_variant(0, "tiny-mlp"),
-        group_variant(1, "tiny-mlp", "bf16"),
-        group_variant(2, "tiny-mlp", "fp16"),
-        group_variant(3, "tiny-cnn"),
+        *(
+            group_variant(index, "tiny-mlp", precision).model_copy(
+                update={"quantization": Quantization(quantization)}
+            )
+            for index, (precision, quantization) in enumerate(tiny_mlp)
+        ),
+        group_variant(len(tiny_mlp), "tiny-cnn", tiny_cnn),
     )
-    config = group_config(variants, ((0, 1, 2, 3),), interleave=interleave)
+    config = group_config(variants, (tuple(range(len(variants))),), interleave=interleave)
     pod = _run_pod(tmp_path, capsys, "0", config)
-    assert computed == [(2, 64), (2, 3, 64, 64)], "one per model at batch 2"
+    assert computed == shapes, "at most one per model at batch 2"
     results = [r for r in pod.results if isinstance(r, OkResult)]
     assert len(results) == 4
     assert all(r.accuracy and r.accuracy.error is None for r in results)
-    first, *later = [r for r in results if r.variant and r.variant.model == "tiny-mlp"]
-    assert first.accuracy and first.accuracy.cosine and first.accuracy.cosine > 1 - 1e-12
-    assert all(r.accuracy and r.accuracy.cosine and r.accuracy.cosine < 1 - 1e-9 for r in later)
+    by_id = {r.variant.id: r for r in results if r.variant}
+    for variant in variants[: len(tiny_mlp)]:
+        measured = by_id[variant.id].accuracy
+        assert measured is not None and measured.cosine is not None
+        if (variant.precision, variant.quantization) == ("fp32", "none"):
+            assert measured.max_abs_error == 0, "the same program, the same inputs, on a CPU"
+        else:
+            assert measured.cosine < 1 - 1e-9, "compared with the fp32 reference, not itself"
+            gate = default_gate(Precision(variant.precision), Quantization(variant.quantization))
+            assert judge(measured, gate).passed
+
+
+@pytest.mark.parametrize("model", ["tiny-mlp", "tiny-cnn", "tiny-transformer", "tokens"])
+def test_an_fp32_variants_first_call_gives_exactly_the_reference_computed_apart(
+    make_config: MakeConfig,
+    models_dir: Path,
+    tokens_model: Path,
+    tmp_path: Path,
+    computed: Computed,
+    model: str,
+) -> None:
+    """Bit for bit: the reference a pod takes from the first call is the one a call of its
+    own would give, so no accuracy a result reports changes."""
+    tokens = model == "tokens"
+    config = _tokens_config(make_config, tokens_model) if tokens else make_config(model)
+    variant = config.variants[0]
+    programs = Programs(tokens_model.parent if tokens else models_dir, tmp_path)
+    references = References()
+    prepare_variant(config, variant, programs, references)
+    assert computed == [], "taken from the first call, not computed apart"
+    taken = references.held(variant)
+    program = programs.program(variant.model, config.models[variant.model])
+    apart = compute_reference(program, draw_inputs(variant, id_bounds(program))[0], CPU)
+    assert taken is not None and taken.outputs is not None and apart.outputs is not None
+    assert len(taken.outputs) == len(apart.outputs)
+    for own, theirs in zip(taken.outputs, apart.outputs, strict=True):
+        assert isinstance(own, torch.Tensor) and isinstance(theirs, torch.Tensor)
+        assert torch.equal(own, theirs)
 
 
 def test_another_models_variant_drops_the_references_held(
@@ -228,13 +284,14 @@ def test_another_models_variant_drops_the_references_held(
     )
     pod = _run_pod(tmp_path, capsys, "0", group_config(variants, ((0, 1, 2),)))
     assert [r.status for r in pod.results] == ["ok"] * 3
-    assert computed == [(2, 64), (2, 3, 64, 64), (2, 64)]
+    # The two fp32 variants gave theirs with their first calls; the bf16 one finds none left.
+    assert computed == [(2, 64)]
 
 
 def test_a_reference_that_fails_costs_no_measurement_and_says_why(models_dir: Path) -> None:
     path = models_dir / "tiny-mlp.pt2"
     program = load_program(path, sha256_of(path))
-    reference = compute_reference(program, (torch.randn(2, 3),), torch.device("cpu"))
+    reference = compute_reference(program, (torch.randn(2, 3),), CPU)
     assert reference.outputs is None and reference.error is not None
     assert reference.error.startswith("the fp32 reference failed: ")
     measured = compare(torch.zeros(2, 10), reference, [DrawnInput(dtype="float32")])
