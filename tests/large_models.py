@@ -9,6 +9,7 @@ ResNet-50 comes from an OCI registry (`oci`), BERT-base from the company's https
 
 import html
 import json
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
@@ -100,7 +101,7 @@ models:
   batch_size: 1
   interleave: true
   warmup: {{min_iterations: 1, min_time: 0s}}
-  measure: {{min_iterations: 16, min_time: 0s, max_time: 8s}}
+  measure: {{min_iterations: 8, max_iterations: 8, min_time: 0s, max_time: 4s}}
 targets:
   - gpu_type: cpu
     resources: {{requests: {{cpu: 1, memory: 8Gi}}, limits: {{cpu: 2, memory: 8Gi}}}}
@@ -167,6 +168,8 @@ def check_sweep_reports(
         assert isinstance(runner_up["sure"], bool)
         sentence = answer["sentence"]
         assert sentence.startswith(f"{model} on cpu ({cluster}): fastest within its accuracy")
+        assert runner_up["configuration"] in sentence
+        assert re.search(r"\d[\d.]*x-\d[\d.]*x", sentence), "by how much: a ratio's interval"
         assert sentence in text
         assert html.escape(sentence) in page
 

@@ -2,7 +2,9 @@
 brings them: exported with `benchfleet export`, ResNet-50 pushed to a registry and mounted as an
 image volume by the pod executor (pulled by digest as a kubelet pulls), BERT-base downloaded by
 the runner from an https server behind the company's CA, whose bundle synth put in a
-ConfigMap; gathered, recorded and reported by the collector."""
+ConfigMap; gathered, recorded and reported by the collector. Their sweep of precision x
+quantization x compile, grouped and interleaved per model, is gathered and its report answers
+which configuration is fastest within its gate (tests/large_models.py)."""
 
 import shutil
 from collections.abc import Callable

@@ -2,7 +2,9 @@
 `benchfleet export`, ResNet-50 pushed with `make push-model` to a registry on loopback and
 pulled as an image volume, BERT-base served over https behind the company's CA; localrun runs
 the pods through the real runner, stores and reports them, and the runner's memory per model
-stays within the goal."""
+stays within the goal. Then the question a sweep is run for, asked of every model: which
+precision, quantization and compile mode is fastest within its accuracy gate, by how much, how
+sure (tests/large_models.py's sweep)."""
 
 import shutil
 from collections.abc import Callable, Iterator
