@@ -864,13 +864,13 @@ def _speedup(against: Against, role: str) -> str:
     interval and the flags allow."""
     other = f"{role} {against.configuration}"
     ratio = against.ratio
+    measured = f"{format_ratio(ratio.value)}, 95% CI {_ratio_interval(ratio)}"
+    # A flagged pair still says what it measured: on a shared node every run is flagged,
+    # and "by how much" is asked there too.
     if against.doubts:
-        return f"not told apart from {other}: {'; '.join(against.doubts)}"
+        return f"not told apart from {other} ({measured}): {'; '.join(against.doubts)}"
     if not ratio.excludes_one:
-        return (
-            f"not told apart from {other} beyond noise ({format_ratio(ratio.value)}, 95% CI "
-            f"{_ratio_interval(ratio)} includes 1)"
-        )
+        return f"not told apart from {other} beyond noise ({measured} includes 1)"
     if ratio.value < 1:
         slower = Ratio(1 / ratio.value, 1 / ratio.high, 1 / ratio.low, ratio.paired)
         return (

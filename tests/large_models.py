@@ -7,8 +7,14 @@ ResNet-50 comes from an OCI registry (`oci`), BERT-base from the company's https
 (`url`, `size` and `ca_bundle`), each with the `models:` entry the export printed.
 """
 
-from collections.abc import Iterable
+import html
+import json
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Final
+
+from click.testing import Result
 
 from contract.records import StoredVariant
 from contract.result import OkResult
@@ -23,11 +29,16 @@ MOST_RSS_PER_BYTE: Final = 2.5
 model's .pt2 (fp32): the goal, met at 1.1-1.5 (docs/runner.md)."""
 
 
-def spec(models: dict[str, LargeModel], oci_line: str) -> str:
-    """The workflow: tiny-mlp, ResNet-50 from the registry (`oci_line`, as `make push-model`
-    printed it), BERT-base from the company's server; one CPU pod each."""
+def _large_entries(models: dict[str, LargeModel], oci_line: str) -> str:
+    """ResNet-50's entry from the registry (`oci_line`, as `make push-model` printed it) and
+    BERT-base's from the company's server."""
     resnet = models[RESNET].entry.replace(OCI_PLACEHOLDER, oci_line)
-    bert = models[BERT].entry + f"    ca_bundle: {CA_BUNDLE}\n"
+    return resnet + models[BERT].entry + f"    ca_bundle: {CA_BUNDLE}\n"
+
+
+def spec(models: dict[str, LargeModel], oci_line: str) -> str:
+    """The workflow: tiny-mlp, ResNet-50 from the registry, BERT-base from the company's
+    server; one CPU pod each."""
     return f"""\
 id: {WORKFLOW}
 description: models of real size, from a registry and from the company's https server
@@ -37,7 +48,7 @@ models:
   - name: {BASELINE}
     file: models/examples/tiny-mlp.pt2
     inputs: [{{shape: [64]}}]
-{resnet}{bert}benchmark:
+{_large_entries(models, oci_line)}benchmark:
   batch_size: 1
   warmup: {{min_iterations: 1, min_time: 0s}}
   measure: {{min_iterations: 3, min_time: 0s, max_time: 20s}}
@@ -46,6 +57,63 @@ targets:
     resources: {{requests: {{cpu: 1, memory: 3Gi}}, limits: {{cpu: 2, memory: 3Gi}}}}
 scheduling:
   deadline: 30m
+"""
+
+
+SWEEP: Final = "real-sweep"
+EXAMPLES: Final = {
+    BASELINE: "[64]",
+    "tiny-cnn": "[3, 64, 64]",
+    "tiny-transformer": "[32, 16]",
+}
+"""The example models (models/examples/) and each one's input shape per sample."""
+PRECISIONS: Final = ("fp32", "bf16")
+QUANTIZATIONS: Final = ("none", "int8-dynamic")
+COMPILES: Final = ("eager", "inductor")
+COMPILED_PRECISIONS: Final = ("fp32",)
+"""Where inductor runs: each compiled variant costs 15-35 s of compile on this 2-core host
+(ResNet-50 33 s, BERT-base 18 s, the example models up to 140 s under load,
+docs/runner.md), so bf16 runs eager only to keep the sweep within its budget."""
+VARIANTS_PER_MODEL: Final = len(QUANTIZATIONS) * (len(PRECISIONS) + len(COMPILED_PRECISIONS))
+
+
+def sweep_spec(models: dict[str, LargeModel], oci_line: str, *, examples: bool) -> str:
+    """The sweep: precision x quantization x compile over the real-size models and, with
+    `examples`, the example models; each model's variants in one pod, measured in interleaved
+    rounds, so each comparison of a model's configurations is paired and its start-up and
+    load are paid once."""
+    example_entries = "".join(
+        f"  - name: {name}\n"
+        f"    file: models/examples/{name}.pt2\n"
+        f"    inputs: [{{shape: {shape}}}]\n"
+        for name, shape in EXAMPLES.items()
+        if examples
+    )
+    uncompiled = [p for p in PRECISIONS if p not in COMPILED_PRECISIONS]
+    excludes = "".join(f"    - {{precision: {p}, compile: inductor}}\n" for p in uncompiled)
+    return f"""\
+id: {SWEEP}
+description: which precision, quantization and compile mode serve each model fastest on a CPU
+owner: ml-platform@example.com
+clusters: [us-east]
+models:
+{example_entries}{_large_entries(models, oci_line)}benchmark:
+  batch_size: 1
+  interleave: true
+  warmup: {{min_iterations: 1, min_time: 0s}}
+  measure: {{min_iterations: 8, max_iterations: 8, min_time: 0s, max_time: 4s}}
+targets:
+  - gpu_type: cpu
+    resources: {{requests: {{cpu: 1, memory: 8Gi}}, limits: {{cpu: 2, memory: 8Gi}}}}
+sweep:
+  matrix:
+    precision: [{", ".join(PRECISIONS)}]
+    quantization: [{", ".join(QUANTIZATIONS)}]
+    compile: [{", ".join(COMPILES)}]
+  exclude:
+{excludes}scheduling:
+  variants_per_pod: {VARIANTS_PER_MODEL}
+  deadline: 60m
 """
 
 
@@ -63,3 +131,50 @@ def rss_per_byte(
     ratios = {name: (peaks[name] - peaks[BASELINE]) / models[name].size for name in (RESNET, BERT)}
     assert max(ratios.values()) <= MOST_RSS_PER_BYTE, ratios
     return ratios
+
+
+def check_sweep_reports(
+    collector: Callable[..., Result], folder: Path, cluster: str, models: Iterable[str]
+) -> None:
+    """The sweep's report (`collector`: the collector command with these arguments) in
+    text, JSON and HTML answers, for each of `models` on the CPU target of `cluster`, which
+    configuration is fastest within its accuracy gate, by how much (a paired ratio with its
+    interval) and how sure; every variant's accuracy was measured, and none outside its gate
+    is named best."""
+    text, document = (_reported(collector, "--format", kind) for kind in ("text", "json"))
+    _reported(collector, "--format", "html", "--output", str(folder / "report.html"))
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    print(text)  # the report a team reads: shown with -s
+    report = json.loads(document)
+    assert not report["failures"], report["failures"]
+    states = {row["variant_id"]: row["accuracy"]["state"] for row in report["variants"]}
+    expected = set(models)
+    assert len(states) == VARIANTS_PER_MODEL * len(expected)
+    assert set(states.values()) <= {"passed", "accuracy_failed"}, "every accuracy measured"
+    answers = {answer["model"]: answer for answer in report["answers"]}
+    assert set(answers) == expected
+    for model, answer in answers.items():
+        assert (answer["cluster"], answer["target"]) == (cluster, "cpu")
+        assert answer["configurations"] == VARIANTS_PER_MODEL
+        assert answer["accuracy"] == "passed", answer["sentence"]
+        assert states[answer["best_variant_id"]] == "passed", "never best outside its gate"
+        runner_up = answer["runner_up"]
+        assert runner_up is not None, answer["sentence"]
+        ratio = runner_up["ratio"]
+        assert ratio["paired"], "eager and compiled shared a pod and its rounds"
+        assert ratio["low"] <= ratio["value"] <= ratio["high"]
+        for faster in answer["faster_outside_gate"]:
+            assert states[faster["variant_id"]] == "accuracy_failed"
+        assert isinstance(runner_up["sure"], bool)
+        sentence = answer["sentence"]
+        assert sentence.startswith(f"{model} on cpu ({cluster}): fastest within its accuracy")
+        assert runner_up["configuration"] in sentence
+        assert re.search(r"\d[\d.]*x-\d[\d.]*x", sentence), "by how much: a ratio's interval"
+        assert sentence in text
+        assert html.escape(sentence) in page
+
+
+def _reported(collector: Callable[..., Result], *arguments: str) -> str:
+    done = collector("report", "--workflow", SWEEP, *arguments)
+    assert done.exit_code == 0, done.output
+    return done.output

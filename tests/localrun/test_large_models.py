@@ -2,18 +2,23 @@
 `benchfleet export`, ResNet-50 pushed with `make push-model` to a registry on loopback and
 pulled as an image volume, BERT-base served over https behind the company's CA; localrun runs
 the pods through the real runner, stores and reports them, and the runner's memory per model
-stays within the goal."""
+stays within the goal. Then the question a sweep is run for, asked of every model: which
+precision, quantization and compile mode is fastest within its accuracy gate, by how much, how
+sure (tests/large_models.py's sweep)."""
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 
 import localrun.cli
+from collector.cli import cli as collector_cli
 from collector.store import open_store
-from contract.layout import workload_file
+from contract.layout import LOCAL_CLUSTER, workload_file
 from localrun.images import ImageStore
 from localrun.loopback_registry import PROGRAM, loopback_registry
 from localrun.process import run_process
@@ -21,7 +26,17 @@ from localrun.push_model import push_model
 from models.large import BERT, RESNET, LargeModel
 from synth.main import synth
 from tests.conftest import REPO_ROOT
-from tests.large_models import BASELINE, CA_BUNDLE, WORKFLOW, rss_per_byte, spec
+from tests.large_models import (
+    BASELINE,
+    CA_BUNDLE,
+    EXAMPLES,
+    SWEEP,
+    WORKFLOW,
+    check_sweep_reports,
+    rss_per_byte,
+    spec,
+    sweep_spec,
+)
 from tests.localrun.test_process import DATABASE
 from tests.model_server import Authority, ModelServer, edit_configs
 
@@ -38,6 +53,44 @@ def registry(tmp_path: Path) -> Iterator[str]:
         yield address
 
 
+def _run_here(
+    workflow: str,
+    text: Callable[[str], str],
+    models: dict[str, LargeModel],
+    registry: str,
+    server: ModelServer,
+    company_ca: Authority,
+    folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    """Run `workflow` (its spec `text` given the oci: line of ResNet-50, pushed to `registry`;
+    BERT-base served by `server`) through localrun in a repository of its own; its root."""
+    root = folder / "repo"
+    (root / "specs" / "workflows").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "specs" / "clusters.yaml", root / "specs" / "clusters.yaml")
+    shutil.copytree(REPO_ROOT / "models" / "examples", root / "models" / "examples")
+    (root / CA_BUNDLE).parent.mkdir()
+    shutil.copyfile(company_ca.certificate, root / CA_BUNDLE)
+    (folder / "push").mkdir()
+    pushed = push_model(models[RESNET].path, f"{registry}/team", folder / "push", credentials="")
+    spec_text = text(f"    oci: {pushed.pinned}\n")
+    (root / "specs" / "workflows" / f"{workflow}.yaml").write_text(spec_text, encoding="utf-8")
+    synth(root)
+    url = server.add(f"{BERT}.pt2", models[BERT].path.read_bytes())
+
+    def serve(config: dict[str, Any]) -> None:
+        config["models"][BERT]["location"] = url
+
+    edit_configs(root / workload_file("us-east", workflow), serve)
+    # localrun pulls into the user's image cache; this test's goes with its folder.
+    store = ImageStore(folder / "images", credentials="")
+    monkeypatch.setattr(localrun.cli, "ImageStore", lambda: store)
+    localrun.cli.run_workflow(
+        root, DATABASE, workflow, None, (), lambda plan: run_process(plan, POD_TIMEOUT_S, store)
+    )
+    return root
+
+
 def test_real_sized_models_run_here_from_a_registry_and_the_company_server(
     large_models: dict[str, LargeModel],
     registry: str,
@@ -47,30 +100,9 @@ def test_real_sized_models_run_here_from_a_registry_and_the_company_server(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    root = tmp_path / "repo"
-    (root / "specs" / "workflows").mkdir(parents=True)
-    shutil.copy(REPO_ROOT / "specs" / "clusters.yaml", root / "specs" / "clusters.yaml")
-    shutil.copytree(REPO_ROOT / "models" / "examples", root / "models" / "examples")
-    (root / CA_BUNDLE).parent.mkdir()
-    shutil.copyfile(company_ca.certificate, root / CA_BUNDLE)
-    (tmp_path / "push").mkdir()
-    pushed = push_model(
-        large_models[RESNET].path, f"{registry}/team", tmp_path / "push", credentials=""
-    )
-    workflow = spec(large_models, f"    oci: {pushed.pinned}\n")
-    (root / "specs" / "workflows" / f"{WORKFLOW}.yaml").write_text(workflow, encoding="utf-8")
-    synth(root)
-    url = model_server.add(f"{BERT}.pt2", large_models[BERT].path.read_bytes())
-
-    def serve(config: dict[str, Any]) -> None:
-        config["models"][BERT]["location"] = url
-
-    edit_configs(root / workload_file("us-east", WORKFLOW), serve)
-    # localrun pulls into the user's image cache; this test's goes with its folder.
-    store = ImageStore(tmp_path / "images", credentials="")
-    monkeypatch.setattr(localrun.cli, "ImageStore", lambda: store)
-    localrun.cli.run_workflow(
-        root, DATABASE, WORKFLOW, None, (), lambda plan: run_process(plan, POD_TIMEOUT_S, store)
+    text = partial(spec, large_models)
+    root = _run_here(
+        WORKFLOW, text, large_models, registry, model_server, company_ca, tmp_path, monkeypatch
     )
     report = capsys.readouterr().out
     print(report)  # the report a team reads: shown with -s
@@ -81,3 +113,27 @@ def test_real_sized_models_run_here_from_a_registry_and_the_company_server(
     for model in (BASELINE, RESNET, BERT):
         assert model in report
     assert len(model_server.requests) == 1, "downloaded once"
+
+
+def test_a_sweep_of_precision_quantization_and_compile_over_every_model_is_answered_here(
+    large_models: dict[str, LargeModel],
+    registry: str,
+    model_server: ModelServer,
+    company_ca: Authority,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """fp32 and bf16 x none and int8-dynamic x eager and inductor over the example models
+    and the real-size ones, each model's variants in one pod, interleaved (bf16 eager only:
+    tests/large_models.py COMPILED_PRECISIONS says why); the report in text, JSON and HTML
+    answers each model's question."""
+    text = partial(sweep_spec, large_models, examples=True)
+    root = _run_here(
+        SWEEP, text, large_models, registry, model_server, company_ca, tmp_path, monkeypatch
+    )
+
+    def report(*arguments: str) -> Result:
+        return CliRunner().invoke(collector_cli, ["--root", str(root), *arguments])
+
+    check_sweep_reports(report, tmp_path, LOCAL_CLUSTER, (*EXAMPLES, RESNET, BERT))
+    assert len(model_server.requests) == 1, "downloaded once, for the pod of BERT-base"

@@ -1614,8 +1614,8 @@ def test_the_answer_says_which_is_fastest_within_the_gate_by_how_much_and_how_su
             0.01,
             100,
             {"noisy": True},
-            "not told apart from the runner-up, the untouched fp32: a100 tiny-cnn fp32 none "
-            "batch 1 eager is noisy",
+            "not told apart from the runner-up, the untouched fp32 (1.10x, 95% CI 1.10x-1.10x): "
+            "a100 tiny-cnn fp32 none batch 1 eager is noisy",
         ),
     ],
     ids=["sure", "within-noise", "flagged"],
