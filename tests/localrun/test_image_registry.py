@@ -173,4 +173,6 @@ def test_a_pull_by_that_digest_fetches_the_image_from_the_registry(pushed: Run) 
             capture_output=True,
             check=False,
         )
+        # What rmi leaves of the storage (its layer folders, 0.3 GB) must not pile up in /tmp.
+        shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
