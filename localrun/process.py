@@ -28,6 +28,13 @@ RUNNER_COMMAND: Final = (sys.executable, "-m", "runner")
 """The image's ENTRYPOINT, run with this interpreter, which has the runner installed."""
 
 
+def _link(link: Path, target: Path) -> None:
+    """A link at `link` to `target`, its folders made; one already there is kept."""
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.is_symlink():
+        link.symlink_to(target)
+
+
 def _host_path(value: str, folders: Mapping[str, Path], workdir: Path) -> str:
     """`value` with a leading container path replaced by the host folder standing in for it;
     a folder holding mounts (OCI_MODEL_PATH above each model's image volume) becomes a host
@@ -41,10 +48,7 @@ def _host_path(value: str, folders: Mapping[str, Path], workdir: Path) -> str:
         return value
     tree = workdir / "mount-parents" / value.strip("/")
     for path, host in below.items():
-        link = tree / path.removeprefix(parent)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.is_symlink():
-            link.symlink_to(host, target_is_directory=True)
+        _link(tree / path.removeprefix(parent), host)
     return str(tree)
 
 
@@ -52,10 +56,7 @@ def _image_root(files: tuple[Mount, ...], workdir: Path) -> Path:
     """A folder standing in for the image's root: a link at each file's path in the image."""
     root = workdir / "image-root"
     for file in files:
-        link = root / file.container_path.lstrip("/")
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.is_symlink():
-            link.symlink_to(file.host_path.resolve())
+        _link(root / file.container_path.lstrip("/"), file.host_path.resolve())
     return root
 
 

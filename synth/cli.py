@@ -14,10 +14,9 @@ from synth.checks import target_clusters
 from synth.committed import GitError
 from synth.hints import did_you_mean
 from synth.jobs import (
+    cluster_runs,
     identified_variants,
-    may_stay,
     model_configs,
-    plan_runs,
     waits_for_first_run,
 )
 from synth.load import Specs, load_specs
@@ -161,15 +160,8 @@ def variants(repo: Repo, workflow_id: str) -> None:
     waiting = waits_for_first_run(loaded)
     for cluster in target_clusters(loaded.workflow, specs.fleet):
         stored = specs.recorded[workflow_id, cluster.name]
-        committed = specs.committed.jobs.get((workflow_id, cluster.name), {})
-        staying = may_stay(
-            loaded, specs.fleet, cluster, specs.model_files, stored, committed=committed
-        )
         jobs = {
-            (run.config.target, run.repeat): run
-            for run in plan_runs(
-                loaded, specs.fleet, cluster, specs.model_files, stored, staying=staying
-            )
+            (run.config.target, run.repeat): run for run in cluster_runs(specs, loaded, cluster)
         }
         for target in loaded.workflow.targets:
             identified = identified_variants(loaded, specs.fleet, cluster, target, sources)

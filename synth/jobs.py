@@ -69,7 +69,7 @@ from synth.committed import CommittedJob, JobSlot
 from synth.digests import digest
 from synth.fleet import Cluster, Fleet
 from synth.limits import CONFIGMAP_LIMIT_BYTES
-from synth.load import LoadedWorkflow
+from synth.load import LoadedWorkflow, Specs
 from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import DIGEST_LENGTH, ca_bundle_name, job_name, model_bundle_name
 from synth.recorded import Recorded
@@ -922,3 +922,12 @@ def plan_runs(
             if run is not None and run.name not in recorded.jobs:
                 runs.append(run)
     return runs
+
+
+def cluster_runs(specs: Specs, loaded: LoadedWorkflow, cluster: Cluster) -> list[BenchmarkRun]:
+    """The Jobs `make synth` writes for `loaded` in `cluster` from `specs`: plan_runs over
+    what results/ records, keeping the committed Jobs that may stay."""
+    stored = specs.recorded[loaded.workflow.id, cluster.name]
+    committed = specs.committed.jobs.get((loaded.workflow.id, cluster.name), {})
+    staying = may_stay(loaded, specs.fleet, cluster, specs.model_files, stored, committed=committed)
+    return plan_runs(loaded, specs.fleet, cluster, specs.model_files, stored, staying=staying)

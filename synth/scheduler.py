@@ -34,7 +34,7 @@ from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.committed import git
 from synth.hints import did_you_mean
-from synth.jobs import BenchmarkRun, may_stay, plan_runs
+from synth.jobs import BenchmarkRun, cluster_runs
 from synth.load import LoadedWorkflow, Specs
 from synth.render import render
 from synth.write import write_trees
@@ -77,16 +77,11 @@ class Schedule:
 
 def _jobs(specs: Specs, loaded: LoadedWorkflow) -> list[tuple[str, BenchmarkRun]]:
     """The Jobs synth writes for `loaded` in each of its clusters, as `make synth` would."""
-    found = []
-    for cluster in target_clusters(loaded.workflow, specs.fleet):
-        stored = specs.recorded[loaded.workflow.id, cluster.name]
-        committed = specs.committed.jobs.get((loaded.workflow.id, cluster.name), {})
-        staying = may_stay(
-            loaded, specs.fleet, cluster, specs.model_files, stored, committed=committed
-        )
-        runs = plan_runs(loaded, specs.fleet, cluster, specs.model_files, stored, staying=staying)
-        found += [(cluster.name, run) for run in runs]
-    return found
+    return [
+        (cluster.name, run)
+        for cluster in target_clusters(loaded.workflow, specs.fleet)
+        for run in cluster_runs(specs, loaded, cluster)
+    ]
 
 
 def _chosen(specs: Specs, only: Collection[str]) -> list[LoadedWorkflow]:

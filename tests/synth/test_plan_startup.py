@@ -47,6 +47,14 @@ def _with_startup(stored: StoredVariant) -> StoredVariant:
     )
 
 
+def _record_startups(spec_repo: Path) -> None:
+    """Rewrite each recorded Job of `sweep` in `alpha` with its pods' start-ups (_with_startup)."""
+    for job in recorded_jobs(spec_repo, "sweep", "alpha"):
+        record = read_record(record_path(spec_repo, "sweep", "alpha", job))
+        variants = tuple(map(_with_startup, record.variants))
+        write_record(spec_repo, record.model_copy(update={"variants": variants}))
+
+
 def _planned_after_an_edit(spec_repo: Path, path: Path, *arguments: str) -> str:
     """`plan`'s output once the measure's minimum changed: a Job per target created, each
     of the same settings as the recorded one before it."""
@@ -68,10 +76,7 @@ def test_the_estimate_counts_each_pods_start_up_and_model_loads_where_recorded(
     path = write_spec("sweep.yaml", SPEC)
     synth(spec_repo)
     record_jobs("sweep", seconds=1.0)
-    for job in recorded_jobs(spec_repo, "sweep", "alpha"):
-        record = read_record(record_path(spec_repo, "sweep", "alpha", job))
-        variants = tuple(map(_with_startup, record.variants))
-        write_record(spec_repo, record.model_copy(update={"variants": variants}))
+    _record_startups(spec_repo)
     cpu = _cpu_line(_planned_after_an_edit(spec_repo, path))
     # Four pods of one variant each: 4 x 5 s of variants, 4 x (8 + 4) s of start-up, 4 x 3 s
     # of model loads: 80 s.
@@ -105,10 +110,7 @@ def test_an_allocated_run_holds_its_pods_start_up_and_loads_so_they_are_not_adde
     path = write_spec("sweep.yaml", SPEC)
     synth(spec_repo)
     record_jobs("sweep", seconds=1.0, allocated=30.0)
-    for job in recorded_jobs(spec_repo, "sweep", "alpha"):
-        record = read_record(record_path(spec_repo, "sweep", "alpha", job))
-        variants = tuple(map(_with_startup, record.variants))
-        write_record(spec_repo, record.model_copy(update={"variants": variants}))
+    _record_startups(spec_repo)
     output = _planned_after_an_edit(spec_repo, path, "--format", "json")
     changes = json.loads(output)["clusters"][0]["changes"]
     (estimate,) = [c["estimate"] for c in changes if c["target"] == "cpu"]
