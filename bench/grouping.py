@@ -17,7 +17,6 @@ two variants of tiny-mlp for 0.01 s each, one pair, for the test-suite (tests/be
 """
 
 import argparse
-import hashlib
 import tempfile
 import time
 from collections.abc import Mapping
@@ -31,7 +30,7 @@ from contract.result import OkResult, Timings
 from localrun.pod import Mount, PodPlan
 from localrun.process import run_process
 from localrun.workflow import read_outcome
-from synth.digests import digest
+from synth.digests import digest, file_sha256
 from synth.jobs import pod_groups
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,8 +103,9 @@ def sweep(
 
 
 def _model(folder: Path, name: str) -> ModelConfig:
-    sha256 = hashlib.sha256((folder / f"{name}.pt2").read_bytes()).hexdigest()
-    return ModelConfig(source="file", location=f"{name}.pt2", sha256=sha256)
+    return ModelConfig(
+        source="file", location=f"{name}.pt2", sha256=file_sha256(folder / f"{name}.pt2")
+    )
 
 
 def _plan(config_dir: Path, index: int, workdir: Path, models: Path) -> PodPlan:

@@ -34,7 +34,7 @@ def write_models(folder: Path, names: Sequence[str]) -> None:
 def _write(folder: Path, names: Sequence[str]) -> None:
     import torch  # noqa: PLC0415 (the child's alone: see the module's docstring)
 
-    from models.make_models import MAX_BATCH  # noqa: PLC0415
+    from exporter.inputs import MAX_BATCH  # noqa: PLC0415
 
     torch.manual_seed(0)
     module = torch.nn.Linear(FEATURES, 2).eval()

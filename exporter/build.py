@@ -26,12 +26,10 @@ from torch import nn
 from torch.export import ExportedProgram
 from torch.utils import _pytree as pytree
 
-from exporter.inputs import DEFAULT_ID_BOUND, ExampleInput
+from exporter.inputs import DEFAULT_ID_BOUND, MAX_BATCH, ExampleInput
 from runner.inputs import INPUT_DTYPES
 from synth.hints import did_you_mean
 
-MAX_BATCH: Final = 1024
-"""The largest batch the exported program accepts by default: any sweep's batch sizes."""
 _OWN_CODE: Final = (Path(torch.__file__).parent, Path(__file__).parent)
 """Frames in these are torch's and ours: a failure's place is the last frame outside them."""
 _FIRST_LINE_CHARS: Final = 400

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 from pydantic import TypeAdapter, ValidationError
 
-from exporter.inputs import BadInput, ExampleInput, check_order, parse_input
+from exporter.inputs import MAX_BATCH, BadInput, ExampleInput, check_order, parse_input
 from synth.fields import HttpsUrl, ModelName
 
 if TYPE_CHECKING:
@@ -79,9 +79,9 @@ def _checked(adapter: TypeAdapter[str], value: str | None) -> str | None:
 @click.option(
     "--url", help="The https address the file will be served from: prints url: and size:."
 )
-@click.option("--batch", type=click.IntRange(1, 1024), default=2, help="The example's batch.")
+@click.option("--batch", type=click.IntRange(1, MAX_BATCH), default=2, help="The example's batch.")
 @click.option(
-    "--max-batch", type=click.IntRange(2), default=1024, help="The largest batch accepted."
+    "--max-batch", type=click.IntRange(2), default=MAX_BATCH, help="The largest batch accepted."
 )
 @click.option(
     "--static-batch",

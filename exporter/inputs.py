@@ -14,6 +14,8 @@ from synth.spec import InputSpec
 
 INPUT_DTYPES: Final[tuple[str, ...]] = get_args(InputSpec.model_fields["dtype"].annotation)
 """What a workflow's `inputs[].dtype` may say."""
+MAX_BATCH: Final = 1024
+"""The largest batch the exported program accepts by default: any sweep's batch sizes."""
 MAX_DIMENSIONS: Final = 8
 """Of one sample, as the spec's `inputs[].shape` allows."""
 MAX_SAMPLE_ELEMENTS: Final = 1 << 28

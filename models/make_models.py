@@ -19,10 +19,10 @@ import torch
 from torch import nn
 
 from exporter.build import saved_bytes
+from exporter.inputs import MAX_BATCH
 from models.architectures import TinyTransformer, cnn, mlp
 
 ROOT = Path(__file__).resolve().parent.parent
-MAX_BATCH = 1024
 
 
 @dataclass(frozen=True)

@@ -91,24 +91,14 @@ class References:
         inputs: tuple[torch.Tensor, ...],
         device: torch.device,
     ) -> tuple[Reference | None, float]:
-        """What `of` gives, but None (and 0 s) where no earlier variant of the pod computed
-        the reference and `variant`'s own first call will (`first_call_is_reference`): the
-        caller `keep`s that call's output."""
-        if self.held(variant) is None and first_call_is_reference(variant, program, device):
-            return None, 0.0
-        return self.of(variant, program, inputs, device)
-
-    def of(
-        self,
-        variant: VariantConfig,
-        program: ExportedProgram,
-        inputs: tuple[torch.Tensor, ...],
-        device: torch.device,
-    ) -> tuple[Reference, float]:
         """The reference of `variant`'s model on `inputs` (fp32, as drawn), and the seconds
-        spent computing it here (0 where an earlier variant of the pod did)."""
+        spent computing it here (0 where an earlier variant of the pod did); but None (and
+        0 s) where no earlier variant computed it and `variant`'s own first call will
+        (`first_call_is_reference`): the caller `keep`s that call's output."""
         if (held := self.held(variant)) is not None:
             return held, 0.0
+        if first_call_is_reference(variant, program, device):
+            return None, 0.0
         began = time.perf_counter()
         reference = self.keep(variant, compute_reference(program, inputs, device))
         return reference, time.perf_counter() - began

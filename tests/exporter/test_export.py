@@ -2,7 +2,6 @@
 `models:` entry; each hurdle users meet refused with where and what to change, leaving the
 output file as it was."""
 
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from contract.archive import check_archive
 from contract.inputs import Dimension
 from exporter.entry import OCI_PLACEHOLDER
 from synth.cli import cli
+from synth.digests import file_sha256
 from synth.load import load_specs
 from tests.conftest import REPO_ROOT, TEST_DATA
 from tests.exporter.factories import VOCABULARY
@@ -34,10 +34,6 @@ def export(root: Path, factory: str, *arguments: str) -> Result:
     return CliRunner().invoke(
         cli, ["--root", str(root), "export", f"{FACTORIES}:{factory}", *arguments]
     )
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def workflow_with(entry: str) -> str:
@@ -61,7 +57,7 @@ def test_a_torchvision_style_factory_gives_a_file_entry_that_validates(root: Pat
     assert run.stdout == (
         "  - name: classifier\n"
         "    file: models/classifier.pt2\n"
-        f"    sha256: {sha256_of(out)}\n"
+        f"    sha256: {file_sha256(out)}\n"
         "    inputs: [{shape: [3, 32, 32]}]\n"
     )
     (declared,) = check_archive(out).inputs
@@ -214,7 +210,7 @@ def test_a_model_over_a_configmap_is_pointed_at_push_model_or_a_url(root: Path) 
     assert served.exit_code == 0, served.output
     assert (
         f"    url: https://models.example.com/w.pt2\n    size: {out.stat().st_size}\n"
-        f"    sha256: {sha256_of(out)}\n"
+        f"    sha256: {file_sha256(out)}\n"
     ) in served.stdout
 
 
