@@ -177,13 +177,15 @@ class Trend:
         return tuple(variant for variant in self.variants if variant.verdict == verdict)
 
 
-def _run_ids(by_job: dict[JobId, list[StoredRun]], notes: Notes) -> dict[JobId, RunId]:
+def _run_ids(
+    by_job: dict[JobId, list[StoredRun]], job_ages: dict[JobId, JobAge]
+) -> dict[JobId, RunId]:
     """Each Job's run: its scheduled run, else its spec revision and image."""
     ages: dict[tuple[str, str], list[JobAge]] = defaultdict(list)
-    for job_runs in by_job.values():
+    for where, job_runs in by_job.items():
         job = job_runs[0].job
         if job.scheduled_run is None:
-            ages[job.spec_sha256 or "", job.image or ""].append(job_age(job_runs, notes))
+            ages[job.spec_sha256 or "", job.image or ""].append(job_ages[where])
     images: dict[str, set[str]] = defaultdict(set)
     for sha, image in ages:
         images[sha].add(image)
@@ -235,8 +237,8 @@ def _points(runs: Iterable[StoredRun], notes: Notes) -> dict[VariantKey, list[Ru
     by_job: dict[JobId, list[StoredRun]] = defaultdict(list)
     for run in runs:
         by_job[job_id(run)].append(run)
-    ids = _run_ids(by_job, notes)
     ages = {where: job_age(job_runs, notes) for where, job_runs in by_job.items()}
+    ids = _run_ids(by_job, ages)
     newest: dict[tuple[VariantKey, RunId, int], tuple[StoredRun, OkResult]] = {}
     for where, job_runs in by_job.items():
         for run in job_runs:
