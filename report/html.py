@@ -58,7 +58,9 @@ Size = tuple[float, float]
 
 
 @dataclass(frozen=True)
-class _Plot:
+class Plot:
+    """A plot's PNG bytes and the words that describe it."""
+
     png: bytes
     description: str
 
@@ -76,11 +78,13 @@ class _PlainLogFormatter(LogFormatter):
         return f"{x:g}" if super().__call__(x, pos) else ""
 
 
-def _plain(text: str) -> str:
+def plot_text(text: str) -> str:
+    """A user's name as a plot may draw it (a `$` would start mathtext)."""
     return text.replace("$", r"\$")
 
 
-def _png(figure: Figure) -> bytes:
+def figure_png(figure: Figure) -> bytes:
+    """A figure as the page's PNGs are: the same figure always gives the same bytes."""
     FigureCanvasAgg(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=_DPI, metadata={"Software": None})
@@ -90,7 +94,7 @@ def _png(figure: Figure) -> bytes:
 def _box(row: VariantRow, names: Sequence[str]) -> dict[str, Any]:
     latency = row.latency
     return {
-        "label": _plain(row.key.label(names)) + ("" if row.is_p99_reliable else " (p99?)"),
+        "label": plot_text(row.key.label(names)) + ("" if row.is_p99_reliable else " (p99?)"),
         "q1": latency.p25_ms,
         "med": latency.p50_ms,
         "q3": latency.p75_ms,
@@ -118,16 +122,16 @@ def _latency_plot(rows: Sequence[VariantRow], names: Sequence[str]) -> bytes:
     axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
     axes.invert_yaxis()
     axes.set_xlabel("latency per iteration (ms, log scale)")
-    return _png(figure)
+    return figure_png(figure)
 
 
-def _latency_plots(rows: Sequence[VariantRow]) -> list[_Plot]:
+def _latency_plots(rows: Sequence[VariantRow]) -> list[Plot]:
     # Labels name only what tells the variants apart; one variant alone is named by its model.
     names = [name for name in KEY_FIELDS if len({row.key.value(name) for row in rows}) > 1]
     plots = []
     for chunk in chunked(rows, BOXES_PER_PLOT):
         plots.append(
-            _Plot(
+            Plot(
                 _latency_plot(chunk, names or ["model"]),
                 "Latency per iteration: box p25 to p75, notch the median's 95% CI, "
                 "whiskers min and p99 (p99?: too few iterations for it), dot max.",
@@ -139,7 +143,7 @@ def _latency_plots(rows: Sequence[VariantRow]) -> list[_Plot]:
 def _bars(axes: Axes, comparison: Comparison) -> None:
     rows = [entry.row for entry in comparison.entries]
     axes.bar(
-        [_plain(row.key.label(comparison.varies)) for row in rows],
+        [plot_text(row.key.label(comparison.varies)) for row in rows],
         [row.latency.p50_ms for row in rows],
         yerr=[
             [row.latency.p50_ms - row.ci_low_ms for row in rows],
@@ -148,7 +152,7 @@ def _bars(axes: Axes, comparison: Comparison) -> None:
         capsize=4,
         color="#4c72b0",
     )
-    axes.set_title(_plain(comparison.describe()).replace(", ", "\n"), fontsize="small")
+    axes.set_title(plot_text(comparison.describe()).replace(", ", "\n"), fontsize="small")
     axes.set_ylabel("p50 ms (95% CI)")
 
 
@@ -160,12 +164,12 @@ def _grid(comparisons: Sequence[_Item], draw: Callable[[Axes, _Item], None], siz
     figure = Figure(figsize=(size[0] * columns, size[1] * lines), layout="constrained")
     for number, comparison in enumerate(comparisons, start=1):
         draw(figure.add_subplot(lines, columns, number), comparison)
-    return _png(figure)
+    return figure_png(figure)
 
 
-def _target_plots(comparisons: Sequence[Comparison]) -> list[_Plot]:
+def _target_plots(comparisons: Sequence[Comparison]) -> list[Plot]:
     return [
-        _Plot(
+        Plot(
             _grid(chunk, _bars, (4, 3.6)),
             "By target: p50 latency per iteration, error bars the 95% CI.",
         )
@@ -196,7 +200,7 @@ def _batch_plot(curves: dict[tuple[str, ...], list[VariantRow]]) -> bytes:
         if any(points[0].key.value(name) != first.value(name) for points in curves.values())
     ]
     for points in curves.values():
-        label = _plain(points[0].key.label(names or ["model"]))
+        label = plot_text(points[0].key.label(names or ["model"]))
         batches = [row.key.batch_size for row in points]
         latency.errorbar(
             batches,
@@ -219,14 +223,14 @@ def _batch_plot(curves: dict[tuple[str, ...], list[VariantRow]]) -> bytes:
         axes.set_ylabel(ylabel)
         axes.xaxis.set_major_formatter(_PlainLogFormatter())
     throughput.legend(fontsize="small")
-    return _png(figure)
+    return figure_png(figure)
 
 
-def _batch_plots(rows: Sequence[VariantRow]) -> list[_Plot]:
+def _batch_plots(rows: Sequence[VariantRow]) -> list[Plot]:
     curves = _curves(rows)
     chunks = chunked(list(curves.items()), COMPARISONS_PER_PLOT)
     return [
-        _Plot(
+        Plot(
             _batch_plot(dict(chunk)),
             "Latency and throughput against batch size, a line per model, precision, "
             "quantization, compile and target.",
@@ -343,7 +347,7 @@ def _tradeoff(axes: Axes, comparison: Comparison) -> None:
             best = "best: " if front and point is front[0] else ""
             exact = " (error 0)" if point.error == 0 else ""
             axes.annotate(
-                _plain(f"{best}{point.label}{exact}"),
+                plot_text(f"{best}{point.label}{exact}"),
                 (point.latency_ms, max(point.error, floor)),
                 xytext=(4, 4),
                 textcoords="offset points",
@@ -353,7 +357,7 @@ def _tradeoff(axes: Axes, comparison: Comparison) -> None:
     axes.set_yscale("log")
     axes.xaxis.set_major_formatter(_PlainLogFormatter())
     axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
-    title = _plain(comparison.describe()).replace(", ", "\n")
+    title = plot_text(comparison.describe()).replace(", ", "\n")
     if undrawn:
         title += f"\n({undrawn} not measured for accuracy, not drawn)"
     axes.set_title(title, fontsize="small")
@@ -362,12 +366,12 @@ def _tradeoff(axes: Axes, comparison: Comparison) -> None:
     axes.legend(fontsize="x-small")
 
 
-def _tradeoff_plots(best_configurations: Sequence[BestConfiguration]) -> list[_Plot]:
+def _tradeoff_plots(best_configurations: Sequence[BestConfiguration]) -> list[Plot]:
     comparisons = [
         best.comparison for best in best_configurations if tradeoff_points(best.comparison)[0]
     ]
     return [
-        _Plot(
+        Plot(
             _grid(chunk, _tradeoff, (5, 4.4)),
             "Speed against accuracy, per model and target: each configuration's p50 latency "
             "per sample (95% CI) against its outputs' largest relative error from the "
@@ -406,7 +410,7 @@ def _cost_plot(axes: Axes, points: Sequence[CostPoint], currency: str) -> None:
     for point in points:
         if point.on_front or len(points) <= LABELLED_POINTS:
             axes.annotate(
-                _plain(f"{point.cluster}/{point.target}: {point.configuration}"),
+                plot_text(f"{point.cluster}/{point.target}: {point.configuration}"),
                 (point.p50_per_sample_ms, point.cost_per_1000),
                 xytext=(4, 4),
                 textcoords="offset points",
@@ -416,13 +420,13 @@ def _cost_plot(axes: Axes, points: Sequence[CostPoint], currency: str) -> None:
     axes.set_xscale("log")
     axes.xaxis.set_major_formatter(_PlainLogFormatter())
     axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
-    axes.set_title(_plain(points[0].model), fontsize="small")
+    axes.set_title(plot_text(points[0].model), fontsize="small")
     axes.set_xlabel("p50 ms per sample (log; 95% CI)")
-    axes.set_ylabel(f"{_plain(currency)} per {INFERENCES:,} inferences")
+    axes.set_ylabel(f"{plot_text(currency)} per {INFERENCES:,} inferences")
     axes.legend(fontsize="x-small")
 
 
-def _cost_plots(report: Report) -> list[_Plot]:
+def _cost_plots(report: Report) -> list[Plot]:
     """Latency against cost per 1,000 inferences, a plot per model, where prices give any."""
     found = costs(report)
     if found.currency is None or not found.points:
@@ -432,7 +436,7 @@ def _cost_plots(report: Report) -> list[_Plot]:
     for point in found.points:
         by_model[point.model].append(point)
     return [
-        _Plot(
+        Plot(
             _grid(chunk, lambda axes, points: _cost_plot(axes, points, currency), (5, 4.4)),
             f"Speed against cost, per model: each target's best configuration (the fastest "
             f"within its accuracy gate) at its p50 latency per sample (95% CI) and what "
@@ -475,7 +479,7 @@ def _html_section(table: Table) -> str:
     return f"{heading}\n{_html_table(table)}"
 
 
-def _html_plot(plot: _Plot) -> str:
+def _html_plot(plot: Plot) -> str:
     description = _escape(plot.description)
     source = "data:image/png;base64," + base64.b64encode(plot.png).decode("ascii")
     return (
@@ -484,7 +488,8 @@ def _html_plot(plot: _Plot) -> str:
     )
 
 
-def _page(layout: Layout, plots: Sequence[_Plot]) -> str:
+def html_page(layout: Layout, plots: Sequence[Plot]) -> str:
+    """A layout as a page, with `plots` after it."""
     title = _escape(layout.title)
     parts = [
         "<!DOCTYPE html>",
@@ -503,21 +508,6 @@ def _page(layout: Layout, plots: Sequence[_Plot]) -> str:
         parts.extend(["<h2>Plots</h2>", *map(_html_plot, plots)])
     parts.extend(["</body>", "</html>"])
     return "\n".join(parts) + "\n"
-
-
-def html_page(layout: Layout, plots: Sequence[tuple[bytes, str]]) -> str:
-    """A layout (a trend's) as a page, with `plots` (PNG bytes, description) after it."""
-    return _page(layout, [_Plot(png, description) for png, description in plots])
-
-
-def figure_png(figure: Figure) -> bytes:
-    """A figure as the page's PNGs are: the same figure always gives the same bytes."""
-    return _png(figure)
-
-
-def plot_text(text: str) -> str:
-    """A user's name as a plot may draw it (a `$` would start mathtext)."""
-    return _plain(text)
 
 
 def to_html(report: Report) -> str:
@@ -539,4 +529,4 @@ def to_html(report: Report) -> str:
             *_tradeoff_plots(report.best_configurations),
             *_cost_plots(report),
         ]
-    return _page(lay_out(report), plots)
+    return html_page(lay_out(report), plots)

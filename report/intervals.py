@@ -7,6 +7,7 @@ the drift was large enough to distrust a run altogether.
 """
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -64,7 +65,9 @@ def from_samples(values: Sequence[float]) -> MedianEstimate:
         raise ValueError("no samples")
     ordered = sorted(values)
     low, high = median_interval(ordered)
-    return MedianEstimate(_median(ordered), low, high, median_log_se(ordered), "order statistics")
+    return MedianEstimate(
+        float(statistics.median(ordered)), low, high, median_log_se(ordered), "order statistics"
+    )
 
 
 def from_interval(median: float, interval: MedianInterval) -> MedianEstimate:
@@ -92,10 +95,3 @@ def ratio(numerator: MedianEstimate, denominator: MedianEstimate) -> Ratio:
         return Ratio(value, 0.0, math.inf)
     spread = math.exp(Z_95 * log_se)
     return Ratio(value, value / spread, value * spread)
-
-
-def _median(ordered: Sequence[float]) -> float:
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return float(ordered[middle])
-    return (ordered[middle - 1] + ordered[middle]) / 2

@@ -494,7 +494,8 @@ def run_target(run: StoredRun) -> str:
     return run.job.target or (result.target if result else None) or "unknown"
 
 
-def _key(run: StoredRun, ref: VariantRef) -> VariantKey:
+def key_of(run: StoredRun, ref: VariantRef) -> VariantKey:
+    """The key of `ref` as `run` measured it: its cluster and target, and the variant's settings."""
     setting = {field: getattr(ref, field) for field in SETTING_FIELDS}
     return VariantKey(cluster=run.job.cluster, target=run_target(run), **setting)
 
@@ -514,7 +515,7 @@ def _same_variant(run: StoredRun, other: StoredRun) -> bool:
 def variant_key(run: StoredRun) -> VariantKey | None:
     """Which variant a run measured, where it is known."""
     ref = _ref(run)
-    return _key(run, ref) if ref else None
+    return key_of(run, ref) if ref else None
 
 
 def _instant(text: str | None) -> datetime:
@@ -538,7 +539,8 @@ _UNKNOWN_AGE: Final = 1 << 30
 """The age of a spec revision that neither the checkout nor its recent history holds."""
 
 
-def _job_id(run: StoredRun) -> JobId:
+def job_id(run: StoredRun) -> JobId:
+    """Which Job `run` belongs to."""
     return JobId(run.job.cluster, run.job.namespace, run.job.job)
 
 
@@ -573,7 +575,7 @@ def _ahead(runs: Sequence[StoredRun], now: datetime) -> bool:
     )
 
 
-def _measurement(run: StoredRun) -> tuple[OkResult, VariantRef] | None:
+def measurement_of(run: StoredRun) -> tuple[OkResult, VariantRef] | None:
     """The run's result and the variant it names, where the run measured one."""
     result = run.variant.result
     if run.variant.state != "succeeded" or not isinstance(result, OkResult) or not result.variant:
@@ -588,7 +590,7 @@ def _job_summary(
     description, owner = notes.about.get(job.job, NO_ABOUT)
     revision = notes.spec_revisions.get((job.spec_file or "", job.spec_sha256 or ""))
     finished = [run.variant.finished_at for run in runs if run.variant.finished_at]
-    measured = sum(_measurement(run) is not None for run in runs)
+    measured = sum(measurement_of(run) is not None for run in runs)
     environments = [
         result.environment
         for run in runs
@@ -657,7 +659,7 @@ def _select(
     chosen (not only reused from)."""
     by_job: dict[JobId, list[StoredRun]] = defaultdict(list)
     for run in runs:
-        by_job[_job_id(run)].append(run)
+        by_job[job_id(run)].append(run)
     ages = {job: job_age(job_runs, notes) for job, job_runs in by_job.items()}
     known = {job.name for job in by_job}
     unknown = set(names) - known
@@ -693,7 +695,7 @@ def _recency(run: StoredRun, ages: dict[JobId, JobAge]) -> tuple[JobAge, datetim
     # revision is never replaced by an older revision's success. Within a Job, the rest only
     # makes the choice independent of the input's order.
     return (
-        ages[_job_id(run)],
+        ages[job_id(run)],
         _instant(run.variant.finished_at),
         run.collected_at,
         run.variant.index,
@@ -741,13 +743,13 @@ def _accuracy(run: StoredRun, result: OkResult, ref: VariantRef) -> AccuracyChec
 
 
 def _measured(run: StoredRun) -> VariantRow | None:
-    measurement = _measurement(run)
+    measurement = measurement_of(run)
     if measurement is None:
         return None
     result, ref = measurement
     validity = result.validity
     return VariantRow(
-        key=_key(run, ref),
+        key=key_of(run, ref),
         variant_id=ref.id,
         job=run.job.job,
         finished_at=run.variant.finished_at,

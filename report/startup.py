@@ -140,14 +140,14 @@ def _variant(timings: Timings, values: _Values) -> None:
     values.add("measurement", PER_VARIANT, timings.measure.seconds)
 
 
-def _memory(runs: Sequence[StoredRun]) -> tuple[ModelMemory, ...]:
+def _memory(timed: Sequence[tuple[OkResult, Timings]]) -> tuple[ModelMemory, ...]:
     files: dict[str, int] = {}
     peaks: dict[str, list[int]] = defaultdict(list)
     sizes: dict[str, int] = {}
-    for result, timings in _timings(runs):
+    for result, timings in timed:
         if result.model_sha256 and timings.model is not None:
             files[result.model_sha256] = timings.model.file_bytes
-    for result, _ in _timings(runs):
+    for result, _ in timed:
         if result.variant is None or result.memory is None:
             continue
         peaks[result.variant.model].append(result.memory.peak_rss_bytes)
@@ -186,7 +186,8 @@ def _target(cluster: str, target: str, runs: Sequence[StoredRun]) -> Startup:
         if run.variant.pod is not None:
             pods[run.job.job, run.variant.pod].append(run)
     shares = [share for pod in pods.values() if (share := _pod(pod, values)) is not None]
-    for _, timings in _timings(runs):
+    timed = _timings(runs)
+    for _, timings in timed:
         _variant(timings, values)
     wall = sum(whole for _, whole in shares)
     return Startup(
@@ -199,5 +200,5 @@ def _target(cluster: str, target: str, runs: Sequence[StoredRun]) -> Startup:
             if (found := values.by_phase[phase, per])
         ),
         measured_share=sum(measured for measured, _ in shares) / wall if wall else None,
-        memory=_memory(runs),
+        memory=_memory(timed),
     )

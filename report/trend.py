@@ -38,14 +38,17 @@ from typing import Final, Literal
 
 from collector.store import StoredRun
 from contract.result import OkResult
-from contract.variant import SETTING_FIELDS
 from report.model import (
     DEFAULT_REGRESSION_THRESHOLD,
     FLAGS,
     JobAge,
+    JobId,
     Notes,
     VariantKey,
     job_age,
+    job_id,
+    key_of,
+    measurement_of,
 )
 
 WINDOW: Final = 10
@@ -174,21 +177,15 @@ class Trend:
         return tuple(variant for variant in self.variants if variant.verdict == verdict)
 
 
-JobWhere = tuple[str, str, str]
-"""(cluster, namespace, Job): what tells Jobs apart."""
-
-
-def _where(run: StoredRun) -> JobWhere:
-    return run.job.cluster, run.job.namespace, run.job.job
-
-
-def _run_ids(by_job: dict[JobWhere, list[StoredRun]], notes: Notes) -> dict[JobWhere, RunId]:
+def _run_ids(
+    by_job: dict[JobId, list[StoredRun]], job_ages: dict[JobId, JobAge]
+) -> dict[JobId, RunId]:
     """Each Job's run: its scheduled run, else its spec revision and image."""
     ages: dict[tuple[str, str], list[JobAge]] = defaultdict(list)
-    for job_runs in by_job.values():
+    for where, job_runs in by_job.items():
         job = job_runs[0].job
         if job.scheduled_run is None:
-            ages[job.spec_sha256 or "", job.image or ""].append(job_age(job_runs, notes))
+            ages[job.spec_sha256 or "", job.image or ""].append(job_ages[where])
     images: dict[str, set[str]] = defaultdict(set)
     for sha, image in ages:
         images[sha].add(image)
@@ -237,28 +234,21 @@ def _point(run_id: RunId, runs: Sequence[tuple[int, StoredRun, OkResult]]) -> Ru
 def _points(runs: Iterable[StoredRun], notes: Notes) -> dict[VariantKey, list[RunPoint]]:
     """Every measured variant's points, in run order. Within a run and repeat, the newest
     Job's measurement counts (a spec edited mid-run is a new Job of the same run)."""
-    by_job: dict[JobWhere, list[StoredRun]] = defaultdict(list)
+    by_job: dict[JobId, list[StoredRun]] = defaultdict(list)
     for run in runs:
-        by_job[_where(run)].append(run)
-    ids = _run_ids(by_job, notes)
+        by_job[job_id(run)].append(run)
     ages = {where: job_age(job_runs, notes) for where, job_runs in by_job.items()}
+    ids = _run_ids(by_job, ages)
     newest: dict[tuple[VariantKey, RunId, int], tuple[StoredRun, OkResult]] = {}
     for where, job_runs in by_job.items():
         for run in job_runs:
-            result = run.variant.result
-            if run.variant.state != "succeeded" or not isinstance(result, OkResult):
+            measured = measurement_of(run)
+            if measured is None:
                 continue
-            ref = result.variant
-            if ref is None:
-                continue
-            key = VariantKey(
-                cluster=run.job.cluster,
-                target=run.job.target or result.target or "unknown",
-                **{field: getattr(ref, field) for field in SETTING_FIELDS},
-            )
-            slot = (key, ids[where], run.job.run)
+            result, ref = measured
+            slot = (key_of(run, ref), ids[where], run.job.run)
             held = newest.get(slot)
-            if held is None or ages[_where(held[0])] < ages[where]:
+            if held is None or ages[job_id(held[0])] < ages[where]:
                 newest[slot] = (run, result)
     grouped: dict[tuple[VariantKey, RunId], list[tuple[int, StoredRun, OkResult]]] = defaultdict(
         list

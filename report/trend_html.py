@@ -12,7 +12,7 @@ import matplotlib.style
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from report.html import chunked, figure_png, html_page, plot_text
+from report.html import Plot, chunked, figure_png, html_page, plot_text
 from report.trend import Point, Trend, VariantTrend
 from report.trend_render import lay_out_trend
 
@@ -119,7 +119,7 @@ def trend_html(trend: Trend) -> str:
         for (cluster, target), variants in sorted(groups.items()):
             for chunk in chunked(variants, VARIANTS_PER_PLOT):
                 plots.append(
-                    (
+                    Plot(
                         _plot(trend, chunk),
                         f"p50 per run of {len(chunk)} variants on {target} ({cluster}): the "
                         "band is the range of the usable runs before each run, the dashed "

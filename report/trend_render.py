@@ -3,7 +3,8 @@ with the run each began at and what changed there, then every variant's latest r
 its reference, then (folded) every run of every variant."""
 
 import json
-from typing import Any, Final
+from dataclasses import asdict
+from typing import Any, Final, get_args
 
 from contract.text import plural
 from report.model import KEY_FIELDS
@@ -21,13 +22,7 @@ from report.trend import Change, Point, Reference, Trend, VariantTrend, Verdict
 
 TREND_SCHEMA_VERSION: Final = 1
 """Bumped when a field of `trend_json`'s output changes meaning or goes away."""
-VERDICTS: Final[tuple[Verdict, ...]] = (
-    "regression",
-    "improvement",
-    "within noise",
-    "not enough history",
-    "flagged",
-)
+VERDICTS: Final[tuple[Verdict, ...]] = get_args(Verdict)
 
 
 def rule_text(trend: Trend) -> str:
@@ -233,7 +228,7 @@ def _change_json(change: Change | None, floor: float) -> dict[str, Any] | None:
 
 def _variant_json(variant: VariantTrend, floor: float) -> dict[str, Any]:
     return {
-        **{name: getattr(variant.key, name) for name in KEY_FIELDS},
+        **asdict(variant.key),
         "verdict": variant.verdict,
         "change": _change_json(variant.change, floor),
         "points": [
