@@ -171,15 +171,13 @@ def gather(
     options = GatherOptions(timeout_s=_duration(timeout), wait=not no_wait, record=not keep)
     outcomes = gather_workflow(settings, workflow, cluster, options)
     observed = [job for outcome in outcomes for job in outcome.observed]
-    registry = (
-        build_registry(observed, _last_results(settings, workflow), _prices(settings.root))
-        if metrics_textfile is not None or pushgateway is not None
-        else None
-    )
-    if metrics_textfile is not None and registry is not None:
-        write_textfile(registry, metrics_textfile)
-    if pushgateway is not None and registry is not None:
-        push(registry, pushgateway, workflow)
+    if metrics_textfile is not None or pushgateway is not None:
+        last = _last_results(settings, workflow)
+        registry = build_registry(observed, last, _prices(settings.root))
+        if metrics_textfile is not None:
+            write_textfile(registry, metrics_textfile)
+        if pushgateway is not None:
+            push(registry, pushgateway, workflow)
     recorded = [v for o in outcomes for record, _ in o.records for v in record.variants]
     failed = sum(v.state == "failed" for v in recorded)
     failed += sum(len(unfinished.failed) for o in outcomes for unfinished in o.unfinished)
