@@ -16,7 +16,14 @@ from datetime import datetime
 from typing import Final
 
 from collector.indexes import attempt_order, job_finished
-from collector.pods import Object, completion_index, condition, runner_container, runner_terminated
+from collector.pods import (
+    Object,
+    bound_at,
+    completion_index,
+    condition,
+    runner_container,
+    runner_terminated,
+)
 from contract.allocation import Allocation, Capacity, Unit
 from contract.layout import GPU_RESOURCE
 from contract.result import OkResult
@@ -78,7 +85,6 @@ def attempt_time(pod: Object) -> AttemptTime:
     """The times of one attempt, as its pod says them now."""
     metadata = pod.get("metadata") or {}
     status = pod.get("status") or {}
-    scheduled = condition(pod, "PodScheduled") or {}
     terminated = runner_terminated(pod)
     conditions = status.get("conditions") or ()
     transitions = [at for c in conditions if (at := _instant(c.get("lastTransitionTime")))]
@@ -88,9 +94,7 @@ def attempt_time(pod: Object) -> AttemptTime:
         version=metadata.get("resourceVersion"),
         order=attempt_order(pod),
         created=_instant(metadata.get("creationTimestamp")),
-        scheduled=_instant(scheduled.get("lastTransitionTime"))
-        if scheduled.get("status") == "True"
-        else None,
+        scheduled=_instant(bound_at(pod)),
         finished=_instant(terminated.get("finishedAt")),
         ended=max(transitions, default=None) if status.get("phase") in _TERMINAL else None,
         deleting=_instant(metadata.get("deletionTimestamp")),

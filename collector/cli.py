@@ -16,6 +16,7 @@ from collector.forget import ForgetError, forget
 from collector.gather import GatherOptions
 from collector.history import (
     HistoryError,
+    every_run,
     merged,
     records_at,
     records_in,
@@ -195,8 +196,7 @@ def _last_results(settings: Settings, workflow: str) -> LastResults:
     run: a gather that found nothing new must not make the series vanish."""
     try:
         with open_store(settings.database) as store:
-            stored = store.runs(workflow)
-        return last_results(merged(stored, runs_of(records_in(settings.root, workflow))))
+            return last_results(every_run(store, settings.root, workflow))
     except (StoreError, HistoryError) as error:
         raise click.ClickException(str(error)) from None
 
@@ -470,12 +470,10 @@ def check(
             for state in states:
                 if workflows and state.workflow not in workflows:
                     continue
-                records = records_in(settings.root, state.workflow)
-                runs = merged(store.runs(state.workflow), runs_of(records))
                 checked = check_schedule(
                     settings.root,
                     state,
-                    runs,
+                    every_run(store, settings.root, state.workflow),
                     now=moment,
                     grace=allowance,
                     statuses=partial(_statuses, settings),

@@ -9,7 +9,7 @@ from typing import Final, NamedTuple
 
 from pydantic import ValidationError
 
-from collector.store import StoredRun
+from collector.store import Store, StoredRun
 from contract.dist import read_workload
 from contract.layout import RESULTS, cluster_of, workload_files
 from contract.records import (
@@ -155,6 +155,12 @@ def _git(root: Path, *arguments: str) -> str:
     if done.returncode:
         raise HistoryError(f"git {' '.join(arguments)}: {done.stderr.strip()}")
     return done.stdout
+
+
+def every_run(store: Store, root: Path, workflow: str) -> list[StoredRun]:
+    """Every run of `workflow` once, stored in the database or recorded under results/ in
+    this checkout (the database's copy kept)."""
+    return merged(store.runs(workflow), runs_of(records_in(root, workflow)))
 
 
 def merged(*sources: Iterable[StoredRun]) -> list[StoredRun]:

@@ -40,7 +40,7 @@ from contract.metrics import (
 from contract.pricing import PriceList, device_seconds_per_1000, priced
 from contract.records import JobRecord
 from contract.result import OkResult
-from contract.variant import SETTING_FIELDS
+from contract.variant import SETTING_FIELDS, VariantRef
 
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
@@ -151,29 +151,31 @@ def build_registry(
             ref = result.variant
             if ref is None:
                 continue
-            labels = (
-                record.workflow,
-                record.cluster,
-                target,
-                *(str(getattr(ref, field)) for field in SETTING_FIELDS),
-            )
+            labels = _labels(record.workflow, record.cluster, target, ref)
             p50.labels(*labels).set(result.latency.p50_ms / 1000)
             if result.throughput_samples_per_s is not None:
                 throughput.labels(*labels).set(result.throughput_samples_per_s)
             allocation = variant.allocation
             if allocation is not None:
                 allocated.labels(*labels, allocation.unit).set(allocation.device_seconds)
-                price = prices.price(record.cluster, allocation) if prices else None
-                per_sample_ms = result.latency.p50_ms / ref.batch_size
-                per_1000 = device_seconds_per_1000(allocation.devices, per_sample_ms)
-                if prices is not None and (spent := priced(per_1000, price)) is not None:
-                    cost.labels(*labels, prices.currency).set(spent)
+                if prices is not None:
+                    per_sample_ms = result.latency.p50_ms / ref.batch_size
+                    per_1000 = device_seconds_per_1000(allocation.devices, per_sample_ms)
+                    price = prices.price(record.cluster, allocation)
+                    if (spent := priced(per_1000, price)) is not None:
+                        cost.labels(*labels, prices.currency).set(spent)
             energy = result.energy
             if energy is not None and energy.joules_per_inference is not None:
                 joules.labels(*labels).set(energy.joules_per_inference)
             if energy is not None and energy.average_w is not None:
                 watts.labels(*labels).set(energy.average_w)
     return registry
+
+
+def _labels(workflow: str, cluster: str, target: str, ref: VariantRef) -> tuple[str, ...]:
+    """A result's series labels (RESULT_LABELS, LAST_RESULT_LABELS): where it ran, and the
+    variant's settings."""
+    return (workflow, cluster, target, *(str(getattr(ref, field)) for field in SETTING_FIELDS))
 
 
 def last_results(runs: Iterable[StoredRun]) -> LastResults:
@@ -185,13 +187,8 @@ def last_results(runs: Iterable[StoredRun]) -> LastResults:
         at, result = run.result_at, run.variant.result
         if at is None or not isinstance(result, OkResult) or result.variant is None:
             continue
-        ref = result.variant
-        labels = (
-            run.job.workflow,
-            run.job.cluster,
-            run.job.target or result.target or "",
-            *(str(getattr(ref, field)) for field in SETTING_FIELDS),
-        )
+        target = run.job.target or result.target or ""
+        labels = _labels(run.job.workflow, run.job.cluster, target, result.variant)
         last[labels] = max(last.get(labels, 0.0), at.timestamp())
     return last
 

@@ -412,14 +412,23 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
 def pod_start(pod: Object) -> PodStart | None:
     """When `pod` was created, bound to its node and started its runner, as far as its status
     says; None where it says neither of the last two."""
-    scheduled = condition(pod, "PodScheduled") or {}
     state = _runner_status(pod).get("state") or {}
     started = (state.get("terminated") or state.get("running") or {}).get("startedAt")
-    bound = scheduled.get("lastTransitionTime") if scheduled.get("status") == "True" else None
+    bound = bound_at(pod)
     if bound is None and started is None:
         return None
     created = pod.get("metadata", {}).get("creationTimestamp")
     return PodStart(created_at=created, scheduled_at=bound, started_at=started)
+
+
+def bound_at(pod: Object) -> str | None:
+    """When the scheduler bound `pod` to its node: its PodScheduled condition's turn to True,
+    as the API server wrote it; None while it is not bound."""
+    scheduled = condition(pod, "PodScheduled") or {}
+    bound: str | None = (
+        scheduled.get("lastTransitionTime") if scheduled.get("status") == "True" else None
+    )
+    return bound
 
 
 def is_stuck(state: PodState) -> bool:

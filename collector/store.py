@@ -22,35 +22,44 @@ from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef
 
 _SCHEMA_VERSION: Final = 9
-# Version 1 also copied four fields of the result into columns that nothing read (the
-# result is stored whole in result_json); version 2 drops them.
-_DROPPED_IN_2: Final = ("device_name", "model_sha256", "status", "p50_ms")
-# Version 3 adds the Job's repeat (`benchmark.repeats`); rows stored before it are NULL,
-# their Jobs' only run.
-_ADDED_IN_3: Final = "ALTER TABLE variant_runs ADD COLUMN repeat INTEGER"
-# Version 5 adds each run's accuracy gate (JSON) and the gate's verdict; rows stored before
-# it are NULL, not judged: their results have no accuracy (a runner before it), "not
-# measured" in every report.
-_ADDED_IN_5: Final = (
-    "ALTER TABLE variant_runs ADD COLUMN accuracy_gate TEXT",
-    "ALTER TABLE variant_runs ADD COLUMN accuracy_failed INTEGER",
-)
-# Version 6 adds what the cluster allocated to each run (contract/allocation.py, JSON);
-# rows stored before it are NULL: "not recorded" in every report.
-_ADDED_IN_6: Final = "ALTER TABLE variant_runs ADD COLUMN allocation TEXT"
-# Version 7 adds the scheduled run a Job belongs to (`scheduling.every`) and the start of
-# its period; rows stored before it are NULL: their workflows were not scheduled.
-_ADDED_IN_7: Final = (
-    "ALTER TABLE variant_runs ADD COLUMN scheduled_run INTEGER",
-    "ALTER TABLE variant_runs ADD COLUMN scheduled_at TEXT",
-)
-# Version 8 adds how the variant ran (eager, or compiled: `compile`); rows stored before it are
-# NULL, eager, as every variant was then.
-_ADDED_IN_8: Final = "ALTER TABLE variant_runs ADD COLUMN compile TEXT"
-# Version 9 adds when each run's pod got its node and started its runner (JSON, PodStart);
-# rows stored before it are NULL: their start-up is unknown. It also adds reuses, the
-# variants a Job reuses the run of an earlier Job for (a local try's, which has no record).
-_ADDED_IN_9: Final = "ALTER TABLE variant_runs ADD COLUMN pod_start TEXT"
+# Each version's changes to a database of the version before it, in order: a database of
+# version n (1 or more) takes every step above n. Version 0 is a new database.
+_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
+    # Version 1 also copied four fields of the result into columns that nothing read (the
+    # result is stored whole in result_json); version 2 drops them.
+    2: tuple(
+        f"ALTER TABLE variant_runs DROP COLUMN {column}"
+        for column in ("device_name", "model_sha256", "status", "p50_ms")
+    ),
+    # Version 3 adds the Job's repeat (`benchmark.repeats`); rows stored before it are NULL,
+    # their Jobs' only run.
+    3: ("ALTER TABLE variant_runs ADD COLUMN repeat INTEGER",),
+    # Version 4 adds only tables, which _SCHEMA creates.
+    # Version 5 adds each run's accuracy gate (JSON) and the gate's verdict; rows stored
+    # before it are NULL, not judged: their results have no accuracy (a runner before it),
+    # "not measured" in every report.
+    5: (
+        "ALTER TABLE variant_runs ADD COLUMN accuracy_gate TEXT",
+        "ALTER TABLE variant_runs ADD COLUMN accuracy_failed INTEGER",
+    ),
+    # Version 6 adds what the cluster allocated to each run (contract/allocation.py, JSON);
+    # rows stored before it are NULL: "not recorded" in every report.
+    6: ("ALTER TABLE variant_runs ADD COLUMN allocation TEXT",),
+    # Version 7 adds the scheduled run a Job belongs to (`scheduling.every`) and the start of
+    # its period; rows stored before it are NULL: their workflows were not scheduled.
+    7: (
+        "ALTER TABLE variant_runs ADD COLUMN scheduled_run INTEGER",
+        "ALTER TABLE variant_runs ADD COLUMN scheduled_at TEXT",
+    ),
+    # Version 8 adds how the variant ran (eager, or compiled: `compile`); rows stored before
+    # it are NULL, eager, as every variant was then.
+    8: ("ALTER TABLE variant_runs ADD COLUMN compile TEXT",),
+    # Version 9 adds when each run's pod got its node and started its runner (JSON,
+    # PodStart); rows stored before it are NULL: their start-up is unknown. It also adds
+    # reuses, the variants a Job reuses the run of an earlier Job for (a local try's, which
+    # has no record), a table _SCHEMA creates.
+    9: ("ALTER TABLE variant_runs ADD COLUMN pod_start TEXT",),
+}
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS variant_runs (
     cluster TEXT NOT NULL,
@@ -278,29 +287,16 @@ class Store:
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in {0, 1, 2, 3, 4, 5, 6, 7, 8, _SCHEMA_VERSION}:
+            if not 0 <= version <= _SCHEMA_VERSION:
                 raise StoreError(
                     f"{path} has schema version {version}; this collector knows "
                     f"{_SCHEMA_VERSION}: use the collector version that wrote it"
                 )
             with self._db:
-                if version == 1:
-                    for column in _DROPPED_IN_2:
-                        self._db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
-                if version in {1, 2}:
-                    self._db.execute(_ADDED_IN_3)
-                if version in {1, 2, 3, 4}:
-                    for statement in _ADDED_IN_5:
-                        self._db.execute(statement)
-                if version in {1, 2, 3, 4, 5}:
-                    self._db.execute(_ADDED_IN_6)
-                if version in {1, 2, 3, 4, 5, 6}:
-                    for statement in _ADDED_IN_7:
-                        self._db.execute(statement)
-                if version in {1, 2, 3, 4, 5, 6, 7}:
-                    self._db.execute(_ADDED_IN_8)
-                if version in {1, 2, 3, 4, 5, 6, 7, 8}:
-                    self._db.execute(_ADDED_IN_9)
+                for step, statements in _MIGRATIONS.items():
+                    if 0 < version < step:
+                        for statement in statements:
+                            self._db.execute(statement)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")

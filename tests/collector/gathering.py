@@ -11,6 +11,9 @@ from typing import Any
 import yaml
 from click.testing import Result
 
+from collector.gather import Gatherer, GatherOptions, GatherOutcome
+from collector.kube import KubeClient
+from collector.store import Store
 from collector.workload import ExpectedJob, expected_from
 from contract.config import CONFIG_FILE
 from contract.layout import record_path
@@ -33,6 +36,30 @@ def grouped_job() -> tuple[Obj, ExpectedJob]:
     config = objects.run_config(job).model_copy(update={"groups": GROUPS})
     configmap = {"data": {CONFIG_FILE: config.model_dump_json()}}
     return job, expected_from("us-east", job, configmap)
+
+
+def stopped_mid_group(api: FakeApiServer, job: Obj) -> tuple[Obj, Obj]:
+    """`job` (grouped_job's) running, its index 1 done and index 0's first attempt OOMKilled
+    after measuring variants 0 and 1: the Job and that attempt's pod, as added to `api`."""
+    running = api.add("jobs", objects.job_status(job, active=1, completed=[1]))
+    first = objects.group_pod(
+        job,
+        0,
+        [objects.ok_result(job, 0), objects.ok_result(job, 1)],
+        exit_code=137,
+        reason="OOMKilled",
+    )
+    api.add("pods", first)
+    api.add("pods", objects.group_pod(job, 1, [objects.ok_result(job, i) for i in GROUPS[1]]))
+    return running, first
+
+
+def gather_once(
+    api: FakeApiServer, store: Store, root: Path, expected: ExpectedJob
+) -> GatherOutcome:
+    """One gather that looks once (no watch), as `collector gather --no-wait --keep` does."""
+    options = GatherOptions(timeout_s=30, wait=False, record=False)
+    return Gatherer(KubeClient(api.client()), store, root, [expected], options=options).run()
 
 
 def older_revision(job: Obj, name: str = "cpu-smoke-cpu-0f1d2e3c4b") -> Obj:

@@ -19,18 +19,24 @@ from collector.allocation import (
     own_seconds,
     pod_time,
 )
-from collector.gather import Gatherer, GatherOptions
 from collector.harvest import harvest
 from collector.indexes import index_states
-from collector.kube import KubeClient
-from collector.store import Store, open_store
-from collector.workload import ExpectedJob
+from collector.store import open_store
 from contract.allocation import Allocation
 from contract.records import read_record
 from contract.result import BenchResult, OkResult, PhaseTiming
 from standin import objects
 from standin.api import FakeApiServer
-from tests.collector.gathering import GROUPS, NAMESPACE, Collect, Obj, grouped_job, record_of
+from tests.collector.gathering import (
+    GROUPS,
+    NAMESPACE,
+    Collect,
+    Obj,
+    gather_once,
+    grouped_job,
+    record_of,
+    stopped_mid_group,
+)
 
 # standin/objects.py: a pod is bound 1 s after its creation, its runner starts 20 s after.
 SUCCEEDED_S = 20 + 95 - 1
@@ -246,34 +252,19 @@ def test_a_retried_groups_variants_stored_early_get_their_share_once_it_ends(
     once, before their index has ended; its retry measures the third. All three share both
     attempts' time."""
     job, expected = grouped_job()
-    api.add("jobs", objects.job_status(job, active=1, completed=[1]))
-    first = objects.group_pod(
-        job,
-        0,
-        [objects.ok_result(job, 0), objects.ok_result(job, 1)],
-        exit_code=137,
-        reason="OOMKilled",
-    )
-    api.add("pods", first)
-    api.add("pods", objects.group_pod(job, 1, [objects.ok_result(job, i) for i in GROUPS[1]]))
+    _, first = stopped_mid_group(api, job)
     with open_store(tmp_path / "results.sqlite") as store:
-        _gather_once(api, store, tmp_path, expected)
+        gather_once(api, store, tmp_path, expected)
         identity = expected.identity
         early = store.variants(identity.cluster, identity.namespace, identity.job)
         assert [(v.index, v.allocation) for v in early if v.index < 3] == [(0, None), (1, None)]
         retry = objects.group_pod(job, 0, [objects.ok_result(job, 2)], failures=1)
         api.add("pods", retry)
         api.update("jobs", objects.complete(job))
-        _gather_once(api, store, tmp_path, expected)
+        gather_once(api, store, tmp_path, expected)
         stored = store.variants(identity.cluster, identity.namespace, identity.job)
     both = _seconds(first) + _seconds(retry)
     shares = [v.allocation for v in stored if v.index in GROUPS[0]]
     assert all(share is not None and share.pod_seconds == both for share in shares)
     assert sum(share.seconds for share in shares if share) == pytest.approx(both)
     assert all(share and share.attempts == 2 and share.estimate == () for share in shares)
-
-
-def _gather_once(api: FakeApiServer, store: Store, root: Path, expected: ExpectedJob) -> None:
-    """One gather that looks once (no watch) and writes no record."""
-    options = GatherOptions(timeout_s=30, wait=False, record=False)
-    Gatherer(KubeClient(api.client()), store, root, [expected], options=options).run()

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from collector.gather import Gatherer, GatherOptions, GatherOutcome
-from collector.kube import KubeClient
 from collector.store import Store, open_store
 from collector.workload import ExpectedJob
 from contract.reported import read_reported, reported_configmap, reported_text
@@ -19,7 +17,13 @@ from contract.result import BenchResult, Contention, OkResult, Paired, Rounds, r
 from contract.samples import encode
 from standin import objects
 from standin.api import FakeApiServer
-from tests.collector.gathering import GROUPS, NAMESPACE, Obj, grouped_job
+from tests.collector.gathering import (
+    NAMESPACE,
+    Obj,
+    gather_once,
+    grouped_job,
+    stopped_mid_group,
+)
 
 _NOISE = random.Random(7)
 LONG_SAMPLES = encode([_NOISE.randrange(800_000, 900_000) for _ in range(2000)])
@@ -35,18 +39,6 @@ def grouped() -> tuple[Obj, ExpectedJob]:
 def store(tmp_path: Path) -> Iterator[Store]:
     with open_store(tmp_path / "results.sqlite") as opened:
         yield opened
-
-
-def _gather(api: FakeApiServer, store: Store, root: Path, expected: ExpectedJob) -> GatherOutcome:
-    """One gather that looks once (no watch), as `collector gather --no-wait --keep` does."""
-    gatherer = Gatherer(
-        KubeClient(api.client()),
-        store,
-        root,
-        [expected],
-        options=GatherOptions(timeout_s=30, wait=False, record=False),
-    )
-    return gatherer.run()
 
 
 def _stored(store: Store, expected: ExpectedJob) -> list[tuple[int, str, str | None]]:
@@ -68,19 +60,9 @@ def test_what_a_failed_attempt_measured_is_stored_and_handed_to_its_retry(
     api: FakeApiServer, store: Store, tmp_path: Path, grouped: tuple[Obj, ExpectedJob]
 ) -> None:
     job, expected = grouped
-    running = api.add("jobs", objects.job_status(job, active=1, completed=[1]))
-    first = objects.group_pod(
-        job,
-        0,
-        [objects.ok_result(job, 0), objects.ok_result(job, 1)],
-        exit_code=137,
-        reason="OOMKilled",
-    )
-    api.add("pods", first)
-    results = [objects.ok_result(job, i) for i in GROUPS[1]]
-    api.add("pods", objects.group_pod(job, 1, results))
+    running, first = stopped_mid_group(api, job)
 
-    outcome = _gather(api, store, tmp_path, expected)
+    outcome = gather_once(api, store, tmp_path, expected)
     assert outcome.unfinished, "index 0 still runs"
     first_name = first["metadata"]["name"]
     assert _stored(store, expected)[:2] == [
@@ -102,7 +84,7 @@ def test_what_a_failed_attempt_measured_is_stored_and_handed_to_its_retry(
     retry = objects.group_pod(job, 0, [objects.ok_result(job, 2)], failures=1)
     api.add("pods", retry)
     api.update("jobs", objects.complete(job))
-    outcome = _gather(api, store, tmp_path, expected)
+    outcome = gather_once(api, store, tmp_path, expected)
     assert not outcome.unfinished
     assert _stored(store, expected)[:3] == [
         (0, "succeeded", first_name),
@@ -144,7 +126,7 @@ def test_a_compacted_attempt_is_read_from_its_log_before_it_is_handed_back(
     api.set_log(NAMESPACE, first["metadata"]["name"], "runner", log)
     api.add("pods", objects.running_pod(job, 1))
 
-    _gather(api, store, tmp_path, expected)
+    gather_once(api, store, tmp_path, expected)
     identity = expected.identity
     stored = store.variants(identity.cluster, identity.namespace, identity.job)
     assert [(v.index, v.result_source) for v in stored] == [(0, "log"), (1, "log")]
@@ -171,7 +153,7 @@ def test_a_refused_hand_back_costs_only_a_rerun(
     api.add("pods", objects.running_pod(job, 1))
     api.fail_next(1, 403, path_contains="/configmaps/", message="forbidden")
     with caplog.at_level(logging.WARNING):
-        _gather(api, store, tmp_path, expected)
+        gather_once(api, store, tmp_path, expected)
     assert _stored(store, expected)[0][:2] == (0, "succeeded")
     assert "so they run them again" in caplog.text
     assert _patches(api) == 1, "not asked again while nothing new is stored"

@@ -16,11 +16,15 @@ from contract.samples import encode
 from contract.variant import Compile
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
-ADDED_IN_5 = ("accuracy_gate", "accuracy_failed")
-ADDED_IN_6 = ("allocation",)
-ADDED_IN_7 = ("scheduled_run", "scheduled_at")
-ADDED_IN_8 = ("compile",)
-ADDED_IN_9 = ("pod_start",)
+ADDED_IN = {
+    3: ("repeat",),
+    5: ("accuracy_gate", "accuracy_failed"),
+    6: ("allocation",),
+    7: ("scheduled_run", "scheduled_at"),
+    8: ("compile",),
+    9: ("pod_start",),
+}
+"""The columns of variant_runs each schema version added."""
 SCHEMA_VERSION = 9
 POD_START = PodStart(
     created_at="2026-01-01T00:00:00Z",
@@ -117,7 +121,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9):
+        for column in added_since(1):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
@@ -128,22 +132,25 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
-def older_database(tmp_path: Path, version: int, added_since: tuple[str, ...]) -> Path:
+def added_since(version: int) -> list[str]:
+    """The columns of variant_runs added after `version`."""
+    return [column for step, columns in ADDED_IN.items() if step > version for column in columns]
+
+
+def older_database(tmp_path: Path, version: int) -> Path:
     """A store holding one run, taken back to `version` by dropping the columns added since."""
     path = tmp_path / "results.sqlite"
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in added_since:
+        for column in added_since(version):
             db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
         db.execute(f"PRAGMA user_version = {version}")
     return path
 
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
-    path = older_database(
-        tmp_path, 2, ("repeat", *ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9)
-    )
+    path = older_database(tmp_path, 2)
     repeated = JOB.model_copy(update={"job": "cpu-smoke-cpu-ffffffffff", "repeat": 1})
     with open_store(path) as store:
         store.add(repeated, [succeeded(0)])
@@ -155,9 +162,7 @@ def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path
 def test_a_version_4_database_gains_the_accuracy_verdict_its_runs_not_judged(
     tmp_path: Path,
 ) -> None:
-    path = older_database(
-        tmp_path, 4, (*ADDED_IN_5, *ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9)
-    )
+    path = older_database(tmp_path, 4)
     judged = succeeded(1).judged(AccuracyGate(min_cosine=0.99))
     with open_store(path) as store:
         store.add(JOB, [judged])
@@ -182,7 +187,7 @@ ALLOCATION = Allocation(
 
 
 def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_path: Path) -> None:
-    path = older_database(tmp_path, 5, (*ADDED_IN_6, *ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9))
+    path = older_database(tmp_path, 5)
     allocated = succeeded(1).model_copy(update={"allocation": ALLOCATION})
     with open_store(path) as store:
         store.add(JOB, [allocated])
@@ -195,7 +200,7 @@ def test_a_version_5_database_gains_the_allocation_its_runs_not_recorded(tmp_pat
 def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
     tmp_path: Path,
 ) -> None:
-    path = older_database(tmp_path, 6, (*ADDED_IN_7, *ADDED_IN_8, *ADDED_IN_9))
+    path = older_database(tmp_path, 6)
     scheduled = JOB.model_copy(
         update={"job": "cpu-smoke-cpu-eeeeeeeeee", "scheduled_run": 3,
                 "scheduled_at": "2026-12-07T00:00:00Z"}
@@ -210,7 +215,7 @@ def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
 
 
 def test_a_version_7_database_gains_compile_its_runs_eager(tmp_path: Path) -> None:
-    path = older_database(tmp_path, 7, (*ADDED_IN_8, *ADDED_IN_9))
+    path = older_database(tmp_path, 7)
     compiled = compiled_variant(succeeded(1))
     with open_store(path) as store:
         store.add(JOB, [compiled])
@@ -223,7 +228,7 @@ def test_a_version_7_database_gains_compile_its_runs_eager(tmp_path: Path) -> No
 
 
 def test_a_version_8_database_gains_each_pods_start_unknown_for_its_runs(tmp_path: Path) -> None:
-    path = older_database(tmp_path, 8, ADDED_IN_9)
+    path = older_database(tmp_path, 8)
     started = succeeded(1).model_copy(update={"pod_start": POD_START})
     with open_store(path) as store:
         store.add(JOB, [started])
