@@ -1,5 +1,5 @@
 """The trend rule's false-alarm rate on this machine's own between-run noise, and the step it
-catches (report/trend.py, docs/collector.md "Trends").
+catches (report/trend.py, docs/report.md "Trends").
 
     python -m bench.trend_noise [--runs 15] [--histories 2000]
 

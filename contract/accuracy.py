@@ -126,7 +126,7 @@ def _looser(first: AccuracyGate, second: AccuracyGate) -> AccuracyGate:
 
 
 # Set from what the example models and ResNet-50- and BERT-base-shaped exports (random
-# weights) measured on CPU with torch 2.13.0 at batches 1-8 (docs/runner.md, "Accuracy", has
+# weights) measured on CPU with torch 2.13.0 at batches 1-8 (docs/decisions/runner.md has
 # the table), with a margin of 5-200 times their worst: a gate is there to fail a variant
 # that computes something else, not one at the edge of what its format rounds. max_abs_error
 # is in the outputs' own units (logits, embeddings, probabilities) and has no default.
@@ -145,7 +145,7 @@ PRECISION_GATES: Final = {
 # (1 - cosine up to 1.7e-4).
 _INT8: Final = AccuracyGate(min_cosine=0.999, max_rel_error=0.15, min_top1_agreement=0.9)
 # int4 weights in groups of 128 (torchao's int4 weight-only): 9-15 % relative error and
-# 1 - cosine up to 0.0043 measured on the example transformers and MLP (docs/runner.md,
+# 1 - cosine up to 0.0043 measured on the example transformers and MLP (docs/decisions/runner.md,
 # "What each costs"); the margin is narrower than int8's, since five times that error is no
 # longer the same model.
 _INT4: Final = AccuracyGate(min_cosine=0.98, max_rel_error=0.5, min_top1_agreement=0.8)

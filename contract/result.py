@@ -591,7 +591,7 @@ def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG
         return compact(results[0], limit)
     # Each entry is dumped once per step and each stub once, and the array is sized from
     # those: dumping the whole array at every try cost a group of 24 a quarter second over its
-    # variants, and grew with the cube of the group's size (docs/runner.md).
+    # variants, and grew with the cube of the group's size (docs/decisions/runner.md).
     current: list[BenchResult] = list(results)
     texts: list[str] = []
     sizes: list[int] = []

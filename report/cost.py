@@ -6,7 +6,7 @@ renderers.
 Two numbers answer two questions. A variant's cost is what measuring it took (start-up,
 load, warm-up, measurement, retries: the benchmark's bill). Its cost per 1,000 inferences
 is what serving would take on that target: the devices its pod held for the p50 latency per
-sample, 1,000 times (`docs/collector.md`, "Cost"), the number to choose a GPU by.
+sample, 1,000 times (`docs/report.md`, "Cost"), the number to choose a GPU by.
 """
 
 from collections import defaultdict

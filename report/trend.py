@@ -27,7 +27,7 @@ earliest such k is where it began. So a regression that lasts is judged against 
 before it, not absorbed into a reference its own runs widen, until it is WINDOW runs old:
 then it is the new normal. The report names the run it began at and what changed between
 it and the run before it: the spec, the image, torch, the device. `bench/trend_noise.py`
-measures the rule's false-alarm rate on recorded runs (docs/collector.md).
+measures the rule's false-alarm rate on recorded runs (docs/decisions/report.md).
 """
 
 import statistics

@@ -22,7 +22,7 @@ def rewrite(path: Path, text: str) -> None:
     Overwritten in place and cut to length afterwards, never opened with O_TRUNC: ext4
     (auto_da_alloc) and XFS write a file's data back to disk when it is closed after being
     truncated, which made each variant's rewrite of the termination log cost 0.3 ms on a
-    quiet disk and up to 30 ms on a busy one here (docs/runner.md). Only a message shorter
+    quiet disk and up to 30 ms on a busy one here (docs/decisions/runner.md). Only a message shorter
     than the last one is cut, so a growing log is never truncated at all.
     """
     data = text.encode("utf-8")

@@ -1,7 +1,7 @@
 """The models a pod has loaded, by name: a group of variants loads each of its models once.
 
 The first `torch.export.load` in a process costs seconds of one-time imports, later ones
-0.04-0.7 s (docs/runner.md), and a group's variants of one model share the file's sha256
+0.04-0.7 s (docs/decisions/runner.md), and a group's variants of one model share the file's sha256
 check, archive check and download too (a download is verified as it streams and kept in
 the pod's /tmp under its sha256). A variant whose preparation changes the program's tensors
 gets a copy of the program's module: `ExportedProgram.module()` shares its tensors with the

@@ -26,7 +26,7 @@ BASELINE: Final = "tiny-mlp"
 CA_BUNDLE: Final = "certs/company-ca.pem"
 MOST_RSS_PER_BYTE: Final = 2.5
 """The runner's peak memory for a model, above what it takes for tiny-mlp, per byte of the
-model's .pt2 (fp32): the goal, met at 1.1-1.5 (docs/runner.md)."""
+model's .pt2 (fp32): the goal, met at 1.1-1.5 (docs/decisions/runner.md)."""
 
 
 def _large_entries(models: dict[str, LargeModel], oci_line: str) -> str:
@@ -73,7 +73,7 @@ COMPILES: Final = ("eager", "inductor")
 COMPILED_PRECISIONS: Final = ("fp32",)
 """Where inductor runs: each compiled variant costs 15-35 s of compile on this 2-core host
 (ResNet-50 33 s, BERT-base 18 s, the example models up to 140 s under load,
-docs/runner.md), so bf16 runs eager only to keep the sweep within its budget."""
+docs/decisions/runner.md), so bf16 runs eager only to keep the sweep within its budget."""
 VARIANTS_PER_MODEL: Final = len(QUANTIZATIONS) * (len(PRECISIONS) + len(COMPILED_PRECISIONS))
 
 

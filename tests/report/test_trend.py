@@ -1,6 +1,6 @@
 """History and regressions (`collector report --trend`): each variant's p50 over the runs, the
 history's own noise as its reference, a change called only beyond it, with the run where it
-began and what changed there (docs/collector.md, "Trends")."""
+began and what changed there (docs/report.md, "Trends")."""
 
 import json
 from pathlib import Path

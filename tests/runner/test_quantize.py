@@ -23,7 +23,7 @@ Gate = tuple[float, float]
 """The least cosine similarity and the largest max abs error (over the reference's largest
 magnitude) against the fp32 program on the same inputs."""
 # Measured on the example models: int8 0.99994-0.99999 and 0.4-1.5 %, int4 0.9957-0.9976 and
-# 9-15 % (docs/runner.md).
+# 9-15 % (docs/decisions/runner.md).
 GATES: list[tuple[Quantization, Gate]] = [
     (Quantization.INT8_WEIGHT_ONLY, (0.9999, 0.03)),
     (Quantization.INT8_DYNAMIC, (0.9995, 0.05)),
