@@ -490,7 +490,7 @@ class Benchmark(SpecModel):
     above 1) in alternating rounds, A B B A, within the measure phase's bounds, so their
     comparison is paired: same node, same moments. Each result keeps its median of every
     round, and the report compares any two of them round by round, with a 95 % interval,
-    also across `repeats` (docs/runner.md, docs/collector.md)."""
+    also across `repeats` (docs/runner.md; the report's pairing: docs/report.md)."""
 
     @field_validator("iterations")
     @classmethod
