@@ -41,8 +41,9 @@ DEBIAN_MIRROR: Final = "http://deb.debian.org/debian"
 GLOBAL_OPTIONS: Final = ("--runtime", "/usr/sbin/runc", "--cgroup-manager", "cgroupfs")
 # podman's default ulimits exceed this host's hard limits, so every container start fails.
 CONTAINERS_CONF: Final = "[containers]\ndefault_ulimits = []\n"
-RUNNER_DISTRIBUTIONS: Final = ("torch", "torchao", "numpy", "pydantic")
-"""What the runner imports at run time; their pins come from pyproject.toml."""
+RUNNER_DISTRIBUTIONS: Final = ("torch", "torchao", "numpy", "nvidia-ml-py", "pydantic")
+"""What the runner imports at run time: the runner extra and, of the base dependencies, only
+pydantic (the contract's models); their pins come from pyproject.toml."""
 FOREIGN_PLATFORMS: Final = (
     "manylinux_2_28_x86_64",
     "manylinux_2_17_x86_64",

@@ -1,6 +1,7 @@
 """The podman command line gives the container what the cpu-smoke pod spec gives the pod."""
 
 import dataclasses
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,12 @@ import pytest
 from contract.dist import read_workload
 from localrun.images import ImageMount
 from localrun.pod import Mount, PodPlan, PodSpecError, pod_plan
-from localrun.podman import configure_podman, run_arguments, runner_requirements
+from localrun.podman import (
+    RUNNER_DISTRIBUTIONS,
+    configure_podman,
+    run_arguments,
+    runner_requirements,
+)
 from tests.conftest import REPO_ROOT
 
 WORKLOAD = REPO_ROOT / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml"
@@ -138,9 +144,18 @@ def test_image_gets_the_runners_pins_from_pyproject() -> None:
         "torch",
         "torchao",
         "numpy",
+        "nvidia-ml-py",
         "pydantic",
     ]
     assert requirements[0].startswith("torch=="), "an exact pin keeps the CPU wheel"
+
+
+def test_image_carries_every_distribution_of_the_runner_extra() -> None:
+    """An image without nvidia-ml-py would report every GPU run without telemetry or energy."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = project["project"]["optional-dependencies"]["runner"]
+    named = {requirement.split(">")[0].split("=")[0] for requirement in extra}
+    assert named <= set(RUNNER_DISTRIBUTIONS)
 
 
 def test_an_image_volume_is_podmans_read_only_image_mount(plan: PodPlan, tmp_path: Path) -> None:
