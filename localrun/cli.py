@@ -30,7 +30,8 @@ from localrun.record import local_identity, stored_variants
 from localrun.reuse import Reuse, earlier_runs, plan_reuse
 from localrun.workflow import Executor, PodOutcome, pod_plans, run_pods, workload_file
 from report.model import Notes, build_report
-from report.render import format_finished, to_text
+from report.table import format_finished
+from report.text import to_text
 
 POD_TIMEOUT_S = 1800.0
 

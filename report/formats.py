@@ -5,8 +5,11 @@ only when a page is asked for."""
 from collections.abc import Callable, Mapping
 from typing import Final, Literal, TypeVar
 
+from report.csv import to_csv
+from report.json import to_json
+from report.markdown import to_markdown
 from report.model import Report
-from report.render import to_csv, to_json, to_markdown, to_text
+from report.text import to_text
 from report.trend import Trend
 from report.trend_render import trend_json, trend_markdown, trend_text
 

@@ -25,7 +25,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
 from contract.pricing import INFERENCES
-from report.cost import CostPoint, costs
+from report.analysis import analyse
+from report.cost import CostPoint, Costs
+from report.layout import lay_out
 from report.model import (
     KEY_FIELDS,
     AccuracyState,
@@ -35,7 +37,7 @@ from report.model import (
     VariantKey,
     VariantRow,
 )
-from report.render import Layout, Table, lay_out
+from report.table import Layout, Table
 
 BOXES_PER_PLOT: Final = 40
 COMPARISONS_PER_PLOT: Final = 6
@@ -426,9 +428,8 @@ def _cost_plot(axes: Axes, points: Sequence[CostPoint], currency: str) -> None:
     axes.legend(fontsize="x-small")
 
 
-def _cost_plots(report: Report) -> list[Plot]:
+def _cost_plots(found: Costs) -> list[Plot]:
     """Latency against cost per 1,000 inferences, a plot per model, where prices give any."""
-    found = costs(report)
     if found.currency is None or not found.points:
         return []
     currency = found.currency
@@ -521,12 +522,13 @@ def to_html(report: Report) -> str:
     marked; points of latency against the cost of 1,000 inferences, one per target, what
     each target costs to serve on (with prices), its Pareto front marked.
     """
+    analysis = analyse(report)
     with matplotlib.style.context("default"):
         plots = [
             *(_latency_plots(report.variants) if report.variants else []),
             *_target_plots(report.by_target),
             *_batch_plots(report.variants),
             *_tradeoff_plots(report.best_configurations),
-            *_cost_plots(report),
+            *_cost_plots(analysis.costs),
         ]
-    return html_page(lay_out(report), plots)
+    return html_page(lay_out(analysis), plots)

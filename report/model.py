@@ -3,8 +3,8 @@ comparisons the design note asks for (GPUs side by side, the best configuration 
 a ranking of models) and the change from an earlier run ("today vs last week").
 
 `build_report` is pure: stored rows in, a frozen `Report` out, no database or cluster.
-`report.render` turns it into text, Markdown, CSV and JSON; `report.html`
-into a page with plots (only those who want pictures import matplotlib).
+`report.analysis` adds what it decides and costs, `report.layout` lays it out in tables, and
+`report.text`, `report.markdown`, `report.csv`, `report.json` and `report.html` write it.
 """
 
 import math
@@ -1243,6 +1243,3 @@ def build_report(
         startup=startup(latest, run_target),
         prices=prices,
     )
-
-
-# Rendering: every format but CSV and JSON shows the same tables, laid out once here.

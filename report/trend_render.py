@@ -7,17 +7,10 @@ from dataclasses import asdict
 from typing import Any, Final, get_args
 
 from contract.text import plural
+from report.markdown import layout_markdown
 from report.model import KEY_FIELDS
-from report.render import (
-    KEY_HEADINGS,
-    Column,
-    Layout,
-    Table,
-    format_ms,
-    key_cells,
-    layout_markdown,
-    layout_text,
-)
+from report.table import KEY_HEADINGS, Column, Layout, Table, format_ms, key_cells
+from report.text import layout_text
 from report.trend import Change, Point, Reference, Trend, VariantTrend, Verdict
 
 TREND_SCHEMA_VERSION: Final = 1

@@ -102,7 +102,7 @@ def _loaded_by(statement: str) -> set[str]:
         ),
         ("import collector.cli", {"torch", "cdk8s", "constructs", "matplotlib"}),
         (
-            "import report.model, report.render, report.trend_render, report.notes",
+            "import report.model, report.formats, report.trend_render, report.notes",
             {"torch", "cdk8s", "constructs", "kubernetes", "synth", "matplotlib"},
         ),
         ("import review.comment", {"torch"}),

@@ -20,9 +20,11 @@ from contract.pricing import PriceList
 from contract.records import StoredVariant
 from contract.result import ENERGY_ON_CPU, Energy, GpuTelemetry, OkResult
 from report.cost import NOT_RECORDED, Costs, costs
+from report.csv import to_csv
 from report.html import to_html
+from report.json import to_json
 from report.model import build_report
-from report.render import to_csv, to_json, to_text
+from report.text import to_text
 from synth.load import FLEET_FILE
 from tests.collector.stored import JOB, NOW, failed, succeeded
 from tests.conftest import TEST_DATA

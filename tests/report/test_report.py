@@ -32,8 +32,13 @@ from contract.result import (
 )
 from contract.samples import Samples, encode
 from contract.variant import VariantRef
+from report.analysis import analyse
+from report.csv import CSV_COLUMNS, to_csv
 from report.html import _curves, to_html, tradeoff_points
 from report.intervals import Ratio
+from report.json import to_json
+from report.layout import lay_out
+from report.markdown import to_markdown
 from report.model import (
     FLAGS,
     REPORT_SCHEMA_VERSION,
@@ -43,15 +48,8 @@ from report.model import (
     UnknownJob,
     build_report,
 )
-from report.render import (
-    CSV_COLUMNS,
-    format_ratio,
-    lay_out,
-    to_csv,
-    to_json,
-    to_markdown,
-    to_text,
-)
+from report.table import format_ratio
+from report.text import to_text
 from report.verdict import ADVICE, run_verdict, verdict_lines
 from runner.stats import reliable_percentiles
 
@@ -946,7 +944,7 @@ def test_an_even_number_of_repeats_reports_the_middle_of_the_two_middle_runs(
 
 
 def test_a_report_without_repeats_has_no_runs_column(gpu_comparison: list[StoredRun]) -> None:
-    layout = lay_out(build_report(gpu_comparison))
+    layout = lay_out(analyse(build_report(gpu_comparison)))
     (variants,) = [table for table in layout.tables if table.title.startswith("Variants")]
     assert "runs" not in [column.heading for column in variants.columns]
 
@@ -1494,7 +1492,7 @@ def test_the_verdict_counts_variants_outside_their_gate_and_those_never_measured
 
 def test_an_axis_shows_each_ratio_beside_what_it_costs_in_accuracy(make_run: MakeRun) -> None:
     runs = _precisions(make_run, ("fp32", 2.0, EXACT), ("fp16", 1.2, CLOSE), ("bf16", 0.6, FAR))
-    (axis,) = lay_out(build_report(runs)).tables[:1]
+    (axis,) = lay_out(analyse(build_report(runs))).tables[:1]
     headings = [column.heading for column in axis.columns]
     rows = {
         row[headings.index("precision")]: dict(zip(headings, row, strict=True)) for row in axis.rows
@@ -1528,7 +1526,7 @@ def test_no_table_calls_a_variant_outside_its_gate_faster_without_saying_so(
     report = build_report(runs, baseline=last_week)
     assert report.axes and report.by_target and report.rankings and report.best_configurations
     said = 0
-    for table in lay_out(report).tables:
+    for table in lay_out(analyse(report)).tables:
         for row in table.rows:
             cells = " ".join(row)
             if re.search(r"\bfaster\b|\bfastest\b", cells) and "bf16" in f"{table.title} {cells}":

@@ -13,9 +13,10 @@ from typing import Final
 import pytest
 from matplotlib.image import imread
 
+from report.analysis import analyse
 from report.html import to_html
+from report.layout import lay_out
 from report.model import Report
-from report.render import lay_out
 from tests.report.test_report import hostile, make_run, sweep  # noqa: F401 - fixtures
 
 CHROMIUM: Final = "chromium-headless-shell"
@@ -57,7 +58,7 @@ def test_the_rendered_page_has_every_section_and_plot(hostile: Report, page: Pat
     loaded = chromium(page, "--dump-dom")
     headings = re.findall(r"<(?:h2|summary)[^>]*>(.*?)</(?:h2|summary)>", loaded.stdout)
     shown = [html.unescape(re.sub(r"<[^>]+>", "", text)).removeprefix("⚠ ") for text in headings]
-    assert shown == [*(table.title for table in lay_out(hostile).tables), "Plots"]
+    assert shown == [*(table.title for table in lay_out(analyse(hostile)).tables), "Plots"]
     assert loaded.stdout.count('<img src="data:image/png;base64,') == 4
     assert "<figcaption>Speed against accuracy, per model and target:" in loaded.stdout
     assert "CONSOLE" not in loaded.stderr, loaded.stderr

@@ -20,7 +20,7 @@ from contract.layout import LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobIdentity, JobRecord, write_record
 from report.model import Notes, build_report
-from report.render import to_text
+from report.text import to_text
 from tests.collector.stored import JOB, NOW, failed, succeeded
 from tests.report.test_report import (  # noqa: F401 - fixtures
     DEADLINE,

@@ -9,10 +9,14 @@ import pytest
 from collector.store import StoredRun
 from contract.records import JobIdentity, PodStart, StoredVariant
 from contract.result import Memory, ModelLoad, OkResult, PhaseTiming, Timings
+from report.analysis import analyse
 from report.html import to_html
+from report.json import to_json
+from report.layout import lay_out
+from report.markdown import to_markdown
 from report.model import build_report
-from report.render import lay_out, to_json, to_markdown, to_text
 from report.startup import PhaseTime, Startup
+from report.text import to_text
 from tests.collector.stored import latency
 
 MIB = 1 << 20
@@ -169,7 +173,7 @@ def test_pods_that_say_less_leave_out_what_they_do_not_say(runs: list[StoredRun]
 def test_every_format_shows_the_start_up_and_the_memory(runs: list[StoredRun]) -> None:
     report = build_report(runs)
     title = "Start-up on cpu (us-east): 2 pods, measurement 40% of their wall time"
-    titles = [table.title for table in lay_out(report).tables]
+    titles = [table.title for table in lay_out(analyse(report)).tables]
     assert title in titles
     assert "Memory on cpu (us-east): the runner's peak RSS per model" in titles
     text = to_text(report)
@@ -189,5 +193,5 @@ def test_runs_without_start_up_timings_show_no_start_up_table(runs: list[StoredR
         )
         for run in runs
     ]
-    titles = [table.title for table in lay_out(build_report(bare)).tables]
+    titles = [table.title for table in lay_out(analyse(build_report(bare))).tables]
     assert not any(title.startswith(("Start-up", "Memory")) for title in titles)

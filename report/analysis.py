@@ -1,0 +1,28 @@
+"""What the renderers say of a report beyond its tables of numbers, worked out once: the
+verdict on the run, the answer per sweep and what everything cost. Every format of a report
+(text, Markdown, CSV, JSON, the web page) renders one `Analysis`, so none computes these
+again, and a new figure is a field here, not a computation in each writer."""
+
+from dataclasses import dataclass
+
+from report.answers import Answer, answers
+from report.cost import Costs, costs
+from report.model import Report
+from report.verdict import RunVerdict, run_verdict
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A report and what it decides."""
+
+    report: Report
+    verdict: RunVerdict
+    answers: tuple[Answer, ...]
+    costs: Costs
+
+
+def analyse(report: Report) -> Analysis:
+    """`report` with its verdict, answers and costs."""
+    return Analysis(
+        report=report, verdict=run_verdict(report), answers=answers(report), costs=costs(report)
+    )

@@ -1,0 +1,241 @@
+"""A report for other tools as CSV: one row per variant of the run, measured then failed,
+under a header (`CSV_COLUMNS`) that only ever grows at its end."""
+
+import csv
+import io
+from collections.abc import Iterable
+from dataclasses import asdict
+from typing import Final
+
+from report.analysis import analyse
+from report.cost import VariantCost
+from report.cost_table import cost_csv
+from report.model import (
+    KEY_FIELDS,
+    BestConfiguration,
+    Change,
+    FailedVariant,
+    Report,
+    VariantKey,
+    VariantRow,
+)
+
+CSV_COLUMNS: Final = (
+    "status",
+    *KEY_FIELDS,
+    "variant_id",
+    "job",
+    "finished_at",
+    "device_name",
+    "iterations",
+    "p50_ms",
+    "ci_low_ms",
+    "ci_high_ms",
+    "p50_per_sample_ms",
+    "min_ms",
+    "p25_ms",
+    "p75_ms",
+    "p90_ms",
+    "p99_ms",
+    "max_ms",
+    "p99_reliable",
+    "cv",
+    "noisy",
+    "throughput_samples_per_s",
+    "baseline_p50_ms",
+    "change_ratio",
+    "verdict",
+    "explanation",
+    "samples_per_s_at_p50",
+    "ci_method",
+    "flags",
+    "quantized",
+    "runs",
+    "between_run_spread",
+    "flag_reasons",
+    "usable",
+    "accuracy",
+    "cosine",
+    "max_rel_error",
+    "max_abs_error",
+    "top1_agreement",
+    "accuracy_failures",
+    "best",
+    "ratio_to_best",
+    "ratio_to_best_low",
+    "ratio_to_best_high",
+    "allocated_s",
+    "device_seconds",
+    "device_unit",
+    "held",
+    "currency",
+    "cost",
+    "device_seconds_per_1000_inferences",
+    "cost_per_1000_inferences",
+    "cost_estimate",
+    "not_priced",
+    "joules_per_inference",
+    "average_w",
+    "throttle_reasons",
+    "energy_unavailable",
+)
+"""`to_csv`'s header; columns are only ever added at the end."""
+
+
+def _csv_cost(cost: VariantCost | None, currency: str | None) -> dict[str, object]:
+    """The cost columns of a row (report.cost_table); empty where nothing is recorded."""
+    if cost is None:
+        return {}
+    return {"currency": currency, **cost_csv(cost)}
+
+
+def _csv_energy(row: VariantRow) -> dict[str, object]:
+    energy = row.energy
+    return {
+        "joules_per_inference": energy.joules_per_inference if energy else None,
+        "average_w": energy.average_w if energy else None,
+        "throttle_reasons": "; ".join(row.throttle_reasons),
+        "energy_unavailable": energy.unavailable if energy else "a runner before energy",
+    }
+
+
+def _csv_accuracy(row: VariantRow) -> dict[str, object]:
+    """The accuracy columns: the gate's verdict ("not measured" is never passing), the worst
+    of each number over the outputs, and what the gate found missing."""
+    check = row.accuracy
+    numbers = check.accuracy
+    return {
+        "accuracy": check.state,
+        **{
+            name: getattr(numbers, name) if numbers else None
+            for name in ("cosine", "max_rel_error", "max_abs_error", "top1_agreement")
+        },
+        "accuracy_failures": "; ".join(check.failures),
+    }
+
+
+def _csv_best(
+    best_configurations: Iterable[BestConfiguration],
+) -> dict[VariantKey, dict[str, object]]:
+    """The best-configuration columns of each row in a sweep: whether it is the best (the
+    fastest within its accuracy gate, or of those not known to fail it; with every one
+    outside its gate, none is), and its p50 per sample over the best's with the 95% CI."""
+    columns: dict[VariantKey, dict[str, object]] = {}
+    for best in best_configurations:
+        first = best.comparison.entries[0]
+        has_best = first.row.accuracy.state != "accuracy_failed"
+        for entry in best.comparison.entries:
+            columns[entry.row.key] = {
+                "best": has_best and entry is first,
+                "ratio_to_best": entry.ratio.value,
+                "ratio_to_best_low": entry.ratio.low,
+                "ratio_to_best_high": entry.ratio.high,
+            }
+    return columns
+
+
+def _csv_measured(
+    row: VariantRow, change: Change | None, *, reused: bool = False
+) -> dict[str, object]:
+    latency = row.latency
+    return {
+        "status": "measured",
+        **asdict(row.key),
+        "variant_id": row.variant_id,
+        "job": row.job,
+        "finished_at": row.finished_at,
+        "device_name": row.device_name,
+        "iterations": latency.count,
+        "p50_ms": latency.p50_ms,
+        "ci_low_ms": row.ci_low_ms,
+        "ci_high_ms": row.ci_high_ms,
+        "p50_per_sample_ms": row.p50_per_sample_ms,
+        "min_ms": latency.min_ms,
+        "p25_ms": latency.p25_ms,
+        "p75_ms": latency.p75_ms,
+        "p90_ms": latency.p90_ms,
+        "p99_ms": latency.p99_ms,
+        "max_ms": latency.max_ms,
+        "p99_reliable": row.is_p99_reliable,
+        "cv": latency.cv,
+        "noisy": row.is_noisy,
+        "throughput_samples_per_s": row.mean_samples_per_s,
+        "samples_per_s_at_p50": row.samples_per_s,
+        "ci_method": row.estimate.method,
+        "flags": "; ".join(row.doubts),
+        "quantized": row.quantized,
+        # Empty where the variant ran once.
+        "runs": len(row.repeats.p50s_ms) if row.repeats else None,
+        "between_run_spread": row.repeats.spread if row.repeats else None,
+        "flag_reasons": "; ".join(row.flag_reasons),
+        # What the run's verdict counts: the other formats say it in words before any table.
+        "usable": not row.doubts,
+        **_csv_accuracy(row),
+        **(
+            {
+                "baseline_p50_ms": change.baseline.latency.p50_ms,
+                "change_ratio": change.ratio.value,
+                "verdict": change.verdict,
+            }
+            if change
+            else {}
+        ),
+        # The baseline's own run: its p50, and no ratio, which would compare it with itself.
+        **({"baseline_p50_ms": latency.p50_ms, "verdict": "reused"} if reused else {}),
+    }
+
+
+def _csv_failed(failed: FailedVariant) -> dict[str, object]:
+    ref = failed.variant
+    return {
+        "status": "failed",
+        "cluster": failed.cluster,
+        "target": failed.target,
+        **(
+            {
+                "model": ref.model,
+                "precision": ref.precision,
+                "quantization": ref.quantization,
+                "batch_size": ref.batch_size,
+                "compile": ref.compile,
+                "variant_id": ref.id,
+            }
+            if ref
+            else {}
+        ),
+        "job": failed.job,
+        "finished_at": failed.finished_at,
+        "explanation": failed.explanation,
+        "usable": False,
+    }
+
+
+def to_csv(report: Report) -> str:
+    """One row per variant of this run, measured then failed, with the columns CSV_COLUMNS.
+
+    The baseline columns are empty for a variant the baseline lacks (and for all without one);
+    variants missing since the baseline are not rows here, since they did not run.
+    """
+    found = analyse(report).costs
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    baseline = report.baseline
+    changes = {change.current.key: change for change in baseline.changes} if baseline else {}
+    reused = {row.key for row in baseline.reused} if baseline else set()
+    best = _csv_best(report.best_configurations)
+    measured = {cost.key: cost for cost in found.variants if cost.measured}
+    failed = {(c.cluster, c.job, c.index): c for c in found.variants if not c.measured}
+    writer.writerows(
+        _csv_measured(row, changes.get(row.key), reused=row.key in reused)
+        | best.get(row.key, {})
+        | _csv_cost(measured.get(row.key), found.currency)
+        | _csv_energy(row)
+        for row in report.variants
+    )
+    writer.writerows(
+        _csv_failed(failure)
+        | _csv_cost(failed.get((failure.cluster, failure.job, failure.index)), found.currency)
+        for failure in report.failures
+    )
+    return buffer.getvalue()

@@ -1,0 +1,354 @@
+"""The tables of what ran: every variant's numbers, the flagged runs and why, the failures,
+the Jobs and where their numbers come from, start-up and memory per target, and energy."""
+
+from collections.abc import Sequence
+from typing import Final
+
+from contract.result import ENERGY_ON_CPU
+from contract.text import plural
+from contract.variant import VariantRef
+from report.model import FailedVariant, JobSummary, VariantRow
+from report.startup import Startup
+from report.table import (
+    KEY_HEADINGS,
+    Column,
+    Table,
+    columns,
+    format_bytes,
+    format_figure,
+    format_finished,
+    format_ms,
+    format_p99,
+    format_ratio,
+    key_cells,
+    row_interval,
+    significant,
+)
+
+_CI_NOTE: Final = (
+    "95% CI of the median: from every iteration's time (order statistics, distribution-free) "
+    "where the result carries them; ≈ marks the IQR approximation for results without samples. "
+    "Ratios combine both sides' uncertainty (Price & Bonett 2002); a paired one comes from "
+    "rounds alternating the two in one pod (benchmark.interleave), each round compared within "
+    "itself; over repeats, the median of the runs' paired ratios, its CI spanning all of theirs."
+)
+ACCURACY_NOTE: Final = (
+    "accuracy: the outputs against the untouched program's fp32 outputs on the same inputs, "
+    "judged by the variant's gate (docs/runner.md): passed, accuracy_failed (it computes "
+    "something else: measured and stored, never the best), or not measured (never taken for "
+    "passing)."
+)
+_FLAGS_NOTE: Final = (
+    "flags: the runner's validity flags (noisy, contended, throttled, stopped early); a "
+    "flagged run never decides a comparison."
+)
+
+
+def _flags(row: VariantRow) -> str:
+    return "; ".join(row.doubts)
+
+
+def _runs(row: VariantRow) -> str:
+    """How many runs the row's number is the median of, and how far they spread."""
+    if row.repeats is None:
+        return "1"
+    return f"{len(row.repeats.p50s_ms)} runs, spread ±{row.repeats.spread:.1%}"
+
+
+_RUNS_NOTE: Final = (
+    "runs: where the spec repeats a variant (benchmark.repeats), its p50 is the median of its "
+    "runs' p50s and the other numbers the median run's; the spread is their largest p50 over "
+    "their smallest, less 1. A difference within either side's spread is inconclusive."
+)
+
+
+def variants_table(rows: Sequence[VariantRow]) -> Table:
+    """Every measured variant's numbers, where they come from and what is doubted."""
+    # Shown only where a variant ran more than once: a report without repeats is unchanged.
+    repeated = any(row.repeats for row in rows)
+    return Table(
+        title=f"Variants ({len(rows)})",
+        columns=columns(
+            *KEY_HEADINGS,
+            *("p50 ms", "95% CI ms", "p90 ms", "p99 ms", "samples/s (p50)", "cv", "iters"),
+            *(("runs",) if repeated else ()),
+            *("quantized", "accuracy", "flags", "device", "job", "finished"),
+        ),
+        rows=tuple(
+            (
+                *key_cells(row.key),
+                format_ms(row.latency.p50_ms),
+                row_interval(row, row.ci_low_ms, row.ci_high_ms),
+                format_ms(row.latency.p90_ms),
+                format_p99(row),
+                f"{row.samples_per_s:,.1f}",
+                f"{row.latency.cv:.3f}",
+                str(row.latency.count),
+                *((_runs(row),) if repeated else ()),
+                row.quantized or "",
+                row.accuracy.describe(),
+                _flags(row),
+                row.device_name or "",
+                row.job,
+                format_finished(row.finished_at),
+            )
+            for row in rows
+        ),
+        notes=(
+            _CI_NOTE,
+            "p99? : too few iterations beyond p99 for it to be reliable.",
+            "samples/s (p50): batch size over the median latency, the statistic of every table.",
+            _FLAGS_NOTE,
+            "job, finished: the run the number comes from (UTC).",
+            "quantized: the layers the quantization reached, as the runner proved it; the "
+            "others ran in the precision (an int8 label over mostly fp32 compute).",
+            ACCURACY_NOTE,
+            *((_RUNS_NOTE,) if repeated else ()),
+        ),
+        kind="detail",
+    )
+
+
+def flagged_table(rows: Sequence[VariantRow]) -> Table | None:
+    """The flagged runs and the runner's reasons; None where none is flagged."""
+    flagged = [row for row in rows if row.doubts]
+    if not flagged:
+        return None
+    return Table(
+        title=f"Flagged ({len(flagged)}): why these runs decide nothing",
+        columns=columns(*KEY_HEADINGS, "flags", "why"),
+        rows=tuple(
+            (*key_cells(row.key), _flags(row), "; ".join(row.flag_reasons)) for row in flagged
+        ),
+        notes=(
+            "why: the runner's own reasons, measured during the timed loop (docs/runner.md). "
+            "Every comparison with these runs is inconclusive.",
+        ),
+        kind="detail",
+    )
+
+
+def _named(ref: VariantRef | None) -> tuple[str, ...]:
+    if ref is None:
+        return ("", "", "", "", "")
+    return ref.model, ref.precision, ref.quantization, str(ref.batch_size), ref.compile
+
+
+def failures_table(failures: Sequence[FailedVariant]) -> Table | None:
+    """The variants that gave no measurement, and why; None where none failed."""
+    if not failures:
+        return None
+    return Table(
+        title=f"Failed ({len(failures)})",
+        columns=columns(
+            "cluster",
+            "target",
+            *KEY_HEADINGS[2:],
+            *("job", "index", "attempts", "finished", "explanation"),
+        ),
+        rows=tuple(
+            (
+                failed.cluster,
+                failed.target,
+                *_named(failed.variant),
+                failed.job,
+                str(failed.index),
+                str(failed.attempts),
+                format_finished(failed.finished_at),
+                failed.explanation,
+            )
+            for failed in failures
+        ),
+    )
+
+
+def jobs_table(jobs: Sequence[JobSummary]) -> Table:
+    """Every Job of the runs, reported or not."""
+    return Table(
+        title=f"Jobs ({len(jobs)})",
+        columns=columns(
+            *("cluster", "target", "job", "spec", "finished", "measured", "failed", "reported")
+        ),
+        rows=tuple(
+            (
+                job.cluster,
+                job.target,
+                job.job,
+                (job.spec_sha256 or "")[:12],
+                format_finished(job.finished_at) + (" (ahead)" if job.finished_ahead else ""),
+                str(job.measured),
+                str(job.failed),
+                "yes" if job.reported else "no",
+            )
+            for job in jobs
+        ),
+        notes=(
+            "One Job per target and spec revision, newest first (what dist/ runs, then by spec "
+            "revision in git: never by finish times); spec: the spec file's sha256, finished: "
+            "when its last variant finished (UTC), as its node's clock said; ahead: later than "
+            "the collector stored it, or than now.",
+        ),
+        kind="detail",
+    )
+
+
+_STARTUP_NOTE: Final = (
+    "Each phase's median and longest, counted where it is paid: a pod's start once per pod, a "
+    "model's file and torch.export.load once per model and pod (its first variant there), "
+    "the rest per variant. Waiting for a node and the pod's start come from the pod's status "
+    "(whole seconds: the node's image pulls, an oci model's too, are in the pod's start); the "
+    "rest from the runner. To first measurement: from getting a node to the first timed loop."
+)
+
+
+def startup_table(startup: Startup) -> Table | None:
+    """Where one target's pods spent their time before measuring."""
+    if not startup.phases:
+        return None  # runs of runners and collectors before the start-up timings
+    share = (
+        f"measurement {startup.measured_share:.0%} of their wall time"
+        if startup.measured_share is not None
+        else "their wall time unknown"
+    )
+    return Table(
+        title=(
+            f"Start-up on {startup.target} ({startup.cluster}): "
+            f"{plural(startup.pods, 'pod')}, {share}"
+        ),
+        columns=columns("phase", "per", "n", "median s", "max s"),
+        rows=tuple(
+            (
+                phase.phase,
+                phase.per,
+                str(phase.count),
+                significant(phase.median_s, 3),
+                significant(phase.max_s, 3),
+            )
+            for phase in startup.phases
+        ),
+        notes=(_STARTUP_NOTE,),
+        kind="detail",
+    )
+
+
+def memory_table(startup: Startup) -> Table | None:
+    """One target's peak memory per model, against the model's file."""
+    if not startup.memory:
+        return None
+    return Table(
+        title=f"Memory on {startup.target} ({startup.cluster}): the runner's peak RSS per model",
+        columns=columns("model", "file", "n", "peak RSS median", "peak RSS max", "max / file"),
+        rows=tuple(
+            (
+                memory.model,
+                format_bytes(memory.file_bytes) if memory.file_bytes is not None else "-",
+                str(memory.variants),
+                format_bytes(memory.median_peak_rss_bytes),
+                format_bytes(memory.max_peak_rss_bytes),
+                format_ratio(ratio) if (ratio := memory.max_over_file) is not None else "-",
+            )
+            for memory in startup.memory
+        ),
+        notes=(
+            "The runner process's peak resident memory (the kernel's VmHWM) in the variants of "
+            "each model, against the size of the model's .pt2: torch itself takes a few "
+            "hundred MiB, and a pod running several models holds each it loaded.",
+        ),
+        kind="detail",
+    )
+
+
+def _listed(values: Sequence[str], most: int = 3) -> str:
+    listed = ", ".join(values[:most])
+    return f"{listed} (+{len(values) - most})" if len(values) > most else listed or "-"
+
+
+def provenance_table(jobs: Sequence[JobSummary]) -> Table:
+    """Where the reported numbers come from: enough to rerun them, or to doubt them."""
+    reported = [job for job in jobs if job.reported]
+    return Table(
+        title="Provenance",
+        columns=columns(
+            *(
+                "cluster",
+                "target",
+                "job",
+                "spec file",
+                "spec",
+                "commit",
+                "image",
+                "torch",
+                "device",
+                "nodes",
+                "runs",
+            )
+        ),
+        rows=tuple(
+            (
+                job.cluster,
+                job.target,
+                job.job,
+                job.spec_file or "-",
+                (job.spec_sha256 or "")[:12] or "-",
+                (job.spec_commit or "")[:12] or "-",
+                job.image or "-",
+                _listed(job.torch),
+                _listed(job.devices),
+                _listed(job.nodes),
+                f"{format_finished(job.first_finished_at)} to {format_finished(job.finished_at)}",
+            )
+            for job in reported
+        ),
+        notes=(
+            "Per reported Job: the spec file, its sha256 and the git commit holding those "
+            "bytes (- where none of its last 50 does), the runner image its pods ran, "
+            "the torch, devices and nodes its results report, and when its first and last "
+            "variants finished (UTC).",
+        ),
+        kind="detail",
+    )
+
+
+def _energy_cells(row: VariantRow) -> tuple[str, str]:
+    """mJ per inference and average W, or why there are none."""
+    energy = row.energy
+    if energy is None:
+        return "-", "not measured: a runner before energy"
+    if energy.unavailable == ENERGY_ON_CPU:
+        return "-", "not available: a CPU target"
+    if energy.joules_per_inference is None:
+        return "-", f"not available: {energy.unavailable}"
+    return format_figure(energy.joules_per_inference * 1000), format_figure(energy.average_w)
+
+
+def energy_table(rows: Sequence[VariantRow]) -> Table | None:
+    """Each variant's energy per inference and average power, the throttle reasons beside
+    them, or why there are none: shown where any GPU variant has a word on it."""
+    if all(row.energy is None or row.energy.unavailable == ENERGY_ON_CPU for row in rows):
+        return None
+    return Table(
+        title="Energy",
+        columns=(
+            *(Column(name) for name in KEY_HEADINGS),
+            Column("mJ/inference", True),
+            Column("average W", True),
+            Column("throttle reasons"),
+            Column("device"),
+        ),
+        rows=tuple(
+            (
+                *key_cells(row.key),
+                *_energy_cells(row),
+                ", ".join(row.throttle_reasons) or "none",
+                row.device_name or "",
+            )
+            for row in rows
+        ),
+        notes=(
+            "From NVML's total-energy counter, read as the timed loop started and as it ended "
+            "(docs/runner.md, Energy): the whole GPU's energy over the samples the loop "
+            "computed (an interleaved variant's share by its time), and the average power; a "
+            "throttle reason (power cap, thermal) says the GPU slowed its clocks in that loop.",
+        ),
+        kind="detail",
+    )
