@@ -31,7 +31,7 @@ from localrun.pod import Mount, PodPlan
 from localrun.process import run_process
 from localrun.workflow import read_outcome
 from synth.digests import digest, file_sha256
-from synth.jobs import pod_groups
+from synth.run_config import pod_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES: Final = ROOT / "models" / "examples"

@@ -21,8 +21,9 @@ from synth.charts.queues import QueuesChart
 from synth.charts.rbac import RbacChart
 from synth.constructs import joined_id
 from synth.fleet import Cluster, Fleet
-from synth.jobs import BenchmarkRun, namespace_of
+from synth.job_assembly import BenchmarkRun
 from synth.monitoring.rules import Schedule
+from synth.names import namespace_of
 
 
 def _chart_id(path: PurePosixPath) -> str:

@@ -13,12 +13,8 @@ from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.committed import GitError
 from synth.hints import did_you_mean
-from synth.jobs import (
-    cluster_runs,
-    identified_variants,
-    model_configs,
-    waits_for_first_run,
-)
+from synth.identity import identify
+from synth.jobs import cluster_runs, waits_for_first_run
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
 from synth.plan import format_plan, plan, plan_json, planned_against
@@ -155,17 +151,16 @@ def variants(repo: Repo, workflow_id: str) -> None:
     header = ("cluster", "variant", "target", "model", "precision", "quantization", "batch", "")
     rows = []
     runs = 0
-    sources = model_configs(loaded, specs.fleet, specs.model_files)
     repeats = loaded.workflow.benchmark.repeats
     waiting = waits_for_first_run(loaded)
     for cluster in target_clusters(loaded.workflow, specs.fleet):
         stored = specs.recorded[workflow_id, cluster.name]
+        identified = identify(loaded, specs.fleet, cluster, specs.model_files)
         jobs = {
             (run.config.target, run.repeat): run for run in cluster_runs(specs, loaded, cluster)
         }
         for target in loaded.workflow.targets:
-            identified = identified_variants(loaded, specs.fleet, cluster, target, sources)
-            for variant, variant_id in identified:
+            for variant, variant_id in identified.of(target):
                 for repeat in range(repeats):
                     job = jobs.get((target.key, repeat))
                     pod = job.pods().get(variant_id) if job is not None else None

@@ -7,7 +7,7 @@ from typing import Any
 from cdk8s import ApiObject, JsonPatch
 from constructs import Construct
 
-from synth.jobs import BenchmarkRun
+from synth.job_assembly import BenchmarkRun
 
 
 def joined_id(*parts: str) -> str:

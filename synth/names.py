@@ -13,6 +13,19 @@ workflow's few dozen objects is out of reach."""
 DNS_LABEL_MAX: Final = 63
 """Names used as label values or pod hostnames must fit a DNS label."""
 
+RUNNER_SERVICE_ACCOUNT: Final = "benchfleet-runner"
+COLLECTOR_SERVICE_ACCOUNT: Final = "benchfleet-collector"
+
+
+def namespace_of(environment: str) -> str:
+    """The namespace of an environment."""
+    return f"benchfleet-{environment}"
+
+
+def priority_class_name(name: str) -> str:
+    """The PriorityClass object of a fleet priority class (cluster-scoped, so prefixed)."""
+    return f"benchfleet-{name}"
+
 
 def job_name(workflow_id: str, target: str, digest: str) -> str:
     """The Job (and its config ConfigMap) of one workflow and hardware target."""

@@ -1,7 +1,7 @@
 """What results/ already holds for a workflow in a cluster: the variants synth does not run
 again.
 
-A variant's id hashes everything that determines its number (synth/jobs.py,
+A variant's id hashes everything that determines its number (synth/identity.py,
 `measurement_setup`), so a recorded result with the same id is the number this spec would
 measure again: reused, never re-run. A recorded failure is final for the spec file that
 failed it (re-running the same thing would repeat it, and nothing finished runs twice); an

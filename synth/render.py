@@ -18,12 +18,15 @@ from synth.checks import target_clusters
 from synth.committed import CommittedJob, JobSlot, listed
 from synth.dump import dump_documents
 from synth.fleet import Cluster, Fleet
-from synth.jobs import may_stay, namespace_of, plan_runs
+from synth.identity import identify
+from synth.jobs import plan_runs
 from synth.load import LoadedWorkflow, Specs
 from synth.modelfiles import ModelFiles
 from synth.monitoring.rules import Schedule
+from synth.names import namespace_of
 from synth.problems import Problem, SpecProblems, problem_at
 from synth.recorded import Recorded
+from synth.reuse import may_stay
 from synth.yaml_source import Loc
 
 if TYPE_CHECKING:
@@ -73,7 +76,8 @@ class _Rendering:
     ) -> bool:
         """Adds the workflow's file in `cluster`; False if it has nothing left to run."""
         path = workload_file(cluster.name, loaded.workflow.id)
-        staying = may_stay(loaded, fleet, cluster, self.model_files, stored, committed=committed)
+        identified = identify(loaded, fleet, cluster, self.model_files)
+        staying = may_stay(identified, stored, committed=committed)
         key = None
         if self.cache is not None:
             key = workflow_key(
@@ -91,7 +95,7 @@ class _Rendering:
         # A Job whose results are stored is done: leaving dist/ makes Flux prune it, where
         # keeping it would run it again if anything deleted it. Its variants are left out of
         # the Jobs that follow it, so only what has no recorded outcome runs.
-        runs = plan_runs(loaded, fleet, cluster, self.model_files, stored, staying=staying)
+        runs = plan_runs(identified, self.model_files, stored, staying=staying)
         if not runs:
             return False
         for run in runs:

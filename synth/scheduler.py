@@ -11,7 +11,7 @@ A scheduled workflow's next run starts when both hold:
 - its last run is done: synth leaves none of its Jobs in dist/ (each is recorded). A run
   still going is never renamed from under it: bumping the number would rename its Jobs, and
   Flux would prune them with whatever they had measured but not yet handed over (the rule of
-  synth.jobs.may_stay, kept). The next run waits, and the command says so.
+  synth.reuse.may_stay, kept). The next run waits, and the command says so.
 
 A scheduled workflow that has never run starts run 1 at once.
 """
@@ -34,7 +34,8 @@ from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.committed import git
 from synth.hints import did_you_mean
-from synth.jobs import BenchmarkRun, cluster_runs
+from synth.job_assembly import BenchmarkRun
+from synth.jobs import cluster_runs
 from synth.load import LoadedWorkflow, Specs
 from synth.render import render
 from synth.write import write_trees

@@ -74,7 +74,7 @@ class Variant:
 
     def variant_id(self, workflow_id: str, setup: Mapping[str, object]) -> str:
         """A stable id from everything that determines the variant's number: its dimensions
-        and inputs, and the `setup` it is measured in (synth/jobs.py, `measurement_setup`).
+        and inputs, and the `setup` it is measured in (synth/identity.py, `measurement_setup`).
         The same id means the same measurement, so a recorded result with it is reused
         rather than run again (synth/recorded.py)."""
         content = {

@@ -8,7 +8,7 @@ from constructs import Construct
 
 from contract.layout import REPEAT_LABEL
 from synth.constructs import BenchmarkJob, api_object, joined_id
-from synth.jobs import BenchmarkRun, workflow_labels
+from synth.job_assembly import BenchmarkRun, workflow_labels
 
 
 class BenchmarksChart(Chart):

@@ -16,7 +16,7 @@ from contract.layout import (
 )
 from synth.constructs import api_object, joined_id
 from synth.fleet import Cluster
-from synth.jobs import namespace_of
+from synth.names import namespace_of
 
 POD_SECURITY_VERSION = "v1.33"
 

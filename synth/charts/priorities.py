@@ -6,7 +6,7 @@ from constructs import Construct
 from contract.layout import APP, MANAGED_BY
 from synth.constructs import api_object
 from synth.fleet import Fleet
-from synth.jobs import priority_class_name
+from synth.names import priority_class_name
 
 
 class PriorityClassesChart(Chart):

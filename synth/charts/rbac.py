@@ -19,7 +19,7 @@ from constructs import Construct
 from contract.layout import APP, CLUSTER_IDENTITY, ENVIRONMENT_LABEL, MANAGED_BY
 from contract.reported import REPORTED_SUFFIX
 from synth.constructs import api_object, joined_id
-from synth.jobs import COLLECTOR_SERVICE_ACCOUNT, RUNNER_SERVICE_ACCOUNT
+from synth.names import COLLECTOR_SERVICE_ACCOUNT, RUNNER_SERVICE_ACCOUNT
 
 COLLECTOR_RULES: Final = [
     # gather: find the workflow's Jobs and follow them with list + watch; clean: delete the

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from synth.jobs import ModelFile, bundle_models
 from synth.limits import CONFIGMAP_LIMIT_BYTES
+from synth.model_sources import ModelFile, bundle_models
 from synth.modelfiles import ModelBytes
 
 

@@ -8,7 +8,7 @@ import pytest
 from contract.variant import Precision
 from synth.catalogue import DEVICE_TYPES
 from synth.checks import target_clusters
-from synth.jobs import identified_variants, model_configs
+from synth.identity import identify
 from synth.load import (
     FLEET_SCHEMA,
     WORKFLOW_SCHEMA,
@@ -85,10 +85,9 @@ def test_quantization_sweep_is_96_variants_ten_at_a_time(specs: Specs) -> None:
     assert loaded.workflow.scheduling.max_parallel == 10
     assert {v.precision for v in loaded.variants} == set(Precision)
     assert {v.quantization for v in loaded.variants} == DEVICE_TYPES["nvidia-h100"].quantizations
-    sources = model_configs(loaded, specs.fleet, specs.model_files)
     (cluster,) = target_clusters(loaded.workflow, specs.fleet)
     (target,) = loaded.workflow.targets
-    ids = {i for _, i in identified_variants(loaded, specs.fleet, cluster, target, sources)}
+    ids = {i for _, i in identify(loaded, specs.fleet, cluster, specs.model_files).of(target)}
     assert len(ids) == 96
 
 

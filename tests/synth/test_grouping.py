@@ -12,10 +12,10 @@ from contract.dist import read_workload
 from contract.layout import GROUPS_ANNOTATION, VARIANTS_ANNOTATION, workload_file
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
 from synth.cli import cli
-from synth.jobs import pod_groups
 from synth.load import load_specs
 from synth.main import synth
 from synth.problems import SpecProblems
+from synth.run_config import pod_groups
 from tests.synth.conftest import WriteSpec
 
 SPEC = """\

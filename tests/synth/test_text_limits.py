@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from synth.jobs import identified_variants, model_configs
+from synth.identity import identify
 from synth.load import load_specs
 from synth.problems import SpecProblems
 from synth.recorded import Recorded, RecordedVariant
@@ -113,10 +113,8 @@ def test_a_job_whose_annotations_pass_256_kib_is_an_error_at_its_target(
     specs = load_specs(spec_repo)
     (loaded,) = specs.workflows
     target = loaded.workflow.targets[0]
-    sources = model_configs(loaded, specs.fleet, specs.model_files)
-    identified = identified_variants(
-        loaded, specs.fleet, specs.fleet.cluster("alpha"), target, sources
-    )
+    cluster = specs.fleet.cluster("alpha")
+    identified = identify(loaded, specs.fleet, cluster, specs.model_files).of(target)
     history = {
         (variant_id, 0): RecordedVariant(
             f"{loaded.workflow.id}-{target.key}-{index:010d}", True, loaded.sha256

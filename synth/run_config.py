@@ -1,0 +1,78 @@
+"""config.json of one target's Job: the variants it runs with their ids, in index order, the
+groups its pods run them in, its measurement bounds and its models' sources."""
+
+from collections.abc import Mapping
+
+from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
+from synth.load import LoadedWorkflow
+from synth.spec import MeasurePhase, Phase, Target
+from synth.sweep import Variant
+
+
+def phase_config(phase: Phase) -> PhaseConfig:
+    return PhaseConfig(
+        min_iterations=phase.min_iterations,
+        min_time_s=phase.min_time,
+        max_iterations=phase.max_iterations,
+        max_time_s=phase.max_time,
+        tail=phase.tail if isinstance(phase, MeasurePhase) else None,
+    )
+
+
+def left_out(config: RunConfig) -> set[str] | None:
+    """What config.json leaves out: `groups` where there are none and `interleave` where it
+    is off, so that it, and so every Job's content-hash name, stays byte for byte what it was
+    before these options existed (no rename, no run under a new name)."""
+    unset = {"groups"} if config.groups is None else set()
+    unset |= set() if config.interleave else {"interleave"}
+    return unset or None
+
+
+def pod_groups(models: list[str], per_pod: int) -> tuple[tuple[int, ...], ...] | None:
+    """Which variant positions each pod runs, given each variant's model in index order:
+    the variants of one model together (a pod loads each of its models once), in their
+    sweep order, cut into groups of `per_pod`. None for one variant per pod, which leaves
+    config.json, and so the Job's name, as it was before groups existed."""
+    if per_pod == 1:
+        return None
+    ordered = sorted(range(len(models)), key=lambda position: models[position])
+    return tuple(
+        tuple(ordered[start : start + per_pod]) for start in range(0, len(ordered), per_pod)
+    )
+
+
+def run_config(
+    loaded: LoadedWorkflow,
+    target: Target,
+    variants: list[tuple[Variant, str]],
+    models: Mapping[str, ModelConfig],
+) -> RunConfig:
+    """config.json of one target's Job: `variants` with their ids, in index order, and the
+    groups its pods run them in."""
+    workflow = loaded.workflow
+    used = {variant.model for variant, _ in variants}
+    groups = pod_groups([v.model for v, _ in variants], workflow.scheduling.variants_per_pod)
+    return RunConfig(
+        workflow=workflow.id,
+        target=target.key,
+        device_type=target.gpu_type,
+        gpus=target.gpus,
+        warmup=phase_config(workflow.benchmark.warmup_phase),
+        measure=phase_config(workflow.benchmark.measure_phase),
+        models={name: config for name, config in models.items() if name in used},
+        variants=tuple(
+            VariantConfig(
+                index=index,
+                id=variant_id,
+                model=variant.model,
+                precision=str(variant.precision),
+                quantization=str(variant.quantization),
+                batch_size=variant.batch_size,
+                compile=variant.compile,
+                inputs=tuple(InputConfig(shape=i.shape, dtype=i.dtype) for i in variant.inputs),
+            )
+            for index, (variant, variant_id) in enumerate(variants)
+        ),
+        groups=groups,
+        interleave=workflow.benchmark.interleave,
+    )
