@@ -41,12 +41,12 @@ from collector.logs import job_context
 from collector.metrics import ObservedJob
 from collector.pods import completion_index, is_stuck
 from collector.status import explain_waiting, pods_by_job
-from collector.store import Store, Unread
 from collector.workload import ExpectedJob, expected_from, label_selector
 from contract.allocation import Allocation
 from contract.layout import GROUPS_ANNOTATION, recorded_jobs
 from contract.records import JobIdentity, JobRecord, StoredVariant, VariantState, write_record
 from contract.text import plural
+from store.database import Store, Unread
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import click
 
-from collector.store import StoredRun, open_store
 from collector.workload import ExpectedJob, WorkloadError, read_expected
 from contract.layout import LOCAL_CLUSTER, cluster_of
 from contract.options import database_option, root_option, version_option
@@ -31,6 +30,7 @@ from localrun.reuse import Reuse, earlier_runs, plan_reuse
 from localrun.workflow import Executor, PodOutcome, pod_plans, run_pods, workload_file
 from report.model import Notes, build_report
 from report.render import format_finished, to_text
+from store.database import StoredRun, open_store
 
 POD_TIMEOUT_S = 1800.0
 

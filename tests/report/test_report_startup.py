@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from collector.store import StoredRun
 from contract.records import JobIdentity, PodStart, StoredVariant
 from contract.result import Memory, ModelLoad, OkResult, PhaseTiming, Timings
 from report.html import to_html
 from report.model import build_report
 from report.render import lay_out, to_json, to_markdown, to_text
 from report.startup import PhaseTime, Startup
+from store.database import StoredRun
 from tests.collector.stored import latency
 
 MIB = 1 << 20
