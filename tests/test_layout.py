@@ -219,7 +219,7 @@ def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
             elif other in stack:
                 low[node] = min(low[node], order[other])
         if low[node] == order[node]:
-            part = []
+            part: list[str] = []
             while not part or part[-1] != node:
                 part.append(stack.pop())
             if len(part) > 1:
