@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-BENCHFLEET := $(PY) -m synth
+BENCHFLEET := $(PY) -m benchfleet
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: install test synth plan validate schema lint format bench demo models e2e-container \

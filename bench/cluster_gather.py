@@ -33,7 +33,6 @@ from bench.real_results import measured
 from collector.gather import Gatherer, GatherOptions
 from collector.kube import KubeClient
 from collector.pods import read_result
-from collector.store import open_store
 from collector.workload import ExpectedJob, expected_jobs
 from contract.layout import INFRASTRUCTURE, cluster_dist, workload_file
 from contract.records import StoredVariant
@@ -41,6 +40,7 @@ from localcluster.build import binary_dir, is_built
 from localcluster.controlplane import kubectl, start_cluster
 from localcluster.podexecutor import Pod, Succeed, job_index, running_executor
 from localcluster.results import as_variant
+from store.database import open_store
 from synth.load import load_specs
 from synth.main import synth
 

@@ -73,7 +73,6 @@ from bench.real_results import measured
 from collector.gather import Counts, Gatherer, GatherOptions
 from collector.indexes import job_finished
 from collector.kube import KubeClient
-from collector.store import open_store
 from collector.workload import expected_jobs, label_selector
 from contract.dist import Manifest, read_workload
 from contract.layout import (
@@ -87,6 +86,7 @@ from localcluster.controlplane import Cluster, kubectl, start_cluster
 from localcluster.nodes import node_name
 from localcluster.podexecutor import Pod, Succeed, job_index, running_executor
 from localcluster.results import as_variant
+from store.database import open_store
 from synth.load import load_specs
 from synth.main import synth
 

@@ -32,13 +32,13 @@ from bench.real_results import measured
 from collector.gather import Gatherer, GatherOptions
 from collector.kube import KubeClient
 from collector.pods import read_result
-from collector.store import open_store
 from collector.workload import expected_from
 from contract.records import JobIdentity, StoredVariant
 from contract.result import OkResult
 from localcluster.results import as_variant
 from standin import objects
 from standin.api import FakeApiServer
+from store.database import open_store
 
 VARIANTS: Final = 1000
 ROUNDS: Final = 3

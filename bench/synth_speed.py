@@ -55,7 +55,7 @@ def documents_of(files: Mapping[PurePosixPath, str]) -> list[object]:
     ]
 
 
-# Runs the CLI as `python -m synth` would, then writes the process's own peak RSS (bytes) to
+# Runs the CLI as `python -m benchfleet` would, then writes the process's own peak RSS (bytes) to
 # the file named by its first argument: exact, where sampling /proc from outside could miss
 # the moment a process peaks while it writes its files. Not getrusage's ru_maxrss: it carries
 # over the parent's RSS from before exec (it read 79 MiB, this bench's own, in every case).
@@ -65,7 +65,7 @@ from pathlib import Path
 from runner.memory import peak_rss_bytes
 out = Path(sys.argv.pop(1))
 atexit.register(lambda: out.write_text(str(peak_rss_bytes()), encoding="ascii"))
-runpy.run_module("synth", run_name="__main__", alter_sys=True)
+runpy.run_module("benchfleet", run_name="__main__", alter_sys=True)
 """
 
 
@@ -76,7 +76,7 @@ def _synth_process(
     every file is rendered; with `peak_file`, the process writes its peak RSS there."""
     if cold:
         shutil.rmtree(root / CACHE_DIR, ignore_errors=True)
-    program = ["-m", "synth"] if peak_file is None else ["-c", _REPORTING_PEAK, str(peak_file)]
+    program = ["-m", "benchfleet"] if peak_file is None else ["-c", _REPORTING_PEAK, str(peak_file)]
     return subprocess.Popen(
         [sys.executable, *program, "--root", str(root), "synth"],
         stdout=subprocess.DEVNULL,

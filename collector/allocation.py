@@ -26,8 +26,8 @@ from collector.pods import (
 )
 from contract.allocation import Allocation, Capacity, Unit
 from contract.layout import GPU_RESOURCE
+from contract.quantity import parse_quantity
 from contract.result import OkResult
-from synth.quantity import parse_quantity
 
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from collector.status import JobStatus
-from collector.store import StoredRun
 from collector.workload import ExpectedJob, clusters_with, expected_jobs
 from contract.layout import recorded_jobs
 from contract.schedule import ScheduleState, moment_text, period_of, period_text
+from store.database import StoredRun
 
 COMMIT_HINT = "is the commit pushed, and is Flux's benchfleet-workloads Kustomization ready?"
 

@@ -26,7 +26,6 @@ from pydantic import ValidationError
 
 from collector.indexes import job_finished
 from collector.kube import KubeClient, KubeError, Object
-from collector.store import Store
 from collector.workload import expected_from
 from contract.config import parse_groups
 from contract.dist import job_names, namespaces
@@ -38,6 +37,7 @@ from contract.layout import (
     record_path,
 )
 from contract.records import read_record
+from store.database import Store
 
 Action = Literal["delete", "keep"]
 

@@ -14,14 +14,6 @@ from collector.clean import clean
 from collector.credentials import DEFAULT_CREDENTIALS_DIR
 from collector.forget import ForgetError, forget
 from collector.gather import GatherOptions
-from collector.history import (
-    HistoryError,
-    every_run,
-    merged,
-    records_at,
-    records_in,
-    runs_of,
-)
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import LastResults, build_registry, last_results, push, write_textfile
@@ -35,10 +27,9 @@ from collector.session import (
     pending_jobs,
 )
 from collector.status import JobStatus, format_status, workflow_status
-from collector.store import StoreError, open_store
 from collector.workload import ExpectedJob, WorkloadError
 from contract.dist import dist_clusters, namespaces
-from contract.layout import LOCAL_CLUSTER, RESULTS, SCHEDULES
+from contract.layout import FLEET_FILE, LOCAL_CLUSTER, RESULTS, SCHEDULES
 from contract.options import (
     database_option,
     moment_of,
@@ -53,7 +44,15 @@ from report.formats import REPORT_RENDERERS, TREND_RENDERERS, Renderers, ReportF
 from report.model import JobChoiceError, build_report, in_cluster
 from report.notes import notes_of
 from report.trend import MIN_HISTORY, WINDOW, Rule, build_trend
-from synth.load import FLEET_FILE
+from store.database import StoreError, open_store
+from store.history import (
+    HistoryError,
+    every_run,
+    merged,
+    records_at,
+    records_in,
+    runs_of,
+)
 from synth.problems import SpecProblems
 
 HTML_REPORT: Final = "report.html"

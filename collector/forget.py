@@ -12,8 +12,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector.store import Store, StoredJob
 from contract.layout import LOCAL_CLUSTER, record_path
+from store.database import Store, StoredJob
 
 
 class ForgetError(ValueError):

@@ -10,11 +10,11 @@ committed, makes `make synth` drop it and Flux prune it.
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-from collector.allocation import AttemptLog, allocations, job_end, own_seconds, pod_time
+from collector.allocation import allocations, job_end, own_seconds, pod_time
 from collector.follow import Snapshot, WorkflowWatch, listed_once
 from collector.handback import hand_back
 from collector.harvest import (
@@ -35,18 +35,19 @@ from collector.indexes import (
     job_finished,
     summary_counts,
 )
+from collector.job_progress import JobProgress
 from collector.kube import KubeClient, KubeError, Object
 from collector.logreads import LogReads
 from collector.logs import job_context
 from collector.metrics import ObservedJob
 from collector.pods import completion_index, is_stuck
 from collector.status import explain_waiting, pods_by_job
-from collector.store import Store, Unread
 from collector.workload import ExpectedJob, expected_from, label_selector
 from contract.allocation import Allocation
 from contract.layout import GROUPS_ANNOTATION, recorded_jobs
-from contract.records import JobIdentity, JobRecord, StoredVariant, VariantState, write_record
+from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
 from contract.text import plural
+from store.database import Store, Unread
 
 log = logging.getLogger(__name__)
 
@@ -63,77 +64,6 @@ class GatherOptions:
     synth keeps the Jobs."""
     batch_wait_s: float = 1.0
     """How long a round waits for changes before it looks at the state again."""
-
-
-@dataclass
-class JobProgress:
-    """What gather knows about one expected Job."""
-
-    expected: ExpectedJob
-    stored: dict[int, VariantState]
-    """How each stored variant (by its index) ended: what it counts as in progress, whatever
-    its pod shows."""
-    job: Object | None = None
-    pods: list[Object] = field(default_factory=list)
-    """The pods of the indexes not stored yet: a stored index's pods are never read again."""
-    states: list[IndexState] = field(default_factory=list)
-    """The indexes not stored yet: a stored one's state holds its whole result, and it
-    counts as it was stored."""
-    causes: dict[int, str] = field(default_factory=dict)
-    """Why each index waited, the last time it was seen waiting for a reason (unschedulable,
-    an image that cannot be pulled), also by an earlier gather (the store keeps them): its pod
-    may be gone by the time the Job fails it."""
-    harvested: set[str] = field(default_factory=set)
-    """The ended attempts whose measurements are stored: none is read twice."""
-    handed_back: dict[str, str] = field(default_factory=dict)
-    """What the Job's pods were last told an earlier attempt reported (contract/reported.py)."""
-    unread: dict[int, Unread] = field(default_factory=dict)
-    """The variants whose result a newer runner wrote, kept as it arrived (not final): gather
-    waits for them no longer, and records the Job only once a collector has read them."""
-    attempts: AttemptLog = field(default_factory=AttemptLog)
-    """The times of every attempt of the indexes not stored yet, as last seen: a preempted
-    pod is deleted once counted, and only what gather saw of it says how long it held its
-    node (collector/allocation.py)."""
-    own_s: dict[int, float | None] = field(default_factory=dict)
-    """Each stored variant's own time in its pod, which its group's pod time is split by."""
-
-    def keep_unstored(self, pods: list[Object], states: list[IndexState]) -> None:
-        """Hold `pods` and `states` of the indexes not stored yet only."""
-        self.pods = [pod for pod in pods if self.index_unstored(completion_index(pod))]
-        self.states = [state for state in states if self.unstored(state)]
-
-    @property
-    def finished(self) -> bool:
-        """The Job has ended and every variant of it is stored, or kept unread."""
-        return (
-            self.job is not None
-            and job_finished(self.job)
-            and len(self.stored.keys() | self.unread.keys()) == self.expected.variant_count
-        )
-
-    def awaited(self, state: IndexState) -> bool:
-        """Whether a variant that index `state` runs is neither stored nor kept unread."""
-        return any(
-            p not in self.stored and p not in self.unread
-            for p in self.expected.positions(state.index)
-        )
-
-    def index_unstored(self, index: int | None) -> bool:
-        """Whether a variant that completion index `index` runs has yet to be stored (a pod
-        without an index is kept: nothing says it is done)."""
-        return index is None or any(p not in self.stored for p in self.expected.positions(index))
-
-    def attempts_unread(self, state: IndexState) -> bool:
-        """Whether index `state` runs a group and has ended attempts whose measurements are
-        not stored yet: they come first, or the variants only they measured would be stored
-        as never reported."""
-        return len(self.expected.positions(state.index)) > 1 and any(
-            pod.name not in self.harvested for pod in ended_attempts(state)
-        )
-
-    def unstored(self, state: IndexState) -> bool:
-        """Whether a variant that index `state` runs has yet to be stored."""
-        return self.index_unstored(state.index)
 
 
 @dataclass(frozen=True)

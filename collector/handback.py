@@ -8,22 +8,20 @@ with no gather running.
 """
 
 import logging
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from collector.harvest import settled
+from collector.job_progress import JobProgress
 from collector.kube import KubeClient, KubeError, Object
 from contract.layout import APP, JOB_LABEL, MANAGED_BY, WORKFLOW_LABEL
 from contract.reported import reported_configmap, reported_text
-
-if TYPE_CHECKING:
-    from collector.gather import JobProgress
 
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER: Final = "benchfleet-collector"
 
 
-def _reported_by_index(progress: "JobProgress") -> dict[str, str]:
+def _reported_by_index(progress: JobProgress) -> dict[str, str]:
     """What the Job's pods are to be told now: for each grouped index that has not ended, the
     ids of its variants stored as succeeded (as contract.reported writes them), on top of
     what they were told before (an index whose variants are all stored leaves the states
@@ -40,7 +38,7 @@ def _reported_by_index(progress: "JobProgress") -> dict[str, str]:
     return told
 
 
-def hand_back(client: KubeClient, progress: "JobProgress") -> None:
+def hand_back(client: KubeClient, progress: JobProgress) -> None:
     """Apply the Job's reported-variants ConfigMap where what its pods are to be told changed."""
     job = progress.job
     if job is None:

@@ -21,10 +21,10 @@ from pydantic import ValidationError
 
 from collector.indexes import IndexState
 from collector.pods import PodState, ResultReading, ResultSource, with_log
-from collector.store import Unread
 from contract.records import StoredVariant, VariantState
 from contract.result import BenchResult, ErrorResult, parse_result
 from contract.variant import VariantRef
+from store.database import Unread
 
 LogReader = Callable[[str], str | None]
 """Reads the runner's log of a pod by name; None when it cannot be had (the pod is gone)."""

@@ -14,7 +14,6 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 from prometheus_client.exposition import generate_latest
 
-from collector.store import StoredRun
 from contract.atomic import write_atomically
 from contract.metrics import (
     ALLOCATED_DEVICE_SECONDS,
@@ -41,6 +40,7 @@ from contract.pricing import PriceList, device_seconds_per_1000, priced
 from contract.records import JobRecord
 from contract.result import OkResult
 from contract.variant import SETTING_FIELDS, VariantRef
+from store.database import StoredRun
 
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)

@@ -5,8 +5,9 @@ located by line and field), and a file that breaks it prices nothing."""
 from pathlib import Path
 
 from contract.allocation import CAPACITIES
+from contract.layout import FLEET_FILE
 from contract.pricing import PriceList
-from synth.load import FLEET_FILE, load_fleet
+from synth.load import load_fleet
 
 
 def read_prices(root: Path) -> PriceList | None:

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from collector.kube import KubeClient, KubeError
 from collector.pods import RUNNER
-from collector.store import Store, StoredRun
 from contract.result import OkResult, find_result_texts, parse_result
+from store.database import Store, StoredRun
 
 log = logging.getLogger(__name__)
 

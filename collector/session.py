@@ -18,11 +18,11 @@ from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.identity import UnconfirmedCluster, confirm_cluster
 from collector.kube import KubeClient, KubeError
 from collector.progress import Progress
-from collector.store import StoreError, open_store
 from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs
 from contract.layout import RESULTS, recorded_clusters, recorded_jobs, workload_file
 from contract.text import plural, shown
 from contract.variant import VariantRef
+from store.database import StoreError, open_store
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,10 @@ from collector.indexes import (
 from collector.kube import KubeClient, KubeError, Object
 from collector.pods import RUNNER
 from collector.progress import counts_line
-from collector.store import Unread
 from collector.workload import ExpectedJob, label_selector
 from contract.layout import JOB_NAME_LABEL
 from contract.records import StoredVariant
+from store.database import Unread
 
 log = logging.getLogger(__name__)
 

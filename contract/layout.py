@@ -21,6 +21,10 @@ NAMESPACES_FILE: Final = "namespaces.yaml"
 KUSTOMIZATION_FILE: Final = "kustomization.yaml"
 RESULTS: Final = "results"
 """results/<workflow>/<cluster>/<job>.json: the record of a finished Job, committed."""
+SPECS_DIR: Final = Path("specs")
+"""The workflows and the fleet, as their owners write them: synth's input."""
+FLEET_FILE: Final = SPECS_DIR / "clusters.yaml"
+"""The fleet: its clusters, their nodes and image, and what their devices cost."""
 SCHEDULES: Final = "schedules"
 """schedules/<workflow>.json: the run a scheduled workflow is at (`scheduling.every`), written
 by `benchfleet schedule` and committed; synth hashes the run into the workflow's variant ids."""

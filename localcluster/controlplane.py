@@ -23,7 +23,8 @@ from localcluster.components import KUBERNETES_VERSION, KUEUE, KWOK, Component
 from localcluster.monitoring import monitoring_documents
 from localcluster.nodes import GPUS_PER_NODE, node_manifests
 from localcluster.pki import Pki, make_pki
-from localcluster.processes import Started, free_port, start, stop, wait_ready
+from localcluster.processes import Started, start, stop, wait_ready
+from localrun.ports import free_port
 from synth.fleet import Fleet
 
 START_TIMEOUT_S = 60.0

@@ -21,7 +21,8 @@ from localcluster.controlplane import (
     crd_documents,
     kubectl,
 )
-from localcluster.processes import free_port, start, wait_ready
+from localcluster.processes import start, wait_ready
+from localrun.ports import free_port
 
 FLUX_NAMESPACE = "flux-system"
 # How soon a Kustomization waiting on another looks again (Flux's default: 30 s). Users keep

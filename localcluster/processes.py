@@ -8,7 +8,6 @@ the cluster stays up until `make cluster-down`.
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,14 +31,6 @@ class Started:
     name: str
     pid: int
     log: Path
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def log_tail(log: Path, lines: int = 25) -> str:

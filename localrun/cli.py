@@ -16,7 +16,6 @@ from pathlib import Path
 
 import click
 
-from collector.store import StoredRun, open_store
 from collector.workload import ExpectedJob, WorkloadError, read_expected
 from contract.layout import LOCAL_CLUSTER, cluster_of
 from contract.options import database_option, root_option, version_option
@@ -32,6 +31,7 @@ from localrun.workflow import Executor, PodOutcome, pod_plans, run_pods, workloa
 from report.model import Notes, build_report
 from report.table import format_finished
 from report.text import to_text
+from store.database import StoredRun, open_store
 
 POD_TIMEOUT_S = 1800.0
 

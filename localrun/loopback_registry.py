@@ -12,7 +12,7 @@ from typing import Final
 
 import yaml
 
-from localcluster.processes import free_port
+from localrun.ports import free_port
 
 PROGRAM: Final = "/usr/bin/docker-registry"
 START_S: Final = 30.0

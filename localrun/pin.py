@@ -15,11 +15,11 @@ from typing import Any, Final
 
 import yaml
 
+from contract.layout import FLEET_FILE
 from localrun.reference import BadReference, ImageReference, parse_pinned
 from localrun.registry import RegistryClient, RegistryError
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[1]
-FLEET_FILE: Final = Path("specs") / "clusters.yaml"
 PUSH_RECORD: Final = REPO_ROOT / ".cache" / "image" / "pushed.json"
 """Written by `make push`: what `make pin-image` pins when given no IMAGE."""
 KEY: Final = "image"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from contract.dist import Manifest
 from contract.layout import COMPLETION_INDEX_KEY
+from contract.quantity import parse_quantity
 from localrun.images import ImageMount
-from synth.quantity import parse_quantity
 
 
 class PodSpecError(ValueError):

@@ -14,12 +14,12 @@ may be testing: `localrun run --again` runs everything.
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from collector.store import StoredRun
 from collector.workload import ExpectedJob
 from contract.layout import LOCAL_CLUSTER
 from contract.reported import REPORTED_ENV, reported_text
 from contract.variant import VariantRef
 from localrun.pod import PodPlan
+from store.database import StoredRun
 
 Earlier = Mapping[tuple[str, str, int], StoredRun]
 """(namespace, variant id, repeat) -> its newest successful local run."""

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple
 
-from collector.history import CURRENT, SpecRevision
-from collector.store import StoredRun
 from contract.accuracy import Accuracy, default_gate, judge
 from contract.allocation import Allocation
 from contract.order_stats import paired_ratio
@@ -27,6 +25,8 @@ from contract.variant import SETTING_FIELDS, VariantRef
 from report import intervals
 from report.intervals import MedianEstimate, Ratio
 from report.startup import Startup, startup
+from store.database import StoredRun
+from store.history import CURRENT, SpecRevision
 
 REPORT_SCHEMA_VERSION: Final = 5
 """Bumped when a field of `to_json`'s output changes meaning or goes away."""
@@ -307,9 +307,9 @@ class Notes:
     """Job name: its workflow's description and owner (its record's)."""
     spec_revisions: Mapping[tuple[str, str], SpecRevision] = field(default_factory=dict)
     """(spec file, sha256): the git commit holding those bytes and how recent it is
-    (collector.history), or that the checkout holds them."""
+    (store.history), or that the checkout holds them."""
     record_ages: Mapping[tuple[str, str], int] = field(default_factory=dict)
-    """(cluster, Job): the order git added the Jobs' records in, newest 0 (collector.history)."""
+    """(cluster, Job): the order git added the Jobs' records in, newest 0 (store.history)."""
     in_dist: frozenset[tuple[str, str]] = frozenset()
     """(cluster, Job) of each Job dist/ holds now: what Flux runs, each its target's current
     revision."""

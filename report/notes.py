@@ -3,10 +3,10 @@
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from collector.history import in_dist, record_ages, spec_revisions
-from collector.store import StoredRun
 from contract.records import JobRecord, Reuses
 from report.model import Notes
+from store.database import StoredRun
+from store.history import in_dist, record_ages, spec_revisions
 
 
 def notes_of(

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from collector.store import StoredRun
 from contract.records import seconds_between
 from contract.result import OkResult, Timings
+from store.database import StoredRun
 
 PER_POD: Final = "pod"
 PER_LOAD: Final = "model and pod"

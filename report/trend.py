@@ -36,7 +36,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from collector.store import StoredRun
 from contract.result import OkResult
 from report.model import (
     DEFAULT_REGRESSION_THRESHOLD,
@@ -50,6 +49,7 @@ from report.model import (
     key_of,
     measurement_of,
 )
+from store.database import StoredRun
 
 WINDOW: Final = 10
 """Runs in a reference: enough for a spread to mean something (the expected range of 10

@@ -5,12 +5,12 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collector.history import HistoryError, records_at, records_in, runs_of
 from contract.layout import RESULTS
 from contract.text import shown
 from report.markdown import to_markdown
 from report.model import build_report
 from report.notes import notes_of
+from store.history import HistoryError, records_at, records_in, runs_of
 from synth.committed import generated_at
 from synth.load import load_specs
 from synth.plan import format_plan, plan

@@ -2,9 +2,10 @@
 synth` and change nothing: the specs are still written."""
 
 from contract.archive import UnsafeArchive
+from contract.layout import FLEET_FILE
 from contract.variant import Quantization
 from synth.catalogue import DEVICE_TYPES, QUANTIZATION_KERNELS
-from synth.load import FLEET_FILE, Specs
+from synth.load import Specs
 from synth.problems import Problem, problem_at
 
 THIN_QUANTIZATION: float = 0.5

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from contract.archive import UnsafeArchive
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
+from contract.quantity import parse_quantity
 from contract.variant import Quantization, layers_taken, takes_layer
 from contract.weights import LinearWeights
 from synth.catalogue import DEVICE_TYPES, compile_unoffered_because, unoffered_because
@@ -25,7 +26,6 @@ from synth.names import (
     model_bundle_name,
     placeholder_digest,
 )
-from synth.quantity import parse_quantity
 from synth.repeats import repeats
 from synth.scratch import TMP_BASE_BYTES, tmp_bytes
 from synth.spec import Workflow

@@ -8,7 +8,6 @@ import click
 
 from contract.options import moment_of, now_option, root_option, version_option
 from contract.text import shown
-from exporter.cli import export
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.committed import GitError
@@ -301,6 +300,3 @@ def plan_command(repo: Repo, output_format: str) -> None:
     edited = sum(len(cluster.edited) for cluster in plans)
     if edited:
         raise click.ClickException(f"{edited} objects in dist/ differ from what synth writes")
-
-
-cli.add_command(export)

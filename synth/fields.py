@@ -23,9 +23,9 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from contract.quantity import MAX_QUANTITY, parse_quantity
 from synth.hints import SpecError
 from synth.limits import MAX_DURATION_SECONDS, MAX_IMAGE_NAME_CHARS, MAX_URL_CHARS
-from synth.quantity import MAX_QUANTITY, parse_quantity
 
 _DNS_LABEL: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 

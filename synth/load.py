@@ -15,6 +15,7 @@ from typing import Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from contract.layout import FLEET_FILE, SPECS_DIR
 from contract.schedule import ScheduleState
 from contract.text import unprintable
 from synth.checks import check_workflow, target_clusters
@@ -40,8 +41,6 @@ from synth.spec import SpecContext, Workflow, check_ca_bundle_file
 from synth.sweep import Variant, combinations, expand_variants
 from synth.yaml_source import YamlSource, YamlSyntaxError, parse_yaml
 
-SPECS_DIR: Final = Path("specs")
-FLEET_FILE: Final = SPECS_DIR / "clusters.yaml"
 WORKFLOWS_DIR: Final = SPECS_DIR / "workflows"
 WORKFLOW_SCHEMA: Final = SPECS_DIR / "schema.json"
 FLEET_SCHEMA: Final = SPECS_DIR / "clusters.schema.json"

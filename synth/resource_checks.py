@@ -8,8 +8,8 @@ from decimal import Decimal
 from typing import Final
 
 from contract.layout import GPU_RESOURCE
+from contract.quantity import parse_quantity
 from synth.hints import SpecError, closest, unknown
-from synth.quantity import parse_quantity
 from synth.yaml_source import Loc
 
 RESOURCE_KEYS: Final = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE)

@@ -36,6 +36,7 @@ from contract.config import (
     tail_iterations,
 )
 from contract.layout import GPU_RESOURCE, KUSTOMIZATION_FILE, WORKLOADS
+from contract.quantity import parse_quantity
 from contract.variant import SPELLINGS, Compile, Precision, Quantization
 from synth.base import SpecModel
 from synth.catalogue import DEVICE_TYPES, RESOURCE_PRESETS
@@ -69,7 +70,6 @@ from synth.limits import (
     MIN_SCHEDULE_PERIOD_SECONDS,
 )
 from synth.modelfiles import ModelFiles
-from synth.quantity import parse_quantity
 from synth.repo_files import Missing, RepoFileError, TooLarge
 from synth.resource_checks import resource_problems
 from synth.texts import Text

@@ -6,10 +6,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from benchfleet.cli import cli as benchfleet
 from collector.cli import cli as collector
 from localrun.__main__ import main as localrun_module
 from localrun.cli import cli as localrun
-from synth.cli import cli as benchfleet
 
 
 @pytest.mark.parametrize("command", [benchfleet, collector, localrun, localrun_module])

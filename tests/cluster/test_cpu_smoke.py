@@ -11,9 +11,9 @@ import pytest
 
 from collector.pods import condition, runner_container, runner_terminated
 from contract.layout import record_path
+from contract.quantity import parse_quantity
 from contract.records import JobRecord, read_record
 from synth.load import load_specs
-from synth.quantity import parse_quantity
 from tests.cluster.conftest import (
     NAMESPACE,
     LiveCluster,

@@ -13,12 +13,12 @@ from click.testing import Result
 
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.kube import KubeClient
-from collector.store import Store
 from collector.workload import ExpectedJob, expected_from
 from contract.config import CONFIG_FILE
 from contract.layout import record_path
 from standin import objects
 from standin.api import FakeApiServer
+from store.database import Store
 
 WORKLOAD = Path("dist", "us-east", "workloads", "cpu-smoke.yaml")
 NAMESPACES = Path("dist", "us-east", "infrastructure", "namespaces.yaml")

@@ -21,12 +21,12 @@ from collector.allocation import (
 )
 from collector.harvest import harvest
 from collector.indexes import index_states
-from collector.store import open_store
 from contract.allocation import Allocation
 from contract.records import read_record
 from contract.result import BenchResult, OkResult, PhaseTiming
 from standin import objects
 from standin.api import FakeApiServer
+from store.database import open_store
 from tests.collector.gathering import (
     GROUPS,
     NAMESPACE,

@@ -8,10 +8,10 @@ from click.testing import CliRunner
 
 from collector.cli import cli
 from collector.forget import ForgetError, forget
-from collector.store import open_store
 from contract.layout import LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobRecord, write_record
+from store.database import open_store
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 LOCAL_JOB = JOB.model_copy(update={"cluster": LOCAL_CLUSTER})

@@ -8,7 +8,6 @@ from pathlib import Path
 from collector.clean import decide
 from collector.harvest import WRONG_VARIANT, ended_attempts, harvest, harvest_earlier
 from collector.indexes import index_states, summary_counts
-from collector.store import open_store
 from collector.workload import ExpectedJob
 from contract.config import groups_text
 from contract.layout import GROUPS_ANNOTATION, VARIANTS_ANNOTATION, record_path
@@ -23,6 +22,7 @@ from contract.result import (
 from contract.samples import encode
 from standin import objects
 from standin.api import FakeApiServer
+from store.database import open_store
 from tests.collector.gathering import (
     GROUPS,
     Collect,

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from collector.store import Store, open_store
 from collector.workload import ExpectedJob
 from contract.reported import read_reported, reported_configmap, reported_text
 from contract.result import BenchResult, Contention, OkResult, Paired, Rounds, result_line
 from contract.samples import encode
 from standin import objects
 from standin.api import FakeApiServer
+from store.database import Store, open_store
 from tests.collector.gathering import (
     NAMESPACE,
     Obj,

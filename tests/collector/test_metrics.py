@@ -13,10 +13,10 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from collector.metrics import ObservedJob, build_registry, last_results, push, write_textfile
-from collector.store import StoredRun
 from contract.pricing import PriceList
 from contract.records import JobRecord, StoredVariant
 from contract.result import Energy, OkResult
+from store.database import StoredRun
 from tests.collector.stored import JOB, SUCCEEDED_LABELS, failed, succeeded
 from tests.report.test_cost import allocation
 

@@ -9,11 +9,11 @@ from pathlib import Path
 from collector.harvest import harvest
 from collector.indexes import index_states
 from collector.pods import read_result
-from collector.store import Unread, open_store
 from contract.records import JobIdentity, StoredVariant
 from contract.result import RESULT_SCHEMA_VERSION, BenchResult
 from standin import objects
 from standin.api import FakeApiServer
+from store.database import Unread, open_store
 from tests.collector.gathering import GROUPS, Collect, Obj, grouped_job, record_of, rows
 
 NEWER = RESULT_SCHEMA_VERSION + 1

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from benchfleet.cli import cli
 from contract.archive import check_archive
 from contract.inputs import Dimension
 from exporter.entry import OCI_PLACEHOLDER
-from synth.cli import cli
 from synth.digests import file_sha256
 from synth.load import load_specs
 from tests.conftest import REPO_ROOT, TEST_DATA
@@ -217,7 +217,7 @@ def test_a_model_over_a_configmap_is_pointed_at_push_model_or_a_url(root: Path) 
 def test_validating_and_synthesizing_specs_never_import_the_exporters_torch_side() -> None:
     """The command runs the user's code; what reads pull requests must not reach it."""
     probe = (
-        "import sys, synth.cli; from synth.load import load_specs; from pathlib import Path; "
+        "import sys, benchfleet.cli; from synth.load import load_specs; from pathlib import Path; "
         "load_specs(Path('.')); "
         "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('exporter.')))"
     )

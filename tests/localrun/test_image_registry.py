@@ -19,10 +19,11 @@ from typing import Final
 import pytest
 import yaml
 
+from contract.layout import FLEET_FILE
 from localrun.e2e_container import Timings
 from localrun.image import REMOTE_NAME, Pushed, build, local_image, project_version, push
 from localrun.loopback_registry import loopback_registry
-from localrun.pin import FLEET_FILE, pin_file
+from localrun.pin import pin_file
 from localrun.podman import Podman, PodmanError, configure_podman
 from localrun.reference import in_registry, parse_pinned, parse_registry
 from localrun.registry import RegistryClient

@@ -17,13 +17,13 @@ from click.testing import CliRunner, Result
 
 import localrun.cli
 from collector.cli import cli as collector_cli
-from collector.store import open_store
 from contract.layout import LOCAL_CLUSTER, workload_file
 from localrun.images import ImageStore
 from localrun.loopback_registry import PROGRAM, loopback_registry
 from localrun.process import run_process
 from localrun.push_model import push_model
 from models.large import BERT, RESNET, LargeModel
+from store.database import open_store
 from synth.main import synth
 from tests.conftest import REPO_ROOT
 from tests.large_models import (

@@ -15,7 +15,8 @@ from typing import Any, Final
 import pytest
 import yaml
 
-from localcluster.processes import free_port, log_tail
+from localcluster.processes import log_tail
+from localrun.ports import free_port
 
 PROMETHEUS: Final = "prometheus"
 PUSHGATEWAY: Final = "prometheus-pushgateway"

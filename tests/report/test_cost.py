@@ -12,9 +12,8 @@ from click.testing import CliRunner
 
 from collector.cli import cli
 from collector.prices import read_prices
-from collector.store import StoredRun, open_store
 from contract.allocation import Allocation, Capacity
-from contract.layout import LOCAL_CLUSTER
+from contract.layout import FLEET_FILE, LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE
 from contract.pricing import PriceList
 from contract.records import StoredVariant
@@ -25,7 +24,7 @@ from report.html import to_html
 from report.json import to_json
 from report.model import build_report
 from report.text import to_text
-from synth.load import FLEET_FILE
+from store.database import StoredRun, open_store
 from tests.collector.stored import JOB, NOW, failed, succeeded
 from tests.conftest import TEST_DATA
 

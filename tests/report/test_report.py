@@ -13,8 +13,6 @@ from typing import Any, Protocol
 
 import pytest
 
-from collector.history import CURRENT, SpecRevision
-from collector.store import StoredRun
 from contract.accuracy import Accuracy, AccuracyGate
 from contract.order_stats import paired_ratio
 from contract.records import JobIdentity, Reuses, StoredVariant
@@ -52,6 +50,8 @@ from report.table import format_ratio
 from report.text import to_text
 from report.verdict import ADVICE, run_verdict, verdict_lines
 from runner.stats import reliable_percentiles
+from store.database import StoredRun
+from store.history import CURRENT, SpecRevision
 
 DEVICES = {"a100": "NVIDIA A100-SXM4-80GB", "v100": "Tesla V100-SXM2-16GB", "t4": "Tesla T4"}
 LAST_WEEK = "2026-11-26T06:00:00Z"

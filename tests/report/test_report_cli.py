@@ -14,13 +14,13 @@ import pytest
 from click.testing import CliRunner
 
 from collector.cli import HTML_REPORT, cli
-from collector.history import CURRENT, SpecRevision, record_ages, spec_revisions
-from collector.store import StoredRun, open_store
 from contract.layout import LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobIdentity, JobRecord, write_record
 from report.model import Notes, build_report
 from report.text import to_text
+from store.database import StoredRun, open_store
+from store.history import CURRENT, SpecRevision, record_ages, spec_revisions
 from tests.collector.stored import JOB, NOW, failed, succeeded
 from tests.report.test_report import (  # noqa: F401 - fixtures
     DEADLINE,

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from collector.store import StoredRun
 from contract.records import JobIdentity, PodStart, StoredVariant
 from contract.result import Memory, ModelLoad, OkResult, PhaseTiming, Timings
 from report.analysis import analyse
@@ -17,6 +16,7 @@ from report.markdown import to_markdown
 from report.model import build_report
 from report.startup import PhaseTime, Startup
 from report.text import to_text
+from store.database import StoredRun
 from tests.collector.stored import latency
 
 MIB = 1 << 20

@@ -9,7 +9,6 @@ import pytest
 from click.testing import CliRunner, Result
 
 from collector.cli import cli
-from collector.store import StoredRun, open_store
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
 from contract.result import Environment, OkResult, Validity
@@ -17,6 +16,7 @@ from report.model import Notes
 from report.trend import Rule, Trend, build_trend
 from report.trend_html import trend_html
 from report.trend_render import trend_json, trend_markdown, trend_text
+from store.database import StoredRun, open_store
 from tests.collector.stored import JOB, latency, succeeded
 
 QUIET = [10.0, 10.1, 9.9, 10.0, 10.05, 9.95]

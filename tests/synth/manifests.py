@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from synth.quantity import parse_quantity
+from contract.quantity import parse_quantity
 from tests.conftest import TEST_DATA
 
 CRDS = TEST_DATA / "crds"

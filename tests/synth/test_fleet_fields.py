@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from synth.load import FLEET_FILE, load_specs
+from contract.layout import FLEET_FILE
+from synth.load import load_specs
 from synth.main import synth
 from synth.problems import SpecProblems
 from tests.synth.conftest import problems_in

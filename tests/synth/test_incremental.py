@@ -15,10 +15,9 @@ from click.testing import CliRunner
 
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
-from contract.layout import REPEAT_LABEL, REUSES_ANNOTATION, TARGET_LABEL, workload_file
+from contract.layout import FLEET_FILE, REPEAT_LABEL, REUSES_ANNOTATION, TARGET_LABEL, workload_file
 from contract.records import parse_reuses
 from synth.cli import cli
-from synth.load import FLEET_FILE
 from synth.main import synth
 from tests.conftest import REPO_ROOT
 from tests.synth.conftest import RecordJobs, WriteSpec, record_jobs_in

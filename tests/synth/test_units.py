@@ -5,8 +5,8 @@ from decimal import Decimal
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from contract.quantity import parse_quantity
 from synth.fields import Duration, Quantity, parse_duration
-from synth.quantity import parse_quantity
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 import yaml
 
+from contract.layout import FLEET_FILE
 from synth.fleet import Fleet
-from synth.load import FLEET_FILE
 from synth.schema import json_schema
 from synth.spec import Workflow
 from tests.conftest import TEST_DATA

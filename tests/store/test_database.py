@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from collector.store import Store, StoreError, open_store
 from contract.accuracy import Accuracy, AccuracyGate
 from contract.allocation import Allocation
 from contract.layout import record_path, recorded_jobs
@@ -14,6 +13,7 @@ from contract.records import JobRecord, PodStart, StoredVariant, read_record, wr
 from contract.result import OkResult, Rounds
 from contract.samples import encode
 from contract.variant import Compile
+from store.database import Store, StoreError, open_store
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 ADDED_IN = {

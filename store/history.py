@@ -9,7 +9,6 @@ from typing import Final, NamedTuple
 
 from pydantic import ValidationError
 
-from collector.store import Store, StoredRun
 from contract.dist import read_workload
 from contract.layout import RESULTS, cluster_of, workload_files
 from contract.records import (
@@ -20,6 +19,7 @@ from contract.records import (
     parse_record,
     read_record,
 )
+from store.database import Store, StoredRun
 
 
 class HistoryError(ValueError):

@@ -1,0 +1,1 @@
+"""The `benchfleet` command, put together from the packages that own its parts."""

@@ -1,0 +1,3 @@
+from benchfleet.cli import cli
+
+cli(prog_name="benchfleet")

@@ -1,3 +1,0 @@
-from synth.cli import cli
-
-cli(prog_name="benchfleet")
