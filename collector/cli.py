@@ -1,4 +1,6 @@
-"""`collector`: harvest benchmark results from the clusters, store them, report on them."""
+"""`collector`: harvest benchmark results from the clusters, store them, report on them. The
+command is put together in benchfleet/collector.py, which hands in the reader of the fleet's
+prices (synth's), so that nothing here imports synth."""
 
 import json
 from collections.abc import Sequence
@@ -17,9 +19,9 @@ from collector.gather import GatherOptions
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
 from collector.metrics import LastResults, build_registry, last_results, push, write_textfile
-from collector.prices import read_prices
 from collector.samples import read_samples
 from collector.session import (
+    PriceReader,
     Settings,
     confirmed_clusters,
     gather_workflow,
@@ -29,7 +31,7 @@ from collector.session import (
 from collector.status import JobStatus, format_status, workflow_status
 from collector.workload import ExpectedJob, WorkloadError
 from contract.dist import dist_clusters, namespaces
-from contract.layout import FLEET_FILE, LOCAL_CLUSTER, RESULTS, SCHEDULES
+from contract.layout import LOCAL_CLUSTER, RESULTS, SCHEDULES
 from contract.options import (
     database_option,
     moment_of,
@@ -37,7 +39,6 @@ from contract.options import (
     root_option,
     version_option,
 )
-from contract.pricing import PriceList
 from contract.schedule import read_schedules
 from contract.text import plural, shown
 from report.formats import REPORT_RENDERERS, TREND_RENDERERS, Renderers, ReportFormat, Shown
@@ -53,7 +54,6 @@ from store.history import (
     records_in,
     runs_of,
 )
-from synth.problems import SpecProblems
 
 HTML_REPORT: Final = "report.html"
 """Where `report --format html` writes without --output, under the repository root."""
@@ -72,56 +72,65 @@ def _duration(text: str) -> float:
         raise click.BadParameter(f"{text!r} is not a duration like 90s, 30m or 2h") from None
 
 
-@click.group(context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True})
-@version_option
-@root_option
-@database_option
-@click.option(
-    "--credentials-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_CREDENTIALS_DIR,
-    help="Folder of kubeconfig files, k8s_kubeconfig[_<cluster>] (relative to --root).",
-)
-@click.option(
-    "--context",
-    "kube_context",
-    help="The kubeconfig context [default: the one named like the cluster, else current]",
-)
-@click.option(
-    "--log-format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    help="json: one object per line, with workflow, Job, namespace and GPU type fields.",
-)
-@click.option("-v", "--verbose", is_flag=True, help="Log each stored variant.")
-@click.pass_context
-def cli(
-    context: click.Context,
-    root: Path,
-    database: Path,
-    credentials_dir: Path,
-    kube_context: str | None,
-    log_format: LogFormat,
-    verbose: bool,
-) -> None:
-    """Gather benchmark results from the clusters, store them, report on them.
+def collector_cli(read_prices: PriceReader) -> click.Group:
+    """The `collector` command, its reports and metrics priced by `read_prices`."""
 
-    \b
-    The loop, after Flux has applied a workflow's Jobs from dist/:
-      collector gather --workflow W    follow its Jobs, store every variant, write results/
-      git add results/; make synth     synth drops the recorded Jobs; merged, Flux prunes them
-      collector report --workflow W    GPU comparison, best configuration, ranking, regressions
-    """
-    configure(log_format, verbose)
-    context.obj = Settings(
-        root=root,
-        database=root / database,
-        credentials_dir=root / credentials_dir,
-        context=kube_context,
+    @click.group(
+        commands=COMMANDS,
+        context_settings={"auto_envvar_prefix": "BENCHFLEET", "show_default": True},
     )
+    @version_option
+    @root_option
+    @database_option
+    @click.option(
+        "--credentials-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_CREDENTIALS_DIR,
+        help="Folder of kubeconfig files, k8s_kubeconfig[_<cluster>] (relative to --root).",
+    )
+    @click.option(
+        "--context",
+        "kube_context",
+        help="The kubeconfig context [default: the one named like the cluster, else current]",
+    )
+    @click.option(
+        "--log-format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        help="json: one object per line, with workflow, Job, namespace and GPU type fields.",
+    )
+    @click.option("-v", "--verbose", is_flag=True, help="Log each stored variant.")
+    @click.pass_context
+    def cli(
+        context: click.Context,
+        root: Path,
+        database: Path,
+        credentials_dir: Path,
+        kube_context: str | None,
+        log_format: LogFormat,
+        verbose: bool,
+    ) -> None:
+        """Gather benchmark results from the clusters, store them, report on them.
+
+        \b
+        The loop, after Flux has applied a workflow's Jobs from dist/:
+          collector gather --workflow W    follow its Jobs, store every variant, write results/
+          git add results/; make synth     synth drops the recorded Jobs; merged, Flux prunes them
+          collector report --workflow W    GPU comparison, best configuration, ranking, regressions
+        """
+        configure(log_format, verbose)
+        context.obj = Settings(
+            root=root,
+            database=root / database,
+            credentials_dir=root / credentials_dir,
+            context=kube_context,
+            read_prices=read_prices,
+        )
+
+    return cli
 
 
-@cli.command()
+@click.command()
 @click.option("--workflow", required=True, help="The workflow id (its spec file's `id`).")
 @click.option("--cluster", help="Only this cluster [default: every cluster dist/ runs it in]")
 @click.option(
@@ -173,7 +182,7 @@ def gather(
     if metrics_textfile is not None or pushgateway is not None:
         observed = [job for outcome in outcomes for job in outcome.observed]
         registry = build_registry(
-            observed, _last_results(settings, workflow), _prices(settings.root)
+            observed, _last_results(settings, workflow), settings.read_prices(settings.root)
         )
         if metrics_textfile is not None:
             write_textfile(registry, metrics_textfile)
@@ -200,7 +209,7 @@ def _last_results(settings: Settings, workflow: str) -> LastResults:
         raise click.ClickException(str(error)) from None
 
 
-@cli.command()
+@click.command()
 @click.option("--workflow", required=True, help="The workflow id.")
 @click.option(
     "--format",
@@ -345,7 +354,7 @@ def report(
             all_revisions=all_revisions,
             notes=notes,
             baseline_jobs=baseline_jobs,
-            prices=_prices(settings.root),
+            prices=settings.read_prices(settings.root),
         )
     except JobChoiceError as error:
         raise click.ClickException(str(error)) from None
@@ -374,22 +383,7 @@ def _write(
     click.echo(f"wrote {output}", err=True)
 
 
-def _prices(root: Path) -> PriceList | None:
-    """The fleet's prices; where specs/clusters.yaml is invalid, none, each problem said."""
-    try:
-        return read_prices(root)
-    except SpecProblems as problems:
-        click.echo(
-            f"warning: {FLEET_FILE} cannot be read, so the report prices nothing "
-            "(device-seconds only):",
-            err=True,
-        )
-        for problem in problems.problems:
-            click.echo(str(problem), err=True)
-        return None
-
-
-@cli.command()
+@click.command()
 @click.option("--workflow", required=True, help="The workflow id.")
 @click.option("--cluster", help="Only this cluster [default: every cluster dist/ runs it in]")
 @pass_settings
@@ -408,7 +402,7 @@ def status(settings: Settings, workflow: str, cluster: str | None) -> None:
             raise click.ClickException(str(error)) from None
 
 
-@cli.command("check")
+@click.command("check")
 @click.option(
     "--scheduled",
     is_flag=True,
@@ -513,7 +507,7 @@ def _statuses(settings: Settings, cluster: str, jobs: Sequence[ExpectedJob]) -> 
     return []
 
 
-@cli.command("samples")
+@click.command("samples")
 @click.option("--workflow", required=True, help="The workflow id.")
 @click.option("--cluster", help="Only this cluster [default: every cluster with such runs]")
 @pass_settings
@@ -548,7 +542,7 @@ def samples_command(settings: Settings, workflow: str, cluster: str | None) -> N
         click.echo(f"every stored run of {workflow} has its samples (or none to read)")
 
 
-@cli.command("clean")
+@click.command("clean")
 @click.option("--cluster", help="Only this cluster [default: every cluster in dist/]")
 @click.option("--dry-run", is_flag=True, help="Print the decisions; delete nothing.")
 @pass_settings
@@ -586,7 +580,7 @@ def clean_command(settings: Settings, cluster: str | None, dry_run: bool) -> Non
         raise click.ClickException(str(error)) from None
 
 
-@cli.command("forget")
+@click.command("forget")
 @click.option(
     "--cluster",
     required=True,
@@ -632,3 +626,7 @@ def forget_command(
             err=True,
         )
     click.echo(f"{verb} {plural(forgotten.runs, 'run')} in all", err=True)
+
+
+COMMANDS: Final = (gather, report, status, check, samples_command, clean_command, forget_command)
+"""The `collector` command's subcommands."""

@@ -20,19 +20,27 @@ from collector.kube import KubeClient, KubeError
 from collector.progress import Progress
 from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs
 from contract.layout import RESULTS, recorded_clusters, recorded_jobs, workload_file
+from contract.pricing import PriceList
 from contract.text import plural, shown
 from contract.variant import VariantRef
 from store.database import StoreError, open_store
 
+PriceReader = Callable[[Path], PriceList | None]
+"""The fleet's price list under a checkout's root: None where it prices nothing (no fleet
+file, no prices in it, or a file that cannot be read, which the reader says on stderr). Handed
+in by the composition root (benchfleet/collector.py), so that the collector never imports
+synth, whose loader reads the fleet file."""
+
 
 @dataclass(frozen=True)
 class Settings:
-    """Options every command shares."""
+    """Options every command shares, and how its results are priced."""
 
     root: Path
     database: Path
     credentials_dir: Path
     context: str | None
+    read_prices: PriceReader
 
 
 def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[str]:

@@ -1,5 +1,5 @@
 """What a device-hour costs, as the fleet's price tables say (`prices` in specs/clusters.yaml,
-read by collector/prices.py): by cluster, device type and capacity. Plain data, so that a
+read by benchfleet/prices.py): by cluster, device type and capacity. Plain data, so that a
 report carries it and renders it without reading any spec. And the arithmetic of a price per
 1,000 inferences, which gather's metrics and the report's cost tables both give."""
 

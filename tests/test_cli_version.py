@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from benchfleet.cli import cli as benchfleet
-from collector.cli import cli as collector
+from benchfleet.collector import cli as collector
 from localrun.__main__ import main as localrun_module
 from localrun.cli import cli as localrun
 

@@ -17,7 +17,7 @@ from tests.conftest import REPO_ROOT
 
 FORBIDDEN = {
     "runner": {"cdk8s", "kubernetes", "constructs", "synth", "collector"},
-    "collector": {"torch", "cdk8s", "constructs"},
+    "collector": {"torch", "cdk8s", "constructs", "synth"},
     "synth": {"torch", "kubernetes", "collector", "report", "exporter"},
     "store": {"torch", "cdk8s", "constructs", "kubernetes", "synth", "runner", "collector"},
     "report": {
@@ -126,7 +126,8 @@ def _loaded_by(statement: str) -> set[str]:
             "import contract.config, contract.result, contract.layout, contract.dist",
             {"torch", "cdk8s", "kubernetes"},
         ),
-        ("import collector.cli", {"torch", "cdk8s", "constructs", "matplotlib"}),
+        ("import collector.cli", {"torch", "cdk8s", "constructs", "matplotlib", "synth"}),
+        ("import benchfleet.collector", {"torch", "cdk8s", "constructs", "matplotlib"}),
         (
             "import store.database, store.history",
             {"torch", "cdk8s", "constructs", "kubernetes", "synth", "collector", "report"},

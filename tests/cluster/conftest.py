@@ -26,7 +26,7 @@ import yaml
 from click.testing import CliRunner, Result
 from kubernetes import client, config, watch
 
-from collector.cli import cli as collector_cli
+from benchfleet.collector import cli as collector_cli
 from localcluster.build import binary_dir
 from localcluster.controlplane import Cluster, kubectl, start_cluster
 from localcluster.podexecutor import (

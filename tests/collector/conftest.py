@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from collector.cli import cli
+from benchfleet.collector import cli
 from standin import objects
 from standin.api import FakeApiServer
 from standin.fixture import fixture_root

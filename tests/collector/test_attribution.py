@@ -214,7 +214,7 @@ def collector_against(
     )
 
 
-COLLECTOR = [sys.executable, "-c", "from collector.cli import cli; cli()"]
+COLLECTOR = [sys.executable, "-c", "from benchfleet.collector import cli; cli()"]
 
 
 def test_sigterm_ends_gather_like_an_interrupt(api: FakeApiServer, repo: Path, job: Obj) -> None:

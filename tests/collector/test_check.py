@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from collector.cli import cli
+from benchfleet.collector import cli
 from contract.records import JobRecord, StoredVariant, write_record
 from contract.schedule import ScheduleState, write_schedule
 from standin import objects

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from collector.cli import cli
+from benchfleet.collector import cli
 from collector.forget import ForgetError, forget
 from contract.layout import LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from collector.cli import cli
+from benchfleet.collector import cli
 from collector.workload import expected_from
 from contract.accuracy import Accuracy, AccuracyGate, default_gate, gates_text
 from contract.layout import GATES_ANNOTATION, REPEAT_LABEL, REUSES_ANNOTATION

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from collector.cli import cli
+from benchfleet.collector import cli
 from collector.redact import Redactor, kubeconfig_secrets
 from standin import objects
 from standin.api import FakeApiServer

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import localrun.cli
-from collector.cli import cli as collector_cli
+from benchfleet.collector import cli as collector_cli
 from contract.layout import LOCAL_CLUSTER, workload_file
 from localrun.images import ImageStore
 from localrun.loopback_registry import PROGRAM, loopback_registry

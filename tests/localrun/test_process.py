@@ -15,7 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from collector.cli import cli as collector_cli
+from benchfleet.collector import cli as collector_cli
 from contract.dist import read_workload
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
 from contract.result import ErrorInfo, ErrorResult, compact

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from collector.cli import cli
-from collector.prices import read_prices
+from benchfleet.collector import cli
+from benchfleet.prices import read_prices
 from contract.allocation import Allocation, Capacity
 from contract.layout import FLEET_FILE, LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE

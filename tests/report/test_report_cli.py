@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from collector.cli import HTML_REPORT, cli
+from benchfleet.collector import cli
+from collector.cli import HTML_REPORT
 from contract.layout import LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobIdentity, JobRecord, write_record

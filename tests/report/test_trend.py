@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from collector.cli import cli
+from benchfleet.collector import cli
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
 from contract.result import Environment, OkResult, Validity

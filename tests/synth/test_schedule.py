@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from collector.cli import cli as collector_cli
+from benchfleet.collector import cli as collector_cli
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
 from contract.layout import SCHEDULED_AT_ANNOTATION, SCHEDULED_RUN_LABEL, workload_file

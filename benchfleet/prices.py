@@ -1,21 +1,41 @@
-"""The fleet's prices, read from specs/clusters.yaml of the checkout for the report: through
-synth's loader, so that the file is read as `make validate` reads it (bounded, every problem
-located by line and field), and a file that breaks it prices nothing."""
+"""The fleet's prices for the collector, read from specs/clusters.yaml of the checkout for the
+report: through synth's loader, so that the file is read as `make validate` reads it (bounded,
+every problem located by line and field), and a file that breaks it prices nothing. Here, in
+the composition root, so that the collector never imports synth."""
 
 from pathlib import Path
+
+import click
 
 from contract.allocation import CAPACITIES
 from contract.layout import FLEET_FILE
 from contract.pricing import PriceList
+from synth.fleet import Fleet
 from synth.load import load_fleet
+from synth.problems import SpecProblems
 
 
 def read_prices(root: Path) -> PriceList | None:
     """The price list of the fleet file under `root`; None where it has no `prices` (or
-    there is no fleet file). Raises synth.problems.SpecProblems where the file is invalid."""
+    there is no fleet file), and where the file is invalid, each problem said on stderr."""
     if not (root / FLEET_FILE).exists():
         return None
-    fleet = load_fleet(root)
+    try:
+        fleet = load_fleet(root)
+    except SpecProblems as problems:
+        click.echo(
+            f"warning: {FLEET_FILE} cannot be read, so the report prices nothing "
+            "(device-seconds only):",
+            err=True,
+        )
+        for problem in problems.problems:
+            click.echo(str(problem), err=True)
+        return None
+    return _price_list(fleet)
+
+
+def _price_list(fleet: Fleet) -> PriceList | None:
+    """The prices `fleet` gives each cluster, in the plain shape the collector reads."""
     tables = {cluster.name: fleet.prices_in(cluster.name) for cluster in fleet.clusters}
     priced = {name: prices for name, prices in tables.items() if prices is not None}
     if not priced:
