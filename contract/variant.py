@@ -217,7 +217,9 @@ class VariantRef(VariantSettings, _Position):
         dumped: dict[str, object] = handler(self)
         kept = self.written()
         return {
-            name: value for name, value in dumped.items() if name in kept or name in ("index", "id")
+            name: value
+            for name, value in dumped.items()
+            if name in kept or name not in LATER_SETTINGS
         }
 
     @classmethod
