@@ -75,7 +75,7 @@ class VariantKey(VariantSettings):
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, VariantKey):
             return NotImplemented
-        return tuple(self.fields().values()) < tuple(other.fields().values())  # type: ignore[operator]
+        return tuple(self.fields().values()) < tuple(other.fields().values())
 
     def value(self, name: str) -> str:
         """One field, by name, as text."""

@@ -15,7 +15,11 @@ NOT_SOURCE = {"tests", "bench", "docs", "dist", "clusters", "specs", "examples",
 
 
 def _strings(nodes: list[ast.expr | None]) -> set[str]:
-    return {node.value for node in nodes if isinstance(node, ast.Constant)} & set(SETTING_FIELDS)
+    return {
+        node.value
+        for node in nodes
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    } & set(SETTING_FIELDS)
 
 
 def settings_lists(tree: ast.AST) -> Iterator[tuple[int, set[str]]]:
