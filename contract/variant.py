@@ -2,11 +2,13 @@
 Its identity is defined here once; config.json's variants extend it with their inputs, a
 result names it, the store and the reports key by it."""
 
+from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Final, Self
+from typing import Annotated, Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic.fields import FieldInfo
 
 MAX_VARIANTS: Final = 10_000
 """No workflow expands past this, whatever its own `scheduling.max_variants` says: each
@@ -108,8 +110,96 @@ def layers_taken(quantization: Quantization, on_gpu: bool) -> str:
     return "every linear layer with constant weights"
 
 
-class VariantRef(BaseModel):
-    """Which variant of config.json was run."""
+@dataclass(frozen=True)
+class Setting:
+    """How readers see one of a variant's settings."""
+
+    heading: str | None = None
+    """Its column heading and the word before its value in a description (`batch 4`); None:
+    its name heads the column and its value stands alone."""
+    reference: str | None = None
+    """The value the report compares its others with; None: a group's first (smallest)."""
+    unsaid: str | None = None
+    """The value a description leaves out (no quantization, eager)."""
+
+
+class VariantSettings(BaseModel):
+    """What tells one variant from another: the one list of them. The sweep's dimensions,
+    config.json's and a result's variant, the store's columns, the metrics' labels and the
+    report's key are made from these fields, in this order.
+
+    A setting added later has a default, what every variant measured before it existed: it
+    is written only away from it, so that earlier config.json (and the Jobs' content-hash
+    names), variant ids, results and records stay what they were, and the store fills it in
+    for rows stored before it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    model: str
+    precision: Annotated[Precision, Setting(reference=Precision.FP32)]
+    quantization: Annotated[
+        Quantization, Setting(reference=Quantization.NONE, unsaid=Quantization.NONE)
+    ]
+    batch_size: Annotated[int, Field(ge=1), Setting(heading="batch")]
+    compile: Annotated[Compile, Setting(reference=Compile.EAGER, unsaid=Compile.EAGER)] = (
+        Compile.EAGER
+    )
+
+    def written(self) -> dict[str, object]:
+        """The settings as config.json, results and variant ids write them: a later setting
+        only away from its default."""
+        return {
+            name: value
+            for name in SETTING_FIELDS
+            if (value := getattr(self, name)) != VariantSettings.model_fields[name].default
+            or name not in LATER_SETTINGS
+        }
+
+    def describe(self) -> str:
+        """The variant as messages name it: `tiny-mlp fp16 int8-dynamic batch 4 inductor` (no
+        word for a setting at its unsaid value)."""
+        return " ".join(
+            worded(name, value)
+            for name, setting in SETTINGS.items()
+            if (value := getattr(self, name)) != setting.unsaid
+        )
+
+
+def worded(name: str, value: object) -> str:
+    """Setting `name` at `value` in words: after its heading where it has one (`batch 4`)."""
+    setting = SETTINGS.get(name)
+    return f"{setting.heading} {value}" if setting and setting.heading else str(value)
+
+
+def _setting(field: FieldInfo) -> Setting:
+    return next((m for m in field.metadata if isinstance(m, Setting)), Setting())
+
+
+SETTINGS: Final = MappingProxyType(
+    {name: _setting(field) for name, field in VariantSettings.model_fields.items()}
+)
+"""Each setting, in order, with how readers see it."""
+SETTING_FIELDS: Final = tuple(SETTINGS)
+"""What a variant measures, without where it sits in its Job: how metrics are labelled,
+the sweep expands and the store and reports key variants."""
+RUN_SETTINGS: Final = tuple(name for name in SETTING_FIELDS if name != "model")
+"""The settings a model runs at (all but the model): what a spec's matrix sweeps, and what
+the report compares one model's variants along."""
+LATER_SETTINGS: Final = tuple(
+    name for name, field in VariantSettings.model_fields.items() if not field.is_required()
+)
+"""The settings added after the first (compile): each left out of what is written at its
+default, and that default for what was stored before it."""
+
+
+def heading(name: str) -> str:
+    """The column heading of setting (or other key field) `name`."""
+    setting = SETTINGS.get(name)
+    return (setting.heading if setting else None) or name
+
+
+class _Position(BaseModel):
+    """Where a variant sits in its Job."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -117,37 +207,26 @@ class VariantRef(BaseModel):
     """The Job's completion index that runs it."""
     id: str
     """Content id: `v` + a hash of what determines the variant's number."""
-    model: str
-    precision: Precision
-    quantization: Quantization
-    batch_size: int = Field(ge=1)
-    compile: Compile = Compile.EAGER
+
+
+class VariantRef(VariantSettings, _Position):
+    """Which variant of config.json was run."""
 
     @model_serializer(mode="wrap")
-    def _compile_when_compiled(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # Left out for eager variants, so that config.json (and with it every Job's
-        # content-hash name), results and records stay byte for byte what they were before
-        # the option existed.
-        written: dict[str, object] = handler(self)
-        if written.get("compile") == Compile.EAGER:
-            del written["compile"]
-        return written
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        dumped: dict[str, object] = handler(self)
+        kept = self.written()
+        return {
+            name: value
+            for name, value in dumped.items()
+            if name in kept or name not in LATER_SETTINGS
+        }
 
     @classmethod
     def of(cls, variant: "VariantRef") -> Self:
         """Just the identity of `variant` (a config.json variant carries its inputs too)."""
         return cls.model_validate(variant.model_dump(include=set(VariantRef.model_fields)))
 
-    def describe(self) -> str:
-        """The variant as messages name it: `tiny-mlp fp16 int8-dynamic batch 4 inductor` (no
-        quantization word when there is none, no compile word when eager)."""
-        quantized = "" if self.quantization is Quantization.NONE else f" {self.quantization}"
-        compiled = "" if self.compile is Compile.EAGER else f" {self.compile}"
-        return f"{self.model} {self.precision}{quantized} batch {self.batch_size}{compiled}"
 
-
-VARIANT_FIELDS = tuple(VariantRef.model_fields)
-"""index, id, model, precision, quantization, batch_size, compile: in this order everywhere."""
-SETTING_FIELDS = tuple(field for field in VARIANT_FIELDS if field not in ("index", "id"))
-"""What a variant measures (model, precision, quantization, batch size, compile), without where
-it sits in its Job: how metrics are labelled and reports compare variants across runs."""
+VARIANT_FIELDS: Final = tuple(VariantRef.model_fields)
+"""Its place (index, id), then its settings: in this order everywhere."""

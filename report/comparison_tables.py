@@ -8,6 +8,7 @@ from typing import Final
 
 from contract.accuracy import Accuracy
 from contract.text import plural
+from contract.variant import heading
 from report.intervals import Ratio
 from report.model import (
     KEY_FIELDS,
@@ -20,7 +21,6 @@ from report.model import (
     Ranked,
     VariantKey,
     VariantRow,
-    heading,
 )
 from report.run_tables import ACCURACY_NOTE
 from report.table import (

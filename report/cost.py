@@ -17,6 +17,7 @@ from typing import Final
 from contract.allocation import Allocation, Capacity, Unit
 from contract.layout import LOCAL_CLUSTER
 from contract.pricing import PriceList, device_seconds_per_1000, priced
+from contract.variant import RUN_SETTINGS
 from report.model import ACCURACY_ORDER, FailedVariant, Report, VariantKey, VariantRow
 
 NOT_RECORDED: Final = (
@@ -148,14 +149,7 @@ def _failed(failure: FailedVariant, prices: PriceList | None) -> VariantCost:
     ref = failure.variant
     key = None
     if ref is not None:
-        key = VariantKey(
-            cluster=failure.cluster,
-            target=failure.target,
-            model=ref.model,
-            precision=ref.precision,
-            quantization=ref.quantization,
-            batch_size=ref.batch_size,
-        )
+        key = VariantKey.of(failure.cluster, failure.target, ref)
     return _cost(
         (failure.allocation,),
         prices,
@@ -278,9 +272,7 @@ def _points(rows: Sequence[VariantRow], variants: Sequence[VariantCost]) -> tupl
                     model=model,
                     cluster=row.key.cluster,
                     target=row.key.target,
-                    configuration=row.key.label(
-                        ("precision", "quantization", "batch_size", "compile")
-                    ),
+                    configuration=row.key.label(RUN_SETTINGS),
                     p50_per_sample_ms=row.p50_per_sample_ms,
                     low_ms=low,
                     high_ms=high,

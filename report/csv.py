@@ -4,9 +4,9 @@ under a header (`CSV_COLUMNS`) that only ever grows at its end."""
 import csv
 import io
 from collections.abc import Iterable
-from dataclasses import asdict
 from typing import Final
 
+from contract.variant import SETTING_FIELDS
 from report.analysis import analyse
 from report.cost import VariantCost
 from report.cost_table import cost_csv
@@ -140,7 +140,7 @@ def _csv_measured(
     latency = row.latency
     return {
         "status": "measured",
-        **asdict(row.key),
+        **row.key.fields(),
         "variant_id": row.variant_id,
         "job": row.job,
         "finished_at": row.finished_at,
@@ -192,14 +192,7 @@ def _csv_failed(failed: FailedVariant) -> dict[str, object]:
         "cluster": failed.cluster,
         "target": failed.target,
         **(
-            {
-                "model": ref.model,
-                "precision": ref.precision,
-                "quantization": ref.quantization,
-                "batch_size": ref.batch_size,
-                "compile": ref.compile,
-                "variant_id": ref.id,
-            }
+            {**{name: getattr(ref, name) for name in SETTING_FIELDS}, "variant_id": ref.id}
             if ref
             else {}
         ),

@@ -179,7 +179,7 @@ def _target_plots(comparisons: Sequence[Comparison]) -> list[Plot]:
     ]
 
 
-_CURVE_FIELDS: Final = ("cluster", "target", "model", "precision", "quantization", "compile")
+_CURVE_FIELDS: Final = tuple(name for name in KEY_FIELDS if name != "batch_size")
 """A batch-size curve holds all of these fixed."""
 
 

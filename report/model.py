@@ -11,9 +11,10 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Final, Literal, NamedTuple
+from functools import total_ordering
+from typing import Final, Literal, NamedTuple, Self
 
 from contract.accuracy import Accuracy, default_gate, judge
 from contract.allocation import Allocation
@@ -21,7 +22,15 @@ from contract.order_stats import paired_ratio
 from contract.pricing import PriceList
 from contract.records import Reuses
 from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Validity
-from contract.variant import SETTING_FIELDS, VariantRef
+from contract.variant import (
+    RUN_SETTINGS,
+    SETTING_FIELDS,
+    SETTINGS,
+    VariantRef,
+    VariantSettings,
+    heading,
+    worded,
+)
 from report import intervals
 from report.intervals import MedianEstimate, Ratio
 from report.startup import Startup, startup
@@ -44,17 +53,29 @@ VERDICT_ORDER: Final[dict[Verdict, int]] = {
 }
 
 
-@dataclass(frozen=True, order=True)
-class VariantKey:
-    """What makes two runs the same variant: for de-duplication and for matching baselines."""
+@total_ordering
+class VariantKey(VariantSettings):
+    """What makes two runs the same variant: where it ran and its settings, for
+    de-duplication and for matching baselines; ordered by KEY_FIELDS."""
 
     cluster: str
     target: str
-    model: str
-    precision: str
-    quantization: str
-    batch_size: int
-    compile: str = "eager"
+
+    @classmethod
+    def of(cls, cluster: str, target: str, settings: VariantSettings) -> Self:
+        return cls.model_validate(
+            {"cluster": cluster, "target": target}
+            | {name: getattr(settings, name) for name in SETTING_FIELDS}
+        )
+
+    def fields(self) -> dict[str, object]:
+        """Each of KEY_FIELDS, by name, in order."""
+        return {name: getattr(self, name) for name in KEY_FIELDS}
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, VariantKey):
+            return NotImplemented
+        return tuple(self.fields().values()) < tuple(other.fields().values())
 
     def value(self, name: str) -> str:
         """One field, by name, as text."""
@@ -62,18 +83,10 @@ class VariantKey:
 
     def label(self, names: Sequence[str]) -> str:
         """The fields `names`, for a reader: "fp16 int8-weight-only batch 64"."""
-        return " ".join(
-            f"batch {self.batch_size}" if name == "batch_size" else self.value(name)
-            for name in names
-        )
+        return " ".join(worded(name, self.value(name)) for name in names)
 
 
-KEY_FIELDS: Final = tuple(field.name for field in fields(VariantKey))
-_HEADINGS: Final = {"batch_size": "batch"}
-
-
-def heading(name: str) -> str:
-    return _HEADINGS.get(name, name)
+KEY_FIELDS: Final = ("cluster", "target", *SETTING_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -496,8 +509,7 @@ def run_target(run: StoredRun) -> str:
 
 def key_of(run: StoredRun, ref: VariantRef) -> VariantKey:
     """The key of `ref` as `run` measured it: its cluster and target, and the variant's settings."""
-    setting = {field: getattr(ref, field) for field in SETTING_FIELDS}
-    return VariantKey(cluster=run.job.cluster, target=run_target(run), **setting)
+    return VariantKey.of(run.job.cluster, run_target(run), ref)
 
 
 def _ref(run: StoredRun) -> VariantRef | None:
@@ -1020,8 +1032,10 @@ def _best_configuration(comparison: Comparison) -> BestConfiguration:
     return BestConfiguration(comparison=comparison)
 
 
-AXES: Final = ("target", "precision", "quantization", "batch_size", "compile", "model")
-_REFERENCE_VALUES: Final = {"precision": "fp32", "quantization": "none", "compile": "eager"}
+AXES: Final = ("target", *RUN_SETTINGS, "model")
+_REFERENCE_VALUES: Final = {
+    name: setting.reference for name, setting in SETTINGS.items() if setting.reference is not None
+}
 """What other values are compared with, where a group has it; else the group's first value
 (the smallest batch, the first target or model by name)."""
 
@@ -1223,18 +1237,14 @@ def build_report(
         workflows=tuple(sorted({run.job.workflow for run in runs})),
         variants=rows,
         failures=failures,
-        by_target=_comparisons(
-            rows, ("model", "precision", "quantization", "batch_size", "compile")
-        ),
+        by_target=_comparisons(rows, SETTING_FIELDS),
         # The best of a sweep is the fastest within its accuracy gate: a faster variant
         # that computes something else is shown beside it, never in its place.
         best_configurations=tuple(
             _best_configuration(comparison)
             for comparison in _comparisons(rows, ("cluster", "target", "model"), by_accuracy=True)
         ),
-        rankings=_comparisons(
-            rows, ("cluster", "target", "precision", "quantization", "batch_size", "compile")
-        ),
+        rankings=_comparisons(rows, ("cluster", "target", *RUN_SETTINGS)),
         axes=tuple(comparison for axis in AXES if (comparison := _axis(axis, rows))),
         baseline=_against(rows, before, regression_threshold) if before is not None else None,
         superseded=superseded,

@@ -6,7 +6,7 @@ from typing import Final
 
 from contract.result import ENERGY_ON_CPU
 from contract.text import plural
-from contract.variant import VariantRef
+from contract.variant import SETTING_FIELDS, VariantRef
 from report.model import FailedVariant, JobSummary, VariantRow
 from report.startup import Startup
 from report.table import (
@@ -130,8 +130,8 @@ def flagged_table(rows: Sequence[VariantRow]) -> Table | None:
 
 def _named(ref: VariantRef | None) -> tuple[str, ...]:
     if ref is None:
-        return ("", "", "", "", "")
-    return ref.model, ref.precision, ref.quantization, str(ref.batch_size), ref.compile
+        return ("",) * len(SETTING_FIELDS)
+    return tuple(str(getattr(ref, name)) for name in SETTING_FIELDS)
 
 
 def failures_table(failures: Sequence[FailedVariant]) -> Table | None:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Literal
 
+from contract.variant import heading
 from report.intervals import Ratio
-from report.model import KEY_FIELDS, VariantKey, VariantRow, heading
+from report.model import KEY_FIELDS, VariantKey, VariantRow
 
 TableKind = Literal["alert", "main", "detail"]
 """How prominent a table is: alerts come first and are marked; details may be folded away."""

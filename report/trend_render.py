@@ -3,7 +3,6 @@ with the run each began at and what changed there, then every variant's latest r
 its reference, then (folded) every run of every variant."""
 
 import json
-from dataclasses import asdict
 from typing import Any, Final, get_args
 
 from contract.text import plural
@@ -221,7 +220,7 @@ def _change_json(change: Change | None, floor: float) -> dict[str, Any] | None:
 
 def _variant_json(variant: VariantTrend, floor: float) -> dict[str, Any]:
     return {
-        **asdict(variant.key),
+        **variant.key.fields(),
         "verdict": variant.verdict,
         "change": _change_json(variant.change, floor),
         "points": [

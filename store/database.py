@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Final
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from contract.accuracy import AccuracyGate
 from contract.allocation import Allocation
 from contract.records import JobIdentity, PodStart, Reuses, StoredVariant
 from contract.result import OkResult, parse_result
-from contract.variant import VARIANT_FIELDS, VariantRef
+from contract.variant import VARIANT_FIELDS, VariantRef, VariantSettings
 
 _SCHEMA_VERSION: Final = 9
 # Each version's changes to a database of the version before it, in order: a database of
@@ -60,41 +61,51 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     # has no record), a table _SCHEMA creates.
     9: ("ALTER TABLE variant_runs ADD COLUMN pod_start TEXT",),
 }
-_SCHEMA: Final = """
+
+
+def _sql_type(setting: FieldInfo) -> str:
+    """A setting's column type: INTEGER for a number, TEXT for the rest (names, enums)."""
+    return "INTEGER" if setting.annotation is int else "TEXT"
+
+
+# One per variant run; a variant's settings (contract/variant.py) take a column each after
+# its id. Nothing reads by position: every statement names its columns.
+_VARIANT_RUNS: Final = (
+    ("cluster", "TEXT NOT NULL"),
+    ("namespace", "TEXT NOT NULL"),
+    ("job", "TEXT NOT NULL"),
+    ("job_index", "INTEGER NOT NULL"),
+    ("workflow", "TEXT NOT NULL"),
+    ("target", "TEXT"),
+    ("spec_file", "TEXT"),
+    ("spec_sha256", "TEXT"),
+    ("image", "TEXT"),
+    ("repeat", "INTEGER"),
+    ("state", "TEXT NOT NULL CHECK (state IN ('succeeded', 'failed'))"),
+    ("explanation", "TEXT NOT NULL"),
+    ("reason", "TEXT"),
+    ("pod", "TEXT"),
+    ("node", "TEXT"),
+    ("attempts", "INTEGER NOT NULL"),
+    ("preemptions", "INTEGER NOT NULL"),
+    ("finished_at", "TEXT"),
+    ("variant_id", "TEXT"),
+    *((name, _sql_type(setting)) for name, setting in VariantSettings.model_fields.items()),
+    ("result_source", "TEXT"),
+    ("result_json", "TEXT"),
+    ("collected_at", "TEXT NOT NULL"),
+    ("accuracy_gate", "TEXT"),
+    ("accuracy_failed", "INTEGER"),
+    ("allocation", "TEXT"),
+    ("scheduled_run", "INTEGER"),
+    ("scheduled_at", "TEXT"),
+    ("pod_start", "TEXT"),
+)
+_COLUMNS: Final = [name for name, _ in _VARIANT_RUNS]
+_VARIANT_RUNS_LINES: Final = "".join(f"    {name} {kind},\n" for name, kind in _VARIANT_RUNS)
+_SCHEMA: Final = f"""
 CREATE TABLE IF NOT EXISTS variant_runs (
-    cluster TEXT NOT NULL,
-    namespace TEXT NOT NULL,
-    job TEXT NOT NULL,
-    job_index INTEGER NOT NULL,
-    workflow TEXT NOT NULL,
-    target TEXT,
-    spec_file TEXT,
-    spec_sha256 TEXT,
-    image TEXT,
-    repeat INTEGER,
-    state TEXT NOT NULL CHECK (state IN ('succeeded', 'failed')),
-    explanation TEXT NOT NULL,
-    reason TEXT,
-    pod TEXT,
-    node TEXT,
-    attempts INTEGER NOT NULL,
-    preemptions INTEGER NOT NULL,
-    finished_at TEXT,
-    variant_id TEXT,
-    model TEXT,
-    precision TEXT,
-    quantization TEXT,
-    batch_size INTEGER,
-    result_source TEXT,
-    result_json TEXT,
-    collected_at TEXT NOT NULL,
-    accuracy_gate TEXT,
-    accuracy_failed INTEGER,
-    allocation TEXT,
-    scheduled_run INTEGER,
-    scheduled_at TEXT,
-    compile TEXT,
-    pod_start TEXT,
+{_VARIANT_RUNS_LINES}\
     PRIMARY KEY (cluster, namespace, job, job_index)
 );
 CREATE INDEX IF NOT EXISTS variant_runs_by_workflow ON variant_runs (workflow);
@@ -133,41 +144,6 @@ CREATE TABLE IF NOT EXISTS waiting_causes (
 # collector that reads them stores them in variant_runs; and waiting_causes, why each index
 # waited, for a later gather to explain its failure when its pod is gone. CREATE ... IF NOT
 # EXISTS adds them.
-_COLUMNS: Final = [
-    "cluster",
-    "namespace",
-    "job",
-    "job_index",
-    "workflow",
-    "target",
-    "spec_file",
-    "spec_sha256",
-    "image",
-    "repeat",
-    "state",
-    "explanation",
-    "reason",
-    "pod",
-    "node",
-    "attempts",
-    "preemptions",
-    "finished_at",
-    "variant_id",
-    "model",
-    "precision",
-    "quantization",
-    "batch_size",
-    "result_source",
-    "result_json",
-    "collected_at",
-    "accuracy_gate",
-    "accuracy_failed",
-    "allocation",
-    "scheduled_run",
-    "scheduled_at",
-    "compile",
-    "pod_start",
-]
 
 _JSON_COLUMNS: Final[dict[str, type[BaseModel]]] = {
     "accuracy_gate": AccuracyGate,
@@ -538,7 +514,7 @@ class Store:
         text = row["result_json"]
         ref = None
         if row["variant_id"] is not None:
-            # compile is NULL in rows stored before schema 8: eager, its default.
+            # A later setting is NULL in rows stored before its column: its default.
             ref = VariantRef.model_validate(
                 {
                     field: row[column]

@@ -8,6 +8,7 @@ import click
 
 from contract.options import moment_of, now_option, root_option, version_option
 from contract.text import shown
+from contract.variant import SETTING_FIELDS, heading
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.committed import GitError
@@ -147,7 +148,7 @@ def variants(repo: Repo, workflow_id: str) -> None:
         known = [w.workflow.id for w in specs.workflows]
         hint = did_you_mean(workflow_id, known, what="workflows")
         raise click.ClickException(f"unknown workflow {workflow_id!r}; {hint}")
-    header = ("cluster", "variant", "target", "model", "precision", "quantization", "batch", "")
+    header = ("cluster", "variant", "target", *map(heading, SETTING_FIELDS), "")
     rows = []
     runs = 0
     repeats = loaded.workflow.benchmark.repeats
@@ -177,10 +178,7 @@ def variants(repo: Repo, workflow_id: str) -> None:
                             cluster.name,
                             variant_id,
                             variant.target,
-                            variant.model,
-                            str(variant.precision),
-                            str(variant.quantization),
-                            str(variant.batch_size),
+                            *(str(getattr(variant, name)) for name in SETTING_FIELDS),
                             f"repeat {repeat}: {outcome}" if repeats > 1 else outcome,
                         )
                     )

@@ -4,6 +4,7 @@ groups its pods run them in, its measurement bounds and its models' sources."""
 from collections.abc import Mapping
 
 from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
+from contract.variant import SETTING_FIELDS
 from synth.load import LoadedWorkflow
 from synth.spec import MeasurePhase, Phase, Target
 from synth.sweep import Variant
@@ -61,15 +62,15 @@ def run_config(
         measure=phase_config(workflow.benchmark.measure_phase),
         models={name: config for name, config in models.items() if name in used},
         variants=tuple(
-            VariantConfig(
-                index=index,
-                id=variant_id,
-                model=variant.model,
-                precision=str(variant.precision),
-                quantization=str(variant.quantization),
-                batch_size=variant.batch_size,
-                compile=variant.compile,
-                inputs=tuple(InputConfig(shape=i.shape, dtype=i.dtype) for i in variant.inputs),
+            VariantConfig.model_validate(
+                {
+                    "index": index,
+                    "id": variant_id,
+                    **{name: getattr(variant, name) for name in SETTING_FIELDS},
+                    "inputs": tuple(
+                        InputConfig(shape=i.shape, dtype=i.dtype) for i in variant.inputs
+                    ),
+                }
             )
             for index, (variant, variant_id) in enumerate(variants)
         ),

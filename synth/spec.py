@@ -706,7 +706,7 @@ class VariantSelector(SpecModel):
         if not self.model_fields_set:
             raise SpecError(
                 "an empty entry matches every variant",
-                "name at least one of model, target, precision, quantization, batch_size, compile",
+                f"name at least one of {', '.join(VariantSelector.model_fields)}",
             )
         return self
 
@@ -723,7 +723,7 @@ class Matrix(SpecModel):
     compile: list[Compile] | None = Field(default=None, min_length=1)
     """Eager and compiled (`[eager, inductor]`): every other combination run both ways."""
 
-    @field_validator("precision", "quantization", "batch_size", "compile")
+    @field_validator("*")
     @classmethod
     def _no_repeats(cls, values: list[object] | None, info: ValidationInfo) -> list[object] | None:
         if values is not None:
@@ -737,10 +737,11 @@ class Matrix(SpecModel):
 
     @model_validator(mode="after")
     def _not_empty(self) -> "Matrix":
+        names = tuple(Matrix.model_fields)
         if not self.model_fields_set:
             raise SpecError(
                 "the matrix sweeps nothing",
-                "list values for precision, quantization, batch_size or compile",
+                f"list values for {', '.join(names[:-1])} or {names[-1]}",
             )
         return self
 

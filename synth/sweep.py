@@ -1,30 +1,35 @@
 """Expanding a workflow into its variants: deterministic, capped, each with a content id.
 
 The order is the order of the spec (targets, then models, then the matrix's dimensions in
-the order precision, quantization, batch size, compile, each in the order its values are
-written: a variant's eager and compiled runs are neighbours, so they share a pod),
-followed by `include` entries. Each target's variants become the indexes of one Indexed Job.
+the order of the variant's settings (contract/variant.py: precision, quantization, batch
+size, compile), each in the order its values are written: a variant's eager and compiled
+runs are neighbours, so they share a pod), followed by `include` entries. Each target's
+variants become the indexes of one Indexed Job.
 """
 
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import product
 from typing import Final
 
-from contract.variant import QUANTIZERS, Compile, Precision, Quantization
+from pydantic import Field
+
+from contract.variant import QUANTIZERS, SETTING_FIELDS, Quantization, VariantSettings
 from synth.spec import InputSpec, VariantSelector, Workflow
 from synth.yaml_source import Loc
 
 VARIANT_ID_LENGTH = 12
 
-DIMENSIONS: Final = ("model", "target", "precision", "quantization", "batch_size", "compile")
-"""What a VariantSelector can name, in the order of a variant's key."""
-SWEPT: Final = DIMENSIONS[2:]
-"""The dimensions `sweep.matrix` lists and `benchmark` sets for variants that do not."""
+DIMENSIONS: Final = ("target", *SETTING_FIELDS)
+"""What a VariantSelector can name, in the order of a variant's key: where it runs, then its
+settings."""
+SWEPT: Final = tuple(name for name in SETTING_FIELDS if name != "model")
+"""The dimensions `sweep.matrix` lists and `benchmark` sets for variants that do not (the
+models are the workflow's own list)."""
 
-_Key = tuple[str, str, Precision, Quantization, int, Compile]
+_Key = tuple[object, ...]
 """A variant's dimensions, in DIMENSIONS' order: what makes it distinct."""
 
 
@@ -40,19 +45,12 @@ class VariantInput:
         return cls(shape=tuple(spec.shape), dtype=spec.dtype)
 
 
-@dataclass(frozen=True)
-class Variant:
-    """One measurement: one model on one target with one precision, quantization, batch, run
-    eager or compiled."""
+class Variant(VariantSettings):
+    """One measurement: one model's settings on one target."""
 
-    model: str
     target: str
-    precision: Precision
-    quantization: Quantization
-    batch_size: int
-    compile: Compile
     inputs: tuple[VariantInput, ...]
-    origins: Mapping[str, Loc] = field(default_factory=dict, compare=False, hash=False)
+    origins: Mapping[str, Loc] = Field(default_factory=dict, exclude=True)
     """Where each dimension's value is written in the spec, for locating errors."""
 
     @property
@@ -63,14 +61,7 @@ class Variant:
     @property
     def key(self) -> _Key:
         """What makes the variant distinct (its inputs follow from its model)."""
-        return (
-            self.model,
-            self.target,
-            self.precision,
-            self.quantization,
-            self.batch_size,
-            self.compile,
-        )
+        return tuple(getattr(self, name) for name in DIMENSIONS)
 
     def variant_id(self, workflow_id: str, setup: Mapping[str, object]) -> str:
         """A stable id from everything that determines the variant's number: its dimensions
@@ -79,13 +70,10 @@ class Variant:
         rather than run again (synth/recorded.py)."""
         content = {
             "workflow": workflow_id,
-            # An eager variant's id leaves compile out: it is what every id was before the
-            # option existed, and recorded eager results stay reusable.
-            **{
-                key: str(value)
-                for key, value in self.dimensions.items()
-                if key != "compile" or value is not Compile.EAGER
-            },
+            "target": self.target,
+            # A later setting at its default is left out, as every id was before it existed:
+            # recorded results stay reusable.
+            **{name: str(value) for name, value in self.written().items()},
             "inputs": [{"shape": list(i.shape), "dtype": i.dtype} for i in self.inputs],
             "setup": setup,
             # What the quantization runs, so that a new implementation re-measures; only
@@ -150,9 +138,13 @@ def _axis(workflow: Workflow, name: str) -> list[tuple[object, Loc]]:
     swept = getattr(matrix, name) if matrix else None
     if swept is not None:
         return [(value, ("sweep", "matrix", name, index)) for index, value in enumerate(swept)]
+    return [(_default(workflow, name), _default_loc(workflow, name))]
+
+
+def _default(workflow: Workflow, name: str) -> object:
+    """The setting `name` of variants that do not sweep it."""
     benchmark = workflow.benchmark
-    value = benchmark.default_batch_size if name == "batch_size" else getattr(benchmark, name)
-    return [(value, _default_loc(workflow, name))]
+    return benchmark.default_batch_size if name == "batch_size" else getattr(benchmark, name)
 
 
 def _default_loc(workflow: Workflow, name: str) -> Loc:
@@ -217,19 +209,11 @@ def idle_excludes(workflow: Workflow) -> list[int]:
 def _combinations(workflow: Workflow) -> Iterator[tuple[_Key, dict[str, Loc]]]:
     """Every combination of the matrix, excluded or not: its key, and where each of its
     swept values is written."""
-    precisions = [(Precision(str(v)), loc) for v, loc in _axis(workflow, "precision")]
-    quantizations = [(Quantization(str(v)), loc) for v, loc in _axis(workflow, "quantization")]
-    batch_sizes = [(int(str(v)), loc) for v, loc in _axis(workflow, "batch_size")]
-    compiles = [(Compile(str(v)), loc) for v, loc in _axis(workflow, "compile")]
+    axes = [_axis(workflow, name) for name in SWEPT]
     for target, model in product(workflow.targets, workflow.models):
-        for (precision, p_loc), (quantization, q_loc), (batch, b_loc), (how, c_loc) in product(
-            precisions, quantizations, batch_sizes, compiles
-        ):
-            key = (model.name, target.key, precision, quantization, batch, how)
-            yield (
-                key,
-                {"precision": p_loc, "quantization": q_loc, "batch_size": b_loc, "compile": c_loc},
-            )
+        for chosen in product(*axes):
+            key = (target.key, model.name, *(value for value, _ in chosen))
+            yield key, {name: loc for name, (_, loc) in zip(SWEPT, chosen, strict=True)}
 
 
 def _matrix(
@@ -239,16 +223,9 @@ def _matrix(
     for key, origins in _combinations(workflow):
         if key in excluded:
             continue
-        model, target, precision, quantization, batch, how = key
-        yield Variant(
-            model=model,
-            target=target,
-            precision=precision,
-            quantization=quantization,
-            batch_size=batch,
-            compile=how,
-            inputs=inputs[model],
-            origins=origins,
+        dimensions = dict(zip(DIMENSIONS, key, strict=True))
+        yield Variant.model_validate(
+            {**dimensions, "inputs": inputs[str(dimensions["model"])], "origins": origins}
         )
 
 
@@ -258,27 +235,25 @@ def _included(
     """Each `include` entry's variants, with the entry's index."""
     if workflow.sweep is None:
         return
-    benchmark = workflow.benchmark
     for index, entry in enumerate(workflow.sweep.include):
         loc: Loc = ("sweep", "include", index)
         targets = [t.key for t in workflow.targets if entry.target in (None, t.key)]
         models = [m.name for m in workflow.models if entry.model in (None, m.name)]
+        swept = {name: getattr(entry, name) or _default(workflow, name) for name in SWEPT}
+        origins = {
+            name: (*loc, name) if name in entry.model_fields_set else _default_loc(workflow, name)
+            for name in SWEPT
+        }
         for target, model in product(targets, models):
             yield (
                 index,
-                Variant(
-                    model=model,
-                    target=target,
-                    precision=entry.precision or benchmark.precision,
-                    quantization=entry.quantization or benchmark.quantization,
-                    batch_size=entry.batch_size or benchmark.default_batch_size,
-                    compile=entry.compile or benchmark.compile,
-                    inputs=inputs[model],
-                    origins={
-                        dimension: (*loc, dimension)
-                        if dimension in entry.model_fields_set
-                        else _default_loc(workflow, dimension)
-                        for dimension in SWEPT
-                    },
+                Variant.model_validate(
+                    {
+                        "target": target,
+                        "model": model,
+                        **swept,
+                        "inputs": inputs[model],
+                        "origins": origins,
+                    }
                 ),
             )

@@ -12,8 +12,8 @@ from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, PodStart, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
 from contract.samples import encode
-from contract.variant import Compile
-from store.database import Store, StoreError, open_store
+from contract.variant import LATER_SETTINGS, Compile
+from store.database import _MIGRATIONS, Store, StoreError, open_store
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
 ADDED_IN = {
@@ -324,3 +324,23 @@ def test_round_medians_stay_in_the_git_record(tmp_path: Path) -> None:
     )
     path, _ = write_record(tmp_path, record(paired))
     assert read_record(path).variants == (paired,)
+
+
+def test_the_migrations_add_each_column_as_a_new_database_has_it(tmp_path: Path) -> None:
+    """The table's columns are generated (a variant's settings from contract/variant.py), its
+    migrations written out: each column a migration adds is a new database's, of its type, and
+    each setting added later has its migration."""
+    with (
+        open_store(tmp_path / "results.sqlite"),
+        sqlite3.connect(tmp_path / "results.sqlite") as db,
+    ):
+        fresh = {row[1]: row[2] for row in db.execute("PRAGMA table_info(variant_runs)")}
+    added = {
+        words[5]: words[6]
+        for statements in _MIGRATIONS.values()
+        for words in (statement.split() for statement in statements)
+        if words[3:5] == ["ADD", "COLUMN"]
+    }
+    assert {column: fresh.get(column) for column in added} == added
+    assert set(added) == {column for columns in ADDED_IN.values() for column in columns}
+    assert set(LATER_SETTINGS) <= set(added)

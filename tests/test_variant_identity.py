@@ -1,0 +1,62 @@
+"""A variant's settings are listed once, in contract/variant.py: the sweep, config.json, the
+store's columns, the metrics' labels and the report's key are made from that list, so a new
+setting is not missed by one of them (docs/architecture.md, "Where a spec field travels")."""
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from contract.variant import SETTING_FIELDS
+from tests.conftest import REPO_ROOT
+
+HOME = Path("contract/variant.py")
+NOT_SOURCE = {"tests", "bench", "docs", "dist", "clusters", "specs", "examples", "schedules"}
+"""Tests and benchmarks write out the variants they run, each setting's value."""
+
+
+def _strings(nodes: list[ast.expr | None]) -> set[str]:
+    return {
+        node.value
+        for node in nodes
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    } & set(SETTING_FIELDS)
+
+
+def settings_lists(tree: ast.AST) -> Iterator[tuple[int, set[str]]]:
+    """Where `tree` names two or more settings together in a literal: a tuple, list or set,
+    the keys of a dict, or the arguments of a call (a validator's field names)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            named = _strings(list(node.elts))
+        elif isinstance(node, ast.Dict):
+            named = _strings(node.keys)
+        elif isinstance(node, ast.Call):
+            named = _strings(list(node.args))
+        else:
+            continue
+        if len(named) >= 2:
+            yield node.lineno, named
+
+
+def source_files() -> Iterator[Path]:
+    for path in sorted(REPO_ROOT.rglob("*.py")):
+        relative = path.relative_to(REPO_ROOT)
+        if relative.parts[0] not in NOT_SOURCE and not relative.parts[0].startswith("."):
+            yield relative
+
+
+def test_no_second_list_of_the_settings() -> None:
+    found = [
+        f"{path}:{line}: {', '.join(sorted(named))}"
+        for path in source_files()
+        if path != HOME
+        for line, named in settings_lists(ast.parse((REPO_ROOT / path).read_text()))
+    ]
+    assert found == [], "derive these from contract/variant.py's SETTING_FIELDS:\n" + "\n".join(
+        found
+    )
+
+
+def test_the_check_finds_a_planted_list() -> None:
+    planted = ast.parse('AXES = ("precision", "compile")\nf(x, "model", "batch_size")')
+    assert [line for line, _ in settings_lists(planted)] == [1, 2]
