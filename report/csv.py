@@ -5,8 +5,10 @@ import csv
 import io
 from collections.abc import Iterable
 from dataclasses import asdict
+from datetime import datetime
 from typing import Final
 
+from contract.instant import instant_text
 from report.analysis import analyse
 from report.cost import VariantCost
 from report.cost_table import cost_csv
@@ -134,6 +136,11 @@ def _csv_best(
     return columns
 
 
+def _time(moment: datetime | None) -> str | None:
+    """A time as its record spelt it."""
+    return instant_text(moment) if moment else None
+
+
 def _csv_measured(
     row: VariantRow, change: Change | None, *, reused: bool = False
 ) -> dict[str, object]:
@@ -143,7 +150,7 @@ def _csv_measured(
         **asdict(row.key),
         "variant_id": row.variant_id,
         "job": row.job,
-        "finished_at": row.finished_at,
+        "finished_at": _time(row.finished_at),
         "device_name": row.device_name,
         "iterations": latency.count,
         "p50_ms": latency.p50_ms,
@@ -204,7 +211,7 @@ def _csv_failed(failed: FailedVariant) -> dict[str, object]:
             else {}
         ),
         "job": failed.job,
-        "finished_at": failed.finished_at,
+        "finished_at": _time(failed.finished_at),
         "explanation": failed.explanation,
         "usable": False,
     }
