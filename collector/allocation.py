@@ -191,9 +191,7 @@ def job_end(job: Object) -> datetime | None:
     if not job_finished(job):
         return None
     ends = [condition(job, kind) or {} for kind in ("Complete", "Failed")]
-    return max(
-        (at for end in ends if (at := instant(end.get("lastTransitionTime")))), default=None
-    )
+    return max((at for end in ends if (at := instant(end.get("lastTransitionTime")))), default=None)
 
 
 def own_seconds(result: object) -> float | None:
