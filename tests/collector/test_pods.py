@@ -518,3 +518,12 @@ def test_a_pod_says_when_it_got_its_node_and_started_its_runner(
     assert start is not None and start.created_at == instant(created)
     assert (start.scheduled_at, start.started_at) == (after(scheduled), after(started))
     assert pod_state(held_pod(pod)).start == start, "what the collector holds of a pod has it"
+
+
+def test_a_finish_time_that_is_no_time_is_left_out_not_kept_as_it_is(smoke: Obj) -> None:
+    """Issue #31: a `finishedAt` that is no time was stored as it was, and every report of
+    the workflow raised ValueError reading it."""
+    pod = objects.failed_pod(smoke, 4, "model_load", "tiny-mlp.pt2 is missing")
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = "soon"
+    state = pod_state(pod)
+    assert (state.phase, state.finished_at) == ("failed", None)

@@ -324,3 +324,19 @@ def test_round_medians_stay_in_the_git_record(tmp_path: Path) -> None:
     )
     path, _ = write_record(tmp_path, record(paired))
     assert read_record(path).variants == (paired,)
+
+
+def test_a_row_stored_with_a_finish_time_that_is_no_time_reads_as_unknown(tmp_path: Path) -> None:
+    """Issue #31: a `finishedAt` that was no time was stored as it was, before times were
+    checked where they enter; every report of the workflow then raised ValueError."""
+    path = tmp_path / "results.sqlite"
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)], NOW)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE variant_runs SET finished_at = 'soon'")
+    with open_store(path) as store:
+        (run,) = store.runs("cpu-smoke")
+    assert (run.variant.finished_at, run.result_at) == (None, None)
+    with sqlite3.connect(path) as db:
+        stored = db.execute("SELECT finished_at FROM variant_runs").fetchone()
+    assert stored == ("soon",), "reading changes nothing"
