@@ -25,6 +25,7 @@ from collector.pods import (
     runner_terminated,
 )
 from contract.allocation import Allocation, Capacity, Unit
+from contract.instant import instant
 from contract.layout import GPU_RESOURCE
 from contract.quantity import parse_quantity
 from contract.result import OkResult
@@ -55,15 +56,6 @@ class AttemptTime:
     unit: Unit
 
 
-def _instant(text: object) -> datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None
-
-
 def _devices(pod: Object) -> tuple[float, Unit]:
     """The GPUs the runner requested, or for a pod without any its CPUs (requests, which
     the scheduler reserves, fall back to limits, which Kubernetes copies into them)."""
@@ -87,17 +79,17 @@ def attempt_time(pod: Object) -> AttemptTime:
     status = pod.get("status") or {}
     terminated = runner_terminated(pod)
     conditions = status.get("conditions") or ()
-    transitions = [at for c in conditions if (at := _instant(c.get("lastTransitionTime")))]
+    transitions = [at for c in conditions if (at := instant(c.get("lastTransitionTime")))]
     devices, unit = _devices(pod)
     return AttemptTime(
         pod=str(metadata.get("name")),
         version=metadata.get("resourceVersion"),
         order=attempt_order(pod),
-        created=_instant(metadata.get("creationTimestamp")),
-        scheduled=_instant(bound_at(pod)),
-        finished=_instant(terminated.get("finishedAt")),
+        created=instant(metadata.get("creationTimestamp")),
+        scheduled=bound_at(pod),
+        finished=instant(terminated.get("finishedAt")),
         ended=max(transitions, default=None) if status.get("phase") in _TERMINAL else None,
-        deleting=_instant(metadata.get("deletionTimestamp")),
+        deleting=instant(metadata.get("deletionTimestamp")),
         devices=devices,
         unit=unit,
     )
@@ -199,9 +191,7 @@ def job_end(job: Object) -> datetime | None:
     if not job_finished(job):
         return None
     ends = [condition(job, kind) or {} for kind in ("Complete", "Failed")]
-    return max(
-        (at for end in ends if (at := _instant(end.get("lastTransitionTime")))), default=None
-    )
+    return max((at for end in ends if (at := instant(end.get("lastTransitionTime")))), default=None)
 
 
 def own_seconds(result: object) -> float | None:

@@ -11,7 +11,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 
 from collector.allocation import allocations, job_end, own_seconds, pod_time
@@ -44,6 +43,7 @@ from collector.pods import completion_index, is_stuck
 from collector.status import explain_waiting, pods_by_job
 from collector.workload import ExpectedJob, expected_from, label_selector
 from contract.allocation import Allocation
+from contract.instant import instant
 from contract.layout import GROUPS_ANNOTATION, recorded_jobs
 from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
 from contract.text import plural
@@ -510,7 +510,5 @@ def _duration_s(job: Object) -> float | None:
         for condition in status.get("conditions") or []:
             if condition.get("type") == "Failed" and condition.get("status") == "True":
                 end = condition.get("lastTransitionTime")
-    if start is None or end is None:
-        return None
-    parse = datetime.fromisoformat
-    return (parse(end.replace("Z", "+00:00")) - parse(start.replace("Z", "+00:00"))).total_seconds()
+    began, ended = instant(start), instant(end)
+    return None if began is None or ended is None else (ended - began).total_seconds()

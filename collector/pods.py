@@ -21,6 +21,7 @@ from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
 from contract.errors import ERROR_TYPES, ExitCode
+from contract.instant import EARLIEST, instant
 from contract.layout import COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from contract.records import PodStart
 from contract.result import (
@@ -116,8 +117,9 @@ class PodState:
     """The most telling reason Kubernetes gives (Unschedulable, ImagePullBackOff, OOMKilled,
     Evicted, PreemptionByScheduler, Error, Completed...)."""
     explanation: str
-    finished_at: str | None
-    """When the runner container terminated, as the API server reports it."""
+    finished_at: datetime | None
+    """When the runner container terminated, as the API server reports it (None where it
+    is not a time: a record never holds one that its readers cannot read)."""
     message: ResultReading = field(compare=False, repr=False)
     """The result in the termination message, parsed once when the state is read."""
     start: PodStart | None = field(default=None, compare=False, repr=False)
@@ -403,7 +405,7 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
         exit_code=terminated.get("exitCode"),
         reason=reason,
         explanation=explanation,
-        finished_at=terminated.get("finishedAt"),
+        finished_at=instant(terminated.get("finishedAt")),
         message=message,
         start=pod_start(pod),
     )
@@ -413,22 +415,20 @@ def pod_start(pod: Object) -> PodStart | None:
     """When `pod` was created, bound to its node and started its runner, as far as its status
     says; None where it says neither of the last two."""
     state = _runner_status(pod).get("state") or {}
-    started = (state.get("terminated") or state.get("running") or {}).get("startedAt")
+    started = instant((state.get("terminated") or state.get("running") or {}).get("startedAt"))
     bound = bound_at(pod)
     if bound is None and started is None:
         return None
-    created = pod.get("metadata", {}).get("creationTimestamp")
+    created = instant(pod.get("metadata", {}).get("creationTimestamp"))
     return PodStart(created_at=created, scheduled_at=bound, started_at=started)
 
 
-def bound_at(pod: Object) -> str | None:
-    """When the scheduler bound `pod` to its node: its PodScheduled condition's turn to True,
-    as the API server wrote it; None while it is not bound."""
+def bound_at(pod: Object) -> datetime | None:
+    """When the scheduler bound `pod` to its node: its PodScheduled condition's turn to True;
+    None while it is not bound."""
     scheduled = condition(pod, "PodScheduled") or {}
-    bound: str | None = (
-        scheduled.get("lastTransitionTime") if scheduled.get("status") == "True" else None
-    )
-    return bound
+    bound = scheduled.get("lastTransitionTime") if scheduled.get("status") == "True" else None
+    return instant(bound)
 
 
 def is_stuck(state: PodState) -> bool:
@@ -532,7 +532,8 @@ def _event_time(event: Object) -> datetime:
         or event.get("firstTimestamp")
         or event.get("metadata", {}).get("creationTimestamp")
     )
-    return datetime.fromisoformat(stamp or "1970-01-01T00:00:00Z")
+    # One without a time (or with one that is none) is the oldest.
+    return instant(stamp) or EARLIEST
 
 
 def _runner_status(pod: Object) -> Object:

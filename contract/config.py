@@ -7,7 +7,7 @@ pydantic, so both sides share one definition without the runner depending on syn
 
 import json
 from collections.abc import Sequence
-from typing import Final, Literal, Self
+from typing import Final, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
@@ -118,6 +118,9 @@ class PhaseConfig(_Contract):
 
 
 ModelSource = Literal["file", "image_path", "url", "oci"]
+MODEL_SOURCES: Final[tuple[ModelSource, ...]] = get_args(ModelSource)
+"""Where a model can come from, in the order a spec's model entry is read for one (each is
+a field of it)."""
 
 DEFAULT_DOWNLOAD_BYTES: Final = 1 << 30
 """The most a `url` model's download may hold where its spec gives no `size`: what the pods'

@@ -9,6 +9,7 @@ from typing import Any, Final, TypeVar
 
 import click
 
+from contract.instant import EARLIEST, LATEST, instant
 from contract.layout import STORE_DIR
 
 _Decorated = TypeVar("_Decorated", bound=Callable[..., Any])
@@ -52,10 +53,10 @@ def moment_of(text: str | None) -> datetime:
     """`--now` as an instant; the clock's without it."""
     if text is None:
         return datetime.now(UTC)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
+    moment = instant(text)
+    if moment is None:
         raise click.BadParameter(
-            f"{text!r} is not a time like 2026-12-07T02:00:00Z", param_hint="--now"
-        ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+            f"{text!r} is not a time like 2026-12-07T02:00:00Z, from {EARLIEST:%Y} to {LATEST:%Y}",
+            param_hint="--now",
+        )
+    return moment

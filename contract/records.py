@@ -9,7 +9,7 @@ Where records are, and which Jobs have one, is contract.layout's: synth reads th
 import json
 import os
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal
 
@@ -19,6 +19,7 @@ from contract.accuracy import AccuracyGate, default_gate, judge
 from contract.allocation import Allocation
 from contract.atomic import write_atomically
 from contract.bounded import read_at_most
+from contract.instant import Instant
 from contract.layout import (
     REPEAT_LABEL,
     SCHEDULED_AT_ANNOTATION,
@@ -49,30 +50,22 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
-def seconds_between(start: str | None, end: str | None) -> float | None:
-    """Seconds from one of the API's times to another; None where either is missing or is no
-    time (a record may have been edited), or where the end comes first."""
-    moments = []
-    for text in (start, end):
-        try:
-            moment = datetime.fromisoformat(text) if text is not None else None
-        except ValueError:
-            moment = None
-        if moment is None:
-            return None
-        moments.append(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
-    began, ended = moments
-    return (ended - began).total_seconds() if ended >= began else None
+def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    """Seconds from one time to another; None where either is missing, or where the end
+    comes first."""
+    if start is None or end is None or end < start:
+        return None
+    return (end - start).total_seconds()
 
 
 class PodStart(_Record):
     """When a run's pod reached its runner, as the pod's own status says (the API server's
     times, in whole seconds): what its start-up cost before the runner's own timings."""
 
-    created_at: str | None = None
-    scheduled_at: str | None = None
+    created_at: Instant | None = None
+    scheduled_at: Instant | None = None
     """PodScheduled: bound to a node. Before it, the pod waited for one (queued, or no room)."""
-    started_at: str | None = None
+    started_at: Instant | None = None
     """The runner container's start. Between the two, the kubelet made the pod's sandbox,
     pulled the runner image and any image volume (an `oci` model), mounted its volumes and
     created the container."""
@@ -106,7 +99,7 @@ class StoredVariant(_Record):
     node: str | None = None
     attempts: int = 0
     preemptions: int = 0
-    finished_at: str | None = None
+    finished_at: Instant | None = None
     """The runner container's finishedAt, as the API server reported it."""
     pod_start: PodStart | None = None
     """How its pod got to its runner; None where no pod ran, and in runs stored before it."""

@@ -19,10 +19,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, Literal, Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contract.atomic import write_atomically
 from contract.bounded import read_at_most
+from contract.instant import Instant
 from contract.layout import SCHEDULES, schedule_path
 
 MAX_SCHEDULE_BYTES: Final = 4096
@@ -30,6 +31,9 @@ MAX_SCHEDULE_BYTES: Final = 4096
 MAX_SCHEDULED_RUN: Final = 10**9
 """Runs of one workflow: an hourly run for 100,000 years. Bounded so that the number stays a
 short label value and an int64 everywhere it is stored."""
+MAX_PERIOD_S: Final = 10 * 366 * 86400
+"""A period or deadline of a hand-edited file: ten years, far over the spec's own bound and
+far under what would carry a period start past the end of `datetime`."""
 
 
 class ScheduleState(BaseModel):
@@ -41,11 +45,11 @@ class ScheduleState(BaseModel):
     workflow: str
     run: int = Field(ge=1, le=MAX_SCHEDULED_RUN)
     """The run's number, from 1; part of each of its variants' ids."""
-    period_start: AwareDatetime
+    period_start: Instant
     """The start of the period the run was started for (UTC, on a period boundary)."""
-    every_s: int = Field(ge=1)
+    every_s: int = Field(ge=1, le=MAX_PERIOD_S)
     """`scheduling.every` when the run started, in seconds: the schedule in force."""
-    deadline_s: int = Field(ge=1)
+    deadline_s: int = Field(ge=1, le=MAX_PERIOD_S)
     """`scheduling.deadline` when the run started: how long the run may take, the
     missing-data check's default grace."""
 

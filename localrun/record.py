@@ -17,10 +17,10 @@ def local_identity(expected: ExpectedJob) -> JobIdentity:
     return expected.identity.model_copy(update={"cluster": LOCAL_CLUSTER})
 
 
-def _stamp(moment: datetime) -> str:
+def _stamp(moment: datetime) -> datetime:
     # Milliseconds: a local pod's start-up phases are a few seconds, the API's whole seconds
     # would hide them.
-    return moment.isoformat(timespec="milliseconds")
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 def pod_start(outcome: PodOutcome) -> PodStart:

@@ -4,8 +4,10 @@ under a header (`CSV_COLUMNS`) that only ever grows at its end."""
 import csv
 import io
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Final
 
+from contract.instant import instant_text
 from contract.variant import SETTING_FIELDS
 from report.analysis import analyse
 from report.cost import VariantCost
@@ -134,6 +136,11 @@ def _csv_best(
     return columns
 
 
+def _time(moment: datetime | None) -> str | None:
+    """A time as its record spelt it."""
+    return instant_text(moment) if moment else None
+
+
 def _csv_measured(
     row: VariantRow, change: Change | None, *, reused: bool = False
 ) -> dict[str, object]:
@@ -143,7 +150,7 @@ def _csv_measured(
         **row.key.fields(),
         "variant_id": row.variant_id,
         "job": row.job,
-        "finished_at": row.finished_at,
+        "finished_at": _time(row.finished_at),
         "device_name": row.device_name,
         "iterations": latency.count,
         "p50_ms": latency.p50_ms,
@@ -197,7 +204,7 @@ def _csv_failed(failed: FailedVariant) -> dict[str, object]:
             else {}
         ),
         "job": failed.job,
-        "finished_at": failed.finished_at,
+        "finished_at": _time(failed.finished_at),
         "explanation": failed.explanation,
         "usable": False,
     }

@@ -4,9 +4,11 @@ keys sorted, its shape versioned (`REPORT_SCHEMA_VERSION`)."""
 import json
 import math
 from dataclasses import asdict
+from datetime import datetime
 
 from pydantic import BaseModel
 
+from contract.instant import instant_text
 from report.analysis import analyse
 from report.model import REPORT_SCHEMA_VERSION, Report
 from report.summary import answer_line
@@ -15,6 +17,8 @@ from report.summary import answer_line
 def _json_default(value: object) -> object:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, datetime):
+        return instant_text(value)
     raise TypeError(f"{type(value).__name__} is not part of a report")
 
 

@@ -18,6 +18,7 @@ from typing import Final, Literal, NamedTuple, Self
 
 from contract.accuracy import Accuracy, default_gate, judge
 from contract.allocation import Allocation
+from contract.instant import instant
 from contract.order_stats import paired_ratio
 from contract.pricing import PriceList
 from contract.records import Reuses
@@ -168,7 +169,7 @@ class VariantRow:
     variant_id: str
     job: str
     """The Job the number came from: with several revisions reported, not all rows share it."""
-    finished_at: str | None
+    finished_at: datetime | None
     device_name: str | None
     """The device as the runner saw it ("NVIDIA A100-SXM4-80GB", a CPU model)."""
     latency: LatencyStats
@@ -260,7 +261,7 @@ class FailedVariant:
     """None when no result named the variant (the pod never started, or was OOMKilled)."""
     explanation: str
     attempts: int
-    finished_at: str | None
+    finished_at: datetime | None
     """None when no pod of it finished: killed at the Job's deadline, never scheduled."""
     allocation: Allocation | None = None
     """What its attempts held of their nodes, which failed too, and cost."""
@@ -281,7 +282,7 @@ class JobSummary:
     target: str
     job: str
     spec_sha256: str | None
-    finished_at: str | None
+    finished_at: datetime | None
     """When its last variant finished; None when none did."""
     measured: int
     failed: int
@@ -290,7 +291,7 @@ class JobSummary:
     spec_file: str | None = None
     image: str | None = None
     """The runner image the Job's pods ran, as its pod template names it."""
-    first_finished_at: str | None = None
+    first_finished_at: datetime | None = None
     torch: tuple[str, ...] = ()
     """The torch versions its runs report (one, unless the image was a moving tag)."""
     devices: tuple[str, ...] = ()
@@ -530,11 +531,8 @@ def variant_key(run: StoredRun) -> VariantKey | None:
     return key_of(run, ref) if ref else None
 
 
-def _instant(text: str | None) -> datetime:
-    if text is None:
-        return datetime.min.replace(tzinfo=UTC)
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+_NEVER: Final = datetime.min.replace(tzinfo=UTC)
+"""The finish time of a run that has none, for ordering: before every other."""
 
 
 class JobId(NamedTuple):
@@ -580,8 +578,7 @@ def job_age(runs: Sequence[StoredRun], notes: "Notes") -> JobAge:
 def _ahead(runs: Sequence[StoredRun], now: datetime) -> bool:
     """Whether a run reports a finish time later than it was stored, or than `now`."""
     return any(
-        _instant(run.variant.finished_at)
-        > (_instant(run.collected_at) if run.collected_at else now)
+        run.variant.finished_at > (instant(run.collected_at) or now)
         for run in runs
         if run.variant.finished_at
     )
@@ -617,13 +614,13 @@ def _job_summary(
         target=min(map(run_target, runs)),
         job=job.job,
         spec_sha256=job.spec_sha256,
-        finished_at=max(finished, key=_instant) if finished else None,
+        finished_at=max(finished, default=None),
         measured=measured,
         failed=len(runs) - measured,
         reported=reported,
         spec_file=job.spec_file,
         image=job.image,
-        first_finished_at=min(finished, key=_instant) if finished else None,
+        first_finished_at=min(finished, default=None),
         torch=tuple(sorted({e.torch for e in environments})),
         devices=tuple(sorted({e.device_name for e in environments})),
         nodes=tuple(sorted(nodes)),
@@ -708,7 +705,7 @@ def _recency(run: StoredRun, ages: dict[JobId, JobAge]) -> tuple[JobAge, datetim
     # makes the choice independent of the input's order.
     return (
         ages[job_id(run)],
-        _instant(run.variant.finished_at),
+        run.variant.finished_at or _NEVER,
         run.collected_at,
         run.variant.index,
     )

@@ -111,13 +111,9 @@ def format_ratio(ratio: float) -> str:
     return f"{ratio:.{decimals}f}x"
 
 
-def format_finished(text: str | None) -> str:
+def format_finished(moment: datetime | None) -> str:
     """A finish time to the minute, in UTC: 2026-12-03 05:59Z; "-" for none."""
-    if text is None:
-        return "-"
-    moment = datetime.fromisoformat(text)
-    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return f"{moment:%Y-%m-%d %H:%M}Z"
+    return "-" if moment is None else f"{moment.astimezone(UTC):%Y-%m-%d %H:%M}Z"
 
 
 def format_bytes(count: int) -> str:

@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 
 from contract.accuracy import AccuracyGate
 from contract.allocation import Allocation
+from contract.instant import instant, instant_text
 from contract.records import JobIdentity, PodStart, Reuses, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef, VariantSettings
@@ -197,11 +198,7 @@ class StoredRun:
     def result_at(self) -> datetime | None:
         """When a run that succeeded finished (its runner's end, as the API server said);
         None for a failure, or where no finish time is known."""
-        finished = self.variant.finished_at
-        if self.variant.state != "succeeded" or finished is None:
-            return None
-        moment = datetime.fromisoformat(finished)
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return self.variant.finished_at if self.variant.state == "succeeded" else None
 
 
 @dataclass(frozen=True)
@@ -240,7 +237,7 @@ def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[o
         "node": variant.node,
         "attempts": variant.attempts,
         "preemptions": variant.preemptions,
-        "finished_at": variant.finished_at,
+        "finished_at": instant_text(variant.finished_at) if variant.finished_at else None,
         **{
             column: getattr(ref, field) if ref else None
             for field, column in _IDENTITY_COLUMNS.items()
@@ -526,6 +523,9 @@ class Store:
             {
                 **{name: row[name] for name in _VARIANT_COLUMNS},
                 "index": row["job_index"],
+                # A row stored before times were checked where they enter may hold one
+                # that is none: it reads as unknown, not as a failure of every report.
+                "finished_at": instant(row["finished_at"]),
                 "variant": ref,
                 "result": parse_result(str(text)) if text else None,
                 **{

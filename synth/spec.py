@@ -31,7 +31,9 @@ from contract.accuracy import AccuracyGate
 from contract.config import (
     DEFAULT_DOWNLOAD_BYTES,
     MAX_VARIANTS_PER_POD,
+    MODEL_SOURCES,
     OCI_DEFAULT_FILE,
+    ModelSource,
     Tail,
     tail_iterations,
 )
@@ -131,10 +133,6 @@ class InputSpec(SpecModel):
     """Sizes of one sample, e.g. [3, 224, 224] for an image; the batch size is prepended."""
     dtype: Literal["float32", "float16", "bfloat16", "int64", "int32", "bool"] = "float32"
     """The dtype the model was exported with; float inputs follow the variant's precision."""
-
-
-ModelSource = Literal["file", "image_path", "url", "oci"]
-_SOURCES: Final[tuple[ModelSource, ...]] = ("file", "image_path", "url", "oci")
 
 
 class AccuracyGateSpec(AccuracyGate, SpecModel):
@@ -297,7 +295,7 @@ class ModelSpec(SpecModel):
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> "ModelSpec":
-        sources = [key for key in _SOURCES if getattr(self, key) is not None]
+        sources = [key for key in MODEL_SOURCES if getattr(self, key) is not None]
         if len(sources) != 1:
             found = ", ".join(sources) if sources else "none"
             raise SpecError(
@@ -322,7 +320,7 @@ class ModelSpec(SpecModel):
     @property
     def source(self) -> ModelSource:
         """Which of the sources this model comes from."""
-        return next(key for key in _SOURCES if getattr(self, key) is not None)
+        return next(key for key in MODEL_SOURCES if getattr(self, key) is not None)
 
     def trusted_bundle(self, fleet: Fleet) -> str | None:
         """The CA bundle this model's download trusts: its own, else the fleet's; None for

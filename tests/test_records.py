@@ -1,6 +1,7 @@
 """contract.records: a record in results/ is read within bounds set by the largest record
 gather writes, whatever file a pull request commits in its place."""
 
+import json
 import tracemalloc
 from pathlib import Path
 
@@ -111,3 +112,31 @@ def test_a_record_file_is_read_no_further_than_the_bound(tmp_path: Path) -> None
     finally:
         tracemalloc.stop()
     assert peak < 1 << 20
+
+
+@pytest.mark.parametrize(
+    "finished_at", ["yesterday", "2026-12-03T06:00:00", "9999-12-31T00:00:00Z"]
+)
+def test_a_record_whose_time_readers_cannot_read_is_refused_naming_the_field(
+    finished_at: str,
+) -> None:
+    """Issue #31: a hand-edited `finished_at` that is no time (or has no zone, or is past any
+    period's end) was stored as it was, and every report of the workflow raised."""
+    variant = largest_record().variants[0].model_dump(mode="json", exclude_none=True)
+    variant["finished_at"] = finished_at
+    text = HEAD + json.dumps(variant).encode() + b"]}"
+    with pytest.raises(ValidationError, match=r"variants\.0\.finished_at"):
+        parse_record(text)
+
+
+def test_a_record_read_and_written_again_keeps_its_times_as_they_were_spelt() -> None:
+    """The API server's whole seconds in UTC, and a local run's milliseconds."""
+    for spelt in (
+        "2026-12-03T06:00:00Z",
+        "2026-12-03T06:00:00.125+00:00",
+        "2026-12-03T08:00:00+02:00",
+    ):
+        variant = StoredVariant.model_validate(
+            {"index": 0, "state": "failed", "explanation": "x", "finished_at": spelt}
+        )
+        assert json.loads(variant.model_dump_json())["finished_at"] == spelt

@@ -268,3 +268,12 @@ def test_a_retried_groups_variants_stored_early_get_their_share_once_it_ends(
     assert all(share is not None and share.pod_seconds == both for share in shares)
     assert sum(share.seconds for share in shares if share) == pytest.approx(both)
     assert all(share and share.attempts == 2 and share.estimate == () for share in shares)
+
+
+def test_a_pod_time_without_a_zone_is_utc_not_a_failure_of_the_gather(job: Obj) -> None:
+    """Issue #31: one pod time without a zone stopped the whole gather (TypeError comparing a
+    naive time with aware ones). The API's times are UTC."""
+    pod = objects.succeeded_pod(job, 0)
+    terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    terminated["finishedAt"] = terminated["finishedAt"].removesuffix("Z")
+    assert _allocated(job, [pod]) == ONE_CPU_POD

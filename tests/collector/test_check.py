@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from benchfleet.collector import cli
+from contract.instant import instant
 from contract.records import JobRecord, StoredVariant, write_record
 from contract.schedule import ScheduleState, write_schedule
 from standin import objects
@@ -94,7 +95,7 @@ def test_a_run_recorded_without_a_result_says_why_its_variants_failed(
     repo: Path, collector: Collect, job: Obj
 ) -> None:
     write_schedule(repo, RUN_1)
-    _record(repo, succeeded(0).model_copy(update={"finished_at": "2026-12-01T01:00:00Z"}))
+    _record(repo, succeeded(0).model_copy(update={"finished_at": instant("2026-12-01T01:00:00Z")}))
     write_record(
         repo,
         JobRecord(

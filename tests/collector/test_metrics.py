@@ -13,6 +13,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from collector.metrics import ObservedJob, build_registry, last_results, push, write_textfile
+from contract.instant import instant
 from contract.pricing import PriceList
 from contract.records import JobRecord, StoredVariant
 from contract.result import Energy, OkResult
@@ -108,7 +109,7 @@ def _run_at(variant_id: str, finished_at: str, state: str = "succeeded") -> Stor
     result = base.result
     if isinstance(result, OkResult):
         result = result.model_copy(update={"variant": ref.model_copy(update={"id": variant_id})})
-    variant = base.model_copy(update={"finished_at": finished_at, "result": result})
+    variant = base.model_copy(update={"finished_at": instant(finished_at), "result": result})
     return StoredRun(JOB, variant, finished_at)
 
 

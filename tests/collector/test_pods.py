@@ -11,6 +11,7 @@ from collector.indexes import index_states
 from collector.pods import ResultReading, held_pod, pod_state, read_result
 from collector.status import pods_by_job
 from contract.errors import ExitCode
+from contract.instant import instant
 from contract.layout import COMPLETION_INDEX_KEY
 from contract.result import BenchResult, ErrorResult, without_samples
 from standin import objects
@@ -352,7 +353,7 @@ def test_a_runner_error_is_named_with_its_exit_code_and_message(smoke: Obj) -> N
     state = pod_state(objects.failed_pod(smoke, 4, "model_load", "tiny-mlp.pt2 is missing"))
     assert (state.phase, state.exit_code, state.reason) == ("failed", 3, "Error")
     assert state.explanation == "runner error model_load (exit 3): tiny-mlp.pt2 is missing"
-    assert state.finished_at == "2025-06-01T02:00:33Z"
+    assert state.finished_at == instant("2025-06-01T02:00:33Z")
 
 
 @pytest.mark.parametrize(("job_fixture", "limit"), [("smoke", "8Gi"), ("spot_gpu", "4Gi")])
@@ -507,15 +508,22 @@ def test_a_pod_says_when_it_got_its_node_and_started_its_runner(
     start = pod_state(pod).start
     created = pod["metadata"]["creationTimestamp"]
 
-    def after(seconds: int | None) -> str | None:
-        if seconds is None:
-            return None
-        moment = datetime.fromisoformat(created) + timedelta(seconds=seconds)
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    def after(seconds: int | None) -> datetime | None:
+        moment = datetime.fromisoformat(created)
+        return None if seconds is None else moment + timedelta(seconds=seconds)
 
     if scheduled is None:
         assert start is None, "a pod that never got a node says nothing of its start"
         return
-    assert start is not None and start.created_at == created
+    assert start is not None and start.created_at == instant(created)
     assert (start.scheduled_at, start.started_at) == (after(scheduled), after(started))
     assert pod_state(held_pod(pod)).start == start, "what the collector holds of a pod has it"
+
+
+def test_a_finish_time_that_is_no_time_is_left_out_not_kept_as_it_is(smoke: Obj) -> None:
+    """Issue #31: a `finishedAt` that is no time was stored as it was, and every report of
+    the workflow raised ValueError reading it."""
+    pod = objects.failed_pod(smoke, 4, "model_load", "tiny-mlp.pt2 is missing")
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = "soon"
+    state = pod_state(pod)
+    assert (state.phase, state.finished_at) == ("failed", None)

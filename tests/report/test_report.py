@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import pytest
 
 from contract.accuracy import Accuracy, AccuracyGate
+from contract.instant import instant
 from contract.order_stats import paired_ratio
 from contract.records import JobIdentity, Reuses, StoredVariant
 from contract.result import (
@@ -441,7 +442,7 @@ def test_a_failure_without_a_finish_time_is_never_replaced_by_an_older_jobs_resu
         (1, 1.1, TODAY_JOB)
     ]
     assert [(f.job, f.explanation, f.finished_at) for f in report.failures] == [
-        (TODAY_JOB, "CUDA out of memory", TODAY),
+        (TODAY_JOB, "CUDA out of memory", instant(TODAY)),
         (TODAY_JOB, DEADLINE, None),
     ]
     text = to_text(report)
@@ -495,7 +496,7 @@ def test_the_report_counts_every_failure_of_the_newest_job(
         TODAY_JOB,
         1,
         2,
-        TODAY,
+        instant(TODAY),
     )
     assert (older.job, older.reported) == (OLD_JOB, False)
     rows = list(csv.DictReader(io.StringIO(to_csv(report))))

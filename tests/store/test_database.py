@@ -344,3 +344,19 @@ def test_the_migrations_add_each_column_as_a_new_database_has_it(tmp_path: Path)
     assert {column: fresh.get(column) for column in added} == added
     assert set(added) == {column for columns in ADDED_IN.values() for column in columns}
     assert set(LATER_SETTINGS) <= set(added)
+
+
+def test_a_row_stored_with_a_finish_time_that_is_no_time_reads_as_unknown(tmp_path: Path) -> None:
+    """Issue #31: a `finishedAt` that was no time was stored as it was, before times were
+    checked where they enter; every report of the workflow then raised ValueError."""
+    path = tmp_path / "results.sqlite"
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)], NOW)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE variant_runs SET finished_at = 'soon'")
+    with open_store(path) as store:
+        (run,) = store.runs("cpu-smoke")
+    assert (run.variant.finished_at, run.result_at) == (None, None)
+    with sqlite3.connect(path) as db:
+        stored = db.execute("SELECT finished_at FROM variant_runs").fetchone()
+    assert stored == ("soon",), "reading changes nothing"
