@@ -107,7 +107,7 @@ def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> int:
     return len(marked)
 
 
-class WorkerGroups(LoadGroupScheduling):
+class WorkerGroups(LoadGroupScheduling):  # type: ignore[misc]  # xdist ships no types
     """xdist's loadgroup by WORKER_GROUPS: every other test goes to whichever worker is free.
     By path, as the controller sees node ids only; and xdist_group marks are lost with pytest
     9.2 (pytest-dev/pytest-xdist#1386)."""
@@ -117,7 +117,7 @@ class WorkerGroups(LoadGroupScheduling):
         for prefix, group in WORKER_GROUPS.items():
             if path.startswith(prefix):
                 return group
-        return super()._split_scope(nodeid)
+        return str(super()._split_scope(nodeid))
 
 
 @pytest.hookimpl(optionalhook=True)
