@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BENCHFLEET := $(PY) -m benchfleet
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install test synth plan validate schema lint format bench demo models e2e-container \
+.PHONY: install test check synth plan validate schema lint format bench demo models e2e-container \
 	image push pin-image push-model cluster cluster-down cluster-build e2e fuzz
 
 install: $(VENV)/.installed
@@ -20,8 +20,20 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/tools/checkov/bin/pip install --quiet --disable-pip-version-check checkov==3.3.30
 	touch $@
 
+# Two workers: a 2-core machine's tests wait on processes they start as much as they compute.
+# Tests that must share a worker say so (tests/conftest.py WORKER_GROUPS, marker shares_host).
+TEST_WORKERS ?= 2
+
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest --numprocesses $(TEST_WORKERS) --dist loadgroup
+
+# Before each commit: ruff, then every test not marked slow (nor cluster, large_model). mypy
+# and the slow tests are `make lint`'s and `make test`'s.
+check: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m pytest --numprocesses $(TEST_WORKERS) --dist loadgroup \
+		-m 'not slow and not cluster and not large_model'
 
 fuzz: install
 	BENCHFLEET_FUZZ=fuzz $(PY) -m pytest tests/synth/test_fuzz.py --hypothesis-show-statistics

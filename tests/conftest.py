@@ -1,15 +1,17 @@
-"""Fixtures shared by every test package."""
+"""Fixtures shared by every test package, and how the suite is scheduled: which tests skip here,
+which must share one xdist worker (`make test` runs two)."""
 
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
+from xdist.remote import Producer
+from xdist.scheduler import LoadGroupScheduling
 
 from localcluster.build import is_built
-from models.large import LargeModel, export_all
 from tests.model_server import (
     Authority,
     ModelServer,
@@ -20,6 +22,9 @@ from tests.model_server import (
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = REPO_ROOT / "tests" / "data"
+
+if TYPE_CHECKING:
+    from models.large import LargeModel
 
 
 def git(root: Path, *arguments: str) -> str:
@@ -65,9 +70,12 @@ def model_server(server_certificate: tuple[Path, Path]) -> Iterator[ModelServer]
 
 
 @pytest.fixture(scope="session")
-def large_models(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LargeModel]]:
+def large_models(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, "LargeModel"]]:
     """ResNet-50 and BERT-base exported by `benchfleet export` once a session; deleted after
     it (half a gigabyte must not pile up in pytest's kept temporary folders)."""
+    # models.large imports torch: only the sessions that export pay for it.
+    from models.large import export_all  # noqa: PLC0415
+
     folder = tmp_path_factory.mktemp("large-models")
     yield export_all(folder)
     shutil.rmtree(folder, ignore_errors=True)
@@ -77,6 +85,18 @@ CLUSTER_SKIPPED = (
     "CLUSTER TESTS SKIPPED: the local cluster's binaries are not built for the committed "
     "versions; build them with `make cluster-build` (minutes cold), then run `make e2e`"
 )
+CLUSTER_NOT_BUILT = "local cluster not built"
+
+WORKER_GROUPS = {
+    "tests/cluster/": "cluster",
+    "tests/localrun/test_large_models.py": "cluster",
+    "tests/localrun/test_image_registry.py": "podman",
+    "tests/localrun/test_podman_build.py": "podman",
+}
+"""The tests under each path prefix run on one worker of `make test`'s two, one group at a
+time. The cluster tests share one control plane a session, and the large-model tests one
+export of half a gigabyte with the cluster's; podman's image store and build cache belong to
+the host, not to a session."""
 
 
 def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> int:
@@ -87,20 +107,40 @@ def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> int:
     return len(marked)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+class WorkerGroups(LoadGroupScheduling):  # type: ignore[misc]  # xdist ships no types
+    """xdist's loadgroup by WORKER_GROUPS: every other test goes to whichever worker is free.
+    By path, as the controller sees node ids only; and xdist_group marks are lost with pytest
+    9.2 (pytest-dev/pytest-xdist#1386)."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        for prefix, group in WORKER_GROUPS.items():
+            if path.startswith(prefix):
+                return group
+        return str(super()._split_scope(nodeid))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> WorkerGroups | None:
+    """`--dist loadgroup` schedules by WORKER_GROUPS."""
+    return WorkerGroups(config, log) if config.getvalue("dist") == "loadgroup" else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Skip `gpu` tests where torch sees no CUDA device (they run on a GPU machine), and
-    `cluster` tests, loudly, when the local cluster's binaries are not built."""
-    if not torch.cuda.is_available():
-        _skip_marked(items, "gpu", "needs a CUDA device")
-    if not is_built() and _skip_marked(items, "cluster", "local cluster not built"):
-        config.stash[_cluster_skipped] = True
+    `cluster` tests when the local cluster's binaries are not built."""
+    if any(item.get_closest_marker("gpu") for item in items):
+        import torch  # noqa: PLC0415 - a session without gpu tests need not load it
+
+        if not torch.cuda.is_available():
+            _skip_marked(items, "gpu", "needs a CUDA device")
+    if not is_built():
+        _skip_marked(items, "cluster", CLUSTER_NOT_BUILT)
 
 
-_cluster_skipped = pytest.StashKey[bool]()
-
-
-def pytest_terminal_summary(
-    terminalreporter: pytest.TerminalReporter, config: pytest.Config
-) -> None:
-    if config.stash.get(_cluster_skipped, False):
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say loudly that the cluster tests were skipped: from the reports, which xdist's
+    controller sees too (its workers collect, not it)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if any(CLUSTER_NOT_BUILT in str(report.longrepr) for report in skipped):
         terminalreporter.write_line(CLUSTER_SKIPPED, red=True)

@@ -66,6 +66,7 @@ def test_every_bench_has_a_smoke_run() -> None:
     assert benches == {run.values[0] for run in RUNS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("bench", "reports"), RUNS)
 def test_the_bench_runs_at_a_tiny_size(bench: str, reports: str, tmp_path: Path) -> None:
     # Run from elsewhere, so that whatever a bench writes where it runs stays out of the

@@ -214,6 +214,7 @@ def test_a_model_over_a_configmap_is_pointed_at_push_model_or_a_url(root: Path) 
     ) in served.stdout
 
 
+@pytest.mark.slow
 def test_validating_and_synthesizing_specs_never_import_the_exporters_torch_side() -> None:
     """The command runs the user's code; what reads pull requests must not reach it."""
     probe = (

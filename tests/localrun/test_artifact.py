@@ -84,6 +84,7 @@ def test_each_platform_has_an_image_manifest_over_the_one_layer(tmp_path: Path) 
         assert metadata["mode"] == 0o444
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "name", "message"),
     [

@@ -6,6 +6,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from localrun.cli import cli
@@ -24,6 +25,7 @@ def test_root_goes_before_the_subcommand(tmp_path: Path) -> None:
     assert "no such option" not in run.output.lower()
 
 
+@pytest.mark.slow
 def test_python_dash_m_localrun_still_runs_a_workflow_by_name(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "localrun", "no-such-workflow", "--root", str(tmp_path)],

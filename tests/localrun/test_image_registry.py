@@ -104,6 +104,7 @@ def pushed(registry: str, registry_folder: Path, tmp_path_factory: pytest.TempPa
     return Run(podman, result, timings)
 
 
+@pytest.mark.slow
 def test_push_digest_is_what_the_registry_serves_for_the_tag(registry: str, pushed: Run) -> None:
     """push() already compares podman's --digestfile with the registry; ask again here."""
     tag = in_registry(parse_registry(f"{registry}/benchfleet"), REMOTE_NAME, project_version())
@@ -113,6 +114,7 @@ def test_push_digest_is_what_the_registry_serves_for_the_tag(registry: str, push
     )
 
 
+@pytest.mark.slow
 def test_pin_then_synth_puts_that_digest_into_every_job(pushed: Run, tmp_path: Path) -> None:
     for folder in ("specs", "dist", "clusters", "models"):
         shutil.copytree(REPO_ROOT / folder, tmp_path / folder)
@@ -133,6 +135,7 @@ def test_pin_then_synth_puts_that_digest_into_every_job(pushed: Run, tmp_path: P
     assert images == {pushed.pushed.pinned}
 
 
+@pytest.mark.slow
 def test_a_pull_by_that_digest_fetches_the_image_from_the_registry(pushed: Run) -> None:
     """Into an empty storage, so nothing can come from the image built here."""
     scratch = Path(tempfile.mkdtemp(prefix="benchfleet-test-pull-"))

@@ -46,6 +46,7 @@ def volume(reference: str, policy: str = "IfNotPresent") -> ImageMount:
     return ImageMount(reference, policy, MOUNT_AT)
 
 
+@pytest.mark.slow
 def test_push_model_is_served_by_tag_and_digest_and_prints_the_spec(
     registry: str, tmp_path: Path
 ) -> None:
@@ -62,6 +63,7 @@ def test_push_model_is_served_by_tag_and_digest_and_prints_the_spec(
     assert (again.digest, again.uploaded) == (pushed.digest, 0)
 
 
+@pytest.mark.slow
 def test_a_volume_is_pulled_once_unpacked_read_only_and_kept(tmp_path: Path) -> None:
     store = ImageStore(tmp_path / "store", credentials="")
     with loopback_registry(tmp_path / "registry") as address:
@@ -78,6 +80,7 @@ def test_a_volume_is_pulled_once_unpacked_read_only_and_kept(tmp_path: Path) -> 
     assert raised.value.reason == "ErrImagePull"
 
 
+@pytest.mark.slow
 def test_never_pulls_nothing(registry: str, tmp_path: Path) -> None:
     pushed = pushed_to(registry, tmp_path / "push")
     with pytest.raises(ImagePullError) as raised:
@@ -91,6 +94,7 @@ def _stored_blob(registry_folder: Path, digest: str) -> Path:
     return data
 
 
+@pytest.mark.slow
 def test_a_layer_the_registry_altered_is_refused(tmp_path: Path) -> None:
     with loopback_registry(tmp_path / "registry") as address:
         pushed = pushed_to(address, tmp_path / "push")
@@ -156,6 +160,7 @@ def test_diff_ids_that_do_not_match_the_layer_are_refused(registry: str, tmp_pat
         ImageStore(tmp_path / "store", credentials="").mount(volume(reference))
 
 
+@pytest.mark.slow
 def test_localrun_runs_an_oci_model_from_the_registry(registry: str, tmp_path: Path) -> None:
     """The Job synth wrote for the artifact, run as `localrun` runs it: the runner reads the
     .pt2 from the image volume, checks its sha256 and measures it."""

@@ -147,6 +147,7 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_cli_pins_what_the_last_push_recorded(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -168,6 +169,7 @@ def test_cli_without_a_push_says_how_to_get_one(
     assert (root / "specs" / "clusters.yaml").read_text(encoding="utf-8") == FLEET
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_bad_reference_and_leaves_the_file_alone(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -176,6 +178,7 @@ def test_cli_refuses_a_bad_reference_and_leaves_the_file_alone(
     assert (root / "specs" / "clusters.yaml").read_text(encoding="utf-8") == FLEET
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_digest_the_registry_cannot_confirm(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -66,6 +66,7 @@ def plan_for(root: Path, index: int, workdir: Path) -> PodPlan:
     return next(pod_plans(read_workload(workload), workdir, (index,)))
 
 
+@pytest.mark.slow
 def test_a_pod_runs_the_runner_on_the_configmaps_files(quick_root: Path, tmp_path: Path) -> None:
     plan = plan_for(quick_root, 3, tmp_path / "pod")
     outcome = read_outcome(plan, run_process(plan, timeout_s=300))
@@ -355,6 +356,7 @@ MEANWHILE: dict[str, Callable[[Path], None]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("meanwhile", list(MEANWHILE))
 def test_what_ran_is_stored_under_the_job_it_ran_as_whatever_synth_did_meanwhile(
     quick_root: Path, meanwhile: str

@@ -54,6 +54,7 @@ def query(server: str, expr: str) -> list[dict[str, Any]]:
     return found
 
 
+@pytest.mark.slow
 def test_what_gather_pushes_reads_back_through_promql(monitoring: Monitoring) -> None:
     record = JobRecord(
         **JOB.model_dump(),
@@ -86,6 +87,7 @@ def test_what_gather_pushes_reads_back_through_promql(monitoring: Monitoring) ->
                 assert answer, title
 
 
+@pytest.mark.slow
 def test_the_missing_data_alert_fires_on_a_gap_and_not_on_a_fresh_result(
     monitoring: Monitoring,
 ) -> None:

@@ -150,6 +150,7 @@ def test_a_base_that_is_no_revision_is_one_line_not_a_traceback(pull_request: Pa
     ]
 
 
+@pytest.mark.slow
 def test_the_example_ci_workflow_runs_this_script_with_options_it_has() -> None:
     workflow = yaml.safe_load(
         (REPO_ROOT / "examples" / "ci" / "benchfleet-pull-request.yml").read_text()
@@ -175,6 +176,7 @@ def test_the_example_ci_workflow_runs_this_script_with_options_it_has() -> None:
     assert lines[-1] == 'exit "${status}"'
 
 
+@pytest.mark.slow
 def test_the_review_needs_no_torch() -> None:
     """The CI job installs no torch (examples/ci/): importing the review must not need it."""
     probe = "import sys, review.comment; print('torch' in sys.modules)"

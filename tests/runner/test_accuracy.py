@@ -197,6 +197,7 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
     return shapes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interleave", [False, True])
 @pytest.mark.parametrize(
     ("tiny_mlp", "tiny_cnn", "shapes"),

@@ -30,6 +30,7 @@ def _graphs() -> int:
     return counters["stats"]["unique_graphs"]
 
 
+@pytest.mark.slow
 def test_a_compiled_variant_runs_its_compiled_module_and_times_the_compile_apart(
     make_config: MakeConfig, models_dir: Path, tmp_path: Path
 ) -> None:
@@ -64,6 +65,7 @@ def test_an_eager_variant_compiles_nothing_and_says_nothing_of_compiling(
     assert '"compile"' not in result.model_dump_json(exclude_none=True)
 
 
+@pytest.mark.slow
 def test_a_compiled_int8_dynamic_variant_proves_its_kernel_and_stays_within_its_gate(
     make_config: MakeConfig, models_dir: Path, tmp_path: Path
 ) -> None:
@@ -79,6 +81,7 @@ def test_a_compiled_int8_dynamic_variant_proves_its_kernel_and_stays_within_its_
     assert judge(result.accuracy, gate).failures == ()
 
 
+@pytest.mark.slow
 def test_an_interleaved_pod_pairs_a_compiled_variant_with_its_eager_one(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -102,6 +105,7 @@ def test_an_interleaved_pod_pairs_a_compiled_variant_with_its_eager_one(
     assert first.applied is not None and first.applied.compiled is None
 
 
+@pytest.mark.slow
 def test_a_pod_without_a_cpp_compiler_fails_the_compiled_variant_saying_what_to_fix(
     make_config: MakeConfig, tmp_path: Path
 ) -> None:
@@ -139,6 +143,7 @@ def test_the_compile_caches_go_to_the_pods_scratch_unless_the_image_set_them(
     assert os.environ[CACHE_ENV[1]] == "/tmp/triton-from-the-image"
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_a_compiled_variant_on_a_gpu_compiles_with_triton(
     make_config: MakeConfig, models_dir: Path, tmp_path: Path

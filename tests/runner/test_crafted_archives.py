@@ -93,6 +93,7 @@ def _run_runner(models: Path, sha256: str, make_config: MakeConfig, tmp_path: Pa
     return result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["pickled-weight", "symbolic-expression"])
 def test_python_m_runner_exits_8_with_a_model_refused_result_and_runs_nothing(
     name: str, make_config: MakeConfig, tmp_path: Path
@@ -105,6 +106,7 @@ def test_python_m_runner_exits_8_with_a_model_refused_result_and_runs_nothing(
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_python_m_runner_exits_8_for_an_inflating_program_instead_of_running_out_of_memory(
     make_config: MakeConfig, tmp_path: Path
 ) -> None:

@@ -66,6 +66,7 @@ def run_url_model(
     return code, result
 
 
+@pytest.mark.slow
 def test_python_m_runner_downloads_through_the_company_ca_once_per_pod(
     make_config: MakeConfig, ca_dir: Path, served: str, model_server: ModelServer, tmp_path: Path
 ) -> None:

@@ -37,6 +37,7 @@ def run_runner(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("index", "exit_code", "status", "logged"),
     [
@@ -71,6 +72,7 @@ def test_the_result_is_whole_on_stdout_and_in_the_termination_log_when_the_proce
         assert isinstance(summary, OkResult) and summary.samples_in_log and not summary.compacted
 
 
+@pytest.mark.slow
 def test_the_process_ends_without_the_interpreters_teardown(
     make_config: MakeConfig, models_dir: Path, tmp_path: Path
 ) -> None:

@@ -141,6 +141,7 @@ def int_and_float_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_synth_reads_from_the_archive_what_the_runner_reads_from_torch(
     repo_root: Path,
     conv_only_model: Path,
@@ -174,6 +175,7 @@ def _linear_share_from_torch(program: torch.export.ExportedProgram) -> float:
     return sum(counted[name] for name in linear) / sum(counted.values())
 
 
+@pytest.mark.slow
 def test_synth_reads_the_linear_share_torch_would_count(repo_root: Path) -> None:
     for path in sorted(repo_root.glob("models/**/*.pt2")):
         share = check_archive(path).linear_share

@@ -236,6 +236,7 @@ def pod_env(config_path: Path, models_dir: Path, tmp_path: Path) -> dict[str, st
     }
 
 
+@pytest.mark.slow
 def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
     make_config: MakeConfig, models_dir: Path, tmp_path: Path
 ) -> None:
@@ -250,6 +251,7 @@ def test_the_process_prints_only_the_result_on_stdout_and_logs_on_stderr(
     assert "variant 0" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_pods_result_tells_its_start_up_phase_by_phase(
     make_config: MakeConfig, models_dir: Path, tmp_path: Path
 ) -> None:
@@ -295,6 +297,7 @@ def test_an_oversized_result_is_compacted_to_fit_the_termination_log(
     )
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_run_at_once_with_a_terminated_result(
     make_config: MakeConfig, models_dir: Path, tmp_path: Path
 ) -> None:

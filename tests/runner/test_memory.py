@@ -25,6 +25,7 @@ def test_peak_rss_without_proc_falls_back_to_rusage(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc")
 def test_peak_rss_of_a_child_excludes_the_larger_parent_that_started_it() -> None:
     """Linux's ru_maxrss would report the parent's 200 MiB here: exec carries it over."""

@@ -83,6 +83,7 @@ def test_torchaos_quantize_misses_a_loaded_program(models_dir: Path) -> None:
     assert precision.tensor_dtypes(module) == before == {"float32": 6}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["tiny-mlp", "tiny-transformer", "tiny-cnn"])
 def test_linear_modules_compute_exactly_what_the_graph_did(model: str, models_dir: Path) -> None:
     path, x = models_dir / f"{model}.pt2", _inputs(model)
@@ -95,6 +96,7 @@ def test_linear_modules_compute_exactly_what_the_graph_did(model: str, models_di
         assert torch.equal(module(x), _reference(path, x))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("model", ["tiny-mlp", "tiny-transformer"])
 @pytest.mark.parametrize(("scheme", "gate"), GATES)

@@ -111,6 +111,7 @@ def test_only_variants_of_one_model_are_interleaved() -> None:
     assert runs([a, b, c], interleave=True) == [(a, c), (b,)]
 
 
+@pytest.mark.slow
 def test_a_pod_pairs_bf16_with_fp32_of_the_same_model(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -55,6 +55,7 @@ def test_without_the_kernel_s_word_there_is_no_age(
     assert process_age_s(stat_path, up_path) is None
 
 
+@pytest.mark.slow
 def test_a_process_started_before_this_one_is_older_than_it() -> None:
     # A real /proc: the parent's age against a child's, started after it.
     child = subprocess.run(

@@ -46,6 +46,7 @@ def test_the_runner_has_every_path_the_catalogue_expects_a_device_run_to_prove()
     assert paths == set(METHODS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("precision_name", "quantization"), CPU_COMBINATIONS)
 def test_each_cpu_combination_shows_its_effect_in_the_result(
     make_config: MakeConfig,

@@ -107,6 +107,7 @@ def test_the_cache_key_covers_every_module_synth_renders_from() -> None:
     assert "contract/accuracy.py" in hashed and "runner/errors.py" in hashed
 
 
+@pytest.mark.slow
 def test_the_command_line_starts_without_cdk8s() -> None:
     """Importing cdk8s starts Node.js; a synth that the cache fully serves must not pay it."""
     probe = "import sys, benchfleet.cli; print(sorted(m for m in sys.modules if 'cdk8s' in m))"

@@ -410,6 +410,7 @@ def test_synth_on_a_mutated_spec_succeeds_or_changes_nothing(synthesized: Path, 
             synth(synthesized)
 
 
+@pytest.mark.slow
 def test_the_coverage_guided_yaml_fuzzer_finds_nothing_in_a_short_seeded_run(
     tmp_path: Path,
 ) -> None:

@@ -309,6 +309,7 @@ CHECKOV_SKIPS = [
 ]
 
 
+@pytest.mark.slow
 def test_checkov_finds_nothing(tmp_path: Path, rendered: Files) -> None:
     assert CHECKOV.exists(), "checkov is missing: run `make install`"
     for path, text in rendered.items():
