@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Two workers: a 2-core machine's tests wait on processes they start as much as they compute.
-# Tests that must share a worker say so (tests/conftest.py WORKER_GROUPS, marker shares_host).
+# Tests that must share a worker are grouped by path (tests/conftest.py, WORKER_GROUPS).
 TEST_WORKERS ?= 2
 
 test: install
