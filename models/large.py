@@ -211,7 +211,7 @@ def export(name: str, folder: Path) -> LargeModel:
     factory, arguments = EXPORTS[name]
     path = folder / f"{name}.pt2"
     done = subprocess.run(
-        [sys.executable, "-m", "synth", "export", factory, *arguments, "--out", str(path)],
+        [sys.executable, "-m", "benchfleet", "export", factory, *arguments, "--out", str(path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
