@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import os
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -113,6 +114,13 @@ class Manifest:
             return 0
 
 
+def _system_trust() -> str | bool:
+    """The machine's trusted certificates, as urllib and podman use them (SSL_CERT_FILE and
+    SSL_CERT_DIR too): requests would use certifi's bundle, which knows no company CA."""
+    paths = ssl.get_default_verify_paths()
+    return paths.cafile or paths.capath or True
+
+
 class _ChallengeAuth(oras.auth.TokenAuth):  # type: ignore[misc]
     """ORAS's token flow for a Bearer challenge; the login itself for a Basic one, which
     ORAS's token backend would take for a token server's address."""
@@ -123,7 +131,7 @@ class _ChallengeAuth(oras.auth.TokenAuth):  # type: ignore[misc]
         self.registry = registry
         self.session = session
         self.prefix = url_scheme
-        self._tls_verify = True
+        self._tls_verify = _system_trust()
 
     def authenticate_request(
         self, original: requests.Response, headers: dict[str, str], refresh: bool = False
@@ -153,7 +161,7 @@ class _Oras(oras.provider.Registry):  # type: ignore[misc]
     do_request = oras.provider.Registry.do_request.__wrapped__
 
     def __init__(self, registry: str, insecure: bool) -> None:
-        super().__init__(hostname=registry, insecure=insecure)
+        super().__init__(hostname=registry, insecure=insecure, tls_verify=_system_trust())
         self.auth = _ChallengeAuth(registry, self.session, self.prefix)
 
 

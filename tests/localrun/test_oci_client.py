@@ -15,6 +15,7 @@ import pytest
 
 from localrun.oci_registry import MANIFEST_TYPES, OciClient, OciError, stored_credentials
 from localrun.reference import parse_reference
+from tests.model_server import Authority, ModelServer
 
 MANIFEST = json.dumps(
     {
@@ -169,3 +170,20 @@ def test_podman_login_credentials_are_found(tmp_path: Path) -> None:
     auth.write_text(json.dumps({"auths": {"reg.io:5000": {"auth": login}}}), encoding="utf-8")
     assert stored_credentials("reg.io:5000", [tmp_path / "missing.json", auth]) == login
     assert stored_credentials("other.io", [auth]) is None
+
+
+def test_a_registry_behind_a_company_ca_is_trusted_as_the_machine_trusts_it(
+    model_server: ModelServer, company_ca: Authority, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """requests alone trusts certifi's bundle, which knows no company CA; podman, and urllib
+    before ORAS, trust the machine's certificates (SSL_CERT_FILE too)."""
+    model_server.add("v2/team/runner/manifests/1", MANIFEST)
+    registry = model_server.url.removeprefix("https://")
+    reference = parse_reference(f"{registry}/team/runner:1")
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    with pytest.raises(OciError, match="CERTIFICATE_VERIFY_FAILED"):
+        OciClient(registry, insecure=False, credentials="").manifest(reference)
+    monkeypatch.setenv("SSL_CERT_FILE", str(company_ca.certificate))
+    fetched = OciClient(registry, insecure=False, credentials="").manifest(reference)
+    assert fetched.body == MANIFEST
