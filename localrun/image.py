@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from localrun.e2e_container import Timings, install_tools
+from localrun.oci_registry import OciClient, OciError
 from localrun.pin import PUSH_RECORD
 from localrun.podman import (
     BASE_IMAGE,
@@ -40,7 +41,6 @@ from localrun.reference import (
     parse_registry,
     qualified,
 )
-from localrun.registry import RegistryClient, RegistryError
 
 LOCAL_NAME: Final = "localhost/benchfleet-runner"
 REMOTE_NAME: Final = "runner"
@@ -196,7 +196,7 @@ def push(
         podman.environment(),
     )
     pushed = check_digest(digestfile.read_text(encoding="utf-8").strip())
-    manifest = RegistryClient(insecure=insecure).manifest(target)
+    manifest = OciClient(target.registry, insecure).manifest(target)
     if manifest.digest != pushed:
         raise ImageError(
             f"podman pushed {target} as {pushed}, but the registry serves {manifest.digest}"
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"recorded {PUSH_RECORD.relative_to(REPO_ROOT)}: now `make pin-image`")
             print(pushed.pinned)
             return 0
-        except (PodmanError, ImageError, BadReference, RegistryError) as error:
+        except (PodmanError, ImageError, BadReference, OciError) as error:
             print(f"image: FAILED: {error}", file=sys.stderr)
             return 1
         finally:

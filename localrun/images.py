@@ -11,7 +11,6 @@ would keep it: `make e2e-container` runs the pod in podman with the image mounte
 """
 
 import fcntl
-import hashlib
 import json
 import platform
 import shutil
@@ -114,16 +113,15 @@ class ImageStore:
     def _pull(self, reference: ImageReference) -> Path:
         client = self._client(reference)
         repository = reference.repository
-        wanted = reference.digest or reference.tag or "latest"
-        body, media_type = client.manifest(repository, wanted)
-        digest = reference.digest or "sha256:" + hashlib.sha256(body).hexdigest()
-        target = self._unpacked(digest)
+        wanted = reference if reference.digest or reference.tag else reference.with_tag("latest")
+        served = client.manifest(wanted)
+        target = self._unpacked(served.digest)
         if target.is_dir():
             return target
-        manifest = _json(body, f"{reference}'s manifest")
-        if media_type in _INDEX_TYPES or manifest.get("mediaType") in _INDEX_TYPES:
+        manifest = _json(served.body, f"{reference}'s manifest")
+        if served.media_type in _INDEX_TYPES or manifest.get("mediaType") in _INDEX_TYPES:
             entry = _for_this_node(manifest, reference)
-            body, _ = client.manifest(repository, entry)
+            body = client.manifest(reference.with_digest(entry)).body
             manifest = _json(body, f"{reference}'s manifest for this platform")
         config_descriptor = manifest.get("config", {})
         if config_descriptor.get("mediaType") not in _CONFIG_TYPES:

@@ -1,28 +1,44 @@
-"""Blobs and manifests to and from a registry, through ORAS's Python client (`oras`).
+"""Manifests and blobs to and from a registry, through ORAS's Python client (`oras`): the one
+registry client here, for `make push`'s and `make pin-image`'s checks of what a registry
+serves, `make push-model`, and image volumes pulled as a node pulls them.
 
-ORAS speaks the distribution protocol (upload sessions, chunked uploads, Basic and Bearer
-auth from a 401's challenge); what this module adds is what a model artifact from a pull
-request needs: every request has a timeout, a failure is reported at once (ORAS's own
-retries sleep up to 83 s between five tries), every body is bounded by the size its
-descriptor declares and checked against its digest while it streams (ORAS's
-`download_blob` checks neither), and credentials come from where `podman login` keeps them.
+ORAS speaks the distribution protocol (upload sessions, chunked uploads, the Bearer token a
+401's challenge points to); what this module adds: every request has a timeout, a failure is
+reported at once (ORAS's own retries sleep up to 83 s between five tries), a Basic challenge
+is answered with the login (ORAS's token backend would ask its realm for a token), every
+body is bounded by the size its descriptor declares and checked against its digest while it
+streams (ORAS's `download_blob` checks neither), a manifest's `Docker-Content-Digest` is
+checked against its bytes, and credentials come from where `podman login` keeps them.
 """
 
 import base64
 import hashlib
+import json
+import os
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import oras.auth  # type: ignore[import-untyped]
+import oras.auth.utils  # type: ignore[import-untyped]
 import oras.container  # type: ignore[import-untyped]
 import oras.provider  # type: ignore[import-untyped]
 import requests
 import requests.adapters
 
 from localrun.artifact import Blob
-from localrun.registry import MANIFEST_TYPES, stored_credentials
+from localrun.reference import ImageReference
 
+MANIFEST_TYPES: Final = (
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+)
+"""Every type podman pushes; a registry refuses (404) a manifest whose type is not accepted."""
 TIMEOUT_S: Final = 30.0
 """Connecting, and the longest silence while reading: not the whole transfer."""
 UPLOAD_CHUNK: Final = 16 << 20
@@ -30,6 +46,31 @@ UPLOAD_CHUNK: Final = 16 << 20
 MAX_MANIFEST_BYTES: Final = 4 << 20
 """containerd's own limit on a manifest or index it reads."""
 _READ: Final = 1 << 20
+
+
+def auth_files() -> list[Path]:
+    """Where `podman login` (and docker) keep credentials, in podman's order of preference."""
+    files = []
+    if "REGISTRY_AUTH_FILE" in os.environ:
+        files.append(Path(os.environ["REGISTRY_AUTH_FILE"]))
+    runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/containers/{os.getuid()}"
+    files.append(Path(runtime) / "containers" / "auth.json")
+    home = Path.home()
+    files += [home / ".config" / "containers" / "auth.json", home / ".docker" / "config.json"]
+    return files
+
+
+def stored_credentials(registry: str, files: list[Path] | None = None) -> str | None:
+    """The base64 `user:password` that `podman login REGISTRY` stored, if any."""
+    for file in auth_files() if files is None else files:
+        try:
+            auths = json.loads(file.read_text(encoding="utf-8")).get("auths", {})
+        except (OSError, ValueError):
+            continue
+        entry = auths.get(registry) or auths.get(f"https://{registry}")
+        if isinstance(entry, dict) and isinstance(entry.get("auth"), str):
+            return str(entry["auth"])
+    return None
 
 
 class OciError(RuntimeError):
@@ -52,10 +93,76 @@ class _TimeoutAdapter(requests.adapters.HTTPAdapter):
         )
 
 
+@dataclass(frozen=True)
+class Manifest:
+    """What the registry answered for one reference."""
+
+    body: bytes
+    digest: str
+    """`Docker-Content-Digest`, checked against the sha256 of `body`."""
+    media_type: str
+
+    @property
+    def content_bytes(self) -> int:
+        """The config and layers it lists, as stored (compressed): what a pull downloads.
+        0 for an index, whose images are listed, not counted."""
+        try:
+            manifest = json.loads(self.body)
+            blobs = [manifest.get("config", {}), *manifest.get("layers", [])]
+            return sum(int(blob.get("size", 0)) for blob in blobs)
+        except (ValueError, AttributeError, TypeError):
+            return 0
+
+
+def _system_trust() -> str | bool:
+    """The machine's trusted certificates, as urllib and podman use them (SSL_CERT_FILE and
+    SSL_CERT_DIR too): requests would use certifi's bundle, which knows no company CA."""
+    paths = ssl.get_default_verify_paths()
+    return paths.cafile or paths.capath or True
+
+
+class _ChallengeAuth(oras.auth.TokenAuth):  # type: ignore[misc]
+    """ORAS's token flow for a Bearer challenge; the login itself for a Basic one, which
+    ORAS's token backend would take for a token server's address."""
+
+    def __init__(self, registry: str, session: requests.Session, url_scheme: str) -> None:
+        # What oras.auth.get_auth_backend gives the backend it builds.
+        super().__init__()
+        self.registry = registry
+        self.session = session
+        self.prefix = url_scheme
+        self._tls_verify = _system_trust()
+
+    def authenticate_request(
+        self, original: requests.Response, headers: dict[str, str], refresh: bool = False
+    ) -> tuple[dict[str, str], bool]:
+        challenge = str(original.headers.get("Www-Authenticate", ""))
+        scheme = challenge.strip().partition(" ")[0].lower()
+        login = getattr(self, "_basic_auth", None)
+        if scheme == "basic":
+            if not login:
+                raise OciError(f"{self.registry} asks for a login: podman login {self.registry}")
+            return {**headers, "Authorization": f"Basic {login}"}, True
+        realm = oras.auth.utils.parse_auth_header(challenge).realm
+        if original.status_code == 401 and (scheme != "bearer" or not realm):
+            raise OciError(f"{self.registry} answered 401 with {challenge!r}")
+        headers, changed = super().authenticate_request(original, headers, refresh)
+        if original.status_code == 401 and not changed:
+            refused = f"{self.registry}'s token server {realm} gave no token"
+            if login:
+                raise OciError(f"{refused} for the stored login")
+            raise OciError(f"{refused} without a login: podman login {self.registry}")
+        return headers, changed
+
+
 class _Oras(oras.provider.Registry):  # type: ignore[misc]
     # ORAS's do_request without its retry decorator: a registry that is down is said so at
     # once, not after 131 s of sleeping.
     do_request = oras.provider.Registry.do_request.__wrapped__
+
+    def __init__(self, registry: str, insecure: bool) -> None:
+        super().__init__(hostname=registry, insecure=insecure, tls_verify=_system_trust())
+        self.auth = _ChallengeAuth(registry, self.session, self.prefix)
 
 
 class OciClient:
@@ -66,7 +173,7 @@ class OciClient:
         them, "" is anonymous."""
         self.registry = registry
         self.scheme = "http" if insecure else "https"
-        self._oras = _Oras(hostname=registry, insecure=insecure)
+        self._oras = _Oras(registry, insecure)
         adapter = _TimeoutAdapter()
         self._oras.session.mount("http://", adapter)
         self._oras.session.mount("https://", adapter)
@@ -126,18 +233,28 @@ class OciClient:
             raise OciError(f"PUT {url}: the registry stored {answered}, not {manifest.digest}")
         return str(answered)
 
-    def manifest(self, repository: str, reference: str) -> tuple[bytes, str]:
-        """A manifest or index and its media type, at most MAX_MANIFEST_BYTES, checked
-        against `reference` when that is a digest."""
-        url = self._container(repository, reference).manifest_url()
+    def manifest(self, reference: ImageReference) -> Manifest:
+        """The manifest or index `reference` (in this registry) names, by digest if it has
+        one, else by tag: at most MAX_MANIFEST_BYTES, its `Docker-Content-Digest` the sha256
+        of its bytes, and that the digest `reference` pins."""
+        target = reference.digest or reference.tag
+        if target is None:
+            raise OciError(f"{reference} names neither a tag nor a digest")
+        url = self._container(reference.repository, target).manifest_url()
         headers = {"Accept": ", ".join(MANIFEST_TYPES)}
         with self._streamed("GET", url, headers) as response:
             body = b"".join(_bounded(response, MAX_MANIFEST_BYTES, url))
-        if reference.startswith("sha256:"):
-            computed = "sha256:" + hashlib.sha256(body).hexdigest()
-            if computed != reference:
-                raise OciError(f"GET {url}: the body's sha256 is {computed}")
-        return body, str(response.headers.get("Content-Type", "")).split(";")[0].strip()
+        computed = "sha256:" + hashlib.sha256(body).hexdigest()
+        reported = str(response.headers.get("Docker-Content-Digest", computed))
+        if reported != computed:
+            raise OciError(
+                f"GET {self.scheme}://{url}: Docker-Content-Digest {reported} "
+                f"but the body's sha256 is {computed}"
+            )
+        if reference.digest is not None and computed != reference.digest:
+            raise OciError(f"GET {self.scheme}://{url}: the body's sha256 is {computed}")
+        media_type = str(response.headers.get("Content-Type", "")).split(";")[0].strip()
+        return Manifest(body, computed, media_type)
 
     def fetch_blob(self, repository: str, digest: str, size: int, into: Path) -> None:
         """Stream blob `digest` into `into`, refusing more than `size` bytes or other bytes

@@ -16,8 +16,8 @@ from typing import Any, Final
 import yaml
 
 from contract.layout import FLEET_FILE
+from localrun.oci_registry import OciClient, OciError
 from localrun.reference import BadReference, ImageReference, parse_pinned
-from localrun.registry import RegistryClient, RegistryError
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[1]
 PUSH_RECORD: Final = REPO_ROOT / ".cache" / "image" / "pushed.json"
@@ -131,11 +131,11 @@ def main(argv: list[str] | None = None) -> int:
             image = recorded_image(arguments.record)
         if not arguments.no_registry_check:
             # A digest the registry lacks would pass review and fail as ImagePullBackOff.
-            client = RegistryClient(insecure=arguments.insecure or image.is_loopback)
+            client = OciClient(image.registry, arguments.insecure or image.is_loopback)
             client.manifest(image)
         old, new = pin_file(arguments.root, image)
-    except (BadReference, PinError, RegistryError, OSError) as error:
-        if isinstance(error, RegistryError):
+    except (BadReference, PinError, OciError, OSError) as error:
+        if isinstance(error, OciError):
             print(f"pin-image: the registry does not confirm {image}: {error}", file=sys.stderr)
             print(
                 "pin-image: (make pin-image NO_REGISTRY_CHECK=1, or --no-registry-check, "

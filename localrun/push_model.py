@@ -21,7 +21,6 @@ from contract.config import OCI_DEFAULT_FILE
 from localrun.artifact import Artifact, pack
 from localrun.oci_registry import OciClient, OciError
 from localrun.reference import BadReference, ImageReference, in_registry, parse_registry
-from localrun.registry import RegistryClient, RegistryError
 
 TAG_PREFIX = "pt2-"
 
@@ -98,14 +97,13 @@ def push_model(
     for manifest in artifact.manifests:
         client.push_manifest(repository, manifest.digest, manifest)
     client.push_manifest(repository, tag, artifact.index)
-    # Asked again through another client: what a node pulling the tag or digest gets.
-    check = RegistryClient(insecure=insecure, credentials=credentials)
-    served = check.manifest(target).digest
+    # Asked again: what a node pulling the tag or digest gets.
+    served = client.manifest(target).digest
     if served != artifact.index.digest:
         raise PushModelError(
             f"pushed {target} as {artifact.index.digest}, but the registry serves {served}"
         )
-    check.manifest(target.with_digest(served))
+    client.manifest(target.with_digest(served))
     return PushedModel(target, served, artifact, uploaded)
 
 
@@ -135,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                 inside=arguments.file,
                 insecure=arguments.insecure,
             )
-        except (PushModelError, BadReference, OciError, RegistryError, OSError) as error:
+        except (PushModelError, BadReference, OciError, OSError) as error:
             print(f"push-model: FAILED: {error}", file=sys.stderr)
             return 1
     layer = pushed.artifact.layer

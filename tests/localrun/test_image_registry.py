@@ -23,10 +23,10 @@ from contract.layout import FLEET_FILE
 from localrun.e2e_container import Timings
 from localrun.image import REMOTE_NAME, Pushed, build, local_image, project_version, push
 from localrun.loopback_registry import loopback_registry
+from localrun.oci_registry import OciClient
 from localrun.pin import pin_file
 from localrun.podman import Podman, PodmanError, configure_podman
 from localrun.reference import in_registry, parse_pinned, parse_registry
-from localrun.registry import RegistryClient
 from synth.main import synth
 from tests.conftest import REPO_ROOT
 
@@ -109,7 +109,7 @@ def test_push_digest_is_what_the_registry_serves_for_the_tag(registry: str, push
     """push() already compares podman's --digestfile with the registry; ask again here."""
     tag = in_registry(parse_registry(f"{registry}/benchfleet"), REMOTE_NAME, project_version())
     assert str(pushed.pushed.reference) == str(tag)
-    assert RegistryClient(insecure=True, credentials="").manifest(tag).digest == (
+    assert OciClient(registry, insecure=True, credentials="").manifest(tag).digest == (
         pushed.pushed.digest
     )
 

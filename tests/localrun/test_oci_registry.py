@@ -19,7 +19,6 @@ from localrun.pod import pod_plan
 from localrun.process import run_process
 from localrun.push_model import PushedModel, push_model
 from localrun.reference import parse_pinned
-from localrun.registry import RegistryClient
 from localrun.workflow import read_outcome
 from tests.conftest import REPO_ROOT
 
@@ -51,7 +50,7 @@ def test_push_model_is_served_by_tag_and_digest_and_prints_the_spec(
     registry: str, tmp_path: Path
 ) -> None:
     pushed = pushed_to(registry, tmp_path / "push")
-    check = RegistryClient(insecure=True, credentials="")
+    check = OciClient(registry, insecure=True, credentials="")
     assert check.manifest(pushed.reference).digest == pushed.digest
     assert check.manifest(parse_pinned(pushed.pinned)).digest == pushed.digest
     sha256 = hashlib.sha256(MODEL.read_bytes()).hexdigest()
