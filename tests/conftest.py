@@ -89,14 +89,15 @@ CLUSTER_NOT_BUILT = "local cluster not built"
 
 WORKER_GROUPS = {
     "tests/cluster/": "cluster",
-    "tests/localrun/test_large_models.py": "cluster",
+    "tests/localrun/test_large_models.py": "large-models",
     "tests/localrun/test_image_registry.py": "podman",
     "tests/localrun/test_podman_build.py": "podman",
 }
 """The tests under each path prefix run on one worker of `make test`'s two, one group at a
-time. The cluster tests share one control plane a session, and the large-model tests one
-export of half a gigabyte with the cluster's; podman's image store and build cache belong to
-the host, not to a session."""
+time. The cluster tests share one control plane a session; the local large-model tests run
+beside them on the other worker, each worker exporting the models once (two exports cost
+less than the two sweeps one after the other); podman's image store and build cache belong
+to the host, not to a session."""
 
 
 def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> int:
