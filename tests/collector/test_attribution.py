@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from collector.harvest import WRONG_VARIANT
 from contract.records import read_record
 from contract.result import compact
@@ -165,6 +167,7 @@ def test_a_log_that_keeps_failing_does_not_hold_up_the_watch_or_the_timeout(
     assert 0 not in stored(repo), "stored without what its log would have said"
 
 
+@pytest.mark.slow
 def test_an_unreachable_api_server_is_named_not_taken_for_flux_not_having_applied(
     collector: Collect, repo: Path, job: Obj
 ) -> None:

@@ -110,10 +110,11 @@ Scenario = Callable[[FakeApiServer, Obj], str]
 @pytest.mark.parametrize(
     ("scenario", "plugin"),
     [
-        (_unreachable, False),
+        # These two wait out the client's timeouts and retries: seconds each.
+        pytest.param(_unreachable, False, marks=pytest.mark.slow),
         (_refused_token, False),
         (_forbidden_lists, False),
-        (_lists_never_answer, False),
+        pytest.param(_lists_never_answer, False, marks=pytest.mark.slow),
         (_logs_refused, False),
         (_gathered, False),
         # The plugin fails before any request: one scenario says all.
