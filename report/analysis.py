@@ -1,7 +1,8 @@
 """What the renderers say of a report beyond its tables of numbers, worked out once: the
 verdict on the run, the answer per sweep and what everything cost. Every format of a report
-(text, Markdown, CSV, JSON, the web page) renders one `Analysis`, so none computes these
-again, and a new figure is a field here, not a computation in each writer."""
+(text, Markdown, JSON, the web page) renders one `Analysis`, so none computes these again,
+and a new figure is a field here, not a computation in each writer; the CSV, whose rows carry
+costs only, takes `costs` alone."""
 
 from dataclasses import dataclass
 

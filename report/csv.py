@@ -9,8 +9,7 @@ from typing import Final
 
 from contract.instant import instant_text
 from contract.variant import SETTING_FIELDS
-from report.analysis import analyse
-from report.cost import VariantCost
+from report.cost import VariantCost, costs
 from report.cost_table import cost_csv
 from report.model import (
     KEY_FIELDS,
@@ -216,7 +215,7 @@ def to_csv(report: Report) -> str:
     The baseline columns are empty for a variant the baseline lacks (and for all without one);
     variants missing since the baseline are not rows here, since they did not run.
     """
-    found = analyse(report).costs
+    found = costs(report)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
