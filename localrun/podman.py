@@ -41,9 +41,9 @@ DEBIAN_MIRROR: Final = "http://deb.debian.org/debian"
 GLOBAL_OPTIONS: Final = ("--runtime", "/usr/sbin/runc", "--cgroup-manager", "cgroupfs")
 # podman's default ulimits exceed this host's hard limits, so every container start fails.
 CONTAINERS_CONF: Final = "[containers]\ndefault_ulimits = []\n"
-RUNNER_DISTRIBUTIONS: Final = ("torch", "torchao", "numpy", "nvidia-ml-py", "pydantic")
-"""What the runner imports at run time: the runner extra and, of the base dependencies, only
-pydantic (the contract's models); their pins come from pyproject.toml."""
+RUNNER_BASE_DISTRIBUTIONS: Final = ("pydantic",)
+"""Of the base dependencies, what the runner imports at run time (the contract's models);
+the rest of what it imports is the runner extra, whole."""
 FOREIGN_PLATFORMS: Final = (
     "manylinux_2_28_x86_64",
     "manylinux_2_17_x86_64",
@@ -198,14 +198,12 @@ def _distribution(requirement: str) -> str:
 def runner_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
     """The runner's run-time requirements, pinned as pyproject.toml pins them."""
     project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
-    declared = [*project["dependencies"], *project["optional-dependencies"]["runner"]]
-    by_name: dict[str, str] = {}
-    for requirement in declared:
-        by_name[_distribution(requirement)] = requirement
-    missing = [name for name in RUNNER_DISTRIBUTIONS if name not in by_name]
+    base = {_distribution(requirement): requirement for requirement in project["dependencies"]}
+    missing = [name for name in RUNNER_BASE_DISTRIBUTIONS if name not in base]
     if missing:
         raise PodmanError(f"{pyproject} declares no {', '.join(missing)}")
-    return [by_name[name] for name in RUNNER_DISTRIBUTIONS]
+    extra: list[str] = project["optional-dependencies"]["runner"]
+    return [*extra, *(base[name] for name in RUNNER_BASE_DISTRIBUTIONS)]
 
 
 def prepare_context(
