@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from contract.archive import UnsafeArchive
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from contract.quantity import parse_quantity
-from contract.variant import Quantization, layers_taken, takes_layer
+from contract.variant import RUN_SETTINGS, Quantization, layers_taken, takes_layer
 from contract.weights import LinearWeights
 from synth.catalogue import DEVICE_TYPES, compile_unoffered_because, unoffered_because
 from synth.fleet import Cluster, Fleet
@@ -29,7 +29,7 @@ from synth.names import (
 from synth.repeats import repeats
 from synth.scratch import TMP_BASE_BYTES, tmp_bytes
 from synth.spec import Workflow
-from synth.sweep import SWEPT, Variant, idle_excludes, idle_includes
+from synth.sweep import Variant, idle_excludes, idle_includes
 from synth.yaml_source import Loc
 
 
@@ -275,7 +275,7 @@ def _selectors_refer_to_something(workflow: Workflow) -> Iterator[Finding]:
     targets = [target.key for target in workflow.targets]
     known_models, known_targets = set(models), set(targets)
     matrix = workflow.sweep.matrix
-    swept = {dimension: set(getattr(matrix, dimension) or ()) for dimension in SWEPT}
+    swept = {dimension: set(getattr(matrix, dimension) or ()) for dimension in RUN_SETTINGS}
     for kind, selectors in (
         ("exclude", workflow.sweep.exclude),
         ("include", workflow.sweep.include),
@@ -296,7 +296,7 @@ def _selectors_refer_to_something(workflow: Workflow) -> Iterator[Finding]:
                 )
             if kind == "include":
                 continue
-            for dimension in SWEPT:
+            for dimension in RUN_SETTINGS:
                 value = getattr(selector, dimension)
                 if value is not None and value not in swept[dimension]:
                     yield Finding(

@@ -156,9 +156,7 @@ def variants(repo: Repo, workflow_id: str) -> None:
     for cluster in target_clusters(loaded.workflow, specs.fleet):
         stored = specs.recorded[workflow_id, cluster.name]
         identified = identify(loaded, specs.fleet, cluster, specs.model_files)
-        jobs = {
-            (run.config.target, run.repeat): run for run in cluster_runs(specs, loaded, cluster)
-        }
+        jobs = {(run.config.target, run.repeat): run for run in cluster_runs(specs, identified)}
         for target in loaded.workflow.targets:
             for variant, variant_id in identified.of(target):
                 for repeat in range(repeats):

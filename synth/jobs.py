@@ -11,8 +11,7 @@ in place would fail anyway).
 from collections.abc import Mapping
 
 from synth.committed import CommittedJob, JobSlot
-from synth.fleet import Cluster
-from synth.identity import Identified, identify
+from synth.identity import Identified
 from synth.job_assembly import BenchmarkRun, JobAssembly
 from synth.load import LoadedWorkflow, Specs
 from synth.model_sources import bundle_models, ca_config_maps, committed_files
@@ -70,11 +69,10 @@ def plan_runs(
     return runs
 
 
-def cluster_runs(specs: Specs, loaded: LoadedWorkflow, cluster: Cluster) -> list[BenchmarkRun]:
-    """The Jobs `make synth` writes for `loaded` in `cluster` from `specs`: plan_runs over
-    what results/ records, keeping the committed Jobs that may stay."""
-    stored = specs.recorded[loaded.workflow.id, cluster.name]
-    committed = specs.committed.jobs.get((loaded.workflow.id, cluster.name), {})
-    identified = identify(loaded, specs.fleet, cluster, specs.model_files)
-    staying = may_stay(identified, stored, committed=committed)
+def cluster_runs(specs: Specs, identified: Identified) -> list[BenchmarkRun]:
+    """The Jobs `make synth` writes for the identified workflow in its cluster from `specs`:
+    plan_runs over what results/ records, keeping the committed Jobs that may stay."""
+    key = (identified.loaded.workflow.id, identified.cluster.name)
+    stored = specs.recorded[key]
+    staying = may_stay(identified, stored, committed=specs.committed.jobs.get(key, {}))
     return plan_runs(identified, specs.model_files, stored, staying=staying)

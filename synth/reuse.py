@@ -86,7 +86,7 @@ def decide_reuse(
             kept = [pair for pair in variants if held and pair[1] in held.variant_ids]
             keeping = None
             if held is not None and kept:
-                others = [pair for pair in variants if pair not in kept]
+                others = [pair for pair in variants if pair[1] not in held.variant_ids]
                 _, stand_in = left_to_run(others, recorded, repeat, loaded.sha256)
                 keeping = Keeping(held, kept, stand_in)
             slots.append(Slot(target, repeat, pending, reuses, keeping))

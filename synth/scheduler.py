@@ -34,6 +34,7 @@ from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.committed import git
 from synth.hints import did_you_mean
+from synth.identity import identify
 from synth.job_assembly import BenchmarkRun
 from synth.jobs import cluster_runs
 from synth.load import LoadedWorkflow, Specs
@@ -81,7 +82,7 @@ def _jobs(specs: Specs, loaded: LoadedWorkflow) -> list[tuple[str, BenchmarkRun]
     return [
         (cluster.name, run)
         for cluster in target_clusters(loaded.workflow, specs.fleet)
-        for run in cluster_runs(specs, loaded, cluster)
+        for run in cluster_runs(specs, identify(loaded, specs.fleet, cluster, specs.model_files))
     ]
 
 

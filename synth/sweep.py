@@ -16,7 +16,13 @@ from typing import Final
 
 from pydantic import Field
 
-from contract.variant import QUANTIZERS, SETTING_FIELDS, Quantization, VariantSettings
+from contract.variant import (
+    QUANTIZERS,
+    RUN_SETTINGS,
+    SETTING_FIELDS,
+    Quantization,
+    VariantSettings,
+)
 from synth.spec import InputSpec, VariantSelector, Workflow
 from synth.yaml_source import Loc
 
@@ -25,9 +31,6 @@ VARIANT_ID_LENGTH = 12
 DIMENSIONS: Final = ("target", *SETTING_FIELDS)
 """What a VariantSelector can name, in the order of a variant's key: where it runs, then its
 settings."""
-SWEPT: Final = tuple(name for name in SETTING_FIELDS if name != "model")
-"""The dimensions `sweep.matrix` lists and `benchmark` sets for variants that do not (the
-models are the workflow's own list)."""
 
 _Key = tuple[object, ...]
 """A variant's dimensions, in DIMENSIONS' order: what makes it distinct."""
@@ -52,11 +55,6 @@ class Variant(VariantSettings):
     inputs: tuple[VariantInput, ...]
     origins: Mapping[str, Loc] = Field(default_factory=dict, exclude=True)
     """Where each dimension's value is written in the spec, for locating errors."""
-
-    @property
-    def dimensions(self) -> dict[str, object]:
-        """The values a VariantSelector can match."""
-        return dict(zip(DIMENSIONS, self.key, strict=True))
 
     @property
     def key(self) -> _Key:
@@ -94,7 +92,7 @@ def combinations(workflow: Workflow) -> int:
     expanding it."""
     targets, models = len(workflow.targets), len(workflow.models)
     matrix = targets * models
-    for name in SWEPT:
+    for name in RUN_SETTINGS:
         matrix *= len(_axis(workflow, name))
     included = sum(
         (1 if entry.target is not None else targets) * (1 if entry.model is not None else models)
@@ -209,11 +207,11 @@ def idle_excludes(workflow: Workflow) -> list[int]:
 def _combinations(workflow: Workflow) -> Iterator[tuple[_Key, dict[str, Loc]]]:
     """Every combination of the matrix, excluded or not: its key, and where each of its
     swept values is written."""
-    axes = [_axis(workflow, name) for name in SWEPT]
+    axes = [_axis(workflow, name) for name in RUN_SETTINGS]
     for target, model in product(workflow.targets, workflow.models):
         for chosen in product(*axes):
             key = (target.key, model.name, *(value for value, _ in chosen))
-            yield key, {name: loc for name, (_, loc) in zip(SWEPT, chosen, strict=True)}
+            yield key, {name: loc for name, (_, loc) in zip(RUN_SETTINGS, chosen, strict=True)}
 
 
 def _matrix(
@@ -239,10 +237,10 @@ def _included(
         loc: Loc = ("sweep", "include", index)
         targets = [t.key for t in workflow.targets if entry.target in (None, t.key)]
         models = [m.name for m in workflow.models if entry.model in (None, m.name)]
-        swept = {name: getattr(entry, name) or _default(workflow, name) for name in SWEPT}
+        swept = {name: getattr(entry, name) or _default(workflow, name) for name in RUN_SETTINGS}
         origins = {
             name: (*loc, name) if name in entry.model_fields_set else _default_loc(workflow, name)
-            for name in SWEPT
+            for name in RUN_SETTINGS
         }
         for target, model in product(targets, models):
             yield (
