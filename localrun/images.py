@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from localrun.artifact import CONFIG_TYPE, INDEX_TYPE
-from localrun.oci_registry import OciClient, OciError
+from localrun.oci_registry import DOCKER_INDEX_TYPE, OciClient, OciError
 from localrun.reference import BadReference, ImageReference, parse_reference
 from localrun.unpack import UnpackError, make_read_only, unpack_layer
 
@@ -31,7 +31,7 @@ MAX_CONFIG_BYTES: Final = 1 << 20
 MAX_UNPACKED_BYTES: Final = 64 << 30
 """The most an artifact may unpack to here (the largest open models' weights are ~40 GB)."""
 _ARCHITECTURES: Final = {"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
-_INDEX_TYPES: Final = (INDEX_TYPE, "application/vnd.docker.distribution.manifest.list.v2+json")
+_INDEX_TYPES: Final = (INDEX_TYPE, DOCKER_INDEX_TYPE)
 _CONFIG_TYPES: Final = (CONFIG_TYPE, "application/vnd.docker.container.image.v1+json")
 _PULL_POLICIES: Final = ("IfNotPresent", "Always", "Never")
 

@@ -29,14 +29,15 @@ import oras.provider  # type: ignore[import-untyped]
 import requests
 import requests.adapters
 
-from localrun.artifact import Blob
+from localrun.artifact import INDEX_TYPE, MANIFEST_TYPE, Blob
 from localrun.reference import ImageReference
 
+DOCKER_INDEX_TYPE: Final = "application/vnd.docker.distribution.manifest.list.v2+json"
 MANIFEST_TYPES: Final = (
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.oci.image.index.v1+json",
+    MANIFEST_TYPE,
+    INDEX_TYPE,
     "application/vnd.docker.distribution.manifest.v2+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
+    DOCKER_INDEX_TYPE,
 )
 """Every type podman pushes; a registry refuses (404) a manifest whose type is not accepted."""
 TIMEOUT_S: Final = 30.0
@@ -125,13 +126,15 @@ class _ChallengeAuth(oras.auth.TokenAuth):  # type: ignore[misc]
     """ORAS's token flow for a Bearer challenge; the login itself for a Basic one, which
     ORAS's token backend would take for a token server's address."""
 
-    def __init__(self, registry: str, session: requests.Session, url_scheme: str) -> None:
+    def __init__(
+        self, registry: str, session: requests.Session, url_scheme: str, tls_verify: str | bool
+    ) -> None:
         # What oras.auth.get_auth_backend gives the backend it builds.
         super().__init__()
         self.registry = registry
         self.session = session
         self.prefix = url_scheme
-        self._tls_verify = _system_trust()
+        self._tls_verify = tls_verify
 
     def authenticate_request(
         self, original: requests.Response, headers: dict[str, str], refresh: bool = False
@@ -162,7 +165,10 @@ class _Oras(oras.provider.Registry):  # type: ignore[misc]
 
     def __init__(self, registry: str, insecure: bool) -> None:
         super().__init__(hostname=registry, insecure=insecure, tls_verify=_system_trust())
-        self.auth = _ChallengeAuth(registry, self.session, self.prefix)
+        self.auth = _ChallengeAuth(registry, self.session, self.prefix, self._tls_verify)
+        adapter = _TimeoutAdapter()
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
 
 
 class OciClient:
@@ -174,9 +180,6 @@ class OciClient:
         self.registry = registry
         self.scheme = "http" if insecure else "https"
         self._oras = _Oras(registry, insecure)
-        adapter = _TimeoutAdapter()
-        self._oras.session.mount("http://", adapter)
-        self._oras.session.mount("https://", adapter)
         found = stored_credentials(registry) if credentials is None else credentials
         if found:
             user, _, password = base64.b64decode(found).decode().partition(":")
