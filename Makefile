@@ -20,20 +20,20 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/tools/checkov/bin/pip install --quiet --disable-pip-version-check checkov==3.3.30
 	touch $@
 
-# Two workers: a 2-core machine's tests wait on processes they start as much as they compute.
+# Two workers: one pytest process alone leaves a core idle while its tests wait on processes.
 # Tests that must share a worker are grouped by path (tests/conftest.py, WORKER_GROUPS).
 TEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest --numprocesses $(TEST_WORKERS) --dist loadgroup
 
 test: install
-	$(PY) -m pytest --numprocesses $(TEST_WORKERS) --dist loadgroup
+	$(PYTEST)
 
 # Before each commit: ruff, then every test not marked slow (nor cluster, large_model). mypy
 # and the slow tests are `make lint`'s and `make test`'s.
 check: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(PY) -m pytest --numprocesses $(TEST_WORKERS) --dist loadgroup \
-		-m 'not slow and not cluster and not large_model'
+	$(PYTEST) -m 'not slow and not cluster and not large_model'
 
 fuzz: install
 	BENCHFLEET_FUZZ=fuzz $(PY) -m pytest tests/synth/test_fuzz.py --hypothesis-show-statistics

@@ -100,12 +100,11 @@ less than the two sweeps one after the other); podman's image store and build ca
 to the host, not to a session."""
 
 
-def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> int:
+def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> None:
     skip = pytest.mark.skip(reason=reason)
-    marked = [item for item in items if item.get_closest_marker(marker)]
-    for item in marked:
-        item.add_marker(skip)
-    return len(marked)
+    for item in items:
+        if item.get_closest_marker(marker):
+            item.add_marker(skip)
 
 
 class WorkerGroups(LoadGroupScheduling):  # type: ignore[misc]  # xdist ships no types

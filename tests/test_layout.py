@@ -5,6 +5,7 @@ stand on floors (docs/architecture.md): each imports only from the floors below 
 two packages and no two modules import each other."""
 
 import ast
+import functools
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -187,6 +188,7 @@ def own_imports(name: str, path: Path, modules: Mapping[str, Path]) -> Iterator[
                 yield module
 
 
+@functools.cache
 def module_graph() -> dict[str, set[str]]:
     """Each of the repository's modules, with the repository's modules it imports."""
     modules = own_modules()

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from contract.variant import SETTING_FIELDS
 from tests.conftest import REPO_ROOT
+from tests.test_layout import own_modules
 
 HOME = Path("contract/variant.py")
-NOT_SOURCE = {"tests", "bench", "docs", "dist", "clusters", "specs", "examples", "schedules"}
+NOT_SOURCE = {"tests", "bench"}
 """Tests and benchmarks write out the variants they run, each setting's value."""
 
 
@@ -39,9 +40,9 @@ def settings_lists(tree: ast.AST) -> Iterator[tuple[int, set[str]]]:
 
 
 def source_files() -> Iterator[Path]:
-    for path in sorted(REPO_ROOT.rglob("*.py")):
+    for path in sorted(own_modules().values()):
         relative = path.relative_to(REPO_ROOT)
-        if relative.parts[0] not in NOT_SOURCE and not relative.parts[0].startswith("."):
+        if relative.parts[0] not in NOT_SOURCE:
             yield relative
 
 
