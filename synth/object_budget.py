@@ -110,7 +110,7 @@ def stored_bytes(obj: Manifest) -> int:
     binary = obj.get("binaryData")
     if not binary:
         return _json_bytes(rest)
-    return _json_bytes(rest) + len(',"binaryData":') + _mapping_bytes(binary, _decoded_bytes)
+    return _json_bytes(rest) + len(',"binaryData":') + _mapping_bytes(binary, _binary_bytes)
 
 
 def _json_bytes(value: object) -> int:
@@ -128,6 +128,10 @@ def _json_bytes(value: object) -> int:
 def _mapping_bytes(mapping: Mapping[str, Any], value_bytes: Callable[[Any], int]) -> int:
     entries = sum(_json_bytes(str(key)) + 1 + value_bytes(value) for key, value in mapping.items())
     return 2 + entries + max(len(mapping) - 1, 0)
+
+
+def _binary_bytes(text: str) -> int:
+    return _decoded_bytes(text) + 2
 
 
 def _decoded_bytes(text: str) -> int:
