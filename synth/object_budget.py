@@ -1,9 +1,11 @@
-"""What the API server refuses of one object, by size: the one place synth knows its limits.
+"""What the API server refuses of one object for its size or its labels' form: the one place
+synth knows those limits.
 
 Every object synth renders is held to them before anything is written (`synth.render`):
 one the API server refuses fails Flux's whole apply, which stops every workflow of that
-cluster, not just the one that grew. `tests/cluster/test_object_budget.py` holds each limit
-to a real kube-apiserver and etcd: at the limit accepted, one byte over refused.
+cluster, not just the one that grew. `tests/cluster/test_object_budget.py` holds them to a
+real kube-apiserver and etcd: at each of the API server's limits accepted, one byte over
+refused, and past etcd's refused by etcd.
 """
 
 from collections.abc import Callable, Mapping
@@ -23,7 +25,7 @@ refuses more."""
 
 ETCD_REQUEST_BYTES: Final = 1536 * 1024
 """etcd's default `--max-request-bytes`: a write holding the object, as the API server stores
-it, must fit (managed clusters keep the default)."""
+it, must fit, unless the cluster's operator raised etcd's limit."""
 
 STORED_HEADROOM_BYTES: Final = 64 * 1024
 """Kept free of `ETCD_REQUEST_BYTES` for what the API server adds to an object as it stores
