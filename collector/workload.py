@@ -17,8 +17,8 @@ import yaml
 from collector.harvest import Slot
 from contract.accuracy import AccuracyGate, parse_gates
 from contract.allocation import CAPACITIES, Capacity
-from contract.config import CONFIG_FILE, Groups, RunConfig, parse_groups
-from contract.dist import Workload, dist_clusters, read_workload
+from contract.config import Groups, RunConfig, parse_groups
+from contract.dist import Workload, config_text, dist_clusters, read_workload
 from contract.layout import (
     APP_SELECTOR,
     CAPACITY_ANNOTATION,
@@ -136,17 +136,9 @@ def label_selector(workflow: str) -> str:
     return f"{APP_SELECTOR},{WORKFLOW_LABEL}={workflow}"
 
 
-def _config(configmap: dict[str, Any] | None) -> RunConfig | None:
-    if configmap is None:
-        return None
-    return RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
-
-
-def expected_from(
-    cluster: str, job: dict[str, Any], configmap: dict[str, Any] | None = None
-) -> ExpectedJob:
+def expected_from(cluster: str, job: dict[str, Any], config_json: str | None = None) -> ExpectedJob:
     """The ExpectedJob of a Job manifest (from dist/, or as the cluster returns it), with
-    its variants when the config.json ConfigMap is given."""
+    its variants when its config.json is given."""
     metadata = job["metadata"]
     annotations = metadata.get("annotations", {})
     (container,) = job["spec"]["template"]["spec"]["containers"]
@@ -164,7 +156,7 @@ def expected_from(
         scheduled_run=scheduled_run,
         scheduled_at=scheduled_at,
     )
-    config = _config(configmap)
+    config = RunConfig.model_validate_json(config_json) if config_json is not None else None
     completions = job["spec"].get("completions", 1)
     groups = config.groups if config else _groups(metadata["name"], annotations, completions)
     declared = annotations.get(VARIANTS_ANNOTATION, "")
@@ -250,7 +242,7 @@ def read_expected(path: Path, cluster: str) -> tuple[Workload, list[ExpectedJob]
     try:
         workload = read_workload(path)
         return workload, [
-            expected_from(cluster, job, workload.configmaps.get(job["metadata"]["name"]))
+            expected_from(cluster, job, config_text(workload.configmaps, job["metadata"]["name"]))
             for job in workload.jobs
         ]
     except (yaml.YAMLError, KeyError, TypeError, ValueError) as error:

@@ -1,4 +1,5 @@
-"""config.json: what synth tells the runner to measure, one file per Job.
+"""config.json: what synth tells the runner to measure, one file per Job (in parts, where it
+is too large for one ConfigMap).
 
 This is the contract between synth (which writes it into the Job's ConfigMap) and the runner
 (which reads it in the pod, picking its variants by JOB_COMPLETION_INDEX). It imports only
@@ -6,7 +7,9 @@ pydantic, so both sides share one definition without the runner depending on syn
 """
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Final, Literal, Self, get_args
 
 from pydantic import (
@@ -44,6 +47,46 @@ OCI_DEFAULT_FILE: Final = "model.pt2"
 MAX_VARIANTS_PER_POD: Final = 32
 """The most variants one pod runs: their stubs, at least, fit one termination message
 (contract.result.termination_message)."""
+
+
+_PART: Final = re.compile(re.escape(CONFIG_FILE) + r"\.([1-9][0-9]{0,3})-of-([1-9][0-9]{0,3})")
+"""A part's file name: `config.json.<number>-of-<count>`."""
+
+
+def config_part_file(number: int, count: int) -> str:
+    """The file (and its ConfigMap's key) holding part `number` (from 1) of `count` of a
+    config.json too large for one ConfigMap: synth cuts it at line ends, and the parts,
+    joined in order, are config.json byte for byte."""
+    return f"{CONFIG_FILE}.{number}-of-{count}"
+
+
+def join_config_parts(parts: Mapping[str, bytes]) -> bytes:
+    """config.json from its parts, by file name (`config_part_file`); other names are left
+    out. Raises ValueError unless they are every part of one count, once."""
+    numbered = {}
+    counts = set()
+    for name, content in parts.items():
+        if (found := _PART.fullmatch(name)) is not None:
+            number, count = int(found[1]), int(found[2])
+            numbered[number] = content
+            counts.add(count)
+    if len(counts) != 1 or sorted(numbered) != list(range(1, max(counts) + 1)):
+        listed = ", ".join(sorted(name for name in parts if _PART.fullmatch(name))) or "none"
+        raise ValueError(f"not every part of one config.json; found {listed}")
+    return b"".join(numbered[number] for number in sorted(numbered))
+
+
+def read_config_bytes(path: Path) -> bytes:
+    """config.json at `path`, or, where synth split it (no file there), its parts beside it
+    joined. Raises OSError when neither is there, ValueError when parts are missing."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        found = path.parent.glob(f"{CONFIG_FILE}.*-of-*") if path.name == CONFIG_FILE else ()
+        parts = {part.name: part.read_bytes() for part in found}
+        if not parts:
+            raise
+        return join_config_parts(parts)
 
 
 Groups = tuple[tuple[int, ...], ...]

@@ -1,12 +1,14 @@
 """The one reader of what synth wrote into dist/: YAML documents as plain dicts."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from contract.layout import DIST, WORKLOADS, namespaces_file
+from contract.config import CONFIG_FILE, join_config_parts
+from contract.layout import DIST, JOB_LABEL, WORKLOADS, namespaces_file
 
 Manifest = dict[str, Any]
 
@@ -27,7 +29,25 @@ class Workload:
 
     jobs: tuple[Manifest, ...]
     configmaps: dict[str, Manifest]
-    """By name; a Job's config.json ConfigMap is named like the Job."""
+    """By name; a Job's config.json is in the ConfigMap named like the Job, or in parts
+    (`config_text`)."""
+
+
+def config_text(configmaps: Mapping[str, Manifest], job: str) -> str | None:
+    """config.json of Job `job` as its pods read it, from `configmaps` (by name): the
+    ConfigMap named like the Job, or, where config.json was too large for one, its parts
+    joined (the ConfigMaps labelled with the Job's name); None where there is none. Raises
+    ValueError where parts are missing."""
+    whole = configmaps.get(job, {}).get("data", {}).get(CONFIG_FILE)
+    if whole is not None:
+        return str(whole)
+    parts = {
+        key: value.encode()
+        for configmap in configmaps.values()
+        if configmap["metadata"].get("labels", {}).get(JOB_LABEL) == job
+        for key, value in configmap.get("data", {}).items()
+    }
+    return join_config_parts(parts).decode() if parts else None
 
 
 def read_workload(path: Path) -> Workload:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Final
 
 from exporter.inputs import ExampleInput
-from synth.limits import CONFIGMAP_LIMIT_BYTES
+from synth.object_budget import CONFIGMAP_DATA_BYTES
 
 OCI_PLACEHOLDER: Final = "    # oci: the line `make push-model` prints\n"
 """Where the source goes in the entry of a model too large to commit."""
@@ -39,7 +39,7 @@ def models_entry(
     if url is not None:
         source = [f"    url: {url}", f"    size: {size}"]
         return Entry(_lines(name, source, tail), None)
-    if size <= CONFIGMAP_LIMIT_BYTES:
+    if size <= CONFIGMAP_DATA_BYTES:
         resolved = path.resolve()
         inside = resolved.is_relative_to(root.resolve())
         committed = resolved.relative_to(root.resolve()).as_posix() if inside else str(path)
@@ -49,7 +49,7 @@ def models_entry(
     push = f"make push-model MODEL={path} REGISTRY=host[:port]/path"
     return Entry(
         _lines(name, [OCI_PLACEHOLDER.rstrip("\n")], tail),
-        f"{path} is {size:,} bytes, more than a committed model may be ({CONFIGMAP_LIMIT_BYTES:,}"
+        f"{path} is {size:,} bytes, more than a committed model may be ({CONFIGMAP_DATA_BYTES:,}"
         f", a ConfigMap's limit): push it with `{push}`, which prints the oci: line, or serve "
         "it over https and give its address with --url, which prints url: and size:",
     )

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import jsonschema
 
-from contract.dist import read_workload
+from contract.dist import config_text, read_workload
 from contract.layout import workload_file
 from contract.result import RESULT_PREFIX, SCHEMA_FILE, TERMINATION_LOG_LIMIT, find_result_texts
 from localrun.compile_workflow import compile_smoke_checkout
@@ -248,7 +248,7 @@ def run_oci_model(podman: Podman, workdir: Path, schema: Schema, timings: Timing
             notes.append(pushed.pinned)
         workload = oci_smoke_checkout(workdir / "oci-checkout", pushed)
         (job,) = workload.jobs
-        config = json.loads(workload.configmaps[job["metadata"]["name"]]["data"]["config.json"])
+        config = json.loads(config_text(workload.configmaps, job["metadata"]["name"]) or "")
         index = next(v["index"] for v in config["variants"] if v["model"] == OCI_MODEL)
         plan = pod_plan(job, workload.configmaps, index, workdir / "oci-index")
         plan = dataclasses.replace(plan, image=RUNNER_IMAGE)

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from contract.config import CONFIG_FILE, RunConfig
-from contract.dist import Workload
+from contract.config import RunConfig
+from contract.dist import Workload, config_text
 from contract.text import shown
 from localrun.pod import Mount, PodPlan
 
@@ -55,11 +55,9 @@ def parse_image_files(values: Iterable[str]) -> dict[str, Path]:
 
 def _configs(workload: Workload) -> dict[str, RunConfig]:
     """Each Job's config.json, by the Job's name."""
-    return {
-        name: RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
-        for name, configmap in workload.configmaps.items()
-        if CONFIG_FILE in configmap.get("data", {})
-    }
+    names = [job["metadata"]["name"] for job in workload.jobs]
+    texts = {name: config_text(workload.configmaps, name) for name in names}
+    return {name: RunConfig.model_validate_json(text) for name, text in texts.items() if text}
 
 
 def image_path_models(configs: Iterable[RunConfig]) -> dict[str, ImagePathModel]:

@@ -1,12 +1,13 @@
 """`python -m runner`: measure the variants of this pod and print a result for each.
 
-Reads the pod's env as synth writes it: CONFIG_PATH (config.json), MODEL_PATH (the models'
-folder), CA_PATH (the CA bundles downloads trust), OCI_MODEL_PATH (the folder of the oci
-models' image volumes), IMAGE_ROOT (where image_path models are: / unless a local try says
-otherwise), JOB_COMPLETION_INDEX (set by Kubernetes for Indexed Jobs;
-VARIANT_INDEX is the same value from the downward API), which picks the group of variants
-the pod runs, in order, in this one process, and for a group REPORTED_PATH
-(contract/reported.py), which lists those an earlier attempt of the index already reported.
+Reads the pod's env as synth writes it: CONFIG_PATH (config.json, or beside it its parts
+where synth split it), MODEL_PATH (the models' folder), CA_PATH (the CA bundles downloads
+trust), OCI_MODEL_PATH (the folder of the oci models' image volumes), IMAGE_ROOT (where
+image_path models are: / unless a local try says otherwise), JOB_COMPLETION_INDEX (set by
+Kubernetes for Indexed Jobs; VARIANT_INDEX is the same value from the downward API), which
+picks the group of variants the pod runs, in order, in this one process, and for a group
+REPORTED_PATH (contract/reported.py), which lists those an earlier attempt of the index
+already reported.
 Logs go to stderr; stdout has one result line per variant, each written as its variant ends.
 """
 
@@ -34,6 +35,7 @@ from contract.config import (
     OCI_MODELS_DIR,
     RunConfig,
     VariantConfig,
+    read_config_bytes,
 )
 from contract.errors import ExitCode, most_severe
 from contract.reported import REPORTED_ENV, read_reported
@@ -102,11 +104,13 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def _read_config(path: Path) -> RunConfig:
     try:
-        return RunConfig.model_validate_json(path.read_bytes())
+        return RunConfig.model_validate_json(read_config_bytes(path))
     except OSError as error:
         raise ConfigError(f"cannot read {path}: {error.strerror}") from error
     except ValidationError as error:
         raise ConfigError(f"{path} is not a valid config.json: {error}") from error
+    except ValueError as error:
+        raise ConfigError(f"cannot read {path}: {error}") from error
 
 
 def _index(text: str) -> int:

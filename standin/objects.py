@@ -22,6 +22,7 @@ from typing import Any, Final, TypedDict, Unpack
 import yaml
 
 from contract.config import RunConfig
+from contract.dist import config_text
 from contract.errors import ErrorType, ExitCode
 from contract.layout import COMPLETION_INDEX_KEY
 from contract.result import (
@@ -731,14 +732,17 @@ def with_termination_message(pod: Mapping[str, Any], message: str | None) -> Obj
 
 
 def run_config(job: Mapping[str, Any]) -> RunConfig:
-    """The config.json synth wrote into the Job's ConfigMap."""
-    name = job["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"]
+    """The config.json synth wrote into the ConfigMap the Job's pods mount (named like the
+    Job synth wrote, which a test may have renamed since), or into its parts."""
+    volume = job["spec"]["template"]["spec"]["volumes"][0]
+    name = volume["configMap"]["name"] if "configMap" in volume else job["metadata"]["name"]
     workflow = job["metadata"]["labels"]["workflow"]
     for cluster in ("us-east", "eu-west"):
-        for doc in _documents(f"dist/{cluster}/workloads/{workflow}.yaml"):
-            if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == name:
-                return RunConfig.model_validate_json(doc["data"]["config.json"])
-    raise LookupError(f"no ConfigMap {name} in dist/")
+        documents = _documents(f"dist/{cluster}/workloads/{workflow}.yaml")
+        configmaps = {d["metadata"]["name"]: d for d in documents if d["kind"] == "ConfigMap"}
+        if (text := config_text(configmaps, name)) is not None:
+            return RunConfig.model_validate_json(text)
+    raise LookupError(f"no config.json of Job {name} in dist/")
 
 
 def ok_result(job: Mapping[str, Any], index: int, *, p50_ms: float = 0.84) -> BenchResult:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from contract.archive import UnsafeArchive
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from contract.quantity import parse_quantity
-from contract.variant import RUN_SETTINGS, Quantization, layers_taken, takes_layer
+from contract.variant import RUN_SETTINGS, Compile, Quantization, layers_taken, takes_layer
 from contract.weights import LinearWeights
 from synth.catalogue import DEVICE_TYPES, compile_unoffered_because, unoffered_because
 from synth.fleet import Cluster, Fleet
@@ -27,7 +27,7 @@ from synth.names import (
     placeholder_digest,
 )
 from synth.repeats import repeats
-from synth.scratch import TMP_BASE_BYTES, tmp_bytes
+from synth.scratch import TMP_BASE_BYTES, quantity, tmp_bytes
 from synth.spec import Workflow
 from synth.sweep import Variant, idle_excludes, idle_includes
 from synth.yaml_source import Loc
@@ -61,7 +61,7 @@ def check_workflow(
         *_derived_names_fit(workflow, variants),
         *_parallelism_and_deadline(workflow, variants),
         *_interleave_needs_groups(workflow),
-        *_downloads_fit_the_pods(workflow, variants),
+        *_scratch_fits_the_pods(workflow, variants),
     ]
 
 
@@ -473,26 +473,42 @@ def _interleave_needs_groups(workflow: Workflow) -> Iterator[Finding]:
         )
 
 
-def _downloads_fit_the_pods(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
-    """A target's pods may write what its `ephemeral-storage` limit allows: its /tmp must hold
-    torch's caches and the url models a pod downloads. The Jobs' groups depend on what is
+def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
+    """A target's pods may write what its `ephemeral-storage` limit allows, and a pod that
+    writes to its /tmp (it downloads a url model, or compiles with inductor, whatever
+    delivers the model) needs room there for torch's caches and inductor's kernels
+    (TMP_BASE_BYTES) and the url models it downloads. The Jobs' groups depend on what is
     left to run, so the check takes the worst any pod could meet: the largest model alone,
-    or with several variants per pod the largest ones together, one per variant."""
+    or with several variants per pod the largest ones together, one per variant, in a pod
+    that also compiles where any variant of the target does."""
     indexes = {model.name: index for index, model in enumerate(workflow.models)}
-    for target in workflow.targets:
+    for target_index, target in enumerate(workflow.targets):
         limit = target.resources.limits.get("ephemeral-storage")
-        models = {v.model for v in variants if v.target == target.key}
+        if limit is None:
+            continue
+        on_target = [v for v in variants if v.target == target.key]
+        compiles = any(v.compile == Compile.INDUCTOR for v in on_target)
         downloads = {
             name: size
-            for name in models
+            for name in {v.model for v in on_target}
             if (size := workflow.models[indexes[name]].download_bytes) > 0
         }
-        if limit is None or not downloads:
+        if not downloads and not compiles:
             continue
         per_pod = workflow.scheduling.variants_per_pod
         largest = sorted(downloads, key=lambda name: (-downloads[name], name))[:per_pod]
         need = tmp_bytes([largest], downloads)
         if need <= parse_quantity(limit):
+            continue
+        if not largest:
+            yield Finding(
+                ("targets", target_index, "resources", "limits", "ephemeral-storage"),
+                f"target {target.key!r} compiles variants with inductor, which needs "
+                f"{_gib(need)} of /tmp for its generated code, headers and kernels (and "
+                f"torch's caches), more than the target's ephemeral-storage limit of {limit}",
+                f"raise the limit to at least {quantity(need)}, or run the target's variants "
+                "eager (compile: eager); a pod over its limit is evicted",
+            )
             continue
         first = workflow.models[indexes[largest[0]]]
         together = f" (with {', '.join(largest[1:])} in one pod)" if len(largest) > 1 else ""

@@ -17,10 +17,9 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 import yaml
-from pydantic import ValidationError
 
-from contract.config import CONFIG_FILE, RunConfig
-from contract.dist import read_workload_text
+from contract.config import RunConfig
+from contract.dist import config_text, read_workload_text
 from contract.layout import (
     CLUSTERS,
     DIST,
@@ -160,11 +159,13 @@ def _workload_jobs(text: str) -> dict[JobSlot, CommittedJob]:
         jobs = {}
         for job in workload.jobs:
             meta = job["metadata"]
-            data = workload.configmaps[meta["name"]]["data"][CONFIG_FILE]
-            config = RunConfig.model_validate_json(data)
+            config_json = config_text(workload.configmaps, meta["name"])
+            if config_json is None:
+                return {}
+            config = RunConfig.model_validate_json(config_json)
             slot = (meta["labels"][TARGET_LABEL], repeat_of(meta["labels"]) or 0)
             jobs[slot] = CommittedJob(meta["name"], frozenset(v.id for v in config.variants))
-    except (yaml.YAMLError, ValidationError, KeyError, TypeError, AttributeError):
+    except (yaml.YAMLError, ValueError, KeyError, TypeError, AttributeError):
         return {}
     return jobs
 

@@ -36,10 +36,13 @@ def api_object(
 
 
 class BenchmarkJob(Construct):
-    """One workflow's Job for one target, with the ConfigMap holding its config.json."""
+    """One workflow's Job for one target, with the ConfigMaps holding its config.json."""
 
     def __init__(self, scope: Construct, construct_id: str, *, run: BenchmarkRun) -> None:
         super().__init__(scope, construct_id)
-        self.config = api_object(self, "config", "v1", "ConfigMap", run.config_body())
-        # Created after its ConfigMap, so emitted after it: Flux applies in that order.
-        self.job = api_object(self, "job", "batch/v1", "Job", run.job_body())
+        bodies = run.config_bodies()
+        for number, body in enumerate(bodies):
+            # The first keeps the id it had before config.json could be split.
+            api_object(self, f"config-{number}" if number else "config", "v1", "ConfigMap", body)
+        # Created after its ConfigMaps, so emitted after them: Flux applies in that order.
+        api_object(self, "job", "batch/v1", "Job", run.job_body())

@@ -9,7 +9,13 @@ from importlib.metadata import version
 from typing import Any, Final
 
 from contract.accuracy import gates_text, variant_gate
-from contract.config import CONFIG_FILE, ModelConfig, RunConfig, groups_text
+from contract.config import (
+    CONFIG_FILE,
+    ModelConfig,
+    RunConfig,
+    config_part_file,
+    groups_text,
+)
 from contract.errors import DETERMINISTIC
 from contract.layout import (
     APP,
@@ -41,9 +47,9 @@ from synth.fleet import Cluster, Fleet
 from synth.identity import IdentifiedVariant
 from synth.load import LoadedWorkflow
 from synth.model_sources import CaConfigMap, ModelBundle, artifact_references
-from synth.names import DIGEST_LENGTH, job_name, namespace_of
+from synth.names import DIGEST_LENGTH, config_part_name, job_name, namespace_of
 from synth.pod_template import RUNNER_CONTAINER, PodTemplate, name_pod, pod_spec
-from synth.run_config import left_out, run_config
+from synth.run_config import config_parts, config_text, left_out, run_config
 from synth.spec import Scheduling, Target, Workflow
 
 TOOL_VERSION: Final = version("benchfleet")
@@ -51,13 +57,16 @@ TOOL_VERSION: Final = version("benchfleet")
 
 @dataclass(frozen=True)
 class BenchmarkRun:
-    """One workflow on one target in one cluster: an Indexed Job and its config ConfigMap."""
+    """One workflow on one target in one cluster: an Indexed Job and its config ConfigMaps."""
 
     name: str
     namespace: str
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     config: RunConfig
+    config_parts: tuple[str, ...]
+    """config.json's text as its ConfigMaps hold it: whole, or in parts
+    (`synth.run_config.config_parts`)."""
     job_spec: Mapping[str, Any]
     models: tuple[ModelBundle, ...]
     ca_bundles: tuple[CaConfigMap, ...]
@@ -73,20 +82,27 @@ class BenchmarkRun:
             for position in config.positions(index)
         }
 
-    def config_body(self) -> dict[str, Any]:
-        text = self.config.model_dump_json(indent=2, exclude=left_out(self.config)) + "\n"
-        return {
-            "metadata": self._metadata(),
-            "immutable": True,
-            "data": {CONFIG_FILE: text},
-        }
+    def config_bodies(self) -> list[dict[str, Any]]:
+        """The ConfigMaps holding config.json: the one named like the Job, or one per part."""
+        parts = self.config_parts
+        if len(parts) == 1:
+            data = {CONFIG_FILE: parts[0]}
+            return [{"metadata": self._metadata(), "immutable": True, "data": data}]
+        return [
+            {
+                "metadata": self._metadata(config_part_name(self.name, number)),
+                "immutable": True,
+                "data": {config_part_file(number, len(parts)): part},
+            }
+            for number, part in enumerate(parts, start=1)
+        ]
 
     def job_body(self) -> dict[str, Any]:
         return {"metadata": self._metadata(), "spec": dict(self.job_spec)}
 
-    def _metadata(self) -> dict[str, Any]:
+    def _metadata(self, name: str | None = None) -> dict[str, Any]:
         return {
-            "name": self.name,
+            "name": name or self.name,
             "namespace": self.namespace,
             "labels": dict(self.labels),
             "annotations": dict(self.annotations),
@@ -204,6 +220,7 @@ class JobAssembly:
         workflow = loaded.workflow
         namespace = namespace_of(workflow.environment)
         config = run_config(loaded, target, pending, self.sources)
+        config_texts = config_parts(config_text(config))
         models = tuple(b for b in self.bundles if any(f.model in config.models for f in b.files))
         trusted = sorted({m.ca_bundle for m in config.models.values() if m.ca_bundle is not None})
         ca_bundles = tuple(self.ca_bundles[key] for key in trusted)
@@ -225,6 +242,7 @@ class JobAssembly:
             priority=workflow.scheduling.priority or self.fleet.default_priority,
             artifacts=artifact_references(loaded),
             spread=spread,
+            config_parts=len(config_texts),
         )
         # The name is hashed from the content with an empty name in it, then filled in.
         job_spec = _job_spec(
@@ -272,6 +290,7 @@ class JobAssembly:
                 ),
             },
             config=config,
+            config_parts=config_texts,
             job_spec=_name_job_spec(job_spec, name),
             models=models,
             ca_bundles=ca_bundles,

@@ -17,10 +17,6 @@ used: counted while parsing, so an alias bomb stops here instead of expanding.""
 MAX_DEPTH: Final = 32
 """Nesting of lists and mappings; the spec language itself nests six deep."""
 
-CONFIGMAP_LIMIT_BYTES: Final = 1024 * 1024
-"""Kubernetes rejects a ConfigMap whose data and binaryData values add up to more than 1 MiB;
-a committed model file travels in one."""
-
 MAX_DURATION_SECONDS: Final = 30 * 24 * 3600
 """Any duration (a phase's times, the deadline): a Job's activeDeadlineSeconds must fit an
 int64, and a benchmark longer than a month is a typo."""
@@ -85,10 +81,6 @@ name holds at most 255 bytes."""
 MAX_IMAGE_NAME_CHARS: Final = 255
 """An image reference's name (registry and path, without tag or digest): the
 distribution project's grammar allows no more."""
-
-MAX_ANNOTATION_BYTES: Final = 256 * 1024
-"""All annotations of one object together, keys and values, in bytes: the API server refuses
-an object with more, and Flux stops applying the whole cluster."""
 
 MAX_PRICE_PER_HOUR: Final = 1_000_000
 """A device-hour's price in `prices`, in any currency: an H100 hour is a few US dollars, a

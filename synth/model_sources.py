@@ -12,10 +12,10 @@ from contract.layout import MODELS_ANNOTATION
 from synth.ca_bundles import CaBundle
 from synth.digests import digest
 from synth.fleet import Fleet
-from synth.limits import CONFIGMAP_LIMIT_BYTES
 from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import ca_bundle_name, model_bundle_name
+from synth.object_budget import CONFIGMAP_DATA_BYTES
 from synth.spec import ModelSpec
 
 
@@ -71,13 +71,13 @@ class ModelBundle:
 
 
 def bundle_models(workflow_id: str, files: list[ModelFile]) -> list[ModelBundle]:
-    """`files` packed in name order into as few bundles as fit CONFIGMAP_LIMIT_BYTES each
+    """`files` packed in name order into as few bundles as fit CONFIGMAP_DATA_BYTES each
     (keys count too), every bundle named by a hash of what it holds."""
     groups: list[list[ModelFile]] = []
     size = 0
     for file in sorted(files, key=lambda f: f.model):
         need = file.size + len(file.key)
-        if not groups or size + need > CONFIGMAP_LIMIT_BYTES:
+        if not groups or size + need > CONFIGMAP_DATA_BYTES:
             groups.append([])
             size = 0
         groups[-1].append(file)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from contract.archive import Program, UnsafeArchive, check_archive
 from synth.ca_bundles import CaBundle, check_ca_bundle
-from synth.limits import CONFIGMAP_LIMIT_BYTES, MAX_CA_BUNDLE_BYTES
+from synth.limits import MAX_CA_BUNDLE_BYTES
+from synth.object_budget import CONFIGMAP_DATA_BYTES
 from synth.repo_files import RepoFileError, read_inside
 
 
@@ -39,7 +40,7 @@ class ModelFiles:
         """The file at `file` (relative to the root). Raises RepoFileError for a path that
         leaves the repository, is not a regular file, or is over what a ConfigMap holds."""
         if file not in self._read:
-            data = read_inside(self.root, file, CONFIGMAP_LIMIT_BYTES)
+            data = read_inside(self.root, file, CONFIGMAP_DATA_BYTES)
             self._read[file] = ModelBytes(self.root / file, hashlib.sha256(data).hexdigest(), data)
         return self._read[file]
 

@@ -32,6 +32,12 @@ def job_name(workflow_id: str, target: str, digest: str) -> str:
     return f"{workflow_id}-{target}-{digest[:DIGEST_LENGTH]}"
 
 
+def config_part_name(job: str, number: int) -> str:
+    """The ConfigMap holding part `number` (from 1) of a Job's config.json, where the whole
+    is too large for the ConfigMap named like the Job."""
+    return f"{job}-config-{number}"
+
+
 def model_bundle_name(workflow_id: str, digest: str) -> str:
     """The ConfigMap carrying a bundle of a workflow's committed model files."""
     return f"{workflow_id}-models-{digest[:DIGEST_LENGTH]}"

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from contract.config import CONFIG_FILE, RunConfig
-from contract.dist import documents
+from contract.config import RunConfig
+from contract.dist import config_text, documents
 from contract.layout import (
     CLUSTERS,
     DIST,
@@ -346,16 +346,16 @@ JobSlot = tuple[str, str, int]
 def _jobs(
     objects: Mapping[tuple[str, str], tuple[PurePosixPath, Any]],
 ) -> dict[JobSlot, JobRef]:
+    configmaps = {name: obj for (kind, name), (_, obj) in objects.items() if kind == "ConfigMap"}
     jobs = {}
     for (kind, name), (_, obj) in objects.items():
         if kind == "Job":
-            configmap = objects.get(("ConfigMap", name))
-            job = _ref(obj, configmap[1] if configmap else None)
+            job = _ref(obj, config_text(configmaps, name))
             jobs[job.workflow, job.target, job.repeat or 0] = job
     return jobs
 
 
-def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
+def _ref(job: Mapping[str, Any], config_json: str | None) -> JobRef:
     meta = job["metadata"]
     completions = int(job["spec"]["completions"])
     ref = JobRef(
@@ -366,9 +366,9 @@ def _ref(job: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> JobRef:
         pods=completions,
         repeat=repeat_of(meta["labels"]),
     )
-    if configmap is None:
+    if config_json is None:
         return ref  # a Job without synth's config.json (hand-written): counted, not costed
-    config = RunConfig.model_validate_json(configmap["data"][CONFIG_FILE])
+    config = RunConfig.model_validate_json(config_json)
     (container,) = job["spec"]["template"]["spec"]["containers"]
     loads = tuple(
         config.models[model].sha256

@@ -22,7 +22,7 @@ from contract.layout import COMPLETION_INDEX_KEY, GPU_RESOURCE, HOSTNAME_LABEL, 
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
 from synth.fleet import Cluster
 from synth.model_sources import CaConfigMap, ModelBundle
-from synth.names import RUNNER_SERVICE_ACCOUNT, priority_class_name
+from synth.names import RUNNER_SERVICE_ACCOUNT, config_part_name, priority_class_name
 from synth.placement import placement
 from synth.scratch import quantity, tmp_bytes
 from synth.spec import Target
@@ -49,14 +49,22 @@ class PodTemplate:
     spread: Mapping[str, str] | None = None
     """Where the target's variants run several times: the labels every repeat's pods share,
     whose pods of the same index a pod of this Job keeps away from."""
+    config_parts: int = 1
+    """The ConfigMaps config.json travels in: 1, the one named like the Job; more where it
+    is too large for one (synth.run_config.config_parts)."""
 
 
 def name_pod(spec: dict[str, Any], name: str) -> None:
     """Fills the Job's `name` into the pod spec's volumes that hold it: the config.json
-    ConfigMap (named like the Job), and for a grouped Job the ConfigMap of the variants an
-    earlier attempt reported."""
+    ConfigMap (named like the Job) or its parts' ConfigMaps, and for a grouped Job the
+    ConfigMap of the variants an earlier attempt reported."""
     volumes = {volume["name"]: volume for volume in spec["volumes"]}
-    volumes[CONFIG_VOLUME]["configMap"]["name"] = name
+    config = volumes[CONFIG_VOLUME]
+    if "configMap" in config:
+        config["configMap"]["name"] = name
+    else:
+        for number, source in enumerate(config["projected"]["sources"], start=1):
+            source["configMap"]["name"] = config_part_name(name, number)
     if REPORTED_VOLUME in volumes:
         volumes[REPORTED_VOLUME]["configMap"]["name"] = reported_configmap(name)
 
@@ -71,7 +79,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
         requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = str(target.gpus)
     node_selector, tolerations = placement(target, cluster)
     volumes: list[dict[str, Any]] = [
-        {"name": CONFIG_VOLUME, "configMap": {"name": ""}},
+        _config_volume(template.config_parts),
         {"name": "tmp", "emptyDir": {"sizeLimit": quantity(_tmp_bytes(config))}},
     ]
     mounts: list[dict[str, Any]] = [
@@ -187,6 +195,16 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
     if template.spread is not None:
         spec["affinity"] = _apart_from_other_repeats(template.spread)
     return spec
+
+
+def _config_volume(parts: int) -> dict[str, Any]:
+    """The volume at CONFIG_DIR, its ConfigMaps' names left empty (see `name_pod`): one
+    ConfigMap, or the parts' ConfigMaps projected together, so that the runner finds them
+    beside each other (contract.config.read_config_bytes)."""
+    if parts == 1:
+        return {"name": CONFIG_VOLUME, "configMap": {"name": ""}}
+    sources = [{"configMap": {"name": ""}} for _ in range(parts)]
+    return {"name": CONFIG_VOLUME, "projected": {"sources": sources}}
 
 
 def _tmp_bytes(config: RunConfig) -> int:

@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from contract.layout import DIST, GENERATED_HEADER, WORKLOADS, workload_file
-from synth.annotations import HINT as ANNOTATIONS_HINT
-from synth.annotations import too_large
+from contract.layout import DIST, FLEET_FILE, GENERATED_HEADER, WORKLOADS, workload_file
 from synth.cache import RenderCache, infrastructure_key, workflow_key
 from synth.checks import target_clusters
 from synth.committed import CommittedJob, JobSlot, listed
@@ -21,13 +19,12 @@ from synth.fleet import Cluster, Fleet
 from synth.identity import identify
 from synth.jobs import plan_runs
 from synth.load import LoadedWorkflow, Specs
-from synth.modelfiles import ModelFiles
 from synth.monitoring.rules import Schedule
 from synth.names import namespace_of
-from synth.problems import Problem, SpecProblems, problem_at
+from synth.object_checks import Origin, refused
+from synth.problems import SpecProblems
 from synth.recorded import Recorded
 from synth.reuse import may_stay
-from synth.yaml_source import Loc
 
 if TYPE_CHECKING:
     from synth.build import Build
@@ -47,14 +44,15 @@ class _Rendering:
     """One render: files reused from the cache, and the cdk8s build for the others, started
     at the first file the cache does not hold."""
 
-    def __init__(self, cache: RenderCache | None, model_files: ModelFiles) -> None:
+    def __init__(self, cache: RenderCache | None, specs: Specs) -> None:
         self.cache = cache
-        self.model_files = model_files
+        self.model_files = specs.model_files
+        self.fleet_source = specs.fleet_source
         self.reused: dict[PurePosixPath, str] = {}
         self._build: Build | None = None
         self._to_cache: dict[str, list[PurePosixPath]] = {}
-        self.problems: list[Problem] = []
-        """What the objects themselves break, found as they are planned (the specs passed)."""
+        self._origins: dict[PurePosixPath, Origin] = {}
+        """The spec file each built file comes from, where its objects' problems are told."""
 
     @property
     def build(self) -> "Build":
@@ -98,18 +96,10 @@ class _Rendering:
         runs = plan_runs(identified, self.model_files, stored, staying=staying)
         if not runs:
             return False
-        for run in runs:
-            if (why := too_large(run.annotations)) is not None:
-                self.problems.append(
-                    problem_at(
-                        loaded.source,
-                        loaded.file,
-                        _target_loc(loaded, run.config.target),
-                        f"the Job {run.name} in cluster {cluster.name}: {why}",
-                        ANNOTATIONS_HINT,
-                    )
-                )
         self.build.add_workflow(path, runs)
+        self._origins[path] = Origin(
+            loaded.source, loaded.file, cluster.name, ("id",), loaded.workflow
+        )
         if key is not None:
             self._to_cache[key] = [path]
         return True
@@ -131,12 +121,19 @@ class _Rendering:
                 self.reused.update(cached)
                 return
         paths = self.build.add_infrastructure(cluster, fleet, downloading, queues, schedules)
+        loc = ("clusters", fleet.clusters.index(cluster))
+        origin = Origin(self.fleet_source, FLEET_FILE.as_posix(), cluster.name, loc)
+        self._origins.update(dict.fromkeys(paths, origin))
         if key is not None:
             self._to_cache[key] = paths
 
     def files(self) -> dict[PurePosixPath, str]:
-        """Every file, the built ones stored in the cache for next time."""
+        """Every file, the built ones stored in the cache for next time. Raises SpecProblems
+        where the API server would refuse a built object (`synth.object_checks`): nothing is
+        cached or written then."""
         objects = self._build.synthesize() if self._build is not None else {}
+        if problems := refused(objects, self._origins):
+            raise SpecProblems(problems)
         files = {path: dump_documents(documents) for path, documents in objects.items()}
         if self.cache is not None:
             for key, paths in self._to_cache.items():
@@ -148,10 +145,10 @@ def render(specs: Specs, cache: RenderCache | None = None) -> dict[PurePosixPath
     """Every generated file, by path relative to the repository root.
 
     With a cache, files rendered before from the same inputs are reused. Raises
-    SpecProblems where an object would break a limit only its whole content shows (its
-    annotations' total size).
+    SpecProblems where the API server would refuse an object (its size, its labels), which
+    only its whole content shows.
     """
-    rendering = _Rendering(cache, specs.model_files)
+    rendering = _Rendering(cache, specs)
     fleet = specs.fleet
     for cluster in fleet.clusters:
         downloading: dict[str, list[str]] = {}
@@ -175,15 +172,8 @@ def render(specs: Specs, cache: RenderCache | None = None) -> dict[PurePosixPath
             if workflow.scheduling.queue is not None:
                 queues.add((namespace, workflow.scheduling.queue))
         rendering.infrastructure(fleet, cluster, downloading, queues, schedules)
-    if rendering.problems:
-        raise SpecProblems(rendering.problems)
     files = rendering.files()
     return {**files, **_kustomizations(files)}
-
-
-def _target_loc(loaded: LoadedWorkflow, target: str) -> Loc:
-    index = next(i for i, spec in enumerate(loaded.workflow.targets) if spec.key == target)
-    return ("targets", index)
 
 
 def _kustomizations(files: Mapping[PurePosixPath, str]) -> dict[PurePosixPath, str]:

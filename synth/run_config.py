@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
 from contract.variant import SETTING_FIELDS
 from synth.load import LoadedWorkflow
+from synth.object_budget import CONFIGMAP_DATA_BYTES
 from synth.spec import MeasurePhase, Phase, Target
 from synth.sweep import Variant
 
@@ -27,6 +28,27 @@ def left_out(config: RunConfig) -> set[str] | None:
     unset = {"groups"} if config.groups is None else set()
     unset |= set() if config.interleave else {"interleave"}
     return unset or None
+
+
+def config_text(config: RunConfig) -> str:
+    """config.json as the pods read it."""
+    return config.model_dump_json(indent=2, exclude=left_out(config)) + "\n"
+
+
+def config_parts(text: str) -> tuple[str, ...]:
+    """`text` (config.json) as the ConfigMaps that carry it hold it: whole where it fits one
+    (CONFIGMAP_DATA_BYTES), else cut at line ends into parts that each fill one as far as a
+    whole line allows; joined in order they are `text` again."""
+    data = text.encode()
+    parts = []
+    while len(data) > CONFIGMAP_DATA_BYTES:
+        cut = data.rfind(b"\n", 0, CONFIGMAP_DATA_BYTES) + 1 or CONFIGMAP_DATA_BYTES
+        # Never inside a UTF-8 character (a line end never is), so each part is text.
+        while data[cut] & 0xC0 == 0x80:
+            cut -= 1
+        parts.append(data[:cut].decode())
+        data = data[cut:]
+    return (*parts, data.decode())
 
 
 def pod_groups(models: list[str], per_pod: int) -> tuple[tuple[int, ...], ...] | None:

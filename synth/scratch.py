@@ -8,7 +8,11 @@ from typing import Final
 
 TMP_BASE_BYTES: Final = 1 << 30
 """What /tmp holds besides downloads (torch's and CUDA's caches, compiled kernels): all of
-/tmp before downloads were sized."""
+/tmp before downloads were sized, and the bound synth holds a pod that compiles with
+inductor to. Measured on CPU with torch 2.13: a pod compiling tiny-mlp wrote 156 MB (a
+precompiled header of 155 MB under $TMPDIR, where TORCHINDUCTOR_CACHE_DIR does not reach,
+and 0.4 MB of generated code and built extensions); an eager pod wrote nothing. Kernels grow
+with the model's graph, the header does not."""
 
 _MI: Final = 1 << 20
 _GI: Final = 1 << 30

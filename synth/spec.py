@@ -60,7 +60,6 @@ from synth.fields import (
 from synth.fleet import DeviceTypeName, Fleet
 from synth.hints import SpecError, unknown, with_problems
 from synth.limits import (
-    CONFIGMAP_LIMIT_BYTES,
     MAX_CA_BUNDLE_BYTES,
     MAX_DESCRIPTION_CHARS,
     MAX_MODEL_BYTES,
@@ -72,6 +71,7 @@ from synth.limits import (
     MIN_SCHEDULE_PERIOD_SECONDS,
 )
 from synth.modelfiles import ModelFiles
+from synth.object_budget import CONFIGMAP_DATA_BYTES
 from synth.repo_files import Missing, RepoFileError, TooLarge
 from synth.resource_checks import resource_problems
 from synth.texts import Text
@@ -211,7 +211,7 @@ class ModelSpec(SpecModel):
         except TooLarge as error:
             raise SpecError(
                 f"model file {file!r} is {error.size:,} bytes; a ConfigMap holds at most "
-                f"{CONFIGMAP_LIMIT_BYTES:,} bytes (1 MiB)",
+                f"{CONFIGMAP_DATA_BYTES:,} bytes (1 MiB)",
                 "push it as an OCI artifact (`make push-model`) and use oci + sha256, or serve "
                 "it over https and use url + sha256",
             ) from None

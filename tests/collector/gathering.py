@@ -14,7 +14,6 @@ from click.testing import Result
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.kube import KubeClient
 from collector.workload import ExpectedJob, expected_from
-from contract.config import CONFIG_FILE
 from contract.layout import record_path
 from standin import objects
 from standin.api import FakeApiServer
@@ -34,8 +33,7 @@ def grouped_job() -> tuple[Obj, ExpectedJob]:
     job = copy.deepcopy(objects.job("cpu-smoke", cluster="us-east"))
     job["spec"]["completions"] = len(GROUPS)
     config = objects.run_config(job).model_copy(update={"groups": GROUPS})
-    configmap = {"data": {CONFIG_FILE: config.model_dump_json()}}
-    return job, expected_from("us-east", job, configmap)
+    return job, expected_from("us-east", job, config.model_dump_json())
 
 
 def stopped_mid_group(api: FakeApiServer, job: Obj) -> tuple[Obj, Obj]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from contract.config import PhaseConfig, RunConfig
+from contract.config import PhaseConfig, RunConfig, config_part_file
 from contract.errors import ExitCode
 from contract.result import (
     ENERGY_ON_CPU,
@@ -223,6 +223,36 @@ def test_bad_config_exits_with_its_own_code(
     code, result, _ = run_main(capsys, path, models_dir, tmp_path, index=index)
     assert code == ExitCode.BAD_CONFIG
     assert isinstance(result, ErrorResult) and message in result.error.message
+
+
+def write_parts(text: str, folder: Path, numbers: range, count: int) -> Path:
+    """`text` cut into `count` pieces, the `numbers` of them written as synth's parts of a
+    config.json too large for one ConfigMap; the path config.json would have."""
+    size = -(-len(text) // count)
+    for number in numbers:
+        piece = text[(number - 1) * size : number * size]
+        (folder / config_part_file(number, count)).write_text(piece, encoding="utf-8")
+    return folder / "config.json"
+
+
+def test_a_config_json_in_parts_is_read_joined(
+    capsys: pytest.CaptureFixture[str], make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    """As the projected volume of a split Job lays them out: no config.json, its parts."""
+    path = write_parts(make_config().model_dump_json(indent=2), tmp_path, range(1, 4), 3)
+    code, result, _ = run_main(capsys, path, models_dir, tmp_path)
+    assert code == ExitCode.OK and isinstance(result, OkResult)
+
+
+def test_a_config_json_missing_a_part_is_bad_config(
+    capsys: pytest.CaptureFixture[str], make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    path = write_parts(make_config().model_dump_json(indent=2), tmp_path, range(1, 3), 3)
+    code, result, _ = run_main(capsys, path, models_dir, tmp_path)
+    assert code == ExitCode.BAD_CONFIG and isinstance(result, ErrorResult)
+    assert "not every part of one config.json; found config.json.1-of-3, config.json.2-of-3" in (
+        result.error.message
+    )
 
 
 def pod_env(config_path: Path, models_dir: Path, tmp_path: Path) -> dict[str, str]:

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from synth.limits import CONFIGMAP_LIMIT_BYTES
 from synth.model_sources import ModelFile, bundle_models
 from synth.modelfiles import ModelBytes
+from synth.object_budget import CONFIGMAP_DATA_BYTES
 
 
 def model(name: str, size: int, sha256: str = "a" * 64) -> ModelFile:
@@ -22,12 +22,12 @@ def test_no_bundle_exceeds_the_configmap_limit() -> None:
     bundles = bundle_models("zoo", files)
     assert len(bundles) == 4  # three of 300 KiB fit in 1 MiB, a fourth does not
     for bundle in bundles:
-        assert sum(f.size + len(f.key) for f in bundle.files) <= CONFIGMAP_LIMIT_BYTES
+        assert sum(f.size + len(f.key) for f in bundle.files) <= CONFIGMAP_DATA_BYTES
     assert sorted(f.model for b in bundles for f in b.files) == [f.model for f in files]
 
 
 def test_a_model_of_a_whole_mebibyte_gets_a_configmap_of_its_own() -> None:
-    bundles = bundle_models("zoo", [model("big", CONFIGMAP_LIMIT_BYTES - 7), model("small", 10)])
+    bundles = bundle_models("zoo", [model("big", CONFIGMAP_DATA_BYTES - 7), model("small", 10)])
     assert [[f.model for f in b.files] for b in bundles] == [["big"], ["small"]]
 
 
