@@ -100,7 +100,8 @@ class StoredVariant(_Record):
     attempts: int = 0
     preemptions: int = 0
     finished_at: Instant | None = None
-    """The runner container's finishedAt, as the API server reported it."""
+    """The runner container's finishedAt, as the API server reported it; never later than
+    the collector's clock when it stored the run (`clock_note` says where it was)."""
     pod_start: PodStart | None = None
     """How its pod got to its runner; None where no pod ran, and in runs stored before it."""
     result_source: Literal["termination-message", "log"] | None = None
@@ -117,6 +118,10 @@ class StoredVariant(_Record):
     """The time its pods held their node's devices, every attempt counted, its share where
     its pod ran several variants (contract/allocation.py). None where gather did not read
     it: runs stored before it, and local runs."""
+    clock_note: str | None = None
+    """Where its pod said it finished later than the collector's clock when the run was
+    stored (its node's clock ran ahead, beyond contract.clocks.CLOCK_TOLERANCE): the time it
+    said and by how much, in words; `finished_at` is then when the collector stored it."""
 
     def judged(self, gate: AccuracyGate | None) -> "StoredVariant":
         """This run with its accuracy judged by `gate` (its default where None)."""

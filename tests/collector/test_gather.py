@@ -10,11 +10,12 @@ import sqlite3
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from benchfleet.collector import cli
 from collector.workload import expected_from
@@ -536,21 +537,49 @@ class TestClusterIdentity:
         assert "dist/us-east/infrastructure/" in run.stderr
         assert not record_of(repo, job).exists()
 
-    def test_without_cluster_one_credential_gathers_only_the_cluster_it_reaches(
-        self, api: FakeApiServer, repo: Path, job: Obj
-    ) -> None:
-        """The defect: a single-context kubeconfig stored us-east's Job under both clusters."""
+    @staticmethod
+    def _two_clusters(repo: Path) -> Callable[[FakeApiServer], Result]:
+        """dist/ running cpu-smoke in us-east and eu-west; a gather of every cluster with a
+        credential that reaches us-east alone."""
         for cluster in ("us-east", "eu-west"):
             for path in (WORKLOAD, NAMESPACES):
                 local = Path(str(path).replace("us-east", cluster))
                 (repo / local).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(fixture_root() / local, repo / local)
+
+        def gather(api: FakeApiServer) -> Result:
+            return CliRunner().invoke(
+                cli,
+                ["--root", str(repo), "gather", "--workflow", "cpu-smoke"],
+                env={
+                    "BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url),
+                    "KUBECONFIG": "/nonexistent",
+                },
+            )
+
+        return gather
+
+    def test_a_gather_with_nothing_new_where_it_reaches_is_no_failure(
+        self, api: FakeApiServer, repo: Path, job: Obj
+    ) -> None:
+        """Issue #31: the second gather exited 1 saying no cluster could be confirmed, though
+        us-east had been, and had nothing new."""
+        gather = self._two_clusters(repo)
         finish_all(api, job)
-        run = CliRunner().invoke(
-            cli,
-            ["--root", str(repo), "gather", "--workflow", "cpu-smoke"],
-            env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url), "KUBECONFIG": "/nonexistent"},
-        )
+        assert gather(api).exit_code == 0
+        again = gather(api)
+        assert again.exit_code == 0, again.output
+        assert "us-east: nothing left of cpu-smoke to follow" in again.stderr
+        assert "eu-west: skipped: " in again.stderr
+        assert "nothing new to gather of cpu-smoke (us-east: all recorded)" in again.stdout
+
+    def test_without_cluster_one_credential_gathers_only_the_cluster_it_reaches(
+        self, api: FakeApiServer, repo: Path, job: Obj
+    ) -> None:
+        """The defect: a single-context kubeconfig stored us-east's Job under both clusters."""
+        gather = self._two_clusters(repo)
+        finish_all(api, job)
+        run = gather(api)
         assert run.exit_code == 0, run.output
         assert "eu-west: skipped: the credentials from environment variable" in run.stderr
         assert "reach cluster 'us-east'" in run.stderr
