@@ -21,7 +21,7 @@ _UNITS: Final = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
 def skew_text(skew: timedelta) -> str:
     """A skew for a reader, in its two largest units: `3 d 0 h`, `2 h 5 min`, `90 s`."""
     seconds = int(abs(skew).total_seconds())
-    parts = []
+    parts: list[str] = []
     for unit, size in _UNITS:
         if seconds >= size or (parts and len(parts) < 2):
             value, seconds = divmod(seconds, size)

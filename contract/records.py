@@ -19,13 +19,8 @@ from contract.accuracy import AccuracyGate, default_gate, judge
 from contract.allocation import Allocation
 from contract.atomic import write_atomically
 from contract.bounded import read_at_most
-from contract.instant import Instant
-from contract.layout import (
-    REPEAT_LABEL,
-    SCHEDULED_AT_ANNOTATION,
-    SCHEDULED_RUN_LABEL,
-    record_path,
-)
+from contract.instant import EARLIEST, LATEST, Instant, instant
+from contract.layout import REPEAT_LABEL, SCHEDULED_RUN_LABEL, record_path
 from contract.result import BenchResult, OkResult
 from contract.variant import MAX_VARIANTS, VariantRef
 
@@ -155,7 +150,7 @@ class JobIdentity(_Record):
     scheduled_run: int | None = None
     """Which run of a scheduled workflow (`scheduling.every`) the Job belongs to, from 1;
     None where the workflow is not scheduled."""
-    scheduled_at: str | None = None
+    scheduled_at: Instant | None = None
     """The start of the period that run was started for (UTC, ISO 8601)."""
 
     @property
@@ -172,16 +167,25 @@ def repeat_of(labels: Mapping[str, str]) -> int | None:
     return int(value) if value is not None and value.isascii() and value.isdigit() else None
 
 
-def scheduled_of(
-    labels: Mapping[str, str], annotations: Mapping[str, str]
-) -> tuple[int | None, str | None]:
-    """The scheduled run a Job's SCHEDULED_RUN_LABEL names and the period start its
-    SCHEDULED_AT_ANNOTATION gives; (None, None) without the label, or where it is not
-    synth's (edited by hand)."""
+def scheduled_run_of(labels: Mapping[str, str]) -> int | None:
+    """The scheduled run a Job's SCHEDULED_RUN_LABEL names; None without the label, or where
+    it is not synth's (edited by hand)."""
     value = labels.get(SCHEDULED_RUN_LABEL)
     if value is None or not (value.isascii() and value.isdigit()):
-        return None, None
-    return int(value), annotations.get(SCHEDULED_AT_ANNOTATION)
+        return None
+    return int(value)
+
+
+def scheduled_at_of(text: str) -> datetime:
+    """The period start a Job's SCHEDULED_AT_ANNOTATION gives, read as every time where it
+    enters (contract.instant); raises ValueError where it is not one."""
+    moment = instant(text)
+    if moment is None:
+        raise ValueError(
+            f"{text[:40]!r} is not a time like 2026-12-07T00:00:00Z, from "
+            f"{EARLIEST:%Y} to {LATEST:%Y}"
+        )
+    return moment
 
 
 class JobRecord(JobIdentity):

@@ -531,7 +531,12 @@ class Store:
     @staticmethod
     def _stored_run(row: dict[str, object]) -> StoredRun:
         identity = JobIdentity.model_validate(
-            {field: row[field] for field in JobIdentity.model_fields}
+            {
+                **{field: row[field] for field in JobIdentity.model_fields},
+                # Stored as its Job said it before the annotation was read as a time: one
+                # that is none reads as unknown, as a row's finish does.
+                "scheduled_at": instant(row["scheduled_at"]),
+            }
         )
         text = row["result_json"]
         ref = None

@@ -163,7 +163,7 @@ def test_a_groups_pod_time_is_split_by_the_variants_own_times() -> None:
     log = AttemptLog()
     log.note([pod])
     shares = allocations(pod_time(log.attempts(0), 1, 0, job_times(job), NOW), own, "cpu", None)
-    assert sum(share.seconds for share in shares.values()) == pytest.approx(_seconds(pod))
+    assert sum(share.seconds or 0 for share in shares.values()) == pytest.approx(_seconds(pod))
     known = {p: s for p, s in own.items() if s is not None}
     assert [shares[p].share for p in GROUPS[0]] == pytest.approx(
         [known[p] / sum(known.values()) for p in GROUPS[0]]
@@ -269,7 +269,7 @@ def test_a_retried_groups_variants_stored_early_get_their_share_once_it_ends(
     both = _seconds(first) + _seconds(retry)
     shares = [v.allocation for v in stored if v.index in GROUPS[0]]
     assert all(share is not None and share.pod_seconds == both for share in shares)
-    assert sum(share.seconds for share in shares if share) == pytest.approx(both)
+    assert sum(share.seconds or 0 for share in shares if share) == pytest.approx(both)
     assert all(share and share.attempts == 2 and share.estimate == () for share in shares)
 
 

@@ -20,7 +20,13 @@ from click.testing import CliRunner, Result
 from benchfleet.collector import cli
 from collector.workload import expected_from
 from contract.accuracy import Accuracy, AccuracyGate, default_gate, gates_text
-from contract.layout import GATES_ANNOTATION, REPEAT_LABEL, REUSES_ANNOTATION
+from contract.layout import (
+    GATES_ANNOTATION,
+    REPEAT_LABEL,
+    REUSES_ANNOTATION,
+    SCHEDULED_AT_ANNOTATION,
+    SCHEDULED_RUN_LABEL,
+)
 from contract.records import read_record, reuses_text
 from contract.result import OkResult, parse_result, without_samples
 from contract.variant import Precision, Quantization
@@ -671,3 +677,37 @@ def test_a_gates_annotation_that_is_not_synths_leaves_the_default_gates(
     stored = succeeded(0).judged(expected.gates.get(0))
     assert stored.accuracy_gate == default_gate(Precision.FP32, Quantization.NONE)
     assert expected_from("us-east", job).gates, "synth's own annotation is read"
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2026-13-01T00:00:00Z", "0001-01-01T00:00:00Z"])
+def test_a_scheduled_at_annotation_that_is_no_time_is_said_and_left_out(
+    job: Obj, caplog: pytest.LogCaptureFixture, text: str
+) -> None:
+    """Issue #31: the annotation was stored and recorded as it came, unread."""
+    edited = copy.deepcopy(job)
+    edited["metadata"]["labels"][SCHEDULED_RUN_LABEL] = "3"
+    edited["metadata"]["annotations"][SCHEDULED_AT_ANNOTATION] = text + "x" * 10_000
+    identity = expected_from("us-east", edited).identity
+    assert (identity.scheduled_run, identity.scheduled_at) == (3, None)
+    assert f"annotation {SCHEDULED_AT_ANNOTATION} is not synth's, ignored: " in caplog.text
+    assert "x" * 100 not in caplog.text, "the value is cut short"
+    edited["metadata"]["annotations"][SCHEDULED_AT_ANNOTATION] = "2026-12-07T00:00:00Z"
+    read = expected_from("us-east", edited).identity.scheduled_at
+    assert read is not None and read.isoformat() == "2026-12-07T00:00:00+00:00"
+
+
+def test_a_gather_of_a_job_with_a_bad_scheduled_at_records_it_without(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    old = leftover(job)
+    old["metadata"]["labels"][SCHEDULED_RUN_LABEL] = "3"
+    old["metadata"]["annotations"][SCHEDULED_AT_ANNOTATION] = "not a time"
+    for index in range(6):
+        api.add("pods", objects.succeeded_pod(old, index))
+    api.add("jobs", objects.complete(old))
+    run = collector("gather")
+    assert run.exit_code == 0, run.output
+    assert "annotation benchfleet.io/scheduled-at is not synth's, ignored" in run.stderr
+    record = read_record(record_of(repo, old))
+    assert (record.scheduled_run, record.scheduled_at) == (3, None)

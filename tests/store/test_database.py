@@ -8,6 +8,7 @@ import pytest
 
 from contract.accuracy import Accuracy, AccuracyGate
 from contract.allocation import Allocation
+from contract.instant import instant
 from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, PodStart, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
@@ -204,7 +205,7 @@ def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
     path = older_database(tmp_path, 6)
     scheduled = JOB.model_copy(
         update={"job": "cpu-smoke-cpu-eeeeeeeeee", "scheduled_run": 3,
-                "scheduled_at": "2026-12-07T00:00:00Z"}
+                "scheduled_at": instant("2026-12-07T00:00:00Z")}
     )  # fmt: skip
     with open_store(path) as store:
         store.add(scheduled, [succeeded(0)])
