@@ -711,3 +711,13 @@ def test_a_gather_of_a_job_with_a_bad_scheduled_at_records_it_without(
     assert "annotation benchfleet.io/scheduled-at is not synth's, ignored" in run.stderr
     record = read_record(record_of(repo, old))
     assert (record.scheduled_run, record.scheduled_at) == (3, None)
+
+
+@pytest.mark.parametrize("timeout", ["nan", "1e400h", "99999999h", "-1s"])
+def test_a_timeout_out_of_bounds_is_refused_naming_the_option(
+    collector: Collect, timeout: str
+) -> None:
+    """`--timeout nan` never ended (no comparison with nan is true); `1e400h` overflowed."""
+    run = collector("gather", "--timeout", timeout)
+    assert run.exit_code == 2
+    assert "Invalid value for '--timeout'" in run.output
