@@ -237,7 +237,7 @@ def _impossible(
             return None
         return (
             f"pod {pod} ran its runner (at {stamp(ran)}) but says not when it was bound to "
-            "its node (no PodScheduled condition)"
+            "its node (no PodScheduled condition turned True)"
         )
     for earlier, what in ((attempt.created, "the pod"), (job_created, "its Job")):
         if earlier is not None and (skew := ahead_by(earlier, bound)) is not None:
@@ -248,15 +248,15 @@ def _impossible(
     # A deletion deadline may lie ahead: only the times a node or the scheduler wrote of
     # what has happened are held against the collector's clock.
     happened = (
-        (bound, "was bound"),
-        (attempt.started, "started its runner"),
-        (attempt.finished or attempt.ended, "ended"),
+        (bound, "was bound", "the scheduler's"),
+        (attempt.started, "started its runner", "its node's"),
+        (attempt.finished or attempt.ended, "ended", "its node's"),
     )
-    for moment, what in happened:
+    for moment, what, whose in happened:
         if moment is not None and (skew := ahead_by(moment, now)) is not None:
             return (
                 f"pod {pod} says it {what} at {stamp(moment)}, {skew_text(skew)} ahead of the "
-                f"collector's clock ({stamp(now)}): its node's clock runs ahead"
+                f"collector's clock ({stamp(now)}): {whose} clock runs ahead"
             )
     if end is not None and (skew := ahead_by(bound, end)) is not None:
         return (
