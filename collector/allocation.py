@@ -8,6 +8,12 @@ Gather watches the pods, so it sees attempts that Kubernetes deletes afterwards 
 or evicted pod vanishes once the Job controller has counted it): each attempt is noted as it
 is seen (`attempt_time`), and an index's allocation is worked out once it has ended. What
 gather could not see is estimated and said so, never left out in silence.
+
+A pod's times come from several clocks (contract/clocks.py), so they are held against each
+other, against the Job's and against the collector's own before they are counted: a pod
+bound before it (or its Job) was created, one that ended before it was bound, a time in the
+future, or a pod that ran with no time of binding, makes the index's time unknown, with the
+skew said, never 0 nor the years between two clocks.
 """
 
 from collections.abc import Mapping, Sequence
@@ -15,16 +21,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from collector.indexes import attempt_order, job_finished
+from collector.indexes import attempt_order, job_finished, parse_indexes
 from collector.pods import (
     Object,
     bound_at,
     completion_index,
     condition,
     runner_container,
+    runner_started,
     runner_terminated,
 )
 from contract.allocation import Allocation, Capacity, Unit
+from contract.clocks import ahead_by, skew_text, stamp
 from contract.instant import instant
 from contract.layout import GPU_RESOURCE
 from contract.quantity import parse_quantity
@@ -45,6 +53,8 @@ class AttemptTime:
     created: datetime | None
     scheduled: datetime | None
     """When the PodScheduled condition turned True; None while it is not bound."""
+    started: datetime | None
+    """The runner container's startedAt: it ran, so the pod was bound."""
     finished: datetime | None
     """The runner container's terminated.finishedAt."""
     ended: datetime | None
@@ -57,8 +67,9 @@ class AttemptTime:
 
 
 def _devices(pod: Object) -> tuple[float, Unit]:
-    """The GPUs the runner requested, or for a pod without any its CPUs (requests, which
-    the scheduler reserves, fall back to limits, which Kubernetes copies into them)."""
+    """The GPUs the runner of `pod` (or of a pod template) requested, or for a pod without
+    any its CPUs (requests, which the scheduler reserves, fall back to limits, which
+    Kubernetes copies into them)."""
     resources = (runner_container(pod) or {}).get("resources") or {}
     asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
     gpus = _count(asked.get(GPU_RESOURCE))
@@ -87,6 +98,7 @@ def attempt_time(pod: Object) -> AttemptTime:
         order=attempt_order(pod),
         created=instant(metadata.get("creationTimestamp")),
         scheduled=bound_at(pod),
+        started=runner_started(pod),
         finished=instant(terminated.get("finishedAt")),
         ended=max(transitions, default=None) if status.get("phase") in _TERMINAL else None,
         deleting=instant(metadata.get("deletionTimestamp")),
@@ -124,10 +136,45 @@ class AttemptLog:
 
 
 @dataclass(frozen=True)
+class JobTimes:
+    """What the Job itself says that its indexes' times are held against."""
+
+    created: datetime | None
+    """Its creationTimestamp: no pod of it was bound before."""
+    ended: datetime | None
+    """When it ended (its Complete or Failed condition); None while it runs."""
+    listed: frozenset[int]
+    """The indexes its status lists as completed or failed: each of them had a pod."""
+    devices: float
+    """What its pod template's runner asks for: a pod gather never saw held that."""
+    unit: Unit
+
+
+def job_times(job: Object) -> JobTimes:
+    """The times and devices `job` says, as the API returned it."""
+    status = job.get("status") or {}
+    listed: frozenset[int] = frozenset()
+    for key in ("completedIndexes", "failedIndexes"):
+        try:
+            listed |= parse_indexes(status.get(key))
+        except ValueError:
+            continue  # not the Job controller's: no index is known to have had a pod
+    devices, unit = _devices((job.get("spec") or {}).get("template") or {})
+    return JobTimes(
+        created=instant((job.get("metadata") or {}).get("creationTimestamp")),
+        ended=job_end(job),
+        listed=listed,
+        devices=devices,
+        unit=unit,
+    )
+
+
+@dataclass(frozen=True)
 class PodTime:
     """The time an index's pods held their node's devices, all attempts summed."""
 
-    seconds: float
+    seconds: float | None
+    """None where it is unknown (`estimate` says why)."""
     attempts: int
     """The attempts counted."""
     devices: float
@@ -135,15 +182,26 @@ class PodTime:
     estimate: tuple[str, ...]
 
 
-def pod_time(attempts: Sequence[AttemptTime], counted: int, job_end: datetime | None) -> PodTime:
-    """The time `attempts` (oldest first) held their devices; `counted` is how many attempts
-    the Job controller made (more where pods vanished unseen), `job_end` when the Job ended."""
-    seconds, timed, estimate = 0.0, 0, []
+def pod_time(
+    attempts: Sequence[AttemptTime], counted: int, index: int, job: JobTimes, now: datetime
+) -> PodTime:
+    """The time `attempts` (oldest first) of `index` held their devices; `counted` is how
+    many attempts the Job controller made (more where pods vanished unseen), `job` what the
+    Job says, `now` the collector's clock."""
+    last = attempts[-1] if attempts else None
+    devices, unit = (last.devices, last.unit) if last else (job.devices, job.unit)
+    if not attempts and index in job.listed:
+        why = f"no pod of index {index} was seen (gone before gather looked): its time is unknown"
+        return PodTime(None, 0, devices, unit, (why,))
+    seconds, timed, estimate, wrong = 0.0, 0, [], []
     for position, attempt in enumerate(attempts):
+        later = attempts[position + 1].created if position + 1 < len(attempts) else None
+        end, how = _end(attempt, later, job.ended)
+        if (impossible := _impossible(attempt, end, job.created, now)) is not None:
+            wrong.append(impossible)
+            continue
         if attempt.scheduled is None:
             continue  # never bound to a node: it held nothing
-        later = attempts[position + 1].created if position + 1 < len(attempts) else None
-        end, how = _end(attempt, later, job_end)
         if end is None:
             estimate.append(f"pod {attempt.pod} was never seen to end: its time is not counted")
             continue
@@ -157,14 +215,55 @@ def pod_time(attempts: Sequence[AttemptTime], counted: int, job_end: datetime | 
             f"{unseen} of {counted} attempts' pods were gone before gather saw them (a "
             "preempted or evicted pod is deleted): not counted, so this is a lower bound"
         )
-    last = attempts[-1] if attempts else None
-    return PodTime(
-        seconds=seconds,
-        attempts=timed,
-        devices=last.devices if last else 0.0,
-        unit=last.unit if last else "cpu",
-        estimate=tuple(estimate),
+    if wrong:
+        return PodTime(None, timed, devices, unit, (*wrong, "so its time is unknown"))
+    if not attempts:
+        estimate.append(
+            f"no pod of index {index} was seen, and the Job lists it neither completed nor "
+            "failed: counted as holding nothing"
+        )
+    return PodTime(seconds, timed, devices, unit, tuple(estimate))
+
+
+def _impossible(
+    attempt: AttemptTime, end: datetime | None, job_created: datetime | None, now: datetime
+) -> str | None:
+    """What of `attempt`'s times cannot be right, with the skew, where anything: they are
+    held against each other, the Job's creation and the collector's clock (`now`)."""
+    pod, bound = attempt.pod, attempt.scheduled
+    if bound is None:
+        ran = attempt.started or attempt.finished
+        if ran is None:
+            return None
+        return (
+            f"pod {pod} ran its runner (at {stamp(ran)}) but says not when it was bound to "
+            "its node (no PodScheduled condition turned True)"
+        )
+    for earlier, what in ((attempt.created, "the pod"), (job_created, "its Job")):
+        if earlier is not None and (skew := ahead_by(earlier, bound)) is not None:
+            return (
+                f"pod {pod} says it was bound ({stamp(bound)}) {skew_text(skew)} before "
+                f"{what} was created ({stamp(earlier)})"
+            )
+    # A deletion deadline may lie ahead: only the times a node or the scheduler wrote of
+    # what has happened are held against the collector's clock.
+    happened = (
+        (bound, "was bound", "the scheduler's"),
+        (attempt.started, "started its runner", "its node's"),
+        (attempt.finished or attempt.ended, "ended", "its node's"),
     )
+    for moment, what, whose in happened:
+        if moment is not None and (skew := ahead_by(moment, now)) is not None:
+            return (
+                f"pod {pod} says it {what} at {stamp(moment)}, {skew_text(skew)} ahead of the "
+                f"collector's clock ({stamp(now)}): {whose} clock runs ahead"
+            )
+    if end is not None and (skew := ahead_by(bound, end)) is not None:
+        return (
+            f"pod {pod} says it ended ({stamp(end)}) {skew_text(skew)} before it was bound "
+            f"({stamp(bound)}): its node's clock and the control plane's disagree"
+        )
+    return None
 
 
 def _end(
@@ -226,7 +325,7 @@ def allocations(
             )
         share = weight / total
         found[position] = Allocation(
-            seconds=time.seconds * share,
+            seconds=None if time.seconds is None else time.seconds * share,
             pod_seconds=time.seconds,
             share=share,
             devices=time.devices,

@@ -3,15 +3,23 @@ command is put together in benchfleet/collector.py, which hands in the reader of
 prices (synth's), so that nothing here imports synth."""
 
 import json
+import re
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Final
 
 import click
 
-from collector.check import Unseen, check_schedule, checked_json, standing
+from collector.check import (
+    Checked,
+    Unseen,
+    check_schedule,
+    checked_json,
+    never_started,
+    standing,
+)
 from collector.clean import clean
 from collector.credentials import DEFAULT_CREDENTIALS_DIR
 from collector.forget import ForgetError, forget
@@ -22,6 +30,7 @@ from collector.metrics import LastResults, build_registry, last_results, push, w
 from collector.samples import read_samples
 from collector.session import (
     PriceReader,
+    ScheduleReader,
     Settings,
     confirmed_clusters,
     gather_workflow,
@@ -39,7 +48,7 @@ from contract.options import (
     root_option,
     version_option,
 )
-from contract.schedule import read_schedules
+from contract.schedule import MAX_PERIOD_S, read_schedules
 from contract.text import plural, shown
 from report.formats import REPORT_RENDERERS, TREND_RENDERERS, Renderers, ReportFormat, Shown
 from report.model import JobChoiceError, build_report, in_cluster
@@ -62,18 +71,32 @@ HTML_REPORT: Final = "report.html"
 pass_settings = click.make_pass_decorator(Settings)
 
 
-def _duration(text: str) -> float:
-    units = {"s": 1, "m": 60, "h": 3600}
-    try:
-        if text[-1:] in units:
-            return float(text[:-1]) * units[text[-1]]
-        return float(text)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a duration like 90s, 30m or 2h") from None
+_DURATION: Final = re.compile(r"(\d{1,12}(?:\.\d{1,9})?)([smh]?)")
+_UNIT_S: Final = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
-def collector_cli(read_prices: PriceReader) -> click.Group:
-    """The `collector` command, its reports and metrics priced by `read_prices`."""
+def _duration_option(
+    context: click.Context, parameter: click.Parameter, text: str | None
+) -> float | None:
+    """A duration option (90s, 30m, 2h, or seconds) in seconds, at most MAX_PERIOD_S (a
+    schedule's longest period or deadline): click names the option where it is refused."""
+    if text is None:
+        return None
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise click.BadParameter(f"{text[:40]!r} is not a duration like 90s, 30m or 2h")
+    seconds = float(match[1]) * _UNIT_S[match[2]]
+    if seconds > MAX_PERIOD_S:
+        raise click.BadParameter(
+            f"{text!r} is longer than {MAX_PERIOD_S:,} s (ten years), the longest period or "
+            "deadline a schedule may have"
+        )
+    return seconds
+
+
+def collector_cli(read_prices: PriceReader, read_scheduled: ScheduleReader) -> click.Group:
+    """The `collector` command, its reports and metrics priced by `read_prices`, its check
+    told which workflows are scheduled by `read_scheduled`."""
 
     @click.group(
         commands=COMMANDS,
@@ -125,6 +148,7 @@ def collector_cli(read_prices: PriceReader) -> click.Group:
             credentials_dir=root / credentials_dir,
             context=kube_context,
             read_prices=read_prices,
+            read_scheduled=read_scheduled,
         )
 
     return cli
@@ -136,6 +160,7 @@ def collector_cli(read_prices: PriceReader) -> click.Group:
 @click.option(
     "--timeout",
     default="1h",
+    callback=_duration_option,
     help="Stop following after this long (90s, 30m, 2h); what "
     "finished is stored and recorded, what did not is listed with the reason.",
 )
@@ -156,7 +181,7 @@ def gather(
     settings: Settings,
     workflow: str,
     cluster: str | None,
-    timeout: str,
+    timeout: float,
     no_wait: bool,
     keep: bool,
     metrics_textfile: Path | None,
@@ -177,7 +202,7 @@ def gather(
 
     Exits 1 when a variant failed or a Job did not finish.
     """
-    options = GatherOptions(timeout_s=_duration(timeout), wait=not no_wait, record=not keep)
+    options = GatherOptions(timeout_s=timeout, wait=not no_wait, record=not keep)
     outcomes = gather_workflow(settings, workflow, cluster, options)
     if metrics_textfile is not None or pushgateway is not None:
         observed = [job for outcome in outcomes for job in outcome.observed]
@@ -204,7 +229,7 @@ def _last_results(settings: Settings, workflow: str) -> LastResults:
     run: a gather that found nothing new must not make the series vanish."""
     try:
         with open_store(settings.database) as store:
-            return last_results(every_run(store, settings.root, workflow))
+            return last_results(every_run(store, settings.root, workflow), datetime.now(UTC))
     except (StoreError, HistoryError) as error:
         raise click.ClickException(str(error)) from None
 
@@ -393,13 +418,20 @@ def status(settings: Settings, workflow: str, cluster: str | None) -> None:
     Read-only: lists the Jobs and pods once and reads the events of pending pods (the
     scheduler's reasons: no node with that GPU, quota, preemption).
     """
-    pending = pending_jobs(settings, workflow, cluster)
+    pending, done = pending_jobs(settings, workflow, cluster)
     namespace = partial(job_namespace, pending)
-    for name, client in confirmed_clusters(settings, list(pending), namespace, cluster is not None):
+    explicit = cluster is not None
+    for name, client in confirmed_clusters(settings, list(pending), namespace, explicit, done):
         try:
             click.echo(format_status(workflow_status(client, pending[name])))
         except KubeError as error:
             raise click.ClickException(str(error)) from None
+
+
+class Unknown(click.ClickException):
+    """A standing the check cannot tell: exit 3, apart from missing data's 1."""
+
+    exit_code = 3
 
 
 @click.command("check")
@@ -412,10 +444,12 @@ def status(settings: Settings, workflow: str, cluster: str | None) -> None:
     "--workflow",
     "workflows",
     multiple=True,
-    help="Only this workflow (repeatable) [default: every one with a schedule]",
+    help="Only this workflow (repeatable) [default: every one with a schedule or a spec "
+    "with scheduling.every]",
 )
 @click.option(
     "--grace",
+    callback=_duration_option,
     help="How late a result may be beyond its period (90s, 30m, 2h) [default: the last "
     "run's deadline]",
 )
@@ -432,30 +466,41 @@ def check(
     settings: Settings,
     scheduled: bool,
     workflows: tuple[str, ...],
-    grace: str | None,
+    grace: float | None,
     now: str | None,
     output_format: str,
 ) -> None:
-    """Alert on missing data: exit 1 when a scheduled workflow has no new result.
+    """Alert on missing data: exit 1 when a scheduled workflow has no new result, 3 when
+    its standing cannot be told.
 
     For each workflow with a schedule (schedules/<workflow>.json, written by `benchfleet
     schedule`), the latest finish of a variant that succeeded, in the database or results/,
-    must be within the period plus the grace. Where it is not, says what is missing and why:
-    no run started for the period (the last one unrecorded, or the scheduled CI job not
-    running), the last run recorded without a result, and for each Job dist/ still holds,
-    from the cluster: not applied by Flux, pending (Kueue's queue, unschedulable), failing,
-    or ended and waiting for `collector gather`.
+    must be within the period plus the grace, and the last run started must not have ended
+    without any result. Where it is not so, says what is missing and why: no run started
+    for the period (the last one unrecorded, or the scheduled CI job not running), the last
+    run recorded without a result, and for each Job dist/ still holds, from the cluster: not
+    applied by Flux, pending (Kueue's queue, unschedulable), failing, or ended and waiting
+    for `collector gather`. A workflow whose spec is scheduled but that has no schedule file
+    (never started, or the file deleted), an unreadable schedule, or specs that cannot be
+    read, are unknown: exit 3, unless data is missing too.
     """
     if not scheduled:
         raise click.UsageError("say what to check: --scheduled (the only check so far)")
     moment = moment_of(now)
-    allowance = timedelta(seconds=_duration(grace)) if grace else None
-    states, unreadable = read_schedules(settings.root)
+    allowance = timedelta(seconds=grace) if grace is not None else None
+    states, unknown = read_schedules(settings.root)
+    by_spec = settings.read_scheduled(settings.root)
+    if by_spec is None:
+        unknown.append(
+            "cannot tell which workflows the specs schedule: they cannot be read (see above); "
+            f"only those with a file in {SCHEDULES}/ are checked"
+        )
     known = {state.workflow for state in states}
-    if unknown := set(workflows) - known:
+    unstarted = {w: every for w, every in (by_spec or {}).items() if w not in known}
+    if strange := set(workflows) - known - set(unstarted):
         raise click.ClickException(
-            f"no schedule for {', '.join(sorted(unknown))} in {SCHEDULES}/; scheduled: "
-            f"{', '.join(sorted(known)) or 'none'}"
+            f"no schedule for {', '.join(sorted(strange))} in {SCHEDULES}/, and no spec "
+            f"schedules it; scheduled: {', '.join(sorted(known | set(unstarted))) or 'none'}"
         )
     results = []
     try:
@@ -472,26 +517,42 @@ def check(
                     statuses=partial(_statuses, settings),
                 )
                 results.append(checked)
+            for workflow, every in sorted(unstarted.items()):
+                if not workflows or workflow in workflows:
+                    runs = every_run(store, settings.root, workflow)
+                    unknown.append(never_started(workflow, every, runs, moment))
     except (StoreError, HistoryError, WorkloadError) as error:
         raise click.ClickException(str(error)) from None
+    _say_standings(results, unknown, moment, output_format)
+    overdue = [checked.workflow for checked in results if checked.overdue]
+    if overdue:
+        raise click.ClickException(f"missing data: {', '.join(overdue)}; unknown: {len(unknown)}")
+    if unknown:
+        raise Unknown(f"{plural(len(unknown), 'standing')} unknown; see above")
+
+
+def _say_standings(
+    results: Sequence[Checked], unknown: Sequence[str], now: datetime, output_format: str
+) -> None:
+    """Each workflow's standing, and each that cannot be told, in `output_format`."""
     if output_format == "json":
         document = {
-            "now": moment.isoformat(),
+            "now": now.isoformat(),
             "workflows": [checked_json(checked) for checked in results],
-            "unreadable": unreadable,
+            "unknown": list(unknown),
         }
         click.echo(json.dumps(document, indent=2))
-    else:
-        for line in unreadable:
-            click.echo(shown(line))
-        for checked in results:
-            click.echo(shown(standing(checked)))
-            for reason in checked.reasons:
-                click.echo(shown(f"  - {reason}"))
-    overdue = [checked.workflow for checked in results if checked.overdue]
-    if overdue or unreadable:
-        raise click.ClickException(
-            f"missing data: {', '.join(overdue) or 'none'}; unreadable schedules: {len(unreadable)}"
+        return
+    for line in unknown:
+        click.echo(shown(line))
+    for checked in results:
+        click.echo(shown(standing(checked)))
+        for reason in (*checked.clocks, *checked.reasons):
+            click.echo(shown(f"  - {reason}"))
+    if not results and not unknown:
+        click.echo(
+            f"no workflow is scheduled (no file in {SCHEDULES}/, no spec with "
+            "scheduling.every): nothing to check"
         )
 
 

@@ -11,9 +11,10 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
-from collector.allocation import allocations, job_end, own_seconds, pod_time
+from collector.allocation import allocations, job_times, own_seconds, pod_time
 from collector.follow import Snapshot, WorkflowWatch, listed_once
 from collector.handback import hand_back
 from collector.harvest import (
@@ -43,6 +44,7 @@ from collector.pods import completion_index, is_stuck
 from collector.status import explain_waiting, pods_by_job
 from collector.workload import ExpectedJob, expected_from, label_selector
 from contract.allocation import Allocation
+from contract.clocks import ahead_by, skew_text, stamp
 from contract.instant import instant
 from contract.layout import GROUPS_ANNOTATION, recorded_jobs
 from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
@@ -338,7 +340,11 @@ class Gatherer:
         }
         own |= {p: progress.own_s.get(p) for p in own if p in progress.stored}
         time = pod_time(
-            progress.attempts.attempts(state.index), state.attempts, job_end(progress.job)
+            progress.attempts.attempts(state.index),
+            state.attempts,
+            state.index,
+            job_times(progress.job),
+            datetime.now(UTC),
         )
         shares = allocations(time, own, expected.device_type, expected.capacity)
 
@@ -369,8 +375,14 @@ class Gatherer:
         if not fresh:
             return
         identity = progress.expected.identity
-        fresh = progress.expected.judged(fresh)
-        added = self._store.add(identity, fresh)
+        now = datetime.now(UTC)
+        fresh = [_as_of(variant, now) for variant in progress.expected.judged(fresh)]
+        for variant in fresh:
+            if variant.clock_note is not None:
+                log.warning(
+                    "variant %d: %s", variant.index, variant.clock_note, extra=_context(identity)
+                )
+        added = self._store.add(identity, fresh, now)
         self.stored_new += added.new
         progress.stored.update((variant.index, variant.state) for variant in fresh)
         progress.own_s.update((variant.index, own_seconds(variant.result)) for variant in fresh)
@@ -499,6 +511,22 @@ def _with_cause(variant: StoredVariant, cause: str | None) -> StoredVariant:
         return variant
     explanation = f"{variant.explanation}; it had been waiting: {cause}"
     return variant.model_copy(update={"explanation": explanation})
+
+
+def _as_of(variant: StoredVariant, now: datetime) -> StoredVariant:
+    """`variant` as it is stored at `now`: where its pod says it finished later than that
+    (its node's clock ran ahead), it finished by `now`, and its note says what it said."""
+    finished = variant.finished_at
+    if finished is None or (skew := ahead_by(finished, now)) is None:
+        return variant
+    note = (
+        f"its pod said it finished at {stamp(finished)}, {skew_text(skew)} ahead of the "
+        f"collector's clock when it stored the run ({stamp(now)}): its node's clock runs "
+        "ahead, so it counts as finished when stored"
+    )
+    # To the second, as the API's own times and the store's time of storage are.
+    stored = now.replace(microsecond=0)
+    return variant.model_copy(update={"finished_at": stored, "clock_note": note})
 
 
 def _duration_s(job: Object) -> float | None:

@@ -6,8 +6,10 @@ textfile collector; both carry the same registry. Flux creates the Jobs, so "job
 is what gather observed of them: `benchfleet_jobs_observed_total`.
 """
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Final
 
@@ -15,6 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push
 from prometheus_client.exposition import generate_latest
 
 from contract.atomic import write_atomically
+from contract.clocks import skew_text
 from contract.metrics import (
     ALLOCATED_DEVICE_SECONDS,
     AVERAGE_POWER_WATTS,
@@ -41,6 +44,8 @@ from contract.records import JobRecord
 from contract.result import OkResult
 from contract.variant import SETTING_FIELDS, VariantRef
 from store.database import StoredRun
+
+log = logging.getLogger(__name__)
 
 PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
@@ -156,14 +161,16 @@ def build_registry(
             if result.throughput_samples_per_s is not None:
                 throughput.labels(*labels).set(result.throughput_samples_per_s)
             allocation = variant.allocation
-            if allocation is not None:
+            # An unknown time exports no series, as a variant without an allocation does;
+            # what its pod holds still prices 1,000 inferences.
+            if allocation is not None and allocation.device_seconds is not None:
                 allocated.labels(*labels, allocation.unit).set(allocation.device_seconds)
-                if prices is not None:
-                    per_sample_ms = result.latency.p50_ms / ref.batch_size
-                    per_1000 = device_seconds_per_1000(allocation.devices, per_sample_ms)
-                    price = prices.price(record.cluster, allocation)
-                    if (spent := priced(per_1000, price)) is not None:
-                        cost.labels(*labels, prices.currency).set(spent)
+            if allocation is not None and prices is not None:
+                per_sample_ms = result.latency.p50_ms / ref.batch_size
+                per_1000 = device_seconds_per_1000(allocation.devices, per_sample_ms)
+                price = prices.price(record.cluster, allocation)
+                if (spent := priced(per_1000, price)) is not None:
+                    cost.labels(*labels, prices.currency).set(spent)
             energy = result.energy
             if energy is not None and energy.joules_per_inference is not None:
                 joules.labels(*labels).set(energy.joules_per_inference)
@@ -178,13 +185,23 @@ def _labels(workflow: str, cluster: str, target: str, ref: VariantRef) -> tuple[
     return (workflow, cluster, target, *(str(getattr(ref, field)) for field in SETTING_FIELDS))
 
 
-def last_results(runs: Iterable[StoredRun]) -> LastResults:
+def last_results(runs: Iterable[StoredRun], now: datetime) -> LastResults:
     """When each variant last brought a result: the latest finish of its runs that succeeded,
-    by workflow, cluster, target and settings. Not by variant id, which a scheduled workflow
-    renews every run: the series must go on across runs for its age to mean anything."""
+    by workflow, cluster, target and settings, as of `now` (StoredRun.result_by: never in
+    the future; a finish ahead of `now` is left out, saying so). Not by variant id, which a
+    scheduled workflow renews every run: the series must go on across runs for its age to
+    mean anything."""
     last: LastResults = {}
     for run in runs:
-        at, result = run.result_at, run.variant.result
+        (at, skew), result = run.result_by(now), run.variant.result
+        if skew is not None:
+            log.warning(
+                "Job %s index %d: its finish lies %s ahead of this clock (its node's clock ran "
+                "ahead, and the run keeps no time of storage): not exported as a last result",
+                run.job.job,
+                run.variant.index,
+                skew_text(skew),
+            )
         if at is None or not isinstance(result, OkResult) or result.variant is None:
             continue
         target = run.job.target or result.target or ""

@@ -414,8 +414,7 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
 def pod_start(pod: Object) -> PodStart | None:
     """When `pod` was created, bound to its node and started its runner, as far as its status
     says; None where it says neither of the last two."""
-    state = _runner_status(pod).get("state") or {}
-    started = instant((state.get("terminated") or state.get("running") or {}).get("startedAt"))
+    started = runner_started(pod)
     bound = bound_at(pod)
     if bound is None and started is None:
         return None
@@ -542,6 +541,12 @@ def _runner_status(pod: Object) -> Object:
         if status.get("name") == RUNNER:
             return status
     return statuses[0] if len(statuses) == 1 else {}
+
+
+def runner_started(pod: Object) -> datetime | None:
+    """When the runner container started (running or ended since); None where it has not."""
+    state = _runner_status(pod).get("state") or {}
+    return instant((state.get("terminated") or state.get("running") or {}).get("startedAt"))
 
 
 def runner_terminated(pod: Object) -> Object:

@@ -4,7 +4,7 @@ click commands in collector/cli.py are thin layers over these."""
 
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -32,15 +32,23 @@ in by the composition root (benchfleet/collector.py), so that the collector neve
 synth, whose loader reads the fleet file."""
 
 
+ScheduleReader = Callable[[Path], Mapping[str, int] | None]
+"""The workflows whose specs under a checkout's root have `scheduling.every`, with it in
+seconds: {} where there are no specs, None where they cannot be read (the reader says why on
+stderr). Handed in like PriceReader."""
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Options every command shares, and how its results are priced."""
+    """Options every command shares, how its results are priced, and which workflows the
+    specs schedule."""
 
     root: Path
     database: Path
     credentials_dir: Path
     context: str | None
     read_prices: PriceReader
+    read_scheduled: ScheduleReader
 
 
 def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[str]:
@@ -82,12 +90,14 @@ def confirmed_clusters(
     clusters: list[str],
     namespaces_of: Callable[[str], list[str]],
     explicit: bool,
+    done: Sequence[str] = (),
 ) -> Iterator[tuple[str, KubeClient]]:
     """Each cluster with a client confirmed to reach it.
 
     A cluster named with --cluster must be reached; of the clusters found in dist/, those
     without credentials, or whose credentials reach another cluster, are skipped, saying so,
-    and it is an error only when none is left.
+    and it is an error only when none is left and none was `done` (had nothing left to do,
+    which needs no client: a gather with nothing new there did its work).
     """
     skipped: list[str] = []
     reached = 0
@@ -102,7 +112,7 @@ def confirmed_clusters(
             continue
         reached += 1
         yield name, client
-    if skipped and not reached:
+    if skipped and not reached and not done:
         raise click.ClickException(
             f"no cluster could be confirmed ({', '.join(skipped)}); nothing was gathered"
         )
@@ -112,16 +122,18 @@ def confirmed_clusters(
 
 def pending_jobs(
     settings: Settings, workflow: str, cluster: str | None
-) -> dict[str, list[ExpectedJob]]:
-    """The Jobs of `workflow` not yet recorded, by cluster; clusters with none are left out."""
-    pending = {}
+) -> tuple[dict[str, list[ExpectedJob]], list[str]]:
+    """The Jobs of `workflow` not yet recorded, by cluster, and the clusters with none left
+    (said on stderr)."""
+    pending, done = {}, []
     for name in _clusters(settings, workflow, cluster):
         expected = _expected(settings, workflow, name)
         if expected:
             pending[name] = expected
         else:
             click.echo(f"{name}: nothing left of {workflow} to follow", err=True)
-    return pending
+            done.append(name)
+    return pending, done
 
 
 def job_namespace(pending: dict[str, list[ExpectedJob]], cluster: str) -> list[str]:
@@ -225,10 +237,10 @@ def gather_workflow(
     outcomes = []
     try:
         with open_store(settings.database) as store:
-            pending = pending_jobs(settings, workflow, cluster)
+            pending, done = pending_jobs(settings, workflow, cluster)
             namespace = partial(job_namespace, pending)
             for name, client in confirmed_clusters(
-                settings, list(pending), namespace, cluster is not None
+                settings, list(pending), namespace, cluster is not None, done
             ):
                 expected = pending[name]
                 total = sum(job.variant_count for job in expected)
@@ -259,6 +271,8 @@ def gather_workflow(
                 click.echo(
                     f"{name}: API requests {dict(sorted(client.requests.items()))}", err=True
                 )
+            if done and not outcomes:
+                click.echo(f"nothing new to gather of {workflow} ({', '.join(done)}: all recorded)")
     except (StoreError, KubeError) as error:
         raise click.ClickException(str(error)) from None
     except OSError as error:

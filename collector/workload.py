@@ -29,6 +29,7 @@ from contract.layout import (
     GROUPS_ANNOTATION,
     OWNER_ANNOTATION,
     REUSES_ANNOTATION,
+    SCHEDULED_AT_ANNOTATION,
     SPEC_FILE_ANNOTATION,
     SPEC_SHA256_ANNOTATION,
     TARGET_LABEL,
@@ -44,7 +45,8 @@ from contract.records import (
     StoredVariant,
     parse_reuses,
     repeat_of,
-    scheduled_of,
+    scheduled_at_of,
+    scheduled_run_of,
 )
 from contract.variant import VariantRef
 
@@ -142,7 +144,7 @@ def expected_from(cluster: str, job: dict[str, Any], config_json: str | None = N
     metadata = job["metadata"]
     annotations = metadata.get("annotations", {})
     (container,) = job["spec"]["template"]["spec"]["containers"]
-    scheduled_run, scheduled_at = scheduled_of(metadata["labels"], annotations)
+    scheduled_run = scheduled_run_of(metadata["labels"])
     identity = JobIdentity(
         workflow=metadata["labels"][WORKFLOW_LABEL],
         cluster=cluster,
@@ -154,7 +156,11 @@ def expected_from(cluster: str, job: dict[str, Any], config_json: str | None = N
         image=container["image"],
         repeat=repeat_of(metadata["labels"]),
         scheduled_run=scheduled_run,
-        scheduled_at=scheduled_at,
+        scheduled_at=_from_annotation(
+            metadata["name"], annotations, SCHEDULED_AT_ANNOTATION, scheduled_at_of, None
+        )
+        if scheduled_run is not None
+        else None,
     )
     config = RunConfig.model_validate_json(config_json) if config_json is not None else None
     completions = job["spec"].get("completions", 1)

@@ -20,13 +20,16 @@ class Allocation(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    seconds: float = Field(ge=0)
-    """The variant's share of `pod_seconds`."""
-    pod_seconds: float = Field(ge=0)
+    # Unknown is None, which records and rows leave out: it reads back as None.
+    seconds: float | None = Field(default=None, ge=0)
+    """The variant's share of `pod_seconds`; None where that is unknown."""
+    pod_seconds: float | None = Field(default=None, ge=0)
     """Scheduled (the PodScheduled condition's transition) to ended (the runner's
     finishedAt) of every attempt of its completion index, summed: image pull, model
     download or mount, load, compile, warm-up, measurement and the runner's exit, retries and
-    preemptions included."""
+    preemptions included. None where it is unknown: a pod's times that cannot be right (its
+    node's clock and the control plane's disagree, or a time is missing that a pod which ran
+    has), or no pod of the index seen; `estimate` says why."""
     share: float = Field(ge=0, le=1)
     """Of `pod_seconds`: 1 for a pod of one variant; in a group, its own time (load to the
     end of its accuracy pass, from its result's timings) over the group's."""
@@ -41,13 +44,13 @@ class Allocation(BaseModel):
     attempts: int = Field(default=0, ge=0)
     """The attempts whose time is counted."""
     estimate: tuple[str, ...] = ()
-    """What of it is estimated rather than read, in words: an end gather never saw, an
-    attempt whose pod was gone before gather saw it (a lower bound then), a share for a
-    variant that reported no timings. Empty: read exactly, to the second (the API's
-    timestamps have no finer resolution)."""
+    """What of it is estimated rather than read, or unknown, in words: an end gather never
+    saw, an attempt whose pod was gone before gather saw it (a lower bound then), a share
+    for a variant that reported no timings, times that cannot be right (with the skew).
+    Empty: read exactly, to the second (the API's timestamps have no finer resolution)."""
 
     @property
-    def device_seconds(self) -> float:
+    def device_seconds(self) -> float | None:
         """GPU-seconds, or CPU-seconds for a pod without GPUs: what a price per device-hour
-        multiplies."""
-        return self.seconds * self.devices
+        multiplies; None where the time is unknown."""
+        return None if self.seconds is None else self.seconds * self.devices

@@ -19,13 +19,8 @@ from contract.accuracy import AccuracyGate, default_gate, judge
 from contract.allocation import Allocation
 from contract.atomic import write_atomically
 from contract.bounded import read_at_most
-from contract.instant import Instant
-from contract.layout import (
-    REPEAT_LABEL,
-    SCHEDULED_AT_ANNOTATION,
-    SCHEDULED_RUN_LABEL,
-    record_path,
-)
+from contract.instant import EARLIEST, LATEST, Instant, instant
+from contract.layout import REPEAT_LABEL, SCHEDULED_RUN_LABEL, record_path
 from contract.result import BenchResult, OkResult
 from contract.variant import MAX_VARIANTS, VariantRef
 
@@ -100,7 +95,8 @@ class StoredVariant(_Record):
     attempts: int = 0
     preemptions: int = 0
     finished_at: Instant | None = None
-    """The runner container's finishedAt, as the API server reported it."""
+    """The runner container's finishedAt, as the API server reported it; never later than
+    the collector's clock when it stored the run (`clock_note` says where it was)."""
     pod_start: PodStart | None = None
     """How its pod got to its runner; None where no pod ran, and in runs stored before it."""
     result_source: Literal["termination-message", "log"] | None = None
@@ -117,6 +113,10 @@ class StoredVariant(_Record):
     """The time its pods held their node's devices, every attempt counted, its share where
     its pod ran several variants (contract/allocation.py). None where gather did not read
     it: runs stored before it, and local runs."""
+    clock_note: str | None = None
+    """Where its pod said it finished later than the collector's clock when the run was
+    stored (its node's clock ran ahead, beyond contract.clocks.CLOCK_TOLERANCE): the time it
+    said and by how much, in words; `finished_at` is then when the collector stored it."""
 
     def judged(self, gate: AccuracyGate | None) -> "StoredVariant":
         """This run with its accuracy judged by `gate` (its default where None)."""
@@ -150,7 +150,7 @@ class JobIdentity(_Record):
     scheduled_run: int | None = None
     """Which run of a scheduled workflow (`scheduling.every`) the Job belongs to, from 1;
     None where the workflow is not scheduled."""
-    scheduled_at: str | None = None
+    scheduled_at: Instant | None = None
     """The start of the period that run was started for (UTC, ISO 8601)."""
 
     @property
@@ -167,16 +167,25 @@ def repeat_of(labels: Mapping[str, str]) -> int | None:
     return int(value) if value is not None and value.isascii() and value.isdigit() else None
 
 
-def scheduled_of(
-    labels: Mapping[str, str], annotations: Mapping[str, str]
-) -> tuple[int | None, str | None]:
-    """The scheduled run a Job's SCHEDULED_RUN_LABEL names and the period start its
-    SCHEDULED_AT_ANNOTATION gives; (None, None) without the label, or where it is not
-    synth's (edited by hand)."""
+def scheduled_run_of(labels: Mapping[str, str]) -> int | None:
+    """The scheduled run a Job's SCHEDULED_RUN_LABEL names; None without the label, or where
+    it is not synth's (edited by hand)."""
     value = labels.get(SCHEDULED_RUN_LABEL)
     if value is None or not (value.isascii() and value.isdigit()):
-        return None, None
-    return int(value), annotations.get(SCHEDULED_AT_ANNOTATION)
+        return None
+    return int(value)
+
+
+def scheduled_at_of(text: str) -> datetime:
+    """The period start a Job's SCHEDULED_AT_ANNOTATION gives, read as every time where it
+    enters (contract.instant); raises ValueError where it is not one."""
+    moment = instant(text)
+    if moment is None:
+        raise ValueError(
+            f"{text[:40]!r} is not a time like 2026-12-07T00:00:00Z, from "
+            f"{EARLIEST:%Y} to {LATEST:%Y}"
+        )
+    return moment
 
 
 class JobRecord(JobIdentity):

@@ -40,7 +40,8 @@ class VariantCost:
     measured: bool
     runs: int
     recorded: int
-    """Its runs whose allocation is recorded: the numbers below are theirs."""
+    """Its runs whose allocation is recorded: the numbers below are theirs, of those whose
+    time is known (an unknown one says why in `estimate`, and leaves `cost` unknown)."""
     unit: Unit | None
     devices: float | None
     """What each pod held: GPUs, or CPUs for a pod without GPUs."""
@@ -171,14 +172,19 @@ def _cost(
     """The cost of a variant's runs that held `allocations` (`where`: cluster, target and
     Job), and where `row` measured it, of 1,000 inferences at its speed."""
     cluster, target, job = where
-    known = [a for a in allocations if a is not None]
-    first = known[0] if known else None
+    recorded = [a for a in allocations if a is not None]
+    # A run whose time is unknown says why among the estimates, and adds to no sum.
+    known = [a for a in recorded if a.seconds is not None]
+    first = known[0] if known else recorded[0] if recorded else None
     price = prices.price(cluster, first) if prices and first else None
-    estimate = list(dict.fromkeys(words for a in known for words in a.estimate))
-    if known and len(known) < len(allocations):
-        estimate.append(f"{len(allocations) - len(known)} of its runs {NOT_RECORDED}")
-    device_seconds = sum(a.device_seconds for a in known) if known else None
+    estimate = list(dict.fromkeys(words for a in recorded for words in a.estimate))
+    if recorded and len(recorded) < len(allocations):
+        estimate.append(f"{len(allocations) - len(recorded)} of its runs {NOT_RECORDED}")
+    if known and len(known) < len(recorded):
+        estimate.append(f"{len(recorded) - len(known)} of its runs' time unknown: not in the sum")
+    device_seconds = sum(a.device_seconds or 0.0 for a in known) if known else None
     per_1000 = None
+    # What a pod holds is known though its time is not: 1,000 inferences cost as much.
     if first is not None and row is not None:
         per_1000 = device_seconds_per_1000(first.devices, row.p50_per_sample_ms)
     return VariantCost(
@@ -189,12 +195,12 @@ def _cost(
         index=index,
         measured=row is not None,
         runs=len(allocations),
-        recorded=len(known),
+        recorded=len(recorded),
         unit=first.unit if first else None,
         devices=first.devices if first else None,
         device_type=first.device_type if first else None,
         capacity=first.capacity if first else None,
-        seconds=sum(a.seconds for a in known) if known else None,
+        seconds=sum(a.seconds or 0.0 for a in known) if known else None,
         device_seconds=device_seconds,
         cost=priced(device_seconds, price),
         device_seconds_per_1000=per_1000,

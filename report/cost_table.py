@@ -174,9 +174,10 @@ def _targets_table(found: Costs) -> Table:
             for target in found.targets
         ),
         notes=(
-            "estimated: variants whose time is in part estimated (the Cost per variant table "
-            "says what); not recorded: variants gathered before allocated time was, left out "
-            "of the sums.",
+            "estimated: variants whose time is in part estimated or unknown (the Cost per "
+            "variant table says what; an unknown time adds nothing to the sums and leaves the "
+            "cost unknown); not recorded: variants gathered before allocated time was, left "
+            "out of the sums.",
         ),
     )
 

@@ -19,6 +19,7 @@ from typing import Final, Literal, NamedTuple, Self
 
 from contract.accuracy import Accuracy, default_gate, judge
 from contract.allocation import Allocation
+from contract.clocks import ahead_by
 from contract.instant import instant
 from contract.order_stats import paired_ratio
 from contract.pricing import PriceList
@@ -306,7 +307,8 @@ class JobSummary:
     """The git commit whose spec file has the bytes the Job was made from."""
     finished_ahead: bool = False
     """Some run of it reports a finish time later than it was stored, or than the report
-    was made: its node's clock ran ahead. Finish times order nothing (`Notes`)."""
+    was made, beyond contract.clocks.CLOCK_TOLERANCE, or gather held one to its own clock
+    (`clock_note`): its node's clock ran ahead. Finish times order nothing (`Notes`)."""
 
 
 About = tuple[str | None, str | None]
@@ -579,11 +581,17 @@ def job_age(runs: Sequence[StoredRun], notes: "Notes") -> JobAge:
 
 
 def _ahead(runs: Sequence[StoredRun], now: datetime) -> bool:
-    """Whether a run reports a finish time later than it was stored, or than `now`."""
+    """Whether a run reports a finish time later than it was stored, or than `now`, beyond
+    the clocks' tolerance (a local run's finish has milliseconds, its time of storage whole
+    seconds: stored within the second it finished, it was no clock's fault), or gather said
+    its node's clock ran ahead."""
     return any(
-        run.variant.finished_at > (instant(run.collected_at) or now)
+        run.variant.clock_note is not None
+        or (
+            run.variant.finished_at is not None
+            and ahead_by(run.variant.finished_at, instant(run.collected_at) or now) is not None
+        )
         for run in runs
-        if run.variant.finished_at
     )
 
 

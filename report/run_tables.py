@@ -4,6 +4,7 @@ the Jobs and where their numbers come from, start-up and memory per target, and 
 from collections.abc import Sequence
 from typing import Final
 
+from contract.clocks import CLOCK_TOLERANCE
 from contract.result import ENERGY_ON_CPU
 from contract.text import plural
 from contract.variant import SETTING_FIELDS, VariantRef
@@ -186,7 +187,8 @@ def jobs_table(jobs: Sequence[JobSummary]) -> Table:
             "One Job per target and spec revision, newest first (what dist/ runs, then by spec "
             "revision in git: never by finish times); spec: the spec file's sha256, finished: "
             "when its last variant finished (UTC), as its node's clock said; ahead: later than "
-            "the collector stored it, or than now.",
+            f"the collector stored it, or than now, by over {CLOCK_TOLERANCE.seconds} s (or "
+            "held to the collector's clock when stored): its node's clock ran ahead.",
         ),
         kind="detail",
     )

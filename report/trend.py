@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
+from contract.instant import instant_text
 from contract.result import OkResult
 from report.model import (
     DEFAULT_REGRESSION_THRESHOLD,
@@ -193,7 +194,7 @@ def _run_ids(
     for where, job_runs in by_job.items():
         job = job_runs[0].job
         if job.scheduled_run is not None:
-            at = job.scheduled_at
+            at = instant_text(job.scheduled_at) if job.scheduled_at else None
             label = f"run {job.scheduled_run}" + (f" ({at[:10]})" if at else "")
             order = (1, job.scheduled_run, _NO_AGE)
             ids[where] = RunId(order, label, job.scheduled_run, at)

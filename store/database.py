@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
@@ -18,12 +18,13 @@ from pydantic.fields import FieldInfo
 
 from contract.accuracy import AccuracyGate
 from contract.allocation import Allocation
+from contract.clocks import ahead_by
 from contract.instant import instant, instant_text
 from contract.records import JobIdentity, PodStart, Reuses, StoredVariant
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef, VariantSettings
 
-_SCHEMA_VERSION: Final = 9
+_SCHEMA_VERSION: Final = 11
 # Each version's changes to a database of the version before it, in order: a database of
 # version n (1 or more) takes every step above n. Version 0 is a new database.
 _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
@@ -61,6 +62,10 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     # reuses, the variants a Job reuses the run of an earlier Job for (a local try's, which
     # has no record), a table _SCHEMA creates.
     9: ("ALTER TABLE variant_runs ADD COLUMN pod_start TEXT",),
+    # Version 11 adds what a run's times said of its node's clock where it ran ahead of the
+    # collector's (its finish is then the collector's time of storing it); rows stored
+    # before it are NULL: nothing was said.
+    11: ("ALTER TABLE variant_runs ADD COLUMN clock_note TEXT",),
 }
 
 
@@ -101,6 +106,7 @@ _VARIANT_RUNS: Final = (
     ("scheduled_run", "INTEGER"),
     ("scheduled_at", "TEXT"),
     ("pod_start", "TEXT"),
+    ("clock_note", "TEXT"),
 )
 _COLUMNS: Final = [name for name, _ in _VARIANT_RUNS]
 _VARIANT_RUNS_LINES: Final = "".join(f"    {name} {kind},\n" for name, kind in _VARIANT_RUNS)
@@ -196,9 +202,27 @@ class StoredRun:
 
     @property
     def result_at(self) -> datetime | None:
-        """When a run that succeeded finished (its runner's end, as the API server said);
-        None for a failure, or where no finish time is known."""
-        return self.variant.finished_at if self.variant.state == "succeeded" else None
+        """When a run that succeeded finished (its runner's end, as the API server said),
+        never later than when the collector stored it (its own clock: a node's clock that
+        ran ahead must not make a result look newer than it is); None for a failure, or
+        where no finish time is known."""
+        finished = self.variant.finished_at
+        if self.variant.state != "succeeded" or finished is None:
+            return None
+        stored = instant(self.collected_at)
+        return min(finished, stored) if stored is not None else finished
+
+    def result_by(self, now: datetime) -> tuple[datetime | None, timedelta | None]:
+        """`result_at` as a reader at `now` counts it: never later than `now`, and none
+        where it lies ahead of `now` beyond CLOCK_TOLERANCE (a record keeps no time of
+        storage, and one stored before gather checked finishes keeps its node's word), with
+        that skew for the reader to say. Counted as `now`, such a result would look fresh
+        at every reading."""
+        at = self.result_at
+        if at is None or at <= now:
+            return at, None
+        skew = ahead_by(at, now)
+        return (None, skew) if skew is not None else (now, None)
 
 
 @dataclass(frozen=True)
@@ -247,6 +271,7 @@ def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[o
         "result_json": _json(result),
         "collected_at": collected_at,
         "accuracy_failed": variant.accuracy_failed,
+        "clock_note": variant.clock_note,
         **{column: _json(getattr(variant, column)) for column in _JSON_COLUMNS},
     }
     return tuple(values[column] for column in _COLUMNS)
@@ -506,7 +531,12 @@ class Store:
     @staticmethod
     def _stored_run(row: dict[str, object]) -> StoredRun:
         identity = JobIdentity.model_validate(
-            {field: row[field] for field in JobIdentity.model_fields}
+            {
+                **{field: row[field] for field in JobIdentity.model_fields},
+                # Stored as its Job said it before the annotation was read as a time: one
+                # that is none reads as unknown, as a row's finish does.
+                "scheduled_at": instant(row["scheduled_at"]),
+            }
         )
         text = row["result_json"]
         ref = None

@@ -231,8 +231,9 @@ def recorded_history(root: Path, workflow: str, cluster: str) -> History:
             if stored.variant is None or not isinstance(result, OkResult):
                 continue
             found = runs.setdefault((target, stored.variant.describe()), {})
-            if stored.allocation is not None:
-                found.setdefault("allocated", []).append(stored.allocation.seconds)
+            allocated = stored.allocation.seconds if stored.allocation is not None else None
+            if allocated is not None:
+                found.setdefault("allocated", []).append(allocated)
             elif result.timings is not None:
                 found.setdefault("measured", []).append(_variant_seconds(result.timings))
             if result.timings and result.timings.model is not None and result.model_sha256:

@@ -112,7 +112,7 @@ def assert_priced(smoke: Repo, kubeconfig: str, record: JobRecord) -> None:
     assert prices is not None and found["currency"] == prices.currency
     cpu_hour = prices.per_hour["cpu"].on_demand
     assert cpu_hour is not None
-    held_s = sum(v.allocation.device_seconds for v in record.variants if v.allocation)
+    held_s = sum(v.allocation.device_seconds or 0 for v in record.variants if v.allocation)
     (target,) = found["targets"]
     assert (target["target"], target["unit"], target["variants"]) == ("cpu", "cpu", 6)
     assert target["device_seconds"] == pytest.approx(held_s)

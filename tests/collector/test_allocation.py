@@ -6,7 +6,7 @@ it is estimated, said."""
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from collector.allocation import (
     AttemptLog,
     allocations,
     attempt_time,
-    job_end,
+    job_times,
     own_seconds,
     pod_time,
 )
@@ -40,6 +40,8 @@ from tests.collector.gathering import (
 
 # standin/objects.py: a pod is bound 1 s after its creation, its runner starts 20 s after.
 SUCCEEDED_S = 20 + 95 - 1
+NOW = objects.START + timedelta(days=1)
+"""The collector's clock: a day after the stand-in's Jobs were created."""
 """A succeeded pod's time on its node: its runner ran 95 s."""
 ONE_CPU_POD = Allocation(
     seconds=SUCCEEDED_S,
@@ -68,7 +70,7 @@ def _allocated(job: Obj, pods: list[Obj], seen: list[Obj] | None = None) -> Allo
     log = AttemptLog()
     log.note(pods if seen is None else seen)
     (state, *_) = index_states(job, pods)
-    time = pod_time(log.attempts(0), state.attempts, job_end(job))
+    time = pod_time(log.attempts(0), state.attempts, 0, job_times(job), NOW)
     return allocations(time, {0: None}, "cpu", "on-demand")[0]
 
 
@@ -103,7 +105,7 @@ def test_a_preempted_pod_gather_saw_counts_after_it_is_deleted(job: Obj) -> None
     log.note([preempted])
     log.note([retry])
     (state, *_) = index_states(job, [retry])
-    time = pod_time(log.attempts(0), state.attempts, None)
+    time = pod_time(log.attempts(0), state.attempts, 0, job_times(job), NOW)
     assert (time.seconds, time.attempts, time.estimate) == (
         _seconds(preempted) + SUCCEEDED_S,
         2,
@@ -127,7 +129,7 @@ def test_a_pod_deleted_before_gather_saw_it_end_counts_to_its_deletion_deadline(
     running = objects.deadline_killed_pod(job, 0, terminated=False)
     found = attempt_time(running)
     assert found.finished is None and found.deleting is not None and found.scheduled is not None
-    time = pod_time([found], 1, None)
+    time = pod_time([found], 1, 0, job_times(job), NOW)
     assert time.seconds == (found.deleting - found.scheduled).total_seconds()
     assert time.estimate == (
         f"pod {found.pod} was not seen to end: counted to its deletion deadline "
@@ -160,8 +162,8 @@ def test_a_groups_pod_time_is_split_by_the_variants_own_times() -> None:
     assert None not in own.values()
     log = AttemptLog()
     log.note([pod])
-    shares = allocations(pod_time(log.attempts(0), 1, None), own, "cpu", None)
-    assert sum(share.seconds for share in shares.values()) == pytest.approx(_seconds(pod))
+    shares = allocations(pod_time(log.attempts(0), 1, 0, job_times(job), NOW), own, "cpu", None)
+    assert sum(share.seconds or 0 for share in shares.values()) == pytest.approx(_seconds(pod))
     known = {p: s for p, s in own.items() if s is not None}
     assert [shares[p].share for p in GROUPS[0]] == pytest.approx(
         [known[p] / sum(known.values()) for p in GROUPS[0]]
@@ -180,7 +182,8 @@ def test_a_groups_pod_time_is_split_by_the_variants_own_times() -> None:
 def test_a_variant_without_its_own_time_gets_an_estimated_share(
     own: dict[int, float | None], shares: list[float], said: str
 ) -> None:
-    time = pod_time([attempt_time(objects.succeeded_pod(objects.job(), 0))], 1, None)
+    job = objects.job()
+    time = pod_time([attempt_time(objects.succeeded_pod(job, 0))], 1, 0, job_times(job), NOW)
     found = allocations(time, own, "cpu", None)
     assert [found[p].share for p in own] == pytest.approx(shares)
     unknown = [p for p, s in own.items() if s is None]
@@ -266,7 +269,7 @@ def test_a_retried_groups_variants_stored_early_get_their_share_once_it_ends(
     both = _seconds(first) + _seconds(retry)
     shares = [v.allocation for v in stored if v.index in GROUPS[0]]
     assert all(share is not None and share.pod_seconds == both for share in shares)
-    assert sum(share.seconds for share in shares if share) == pytest.approx(both)
+    assert sum(share.seconds or 0 for share in shares if share) == pytest.approx(both)
     assert all(share and share.attempts == 2 and share.estimate == () for share in shares)
 
 
@@ -277,3 +280,97 @@ def test_a_pod_time_without_a_zone_is_utc_not_a_failure_of_the_gather(job: Obj) 
     terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
     terminated["finishedAt"] = terminated["finishedAt"].removesuffix("Z")
     assert _allocated(job, [pod]) == ONE_CPU_POD
+
+
+def _terminated(pod: Obj) -> Obj:
+    terminated: Obj = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    return terminated
+
+
+def _bound(pod: Obj) -> Obj:
+    return next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+
+
+def _unknown(job: Obj, pod: Obj) -> Allocation:
+    allocation = _allocated(job, [pod])
+    assert (allocation.seconds, allocation.pod_seconds, allocation.device_seconds) == (
+        None,
+        None,
+        None,
+    )
+    assert allocation.estimate[-1] == "so its time is unknown"
+    return allocation
+
+
+def test_a_finish_before_binding_makes_the_time_unknown_not_0(job: Obj) -> None:
+    """Issue #31: a node whose clock ran behind the control plane's counted 0."""
+    pod = objects.succeeded_pod(job, 0)
+    _terminated(pod)["finishedAt"] = objects.stamp(-3600)
+    allocation = _unknown(job, pod)
+    assert allocation.estimate[0] == (
+        f"pod {pod['metadata']['name']} says it ended (2025-06-01T01:00:00Z) 1 h 0 min before it "
+        "was bound (2025-06-01T02:00:06Z): its node's clock and the control plane's disagree"
+    )
+    assert allocation.devices == 4 and allocation.unit == "cpu"
+
+
+def test_a_pod_that_ran_with_no_time_of_binding_is_unknown_not_0(job: Obj) -> None:
+    """Issue #31: a pod without its PodScheduled condition counted 0, as if never bound."""
+    pod = objects.succeeded_pod(job, 0)
+    pod["status"]["conditions"].remove(_bound(pod))
+    allocation = _unknown(job, pod)
+    assert (
+        "ran its runner (at 2025-06-01T02:00:25Z) but says not when it was bound"
+        in (allocation.estimate[0])
+    )
+
+
+def test_a_pod_bound_in_1970_is_unknown_not_57_years(job: Obj) -> None:
+    """Issue #31: a binding in 1970 counted 57 years of 4 CPUs (about USD 79,800)."""
+    pod = objects.succeeded_pod(job, 0)
+    _bound(pod)["lastTransitionTime"] = "1970-01-01T00:00:00Z"
+    allocation = _unknown(job, pod)
+    assert allocation.estimate[0].startswith(
+        f"pod {pod['metadata']['name']} says it was bound (1970-01-01T00:00:00Z) 20240 d 2 h "
+        "before the pod was created (2025-06-01T02:00:05Z)"
+    )
+
+
+def test_a_pod_bound_before_its_job_was_created_is_unknown(job: Obj) -> None:
+    """Its own creation time can be as wrong as its binding (a hand-made or restored pod)."""
+    pod = objects.succeeded_pod(job, 0)
+    _bound(pod)["lastTransitionTime"] = "1970-01-01T00:00:00Z"
+    pod["metadata"]["creationTimestamp"] = "1970-01-01T00:00:00Z"
+    assert "before its Job was created" in _unknown(job, pod).estimate[0]
+
+
+def test_a_finish_ahead_of_the_collectors_clock_is_unknown_with_the_skew(job: Obj) -> None:
+    """Issue #31: a node three days ahead counted three days more than its pod held."""
+    pod = objects.succeeded_pod(job, 0)
+    _terminated(pod)["finishedAt"] = (NOW + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    allocation = _unknown(job, pod)
+    assert (
+        "ended at 2025-06-05T02:00:00Z, 3 d 0 h ahead of the collector's clock"
+        in (allocation.estimate[0])
+    )
+
+
+def test_clocks_within_the_tolerance_are_counted(job: Obj) -> None:
+    """The API's times are whole seconds: a finish a second before binding is 0 s, read."""
+    pod = objects.succeeded_pod(job, 0)
+    _terminated(pod)["finishedAt"] = objects.stamp(5)  # bound at 6
+    allocation = _allocated(job, [pod])
+    assert (allocation.seconds, allocation.estimate) == (0, ())
+
+
+def test_an_index_whose_pod_gather_never_saw_is_unknown_on_its_jobs_devices() -> None:
+    """Issue #31: a completed index with no pod seen counted 0 device-seconds, labelled cpu
+    on a GPU Job."""
+    job = objects.job("nightly-spot", target="t4-spot")
+    done = objects.complete(job)
+    (state, *_) = index_states(done, [])
+    time = pod_time([], state.attempts, 0, job_times(done), NOW)
+    assert (time.seconds, time.devices, time.unit) == (None, 1, "gpu")
+    assert time.estimate == (
+        "no pod of index 0 was seen (gone before gather looked): its time is unknown",
+    )

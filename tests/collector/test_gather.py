@@ -10,16 +10,23 @@ import sqlite3
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from benchfleet.collector import cli
 from collector.workload import expected_from
 from contract.accuracy import Accuracy, AccuracyGate, default_gate, gates_text
-from contract.layout import GATES_ANNOTATION, REPEAT_LABEL, REUSES_ANNOTATION
+from contract.layout import (
+    GATES_ANNOTATION,
+    REPEAT_LABEL,
+    REUSES_ANNOTATION,
+    SCHEDULED_AT_ANNOTATION,
+    SCHEDULED_RUN_LABEL,
+)
 from contract.records import read_record, reuses_text
 from contract.result import OkResult, parse_result, without_samples
 from contract.variant import Precision, Quantization
@@ -536,21 +543,49 @@ class TestClusterIdentity:
         assert "dist/us-east/infrastructure/" in run.stderr
         assert not record_of(repo, job).exists()
 
-    def test_without_cluster_one_credential_gathers_only_the_cluster_it_reaches(
-        self, api: FakeApiServer, repo: Path, job: Obj
-    ) -> None:
-        """The defect: a single-context kubeconfig stored us-east's Job under both clusters."""
+    @staticmethod
+    def _two_clusters(repo: Path) -> Callable[[FakeApiServer], Result]:
+        """dist/ running cpu-smoke in us-east and eu-west; a gather of every cluster with a
+        credential that reaches us-east alone."""
         for cluster in ("us-east", "eu-west"):
             for path in (WORKLOAD, NAMESPACES):
                 local = Path(str(path).replace("us-east", cluster))
                 (repo / local).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(fixture_root() / local, repo / local)
+
+        def gather(api: FakeApiServer) -> Result:
+            return CliRunner().invoke(
+                cli,
+                ["--root", str(repo), "gather", "--workflow", "cpu-smoke"],
+                env={
+                    "BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url),
+                    "KUBECONFIG": "/nonexistent",
+                },
+            )
+
+        return gather
+
+    def test_a_gather_with_nothing_new_where_it_reaches_is_no_failure(
+        self, api: FakeApiServer, repo: Path, job: Obj
+    ) -> None:
+        """Issue #31: the second gather exited 1 saying no cluster could be confirmed, though
+        us-east had been, and had nothing new."""
+        gather = self._two_clusters(repo)
         finish_all(api, job)
-        run = CliRunner().invoke(
-            cli,
-            ["--root", str(repo), "gather", "--workflow", "cpu-smoke"],
-            env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url), "KUBECONFIG": "/nonexistent"},
-        )
+        assert gather(api).exit_code == 0
+        again = gather(api)
+        assert again.exit_code == 0, again.output
+        assert "us-east: nothing left of cpu-smoke to follow" in again.stderr
+        assert "eu-west: skipped: " in again.stderr
+        assert "nothing new to gather of cpu-smoke (us-east: all recorded)" in again.stdout
+
+    def test_without_cluster_one_credential_gathers_only_the_cluster_it_reaches(
+        self, api: FakeApiServer, repo: Path, job: Obj
+    ) -> None:
+        """The defect: a single-context kubeconfig stored us-east's Job under both clusters."""
+        gather = self._two_clusters(repo)
+        finish_all(api, job)
+        run = gather(api)
         assert run.exit_code == 0, run.output
         assert "eu-west: skipped: the credentials from environment variable" in run.stderr
         assert "reach cluster 'us-east'" in run.stderr
@@ -642,3 +677,47 @@ def test_a_gates_annotation_that_is_not_synths_leaves_the_default_gates(
     stored = succeeded(0).judged(expected.gates.get(0))
     assert stored.accuracy_gate == default_gate(Precision.FP32, Quantization.NONE)
     assert expected_from("us-east", job).gates, "synth's own annotation is read"
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2026-13-01T00:00:00Z", "0001-01-01T00:00:00Z"])
+def test_a_scheduled_at_annotation_that_is_no_time_is_said_and_left_out(
+    job: Obj, caplog: pytest.LogCaptureFixture, text: str
+) -> None:
+    """Issue #31: the annotation was stored and recorded as it came, unread."""
+    edited = copy.deepcopy(job)
+    edited["metadata"]["labels"][SCHEDULED_RUN_LABEL] = "3"
+    edited["metadata"]["annotations"][SCHEDULED_AT_ANNOTATION] = text + "x" * 10_000
+    identity = expected_from("us-east", edited).identity
+    assert (identity.scheduled_run, identity.scheduled_at) == (3, None)
+    assert f"annotation {SCHEDULED_AT_ANNOTATION} is not synth's, ignored: " in caplog.text
+    assert "x" * 100 not in caplog.text, "the value is cut short"
+    edited["metadata"]["annotations"][SCHEDULED_AT_ANNOTATION] = "2026-12-07T00:00:00Z"
+    read = expected_from("us-east", edited).identity.scheduled_at
+    assert read is not None and read.isoformat() == "2026-12-07T00:00:00+00:00"
+
+
+def test_a_gather_of_a_job_with_a_bad_scheduled_at_records_it_without(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    finish_all(api, job)
+    old = leftover(job)
+    old["metadata"]["labels"][SCHEDULED_RUN_LABEL] = "3"
+    old["metadata"]["annotations"][SCHEDULED_AT_ANNOTATION] = "not a time"
+    for index in range(6):
+        api.add("pods", objects.succeeded_pod(old, index))
+    api.add("jobs", objects.complete(old))
+    run = collector("gather")
+    assert run.exit_code == 0, run.output
+    assert "annotation benchfleet.io/scheduled-at is not synth's, ignored" in run.stderr
+    record = read_record(record_of(repo, old))
+    assert (record.scheduled_run, record.scheduled_at) == (3, None)
+
+
+@pytest.mark.parametrize("timeout", ["nan", "1e400h", "99999999h", "-1s"])
+def test_a_timeout_out_of_bounds_is_refused_naming_the_option(
+    collector: Collect, timeout: str
+) -> None:
+    """`--timeout nan` never ended (no comparison with nan is true); `1e400h` overflowed."""
+    run = collector("gather", "--timeout", timeout)
+    assert run.exit_code == 2
+    assert "Invalid value for '--timeout'" in run.output

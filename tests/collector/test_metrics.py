@@ -119,7 +119,7 @@ def test_the_last_result_goes_on_across_scheduled_runs_and_ignores_failures() ->
         _run_at("run2-id", "2026-12-04T06:10:00Z"),
         _run_at("run3-id", "2026-12-05T06:00:00Z", state="failed"),
     ]
-    registry = build_registry([], last_results(runs))
+    registry = build_registry([], last_results(runs, datetime(2026, 12, 6, tzinfo=UTC)))
     found = samples(generate_latest(registry).decode())
     labels = {
         "workflow": "cpu-smoke",
@@ -134,6 +134,25 @@ def test_the_last_result_goes_on_across_scheduled_runs_and_ignores_failures() ->
     series = [k for k in found if k[0] == "benchfleet_last_result_timestamp_seconds"]
     assert series == [("benchfleet_last_result_timestamp_seconds", frozenset(labels.items()))]
     assert found[series[0]] == datetime(2026, 12, 4, 6, 10, tzinfo=UTC).timestamp()
+
+
+def test_the_last_result_is_never_later_than_when_the_collector_stored_it() -> None:
+    """Issue #31: a node three days ahead put the gauge three days in the future, and the
+    missing-data alert stayed silent for them."""
+    ahead = _run_at("run1-id", "2026-12-06T06:00:00Z")
+    stored = StoredRun(ahead.job, ahead.variant, "2026-12-03T06:00:05+00:00")
+    (seconds,) = last_results([stored], datetime(2026, 12, 4, tzinfo=UTC)).values()
+    assert seconds == datetime(2026, 12, 3, 6, 0, 5, tzinfo=UTC).timestamp()
+
+
+def test_a_recorded_finish_in_the_future_is_no_last_result_and_is_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A record keeps no time of storage: a finish ahead of the clock is left out (counted
+    as now, it would look fresh at every gather), never exported in the future."""
+    recorded = StoredRun(JOB, _run_at("run1-id", "2026-12-06T06:00:00Z").variant, "")
+    assert last_results([recorded], datetime(2026, 12, 4, tzinfo=UTC)) == {}
+    assert "its finish lies 2 d 6 h ahead of this clock" in caplog.text
 
 
 def test_device_seconds_cost_and_energy_are_exported_per_variant() -> None:

@@ -9,6 +9,8 @@ import json
 import random
 import re
 import statistics
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
@@ -51,7 +53,7 @@ from report.table import format_ratio
 from report.text import to_text
 from report.verdict import ADVICE, run_verdict, verdict_lines
 from runner.stats import reliable_percentiles
-from store.database import StoredRun
+from store.database import StoredRun, open_store
 from store.history import CURRENT, SpecRevision
 
 DEVICES = {"a100": "NVIDIA A100-SXM4-80GB", "v100": "Tesla V100-SXM2-16GB", "t4": "Tesla T4"}
@@ -1239,6 +1241,28 @@ def test_a_node_clock_ahead_does_not_make_an_older_revision_current(make_run: Ma
     text = to_text(report)
     assert "1 Job (old-job) report finish times in the future" in text
     assert "2027-06-01 00:00Z (ahead)" in text
+
+
+def test_a_local_run_stored_within_the_second_it_finished_is_not_ahead(
+    make_run: MakeRun, tmp_path: Path
+) -> None:
+    """Issue #31: `make demo` marked its own Job "(ahead)" on the machine that stored it: a
+    local run's finish has milliseconds, its time of storage whole seconds, so a run stored
+    within the second it finished read as finishing after it was stored."""
+    run = make_run(finished_at="2026-12-03T06:00:00.900+00:00")
+    with open_store(tmp_path / "results.sqlite") as store:
+        store.add(run.job, [run.variant], datetime(2026, 12, 3, 6, 0, 0, 950000, tzinfo=UTC))
+        stored = store.runs(run.job.workflow)
+    (job,) = build_report(stored).jobs
+    assert not job.finished_ahead
+    assert "(ahead)" not in to_text(build_report(stored))
+
+
+def test_a_finish_gather_held_to_its_clock_is_ahead(make_run: MakeRun) -> None:
+    run = make_run()
+    noted = run.variant.model_copy(update={"clock_note": "its node's clock runs ahead"})
+    (job,) = build_report([StoredRun(run.job, noted, TODAY)]).jobs
+    assert job.finished_ahead
 
 
 @pytest.mark.parametrize(

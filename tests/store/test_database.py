@@ -8,6 +8,7 @@ import pytest
 
 from contract.accuracy import Accuracy, AccuracyGate
 from contract.allocation import Allocation
+from contract.instant import instant
 from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, PodStart, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
@@ -23,9 +24,10 @@ ADDED_IN = {
     7: ("scheduled_run", "scheduled_at"),
     8: ("compile",),
     9: ("pod_start",),
+    11: ("clock_note",),
 }
 """The columns of variant_runs each schema version added."""
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 11
 POD_START = PodStart(
     created_at="2026-01-01T00:00:00Z",
     scheduled_at="2026-01-01T00:00:02Z",
@@ -203,7 +205,7 @@ def test_a_version_6_database_gains_the_scheduled_run_its_runs_unscheduled(
     path = older_database(tmp_path, 6)
     scheduled = JOB.model_copy(
         update={"job": "cpu-smoke-cpu-eeeeeeeeee", "scheduled_run": 3,
-                "scheduled_at": "2026-12-07T00:00:00Z"}
+                "scheduled_at": instant("2026-12-07T00:00:00Z")}
     )  # fmt: skip
     with open_store(path) as store:
         store.add(scheduled, [succeeded(0)])
@@ -223,6 +225,19 @@ def test_a_version_7_database_gains_compile_its_runs_eager(tmp_path: Path) -> No
     assert earlier.variant.variant is not None
     assert earlier.variant.variant.compile is Compile.EAGER
     assert later.variant == compiled
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_9_database_gains_the_clock_note_nothing_said_of_its_runs(
+    tmp_path: Path,
+) -> None:
+    path = older_database(tmp_path, 9)
+    noted = succeeded(1).model_copy(update={"clock_note": "its node's clock ran 3 d 0 h ahead"})
+    with open_store(path) as store:
+        store.add(JOB, [noted])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.variant.clock_note, later.variant) == (None, noted)
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 

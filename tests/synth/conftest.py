@@ -10,13 +10,19 @@ import pytest
 from contract.allocation import Allocation
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
-from contract.layout import REUSES_ANNOTATION, SPEC_SHA256_ANNOTATION, workload_file
+from contract.layout import (
+    REUSES_ANNOTATION,
+    SCHEDULED_AT_ANNOTATION,
+    SPEC_SHA256_ANNOTATION,
+    workload_file,
+)
 from contract.records import (
     JobRecord,
     StoredVariant,
     parse_reuses,
     repeat_of,
-    scheduled_of,
+    scheduled_at_of,
+    scheduled_run_of,
     write_record,
 )
 from contract.result import RESULT_ADAPTER, BenchResult
@@ -141,7 +147,8 @@ def record_jobs_in(
     names = []
     for job in workload.jobs:
         meta = job["metadata"]
-        scheduled_run, scheduled_at = scheduled_of(meta["labels"], meta["annotations"])
+        scheduled_run = scheduled_run_of(meta["labels"])
+        at = meta["annotations"].get(SCHEDULED_AT_ANNOTATION)
         config = RunConfig.model_validate_json(
             workload.configmaps[meta["name"]]["data"][CONFIG_FILE]
         )
@@ -168,7 +175,7 @@ def record_jobs_in(
                 spec_sha256=meta["annotations"][SPEC_SHA256_ANNOTATION],
                 repeat=repeat_of(meta["labels"]),
                 scheduled_run=scheduled_run,
-                scheduled_at=scheduled_at,
+                scheduled_at=scheduled_at_of(at) if at is not None else None,
                 outcome="failed" if failed else "complete",
                 variants=variants,
                 reuses=parse_reuses(meta["annotations"].get(REUSES_ANNOTATION)) or None,
