@@ -192,6 +192,9 @@ class ModelConfig(_Contract):
     ca_bundle: str | None = Field(default=None, pattern=r"^[a-z0-9-]+\.pem$")
     """For `url`: a file under $CA_PATH (CA_DIR in the pod), PEM certificates the download
     trusts besides the image's own CAs."""
+    ca_bundle_file: str | None = Field(default=None, min_length=1, max_length=4096)
+    """For `url`: the bundle's file in the repository, which messages name (`ca_bundle` is
+    named by its content, which nobody recognises)."""
 
     @model_serializer(mode="wrap")
     def _written_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
@@ -201,7 +204,9 @@ class ModelConfig(_Contract):
         return {k: v for k, v in written.items() if v is not None or k not in _DOWNLOAD_FIELDS}
 
 
-_DOWNLOAD_FIELDS: Final = frozenset({"size_bytes", "download_budget_s", "ca_bundle"})
+_DOWNLOAD_FIELDS: Final = frozenset(
+    {"size_bytes", "download_budget_s", "ca_bundle", "ca_bundle_file"}
+)
 
 
 class InputConfig(_Contract):

@@ -79,14 +79,16 @@ def _opener(model: ModelConfig, ca_dir: Path | None) -> urllib.request.OpenerDir
     if model.ca_bundle is not None:
         if ca_dir is None:
             raise ConfigError(
-                f"the model at {model.location} names the CA bundle {model.ca_bundle}, but the "
+                f"the model at {model.location} names the CA bundle "
+                f"{model.ca_bundle_file or model.ca_bundle}, but the "
                 "pod has no CA_PATH"
             )
         bundle = ca_dir / model.ca_bundle
         try:
             context.load_verify_locations(cafile=bundle)
         except (OSError, ssl.SSLError) as error:
-            raise ConfigError(f"cannot read the CA bundle {bundle}: {error}") from error
+            named = f"{model.ca_bundle_file} ({bundle})" if model.ca_bundle_file else bundle
+            raise ConfigError(f"cannot read the CA bundle {named}: {error}") from error
     return urllib.request.build_opener(urllib.request.HTTPSHandler(context=context), _HttpsOnly())
 
 
@@ -247,7 +249,7 @@ class _Transfer:
 
     def _untrusted_or_retry(self, reason: object) -> NoReturn:
         if isinstance(reason, ssl.SSLCertVerificationError):
-            bundle = self.model.ca_bundle
+            bundle = self.model.ca_bundle_file or self.model.ca_bundle
             trusted = "the image's CAs" + (f" and the CA bundle {bundle}" if bundle else "")
             advice = (
                 "the bundle does not hold the CA that issued the server's certificate: add "

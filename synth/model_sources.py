@@ -114,18 +114,20 @@ def ca_config_maps(
     trusted = (_ca_bundle(model, fleet, model_files) for model in loaded.workflow.models)
     return {
         bundle.key: CaConfigMap(ca_bundle_name(loaded.workflow.id, bundle.sha256), bundle)
-        for bundle in trusted
-        if bundle is not None
+        for _, bundle in filter(None, trusted)
     }
 
 
-def _ca_bundle(model: ModelSpec, fleet: Fleet, model_files: ModelFiles) -> CaBundle | None:
+def _ca_bundle(
+    model: ModelSpec, fleet: Fleet, model_files: ModelFiles
+) -> tuple[str, CaBundle] | None:
+    """The repository file of the bundle `model` trusts, and the bundle; None: none."""
     file = model.trusted_bundle(fleet)
-    return model_files.ca_bundle(file) if file is not None else None
+    return (file, model_files.ca_bundle(file)) if file is not None else None
 
 
 def _model_config(
-    model: ModelSpec, files: Mapping[str, ModelFile], bundle: CaBundle | None
+    model: ModelSpec, files: Mapping[str, ModelFile], trusted: tuple[str, CaBundle] | None
 ) -> ModelConfig:
     if model.name in files:
         sha = files[model.name].sha256
@@ -143,7 +145,8 @@ def _model_config(
         sha256=model.sha256,
         size_bytes=model.download_bytes,
         download_budget_s=model.download_budget or DEFAULT_DOWNLOAD_BUDGET_S,
-        ca_bundle=bundle.key if bundle is not None else None,
+        ca_bundle=trusted[1].key if trusted is not None else None,
+        ca_bundle_file=trusted[0] if trusted is not None else None,
     )
 
 

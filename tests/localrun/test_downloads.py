@@ -90,5 +90,7 @@ def test_a_bundle_that_does_not_hold_the_servers_ca_fails_with_its_own_exit_code
     assert run.exit_code == 1
     assert "runner error download_untrusted (exit 11)" in run.stdout
     assert "the server's certificate is not trusted" in run.stdout
+    # The file the team committed, not the content-named key it has in the pod.
+    assert "the CA bundle certs/company-ca.pem:" in run.stdout
     assert model_server.requests == []
     assert stored(repo)[0][2] == "failed"
