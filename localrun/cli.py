@@ -260,8 +260,8 @@ def _report(
 
 def _say_stopped(stop: Stop, workflow: str, tried: Tried) -> None:
     click.echo(
-        f"stopped by {stop.name}: stored {plural(len(tried.stored), 'variant')} of the pods "
-        f"that finished; {plural(len(tried.not_run), 'variant')} did not run",
+        f"stopped by {stop.name}: stored the {plural(len(tried.stored), 'variant')} that "
+        f"finished; {plural(len(tried.not_run), 'variant')} did not run",
         err=True,
     )
     for name in tried.not_run:
@@ -317,7 +317,10 @@ def run(
     skips it. --again runs everything. A model baked into the runner image (image_path) is
     tried from a file given with --image-file PATH=FILE, checked against its sha256 first.
 
-    Exits 1 when any pod handed over no result or an error result.
+    Each pod's results are stored as it ends. Ctrl-C (or SIGTERM) stops the running pod,
+    keeps what finished, names what did not run and exits 130 (143).
+
+    Exits 1 when any pod it ran handed over no result or an error result.
     """
     run_workflow(
         local.root,

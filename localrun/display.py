@@ -78,22 +78,22 @@ class PodDisplay:
         self._drawn = False
 
     def text(self) -> str:
-        """Where the pod is, in words: `[2/6] index 1, 0:42: tiny-mlp fp32 batch 8: measure,
-        1200 iterations, about 0:04 left`."""
+        """Where the pod is, in words: `[2/6] index 1, 0:42: measure 0:10, 1200 iterations,
+        ~0:04 left (tiny-mlp fp32 batch 8)`; the variants last, where a narrow terminal cuts
+        the line."""
         now = self._clock()
         head = f"{self._heading}, {_clock_text(now - self._started)}"
         record = self._record
         if record is None:
             return f"{head}: starting"
-        names = ", ".join(self._names.get(i, f"variant {i}") for i in record.variants)
-        phase_s = record.elapsed_s + now - self._record_at
-        words = f"{head}: {names}: {record.phase} {_clock_text(phase_s)}"
+        since_s = now - self._record_at
+        words = f"{head}: {record.phase} {_clock_text(record.elapsed_s + since_s)}"
         if record.done is not None:
             words += f", {record.done} iterations"
         if record.left_s is not None:
-            left_s = max(0.0, record.left_s - (now - self._record_at))
-            words += f", about {_clock_text(left_s)} left"
-        return words
+            words += f", ~{_clock_text(max(0.0, record.left_s - since_s))} left"
+        names = ", ".join(self._names.get(i, f"variant {i}") for i in record.variants)
+        return f"{words} ({names})"
 
     def _show(self) -> None:
         if self._live:

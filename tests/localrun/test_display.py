@@ -42,11 +42,11 @@ def test_a_plain_display_writes_each_phase_and_at_least_every_ten_seconds() -> N
     cnn = "tiny-cnn fp32 batch 4"
     assert stream.getvalue().splitlines() == [
         "  [2/3] index 1, 0:00: starting",
-        f"  [2/3] index 1, 0:04: {cnn}: load 0:00",
-        f"  [2/3] index 1, 0:07: {cnn}: measure 0:00",
+        f"  [2/3] index 1, 0:04: load 0:00 ({cnn})",
+        f"  [2/3] index 1, 0:07: measure 0:00 ({cnn})",
         # Ten seconds on, from the runner's line of two seconds before.
-        f"  [2/3] index 1, 0:17: {cnn}: measure 0:10, 9 iterations, about 0:28 left",
-        f"  [2/3] index 1, 0:27: {cnn}: measure 0:20, 9 iterations, about 0:28 left",
+        f"  [2/3] index 1, 0:17: measure 0:10, 9 iterations, ~0:28 left ({cnn})",
+        f"  [2/3] index 1, 0:27: measure 0:20, 9 iterations, ~0:28 left ({cnn})",
         "  [2/3] index 1: ok",
     ]
 
@@ -60,10 +60,10 @@ def test_a_quiet_pod_still_gets_a_line_every_ten_seconds() -> None:
         clock.now += 1
         display.tick()
     assert stream.getvalue().splitlines()[1:] == [
-        "  [1/1] index 0, 0:00: tiny-cnn fp32 batch 4: load 0:00",
-        "  [1/1] index 0, 0:10: tiny-cnn fp32 batch 4: load 0:10",
-        "  [1/1] index 0, 0:20: tiny-cnn fp32 batch 4: load 0:20",
-        "  [1/1] index 0, 0:30: tiny-cnn fp32 batch 4: load 0:30",
+        "  [1/1] index 0, 0:00: load 0:00 (tiny-cnn fp32 batch 4)",
+        "  [1/1] index 0, 0:10: load 0:10 (tiny-cnn fp32 batch 4)",
+        "  [1/1] index 0, 0:20: load 0:20 (tiny-cnn fp32 batch 4)",
+        "  [1/1] index 0, 0:30: load 0:30 (tiny-cnn fp32 batch 4)",
     ]
 
 
@@ -81,5 +81,5 @@ def test_a_live_display_rewrites_one_line_within_the_terminals_width() -> None:
     frames = written.split("\r")[1:-1]
     assert len(frames) == 3 and all(frame.endswith("\x1b[K") for frame in frames)
     assert all(len(frame.removesuffix("\x1b[K")) <= 39 for frame in frames)
-    assert display.text().endswith("tiny-cnn fp32 batch 4, tiny-cnn bf16 batch 4: measure 0:01")
+    assert display.text().endswith(": measure 0:01 (tiny-cnn fp32 batch 4, tiny-cnn bf16 batch 4)")
     assert written.endswith("\r\x1b[K  [2/3] index 1: ok, ok\n")

@@ -91,7 +91,7 @@ def test_ctrl_c_stores_what_finished_and_leaves_no_process_or_scratch(
         )
         # The second pod has measured variant 2 and is measuring variant 3.
         third = variants[3].describe()
-        _wait_for(lines, seen, lambda line: f"{third}: measure" in line)
+        _wait_for(lines, seen, lambda line: ": measure " in line and f"({third})" in line)
         (runner,) = [pid for pid, (parent, _) in _processes().items() if parent == localrun.pid]
         localrun.send_signal(signal.SIGINT)
         code = localrun.wait(timeout=WAIT_S)
@@ -109,7 +109,9 @@ def test_ctrl_c_stores_what_finished_and_leaves_no_process_or_scratch(
     ], "the stopped pod's finished variant is stored; the one it was measuring is not"
     assert runner not in {group for _, group in _processes().values()}, "its group is gone"
     assert list(scratch.iterdir()) == []
-    assert "stopped by SIGINT: stored 3 variants" in output
+    assert "stopped by SIGINT: stored the 3 variants that finished; 3 variants did not run" in (
+        output
+    )
     for index, variant in ((1, variants[3]), (2, variants[4]), (2, variants[5])):
         assert f"  not run: index {index}: {variant.describe()}" in output
     report = (tmp_path / "stdout").read_text(encoding="utf-8")

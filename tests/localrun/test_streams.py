@@ -6,12 +6,16 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from localrun import streams
 from localrun.streams import Followed, ProcessGroup, Watch, follow
+
+GONE_WITHIN_S = 30.0
+"""How long a killed process may take to be gone on a loaded machine."""
 
 # Starts a process of its own group that would outlive it, says so, then waits.
 POD = """
@@ -46,10 +50,21 @@ def _run(tmp_path: Path, mode: str, watch: Watch, timeout_s: float = 600) -> tup
     return process.returncode, followed
 
 
-def _gone(pid: int) -> bool:
+def _dead(pid: int) -> bool:
     # The left process was this one's grandchild: once killed, init reaps it.
-    path = Path(f"/proc/{pid}/stat")
-    return not path.exists() or path.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _gone(pid: int) -> bool:
+    """Whether `pid` ends, soon: SIGKILL is sent, and the process dies when next scheduled."""
+    waited = 0.0
+    while not _dead(pid) and waited < GONE_WITHIN_S:
+        time.sleep(0.05)
+        waited += 0.05
+    return _dead(pid)
 
 
 def _stopping_at_first_line() -> Watch:
