@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from contract.errors import ERROR_TYPES, ExitCode
 from contract.instant import EARLIEST, instant
 from contract.layout import COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL
+from contract.progress import parse_progress
 from contract.records import PodStart
 from contract.result import (
     READ_SCHEMA_VERSIONS,
@@ -653,7 +654,12 @@ def _signal_name(number: int) -> str:
 def _last_log_line(message: str | None) -> str | None:
     if not message or message.lstrip().startswith("{"):
         return None
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    # A progress line says where the runner was, not what went wrong.
+    lines = [
+        line.strip()
+        for line in message.splitlines()
+        if line.strip() and parse_progress(line.strip()) is None
+    ]
     return lines[-1][:_QUOTE_LIMIT] if lines else None
 
 

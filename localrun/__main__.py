@@ -38,7 +38,10 @@ def main(
     """Run WORKFLOW's pods one at a time on this machine, store and report the results;
     reuse what earlier local tries measured unless --again.
 
-    Exits 1 when any pod handed over no result or an error result.
+    Each pod's results are stored as it ends. Ctrl-C (or SIGTERM) stops the running pod,
+    keeps what finished, names what did not run and exits 130 (143).
+
+    Exits 1 when any pod it ran handed over no result or an error result.
     """
     run_workflow(root, database, workflow, cluster, indexes, again=again, given_files=image_files)
 

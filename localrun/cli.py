@@ -9,6 +9,7 @@ opening a pull request. `python -m localrun WORKFLOW` does the same. Variants an
 local try measured are reused (localrun/reuse.py) unless `--again` says otherwise.
 """
 
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -19,15 +20,18 @@ import click
 from collector.workload import ExpectedJob, WorkloadError, read_expected
 from contract.layout import LOCAL_CLUSTER, cluster_of
 from contract.options import database_option, root_option, version_option
-from contract.records import JobIdentity
 from contract.text import plural
+from localrun.display import PodDisplay
 from localrun.image_files import ImageFileError, image_files, parse_image_files
 from localrun.images import ImagePullError, ImageStore
-from localrun.pod import PodPlan, PodSpecError
+from localrun.pod import PodPlan, PodRun, PodSpecError
+from localrun.pods import Tried, run_and_store, store_reuses
 from localrun.process import run_process
-from localrun.record import local_identity, stored_variants
+from localrun.record import local_identity
 from localrun.reuse import Reuse, earlier_runs, plan_reuse
-from localrun.workflow import Executor, PodOutcome, pod_plans, run_pods, workload_file
+from localrun.stop import Stop, Stopped
+from localrun.streams import Watch
+from localrun.workflow import Executor, pod_plans, workload_file
 from report.model import Notes, build_report
 from report.table import format_finished
 from report.text import to_text
@@ -77,29 +81,6 @@ IMAGE_FILE_OPTION = click.option(
 )
 
 
-def _store(
-    database: Path, jobs: Sequence[ExpectedJob], outcomes: list[PodOutcome], reuse: Reuse
-) -> list[JobIdentity]:
-    """Store each Job's local runs over any earlier local run of it, and which earlier local
-    Jobs' runs it reuses; the identities of the Jobs that ran or reused anything."""
-    identities = []
-    with open_store(database) as store:
-        for expected in jobs:
-            identity = local_identity(expected)
-            mine = [o for o in outcomes if o.plan.job_name == identity.job]
-            reused = reuse.reused.get(identity.job, {})
-            if mine:
-                stored = stored_variants(mine, expected, reused=reused.keys())
-                store.add(identity, expected.judged(stored), replace=True)
-            store.add_reuses(
-                identity,
-                {vid: run.job.job for vid, run in reused.items() if run.job.job != identity.job},
-            )
-            if mine or reused:
-                identities.append(identity)
-    return identities
-
-
 def _earlier(database: Path, workflow: str) -> dict[tuple[str, str, int], StoredRun]:
     if not database.is_file():
         return {}
@@ -133,6 +114,50 @@ def _say_reused(reuse: Reuse, planned: int) -> None:
         )
 
 
+@dataclass(frozen=True)
+class _Planned:
+    """What a local try runs, read from dist/ at its start."""
+
+    shown: Path
+    """The workloads file, relative to the repository."""
+    jobs: list[ExpectedJob]
+    reuse: Reuse
+    to_run: list[PodPlan]
+
+
+def _plan(
+    root: Path,
+    database: Path,
+    workflow: str,
+    cluster: str | None,
+    indexes: tuple[int, ...],
+    scratch: Path,
+    *,
+    again: bool,
+    given_files: Sequence[str],
+) -> _Planned:
+    """Read `workflow`'s pods, say which earlier runs stand for which, pull their images."""
+    try:
+        path = workload_file(root, workflow, cluster)
+        workload, jobs = read_expected(path, cluster_of(path))
+        plans = list(pod_plans(workload, scratch, indexes))
+    except (PodSpecError, WorkloadError) as error:
+        raise click.ClickException(str(error)) from None
+    reuse = (
+        Reuse(to_run=plans)
+        if again
+        else plan_reuse(plans, jobs, _earlier(root / database, workflow))
+    )
+    _say_reused(reuse, len(plans))
+    try:
+        files = image_files(parse_image_files(given_files), workload, reuse.to_run)
+    except ImageFileError as error:
+        raise click.ClickException(str(error)) from None
+    to_run = [replace(plan, image_files=files) for plan in reuse.to_run]
+    _pull_images(to_run)
+    return _Planned(path.relative_to(root), jobs, reuse, to_run)
+
+
 def run_workflow(
     root: Path,
     database: Path,
@@ -145,54 +170,78 @@ def run_workflow(
     given_files: Sequence[str] = (),
 ) -> None:
     """Run `workflow`'s pods one at a time (with `executor`, processes by default), but for
-    the variants earlier local tries measured (all of them `again`), store and report the
-    results; raises click.ClickException when any pod did not succeed, or when nothing was
-    stored. `given_files`: `PATH=FILE` for each `image_path` model (localrun/image_files.py).
+    the variants earlier local tries measured (all of them `again`), storing each pod's
+    results as it ends, and report them; raises click.ClickException when any variant of
+    `indexes` (all by default) did not succeed, or when nothing was stored, and
+    click.exceptions.Exit(128 + the signal) when SIGINT or SIGTERM stopped it
+    (localrun/stop.py). `given_files`: `PATH=FILE` for each `image_path` model
+    (localrun/image_files.py).
 
     Everything the run needs from dist/ is read at its start: a `make synth` meanwhile may
     rename the Job or drop the file, and what was measured is still stored under the Job it
     ran as."""
-    run_pod = executor or (lambda plan: run_process(plan, POD_TIMEOUT_S))
-    with tempfile.TemporaryDirectory(prefix="benchfleet-local-") as scratch:
+    run_pod = executor or _run_process
+    with Stop() as stop, tempfile.TemporaryDirectory(prefix="benchfleet-local-") as scratch:
         try:
-            path = workload_file(root, workflow, cluster)
-            workload, jobs = read_expected(path, cluster_of(path))
-            plans = list(pod_plans(workload, Path(scratch), indexes))
-        except (PodSpecError, WorkloadError) as error:
-            raise click.ClickException(str(error)) from None
-        shown = path.relative_to(root)
-        reuse = (
-            Reuse(to_run=plans)
-            if again
-            else plan_reuse(plans, jobs, _earlier(root / database, workflow))
+            with stop.at_once():
+                planned = _plan(
+                    root,
+                    database,
+                    workflow,
+                    cluster,
+                    indexes,
+                    Path(scratch),
+                    again=again,
+                    given_files=given_files,
+                )
+        except Stopped:
+            click.echo(f"stopped by {stop.name} before any pod ran: nothing stored", err=True)
+            raise click.exceptions.Exit(stop.exit_code) from None
+        click.echo(f"running {plural(len(planned.to_run), 'pod')} of {planned.shown}", err=True)
+        store_reuses(root / database, planned.jobs, planned.reuse)
+        tried = run_and_store(
+            root / database,
+            planned.to_run,
+            {expected.identity.job: expected for expected in planned.jobs},
+            planned.reuse,
+            executor=run_pod,
+            stop=stop,
+            display=PodDisplay(sys.stderr, live=sys.stderr.isatty()),
         )
-        _say_reused(reuse, len(plans))
-        try:
-            files = image_files(parse_image_files(given_files), workload, reuse.to_run)
-        except ImageFileError as error:
-            raise click.ClickException(str(error)) from None
-        to_run = [replace(plan, image_files=files) for plan in reuse.to_run]
-        _pull_images(to_run)
-        click.echo(f"running {plural(len(to_run), 'pod')} of {shown}", err=True)
-        outcomes = []
-        for number, outcome in enumerate(run_pods(to_run, run_pod), start=1):
-            status = ", ".join(r.status for r in outcome.results) or outcome.problem
-            click.echo(f"  [{number}/{len(to_run)}] index {outcome.plan.index}: {status}", err=True)
-            outcomes.append(outcome)
-    identities = _store(root / database, jobs, outcomes, reuse)
+    _report(root, database, workflow, planned, tried, stop)
+
+
+def _run_process(plan: PodPlan, watch: Watch) -> PodRun:
+    return run_process(plan, POD_TIMEOUT_S, watch=watch)
+
+
+def _report(
+    root: Path, database: Path, workflow: str, planned: _Planned, tried: Tried, stop: Stop
+) -> None:
+    """Report the Jobs this try ran or reused; judge only its own variants (an earlier try
+    of another index is reported, not judged)."""
+    if stop.signum is not None:
+        _say_stopped(stop, workflow, tried)
+    stored_jobs = {identity for identity, _ in tried.stored}
+    identities = [
+        identity
+        for expected in planned.jobs
+        if (identity := local_identity(expected)) in stored_jobs
+        or planned.reuse.reused.get(identity.job)
+    ]
     if not identities:
-        raise click.ClickException(f"nothing to store: {shown} holds no pod to run")
+        if stop.signum is not None:
+            raise click.exceptions.Exit(stop.exit_code)
+        raise click.ClickException(f"nothing to store: {planned.shown} holds no pod to run")
     with open_store(root / database) as store:
         runs = [run for run in store.runs(workflow) if run.job in identities]
-        tried = store.reuses(workflow)
-    runs += [
-        run
-        for reused in reuse.reused.values()
-        for run in reused.values()
-        if run.job not in identities
-    ]
-    failed = [run for run in runs if run.variant.state != "succeeded"]
-    click.echo(to_text(build_report(runs, notes=Notes(tried=tried))))
+        notes = Notes(tried=store.reuses(workflow))
+    reused = [run for runs_of in planned.reuse.reused.values() for run in runs_of.values()]
+    runs += [run for run in reused if run.job not in identities]
+    own = tried.stored | {(run.job, run.variant.index) for run in reused}
+    judged = [run for run in runs if (run.job, run.variant.index) in own]
+    failed = [run for run in judged if run.variant.state != "succeeded"]
+    click.echo(to_text(build_report(runs, notes=notes)))
     baseline = " ".join(f"--baseline-job {identity.job}" for identity in identities)
     click.echo(
         f"stored in {root / database} as cluster {LOCAL_CLUSTER}; after an edit, "
@@ -201,9 +250,26 @@ def run_workflow(
         "deletes local tries",
         err=True,
     )
+    if stop.signum is not None:
+        raise click.exceptions.Exit(stop.exit_code)
     if failed:
         raise click.ClickException(
-            f"{len(failed)} of {plural(len(runs), 'variant')} did not succeed"
+            f"{len(failed)} of {plural(len(judged), 'variant')} did not succeed"
+        )
+
+
+def _say_stopped(stop: Stop, workflow: str, tried: Tried) -> None:
+    click.echo(
+        f"stopped by {stop.name}: stored the {plural(len(tried.stored), 'variant')} that "
+        f"finished; {plural(len(tried.not_run), 'variant')} did not run",
+        err=True,
+    )
+    for name in tried.not_run:
+        click.echo(f"  not run: {name}", err=True)
+    if tried.not_run:
+        click.echo(
+            f"`localrun run {workflow}` (without --again) runs only those, reusing what was stored",
+            err=True,
         )
 
 
@@ -251,7 +317,10 @@ def run(
     skips it. --again runs everything. A model baked into the runner image (image_path) is
     tried from a file given with --image-file PATH=FILE, checked against its sha256 first.
 
-    Exits 1 when any pod handed over no result or an error result.
+    Each pod's results are stored as it ends. Ctrl-C (or SIGTERM) stops the running pod,
+    keeps what finished, names what did not run and exits 130 (143).
+
+    Exits 1 when any pod it ran handed over no result or an error result.
     """
     run_workflow(
         local.root,

@@ -68,6 +68,8 @@ class PodRun:
     started_at: datetime | None = None
     """When the container started, as a kubelet's status says it (after any image pull)."""
     finished_at: datetime | None = None
+    ended_early: str | None = None
+    """Why its executor ended it before it ended on its own (`stopped`, its deadline)."""
 
 
 def _configmap_files(configmap: Manifest) -> dict[str, bytes]:

@@ -8,6 +8,7 @@ PyTorch base swapped in through a build argument.
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from typing import Final
 from localrun.images import ImageMount
 from localrun.pod import PodPlan, PodRun, PodSpecError
 from localrun.reference import parse_reference
+from localrun.streams import Watch, follow
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[1]
 IMAGE_PACKAGES: Final = ("runner", "contract")
@@ -78,8 +80,9 @@ def configure_podman(folder: Path) -> Podman:
     return Podman(conf)
 
 
-def run_arguments(plan: PodPlan, termination_log: Path) -> list[str]:
-    """The `podman run` arguments that give the container what the pod spec gives it.
+def run_arguments(plan: PodPlan, termination_log: Path, name: str | None = None) -> list[str]:
+    """The `podman run` arguments that give the container what the pod spec gives it, and
+    `name` where given.
 
     `termination_log` is the host file bind-mounted where the kubelet would read the
     termination message.
@@ -88,7 +91,7 @@ def run_arguments(plan: PodPlan, termination_log: Path) -> list[str]:
         raise PodSpecError(
             f"Job {plan.job_name} asks for {plan.gpus} GPU(s); local podman runs are CPU only"
         )
-    arguments = ["run", "--rm"]
+    arguments = ["run", "--rm", *(("--name", name) if name else ())]
     if plan.read_only_root:
         # podman otherwise adds writable /run, /tmp and /var/tmp, which a pod does not have.
         arguments += ["--read-only", "--read-only-tmpfs=false"]
@@ -114,8 +117,8 @@ def run_arguments(plan: PodPlan, termination_log: Path) -> list[str]:
         arguments += ["-v", f"{mount.host_path}:{mount.container_path}{mode}"]
     for image in plan.images:
         arguments += image_mount(image)
-    for name, value in plan.env.items():
-        arguments += ["-e", f"{name}={value}"]
+    for variable, value in plan.env.items():
+        arguments += ["-e", f"{variable}={value}"]
     arguments += ["-v", f"{termination_log}:{plan.termination_message_path}"]
     arguments.append(plan.image)
     return arguments
@@ -318,29 +321,59 @@ def pull_images(podman: Podman, plan: PodPlan) -> None:
         )
 
 
-def run_pod(podman: Podman, plan: PodPlan, workdir: Path, timeout_s: float) -> PodRun:
-    """Start `plan` in a container, its image volumes pulled first, and wait for it."""
+@dataclass(frozen=True)
+class Container:
+    """A pod's running container, ended through podman (localrun/streams.py's Ending)."""
+
+    podman: Podman
+    name: str
+
+    def _kill(self, signal_name: str) -> None:
+        # The container may be gone already: its end is what was asked for.
+        subprocess.run(
+            self.podman.command("kill", "--signal", signal_name, self.name),
+            env=self.podman.environment(),
+            capture_output=True,
+            check=False,
+        )
+
+    def terminate(self) -> None:
+        self._kill("TERM")
+
+    def kill(self) -> None:
+        self._kill("KILL")
+
+
+def run_pod(
+    podman: Podman, plan: PodPlan, workdir: Path, timeout_s: float, watch: Watch | None = None
+) -> PodRun:
+    """Start `plan` in a container, its image volumes pulled first, and follow it to its end:
+    `watch` hears its stderr as it comes and may stop it; `timeout_s` ends it."""
     pull_images(podman, plan)
     termination_log = workdir / f"termination-log-{plan.index}"
     termination_log.touch()
     # The kubelet makes the file writable by any user, so a non-root container can write it.
     termination_log.chmod(0o666)
-    command = podman.command(*run_arguments(plan, termination_log))
+    name = f"benchfleet-{plan.job_name}-{plan.index}-{secrets.token_hex(4)}"
+    command = podman.command(*run_arguments(plan, termination_log, name))
     started = datetime.now(UTC)
-    completed = subprocess.run(
+    process = subprocess.Popen(
         command,
         env=podman.environment(),
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout_s,
-        check=False,
+        # Stopped through Container, not by a terminal's Ctrl-C reaching podman directly.
+        start_new_session=True,
     )
+    followed = follow(process, Container(podman, name), watch or Watch(), timeout_s)
     return PodRun(
         command=command,
-        stdout=completed.stdout,
-        stderr=completed.stderr,
-        exit_code=completed.returncode,
+        stdout=followed.stdout,
+        stderr=followed.stderr,
+        exit_code=process.returncode,
         termination_log=termination_log.read_text(encoding="utf-8"),
         started_at=started,
         finished_at=datetime.now(UTC),
+        ended_early=followed.ended_early,
     )

@@ -23,6 +23,7 @@ from typing import Final
 from contract.config import IMAGE_ROOT_ENV
 from localrun.images import ImageStore
 from localrun.pod import Mount, PodPlan, PodRun
+from localrun.streams import ProcessGroup, Watch, follow
 
 RUNNER_COMMAND: Final = (sys.executable, "-m", "runner")
 """The image's ENTRYPOINT, run with this interpreter, which has the runner installed."""
@@ -119,13 +120,20 @@ def start_process(
         text=True,
         # The hook only calls sched_setaffinity: no lock or import a forked thread could hold.
         preexec_fn=_affinity(plan.cpu_limit),  # noqa: PLW1509
+        # Its own process group, as a container is its own: a terminal's Ctrl-C reaches the
+        # caller, which ends the pod as a kubelet would, and its end takes all it started.
+        start_new_session=True,
     )
     return process, termination_log
 
 
-def run_process(plan: PodPlan, timeout_s: float, store: ImageStore | None = None) -> PodRun:
-    """Run the runner for `plan` as a child process and wait for it, its image volumes
-    pulled into `store` (the default: this machine's) first; raises ImagePullError.
+def run_process(
+    plan: PodPlan, timeout_s: float, store: ImageStore | None = None, watch: Watch | None = None
+) -> PodRun:
+    """Run the runner for `plan` as a child process and follow it to its end, its image
+    volumes pulled into `store` (the default: this machine's) first; raises ImagePullError.
+    `watch` hears its stderr as it comes and may stop it; `timeout_s` ends it as a Job's
+    deadline would (localrun/streams.py).
 
     A GPU target runs too: on a machine without its GPU the runner's own result says
     device_missing, as it would on a mislabelled node.
@@ -133,18 +141,14 @@ def run_process(plan: PodPlan, timeout_s: float, store: ImageStore | None = None
     images = (store or ImageStore()).mount_all(plan.images) if plan.images else {}
     started = datetime.now(UTC)
     process, termination_log = start_process(plan, images)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise
+    followed = follow(process, ProcessGroup(process.pid), watch or Watch(), timeout_s)
     return PodRun(
         command=list(RUNNER_COMMAND),
-        stdout=stdout,
-        stderr=stderr,
+        stdout=followed.stdout,
+        stderr=followed.stderr,
         exit_code=process.returncode,
         termination_log=termination_log.read_text(encoding="utf-8"),
         started_at=started,
         finished_at=datetime.now(UTC),
+        ended_early=followed.ended_early,
     )

@@ -55,6 +55,8 @@ def stored_variant(outcome: PodOutcome, variant: VariantRef | None, now: datetim
             f"runner error {result.error.type} (exit {outcome.run.exit_code}): "
             f"{result.error.message}"
         )
+        if outcome.run.ended_early:
+            explanation += f"; the pod was {outcome.run.ended_early}"
     return StoredVariant(
         index=variant.index if variant else outcome.plan.index,
         state=state,

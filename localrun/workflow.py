@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from contract.dist import Workload
 from contract.layout import DIST, cluster_of, workload_files
+from contract.progress import parse_progress
 from contract.result import (
     BenchResult,
     OmittedResult,
@@ -22,9 +23,10 @@ from contract.result import (
     parse_result,
 )
 from localrun.pod import PodPlan, PodRun, PodSpecError, pod_plan
+from localrun.streams import Watch
 
-Executor = Callable[[PodPlan], PodRun]
-"""Runs one pod and waits for it."""
+Executor = Callable[[PodPlan, Watch], PodRun]
+"""Runs one pod and follows it to its end, telling the Watch and heeding its stop."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,10 @@ def read_outcome(plan: PodPlan, run: PodRun, scheduled_at: datetime | None = Non
     except (ValidationError, ValueError) as error:
         return PodOutcome(plan, run, (), f"malformed result: {error}", scheduled_at)
     if not results:
-        tail = " | ".join(run.stderr.strip().splitlines()[-3:])
-        problem = f"exit {run.exit_code}, no result; stderr: {tail}"
+        logs = [line for line in run.stderr.strip().splitlines() if parse_progress(line) is None]
+        tail = " | ".join(logs[-3:])
+        ended = f", the pod was {run.ended_early}" if run.ended_early else ""
+        problem = f"exit {run.exit_code}{ended}, no result; stderr: {tail}"
         return PodOutcome(plan, run, (), problem, scheduled_at)
     return PodOutcome(plan, run, results, None, scheduled_at)
 
@@ -94,8 +98,7 @@ def pod_plans(
             yield pod_plan(job, workload.configmaps, index, folder)
 
 
-def run_pods(plans: list[PodPlan], executor: Executor) -> Iterator[PodOutcome]:
-    """Run each plan in turn, yielding as each finishes."""
-    for plan in plans:
-        scheduled = datetime.now(UTC)
-        yield read_outcome(plan, executor(plan), scheduled)
+def run_pod(plan: PodPlan, executor: Executor, watch: Watch) -> PodOutcome:
+    """Run `plan` with `executor`, `watch` following it, and read what it handed over."""
+    scheduled = datetime.now(UTC)
+    return read_outcome(plan, executor(plan, watch), scheduled)

@@ -7,8 +7,8 @@ image_path models are: / unless a local try says otherwise), JOB_COMPLETION_INDE
 Kubernetes for Indexed Jobs; VARIANT_INDEX is the same value from the downward API), which
 picks the group of variants the pod runs, in order, in this one process, and for a group
 REPORTED_PATH (contract/reported.py), which lists those an earlier attempt of the index
-already reported.
-Logs go to stderr; stdout has one result line per variant, each written as its variant ends.
+already reported. Logs and progress lines (contract/progress.py) go to stderr; stdout has
+one result line per variant, each written as its variant ends.
 """
 
 import argparse
@@ -41,6 +41,7 @@ from contract.errors import ExitCode, most_severe
 from contract.reported import REPORTED_ENV, read_reported
 from contract.result import BenchResult, ErrorInfo, ErrorResult, OkResult
 from contract.variant import VariantRef
+from runner import progress
 from runner.accuracy import References
 from runner.channel import emit
 from runner.compiling import keep_caches_in
@@ -240,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     codes: list[ExitCode] = []
     current: VariantConfig | None = None
     scratch: Path | None = None
+    progress.report_to(sys.stderr)
     try:
         config = _read_config(args.config)
         index = _index(args.index)
@@ -280,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         # Downloads and compile caches: gigabytes a local run would otherwise leave in /tmp.
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+        # main() called in-process (tests) leaves no stream behind for later callers.
+        progress.report_to(None)
     emit(results, sys.stdout, args.termination_log)
     return int(most_severe(codes))
 

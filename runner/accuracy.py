@@ -25,7 +25,7 @@ from torch.utils import _pytree as pytree
 from contract.accuracy import INPUT_SEED, Accuracy, DrawnInput, OutputAccuracy
 from contract.config import InputConfig, VariantConfig
 from contract.variant import Precision, Quantization
-from runner import precision
+from runner import precision, progress
 from runner.programs import is_own, module_for
 
 
@@ -99,6 +99,7 @@ class References:
             return held, 0.0
         if first_call_is_reference(variant, program, device):
             return None, 0.0
+        progress.begin([variant], "accuracy")
         began = time.perf_counter()
         reference = self.keep(variant, compute_reference(program, inputs, device))
         return reference, time.perf_counter() - began

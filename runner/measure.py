@@ -12,6 +12,8 @@ Step = Callable[[], int]
 """Runs one iteration and returns its duration in nanoseconds."""
 Clock = Callable[[], int]
 """Monotonic nanoseconds."""
+Tick = Callable[[int, float], None]
+"""Told after each iteration of a loop: how many have run, and the seconds since it began."""
 
 
 @dataclass(frozen=True)
@@ -24,15 +26,22 @@ class PhaseOutcome:
 
 
 def run_phase(
-    step: Step, rule: PhaseConfig, *, at_least: int = 0, clock: Clock = time.perf_counter_ns
+    step: Step,
+    rule: PhaseConfig,
+    *,
+    at_least: int = 0,
+    clock: Clock = time.perf_counter_ns,
+    tick: Tick | None = None,
 ) -> PhaseOutcome:
-    """Call `step` until `rule` says stop; `at_least` raises the minimum count (the timed
-    loop needs one iteration even when its rule asks for none)."""
+    """Call `step` until `rule` says stop, telling `tick` after each call; `at_least` raises
+    the minimum count (the timed loop needs one iteration even when its rule asks for none)."""
     min_iterations = max(rule.least_iterations, at_least)
     durations: list[int] = []
     start = clock()
     while True:
         elapsed_s = (clock() - start) / 1e9
+        if tick is not None and durations:
+            tick(len(durations), elapsed_s)
         stopped_by: StoppedBy | None = None
         if len(durations) >= rule.max_iterations:
             stopped_by = "max_iterations"
@@ -43,3 +52,14 @@ def run_phase(
         if stopped_by is not None:
             return PhaseOutcome(durations, elapsed_s, stopped_by)
         durations.append(step())
+
+
+def time_left(rule: PhaseConfig, done: int, elapsed_s: float, *, at_least: int = 0) -> float:
+    """About how many seconds a loop under `rule` has left after `done` iterations in
+    `elapsed_s`, at the pace so far: until both minimums, unless a maximum comes first."""
+    pace_s = elapsed_s / done if done else 0.0
+    minimums = max(
+        rule.min_time_s - elapsed_s, (max(rule.least_iterations, at_least) - done) * pace_s
+    )
+    maximum = min(rule.max_time_s - elapsed_s, (rule.max_iterations - done) * pace_s)
+    return max(0.0, min(minimums, maximum))

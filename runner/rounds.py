@@ -18,7 +18,7 @@ from typing import Final
 from contract.config import PhaseConfig, VariantConfig
 from contract.order_stats import paired_ratio
 from contract.result import Paired, Rounds, StoppedBy
-from runner.measure import PhaseOutcome, Step, run_phase
+from runner.measure import PhaseOutcome, Step, Tick, run_phase
 
 ROUNDS: Final = 16
 """Rounds of a timed loop, fewer only when max_iterations is below this. 16 round ratios give
@@ -60,15 +60,43 @@ def round_order(variants: int, round_number: int) -> list[int]:
     return order[::-1] if round_number % 2 else order
 
 
-def run_rounds(steps: Sequence[Step], rule: PhaseConfig) -> list[list[PhaseOutcome]]:
-    """Each step's blocks, round by round, under the timed loop's `rule`."""
+def loop_rule(rule: PhaseConfig, variants: int) -> PhaseConfig:
+    """Every block's rule of a loop of `variants` under `rule` added up: what the whole loop
+    amounts to, for telling how far it is."""
+    rounds = round_count(rule)
+    block = block_rule(rule, rounds)
+    blocks = rounds * variants
+    return PhaseConfig(
+        min_iterations=max(block.min_iterations, 1) * blocks,
+        min_time_s=block.min_time_s * blocks,
+        max_iterations=block.max_iterations * blocks,
+        max_time_s=block.max_time_s * blocks,
+    )
+
+
+def run_rounds(
+    steps: Sequence[Step], rule: PhaseConfig, tick: Tick | None = None
+) -> list[list[PhaseOutcome]]:
+    """Each step's blocks, round by round, under the timed loop's `rule`; `tick` is told the
+    whole loop's iterations and seconds so far."""
     rounds = round_count(rule)
     block = block_rule(rule, rounds)
     blocks: list[list[PhaseOutcome]] = [[] for _ in steps]
+    ran, spent_s = 0, 0.0
     for round_number in range(rounds):
         for position in round_order(len(steps), round_number):
-            blocks[position].append(run_phase(steps[position], block, at_least=1))
+            outcome = run_phase(steps[position], block, at_least=1, tick=_after(tick, ran, spent_s))
+            blocks[position].append(outcome)
+            ran += len(outcome.durations_ns)
+            spent_s += outcome.elapsed_s
     return blocks
+
+
+def _after(tick: Tick | None, ran: int, spent_s: float) -> Tick | None:
+    """`tick` for a block that begins after `ran` iterations and `spent_s` of the loop."""
+    if tick is None:
+        return None
+    return lambda done, elapsed_s: tick(ran + done, spent_s + elapsed_s)
 
 
 def joined(blocks: Sequence[PhaseOutcome]) -> PhaseOutcome:

@@ -26,7 +26,7 @@ from contract.result import (
 )
 from contract.samples import encode
 from contract.variant import QUANTIZERS, Compile, Precision, Quantization, VariantRef
-from runner import compiling, contention, kernels, precision, quantize, rounds
+from runner import compiling, contention, kernels, precision, progress, quantize, rounds
 from runner.accuracy import References, compare, leaves, reference_of
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
@@ -202,8 +202,12 @@ def run_variant(
         programs or Programs(paths.models, paths.scratch, paths.ca),
         references,
     )
+    progress.begin([variant], "measure")
+    tick = progress.loop([variant], "measure", config.measure, at_least=1)
     with _allocator_failures():
-        blocks, span = _timed(ready, lambda: [[run_phase(ready.step, config.measure, at_least=1)]])
+        blocks, span = _timed(
+            ready, lambda: [[run_phase(ready.step, config.measure, at_least=1, tick=tick)]]
+        )
     return _result(config, ready, blocks[0][0], span)
 
 
@@ -212,8 +216,11 @@ def run_interleaved(config: RunConfig, variants: Sequence[Prepared]) -> list[OkR
     one after the first carries its paired comparison with the first, and, where there are
     several, every one its block medians under the loop's name, which pair any two."""
     steps = [ready.step for ready in variants]
+    measured = [ready.variant for ready in variants]
+    progress.begin(measured, "measure")
+    tick = progress.loop(measured, "measure", rounds.loop_rule(config.measure, len(steps)))
     with _allocator_failures():
-        blocks, span = _timed(variants[0], lambda: rounds.run_rounds(steps, config.measure))
+        blocks, span = _timed(variants[0], lambda: rounds.run_rounds(steps, config.measure, tick))
     reference = variants[0].variant.id
     # A loop left with one variant (the others failed to prepare) pairs nothing: its result
     # stays as a lone variant's.
@@ -243,18 +250,25 @@ def prepare_variant(
         return _prepare(config, variant, programs, references or References())
 
 
+def _placed(config: RunConfig, variant: VariantConfig) -> tuple[torch.device, float | None, int]:
+    """`variant`'s device, the pod's CPU quota and the threads torch is given, set."""
+    device = select_device(config.device_type, config.gpus)
+    quota = cpu_quota()
+    threads = thread_count(quota, usable_cpus())
+    torch.set_num_threads(threads)
+    log.info("variant %s (%s): %d threads, device %s", variant.index, variant.id, threads, device)
+    return device, quota, threads
+
+
 def _prepare(
     config: RunConfig, variant: VariantConfig, programs: Programs, references: References
 ) -> Prepared:
     if variant.model not in config.models:
         raise ConfigError(f"variant {variant.index} names model {variant.model!r}, not in models")
     model = config.models[variant.model]
-    device = select_device(config.device_type, config.gpus)
-    quota = cpu_quota()
-    threads = thread_count(quota, usable_cpus())
-    torch.set_num_threads(threads)
-    log.info("variant %s (%s): %d threads, device %s", variant.index, variant.id, threads, device)
+    device, quota, threads = _placed(config, variant)
 
+    progress.begin([variant], "load")
     began = time.perf_counter()
     program = programs.program(variant.model, model)
     check_inputs(variant, expected_inputs(program))
@@ -262,6 +276,7 @@ def _prepare(
     drawn, how_drawn = draw_inputs(variant, id_bounds(program))
     reference, reference_s = references.unless_first_call(variant, program, drawn, device)
 
+    progress.begin([variant], "prepare")
     began = time.perf_counter()
     dtype = precision.compute_dtype(variant.precision)
     quantized = variant.quantization != Quantization.NONE
@@ -299,6 +314,9 @@ def _prepare(
     counted = kernels.CountedFirst(step, report, variant.describe())
     eager = variant.compile is Compile.EAGER
     compiled: compiling.CompiledModule | None = None
+    # An eager variant's first call is its warm-up's first; a compiled variant's eager first
+    # call is made on the way to its compile.
+    progress.begin([variant], "warmup" if eager else "compile")
     with torch.inference_mode():
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
@@ -315,8 +333,14 @@ def _prepare(
             )
             # The first call of the compiled code: cold as an eager variant's first is.
             first_ns = step()
+            progress.begin([variant], "warmup")
         # An eager variant warms up at least once, the call that counts its kernels.
-        warmup = run_phase(counted if eager else step, config.warmup, at_least=int(eager))
+        warmup = run_phase(
+            counted if eager else step,
+            config.warmup,
+            at_least=int(eager),
+            tick=progress.loop([variant], "warmup", config.warmup, at_least=int(eager)),
+        )
         began = time.perf_counter()
         # The last warm-up call's output: these inputs, this module, no call of its own.
         accuracy = compare(last_output[0], reference, how_drawn)

@@ -374,6 +374,11 @@ def test_a_crash_without_a_result_quotes_the_end_of_its_log(smoke: Obj) -> None:
         "object file: No such file or directory"
     )
     assert pod_state(objects.crashed_pod(smoke, 0, log="")).explanation == "exit 1 with no result"
+    measuring = 'BENCH_PROGRESS {"variants": [0], "phase": "measure", "elapsed_s": 5.0}\n'
+    crashed = objects.crashed_pod(smoke, 0, log=f"Fatal Python error: Aborted\n{measuring}")
+    assert pod_state(crashed).explanation == (
+        "exit 1 with no result; the log ends: Fatal Python error: Aborted"
+    ), "the last log line, not the last progress line"
 
 
 def test_a_runner_exit_whose_result_was_lost_is_named_by_its_class(smoke: Obj) -> None:

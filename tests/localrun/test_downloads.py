@@ -17,7 +17,7 @@ from contract.layout import workload_file
 from localrun.__main__ import main
 from synth.main import synth
 from tests.conftest import TEST_DATA
-from tests.localrun.test_process import QUICK_PHASE, stored
+from tests.localrun.conftest import QUICK_PHASE, stored
 from tests.model_server import Authority, Behaviour, ModelServer, edit_configs, make_authority
 from tests.runner.conftest import EXAMPLES, sha256_of
 

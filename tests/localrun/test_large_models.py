@@ -37,7 +37,7 @@ from tests.large_models import (
     spec,
     sweep_spec,
 )
-from tests.localrun.test_process import DATABASE
+from tests.localrun.conftest import DATABASE
 from tests.model_server import Authority, ModelServer, edit_configs
 
 pytestmark = [
@@ -86,7 +86,12 @@ def _run_here(
     store = ImageStore(folder / "images", credentials="")
     monkeypatch.setattr(localrun.cli, "ImageStore", lambda: store)
     localrun.cli.run_workflow(
-        root, DATABASE, workflow, None, (), lambda plan: run_process(plan, POD_TIMEOUT_S, store)
+        root,
+        DATABASE,
+        workflow,
+        None,
+        (),
+        lambda plan, watch: run_process(plan, POD_TIMEOUT_S, store, watch),
     )
     return root
 

@@ -46,6 +46,11 @@ def test_container_is_removed_after_it_runs_the_jobs_image(
     assert arguments[-1] == plan.image
 
 
+def test_a_named_container_can_be_stopped_by_its_name(plan: PodPlan, tmp_path: Path) -> None:
+    named = run_arguments(plan, tmp_path / "termination-log", "benchfleet-pod-0-1a2b")
+    assert values(named, "--name") == ["benchfleet-pod-0-1a2b"]
+
+
 def test_container_runs_read_only_as_the_pod_user(arguments: list[str]) -> None:
     assert "--read-only" in arguments
     assert values(arguments, "--user") == ["10001:10001"]

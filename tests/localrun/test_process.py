@@ -23,42 +23,10 @@ from localrun.__main__ import main
 from localrun.cli import run_workflow
 from localrun.pod import PodPlan, PodRun, PodSpecError
 from localrun.process import process_environment, run_process
+from localrun.streams import Watch
 from localrun.workflow import pod_plans, read_outcome, workload_file
 from tests.conftest import REPO_ROOT
-
-SMOKE = REPO_ROOT / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml"
-DATABASE = Path(".benchfleet", "results.sqlite")
-QUICK_PHASE = {"min_iterations": 3, "min_time_s": 0.0, "max_iterations": 5, "max_time_s": 5.0}
-
-EditConfig = Callable[[dict[str, Any]], None]
-
-
-def quick(config: dict[str, Any]) -> None:
-    config["warmup"] = config["measure"] = QUICK_PHASE
-
-
-@pytest.fixture
-def make_root(tmp_path: Path) -> Callable[[EditConfig], Path]:
-    """A repository root whose dist/ holds cpu-smoke with its config.json edited."""
-
-    def make(edit: EditConfig) -> Path:
-        documents = list(yaml.safe_load_all(SMOKE.read_text(encoding="utf-8")))
-        for document in documents:
-            if document and document["kind"] == "ConfigMap" and "data" in document:
-                config = json.loads(document["data"]["config.json"])
-                edit(config)
-                document["data"]["config.json"] = json.dumps(config)
-        target = tmp_path / "repo" / "dist" / "us-east" / "workloads" / SMOKE.name
-        target.parent.mkdir(parents=True)
-        target.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
-        return tmp_path / "repo"
-
-    return make
-
-
-@pytest.fixture
-def quick_root(make_root: Callable[[EditConfig], Path]) -> Path:
-    return make_root(quick)
+from tests.localrun.conftest import DATABASE, SMOKE, EditConfig, quick, stored
 
 
 def plan_for(root: Path, index: int, workdir: Path) -> PodPlan:
@@ -142,15 +110,6 @@ def test_a_pod_without_a_result_shows_its_exit_code_and_stderr(plan: PodPlan) ->
     assert outcome.problem == "exit 3, no result; stderr: Traceback | MemoryError"
 
 
-def stored(root: Path) -> list[tuple[str, int, str, float | None]]:
-    with sqlite3.connect(root / DATABASE) as db:
-        query = (
-            "SELECT cluster, job_index, state, json_extract(result_json, '$.latency.p50_ms') "
-            "FROM variant_runs ORDER BY job_index"
-        )
-        return list(db.execute(query))
-
-
 def test_the_command_stores_local_runs_and_reports_them(quick_root: Path) -> None:
     run = CliRunner().invoke(main, ["cpu-smoke", "--root", str(quick_root), "--index", "0"])
     assert run.exit_code == 0, run.output
@@ -215,6 +174,30 @@ def test_the_command_fails_when_a_pod_reports_an_error(
     retried = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "1"])
     assert "reusing" not in retried.output, "a failure is tried again"
     assert "runner error model_mismatch" in retried.stdout
+
+
+def test_a_try_of_one_index_is_judged_by_that_index_alone(
+    make_root: Callable[[EditConfig], Path],
+) -> None:
+    """A try per pod (`--index N`) passes or fails by its own pod: an earlier try's failure
+    of another index of the Job is reported, not held against it."""
+
+    def second_fails(config: dict[str, Any]) -> None:
+        quick(config)
+        config["variants"][1]["inputs"] = [{"shape": [3, 8], "dtype": "float32"}]
+
+    root = make_root(second_fails)
+    failed = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "1"])
+    assert failed.exit_code == 1
+    assert "1 of 1 variant did not succeed" in failed.output
+    passed = CliRunner().invoke(main, ["cpu-smoke", "--root", str(root), "--index", "0"])
+    assert passed.exit_code == 0, passed.output
+    assert "did not succeed" not in passed.output
+    assert "runner error bad_config" in passed.stdout, "index 1's failure is still reported"
+    assert [(index, state) for _, index, state, _ in stored(root)] == [
+        (0, "succeeded"),
+        (1, "failed"),
+    ]
 
 
 def test_a_try_after_an_edit_is_compared_with_the_one_before_and_both_can_be_forgotten(
@@ -364,9 +347,9 @@ def test_what_ran_is_stored_under_the_job_it_ran_as_whatever_synth_did_meanwhile
     workload = quick_root / "dist" / "us-east" / "workloads" / SMOKE.name
     (job,) = read_workload(workload).jobs
 
-    def synth_meanwhile(plan: PodPlan) -> PodRun:
+    def synth_meanwhile(plan: PodPlan, watch: Watch) -> PodRun:
         MEANWHILE[meanwhile](workload)
-        return run_process(plan, timeout_s=300)
+        return run_process(plan, timeout_s=300, watch=watch)
 
     run_workflow(quick_root, DATABASE, "cpu-smoke", None, (0,), executor=synth_meanwhile)
     with sqlite3.connect(quick_root / DATABASE) as db:
