@@ -44,6 +44,7 @@ from localcluster.processes import start
 from localrun.images import ImagePullError, ImageStore
 from localrun.pod import image_mounts, plan_pod
 from localrun.process import start_process
+from localrun.streams import ProcessGroup
 
 Pod = dict[str, Any]
 TERMINATION_MESSAGE_LIMIT: Final = 4096
@@ -215,11 +216,15 @@ class _PodTask:
             if self.terminating.is_set():
                 return 143, "", "", ""
             self.process, termination_log = start_process(plan, images)
+        group = ProcessGroup(self.process.pid)
         try:
             stdout, stderr = self.process.communicate(timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            group.kill()
             stdout, stderr = self.process.communicate()
+        # A kubelet ends the container with its first process: whatever the runner left
+        # (inductor's compile workers) goes with it.
+        group.kill()
         log = termination_log.read_text(encoding="utf-8")
         return self.process.returncode, stdout, stderr, log
 
@@ -236,7 +241,7 @@ class _PodTask:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=grace_s)
                 return
-            process.kill()
+            ProcessGroup(process.pid).kill()
 
         threading.Thread(target=kill_late, daemon=True).start()
 
@@ -270,7 +275,7 @@ class PodExecutor:
             tasks = list(self._tasks.values())
         for task in tasks:
             if task.process is not None and task.process.poll() is None:
-                task.process.kill()
+                ProcessGroup(task.process.pid).kill()
         self._thread.join(timeout=10)
 
     def record_problem(self, problem: str) -> None:
