@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from collector.indexes import IndexState
 from collector.pods import PodState, ResultReading, ResultSource, with_log
-from contract.records import StoredVariant, VariantState
+from contract.records import UNUSABLE_RESULT, StoredVariant, VariantState
 from contract.result import BenchResult, ErrorResult, parse_result
 from contract.variant import VariantRef
 from store.database import Unread
@@ -308,8 +308,13 @@ def harvest_earlier(
 
 def _cause(state: IndexState, job_failure_reason: str | None) -> str:
     """Why the pod of `state` ended without a result, in one word."""
+    if state.cut_by:
+        return state.cut_by
+    if state.phase == "succeeded":
+        # Its runner exited 0 (the pod's reason says Completed): its result failed it.
+        return UNUSABLE_RESULT
     pod = state.pod
-    return state.cut_by or (pod.reason if pod else None) or job_failure_reason or "unknown"
+    return (pod.reason if pod else None) or job_failure_reason or "unknown"
 
 
 def _stored(

@@ -11,9 +11,9 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from contract.accuracy import AccuracyGate, default_gate, judge
 from contract.allocation import Allocation
@@ -26,7 +26,13 @@ from contract.layout import (
     SCHEDULED_RUN_LABEL,
     record_path,
 )
-from contract.result import BenchResult, OkResult
+from contract.result import (
+    BenchResult,
+    ErrorResult,
+    OkResult,
+    read_result,
+    unreadable_measurement,
+)
 from contract.variant import MAX_VARIANTS, VariantRef
 
 RECORD_SCHEMA_VERSION: Final = 1
@@ -44,6 +50,10 @@ MAX_RECORD_VALUES: Final = 2_000_000
 the largest record's, so that no record parses to more than about 500 MiB."""
 
 VariantState = Literal["succeeded", "failed"]
+UNUSABLE_RESULT: Final = "unusable_result"
+"""The reason of a run whose runner exited 0 but left no result a reader can use: none, none
+that parses, or one that measured nothing usable (a latency that is not finite or out of
+bounds, which collectors before numbers were checked stored: contract/numbers.py)."""
 
 
 class _Record(BaseModel):
@@ -117,6 +127,38 @@ class StoredVariant(_Record):
     """The time its pods held their node's devices, every attempt counted, its share where
     its pod ran several variants (contract/allocation.py). None where gather did not read
     it: runs stored before it, and local runs."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _readable_result(cls, data: Any) -> Any:
+        """The run with its result read as every reader reads one (contract.result's
+        `read_result`): what was left out of it named in the explanation, and a result that
+        measured nothing usable (stored before numbers were checked) failing the run, its
+        reason UNUSABLE_RESULT, rather than every reader of the row or record."""
+        if not isinstance(data, dict) or data.get("result") is None:
+            return data
+        result = data["result"]
+        explanation = data.get("explanation")
+        if not isinstance(result, OkResult | ErrorResult):
+            try:
+                result = read_result(result)
+            except ValidationError as error:
+                words = unreadable_measurement(error)
+                if words is None:
+                    # Wrong otherwise: the field's own validation names what is wrong.
+                    return data
+                return {
+                    **data,
+                    "state": "failed",
+                    "reason": UNUSABLE_RESULT,
+                    "explanation": f"{explanation}; its result measured nothing usable: {words}",
+                    "result": None,
+                    "result_source": None,
+                    "accuracy_failed": None,
+                }
+        if result.dropped and isinstance(explanation, str):
+            explanation += f"; left out of its result as unusable: {'; '.join(result.dropped)}"
+        return {**data, "result": result, "explanation": explanation}
 
     def judged(self, gate: AccuracyGate | None) -> "StoredVariant":
         """This run with its accuracy judged by `gate` (its default where None)."""

@@ -5,6 +5,7 @@ hash, so that key never means two different runs, and storing it twice is a no-o
 can be re-run, or resumed after an interruption, without duplicates.
 """
 
+import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -13,14 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from contract.accuracy import AccuracyGate
 from contract.allocation import Allocation
 from contract.instant import instant, instant_text
-from contract.records import JobIdentity, PodStart, Reuses, StoredVariant
-from contract.result import OkResult, parse_result
+from contract.records import UNUSABLE_RESULT, JobIdentity, PodStart, Reuses, StoredVariant
+from contract.result import OkResult
 from contract.variant import VARIANT_FIELDS, VariantRef, VariantSettings
 
 _SCHEMA_VERSION: Final = 9
@@ -508,33 +509,59 @@ class Store:
         identity = JobIdentity.model_validate(
             {field: row[field] for field in JobIdentity.model_fields}
         )
-        text = row["result_json"]
-        ref = None
-        if row["variant_id"] is not None:
-            # A later setting is NULL in rows stored before its column: its default.
-            ref = VariantRef.model_validate(
-                {
-                    field: row[column]
-                    for field, column in _IDENTITY_COLUMNS.items()
-                    if row[column] is not None
-                }
+        try:
+            variant = _stored_variant(row)
+        except (ValidationError, ValueError) as error:
+            # Nothing stored fails its readers: the row stays as it is, for whoever can read
+            # it, and reads as a failure saying why.
+            variant = StoredVariant(
+                index=int(str(row["job_index"])),
+                state="failed",
+                reason=UNUSABLE_RESULT,
+                explanation=f"its stored row cannot be read: {_first_line(error)}",
             )
-        variant = StoredVariant.model_validate(
+        return StoredRun(job=identity, variant=variant, collected_at=str(row["collected_at"]))
+
+
+def _first_line(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(map(str, detail['loc']))}: {detail['msg']}" for detail in error.errors()
+        )
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def _stored_variant(row: dict[str, object]) -> StoredVariant:
+    """One row's run; raises ValidationError or ValueError where the row holds what no
+    version of the collector stores."""
+    text = row["result_json"]
+    ref = None
+    if row["variant_id"] is not None:
+        # A later setting is NULL in rows stored before its column: its default.
+        ref = VariantRef.model_validate(
             {
-                **{name: row[name] for name in _VARIANT_COLUMNS},
-                "index": row["job_index"],
-                # A row stored before times were checked where they enter may hold one
-                # that is none: it reads as unknown, not as a failure of every report.
-                "finished_at": instant(row["finished_at"]),
-                "variant": ref,
-                "result": parse_result(str(text)) if text else None,
-                **{
-                    column: model.model_validate_json(str(row[column])) if row[column] else None
-                    for column, model in _JSON_COLUMNS.items()
-                },
+                field: row[column]
+                for field, column in _IDENTITY_COLUMNS.items()
+                if row[column] is not None
             }
         )
-        return StoredRun(job=identity, variant=variant, collected_at=str(row["collected_at"]))
+    return StoredVariant.model_validate(
+        {
+            **{name: row[name] for name in _VARIANT_COLUMNS},
+            "index": row["job_index"],
+            # A row stored before times were checked where they enter may hold one
+            # that is none: it reads as unknown, not as a failure of every report.
+            "finished_at": instant(row["finished_at"]),
+            "variant": ref,
+            # As JSON parses it (Python's json reads the NaN and Infinity an earlier
+            # collector may have let through): StoredVariant reads the result.
+            "result": json.loads(str(text)) if text else None,
+            **{
+                column: model.model_validate_json(str(row[column])) if row[column] else None
+                for column, model in _JSON_COLUMNS.items()
+            },
+        }
+    )
 
 
 @contextmanager
