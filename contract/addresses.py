@@ -10,6 +10,7 @@ Pushgateway's failures land in CI logs.
 
 import re
 from typing import Final
+from urllib.parse import SplitResult
 
 MASK: Final = "***"
 _DIGEST: Final = r"[a-z0-9]+(?:[+._-][a-z0-9]+)*:[0-9a-fA-F]{32,}"
@@ -46,3 +47,13 @@ def port_problem(port: str) -> str | None:
     if not (port.isascii() and port.isdigit()) or not 0 < int(port) <= MAX_PORT:
         return f"port {port} is no TCP port (1 to {MAX_PORT})"
     return None
+
+
+def url_port_problem(parts: SplitResult) -> str | None:
+    """What is wrong with the port a URL's host names (`port_problem`); None where it names
+    none, or a TCP port."""
+    _, colon, port = parts.netloc.rpartition("@")[2].rpartition(":")
+    # A ']' after the last ':' is an IPv6 address's, which then has no port.
+    if not colon or not port or "]" in port:
+        return None
+    return port_problem(port)

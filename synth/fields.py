@@ -23,7 +23,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-from contract.addresses import masked_address, port_problem, userinfo
+from contract.addresses import masked_address, port_problem, url_port_problem, userinfo
 from contract.quantity import MAX_QUANTITY, parse_quantity
 from synth.hints import SpecError
 from synth.limits import MAX_DURATION_SECONDS, MAX_IMAGE_NAME_CHARS, MAX_URL_CHARS
@@ -355,9 +355,7 @@ def url_port(parts: SplitResult, value: str) -> int | None:
     """The port `value` names, if any, once it is sure to name a valid host and a TCP port
     (the rule an image's registry is held to too)."""
     shown = masked_address(value)
-    _, colon, port = parts.netloc.rpartition("@")[2].rpartition(":")
-    # A ']' after the last ':' is an IPv6 address's, which has no port then.
-    if colon and port and "]" not in port and (problem := port_problem(port)):
+    if problem := url_port_problem(parts):
         raise ValueError(f"url {shown!r}: its {problem}")
     try:
         named = parts.port
