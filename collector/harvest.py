@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from collector.indexes import IndexState
 from collector.pods import PodState, ResultReading, ResultSource, with_log
-from contract.records import UNUSABLE_RESULT, StoredVariant, VariantState
+from contract.records import UNUSABLE_RESULT, StoredVariant, VariantState, with_left_out
 from contract.result import BenchResult, ErrorResult, parse_result
 from contract.variant import VariantRef
 from store.database import Unread
@@ -182,7 +182,9 @@ def read_kept(kept: Unread) -> StoredVariant | None:
         words = "succeeded"
     else:
         words = f"succeeded; its pod then ended: {variant.explanation}"
-    explanation = f"{words} (read later, from the result kept as a newer runner wrote it)"
+    explanation = with_left_out(
+        f"{words} (read later, from the result kept as a newer runner wrote it)", result
+    )
     return variant.model_copy(
         update={"result": result, "state": state, "reason": reason, "explanation": explanation}
     )
@@ -333,7 +335,7 @@ def _stored(
         index=variant.index if variant else index,
         state=ending.state,
         variant=variant,
-        explanation=ending.explanation,
+        explanation=with_left_out(ending.explanation, result),
         reason=ending.reason,
         pod=pod.name if pod else None,
         node=pod.node if pod else None,

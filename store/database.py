@@ -20,8 +20,15 @@ from pydantic.fields import FieldInfo
 from contract.accuracy import AccuracyGate
 from contract.allocation import Allocation
 from contract.instant import instant, instant_text
-from contract.records import UNUSABLE_RESULT, JobIdentity, PodStart, Reuses, StoredVariant
-from contract.result import OkResult
+from contract.records import (
+    UNUSABLE_RESULT,
+    JobIdentity,
+    PodStart,
+    Reuses,
+    StoredVariant,
+    with_readable_result,
+)
+from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef, VariantSettings
 
 _SCHEMA_VERSION: Final = 9
@@ -531,10 +538,21 @@ def _first_line(error: Exception) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
+def _result(text: object) -> object:
+    """A row's result: read, or where it cannot be, as JSON parses it, for
+    with_readable_result to say why (Python's json reads the NaN and Infinity an earlier
+    collector may have let through)."""
+    if not text:
+        return None
+    try:
+        return parse_result(str(text))
+    except ValidationError:
+        return json.loads(str(text))
+
+
 def _stored_variant(row: dict[str, object]) -> StoredVariant:
     """One row's run; raises ValidationError or ValueError where the row holds what no
     version of the collector stores."""
-    text = row["result_json"]
     ref = None
     if row["variant_id"] is not None:
         # A later setting is NULL in rows stored before its column: its default.
@@ -546,21 +564,21 @@ def _stored_variant(row: dict[str, object]) -> StoredVariant:
             }
         )
     return StoredVariant.model_validate(
-        {
-            **{name: row[name] for name in _VARIANT_COLUMNS},
-            "index": row["job_index"],
-            # A row stored before times were checked where they enter may hold one
-            # that is none: it reads as unknown, not as a failure of every report.
-            "finished_at": instant(row["finished_at"]),
-            "variant": ref,
-            # As JSON parses it (Python's json reads the NaN and Infinity an earlier
-            # collector may have let through): StoredVariant reads the result.
-            "result": json.loads(str(text)) if text else None,
-            **{
-                column: model.model_validate_json(str(row[column])) if row[column] else None
-                for column, model in _JSON_COLUMNS.items()
-            },
-        }
+        with_readable_result(
+            {
+                **{name: row[name] for name in _VARIANT_COLUMNS},
+                "index": row["job_index"],
+                # A row stored before times were checked where they enter may hold one
+                # that is none: it reads as unknown, not as a failure of every report.
+                "finished_at": instant(row["finished_at"]),
+                "variant": ref,
+                "result": _result(row["result_json"]),
+                **{
+                    column: model.model_validate_json(str(row[column])) if row[column] else None
+                    for column, model in _JSON_COLUMNS.items()
+                },
+            }
+        )
     )
 
 
