@@ -4,6 +4,7 @@ optional one is dropped with a note, and nothing stored can fail a reader afterw
 
 import json
 import math
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +92,32 @@ def test_a_bad_optional_field_is_dropped_with_a_note_and_the_measurement_kept(
     assert energy.unavailable == "the runner reported joules = -3.0: no amount of energy"
     assert timings is None
     assert "timings.load_s = -inf" in variants[3].explanation
+
+
+def test_a_row_an_earlier_collector_stored_with_an_infinite_p50_fails_no_reader(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """As issue #31 found it: an infinite p50, which pydantic wrote as null, stored as
+    succeeded; gather then crashed writing the record, and every report, trend and metrics
+    run of the workflow failed until the row was deleted by hand."""
+    _finish_with(api, job, {})
+    assert collector("gather", "--keep").exit_code == 0
+    with sqlite3.connect(repo / ".benchfleet" / "results.sqlite") as db:
+        db.execute(
+            "UPDATE variant_runs SET result_json = "
+            "json_set(result_json, '$.latency.p50_ms', json('null')) WHERE job_index = 1"
+        )
+    textfile = repo / "metrics" / "benchfleet.prom"
+    runs = {
+        "gather": collector("gather", "--metrics-textfile", str(textfile)),
+        "report": collector("report"),
+        "trend": collector("report", "--trend"),
+    }
+    for name, run in runs.items():
+        assert "Traceback" not in run.output, name
+        assert run.exception is None or isinstance(run.exception, SystemExit), name
+    assert runs["report"].exit_code == 0 and runs["trend"].exit_code == 0
+    (failed,) = [v for v in read_record(record_of(repo, job)).variants if v.state == "failed"]
+    assert (failed.index, failed.reason) == (1, "unusable_result")
+    assert "latency.p50_ms = null" in failed.explanation
+    assert 'reason="unusable_result"' in textfile.read_text()
