@@ -40,7 +40,7 @@ def number_words(detail: ErrorDetails, skip: int = 0) -> str:
     return f"{at} = {detail['input']!r}: {detail['msg'].removeprefix('Input ')}"
 
 
-def optional_depth(model: type[BaseModel], location: Location) -> int | None:
+def _optional_depth(model: type[BaseModel], location: Location) -> int | None:
     """How many parts of `location` (inside `model`) lead to the innermost field on it that
     may be left out (its default is None); None where no field on the way may be."""
     found = None
@@ -97,7 +97,7 @@ def without_bad_numbers(
             return None
         model, skip = found
         inner = detail["loc"][skip:]
-        depth = optional_depth(model, inner)
+        depth = _optional_depth(model, inner)
         if depth is None:
             return None
         drops.append(inner[:depth])

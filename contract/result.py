@@ -219,9 +219,10 @@ class Energy(_Result):
 
 def _unknown_unless_measured(data: Any, amounts: tuple[str, ...], why: str) -> Any:
     """`data` as it is, or where one of its `amounts` is no amount of energy (0 from a
-    counter that did not move, as runners before 6 reported it; below 0, not finite) without
-    them, `why` saying so: the energy is unknown, never 0 J. Every energy figure comes from the
-    same two readings of one counter, so one that is wrong makes them all unknown."""
+    counter that did not move, which runners reported before they said why; below 0; not
+    finite) without them, `why` saying so: the energy is unknown, never 0 J. Every energy
+    figure comes from the same two readings of one counter, so one that is wrong makes them
+    all unknown."""
     if not isinstance(data, Mapping):
         return data
     wrong = next((name for name in amounts if not_an_amount(data.get(name))), None)
