@@ -26,7 +26,8 @@ from collector.forget import ForgetError, forget
 from collector.gather import GatherOptions
 from collector.kube import KubeError
 from collector.logs import LogFormat, configure
-from collector.metrics import LastResults, build_registry, last_results, push, write_textfile
+from collector.metrics import ObservedJob, build_registry, last_results, write_textfile
+from collector.pushgateway import PushFailed, Pushgateway, push, pushgateway
 from collector.samples import read_samples
 from collector.session import (
     PriceReader,
@@ -154,6 +155,13 @@ def collector_cli(read_prices: PriceReader, read_scheduled: ScheduleReader) -> c
     return cli
 
 
+def _pushgateway(_: click.Context, __: click.Parameter, value: str | None) -> Pushgateway | None:
+    try:
+        return None if value is None else pushgateway(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
 @click.command()
 @click.option("--workflow", required=True, help="The workflow id (its spec file's `id`).")
 @click.option("--cluster", help="Only this cluster [default: every cluster dist/ runs it in]")
@@ -175,7 +183,14 @@ def collector_cli(read_prices: PriceReader, read_scheduled: ScheduleReader) -> c
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write Prometheus metrics here, for node-exporter's textfile collector.",
 )
-@click.option("--pushgateway", help="Push Prometheus metrics to this Pushgateway (host:port).")
+@click.option(
+    "--pushgateway",
+    "gateway",
+    callback=_pushgateway,
+    help="Push Prometheus metrics to this Pushgateway: host:port or an http(s) URL, with "
+    "user:password@ for Basic auth (give it as BENCHFLEET_GATHER_PUSHGATEWAY to keep the "
+    "password off the command line).",
+)
 @pass_settings
 def gather(
     settings: Settings,
@@ -185,7 +200,7 @@ def gather(
     no_wait: bool,
     keep: bool,
     metrics_textfile: Path | None,
-    pushgateway: str | None,
+    gateway: Pushgateway | None,
 ) -> None:
     """Follow a workflow's Jobs to their end; store and record each result.
 
@@ -200,19 +215,16 @@ def gather(
        deletes a Job itself, since Flux would run it again while git still holds it.
     4. Prints what finished, what failed and why, and what did not finish in time.
 
-    Exits 1 when a variant failed or a Job did not finish.
+    Exits 1 when a variant failed or a Job did not finish. The metrics are a side output:
+    where they cannot be written or pushed, one line says so and why, and the exit code is
+    still the gather's.
     """
     options = GatherOptions(timeout_s=timeout, wait=not no_wait, record=not keep)
     outcomes = gather_workflow(settings, workflow, cluster, options)
-    if metrics_textfile is not None or pushgateway is not None:
+    if metrics_textfile is not None or gateway is not None:
         observed = [job for outcome in outcomes for job in outcome.observed]
-        registry = build_registry(
-            observed, _last_results(settings, workflow), settings.read_prices(settings.root)
-        )
-        if metrics_textfile is not None:
-            write_textfile(registry, metrics_textfile)
-        if pushgateway is not None:
-            push(registry, pushgateway, workflow)
+        for failure in _metrics(settings, workflow, observed, metrics_textfile, gateway):
+            click.echo(f"warning: {failure}", err=True)
     recorded = [v for o in outcomes for record, _ in o.records for v in record.variants]
     failed = sum(v.state == "failed" for v in recorded)
     failed += sum(len(unfinished.failed) for o in outcomes for unfinished in o.unfinished)
@@ -224,14 +236,34 @@ def gather(
         )
 
 
-def _last_results(settings: Settings, workflow: str) -> LastResults:
-    """When each variant of `workflow` last brought a result, from every stored and recorded
-    run: a gather that found nothing new must not make the series vanish."""
+def _metrics(
+    settings: Settings,
+    workflow: str,
+    observed: list[ObservedJob],
+    textfile: Path | None,
+    gateway: Pushgateway | None,
+) -> list[str]:
+    """Write and push the metrics where asked; what failed, a line each."""
     try:
+        # When each variant last brought a result, from every stored and recorded run: a
+        # gather that found nothing new must not make the series vanish.
         with open_store(settings.database) as store:
-            return last_results(every_run(store, settings.root, workflow), datetime.now(UTC))
+            last = last_results(every_run(store, settings.root, workflow), datetime.now(UTC))
     except (StoreError, HistoryError) as error:
-        raise click.ClickException(str(error)) from None
+        return [f"no metrics written or pushed: {error}"]
+    registry = build_registry(observed, last, settings.read_prices(settings.root))
+    failures = []
+    if textfile is not None:
+        try:
+            write_textfile(registry, textfile)
+        except OSError as error:
+            failures.append(f"metrics not written to {textfile}: {error}")
+    if gateway is not None:
+        try:
+            push(registry, gateway, workflow)
+        except PushFailed as error:
+            failures.append(str(error))
+    return failures
 
 
 @click.command()

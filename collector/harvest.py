@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from collector.indexes import IndexState
 from collector.pods import PodState, ResultReading, ResultSource, with_log
-from contract.records import StoredVariant, VariantState
+from contract.records import UNUSABLE_RESULT, StoredVariant, VariantState, with_left_out
 from contract.result import BenchResult, ErrorResult, parse_result
 from contract.variant import VariantRef
 from store.database import Unread
@@ -182,7 +182,9 @@ def read_kept(kept: Unread) -> StoredVariant | None:
         words = "succeeded"
     else:
         words = f"succeeded; its pod then ended: {variant.explanation}"
-    explanation = f"{words} (read later, from the result kept as a newer runner wrote it)"
+    explanation = with_left_out(
+        f"{words} (read later, from the result kept as a newer runner wrote it)", result
+    )
     return variant.model_copy(
         update={"result": result, "state": state, "reason": reason, "explanation": explanation}
     )
@@ -308,8 +310,13 @@ def harvest_earlier(
 
 def _cause(state: IndexState, job_failure_reason: str | None) -> str:
     """Why the pod of `state` ended without a result, in one word."""
+    if state.cut_by:
+        return state.cut_by
+    if state.phase == "succeeded":
+        # Its runner exited 0 (the pod's reason says Completed): its result failed it.
+        return UNUSABLE_RESULT
     pod = state.pod
-    return state.cut_by or (pod.reason if pod else None) or job_failure_reason or "unknown"
+    return (pod.reason if pod else None) or job_failure_reason or "unknown"
 
 
 def _stored(
@@ -328,7 +335,7 @@ def _stored(
         index=variant.index if variant else index,
         state=ending.state,
         variant=variant,
-        explanation=ending.explanation,
+        explanation=with_left_out(ending.explanation, result),
         reason=ending.reason,
         pod=pod.name if pod else None,
         node=pod.node if pod else None,

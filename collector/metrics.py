@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
 from contract.atomic import write_atomically
@@ -47,7 +47,6 @@ from store.database import StoredRun
 
 log = logging.getLogger(__name__)
 
-PUSH_JOB: Final = "benchfleet-collector"
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
 LAST_RESULT_LABELS: Final = (WORKFLOW_LABEL, CLUSTER_LABEL, TARGET_LABEL, *SETTING_FIELDS)
 
@@ -214,8 +213,3 @@ def write_textfile(registry: CollectorRegistry, path: Path) -> None:
     """Write the metrics for node-exporter's textfile collector, atomically (it reads any
     *.prom file in its folder at any moment)."""
     write_atomically(path, generate_latest(registry))
-
-
-def push(registry: CollectorRegistry, gateway: str, workflow: str) -> None:
-    """Replace this workflow's group on the Pushgateway with the current metrics."""
-    push_to_gateway(gateway, job=PUSH_JOB, grouping_key={"workflow": workflow}, registry=registry)

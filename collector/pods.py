@@ -37,6 +37,7 @@ from contract.result import (
     is_group_message,
     parse_group_message,
     parse_result,
+    unreadable_measurement,
 )
 
 Object = Mapping[str, Any]
@@ -324,6 +325,8 @@ def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
     if (version := _newer_of(data)) is not None:
         # Not a broken result: one this collector is too old to read.
         return None, f"{where} was {_newer_words(version)}"
+    if (numbers := unreadable_measurement(rejection)) is not None:
+        return None, f"{where} measured nothing usable: {numbers}"
     mismatch = _schema_mismatch(data)
     if mismatch is not None:
         return None, f"{where} does not match {SCHEMA_FILE.name}{mismatch}"

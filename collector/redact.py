@@ -2,21 +2,21 @@
 someone act as the collector is masked wherever the collector words an error.
 
 Two things are masked: the userinfo of any URL (`https://user:password@host` becomes
-`https://***@host`), whoever wrote it, and each secret value the kubeconfig in use holds
-(tokens, passwords, client key data, exec plugin environment values, auth-provider secrets),
-wherever it turns up: in an exec plugin's complaint, or a proxy's error page echoing a header.
+`https://***@host`, contract/addresses.py's one rule), whoever wrote it, and each secret
+value the kubeconfig in use holds (tokens, passwords, client key data, exec plugin
+environment values, auth-provider secrets), wherever it turns up: in an exec plugin's
+complaint, or a proxy's error page echoing a header.
 """
 
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-MASK: Final = "***"
+from contract.addresses import MASK, masked, userinfo
+
 SHORTEST_SECRET: Final = 4
 """Values shorter than this are not searched for: masking every "abc" in a message would hide
 what it says, and no token or key is that short."""
-_USERINFO: Final = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
 _USER_SECRETS: Final = ("token", "password", "client-key-data")
 """The fields of a kubeconfig's user that are secret in themselves (not paths or names)."""
 _SECRET_WORDS: Final = ("token", "secret", "password", "key")
@@ -33,7 +33,7 @@ class Redactor:
         # Longest first: a secret that contains another is masked whole.
         for secret in sorted(self.secrets, key=len, reverse=True):
             text = text.replace(secret, MASK)
-        return _USERINFO.sub(rf"\g<scheme>{MASK}@", text)
+        return masked(text)
 
     def adding(self, secrets: Iterable[str]) -> "Redactor":
         """This redactor, masking `secrets` too (those long enough to be told apart)."""
@@ -74,9 +74,7 @@ def _user_secrets(kubeconfig: Mapping[str, Any]) -> Iterator[str]:
 def _url_secrets(kubeconfig: Mapping[str, Any]) -> Iterator[str]:
     for cluster in _entries(kubeconfig, "clusters", "cluster"):
         for key in ("server", "proxy-url"):
-            found = _USERINFO.search(str(cluster.get(key) or ""))
-            if found is None:
-                continue
-            userinfo = found.group()[len(found["scheme"]) : -1]
-            # The password alone too: a library may quote it without the user.
-            yield from (userinfo, userinfo.partition(":")[2])
+            found = userinfo(str(cluster.get(key) or ""))
+            if found is not None:
+                # The password alone too: a library may quote it without the user.
+                yield from (found, found.partition(":")[2])

@@ -12,7 +12,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    StrictFloat,
+    TypeAdapter,
+    ValidationError,
+)
 
 from contract.variant import Precision, Quantization
 
@@ -21,7 +29,9 @@ INPUT_SEED: Final = 0
 
 
 class _Accuracy(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, use_attribute_docstrings=True, allow_inf_nan=False
+    )
 
 
 class DrawnInput(_Accuracy):
@@ -42,13 +52,13 @@ class OutputAccuracy(_Accuracy):
     """One output of the program (outputs flattened in order) against the reference's."""
 
     index: int = Field(ge=0)
-    shape: list[int]
+    shape: list[NonNegativeInt]
     max_abs_error: float | None = Field(default=None, ge=0)
     """The largest |variant - reference| over the elements finite in both; None where none is."""
     max_rel_error: float | None = Field(default=None, ge=0)
     """`max_abs_error` over the largest |reference| (the max-norm relative error): an
     element-wise ratio would blow up wherever the reference is near 0."""
-    cosine: float | None = None
+    cosine: float | None = Field(default=None, ge=-1, le=1)
     """Cosine similarity of the two outputs flattened (1: same direction)."""
     top1_agreement: float | None = Field(default=None, ge=0, le=1)
     """Where the output is a 2-D batch of scores: the share of rows whose highest score is at
@@ -69,7 +79,7 @@ class Accuracy(_Accuracy):
     """The seed of the inputs, `INPUT_SEED`."""
     max_abs_error: float | None = Field(default=None, ge=0)
     max_rel_error: float | None = Field(default=None, ge=0)
-    cosine: float | None = None
+    cosine: float | None = Field(default=None, ge=-1, le=1)
     """The lowest output's."""
     top1_agreement: float | None = Field(default=None, ge=0, le=1)
     """The lowest output's; None where no output is a 2-D batch of scores."""

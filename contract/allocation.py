@@ -18,7 +18,9 @@ Unit = Literal["gpu", "cpu"]
 class Allocation(BaseModel):
     """One variant's part of its pods' time on their nodes."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, use_attribute_docstrings=True, allow_inf_nan=False
+    )
 
     # Unknown is None, which records and rows leave out: it reads back as None.
     seconds: float | None = Field(default=None, ge=0)

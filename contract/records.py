@@ -11,9 +11,9 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from contract.accuracy import AccuracyGate, default_gate, judge
 from contract.allocation import Allocation
@@ -21,7 +21,14 @@ from contract.atomic import write_atomically
 from contract.bounded import read_at_most
 from contract.instant import EARLIEST, LATEST, Instant, instant
 from contract.layout import REPEAT_LABEL, SCHEDULED_RUN_LABEL, record_path
-from contract.result import BenchResult, OkResult
+from contract.numbers import is_bad_number
+from contract.result import (
+    BenchResult,
+    ErrorResult,
+    OkResult,
+    read_result,
+    unreadable_measurement,
+)
 from contract.variant import MAX_VARIANTS, VariantRef
 
 RECORD_SCHEMA_VERSION: Final = 1
@@ -39,6 +46,10 @@ MAX_RECORD_VALUES: Final = 2_000_000
 the largest record's, so that no record parses to more than about 500 MiB."""
 
 VariantState = Literal["succeeded", "failed"]
+UNUSABLE_RESULT: Final = "unusable_result"
+"""The reason of a run whose runner exited 0 but left no result a reader can use: none, none
+that parses, or one that measured nothing usable (a latency that is not finite or out of
+bounds, which collectors before numbers were checked stored: contract/numbers.py)."""
 
 
 class _Record(BaseModel):
@@ -128,6 +139,46 @@ class StoredVariant(_Record):
             verdict = judge(self.result.accuracy, gate)
             failed = verdict.failed if verdict.measured else None
         return self.model_copy(update={"accuracy_gate": gate, "accuracy_failed": failed})
+
+
+def with_left_out(explanation: str, result: BenchResult | None) -> str:
+    """A run's explanation, with what its result's reader left out of it (`dropped`) named:
+    the words every builder of a StoredVariant from a result just read gives it."""
+    if result is None or not result.dropped:
+        return explanation
+    return f"{explanation}; left out of its result as unusable: {'; '.join(result.dropped)}"
+
+
+def with_readable_result(data: dict[str, Any]) -> dict[str, Any]:
+    """A stored run as JSON parses it (a row's, a record's), its result read as every reader
+    reads one (contract.result's `read_result`, or already read so), what was left out of it
+    named in its explanation. A result that measured nothing usable (a
+    latency an earlier collector let through: null for infinity, below 0) fails the run, its
+    reason UNUSABLE_RESULT, rather than every reader of the row or record; a result wrong
+    otherwise is left for StoredVariant's validation to name."""
+    raw = data.get("result")
+    if raw is None:
+        return data
+    try:
+        result = raw if isinstance(raw, OkResult | ErrorResult) else read_result(raw)
+    except ValidationError as error:
+        words = unreadable_measurement(error)
+    else:
+        explanation = data.get("explanation")
+        if isinstance(explanation, str):
+            explanation = with_left_out(explanation, result)
+        return {**data, "result": result, "explanation": explanation}
+    if words is None:
+        return data
+    return {
+        **data,
+        "state": "failed",
+        "reason": UNUSABLE_RESULT,
+        "explanation": f"{data.get('explanation')}; its result measured nothing usable: {words}",
+        "result": None,
+        "result_source": None,
+        "accuracy_failed": None,
+    }
 
 
 class JobIdentity(_Record):
@@ -243,7 +294,19 @@ def parse_record(data: bytes | str) -> JobRecord:
     values = text.count(b",") + text.count(b"[") + text.count(b"{")
     if values > MAX_RECORD_VALUES:
         raise RecordError(f"it holds about {values:,} values, more than {MAX_RECORD_VALUES:,}")
-    return JobRecord.model_validate_json(text)
+    try:
+        return JobRecord.model_validate_json(text)
+    except ValidationError as error:
+        if not any(is_bad_number(detail) for detail in error.errors()):
+            raise
+    # A number no reader of a result takes (a record an earlier gather wrote): each result is
+    # read as readers read one, the rest validated as before.
+    data = json.loads(text)
+    variants = data.get("variants") if isinstance(data, dict) else None
+    if isinstance(variants, list):
+        readable = [with_readable_result(v) if isinstance(v, dict) else v for v in variants]
+        data = {**data, "variants": readable}
+    return JobRecord.model_validate(data)
 
 
 def read_record(path: Path) -> JobRecord:

@@ -6,15 +6,33 @@ validates what it harvests against it. Only pydantic is imported, so the collect
 this module without torch.
 """
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Final, Literal, get_args
+from typing import Annotated, Any, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from contract.accuracy import Accuracy
 from contract.config import ModelSource
 from contract.errors import ErrorType
+from contract.numbers import (
+    Location,
+    is_bad_number,
+    not_an_amount,
+    number_words,
+    without_bad_numbers,
+)
 from contract.samples import Samples
 from contract.variant import VariantRef
 
@@ -36,15 +54,19 @@ StoppedBy = Literal["minimums", "max_iterations", "max_time"]
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    # Every number finite (contract/numbers.py decides what a reader does with one that is
+    # not), and each within the bounds its field gives.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, use_attribute_docstrings=True, allow_inf_nan=False
+    )
 
 
 class MedianInterval(_Result):
     """How sure the p50 is, from every timed iteration (contract/order_stats.py): what the
     report needs of the samples, so that it needs no samples."""
 
-    low_ms: float
-    high_ms: float
+    low_ms: float = Field(ge=0)
+    high_ms: float = Field(ge=0)
     """The sign test's 95 % interval of the median: two order statistics, no assumption about
     the shape of the noise."""
     log_se: float | None = Field(default=None, ge=0)
@@ -56,20 +78,21 @@ class LatencyStats(_Result):
     """Per-iteration latency of the timed loop, in milliseconds (one iteration = one batch)."""
 
     count: int = Field(ge=1)
-    mean_ms: float
-    std_ms: float
+    mean_ms: float = Field(gt=0)
+    std_ms: float = Field(ge=0)
     """Sample standard deviation (0 for a single iteration)."""
-    cv: float
+    cv: float = Field(ge=0)
     """Coefficient of variation, std / mean."""
-    min_ms: float
-    p25_ms: float
-    p50_ms: float
-    p75_ms: float
-    p90_ms: float
-    p95_ms: float
-    p99_ms: float
-    max_ms: float
-    iqr_ms: float
+    # A batch takes time: a percentile of 0 would make its throughput infinite and its cost 0.
+    min_ms: float = Field(gt=0)
+    p25_ms: float = Field(gt=0)
+    p50_ms: float = Field(gt=0)
+    p75_ms: float = Field(gt=0)
+    p90_ms: float = Field(gt=0)
+    p95_ms: float = Field(gt=0)
+    p99_ms: float = Field(gt=0)
+    max_ms: float = Field(gt=0)
+    iqr_ms: float = Field(ge=0)
     """p75 - p25."""
     p50_interval: MedianInterval | None = None
     """None in results of runners before it: the report then computes it from `samples`."""
@@ -83,7 +106,7 @@ class Validity(_Result):
 
     noisy: bool
     """IQR / median above 10 %: the environment disturbed the measurement."""
-    noise: float
+    noise: float = Field(ge=0)
     """IQR / median."""
     reliable_percentiles: list[str]
     """Percentiles with at least 10 samples beyond them (p99 needs 1000 iterations)."""
@@ -111,15 +134,15 @@ class Contention(_Result):
     """torch's intra-op threads during the loop."""
     cpus_allowed: float = Field(gt=0)
     """CPUs the pod may use: its affinity mask, lowered to the cgroup quota."""
-    run_queue_wait_s: float | None = None
+    run_queue_wait_s: float | None = Field(default=None, ge=0)
     """Time the process's threads were runnable but waited for a CPU (schedstat); None where
     the kernel does not keep it."""
-    steal_fraction: float | None = None
+    steal_fraction: float | None = Field(default=None, ge=0, le=1)
     """Share of all CPUs' time the hypervisor gave to other guests (/proc/stat)."""
-    throttled_periods: int | None = None
+    throttled_periods: int | None = Field(default=None, ge=0)
     """cgroup CPU periods in which the quota ran out (cpu.stat nr_throttled); None: no cgroup
     CPU controller visible."""
-    throttled_s: float | None = None
+    throttled_s: float | None = Field(default=None, ge=0)
     """Time the quota held the process back (cpu.stat throttled_usec)."""
 
 
@@ -132,26 +155,32 @@ class GpuTelemetry(_Result):
     """Sum of the iterations' CUDA-event times: what the GPU spent."""
     wall_s: float = Field(ge=0)
     """The loop's host wall time: launch and synchronisation included."""
-    sm_clock_mhz_min: int | None = None
-    sm_clock_mhz_max: int | None = None
-    sm_clock_mhz_limit: int | None = None
+    sm_clock_mhz_min: int | None = Field(default=None, ge=0)
+    sm_clock_mhz_max: int | None = Field(default=None, ge=0)
+    sm_clock_mhz_limit: int | None = Field(default=None, ge=0)
     """The device's maximum SM clock."""
     temperature_c_max: int | None = None
-    power_w_max: float | None = None
-    power_limit_w: float | None = None
+    power_w_max: float | None = Field(default=None, ge=0)
+    power_limit_w: float | None = Field(default=None, ge=0)
     throttle_reasons: list[str] = Field(default_factory=list)
     """NVML clock-event reasons seen in any reading that slow a busy GPU (power cap, thermal,
     hardware slowdown), by NVML's names."""
     unavailable: str | None = None
     """Why NVML could not be read (no readings then)."""
-    energy_j: float | None = Field(default=None, ge=0)
+    energy_j: float | None = Field(default=None, gt=0)
     """What the whole GPU used from the loop's start to its end: NVML's total-energy counter
-    read at both, the difference. None where it cannot be read (`energy_unavailable`)."""
-    energy_s: float | None = Field(default=None, ge=0)
+    read at both, the difference. None where it cannot be read, or did not move
+    (`energy_unavailable`)."""
+    energy_s: float | None = Field(default=None, gt=0)
     """Seconds between the two readings of the energy counter."""
     energy_unavailable: str | None = None
-    """Why the energy counter was not read, where NVML was (a GPU without it says
-    NVML_ERROR_NOT_SUPPORTED)."""
+    """Why there is no energy, where NVML was read (a GPU without the counter says
+    NVML_ERROR_NOT_SUPPORTED; a counter that did not move says so)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _energy_unknown_unless_measured(cls, data: Any) -> Any:
+        return _unknown_unless_measured(data, ("energy_j", "energy_s"), "energy_unavailable")
 
 
 ENERGY_ON_CPU: Final = (
@@ -167,17 +196,46 @@ class Energy(_Result):
     (runner/gpu_telemetry.py): joules per inference (one sample of a batch) and average
     watts, or why there are none."""
 
-    joules: float | None = Field(default=None, ge=0)
+    joules: float | None = Field(default=None, gt=0)
     """This variant's share of the loop's energy: all of it, or in an interleaved loop the
     share of the loop's time its own blocks took."""
-    joules_per_inference: float | None = Field(default=None, ge=0)
+    joules_per_inference: float | None = Field(default=None, gt=0)
     """`joules` over the samples its timed iterations computed (batch size x iterations)."""
-    average_w: float | None = Field(default=None, ge=0)
+    average_w: float | None = Field(default=None, gt=0)
     """The loop's energy over the seconds between the counter's two readings."""
     share: float = Field(default=1, ge=0, le=1)
     """Of the loop's energy: 1, or this variant's share of an interleaved loop's time."""
     unavailable: str | None = None
-    """Why there is no energy: a CPU target, a GPU without the counter, NVML not readable."""
+    """Why there is no energy: a CPU target, a GPU without the counter, NVML not readable, a
+    counter that did not move during the loop."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unknown_unless_measured(cls, data: Any) -> Any:
+        return _unknown_unless_measured(
+            data, ("joules", "joules_per_inference", "average_w"), "unavailable"
+        )
+
+
+def _unknown_unless_measured(data: Any, amounts: tuple[str, ...], why: str) -> Any:
+    """`data` as it is, or where one of its `amounts` is no amount of energy (0 from a
+    counter that did not move, which runners reported before they said why; below 0; not
+    finite) without them, `why` saying so: the energy is unknown, never 0 J. Every energy
+    figure comes from the same two readings of one counter, so one that is wrong makes them
+    all unknown."""
+    if not isinstance(data, Mapping):
+        return data
+    wrong = next((name for name in amounts if not_an_amount(data.get(name))), None)
+    if wrong is None:
+        return data
+    value = data[wrong]
+    reason = (
+        "the energy counter did not move during the loop, so its energy is unknown"
+        if value == 0
+        else "no amount of energy"
+    )
+    kept = {key: data[key] for key in data if key not in amounts}
+    return {**kept, why: f"the runner reported {wrong} = {value!r}: {reason}"}
 
 
 class PhaseTiming(_Result):
@@ -207,11 +265,11 @@ class ModelLoad(_Result):
 class Timings(_Result):
     """Where the time of a run went, apart from the timed loop's statistics."""
 
-    load_s: float
+    load_s: float = Field(ge=0)
     """This variant's wait for its program: the model's fetch and load where it was the first
     of its model in the pod (`model`), and the copy of the module it casts and quantizes
     (`copy_s`)."""
-    prepare_s: float
+    prepare_s: float = Field(ge=0)
     """Applying precision and quantization."""
     model: ModelLoad | None = None
     """Where this variant loaded its model for the pod (part of `load_s`); None where an earlier
@@ -226,7 +284,7 @@ class Timings(_Result):
     measure_start_s: float | None = Field(default=None, ge=0)
     """When this variant's timed loop began, in seconds since the runner process started: the
     time to its first measurement, from the container's start."""
-    first_iteration_ms: float
+    first_iteration_ms: float = Field(ge=0)
     """The cold first call, excluded from warmup and measurement; of a compiled variant, the
     first call after the one that compiled it."""
     warmup: PhaseTiming
@@ -257,9 +315,9 @@ class Timings(_Result):
 class Memory(_Result):
     """Peak memory of the runner process."""
 
-    peak_rss_bytes: int
-    gpu_peak_allocated_bytes: int | None = None
-    gpu_peak_reserved_bytes: int | None = None
+    peak_rss_bytes: int = Field(ge=0)
+    gpu_peak_allocated_bytes: int | None = Field(default=None, ge=0)
+    gpu_peak_reserved_bytes: int | None = Field(default=None, ge=0)
 
 
 class Compiled(_Result):
@@ -284,7 +342,7 @@ class Applied(_Result):
 
     compute_dtype: str
     """The dtype floating inputs and weights were cast to."""
-    parameter_dtypes: dict[str, int]
+    parameter_dtypes: dict[str, NonNegativeInt]
     """Number of parameter and buffer tensors per dtype, after preparation."""
     input_dtypes: list[str]
     output_dtype: str
@@ -295,7 +353,7 @@ class Applied(_Result):
     """aten.linear calls in the program."""
     quantized_layers: int = Field(ge=0)
     """Of those, how many now run quantized."""
-    unquantized_weighted_layers: dict[str, int] = Field(default_factory=dict)
+    unquantized_weighted_layers: dict[str, NonNegativeInt] = Field(default_factory=dict)
     """Other layers with weights (e.g. convolutions) that stay in the compute dtype."""
     weight_bytes: int = Field(ge=0)
     """Bytes of parameters and buffers after preparation, as stored."""
@@ -306,7 +364,7 @@ class Applied(_Result):
     id); None without quantization, and in results of runners before torchao."""
     quantized_weight_share: float | None = Field(default=None, ge=0, le=1)
     """The quantized weights' elements over all parameters'."""
-    kernel_calls: dict[str, int] | None = None
+    kernel_calls: dict[str, NonNegativeInt] | None = None
     """The matrix ops (aten.mm, aten._int_mm, aten._weight_int4pack_mm_for_cpu, ...) one
     call of the prepared model dispatched, with their counts: what really ran. For a compiled
     variant, an eager call of the module it compiled (its quantization's proof; a dispatch
@@ -324,9 +382,9 @@ class Environment(_Result):
     device: str
     device_name: str
     cpu_model: str
-    threads: int
+    threads: int = Field(ge=1)
     """torch's intra-op threads, set from the container's CPU quota."""
-    cpu_quota: float | None = None
+    cpu_quota: float | None = Field(default=None, gt=0)
     """CPUs the cgroup allows (None: unlimited)."""
     node_name: str | None = None
     pod_name: str | None = None
@@ -343,11 +401,11 @@ class Paired(_Result):
     """The variant id this one is compared with: the group's first variant of the model."""
     rounds: int = Field(ge=1)
     """Rounds, each holding a block of iterations of every variant."""
-    ratio: float
+    ratio: float = Field(gt=0)
     """The median over rounds of this variant's block median / the other's, same round."""
-    low: float
+    low: float = Field(gt=0)
     """The sign test's 95 % interval of that median, from the round ratios."""
-    high: float
+    high: float = Field(gt=0)
 
 
 class Rounds(_Result):
@@ -359,7 +417,7 @@ class Rounds(_Result):
     id: str = Field(min_length=1, max_length=64)
     """Names the rounds: the same in every variant's result of one interleaved loop, drawn
     afresh for each loop, so another model's rounds or a retried pod's never match it."""
-    medians_ns: list[float] = Field(min_length=1)
+    medians_ns: list[NonNegativeFloat] = Field(min_length=1)
     """The block median of each round, in round order, in nanoseconds (exact: an iteration's
     duration or the mean of the middle two)."""
 
@@ -380,6 +438,13 @@ class _ResultBase(_Result):
     target: str | None = None
     variant: VariantRef | None = None
     model_sha256: str | None = None
+    _dropped: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        """What its reader left out of the result as it arrived, each a field, its value and
+        why that is none (`read_result`); empty where nothing was."""
+        return self._dropped
 
 
 class OkResult(_ResultBase):
@@ -387,7 +452,7 @@ class OkResult(_ResultBase):
 
     status: Literal["ok"] = "ok"
     latency: LatencyStats
-    throughput_samples_per_s: float | None = None
+    throughput_samples_per_s: float | None = Field(default=None, gt=0)
     timings: Timings | None = None
     memory: Memory | None = None
     applied: Applied | None = None
@@ -432,9 +497,59 @@ BenchResult = Annotated[OkResult | ErrorResult, Field(discriminator="status")]
 RESULT_ADAPTER: Final = TypeAdapter[BenchResult](BenchResult)
 
 
+_KINDS: Final[Mapping[str | int, type[_ResultBase]]] = {"ok": OkResult, "error": ErrorResult}
+
+
+def _kind(location: Location) -> tuple[type[BaseModel], int] | None:
+    """The kind of result an error location is in, by the union's tag that starts it."""
+    kind = _KINDS.get(location[0]) if location else None
+    return (kind, 1) if kind is not None else None
+
+
 def parse_result(text: str | bytes, *, strict: bool = False) -> OkResult | ErrorResult:
-    """A result from its JSON; raises pydantic.ValidationError when it is not one."""
-    return RESULT_ADAPTER.validate_json(text, strict=strict)
+    """A result from its JSON, as every reader takes one (`read_result`); raises
+    pydantic.ValidationError when it is not one."""
+    try:
+        return RESULT_ADAPTER.validate_json(text, strict=strict)
+    except ValidationError as error:
+        if not all(is_bad_number(detail) for detail in error.errors()):
+            raise
+        return _read_again(json.loads(text), error, strict=strict)
+
+
+def read_result(data: object) -> OkResult | ErrorResult:
+    """A result from what JSON parses to (a record's, a stored row's), read as `parse_result`
+    reads its text."""
+    try:
+        return RESULT_ADAPTER.validate_python(data)
+    except ValidationError as error:
+        return _read_again(data, error, strict=False)
+
+
+def _read_again(data: object, error: ValidationError, *, strict: bool) -> OkResult | ErrorResult:
+    """The result `data` holds without the fields that may be left out whose numbers `error`
+    found bad, each named in its `dropped`. Raises `error` where it found anything else, or
+    a bad number where none may be left out (`latency`): the result then measured nothing a
+    reader can use (`unreadable_measurement` says so)."""
+    repaired = without_bad_numbers(data, error, _kind)
+    if repaired is None:
+        raise error
+    changed, notes = repaired
+    # Through JSON again, so that strict mode reads what it read the first time (an enum's
+    # value, which strict Python would refuse for not being the enum's member).
+    result = RESULT_ADAPTER.validate_json(json.dumps(changed), strict=strict)
+    result._dropped = notes
+    return result
+
+
+def unreadable_measurement(error: ValidationError) -> str | None:
+    """Where `parse_result` or `read_result` refused a result for its numbers alone (one a
+    runner or an earlier collector let through), which ones, in words; None where anything
+    else is wrong with it."""
+    details = error.errors()
+    if not details or not all(is_bad_number(d) and _kind(d["loc"]) for d in details):
+        return None
+    return "; ".join(number_words(detail, 1) for detail in details)
 
 
 def result_line(result: BenchResult) -> str:
@@ -620,8 +735,28 @@ def is_group_message(text: str) -> bool:
 
 
 def parse_group_message(text: str | bytes) -> list[OkResult | ErrorResult | OmittedResult]:
-    """The entries of a group's termination message; raises pydantic.ValidationError."""
-    return GROUP_ADAPTER.validate_json(text, strict=True)
+    """The entries of a group's termination message, each result read as `parse_result`
+    reads one; raises pydantic.ValidationError."""
+    try:
+        return GROUP_ADAPTER.validate_json(text, strict=True)
+    except ValidationError as error:
+        if not all(is_bad_number(detail) for detail in error.errors()):
+            raise
+        entries = json.loads(text)
+        try:
+            return [_group_entry(entry) for entry in entries]
+        except ValidationError:
+            raise error from None
+
+
+_ENTRY_ADAPTER: Final = TypeAdapter[GroupEntry](GroupEntry)
+
+
+def _group_entry(entry: object) -> OkResult | ErrorResult | OmittedResult:
+    try:
+        return _ENTRY_ADAPTER.validate_json(json.dumps(entry), strict=True)
+    except ValidationError as error:
+        return _read_again(entry, error, strict=True)
 
 
 def parse_result_line(output: str) -> BenchResult | None:

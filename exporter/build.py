@@ -33,6 +33,11 @@ from synth.hints import did_you_mean
 _OWN_CODE: Final = (Path(torch.__file__).parent, Path(__file__).parent)
 """Frames in these are torch's and ours: a failure's place is the last frame outside them."""
 _FIRST_LINE_CHARS: Final = 400
+USERS_FAILURES: Final = (Exception, SystemExit)
+"""What the user's code (the module's import, the factory, the model's forward) may raise:
+anything, an exit included. sys.exit() raises SystemExit, which no `except Exception`
+catches: the command would end with the code the user's code gave, 0 included, no file
+written and nothing said. KeyboardInterrupt is the person's own, and stops the command."""
 
 
 class ExportRefused(Exception):
@@ -93,7 +98,7 @@ def export_model(request: ExportRequest, *, verbose: bool = False) -> Exported:
             outputs = wrapper.call_eagerly(example)
         except ExportRefused:
             raise
-        except Exception as error:  # the user's model may raise anything
+        except USERS_FAILURES as error:
             raise _eager_failure(error, request.inputs) from None
     low, high = (request.batch, request.batch) if request.static_batch else (1, request.max_batch)
     program = _export(wrapper, example, request, (low, high), verbose)
@@ -119,7 +124,7 @@ def resolve(text: str) -> Callable[..., object]:
         sys.path.insert(0, str(Path.cwd()))
     try:
         found: object = importlib.import_module(module_name)
-    except Exception as error:  # importing runs the module's code, which may raise anything
+    except USERS_FAILURES as error:  # importing runs the module's code
         raise ExportRefused(
             f"cannot import {module_name}: {_in_words(error)}{_place(error)}",
             "MODULE is imported from the current folder and this environment's packages: "
@@ -148,7 +153,7 @@ def build(factory: Callable[..., object], request: ExportRequest) -> nn.Module:
             model = factory(config_class(**request.arguments))
         else:
             model = factory(**request.arguments)
-    except Exception as error:  # the factory is the user's code
+    except USERS_FAILURES as error:  # the factory is the user's code
         given = ", ".join(f"{key}={value!r}" for key, value in request.arguments.items())
         called = f" (called with {given})" if given else ""
         raise ExportRefused(
@@ -287,7 +292,8 @@ def _export(
     with _quiet_torch(verbose):
         try:
             return torch.export.export(wrapper, example, dynamic_shapes=dynamic)
-        except Exception as error:  # torch.export raises many types, with the cause in words
+        # torch.export raises many types, with the cause in words; tracing runs forward.
+        except USERS_FAILURES as error:
             raise _export_failure(error, request) from None
 
 
@@ -328,6 +334,8 @@ def _quiet_torch(verbose: bool) -> Iterator[None]:
 
 
 def _in_words(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"it called sys.exit({error.code!r})"
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {(lines or [''])[0][:_FIRST_LINE_CHARS]}"
 
@@ -346,7 +354,7 @@ def _place(error: BaseException) -> str:
     return ""
 
 
-def _eager_failure(error: Exception, inputs: Sequence[ExampleInput]) -> ExportRefused:
+def _eager_failure(error: BaseException, inputs: Sequence[ExampleInput]) -> ExportRefused:
     words = str(error)
     message = f"the model fails on the example inputs: {_in_words(error)}{_place(error)}"
     if "indices" in words and any(given.floating for given in inputs):
@@ -368,7 +376,7 @@ def _eager_failure(error: Exception, inputs: Sequence[ExampleInput]) -> ExportRe
     )
 
 
-def _export_failure(error: Exception, request: ExportRequest) -> ExportRefused:
+def _export_failure(error: BaseException, request: ExportRequest) -> ExportRefused:
     words = str(error)
     if "Constraints violated (batch)" in words or "specialized it to be a constant" in words:
         return ExportRefused(

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from collector.workload import ExpectedJob
 from contract.layout import LOCAL_CLUSTER
-from contract.records import JobIdentity, PodStart, StoredVariant, VariantState
+from contract.records import JobIdentity, PodStart, StoredVariant, VariantState, with_left_out
 from contract.result import ErrorResult
 from contract.variant import VariantRef
 from localrun.workflow import PodOutcome
@@ -61,7 +61,7 @@ def stored_variant(outcome: PodOutcome, variant: VariantRef | None, now: datetim
         index=variant.index if variant else outcome.plan.index,
         state=state,
         variant=variant,
-        explanation=explanation,
+        explanation=with_left_out(explanation, result),
         reason=reason,
         pod=outcome.plan.env.get("POD_NAME"),
         node=outcome.plan.env.get("NODE_NAME"),

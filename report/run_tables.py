@@ -319,7 +319,7 @@ def _energy_cells(row: VariantRow) -> tuple[str, str]:
     if energy.unavailable == ENERGY_ON_CPU:
         return "-", "not available: a CPU target"
     if energy.joules_per_inference is None:
-        return "-", f"not available: {energy.unavailable}"
+        return "-", f"unknown: {energy.unavailable}"
     return format_figure(energy.joules_per_inference * 1000), format_figure(energy.average_w)
 
 

@@ -153,6 +153,13 @@ class GpuSampler:
                 "energy_unavailable": f"the energy counter went back from {start} to {end} mJ "
                 "during the loop (the driver was reloaded)"
             }
+        if end == start:
+            # The driver updates the counter in steps: a loop shorter than one saw none, which
+            # says nothing of what it used (0 J would read as a measurement).
+            return {
+                "energy_unavailable": f"the energy counter did not move in the loop's "
+                f"{ended - began:.3g} s (it stayed at {end} mJ), so the loop's energy is unknown"
+            }
         return {"energy_j": (end - start) / 1000, "energy_s": ended - began}
 
     def _slowdowns(self, masks: list[int]) -> list[str]:

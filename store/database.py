@@ -5,6 +5,7 @@ hash, so that key never means two different runs, and storing it twice is a no-o
 can be re-run, or resumed after an interruption, without duplicates.
 """
 
+import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -13,14 +14,21 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from contract.accuracy import AccuracyGate
 from contract.allocation import Allocation
 from contract.clocks import ahead_by
 from contract.instant import instant, instant_text
-from contract.records import JobIdentity, PodStart, Reuses, StoredVariant
+from contract.records import (
+    UNUSABLE_RESULT,
+    JobIdentity,
+    PodStart,
+    Reuses,
+    StoredVariant,
+    with_readable_result,
+)
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef, VariantSettings
 
@@ -538,18 +546,55 @@ class Store:
                 "scheduled_at": instant(row["scheduled_at"]),
             }
         )
-        text = row["result_json"]
-        ref = None
-        if row["variant_id"] is not None:
-            # A later setting is NULL in rows stored before its column: its default.
-            ref = VariantRef.model_validate(
-                {
-                    field: row[column]
-                    for field, column in _IDENTITY_COLUMNS.items()
-                    if row[column] is not None
-                }
+        try:
+            variant = _stored_variant(row)
+        except (ValidationError, ValueError) as error:
+            # Nothing stored fails its readers: the row stays as it is, for whoever can read
+            # it, and reads as a failure saying why.
+            variant = StoredVariant(
+                index=int(str(row["job_index"])),
+                state="failed",
+                reason=UNUSABLE_RESULT,
+                explanation=f"its stored row cannot be read: {_first_line(error)}",
             )
-        variant = StoredVariant.model_validate(
+        return StoredRun(job=identity, variant=variant, collected_at=str(row["collected_at"]))
+
+
+def _first_line(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(map(str, detail['loc']))}: {detail['msg']}" for detail in error.errors()
+        )
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def _result(text: object) -> object:
+    """A row's result: read, or where it cannot be, as JSON parses it, for
+    with_readable_result to say why (Python's json reads the NaN and Infinity an earlier
+    collector may have let through)."""
+    if not text:
+        return None
+    try:
+        return parse_result(str(text))
+    except ValidationError:
+        return json.loads(str(text))
+
+
+def _stored_variant(row: dict[str, object]) -> StoredVariant:
+    """One row's run; raises ValidationError or ValueError where the row holds what no
+    version of the collector stores."""
+    ref = None
+    if row["variant_id"] is not None:
+        # A later setting is NULL in rows stored before its column: its default.
+        ref = VariantRef.model_validate(
+            {
+                field: row[column]
+                for field, column in _IDENTITY_COLUMNS.items()
+                if row[column] is not None
+            }
+        )
+    return StoredVariant.model_validate(
+        with_readable_result(
             {
                 **{name: row[name] for name in _VARIANT_COLUMNS},
                 "index": row["job_index"],
@@ -557,14 +602,14 @@ class Store:
                 # that is none: it reads as unknown, not as a failure of every report.
                 "finished_at": instant(row["finished_at"]),
                 "variant": ref,
-                "result": parse_result(str(text)) if text else None,
+                "result": _result(row["result_json"]),
                 **{
                     column: model.model_validate_json(str(row[column])) if row[column] else None
                     for column, model in _JSON_COLUMNS.items()
                 },
             }
         )
-        return StoredRun(job=identity, variant=variant, collected_at=str(row["collected_at"]))
+    )
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from contract.addresses import masked_address, port_problem, url_port_problem, userinfo
 from contract.quantity import MAX_QUANTITY, parse_quantity
 from synth.hints import SpecError
 from synth.limits import MAX_DURATION_SECONDS, MAX_IMAGE_NAME_CHARS, MAX_URL_CHARS
@@ -270,10 +271,19 @@ would be a registry's port) and a digest after '@'."""
 
 
 def _check_image(value: str) -> str:
+    # Every message quotes the reference masked: it lands in CI logs.
+    shown = masked_address(value)
     if value != value.strip():
         raise SpecError(
-            f"{value!r} has spaces around it; write the image reference alone",
+            f"{shown!r} has spaces around it; write the image reference alone",
             line_break_hint(value),
+        )
+    if userinfo(value) is not None:
+        raise SpecError(
+            f"{shown!r} carries credentials (user:password@registry); they would be written "
+            "into dist/ for everyone to read",
+            "give the nodes the registry's credentials (an imagePullSecret, or the kubelet's "
+            "credential provider) and the reference without them",
         )
     name = _IMAGE_TAG_OR_DIGEST.sub("", value)
     if len(name) > MAX_IMAGE_NAME_CHARS:
@@ -283,9 +293,13 @@ def _check_image(value: str) -> str:
         )
     if not _IMAGE_REF.fullmatch(value):
         raise ValueError(
-            f"{value!r} is not an image reference: expected registry/path/name:tag or "
+            f"{shown!r} is not an image reference: expected registry/path/name:tag or "
             "registry/path/name@sha256:<64 hex>, path in lower case"
         )
+    # Only a registry host has a ':' before the first '/' (a path component cannot).
+    registry = value.split("/", 1)[0] if "/" in value else ""
+    if ":" in registry and (problem := port_problem(registry.rpartition(":")[2])):
+        raise ValueError(f"{shown!r}: its registry's {problem}")
     return value
 
 
@@ -301,8 +315,8 @@ def _check_pinned_image(value: str) -> str:
     _check_image(value)
     if not _PINNED_IMAGE_REF.fullmatch(value):
         raise SpecError(
-            f"{value!r} is not pinned by digest: a tag can move, and the artifact a pod mounts "
-            "would no longer be the one reviewed",
+            f"{masked_address(value)!r} is not pinned by digest: a tag can move, and the "
+            "artifact a pod mounts would no longer be the one reviewed",
             "write registry/repository@sha256:<64 hex>, as `make push-model` prints it",
         )
     return value
@@ -338,28 +352,33 @@ def split_url(value: str) -> SplitResult:
 
 
 def url_port(parts: SplitResult, value: str) -> int | None:
-    """The port `value` names, if any, once it is sure to name a valid host."""
+    """The port `value` names, if any, once it is sure to name a valid host and a TCP port
+    (the rule an image's registry is held to too)."""
+    shown = masked_address(value)
+    if problem := url_port_problem(parts):
+        raise ValueError(f"url {shown!r}: its {problem}")
     try:
-        port = parts.port
+        named = parts.port
     except ValueError:
-        port = -1
-    if not parts.hostname or port == -1:
-        raise ValueError(f"url {value!r} has no valid host ({parts.scheme}://host/path)")
-    return port
+        named = None
+        parts = parts._replace(netloc="")
+    if not parts.hostname:
+        raise ValueError(f"url {shown!r} has no valid host ({parts.scheme}://host/path)")
+    return named
 
 
 def _check_https_url(value: str) -> str:
     """An https URL with a host, and nothing in it that looks like a credential: the URL is
     written into config.json in dist/, which everyone with the repository can read."""
     parts = split_url(value)
+    shown = masked_address(value)
     if parts.scheme != "https":
         raise SpecError(
-            f"url {value!r} must use https",
+            f"url {shown!r} must use https",
             "plain http lets anyone on the path swap the model; the sha256 would catch it, "
             "but only after the download",
         )
     if parts.username is not None or parts.password is not None:
-        # Not quoted: the message lands in CI logs.
         raise SpecError(
             "the url carries credentials (user:password@host); they would be written into "
             "dist/ for everyone to read",
@@ -369,7 +388,7 @@ def _check_https_url(value: str) -> str:
     port = url_port(parts, value)
     if port not in (None, 443):
         raise SpecError(
-            f"url {value!r} names port {port}",
+            f"url {shown!r} names port {port}",
             "the runner pods' NetworkPolicy allows downloads on port 443 only (a policy cannot "
             "name hosts, so it opens no more ports than it must): serve the model on 443",
         )

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from contract.addresses import masked_address
 from synth.fields import StringRule, line_break_hint, schema_pattern, split_url, url_port
 from synth.hints import SpecError
 from synth.limits import MAX_BRANCH_CHARS, MAX_DURATION_SECONDS
@@ -90,14 +91,14 @@ class GitUrl(StringRule):
     def check(self, value: str) -> str:
         parts = split_url(value)
         if parts.scheme not in GIT_SCHEMES:
+            schemes = ", ".join(scheme + "://" for scheme in GIT_SCHEMES)
             raise SpecError(
-                f"git url {value!r} must begin with {', '.join(s + '://' for s in GIT_SCHEMES)}",
+                f"git url {masked_address(value)!r} must begin with {schemes}",
                 "Flux's GitRepository takes no other form: write git@host:path as "
                 "ssh://git@host/path",
             )
         url_port(parts, value)
         if parts.password is not None:
-            # Not quoted: the message lands in CI logs.
             raise SpecError(
                 "the git url carries a password; clusters/ would publish it",
                 "put the credentials in a Secret in flux-system and name it in git.secret_name",

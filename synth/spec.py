@@ -161,9 +161,10 @@ class ModelSpec(SpecModel):
     port 443 anywhere, since a NetworkPolicy cannot name hosts."""
     oci: PinnedImageRef | None = None
     """An OCI artifact holding the `.pt2`, by digest (`registry/repository@sha256:...`, as
-    `make push-model` prints it): the node pulls it and mounts it read-only into the pod as an
-    image volume, which needs Kubernetes 1.35 or newer (each cluster's `kubernetes_version`).
-    Needs `sha256`, the `.pt2`'s own digest."""
+    `make push-model` prints it; no credentials: the nodes pull with theirs): the node pulls
+    it and mounts it read-only into the pod as an image volume, which needs Kubernetes 1.35
+    or newer (each cluster's `kubernetes_version`). Needs `sha256`, the `.pt2`'s own
+    digest."""
     oci_file: Annotated[str, Text("oci_file", MAX_PATH_CHARS, one_line=True)] | None = None
     """The `.pt2`'s path inside the `oci` artifact, for an artifact holding several files;
     default `model.pt2`, where `make push-model` packs it."""

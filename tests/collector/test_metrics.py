@@ -12,7 +12,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from collector.metrics import ObservedJob, build_registry, last_results, push, write_textfile
+from collector.metrics import ObservedJob, build_registry, last_results, write_textfile
+from collector.pushgateway import push, pushgateway
 from contract.instant import instant
 from contract.pricing import PriceList
 from contract.records import JobRecord, StoredVariant
@@ -95,7 +96,7 @@ def gateway() -> Iterator[str]:
 def test_a_push_replaces_the_workflows_group_on_the_gateway(
     registry: CollectorRegistry, gateway: str
 ) -> None:
-    push(registry, gateway, "cpu-smoke")
+    push(registry, pushgateway(gateway), "cpu-smoke")
     ((method, path, body),) = _Gateway.received
     assert (method, path) == ("PUT", "/metrics/job/benchfleet-collector/workflow/cpu-smoke")
     assert b"benchfleet_latency_p50_seconds" in body

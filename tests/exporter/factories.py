@@ -3,6 +3,7 @@ test: a torchvision-style classifier, a Hugging Face-style encoder class built f
 (its output a registered ModelOutput dataclass), and one model per hurdle."""
 
 import dataclasses
+import sys
 from typing import Final
 
 import torch
@@ -108,6 +109,18 @@ class Noisy(_Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.linear(x) + torch.randn(x.shape[0], 4)
         return out
+
+
+class ExitsInForward(_Linear):
+    """Ends the process when it is called, as a script's model might."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        sys.exit(0)
+
+
+def exits() -> nn.Module:
+    """A factory that ends the process with success instead of returning a model."""
+    sys.exit(0)
 
 
 def wide() -> nn.Module:

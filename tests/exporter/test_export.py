@@ -140,6 +140,12 @@ def test_a_static_batch_export_takes_its_batch_only(root: Path) -> None:
             "--arg NAME=VALUE",
         ),
         ("not_a_module", ["--input", "8"], "returned a int, not a torch.nn.Module", None),
+        # Issue #31: sys.exit(0) in the user's code ended export with 0, no file, no entry.
+        ("exits", ["--input", "8"], "the factory failed: it called sys.exit(0) (at ", None),
+        (
+            "ExitsInForward", ["--input", "8"],
+            "the model fails on the example inputs: it called sys.exit(0) (at ", None,
+        ),
         ("clasifier", ["--input", "8"], "has no attribute 'clasifier'", "'classifier'"),
     ],
 )  # fmt: skip
@@ -162,6 +168,16 @@ def test_the_place_of_a_failure_is_the_users_own_line(root: Path) -> None:
     run = export(root, "ValueBranch", "--input", "8", "--out", str(root / "m.pt2"))
     assert "factories.py:" in run.stderr
     assert "in forward: return out if x.sum() > 0 else -out)" in run.stderr
+
+
+def test_a_module_that_exits_as_it_is_imported_is_refused(root: Path) -> None:
+    out = root / "m.pt2"
+    run = CliRunner().invoke(
+        cli, ["export", "tests.exporter.exits_on_import:build", "--input", "8", "--out", str(out)]
+    )
+    assert run.exit_code == 1, run.output
+    assert "cannot import tests.exporter.exits_on_import: it called sys.exit(0) (at " in run.stderr
+    assert not out.exists() and run.stdout == ""
 
 
 def test_a_module_that_cannot_be_imported_is_named(root: Path) -> None:

@@ -1,6 +1,7 @@
 """Debian's Prometheus and Pushgateway on loopback ports, in a test's folder: what gather
 pushes to and what the dashboard and the rules query, for real."""
 
+import base64
 import json
 import shutil
 import subprocess
@@ -46,25 +47,33 @@ def until(condition: Callable[[], Any], what: str, timeout_s: float = START_S) -
 
 
 @contextmanager
-def _serving(command: list[str], address: str, log_path: Path) -> Iterator[str]:
+def _serving(
+    command: list[str], address: str, log_path: Path, *, auth: bool = False
+) -> Iterator[str]:
     with log_path.open("wb") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:
-            _wait_until_ready(address, server, log_path)
+            _wait_until_ready(address, server, log_path, auth=auth)
             yield address
         finally:
             server.terminate()
             server.wait(timeout=30)
 
 
-def _wait_until_ready(address: str, server: "subprocess.Popen[bytes]", log: Path) -> None:
+def _wait_until_ready(
+    address: str, server: "subprocess.Popen[bytes]", log: Path, *, auth: bool = False
+) -> None:
     name = log.stem
+    request = urllib.request.Request(f"http://{address}/-/ready")
+    if auth:
+        login = base64.b64encode(f"{PUSH_USER}:{PUSH_PASSWORD}".encode()).decode()
+        request.add_header("Authorization", f"Basic {login}")
 
     def ready() -> bool:
         if server.poll() is not None:
             raise ServerStartError(f"{name} exited: {log_tail(log)}")
         try:
-            with urllib.request.urlopen(f"http://{address}/-/ready", timeout=2) as answer:
+            with urllib.request.urlopen(request, timeout=2) as answer:
                 return bool(answer.status == 200)
         except OSError:
             return False
@@ -76,13 +85,27 @@ def _wait_until_ready(address: str, server: "subprocess.Popen[bytes]", log: Path
         raise ServerStartError(f"{error}: {log_tail(log)}") from None
 
 
+PUSH_USER: Final = "ci"
+PUSH_PASSWORD: Final = "s3cret-push"
+_PUSH_PASSWORD_BCRYPT: Final = "$2b$04$S0u7tcAfI1tyRfwrVNVOVOFTs7/o2.lczQoiMyZxMWdYwIKOmbjBK"
+"""PUSH_PASSWORD's bcrypt hash, as a web config file holds it (Python's crypt module,
+METHOD_BLOWFISH, cost 4: the least bcrypt allows, so that each request checks it fast)."""
+
+
 @contextmanager
-def pushgateway(folder: Path) -> Iterator[str]:
-    """`127.0.0.1:<port>` of a Pushgateway that keeps its metrics in memory."""
+def pushgateway_server(folder: Path, *, basic_auth: bool = False) -> Iterator[str]:
+    """`127.0.0.1:<port>` of a Pushgateway that keeps its metrics in memory; with
+    `basic_auth`, one that takes PUSH_USER and PUSH_PASSWORD only (its --web.config.file),
+    and answers its readiness probe without them."""
     address = f"127.0.0.1:{free_port()}"
     folder.mkdir(parents=True, exist_ok=True)
     command = [PUSHGATEWAY, f"--web.listen-address={address}"]
-    with _serving(command, address, folder / "pushgateway.log") as ready:
+    if basic_auth:
+        config = folder / "web.yml"
+        users = {"basic_auth_users": {PUSH_USER: _PUSH_PASSWORD_BCRYPT}}
+        config.write_text(yaml.safe_dump(users), encoding="utf-8")
+        command.append(f"--web.config.file={config}")
+    with _serving(command, address, folder / "pushgateway.log", auth=basic_auth) as ready:
         yield ready
 
 

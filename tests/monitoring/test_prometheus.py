@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
-from collector.metrics import ObservedJob, build_registry, push
+from collector.metrics import ObservedJob, build_registry
+from collector.pushgateway import push, pushgateway
 from contract.metrics import (
     CLUSTER_LABEL,
     LAST_RESULT_TIMESTAMP,
@@ -24,7 +25,13 @@ from synth.monitoring.rules import STALE_ALERT, Schedule
 from tests.collector.stored import JOB, SUCCEEDED_LABELS, failed, succeeded
 from tests.monitoring.conftest import write_rules
 from tests.monitoring.panels import panel_queries
-from tests.monitoring.servers import api, needs_prometheus, prometheus, pushgateway, until
+from tests.monitoring.servers import (
+    api,
+    needs_prometheus,
+    prometheus,
+    pushgateway_server,
+    until,
+)
 
 pytestmark = needs_prometheus
 
@@ -43,7 +50,7 @@ def monitoring(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Monitoring]
     folder = tmp_path_factory.mktemp("monitoring")
     rules = write_rules(folder, [LATE, FRESH])
     with (
-        pushgateway(folder / "pushgateway") as gateway,
+        pushgateway_server(folder / "pushgateway") as gateway,
         prometheus(folder / "prometheus", gateway, rules) as server,
     ):
         yield Monitoring(server, gateway)
@@ -62,7 +69,7 @@ def test_what_gather_pushes_reads_back_through_promql(monitoring: Monitoring) ->
         variants=(succeeded(0, p50_ms=2.5), failed(1)),
     )
     registry = build_registry([ObservedJob(record, duration_s=420.0)])
-    push(registry, monitoring.pushgateway, "cpu-smoke")
+    push(registry, pushgateway(monitoring.pushgateway), "cpu-smoke")
 
     p50 = until(
         lambda: query(monitoring.prometheus, f'{LATENCY_P50}{{workflow="cpu-smoke"}}'),
@@ -101,7 +108,7 @@ def test_the_missing_data_alert_fires_on_a_gap_and_not_on_a_fresh_result(
         registry = CollectorRegistry()
         last = Gauge(LAST_RESULT_TIMESTAMP, "", RESULT_LABELS, registry=registry)
         last.labels(workflow, "us-east", "cpu", "tiny-mlp", "fp32", "none", "4", "eager").set(at)
-        push(registry, monitoring.pushgateway, workflow)
+        push(registry, pushgateway(monitoring.pushgateway), workflow)
 
     def stale_rule_states() -> dict[str, str] | None:
         groups = api(monitoring.prometheus, "rules", type="alert")["groups"]

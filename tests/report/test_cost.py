@@ -305,6 +305,9 @@ def with_energy(target: str, energy: Energy | None, throttles: tuple[str, ...] =
     return StoredRun(job=measured.job, variant=variant, collected_at=measured.collected_at)
 
 
+ENERGY_FIGURES = ("joules", "joules_per_inference", "average_w")
+
+
 def test_the_energy_table_gives_millijoules_and_watts_beside_the_throttle_reasons() -> None:
     runs = [
         with_energy(
@@ -314,19 +317,24 @@ def test_the_energy_table_gives_millijoules_and_watts_beside_the_throttle_reason
         ),
         with_energy("t4", Energy(unavailable="NVML_ERROR_NOT_SUPPORTED: no energy counter")),
         with_energy("cpu", Energy(unavailable=ENERGY_ON_CPU)),
+        # Issue #31: a counter that did not move, which runners before then reported as 0 J.
+        with_energy("l4", Energy.model_validate(dict.fromkeys(ENERGY_FIGURES, 0.0))),
     ]
     report = build_report(runs)
     table = to_text(report).split("Energy\n------\n")[1].split("\n\n")[0].splitlines()
-    assert [line.split()[1:2] + line.split()[7:10] for line in table[1:4]] == [
+    assert [line.split()[1:2] + line.split()[7:10] for line in table[1:5]] == [
         ["a100", "6.000", "240.0", "sw_power_cap"],
         ["cpu", "-", "not", "available:"],
-        ["t4", "-", "not", "available:"],
+        ["l4", "-", "unknown:", "the"],
+        ["t4", "-", "unknown:", "NVML_ERROR_NOT_SUPPORTED:"],
     ]
     assert "not available: a CPU target" in table[2]
-    assert "not available: NVML_ERROR_NOT_SUPPORTED: no energy counter" in table[3]
+    assert "unknown: the runner reported joules = 0.0: the energy counter did not move" in table[3]
+    assert "unknown: NVML_ERROR_NOT_SUPPORTED: no energy counter" in table[4]
     rows = {row["target"]: row for row in csv.DictReader(io.StringIO(to_csv(report)))}
     assert (rows["a100"]["joules_per_inference"], rows["a100"]["average_w"]) == ("0.006", "240.0")
     assert rows["cpu"]["energy_unavailable"] == ENERGY_ON_CPU
+    assert (rows["l4"]["joules_per_inference"], rows["l4"]["average_w"]) == ("", "")
 
 
 def test_cpu_targets_alone_show_no_energy_table() -> None:

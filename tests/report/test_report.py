@@ -100,8 +100,9 @@ def _latency(p50_ms: float, iqr_ms: float, count: int) -> LatencyStats:
         mean_ms=p50_ms,
         std_ms=std,
         cv=std / p50_ms,
-        min_ms=p50_ms - iqr_ms,
-        p25_ms=p50_ms - iqr_ms / 2,
+        # No latency is 0 or below: a spread wider than the median bunches at the bottom.
+        min_ms=max(p50_ms - iqr_ms, p50_ms / 4),
+        p25_ms=max(p50_ms - iqr_ms / 2, p50_ms / 2),
         p50_ms=p50_ms,
         p75_ms=p50_ms + iqr_ms / 2,
         p90_ms=p50_ms + iqr_ms,

@@ -130,6 +130,8 @@ def test_the_energy_counter_is_read_as_the_loop_starts_and_as_it_ends() -> None:
         (pynvml.NVML_ERROR_NOT_SUPPORTED, "this GPU has no total-energy counter"),
         (pynvml.NVML_ERROR_GPU_IS_LOST, "NVML's energy counter cannot be read: GPU is lost"),
         (iter((5_000, 1_200)), "the energy counter went back from 5000 to 1200 mJ"),
+        # Issue #31: a counter that did not move gave 0 J, reported as a measurement.
+        (iter((81_000_000, 81_000_000)), "the energy counter did not move in the loop's"),
     ],
 )
 def test_a_gpu_without_a_readable_energy_counter_says_why(

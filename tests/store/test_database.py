@@ -375,3 +375,70 @@ def test_a_row_stored_with_a_finish_time_that_is_no_time_reads_as_unknown(tmp_pa
     with sqlite3.connect(path) as db:
         stored = db.execute("SELECT finished_at FROM variant_runs").fetchone()
     assert stored == ("soon",), "reading changes nothing"
+
+
+def _stored_with(path: Path, edit: str) -> list[StoredVariant]:
+    """What the store reads of succeeded(0) after `edit` (SQL on its result_json, as a
+    collector before numbers were checked could have stored it), and that reading changed
+    nothing in the row."""
+    with open_store(path) as store:
+        store.add(JOB, [succeeded(0)], NOW)
+    with sqlite3.connect(path) as db:
+        db.execute(f"UPDATE variant_runs SET result_json = {edit}")
+        (before,) = db.execute("SELECT result_json FROM variant_runs").fetchone()
+    with open_store(path) as store:
+        read = [run.variant for run in store.runs("cpu-smoke")]
+        assert [variant.state for variant in read] == [
+            variant.state for variant in store.variants(JOB.cluster, JOB.namespace, JOB.job)
+        ]
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT result_json FROM variant_runs").fetchone() == (before,)
+    return read
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        # pydantic wrote an infinite p50 as null, stored as succeeded (issue #31).
+        ("json_set(result_json, '$.latency.p50_ms', json('null'))", "latency.p50_ms = null"),
+        ("json_set(result_json, '$.latency.p50_ms', -0.5)", "latency.p50_ms = -0.5"),
+        # Python's json.dumps writes NaN as it is, which json.loads reads back.
+        ("replace(result_json, '\"p50_ms\":1.5', '\"p50_ms\":NaN')", "latency.p50_ms = nan"),
+    ],
+)
+def test_a_row_whose_latency_is_no_measurement_reads_as_a_failure_saying_why(
+    tmp_path: Path, edit: str, words: str
+) -> None:
+    (variant,) = _stored_with(tmp_path / "results.sqlite", edit)
+    assert (variant.state, variant.reason, variant.result) == ("failed", "unusable_result", None)
+    assert words in variant.explanation
+    assert variant.variant == succeeded(0).variant, "still named by its variant"
+
+
+def test_a_rows_bad_optional_figure_is_left_out_and_said(tmp_path: Path) -> None:
+    edit = "json_set(result_json, '$.throughput_samples_per_s', -2.0)"
+    (variant,) = _stored_with(tmp_path / "results.sqlite", edit)
+    assert variant.state == "succeeded"
+    assert isinstance(variant.result, OkResult)
+    assert variant.result.throughput_samples_per_s is None
+    assert variant.explanation == (
+        "ok; left out of its result as unusable: throughput_samples_per_s = -2.0: should be "
+        "greater than 0"
+    )
+
+
+def test_a_row_no_version_stores_reads_as_a_failure_not_an_error(tmp_path: Path) -> None:
+    (variant,) = _stored_with(tmp_path / "results.sqlite", '\'{"status": "ok"\'')
+    assert (variant.state, variant.reason) == ("failed", "unusable_result")
+    assert variant.explanation.startswith("its stored row cannot be read: ")
+
+
+def test_a_record_an_earlier_gather_wrote_with_a_negative_latency_still_reads(
+    tmp_path: Path,
+) -> None:
+    record = JobRecord(**JOB.model_dump(), outcome="complete", variants=(succeeded(0),))
+    path, _ = write_record(tmp_path, record)
+    path.write_text(path.read_text().replace('"p50_ms": 1.5', '"p50_ms": -1.5'))
+    (variant,) = read_record(path).variants
+    assert (variant.state, variant.reason, variant.result) == ("failed", "unusable_result", None)
+    assert "latency.p50_ms = -1.5: should be greater than 0" in variant.explanation

@@ -42,6 +42,8 @@ def problems_after(root: Path, old: str, new: str) -> list[str]:
         (GIT, '  url: "ssh://git@example.com/b\\n"', "4:8: git.url", "control characters"),
         (GIT, "  url: https://u:secret@example.com/b", "4:8: git.url", "carries a password"),
         (GIT, "  url: https:///benchfleet", "4:8: git.url", "has no valid host"),
+        (GIT, "  url: ftp://u:secret@example.com/b", "4:8: git.url", "'ftp://***@example.com/b'"),
+        (GIT, "  url: https://example.com:70000/b", "4:8: git.url", "port 70000 is no TCP"),
         (GIT, f"{GIT}\n  secret_name: Deploy Key", "5:16: git.secret_name", "DNS-label safe"),
         (
             "node_selector: {node-type: spot}",

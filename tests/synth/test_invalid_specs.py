@@ -48,6 +48,17 @@ def test_invalid_spec_reports_expected_problems(case: str, spec_repo: Path) -> N
     assert actual == expected_file.read_text(encoding="utf-8")
 
 
+def test_no_problem_quotes_a_credential_a_spec_carries() -> None:
+    """Problems land in CI logs: a reference's or a URL's userinfo is masked in every one
+    (contract/addresses.py), whichever rule the value breaks first."""
+    leaked = [
+        path.name
+        for path in INVALID.glob("*.expected")
+        if any(secret in path.read_text(encoding="utf-8") for secret in ("s3cret", "t0ken"))
+    ]
+    assert leaked == []
+
+
 def test_every_golden_file_has_a_spec() -> None:
     orphans = sorted(path.name for path in INVALID.glob("*.expected") if path.stem not in CASES)
     assert orphans == []
