@@ -3,6 +3,9 @@ test: a torchvision-style classifier, a Hugging Face-style encoder class built f
 (its output a registered ModelOutput dataclass), and one model per hurdle."""
 
 import dataclasses
+import logging
+import os
+import warnings
 from typing import Final
 
 import torch
@@ -123,3 +126,15 @@ def broken(depth: int = 1) -> nn.Module:
 def not_a_module() -> int:
     """A factory that returns something else than a model."""
     return 3
+
+
+CHATTER: Final = ("a deprecated enum", "a library's own log", "a C++ extension's notice")
+
+
+def chatty() -> nn.Module:
+    """A factory whose libraries talk as torchao's import does: a Python warning, a log
+    record of a library's own logger, and a line written straight to file descriptor 2."""
+    warnings.warn(CHATTER[0], DeprecationWarning, stacklevel=1)
+    logging.getLogger("chatty_library").warning(CHATTER[1])
+    os.write(2, f"W0000 {CHATTER[2]}\n".encode())
+    return nn.Linear(8, 4)

@@ -2,7 +2,9 @@
 `models:` entry; each hurdle users meet refused with where and what to change, leaving the
 output file as it was."""
 
+import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +19,7 @@ from exporter.entry import OCI_PLACEHOLDER
 from synth.digests import file_sha256
 from synth.load import load_specs
 from tests.conftest import REPO_ROOT, TEST_DATA
-from tests.exporter.factories import VOCABULARY
+from tests.exporter.factories import CHATTER, VOCABULARY
 
 FACTORIES = "tests.exporter.factories"
 
@@ -226,3 +228,39 @@ def test_validating_and_synthesizing_specs_never_import_the_exporters_torch_side
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     )
     assert done.stdout.split() == ["['exporter.cli',", "'exporter.inputs']"]
+
+
+def test_what_the_libraries_say_is_hidden_and_counted_unless_verbose(
+    root: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """torchao's import printed a warning per enum between the command's own lines."""
+    out = root / "chatty.pt2"
+    quiet = export(root, "chatty", "--input", "8", "--out", str(out))
+    assert quiet.exit_code == 0, quiet.output
+    assert not any(said in quiet.output for said in CHATTER)
+    assert "note: 2 warnings of torch and the libraries the model uses hidden; --verbose " in (
+        quiet.stderr
+    )
+    assert not any(said in capfd.readouterr().err for said in CHATTER)
+    caplog.clear()
+    with pytest.warns(DeprecationWarning, match=CHATTER[0]):
+        loud = export(root, "chatty", "--input", "8", "--out", str(out), "--verbose")
+    assert loud.exit_code == 0, loud.output
+    assert CHATTER[1] in caplog.text
+    assert CHATTER[2] in capfd.readouterr().err
+    assert "hidden" not in loud.stderr
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
+def test_the_exported_file_is_made_as_any_file_the_user_writes(
+    root: Path, umask: int, mode: int
+) -> None:
+    """It was 0600, tempfile's mode, whatever the umask: unreadable to the team's group."""
+    out = root / "classifier.pt2"
+    before = os.umask(umask)
+    try:
+        run = export(root, "classifier", "--input", "3,8,8", "--out", str(out))
+    finally:
+        os.umask(before)
+    assert run.exit_code == 0, run.output
+    assert stat.S_IMODE(out.stat().st_mode) == mode
