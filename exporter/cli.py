@@ -224,7 +224,7 @@ def _report(
         )
     if checked.accuracy_error:
         click.echo(f"note: the runner's accuracy pass: {checked.accuracy_error}", err=True)
-    entry = models_entry(name, out, root, written.sha256, inputs, url=url)
+    entry = models_entry(name, out, root, written.sha256, inputs, layers=checked.layers, url=url)
     if entry.advice:
         click.echo(entry.advice, err=True)
     click.echo(entry.lines, nl=False)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from contract.weights import LayerRecord
 from exporter.inputs import ExampleInput
 from synth.object_budget import CONFIGMAP_DATA_BYTES
 
@@ -29,13 +30,16 @@ def models_entry(
     sha256: str,
     inputs: Sequence[ExampleInput],
     *,
+    layers: LayerRecord | None,
     url: str | None,
 ) -> Entry:
     """The entry for the .pt2 at `path` (the repository at `root`), served from `url` if
-    given."""
+    given, with the `layers` synth judges its quantizations by where it cannot read it."""
     size = path.stat().st_size
     shown_inputs = ", ".join(given.spec() for given in inputs)
     tail = [f"    sha256: {sha256}", f"    inputs: [{shown_inputs}]"]
+    if layers is not None:
+        tail.append(f"    layers: {layers.flow()}")
     if url is not None:
         source = [f"    url: {url}", f"    size: {size}"]
         return Entry(_lines(name, source, tail), None)

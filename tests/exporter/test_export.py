@@ -18,6 +18,7 @@ from contract.inputs import Dimension
 from exporter.entry import OCI_PLACEHOLDER
 from synth.digests import file_sha256
 from synth.load import load_specs
+from synth.problems import SpecProblems
 from tests.conftest import REPO_ROOT, TEST_DATA
 from tests.exporter.factories import CHATTER, VOCABULARY
 
@@ -61,6 +62,7 @@ def test_a_torchvision_style_factory_gives_a_file_entry_that_validates(root: Pat
         "    file: models/classifier.pt2\n"
         f"    sha256: {file_sha256(out)}\n"
         "    inputs: [{shape: [3, 32, 32]}]\n"
+        "    layers: {linear: {10x8: 1}, parameters: 330}\n"
     )
     (declared,) = check_archive(out).inputs
     assert declared.dimensions == (
@@ -264,3 +266,39 @@ def test_the_exported_file_is_made_as_any_file_the_user_writes(
         os.umask(before)
     assert run.exit_code == 0, run.output
     assert stat.S_IMODE(out.stat().st_mode) == mode
+
+
+def test_a_url_model_is_judged_by_the_layers_its_export_recorded(root: Path) -> None:
+    """synth cannot read a url or oci model: its entry's layers: line says what the runner
+    would find, so a quantization that reaches none of its layers fails review, not a pod."""
+    out = root / "served.pt2"
+    url = "https://models.example.com/served.pt2"
+    run = export(
+        root,
+        "classifier",
+        "--arg",
+        "classes=10",
+        "--input",
+        "3,8,8",
+        "--out",
+        str(out),
+        "--url",
+        url,
+    )
+    assert run.exit_code == 0, run.output
+    assert "    layers: {linear: {10x8: 1}, parameters: 330}\n" in run.stdout
+    spec = root / "specs" / "workflows" / "mine.yaml"
+    spec.write_text(
+        workflow_with(run.stdout) + "sweep:\n  matrix:\n    quantization: [int8-dynamic]\n"
+    )
+    (loaded,) = load_specs(root).workflows
+    assert [str(variant.quantization) for variant in loaded.variants] == ["int8-dynamic"]
+    spec.write_text(spec.read_text().replace("int8-dynamic", "int4-weight-only"))
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(root)
+    (problem,) = raised.value.problems
+    assert problem.path == "sweep.matrix.quantization[0]"
+    assert problem.message.startswith("int4-weight-only takes no linear layer of model 'served'")
+    assert problem.message.endswith(
+        "the model's are 10x8 (out x in features, as its layers: records)"
+    )
