@@ -104,8 +104,9 @@ def _sizes(meta: dict[str, object]) -> list[int]:
 
 MAX_RECORDED_SHAPES: Final = 4096
 """Distinct Linear shapes a record may list (a 48-layer transformer has four or five)."""
-MAX_RECORDED_LAYERS: Final = 1_000_000
-"""Layers of one shape a record may count."""
+MAX_RECORDED_LAYERS: Final = 100_000
+"""Linear layers a record may count in all (a 48-layer transformer has some 200): each is
+one shape for a check to hold against a kernel's rules, so the count bounds the check's time."""
 MAX_RECORDED_ELEMENTS: Final = 1 << 40
 """Parameters a record may count: more than a 256 GiB model holds at a byte each."""
 _SHAPE: Final = r"^[1-9][0-9]{0,8}x[1-9][0-9]{0,8}$"
@@ -144,7 +145,13 @@ class LayerRecord(BaseModel):
 
     @model_validator(mode="after")
     def _linear_weights_are_parameters(self) -> Self:
-        linear = sum(out * in_ for out, in_ in self.weights.shapes)
+        layers = sum(self.linear.values())
+        if layers > MAX_RECORDED_LAYERS:
+            raise ValueError(
+                f"it counts {layers:,} Linear layers, more than the {MAX_RECORDED_LAYERS:,} a "
+                "record may hold"
+            )
+        linear = sum(prod(_features(shape)) * count for shape, count in self.linear.items())
         if linear > self.parameters:
             raise ValueError(
                 f"its Linear weights hold {linear:,} elements, more than the {self.parameters:,} "
