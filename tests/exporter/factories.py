@@ -138,3 +138,12 @@ def chatty() -> nn.Module:
     logging.getLogger("chatty_library").warning(CHATTER[1])
     os.write(2, f"W0000 {CHATTER[2]}\n".encode())
     return nn.Linear(8, 4)
+
+
+def zero_head(classes: int = 10) -> nn.Module:
+    """A classifier whose head is initialised to zeros, as torchvision's ViT builds one
+    without trained weights: every input gives zeros."""
+    head = nn.Linear(8, classes)
+    nn.init.zeros_(head.weight)
+    nn.init.zeros_(head.bias)
+    return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), head)

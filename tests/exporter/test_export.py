@@ -302,3 +302,13 @@ def test_a_url_model_is_judged_by_the_layers_its_export_recorded(root: Path) -> 
     assert problem.message.endswith(
         "the model's are 10x8 (out x in features, as its layers: records)"
     )
+
+
+def test_a_model_whose_outputs_are_constant_is_said_at_export(root: Path) -> None:
+    """Its variants' accuracy would mean nothing: said before it is pushed or committed."""
+    run = export(root, "zero_head", "--input", "8", "--out", str(root / "zero.pt2"))
+    assert run.exit_code == 0, run.output
+    assert (
+        "note: the runner's accuracy pass: not meaningful: the fp32 reference's outputs are "
+        "constant (output 0 [1, 10] all 0)"
+    ) in run.stderr
