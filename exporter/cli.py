@@ -204,7 +204,7 @@ def _report(
     inputs: list[ExampleInput],
 ) -> None:
     from exporter.build import describe_size  # noqa: PLC0415
-    from exporter.entry import models_entry  # noqa: PLC0415
+    from exporter.entry import models_entry, quantizable  # noqa: PLC0415
 
     exported, checked = written.exported, written.checked
     low, high = exported.batches
@@ -224,6 +224,8 @@ def _report(
         )
     if checked.accuracy_error:
         click.echo(f"note: the runner's accuracy pass: {checked.accuracy_error}", err=True)
+    if checked.layers is not None:
+        click.echo(f"note: {quantizable(checked.layers)}", err=True)
     entry = models_entry(name, out, root, written.sha256, inputs, layers=checked.layers, url=url)
     if entry.advice:
         click.echo(entry.advice, err=True)

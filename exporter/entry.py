@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from contract.text import plural
+from contract.variant import Quantization, takes_layer
 from contract.weights import LayerRecord
 from exporter.inputs import ExampleInput
 from synth.object_budget import CONFIGMAP_DATA_BYTES
@@ -61,3 +63,24 @@ def models_entry(
 
 def _lines(name: str, source: list[str], tail: list[str]) -> str:
     return "\n".join([f"  - name: {name}", *source, *tail]) + "\n"
+
+
+def quantizable(layers: LayerRecord) -> str:
+    """How many of the program's Linear layers each quantization's kernel takes, by the rule
+    the runner quantizes by (`contract.variant.takes_layer`), in one line for the person
+    choosing a sweep."""
+    shapes = layers.weights.shapes
+    counts = []
+    for quantization in Quantization:
+        if quantization is Quantization.NONE:
+            continue
+        gpu, cpu = (sum(takes_layer(quantization, on, *s) for s in shapes) for on in (True, False))
+        counts.append(
+            f"{quantization} {gpu}"
+            if gpu == cpu
+            else f"{quantization} {gpu} on GPUs, {cpu} on CPUs"
+        )
+    return (
+        f"of its {plural(len(shapes), 'Linear layer')}, each quantization takes: "
+        f"{'; '.join(counts)} (synth refuses one that takes none)"
+    )
