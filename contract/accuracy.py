@@ -26,6 +26,12 @@ from contract.variant import Precision, Quantization
 
 INPUT_SEED: Final = 0
 """The seed of every variant's inputs: the timed loop and the comparison see the same ones."""
+NOT_MEANINGFUL: Final = "not meaningful: "
+"""Begins an accuracy's `error` where the comparison was made but says nothing of the
+variant: the reference's outputs are constant (a zero-initialised head gives all zeros), so
+any variant that returns the same constant agrees with it perfectly, whatever it computes.
+In `error`, not a field of its own, so that every reader of an earlier result schema takes it
+for what it is to them: not measured, never passing."""
 
 
 class _Accuracy(BaseModel):
@@ -86,7 +92,8 @@ class Accuracy(_Accuracy):
     nonfinite: int = Field(default=0, ge=0)
     """Over all outputs."""
     error: str | None = None
-    """Why nothing could be compared (the reference failed or did not fit): then the
+    """Why nothing could be compared (the reference failed or did not fit), or why the
+    comparison means nothing (beginning with NOT_MEANINGFUL; its numbers are kept): then the
     variant's accuracy is not measured, never taken as passing."""
     outputs: list[OutputAccuracy] | None = None
     """Each output's numbers (left out of a compacted termination message)."""
@@ -95,8 +102,15 @@ class Accuracy(_Accuracy):
 
     @property
     def measured(self) -> bool:
-        """Whether a comparison was made."""
+        """Whether a comparison was made that says something of the variant."""
         return self.error is None
+
+    @property
+    def not_meaningful(self) -> str | None:
+        """Why the comparison made says nothing of the variant, where it does not."""
+        if self.error is None or not self.error.startswith(NOT_MEANINGFUL):
+            return None
+        return self.error.removeprefix(NOT_MEANINGFUL)
 
 
 class AccuracyGate(_Accuracy):
@@ -197,8 +211,9 @@ class Verdict:
     """What a gate says of a variant's accuracy."""
 
     measured: bool
-    """False: the result has no comparison (a runner before it, or the reference failed):
-    "not measured", never passing."""
+    """False: the result has no comparison that says anything (a runner before it, a
+    reference that failed, or one whose outputs are constant): "not measured", never
+    passing."""
     failures: tuple[str, ...] = ()
     """Each threshold the accuracy misses, in words with both numbers."""
 

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from contract.variant import VariantRef
+from contract.weights import LayerRecord
 
 SCHEMA_VERSION: Final = 1
 CONFIG_DIR: Final = "/config"
@@ -195,17 +196,22 @@ class ModelConfig(_Contract):
     ca_bundle_file: str | None = Field(default=None, min_length=1, max_length=4096)
     """For `url`: the bundle's file in the repository, which messages name (`ca_bundle` is
     named by its content, which nobody recognises)."""
+    layers: LayerRecord | None = None
+    """What the spec records of the program's layers (its `layers:`), which synth judged its
+    quantized variants by: the runner refuses a program that holds others (None: nothing
+    recorded)."""
 
     @model_serializer(mode="wrap")
     def _written_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # Left out when unset, so that config.json of a model that is no download, and with
-        # it every such Job's content-hash name, stays byte for byte what it was before them.
+        # Left out when unset, so that config.json of a model that is no download and records
+        # no layers, and with it every such Job's content-hash name, stays byte for byte what
+        # it was before them.
         written: dict[str, object] = handler(self)
-        return {k: v for k, v in written.items() if v is not None or k not in _DOWNLOAD_FIELDS}
+        return {k: v for k, v in written.items() if v is not None or k not in _WRITTEN_WHEN_SET}
 
 
-_DOWNLOAD_FIELDS: Final = frozenset(
-    {"size_bytes", "download_budget_s", "ca_bundle", "ca_bundle_file"}
+_WRITTEN_WHEN_SET: Final = frozenset(
+    {"size_bytes", "download_budget_s", "ca_bundle", "ca_bundle_file", "layers"}
 )
 
 

@@ -36,8 +36,8 @@ class ExitCode(IntEnum):
     DEVICE_MISSING = 5
     UNSUPPORTED_VARIANT = 6
     MODEL_MISMATCH = 7
-    """The bytes are not the model config.json pins: another sha256, or a download longer
-    than the spec's size."""
+    """The bytes are not the model config.json pins: another sha256, a download longer
+    than the spec's size, or a program whose layers are not those the spec records."""
     MODEL_REFUSED = 8
     """The bytes are the pinned ones, but not a program the runner loads: refused by
     contract/archive.py, or unreadable to torch.export.load."""

@@ -9,14 +9,11 @@ import importlib
 import inspect
 import io
 import keyword
-import logging
 import math
 import sys
 import traceback
 import unittest.mock
-import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, redirect_stderr
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Final
@@ -83,9 +80,8 @@ class Exported:
     """...and the model's outputs on them."""
 
 
-def export_model(request: ExportRequest, *, verbose: bool = False) -> Exported:
-    """Build, check and export the model `request` names; raises ExportRefused. torch's own
-    warnings and log are shown only when `verbose`."""
+def export_model(request: ExportRequest) -> Exported:
+    """Build, check and export the model `request` names; raises ExportRefused."""
     factory = resolve(request.factory)
     torch.manual_seed(request.seed)
     model = build(factory, request)
@@ -93,7 +89,7 @@ def export_model(request: ExportRequest, *, verbose: bool = False) -> Exported:
     wrapper = Flattened(model, request.inputs)
     generator = torch.Generator().manual_seed(request.seed)
     example = example_inputs(request.inputs, request.batch, generator)
-    with torch.inference_mode(), _quiet_torch(verbose):
+    with torch.inference_mode():
         try:
             outputs = wrapper.call_eagerly(example)
         except ExportRefused:
@@ -101,7 +97,7 @@ def export_model(request: ExportRequest, *, verbose: bool = False) -> Exported:
         except USERS_FAILURES as error:
             raise _eager_failure(error, request.inputs) from None
     low, high = (request.batch, request.batch) if request.static_batch else (1, request.max_batch)
-    program = _export(wrapper, example, request, (low, high), verbose)
+    program = _export(wrapper, example, request, (low, high))
     described = tuple(
         f"{name} [{', '.join(map(str, tensor.shape))}] {str(tensor.dtype).removeprefix('torch.')}"
         for name, tensor in zip(wrapper.output_names, outputs, strict=True)
@@ -284,17 +280,15 @@ def _export(
     example: tuple[torch.Tensor, ...],
     request: ExportRequest,
     batches: tuple[int, int],
-    verbose: bool,
 ) -> ExportedProgram:
     low, high = batches
     batch = torch.export.Dim("batch", min=low, max=high) if low != high else None
     dynamic = {name: ({0: batch} if batch else None) for name in _parameter_names(wrapper)}
-    with _quiet_torch(verbose):
-        try:
-            return torch.export.export(wrapper, example, dynamic_shapes=dynamic)
-        # torch.export raises many types, with the cause in words; tracing runs forward.
-        except USERS_FAILURES as error:
-            raise _export_failure(error, request) from None
+    try:
+        return torch.export.export(wrapper, example, dynamic_shapes=dynamic)
+    # torch.export raises many types, with the cause in words; tracing runs forward.
+    except USERS_FAILURES as error:
+        raise _export_failure(error, request) from None
 
 
 def _parameter_names(wrapper: Flattened) -> list[str]:
@@ -313,24 +307,6 @@ def saved_bytes(program: ExportedProgram) -> bytes:
     with unittest.mock.patch.object(torch, "__version__", release):
         torch.export.save(program, buffer)
     return buffer.getvalue()
-
-
-@contextmanager
-def _quiet_torch(verbose: bool) -> Iterator[None]:
-    """torch.export logs warnings to stderr as it works, through loggers of its own, and
-    prints a failed trace's partial graph there; a failure carries its cause, which
-    ExportRefused says."""
-    if verbose:
-        yield
-        return
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        with warnings.catch_warnings(), redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.disable(previous)
 
 
 def _in_words(error: BaseException) -> str:

@@ -15,6 +15,7 @@ import torch
 from contract.archive import UnsafeArchive, check_archive
 from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
 from contract.inputs import GivenInput, inputs_misfit
+from contract.weights import LayerRecord
 from exporter.build import Exported, ExportRefused
 from exporter.inputs import ExampleInput
 from runner.errors import RunnerError
@@ -34,6 +35,9 @@ class Checked:
 
     accuracy_error: str | None
     """Why the runner's accuracy pass could not compare, if it could not."""
+    layers: LayerRecord | None
+    """The program's layers as synth reads them from the archive (None where it reads no
+    weights), for the spec entry's `layers:`."""
 
 
 def check_exported(
@@ -68,7 +72,10 @@ def check_exported(
     with torch.inference_mode():
         output = loaded.module()(*exported.example)
     _compare(output if isinstance(output, tuple) else (output,), exported.expected)
-    return Checked(prepared.accuracy.error)
+    return Checked(
+        prepared.accuracy.error,
+        LayerRecord.of(program.linear) if program.linear is not None else None,
+    )
 
 
 def fp32_config(

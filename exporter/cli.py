@@ -4,7 +4,8 @@ when it runs."""
 import hashlib
 import json
 import os
-import tempfile
+import secrets
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,8 @@ from exporter.inputs import MAX_BATCH, BadInput, ExampleInput, check_order, pars
 from synth.fields import HttpsUrl, ModelName
 
 if TYPE_CHECKING:
-    from exporter.build import ExportRequest
+    from exporter.build import Exported, ExportRequest
+    from exporter.check import Checked
 
 
 def _inputs(_: click.Context, __: click.Parameter, values: tuple[str, ...]) -> list[ExampleInput]:
@@ -119,6 +121,7 @@ def export(
     and the runner check it, loaded and run by the runner's own code at batch 1, and its
     outputs compared with the model's. docs/specs.md walks through it.
     """
+    from exporter.quiet import held_back  # noqa: PLC0415
     from localrun.push_model import model_name  # noqa: PLC0415
 
     chosen = _checked(TypeAdapter(ModelName), name) or model_name(out)
@@ -126,42 +129,84 @@ def export(
     if batch > max_batch:
         raise click.BadParameter(f"--batch {batch} is above --max-batch {max_batch}")
     root: Path = context.obj.root if context.obj is not None else Path(".")
-    # torch (seconds to import) and the factory's module only now: `benchfleet validate`
-    # and `synth` never import them.
-    from exporter.build import ExportRequest  # noqa: PLC0415
-
-    request = ExportRequest(factory, tuple(inputs), arguments, batch, max_batch, static_batch, seed)
-    _export(request, out, chosen, served, root, verbose=verbose)
-
-
-def _export(
-    request: "ExportRequest", out: Path, name: str, url: str | None, root: Path, *, verbose: bool
-) -> None:
-    from exporter.build import ExportRefused, describe_size, export_model  # noqa: PLC0415
-    from exporter.check import check_exported  # noqa: PLC0415
-    from exporter.entry import models_entry  # noqa: PLC0415
-
-    factory, inputs = request.factory, request.inputs
-    out.parent.mkdir(parents=True, exist_ok=True)
     click.echo(f"exporting {factory} ...", err=True)
-    try:
-        exported = export_model(request, verbose=verbose)
-        sha256 = hashlib.sha256(exported.data).hexdigest()
-        # Checked under a name of its own beside --out, then renamed over it: a refused or
-        # interrupted export leaves whatever --out held.
-        with tempfile.NamedTemporaryFile(
-            dir=out.parent, prefix=f".{out.stem}.", suffix=".pt2", delete=False
-        ) as handle:
-            temporary = Path(handle.name)
-            handle.write(exported.data)
+    with held_back(verbose) as hidden:
+        # torch (seconds to import) and the factory's module only now: `benchfleet validate`
+        # and `synth` never import them.
+        from exporter.build import ExportRefused, ExportRequest  # noqa: PLC0415
+
+        request = ExportRequest(
+            factory, tuple(inputs), arguments, batch, max_batch, static_batch, seed
+        )
+        written: _Written | ExportRefused
         try:
-            checked = check_exported(temporary, sha256, name, inputs, exported)
-            os.replace(temporary, out)
-        finally:
-            temporary.unlink(missing_ok=True)
-    except ExportRefused as refused:
-        hint = f"\n    hint: {refused.hint}" if refused.hint else ""
-        raise click.ClickException(f"{factory}: {refused.message}{hint}") from None
+            written = _write(request, out, chosen)
+        except ExportRefused as refused:
+            written = refused
+    note = hidden.note()
+    if note is not None:
+        click.echo(note, err=True)
+    if isinstance(written, ExportRefused):
+        hint = f"\n    hint: {written.hint}" if written.hint else ""
+        raise click.ClickException(f"{factory}: {written.message}{hint}")
+    _report(written, out, chosen, served, root, inputs)
+
+
+@dataclass(frozen=True)
+class _Written:
+    """An exported model written to --out, and what the runner saw of it."""
+
+    exported: "Exported"
+    sha256: str
+    checked: "Checked"
+
+
+def _write(request: "ExportRequest", out: Path, name: str) -> _Written:
+    """Export, check and write the model; raises ExportRefused, leaving `out` as it was."""
+    from exporter.build import export_model  # noqa: PLC0415
+    from exporter.check import check_exported  # noqa: PLC0415
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    exported = export_model(request)
+    sha256 = hashlib.sha256(exported.data).hexdigest()
+    # Checked under a name of its own beside --out, then renamed over it: a refused or
+    # interrupted export leaves whatever --out held.
+    temporary = _new_file(out, exported.data)
+    try:
+        checked = check_exported(temporary, sha256, name, request.inputs, exported)
+        os.replace(temporary, out)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return _Written(exported, sha256, checked)
+
+
+def _new_file(out: Path, data: bytes) -> Path:
+    """A new file beside `out` holding `data`, made as any file the user writes is: its mode
+    0666 less the umask (tempfile's are 0600, which left the .pt2 unreadable to the group a
+    team's models are shared with)."""
+    while True:
+        candidate = out.with_name(f".{out.stem}.{secrets.token_hex(6)}.pt2")
+        try:
+            descriptor = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        return candidate
+
+
+def _report(
+    written: _Written,
+    out: Path,
+    name: str,
+    url: str | None,
+    root: Path,
+    inputs: list[ExampleInput],
+) -> None:
+    from exporter.build import describe_size  # noqa: PLC0415
+    from exporter.entry import models_entry, quantizable  # noqa: PLC0415
+
+    exported, checked = written.exported, written.checked
     low, high = exported.batches
     click.echo(
         f"wrote {out}: {len(exported.data):,} bytes, {describe_size(exported.parameters)} "
@@ -179,7 +224,9 @@ def _export(
         )
     if checked.accuracy_error:
         click.echo(f"note: the runner's accuracy pass: {checked.accuracy_error}", err=True)
-    entry = models_entry(name, out, root, sha256, inputs, url=url)
+    if checked.layers is not None:
+        click.echo(f"note: {quantizable(checked.layers)}", err=True)
+    entry = models_entry(name, out, root, written.sha256, inputs, layers=checked.layers, url=url)
     if entry.advice:
         click.echo(entry.advice, err=True)
     click.echo(entry.lines, nl=False)

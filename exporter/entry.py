@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from contract.text import plural
+from contract.variant import Quantization, takes_layer
+from contract.weights import LayerRecord
 from exporter.inputs import ExampleInput
 from synth.object_budget import CONFIGMAP_DATA_BYTES
 
@@ -29,13 +32,16 @@ def models_entry(
     sha256: str,
     inputs: Sequence[ExampleInput],
     *,
+    layers: LayerRecord | None,
     url: str | None,
 ) -> Entry:
     """The entry for the .pt2 at `path` (the repository at `root`), served from `url` if
-    given."""
+    given, with the `layers` synth judges its quantizations by where it cannot read it."""
     size = path.stat().st_size
     shown_inputs = ", ".join(given.spec() for given in inputs)
     tail = [f"    sha256: {sha256}", f"    inputs: [{shown_inputs}]"]
+    if layers is not None:
+        tail.append(f"    layers: {layers.flow()}")
     if url is not None:
         source = [f"    url: {url}", f"    size: {size}"]
         return Entry(_lines(name, source, tail), None)
@@ -57,3 +63,24 @@ def models_entry(
 
 def _lines(name: str, source: list[str], tail: list[str]) -> str:
     return "\n".join([f"  - name: {name}", *source, *tail]) + "\n"
+
+
+def quantizable(layers: LayerRecord) -> str:
+    """How many of the program's Linear layers each quantization's kernel takes, by the rule
+    the runner quantizes by (`contract.variant.takes_layer`), in one line for the person
+    choosing a sweep."""
+    shapes = layers.weights.shapes
+    counts = []
+    for quantization in Quantization:
+        if quantization is Quantization.NONE:
+            continue
+        gpu, cpu = (sum(takes_layer(quantization, on, *s) for s in shapes) for on in (True, False))
+        counts.append(
+            f"{quantization} {gpu}"
+            if gpu == cpu
+            else f"{quantization} {gpu} on GPUs, {cpu} on CPUs"
+        )
+    return (
+        f"of its {plural(len(shapes), 'Linear layer')}, each quantization takes: "
+        f"{'; '.join(counts)} (synth refuses one that takes none)"
+    )

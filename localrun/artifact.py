@@ -13,7 +13,11 @@ image.layer.v1.tar`; ModelPack asks for weights uncompressed: they do not compre
 node would spend the time) holding the file read-only at its path, an image config per
 platform, and an index over linux/amd64 and linux/arm64 that share the one layer, with no
 `artifactType`. ModelPack's vocabulary goes where it fits: the layer's
-`org.cncf.model.filepath` and `org.cncf.model.file.metadata+json` annotations.
+`org.cncf.model.filepath` and `org.cncf.model.file.metadata+json` annotations. The program's
+layers, which a spec's `layers:` records (contract/weights.py), are the manifests'
+`io.benchfleet.model.layers`, as JSON: a registry's reader learns from the artifact what synth
+judges the model's quantizations by (no pod sees an annotation: the runner holds the spec's
+record to the program itself).
 
 Everything is deterministic (no timestamps, fixed owner and mode): the same file gives the
 same digests, so pushing it again changes nothing.
@@ -29,6 +33,7 @@ from pathlib import Path
 from typing import IO, Final
 
 from contract.config import OCI_DEFAULT_FILE
+from contract.weights import LayerRecord
 
 INDEX_TYPE: Final = "application/vnd.oci.image.index.v1+json"
 MANIFEST_TYPE: Final = "application/vnd.oci.image.manifest.v1+json"
@@ -38,6 +43,7 @@ TITLE: Final = "org.opencontainers.image.title"
 DESCRIPTION: Final = "org.opencontainers.image.description"
 MODELPACK_FILEPATH: Final = "org.cncf.model.filepath"
 MODELPACK_METADATA: Final = "org.cncf.model.file.metadata+json"
+LAYERS: Final = "io.benchfleet.model.layers"
 PLATFORMS: Final = (("linux", "amd64"), ("linux", "arm64"))
 """A model runs on any node; containerd unpacks an image only for its node's platform."""
 FILE_MODE: Final = 0o444
@@ -119,6 +125,8 @@ class Artifact:
     configs: tuple[Blob, ...]
     manifests: tuple[Blob, ...]
     index: Blob
+    layers: LayerRecord | None = None
+    """The program's layers, as its manifests' LAYERS annotation says them."""
 
     def blobs(self) -> Iterator[Blob]:
         """What the registry must hold before the manifests that name it."""
@@ -126,8 +134,11 @@ class Artifact:
         yield from self.configs
 
 
-def pack(model: Path, scratch: Path, inside: str = OCI_DEFAULT_FILE) -> Artifact:
-    """`model` (a `.pt2`) as an artifact whose layer file is written under `scratch`."""
+def pack(
+    model: Path, scratch: Path, inside: str = OCI_DEFAULT_FILE, layers: LayerRecord | None = None
+) -> Artifact:
+    """`model` (a `.pt2`) as an artifact whose layer file is written under `scratch`, its
+    manifests annotated with the program's `layers` where given."""
     layer, sha256 = pack_layer(model, inside, scratch / "layer.tar")
     metadata = {
         "name": inside,
@@ -164,6 +175,7 @@ def pack(model: Path, scratch: Path, inside: str = OCI_DEFAULT_FILE) -> Artifact
                 "annotations": {
                     TITLE: model.name,
                     DESCRIPTION: f"torch.export program {inside}, sha256 {sha256}",
+                    **({LAYERS: layers.model_dump_json()} if layers is not None else {}),
                 },
             },
         )
@@ -173,4 +185,4 @@ def pack(model: Path, scratch: Path, inside: str = OCI_DEFAULT_FILE) -> Artifact
     index = json_blob(
         INDEX_TYPE, {"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": entries}
     )
-    return Artifact(sha256, inside, layer, tuple(configs), tuple(manifests), index)
+    return Artifact(sha256, inside, layer, tuple(configs), tuple(manifests), index, layers)

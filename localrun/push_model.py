@@ -1,6 +1,7 @@
 """`make push-model MODEL=path/to/model.pt2 REGISTRY=host[:port]/path`: pack a `.pt2` as an OCI
 artifact an image volume mounts (localrun/artifact.py), push it, check that the registry
-serves it, and print the `models:` entry to paste into a workflow.
+serves it, and print the `models:` entry to paste into a workflow, with the program's
+`layers:` (which synth, never reaching the registry, judges its quantizations by).
 
 The model is checked first as synth and the runner check it (contract/archive.py): an
 archive they would refuse is not pushed. The repository is REGISTRY/<name> (the file's
@@ -16,8 +17,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from contract.archive import UnsafeArchive, check_archive
+from contract.archive import Program, UnsafeArchive, check_archive
 from contract.config import OCI_DEFAULT_FILE
+from contract.weights import LayerRecord
 from localrun.artifact import Artifact, pack
 from localrun.oci_registry import OciClient, OciError
 from localrun.reference import BadReference, ImageReference, in_registry, parse_registry
@@ -49,6 +51,8 @@ class PushedModel:
         if self.artifact.inside != OCI_DEFAULT_FILE:
             lines.append(f"    oci_file: {self.artifact.inside}")
         lines.append(f"    sha256: {self.artifact.model_sha256}")
+        if self.artifact.layers is not None:
+            lines.append(f"    layers: {self.artifact.layers.flow()}")
         return "\n".join(lines) + "\n"
 
 
@@ -64,13 +68,15 @@ def model_name(model: Path) -> str:
     return name if name[:1].isalpha() else f"m-{name}"[:30].rstrip("-")
 
 
-def check_model(model: Path) -> None:
+def check_model(model: Path) -> Program:
+    """What the archive at `model` declares; PushModelError where synth and the runner would
+    refuse it."""
     if not model.is_file():
         raise PushModelError(f"{model} is not a file")
     if model.suffix != ".pt2":
         raise PushModelError(f"{model} is not a .pt2 file: export it with torch.export.save()")
     try:
-        check_archive(model)
+        return check_archive(model)
     except UnsafeArchive as error:
         raise PushModelError(f"{model} would be refused by synth and the runner: {error}") from None
 
@@ -86,8 +92,8 @@ def push_model(
     credentials: str | None = None,
 ) -> PushedModel:
     """Pack `model`, push it to `registry` (`host[:port]/path`), and confirm the digest."""
-    check_model(model)
-    artifact = pack(model, scratch, inside)
+    linear = check_model(model).linear
+    artifact = pack(model, scratch, inside, LayerRecord.of(linear) if linear is not None else None)
     tag = TAG_PREFIX + artifact.model_sha256[:12]
     target = in_registry(parse_registry(registry), name or repository_name(model), tag)
     insecure = insecure or target.is_loopback

@@ -121,8 +121,9 @@ def _accuracy_note(best: BestConfiguration) -> str | None:
     if state == "accuracy_failed":
         return "No configuration is within its accuracy gate: the best is fastest by speed alone."
     if state == "not measured":
+        unknown = "not meaningful" if first.row.accuracy.not_meaningful else "not measured"
         return (
-            f"{first.row.key.label(varies)}: accuracy not measured; it is best by speed among "
+            f"{first.row.key.label(varies)}: accuracy {unknown}; it is best by speed among "
             "those not known to fail their gate."
         )
     failed = best.faster_but_failed

@@ -104,7 +104,9 @@ def _csv_accuracy(row: VariantRow) -> dict[str, object]:
     """The accuracy columns: the gate's verdict ("not measured" is never passing), the worst
     of each number over the outputs, and what the gate found missing."""
     check = row.accuracy
-    numbers = check.accuracy
+    # A comparison that is not meaningful keeps its numbers (cosine 1 against a constant
+    # reference); a column beside "not measured" must not show them as if they counted.
+    numbers = check.accuracy if check.accuracy and check.accuracy.measured else None
     return {
         "accuracy": check.state,
         **{

@@ -112,7 +112,9 @@ class Repeats:
 
 
 AccuracyState = Literal["passed", "accuracy_failed", "not measured"]
-"""What a variant's accuracy gate says of its run: "not measured" is never passing."""
+"""What a variant's accuracy gate says of its run: "not measured" is never passing, and
+counts a comparison that is not meaningful (a constant reference) too, which its description
+says."""
 ACCURACY_ORDER: Final[dict[AccuracyState, int]] = {
     "passed": 0,
     "not measured": 1,
@@ -133,11 +135,18 @@ class AccuracyCheck:
     failures: tuple[str, ...] = ()
     """Each threshold missed, in words with both numbers."""
 
+    @property
+    def not_meaningful(self) -> bool:
+        """Compared with a constant reference: counted as not measured, said apart."""
+        return self.accuracy is not None and self.accuracy.not_meaningful is not None
+
     def describe(self) -> str:
         """The check in a few words, for a table cell."""
         accuracy = self.accuracy
         if self.state == "accuracy_failed":
             return f"accuracy_failed: {'; '.join(self.failures)}"
+        if accuracy is not None and accuracy.not_meaningful is not None:
+            return f"not meaningful ({accuracy.not_meaningful})"
         if self.state == "not measured" or accuracy is None:
             why = accuracy.error if accuracy and accuracy.error else "a runner before accuracy"
             return f"not measured ({why})"

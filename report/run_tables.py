@@ -37,7 +37,8 @@ ACCURACY_NOTE: Final = (
     "accuracy: the outputs against the untouched program's fp32 outputs on the same inputs, "
     "judged by the variant's gate (docs/runner.md): passed, accuracy_failed (it computes "
     "something else: measured and stored, never the best), or not measured (never taken for "
-    "passing)."
+    "passing; not meaningful where the reference's outputs are constant, which any variant "
+    "returning the same matches)."
 )
 _FLAGS_NOTE: Final = (
     "flags: the runner's validity flags (noisy, contended, throttled, stopped early); a "

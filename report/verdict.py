@@ -51,7 +51,10 @@ class RunVerdict:
     """Measured variants whose accuracy is not known: never taken for passing."""
     accuracy_before: int = 0
     """Of `accuracy_not_measured`, those whose result has no accuracy at all (a runner
-    before it); the others' comparison failed, and their rows say why."""
+    before it); the others' comparison failed or is not meaningful, and their rows say why."""
+    accuracy_not_meaningful: int = 0
+    """Of `accuracy_not_measured`, those compared with a reference whose outputs are
+    constant: however close, the comparison says nothing of them."""
 
     @property
     def decides_nothing(self) -> bool:
@@ -84,6 +87,7 @@ def run_verdict(report: Report) -> RunVerdict:
         accuracy_failed=states["accuracy_failed"],
         accuracy_not_measured=states["not measured"],
         accuracy_before=sum(row.accuracy.accuracy is None for row in report.variants),
+        accuracy_not_meaningful=sum(row.accuracy.not_meaningful for row in report.variants),
     )
 
 
@@ -123,10 +127,16 @@ def _accuracy_lines(verdict: RunVerdict) -> list[str]:
         )
     unknown = verdict.accuracy_not_measured
     if unknown:
-        before = verdict.accuracy_before
+        before, meaningless = verdict.accuracy_before, verdict.accuracy_not_meaningful
         why = [f"{before} from a runner before accuracy: run again to judge them"] if before else []
-        if unknown > before:
-            why.append(f"{unknown - before} whose comparison failed: the Variants table says why")
+        if meaningless:
+            why.append(
+                f"{meaningless} not meaningful: the reference's outputs are constant, so any "
+                "variant returning the same agrees with it; the Variants table says which"
+            )
+        if unknown > before + meaningless:
+            failed_comparisons = unknown - before - meaningless
+            why.append(f"{failed_comparisons} whose comparison failed: the Variants table says why")
         lines.append(
             f"Accuracy not measured for {plural(unknown, 'variant')} ({'; '.join(why)}): "
             "never taken for passing, ranked after every variant known to be within its gate."

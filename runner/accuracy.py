@@ -22,7 +22,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.utils import _pytree as pytree
 
-from contract.accuracy import INPUT_SEED, Accuracy, DrawnInput, OutputAccuracy
+from contract.accuracy import INPUT_SEED, NOT_MEANINGFUL, Accuracy, DrawnInput, OutputAccuracy
 from contract.config import InputConfig, VariantConfig
 from contract.variant import Precision, Quantization
 from runner import precision, progress
@@ -35,11 +35,34 @@ class Reference:
 
     outputs: tuple[object, ...] | None
     error: str | None = None
+    constant: str | None = None
+    """Where every output of more than one element is constant, which values they hold:
+    nothing compared with it tells a variant that computes the model from one that does not."""
 
 
 def reference_of(output: object) -> Reference:
     """The reference that a call of the untouched program returned as `output`."""
-    return Reference(tuple(leaves(output)))
+    outputs = tuple(leaves(output))
+    return Reference(outputs, constant=_constant(outputs))
+
+
+def _constant(outputs: tuple[object, ...]) -> str | None:
+    """`outputs` in words where each one of more than one element holds a single value (over
+    its finite elements), and at least one does; else None."""
+    said = []
+    for index, output in enumerate(outputs):
+        # One element is one value, whatever the model computes: it says nothing either way.
+        if not isinstance(output, torch.Tensor) or output.numel() <= 1:
+            continue
+        values = output.detach().flatten()
+        if values.is_floating_point():
+            values = values[torch.isfinite(values)]
+        if values.numel() == 0 or bool((values != values[0]).any()):
+            return None
+        value = values[0].item()
+        shape = ", ".join(map(str, output.shape))
+        said.append(f"output {index} [{shape}] all {value:.6g}")
+    return "; ".join(said) or None
 
 
 def first_call_is_reference(
@@ -161,8 +184,22 @@ def compare(output: object, reference: Reference, drawn: Sequence[DrawnInput]) -
         cosine=_worst([o.cosine for o in outputs], min),
         top1_agreement=min(top1) if top1 else None,
         nonfinite=sum(o.nonfinite for o in outputs),
+        error=_meaningless(reference.constant),
         outputs=outputs,
         inputs=list(drawn),
+    )
+
+
+def _meaningless(constant: str | None) -> str | None:
+    """The accuracy's error where the reference is constant: its numbers are kept, and say
+    nothing (a ViT with torchvision's zero-initialised head passed at int8 with cosine 1)."""
+    if constant is None:
+        return None
+    return (
+        f"{NOT_MEANINGFUL}the fp32 reference's outputs are constant ({constant}): any variant "
+        "that returns the same agrees with it, whatever it computes; a model built without "
+        "trained weights whose head is initialised to zeros (torchvision's ViT) returns this: "
+        "export it with its trained weights, or with a head of random ones"
     )
 
 

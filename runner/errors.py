@@ -28,7 +28,8 @@ class ModelLoadError(RunnerError):
 
 
 class ModelMismatch(ModelLoadError):
-    """The bytes are not the model config.json pins (sha256, or a download over its size)."""
+    """The bytes are not the model config.json pins (sha256, or a download over its size),
+    or the program's layers are not those config.json records of it."""
 
     exit_code = ExitCode.MODEL_MISMATCH
     error_type = "model_mismatch"

@@ -19,6 +19,7 @@ from torch.export import ExportedProgram
 
 from contract.archive import UnsafeArchive, check_archive
 from contract.config import OCI_MODELS_DIR, ModelConfig
+from contract.weights import LayerRecord, LinearWeights
 from runner.download import fetch
 from runner.errors import ModelLoadError, ModelMismatch, ModelRefused
 
@@ -105,13 +106,16 @@ def load_program(path: Path, sha256: str) -> ExportedProgram:
     return load_verified(path)
 
 
-def load_verified(path: Path) -> ExportedProgram:
+def load_verified(path: Path, layers: LayerRecord | None = None) -> ExportedProgram:
     """Load a .pt2 whose bytes are the pinned ones: whatever fails here fails again on every
-    try (ModelRefused), and says why in torch's own words."""
+    try (ModelRefused), and says why in torch's own words. Where the spec records the
+    program's `layers`, they must be its own (ModelMismatch)."""
     try:
         archive = check_archive(path)
     except UnsafeArchive as error:
         raise ModelRefused(f"{path} is refused before torch reads it: {error}") from error
+    if layers is not None:
+        check_recorded(path, layers, archive.linear)
     with _torch_messages() as said:
         try:
             with _weights_only_loading():
@@ -128,6 +132,19 @@ def load_verified(path: Path) -> ExportedProgram:
         else ""
     )
     raise ModelRefused(f"torch.export.load cannot read {path}{versions}: {detail}") from failure
+
+
+def check_recorded(path: Path, layers: LayerRecord, found: LinearWeights | None) -> None:
+    """Raise ModelMismatch unless `found`, the program's own Linear weights, are what the
+    spec records: synth judged the model's quantized variants by that record."""
+    if found is not None and layers.weights.agrees_with(found):
+        return
+    held = LayerRecord.of(found).flow() if found is not None else "no weights the check reads"
+    raise ModelMismatch(
+        f"{path} holds {held}, but the spec's layers: records {layers.flow()}: synth judged "
+        "its quantized variants by another program's layers; set the model's layers: to the "
+        "line `benchfleet export` or `make push-model` prints for this file"
+    )
 
 
 class _Kept(logging.Handler):

@@ -60,7 +60,7 @@ class Programs:
                     self.image_root,
                 )
                 fetched = time.perf_counter()
-                self._loaded[name] = load_verified(path)
+                self._loaded[name] = load_verified(path, model.layers)
             except ModelLoadError as error:
                 self._failed[name] = error
                 raise

@@ -5,7 +5,7 @@ from contract.archive import UnsafeArchive
 from contract.layout import FLEET_FILE
 from contract.variant import Quantization
 from synth.catalogue import DEVICE_TYPES, QUANTIZATION_KERNELS
-from synth.load import Specs
+from synth.load import LoadedWorkflow, Specs
 from synth.problems import Problem, problem_at
 
 THIN_QUANTIZATION: float = 0.5
@@ -14,7 +14,12 @@ THIN_QUANTIZATION: float = 0.5
 
 def warnings(specs: Specs) -> list[Problem]:
     """Every warning about `specs`."""
-    return [*unpinned_images(specs), *thin_quantizations(specs), *slow_quantizations(specs)]
+    return [
+        *unpinned_images(specs),
+        *thin_quantizations(specs),
+        *slow_quantizations(specs),
+        *unchecked_quantizations(specs),
+    ]
 
 
 def unpinned_images(specs: Specs) -> list[Problem]:
@@ -43,34 +48,43 @@ def _is_latest(image: str) -> bool:
     return name.endswith(":latest") or ":" not in name
 
 
+def _quantized(loaded: LoadedWorkflow, model: str) -> list[str]:
+    """The quantizations `model`'s variants try, in name order."""
+    return sorted(
+        {
+            str(v.quantization)
+            for v in loaded.variants
+            if v.model == model and v.quantization is not Quantization.NONE
+        }
+    )
+
+
 def thin_quantizations(specs: Specs) -> list[Problem]:
-    """Warnings for quantized variants of committed models whose Linear layers, the only ones
-    the runner quantizes (docs/runner.md), hold under THIN_QUANTIZATION of the parameters: the
-    result would be labelled quantized and measure mostly the float model."""
+    """Warnings for quantized variants of models whose Linear layers, the only ones the
+    runner quantizes (docs/runner.md), hold under THIN_QUANTIZATION of the parameters (as the
+    committed file says, or the spec's `layers:`): the result would be labelled quantized and
+    measure mostly the float model."""
     found = []
     for loaded in specs.workflows:
         workflow = loaded.workflow
         for index, model in enumerate(workflow.models):
-            if model.file is None:
+            if model.file is not None:
+                try:
+                    share = specs.model_files.program(model.file).linear_share
+                except UnsafeArchive:
+                    continue  # refused as an error already
+            elif model.layers is not None:
+                share = model.layers.weights.share
+            else:
                 continue
-            try:
-                share = specs.model_files.program(model.file).linear_share
-            except UnsafeArchive:
-                continue  # refused as an error already
-            quantized = sorted(
-                {
-                    str(v.quantization)
-                    for v in loaded.variants
-                    if v.model == model.name and v.quantization is not Quantization.NONE
-                }
-            )
+            quantized = _quantized(loaded, model.name)
             if share is None or share >= THIN_QUANTIZATION or not quantized:
                 continue
             found.append(
                 problem_at(
                     loaded.source,
                     loaded.file,
-                    ("models", index, "file"),
+                    ("models", index, "file" if model.file is not None else "layers"),
                     f"{', '.join(quantized)} quantizes Linear layers only, {share:.0%} of "
                     f"{model.name}'s parameters: its quantized results would measure mostly the "
                     "float model",
@@ -107,6 +121,34 @@ def slow_quantizations(specs: Specs) -> list[Problem]:
                     f"scalar path (vectorized for {', '.join(sorted(fast))} only): expect it "
                     "several times slower than the unquantized model",
                     f"measure it at {', '.join(sorted(fast))} to see what the kernel is for",
+                    severity="warning",
+                )
+            )
+    return found
+
+
+def unchecked_quantizations(specs: Specs) -> list[Problem]:
+    """Warnings for quantized variants of models synth cannot read (url, oci, image_path)
+    whose entry records no `layers:` (written before export printed them): whether their
+    kernels take any of the model's layers is known only in their pods, where a variant that
+    finds none fails (unsupported_variant)."""
+    found = []
+    for loaded in specs.workflows:
+        for index, model in enumerate(loaded.workflow.models):
+            quantized = _quantized(loaded, model.name)
+            if model.file is not None or model.layers is not None or not quantized:
+                continue
+            found.append(
+                problem_at(
+                    loaded.source,
+                    loaded.file,
+                    ("models", index, model.source),
+                    f"{', '.join(quantized)} of model {model.name!r} cannot be checked before "
+                    f"its pod: synth does not read a model from {model.source}, and this entry "
+                    "records no layers",
+                    "add the layers: line `benchfleet export` prints for its file (`make "
+                    "push-model` prints it too); without it, a variant whose kernel takes none "
+                    "of the model's layers fails in its pod (unsupported_variant, exit 6)",
                     severity="warning",
                 )
             )

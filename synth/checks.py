@@ -13,7 +13,7 @@ from contract.archive import UnsafeArchive
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from contract.quantity import parse_quantity
 from contract.variant import RUN_SETTINGS, Compile, Quantization, layers_taken, takes_layer
-from contract.weights import LinearWeights
+from contract.weights import LayerRecord, LinearWeights
 from synth.catalogue import DEVICE_TYPES, compile_unoffered_because, unoffered_because
 from synth.fleet import Cluster, Fleet
 from synth.kubernetes import IMAGE_VOLUMES_ON, version_text
@@ -123,7 +123,10 @@ def _model_files_are_plain_programs(
     workflow: Workflow, variants: list[Variant], model_files: ModelFiles
 ) -> Iterator[Finding]:
     declared: dict[str, tuple[ExpectedInput, ...]] = {}
-    linear: dict[str, LinearWeights | None] = {}
+    # The layers of each model: read from its committed file, else as its spec records them.
+    linear: dict[str, LinearWeights | None] = {
+        model.name: model.layers.weights for model in workflow.models if model.layers
+    }
     for index, model in enumerate(workflow.models):
         if model.file is None:
             continue
@@ -137,23 +140,42 @@ def _model_files_are_plain_programs(
                 "the runner would refuse it too; re-export the model with torch.export.export "
                 "and save it with torch.export.save, with tensors only",
             )
+            continue
+        yield from _recorded_layers_are_the_files(index, model.layers, program.linear)
     yield from _inputs_fit_models(workflow, variants, declared)
     yield from _quantizations_reach_layers(workflow, variants, linear)
+
+
+def _recorded_layers_are_the_files(
+    index: int, recorded: LayerRecord | None, found: LinearWeights | None
+) -> Iterator[Finding]:
+    """A committed file's `layers:` must be its own: the runner would refuse it otherwise."""
+    if recorded is None or (found is not None and recorded.weights.agrees_with(found)):
+        return
+    held = LayerRecord.of(found).flow() if found is not None else "no weights synth can read"
+    yield Finding(
+        ("models", index, "layers"),
+        f"the model's file holds {held}, not the layers recorded here",
+        "set layers: to the line `benchfleet export` prints for this file, or remove it: "
+        "synth reads a committed file's layers itself",
+    )
 
 
 def _shapes(weights: LinearWeights, shown: int = 8) -> str:
     listed = ", ".join(f"{out}x{in_}" for out, in_ in weights.shapes[:shown])
     more = len(weights.shapes) - shown
-    return f"{listed}{f' and {more} more' if more > 0 else ''}" if listed else "none"
+    return f"{listed}{f' and {more} more' if more > 0 else ''}"
 
 
 def _quantizations_reach_layers(
     workflow: Workflow, variants: list[Variant], linear: dict[str, LinearWeights | None]
 ) -> Iterator[Finding]:
-    """A quantized variant whose kernel takes none of its committed model's Linear layers
-    would fail in its pod (the runner refuses to measure the float model under a quantized
-    label): said here, once per model, quantization and kind of device."""
+    """A quantized variant whose kernel takes none of its model's Linear layers (its committed
+    file's, or those its spec records) would fail in its pod (the runner refuses to measure
+    the float model under a quantized label): said here, once per model, quantization and
+    kind of device."""
     devices = {target.key: DEVICE_TYPES[target.gpu_type] for target in workflow.targets}
+    files = {model.name for model in workflow.models if model.file is not None}
     seen: set[tuple[str, Quantization, bool]] = set()
     for variant in variants:
         weights, device = linear.get(variant.model), devices[variant.target]
@@ -167,11 +189,17 @@ def _quantizations_reach_layers(
         ):
             continue
         seen.add(key)
+        recorded = "" if variant.model in files else ", as its layers: records"
+        held = (
+            f"the model's are {_shapes(weights)} (out x in features{recorded})"
+            if weights.shapes
+            else f"the model has none{recorded}"
+        )
         yield Finding(
             variant.origins["quantization"],
             f"{variant.quantization} takes no linear layer of model {variant.model!r} on "
             f"{device.name}: its kernel takes {layers_taken(variant.quantization, device.is_gpu)}"
-            f", and the model's are {_shapes(weights)} (out x in features)",
+            f", and {held}",
             f"exclude it for this model ({{model: {variant.model}, quantization: "
             f"{variant.quantization}}} in sweep.exclude), or quantize a model with such layers",
         )

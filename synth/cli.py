@@ -9,6 +9,7 @@ import click
 from contract.options import moment_of, now_option, root_option, version_option
 from contract.text import shown
 from contract.variant import SETTING_FIELDS, heading
+from synth.advice import unchecked_quantizations
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.committed import GitError
@@ -18,7 +19,7 @@ from synth.jobs import cluster_runs, waits_for_first_run
 from synth.load import Specs, load_specs
 from synth.main import synth as synthesise
 from synth.plan import format_plan, plan, plan_json, planned_against
-from synth.problems import SpecProblems
+from synth.problems import Problem, SpecProblems
 from synth.render import render
 from synth.scheduler import (
     ScheduleChoiceError,
@@ -95,18 +96,29 @@ def validate(repo: Repo, files: tuple[Path, ...], output_format: str) -> None:
 
     Checks FILES (default: all under specs/workflows/) and the fleet config. Prints every
     problem in every file as FILE:LINE:COLUMN: FIELD: MESSAGE (with --format json, one JSON
-    object on stdout) and exits 1 if there is any; writes nothing.
+    object on stdout) and exits 1 if there is any; writes nothing. Valid specs may still leave
+    something to their pods: a quantized model synth cannot read whose entry records no
+    layers is said on stderr (in JSON, under "unchecked").
     """
     specs = load_or_fail(repo, list(files) or None, output_format=output_format)
     variants = sum(len(loaded.variants) for loaded in specs.workflows)
+    unchecked = unchecked_quantizations(specs)
     if output_format == "json":
         summary = {"workflows": len(specs.workflows), "variants": variants}
-        click.echo(json.dumps({"valid": True, "problems": [], **summary}, indent=2))
+        listed = {"unchecked": [asdict(problem) for problem in unchecked]}
+        click.echo(json.dumps({"valid": True, "problems": [], **summary, **listed}, indent=2))
         return
+    _echo_unchecked(unchecked)
     click.echo(
         f"{len(specs.workflows)} workflows, {variants} variants, "
         f"{len(specs.fleet.clusters)} clusters: all valid"
     )
+
+
+def _echo_unchecked(unchecked: list[Problem]) -> None:
+    """What the specs leave to be found out in the pods, on stderr."""
+    for problem in unchecked:
+        click.echo(str(problem), err=True)
 
 
 @cli.command()
@@ -275,7 +287,9 @@ def plan_command(repo: Repo, output_format: str) -> None:
     Compares what synth would write with the committed dist/ (git's HEAD: what Flux applies
     once pushed; without git, the working tree's) and lists, per cluster, the Jobs Flux
     would create, replace (a changed Job gets a new name and runs again) and prune; the
-    first line says which it compared with. Exits 1 when the committed dist/ holds a
+    first line says which it compared with; what only the pods will find out (a quantized
+    model synth cannot read, whose entry records no layers) goes to stderr (in JSON, under
+    "unchecked"). Exits 1 when the committed dist/ holds a
     workload object the API server would refuse: one that keeps its name but not the
     content synth writes for it (edited by hand, or stale).
     """
@@ -287,9 +301,12 @@ def plan_command(repo: Repo, output_format: str) -> None:
     except SpecProblems as problems:
         raise report_problems_as(problems, output_format) from None
     plans = plan(committed, rendered, repo.root)
+    unchecked = unchecked_quantizations(specs)
     if output_format == "json":
-        click.echo(json.dumps({"compared_with": compared, **plan_json(plans)}, indent=2))
+        listed = {"unchecked": [asdict(problem) for problem in unchecked]}
+        click.echo(json.dumps({"compared_with": compared, **plan_json(plans), **listed}, indent=2))
     else:
+        _echo_unchecked(unchecked)
         click.echo(f"compared with {compared}")
         for line in format_plan(plans):
             click.echo(line)

@@ -1,6 +1,7 @@
 """Where a workflow's models come from, and what carries them to its pods: the committed
 model files packed into ConfigMaps, the CA bundles its downloads trust, and each model's
-entry in config.json (source, location, sha256, download bounds)."""
+entry in config.json (source, location, sha256, download bounds, the layers its spec
+records)."""
 
 import base64
 from collections.abc import Mapping
@@ -131,13 +132,22 @@ def _model_config(
 ) -> ModelConfig:
     if model.name in files:
         sha = files[model.name].sha256
-        return ModelConfig(source="file", location=f"{model.name}.pt2", sha256=sha)
+        return ModelConfig(
+            source="file", location=f"{model.name}.pt2", sha256=sha, layers=model.layers
+        )
     assert model.sha256 is not None  # the spec guarantees it
     if model.oci is not None:
         location = f"{model.name}/{model.oci_file or OCI_DEFAULT_FILE}"
-        return ModelConfig(source="oci", location=location, sha256=model.sha256)
+        return ModelConfig(
+            source="oci", location=location, sha256=model.sha256, layers=model.layers
+        )
     if model.image_path is not None:
-        return ModelConfig(source="image_path", location=model.image_path, sha256=model.sha256)
+        return ModelConfig(
+            source="image_path",
+            location=model.image_path,
+            sha256=model.sha256,
+            layers=model.layers,
+        )
     assert model.url is not None
     return ModelConfig(
         source="url",
@@ -147,6 +157,7 @@ def _model_config(
         download_budget_s=model.download_budget or DEFAULT_DOWNLOAD_BUDGET_S,
         ca_bundle=trusted[1].key if trusted is not None else None,
         ca_bundle_file=trusted[0] if trusted is not None else None,
+        layers=model.layers,
     )
 
 

@@ -40,6 +40,7 @@ from contract.config import (
 from contract.layout import GPU_RESOURCE, KUSTOMIZATION_FILE, WORKLOADS
 from contract.quantity import parse_quantity
 from contract.variant import SPELLINGS, Compile, Precision, Quantization
+from contract.weights import LayerRecord
 from synth.base import SpecModel
 from synth.catalogue import DEVICE_TYPES, RESOURCE_PRESETS
 from synth.fields import (
@@ -144,6 +145,15 @@ class AccuracyGateSpec(AccuracyGate, SpecModel):
     stored numbers: editing it re-runs nothing and renames no Job."""
 
 
+class LayersSpec(LayerRecord, SpecModel):
+    """What `benchfleet export` and `make push-model` read of the model's program, printed as
+    its `layers:` line: its Linear layers by weight shape and its parameters. synth judges
+    each quantized variant by it where it cannot read the model itself (`url`, `oci`,
+    `image_path`): one that would find no layer its kernel takes is refused here, not in its
+    pod. A committed `file`'s must be the file's own, and the runner refuses a program whose
+    layers are not those recorded."""
+
+
 class ModelSpec(SpecModel):
     """A model to benchmark: a `torch.export` program (`.pt2`) from exactly one source."""
 
@@ -188,6 +198,11 @@ class ModelSpec(SpecModel):
     accuracy: AccuracyGateSpec | None = None
     """This model's accuracy thresholds, over `benchmark.accuracy`'s (each one given replaces
     that threshold, the others stay)."""
+    layers: LayersSpec | None = None
+    """The program's layers, as `benchfleet export` or `make push-model` prints them, e.g.
+    `{linear: {1000x2048: 1}, parameters: 25557032}`. Without it, whether a quantization can
+    reach a `url`, `oci` or `image_path` model's layers is known only in its pod (`make plan`
+    and `benchfleet validate` say so)."""
 
     @field_validator("file")
     @classmethod

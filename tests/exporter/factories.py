@@ -3,7 +3,10 @@ test: a torchvision-style classifier, a Hugging Face-style encoder class built f
 (its output a registered ModelOutput dataclass), and one model per hurdle."""
 
 import dataclasses
+import logging
+import os
 import sys
+import warnings
 from typing import Final
 
 import torch
@@ -136,3 +139,24 @@ def broken(depth: int = 1) -> nn.Module:
 def not_a_module() -> int:
     """A factory that returns something else than a model."""
     return 3
+
+
+CHATTER: Final = ("a deprecated enum", "a library's own log", "a C++ extension's notice")
+
+
+def chatty() -> nn.Module:
+    """A factory whose libraries talk as torchao's import does: a Python warning, a log
+    record of a library's own logger, and a line written straight to file descriptor 2."""
+    warnings.warn(CHATTER[0], DeprecationWarning, stacklevel=1)
+    logging.getLogger("chatty_library").warning(CHATTER[1])
+    os.write(2, f"W0000 {CHATTER[2]}\n".encode())
+    return nn.Linear(8, 4)
+
+
+def zero_head(classes: int = 10) -> nn.Module:
+    """A classifier whose head is initialised to zeros, as torchvision's ViT builds one
+    without trained weights: every input gives zeros."""
+    head = nn.Linear(8, classes)
+    nn.init.zeros_(head.weight)
+    nn.init.zeros_(head.bias)
+    return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), head)

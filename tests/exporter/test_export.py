@@ -2,7 +2,9 @@
 `models:` entry; each hurdle users meet refused with where and what to change, leaving the
 output file as it was."""
 
+import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +18,9 @@ from contract.inputs import Dimension
 from exporter.entry import OCI_PLACEHOLDER
 from synth.digests import file_sha256
 from synth.load import load_specs
+from synth.problems import SpecProblems
 from tests.conftest import REPO_ROOT, TEST_DATA
-from tests.exporter.factories import VOCABULARY
+from tests.exporter.factories import CHATTER, VOCABULARY
 
 FACTORIES = "tests.exporter.factories"
 
@@ -59,6 +62,7 @@ def test_a_torchvision_style_factory_gives_a_file_entry_that_validates(root: Pat
         "    file: models/classifier.pt2\n"
         f"    sha256: {file_sha256(out)}\n"
         "    inputs: [{shape: [3, 32, 32]}]\n"
+        "    layers: {linear: {10x8: 1}, parameters: 330}\n"
     )
     (declared,) = check_archive(out).inputs
     assert declared.dimensions == (
@@ -242,3 +246,90 @@ def test_validating_and_synthesizing_specs_never_import_the_exporters_torch_side
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     )
     assert done.stdout.split() == ["['exporter.cli',", "'exporter.inputs']"]
+
+
+def test_what_the_libraries_say_is_hidden_and_counted_unless_verbose(
+    root: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """torchao's import printed a warning per enum between the command's own lines."""
+    out = root / "chatty.pt2"
+    quiet = export(root, "chatty", "--input", "8", "--out", str(out))
+    assert quiet.exit_code == 0, quiet.output
+    assert not any(said in quiet.output for said in CHATTER)
+    assert "note: 2 warnings of torch and the libraries the model uses hidden; --verbose " in (
+        quiet.stderr
+    )
+    assert not any(said in capfd.readouterr().err for said in CHATTER)
+    caplog.clear()
+    with pytest.warns(DeprecationWarning, match=CHATTER[0]):
+        loud = export(root, "chatty", "--input", "8", "--out", str(out), "--verbose")
+    assert loud.exit_code == 0, loud.output
+    assert CHATTER[1] in caplog.text
+    assert CHATTER[2] in capfd.readouterr().err
+    assert "hidden" not in loud.stderr
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
+def test_the_exported_file_is_made_as_any_file_the_user_writes(
+    root: Path, umask: int, mode: int
+) -> None:
+    """It was 0600, tempfile's mode, whatever the umask: unreadable to the team's group."""
+    out = root / "classifier.pt2"
+    before = os.umask(umask)
+    try:
+        run = export(root, "classifier", "--input", "3,8,8", "--out", str(out))
+    finally:
+        os.umask(before)
+    assert run.exit_code == 0, run.output
+    assert stat.S_IMODE(out.stat().st_mode) == mode
+
+
+def test_a_url_model_is_judged_by_the_layers_its_export_recorded(root: Path) -> None:
+    """synth cannot read a url or oci model: its entry's layers: line says what the runner
+    would find, so a quantization that reaches none of its layers fails review, not a pod."""
+    out = root / "served.pt2"
+    url = "https://models.example.com/served.pt2"
+    run = export(
+        root,
+        "classifier",
+        "--arg",
+        "classes=10",
+        "--input",
+        "3,8,8",
+        "--out",
+        str(out),
+        "--url",
+        url,
+    )
+    assert run.exit_code == 0, run.output
+    assert "    layers: {linear: {10x8: 1}, parameters: 330}\n" in run.stdout
+    assert (
+        "note: of its 1 Linear layer, each quantization takes: int8-dynamic 1; "
+        "int8-weight-only 1; int4-weight-only 0; fp8-dynamic 0 (synth refuses one that takes "
+        "none)\n"
+    ) in run.stderr
+    spec = root / "specs" / "workflows" / "mine.yaml"
+    spec.write_text(
+        workflow_with(run.stdout) + "sweep:\n  matrix:\n    quantization: [int8-dynamic]\n"
+    )
+    (loaded,) = load_specs(root).workflows
+    assert [str(variant.quantization) for variant in loaded.variants] == ["int8-dynamic"]
+    spec.write_text(spec.read_text().replace("int8-dynamic", "int4-weight-only"))
+    with pytest.raises(SpecProblems) as raised:
+        load_specs(root)
+    (problem,) = raised.value.problems
+    assert problem.path == "sweep.matrix.quantization[0]"
+    assert problem.message.startswith("int4-weight-only takes no linear layer of model 'served'")
+    assert problem.message.endswith(
+        "the model's are 10x8 (out x in features, as its layers: records)"
+    )
+
+
+def test_a_model_whose_outputs_are_constant_is_said_at_export(root: Path) -> None:
+    """Its variants' accuracy would mean nothing: said before it is pushed or committed."""
+    run = export(root, "zero_head", "--input", "8", "--out", str(root / "zero.pt2"))
+    assert run.exit_code == 0, run.output
+    assert (
+        "note: the runner's accuracy pass: not meaningful: the fp32 reference's outputs are "
+        "constant (output 0 [1, 10] all 0)"
+    ) in run.stderr

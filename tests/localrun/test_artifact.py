@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from contract.weights import LayerRecord
 from localrun.artifact import (
     CONFIG_TYPE,
     INDEX_TYPE,
     LAYER_TYPE,
+    LAYERS,
     MANIFEST_TYPE,
     MODELPACK_FILEPATH,
     MODELPACK_METADATA,
@@ -82,6 +84,25 @@ def test_each_platform_has_an_image_manifest_over_the_one_layer(tmp_path: Path) 
         metadata = json.loads(layer["annotations"][MODELPACK_METADATA])
         assert metadata["size"] == MODEL.stat().st_size
         assert metadata["mode"] == 0o444
+
+
+def test_the_manifests_carry_the_programs_layers_where_given(tmp_path: Path) -> None:
+    """A registry's reader learns from the artifact what synth judges its quantizations by;
+    an artifact packed without them keeps the digests it had before they were recorded."""
+    linear = check_model(MODEL).linear
+    assert linear is not None
+    layers = LayerRecord.of(linear)
+    assert layers.flow() == "{linear: {10x64: 1}, parameters: 24346}"
+    folder = tmp_path / "with-layers"
+    folder.mkdir()
+    recorded = pack(MODEL, folder, layers=layers)
+    plain = packed(tmp_path)
+    assert recorded.layer.digest == plain.layer.digest
+    for with_layers, without in zip(recorded.manifests, plain.manifests, strict=True):
+        annotations = json.loads(with_layers.data or b"")["annotations"]
+        assert LayerRecord.model_validate_json(annotations.pop(LAYERS)) == layers
+        assert annotations == json.loads(without.data or b"")["annotations"]
+    assert recorded.index != plain.index
 
 
 @pytest.mark.slow

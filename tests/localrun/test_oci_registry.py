@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from localrun.artifact import CONFIG_TYPE, LAYER_TYPE, MANIFEST_TYPE, Blob, json_blob, pack_layer
+from localrun.artifact import (
+    CONFIG_TYPE,
+    LAYER_TYPE,
+    LAYERS,
+    MANIFEST_TYPE,
+    Blob,
+    json_blob,
+    pack_layer,
+)
 from localrun.images import ImageMount, ImagePullError, ImageStore
 from localrun.loopback_registry import PROGRAM, loopback_registry
 from localrun.oci_registry import OciClient
@@ -57,7 +65,12 @@ def test_push_model_is_served_by_tag_and_digest_and_prints_the_spec(
     assert pushed.spec_lines("tiny-cnn") == (
         f"  - name: tiny-cnn\n    oci: {registry}/benchfleet/tiny-cnn@{pushed.digest}\n"
         f"    sha256: {sha256}\n"
+        "    layers: {linear: {10x64: 1}, parameters: 24346}\n"
     )
+    # What the registry serves for a node's platform carries the program's layers.
+    image = check.manifest(pushed.reference.with_digest(pushed.artifact.manifests[0].digest))
+    annotations = json.loads(image.body)["annotations"]
+    assert annotations[LAYERS] == '{"linear":{"10x64":1},"parameters":24346}'
     again = pushed_to(registry, tmp_path / "again")
     assert (again.digest, again.uploaded) == (pushed.digest, 0)
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from contract.accuracy import Accuracy, AccuracyGate
+from contract.accuracy import NOT_MEANINGFUL, Accuracy, AccuracyGate
 from contract.instant import instant
 from contract.order_stats import paired_ratio
 from contract.records import JobIdentity, Reuses, StoredVariant
@@ -1514,6 +1514,47 @@ def test_the_verdict_counts_variants_outside_their_gate_and_those_never_measured
         1,
         1,
     )
+
+
+CONSTANT_REFERENCE = Accuracy(
+    seed=0,
+    cosine=1.0,
+    max_abs_error=0.0,
+    max_rel_error=0.0,
+    top1_agreement=1.0,
+    error=f"{NOT_MEANINGFUL}the fp32 reference's outputs are constant (output 0 [1, 1000] all 0)",
+)
+"""What the runner records of a ViT whose head torchvision initialised to zeros: numbers that
+would pass any gate, and why they mean nothing."""
+
+
+def test_a_comparison_with_a_constant_reference_is_not_meaningful_and_never_passing(
+    make_run: MakeRun,
+) -> None:
+    """Every ViT variant, int8 included, passed with cosine 1 and error 0, and nothing warned."""
+    runs = _precisions(
+        make_run, ("fp32", 2.0, CONSTANT_REFERENCE), ("bf16", 0.6, CONSTANT_REFERENCE)
+    )
+    report = build_report(runs)
+    assert [row.accuracy.state for row in report.variants] == ["not measured"] * 2
+    verdict = run_verdict(report)
+    assert (verdict.accuracy_not_measured, verdict.accuracy_not_meaningful) == (2, 2)
+    assert verdict_lines(verdict)[1] == (
+        "Accuracy not measured for 2 variants (2 not meaningful: the reference's outputs are "
+        "constant, so any variant returning the same agrees with it; the Variants table says "
+        "which): never taken for passing, ranked after every variant known to be within its "
+        "gate."
+    )
+    text = to_text(report)
+    assert (
+        "not meaningful (the fp32 reference's outputs are constant (output 0 [1, 1000] all 0))"
+    ) in text
+    assert "passed (" not in text
+    assert "bf16: accuracy not meaningful; it is best by speed among those not known" in text
+    rows = list(csv.DictReader(io.StringIO(to_csv(report))))
+    assert [(row["accuracy"], row["cosine"]) for row in rows] == [("not measured", "")] * 2
+    document = json.loads(to_json(report))
+    assert document["verdict"]["accuracy_not_meaningful"] == 2
 
 
 def test_an_axis_shows_each_ratio_beside_what_it_costs_in_accuracy(make_run: MakeRun) -> None:

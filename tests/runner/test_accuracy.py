@@ -343,3 +343,90 @@ def test_the_reference_is_ieee_fp32_after_a_tf32_variant_and_leaves_its_mode(
         for a, b in zip(ieee.outputs, after_tf32.outputs, strict=True)
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
     )
+
+
+class _ZeroHeadViT(torch.nn.Module):
+    """A ViT shaped as torchvision builds one without trained weights: patches embedded by a
+    convolution, a class token, an encoder layer, and a head initialised to zeros."""
+
+    def __init__(self, hidden: int = 32, classes: int = 10) -> None:
+        super().__init__()
+        self.patches = torch.nn.Conv2d(3, hidden, kernel_size=4, stride=4)
+        self.class_token = torch.nn.Parameter(torch.randn(1, 1, hidden))
+        self.encoder = torch.nn.TransformerEncoderLayer(hidden, 2, 64, batch_first=True)
+        self.head = torch.nn.Linear(hidden, classes)
+        torch.nn.init.zeros_(self.head.weight)
+        torch.nn.init.zeros_(self.head.bias)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        patches = self.patches(images).flatten(2).transpose(1, 2)
+        tokens = torch.cat([self.class_token.expand(images.shape[0], -1, -1), patches], dim=1)
+        scores: torch.Tensor = self.head(self.encoder(tokens)[:, 0])
+        return scores
+
+
+@pytest.fixture(scope="session")
+def zero_head_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("models") / "zero-head.pt2"
+    torch.manual_seed(0)
+    batch = torch.export.Dim("batch", min=1, max=64)
+    program = torch.export.export(
+        _ZeroHeadViT().eval(), (torch.randn(2, 3, 16, 16),), dynamic_shapes=({0: batch},)
+    )
+    torch.export.save(program, path)
+    return path
+
+
+@pytest.mark.parametrize("quantization", ["none", "int8-dynamic", "int8-weight-only"])
+def test_a_reference_of_constant_outputs_makes_every_comparison_not_meaningful(
+    make_config: MakeConfig, zero_head_model: Path, quantization: str
+) -> None:
+    """torchvision's ViT without trained weights returns zeros for every input: each of its
+    variants, int8 too, passed with cosine 1 and error 0, and nothing warned."""
+    config = make_config(
+        "vit",
+        quantization=quantization,
+        location=zero_head_model.name,
+        sha256=sha256_of(zero_head_model),
+    )
+    variant = config.variants[0].model_copy(
+        update={"inputs": (InputConfig(shape=(3, 16, 16), dtype="float32"),)}
+    )
+    config = config.model_copy(update={"variants": (variant,)})
+    measured = _measure(config, zero_head_model.parent).accuracy
+    assert measured is not None
+    # The numbers are kept, and would pass any gate.
+    assert (measured.cosine, measured.max_abs_error) == (1.0, 0.0)
+    assert measured.not_meaningful is not None
+    assert measured.not_meaningful.startswith(
+        "the fp32 reference's outputs are constant (output 0 [2, 10] all 0): any variant that "
+        "returns the same agrees with it, whatever it computes"
+    )
+    verdict = judge(measured, default_gate(Precision.FP32, Quantization(quantization)))
+    assert not verdict.measured and not verdict.passed and not verdict.failed
+
+
+@pytest.mark.parametrize(
+    ("outputs", "said"),
+    [
+        ((torch.zeros(2, 10),), "output 0 [2, 10] all 0"),
+        (
+            (torch.full((2, 3), 0.5), torch.tensor([7, 7])),
+            "output 0 [2, 3] all 0.5; output 1 [2] all 7",
+        ),
+        ((torch.tensor([1.0, float("nan"), 1.0]),), "output 0 [3] all 1"),
+        ((torch.zeros(2, 10), torch.randn(2, 4)), None),
+        ((torch.tensor([3.0]),), None),
+        ((torch.randn(2, 10),), None),
+        ((torch.tensor([float("nan"), float("inf")]),), None),
+    ],
+)
+def test_a_reference_is_constant_where_every_output_of_several_elements_holds_one_value(
+    outputs: tuple[torch.Tensor, ...], said: str | None
+) -> None:
+    """One varying output is a comparison that says something; one element says nothing
+    either way; outputs with nothing finite are judged by the nonfinite count instead."""
+    reference = accuracy.reference_of(outputs)
+    assert reference.constant == said
+    measured = compare(outputs, reference, [DrawnInput(dtype="float32")])
+    assert (measured.not_meaningful is None) is (said is None)

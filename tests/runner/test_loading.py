@@ -1,11 +1,15 @@
 """Loading checks the bytes before torch sees them, and refuses anything but a .pt2 program."""
 
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from contract.config import ModelConfig
+from contract.errors import ExitCode
+from contract.weights import LayerRecord
 from runner.errors import ModelLoadError, ModelMismatch, ModelRefused
 from runner.loading import load_program, model_file
 from runner.programs import Programs, module_for, own_module
@@ -17,7 +21,7 @@ from tests.output_models import (
     export_encoder,
     written_by_another_torch,
 )
-from tests.runner.conftest import MakeConfig, sha256_of
+from tests.runner.conftest import EXAMPLES, MakeConfig, sha256_of
 
 
 def test_a_verified_program_loads_and_runs(models_dir: Path) -> None:
@@ -157,6 +161,45 @@ def test_an_oci_model_missing_from_its_volume_names_the_volume(tmp_path: Path) -
     model = ModelConfig(source="oci", location="big/model.pt2", sha256="0" * 64)
     with pytest.raises(ModelLoadError, match=r"big/model.pt2 does not exist: .* image volume"):
         model_file(model, tmp_path, tmp_path, oci_dir=tmp_path / "oci")
+
+
+@pytest.mark.parametrize(
+    ("recorded", "loads"),
+    [
+        ("{linear: {10x64: 1}, parameters: 24346}", True),
+        ("{linear: {10x128: 1, 128x64: 1, 128x128: 1}, parameters: 26122}", False),
+        ("{parameters: 24346}", False),
+    ],
+)
+def test_an_oci_model_loads_only_where_its_layers_are_those_the_spec_records(
+    tmp_path: Path, recorded: str, loads: bool
+) -> None:
+    """synth judged its quantized variants by the record (it never reads an oci model): a
+    record of another program is a mismatch of the pinned model, refused before any variant
+    is measured on a judgement made of the wrong layers."""
+    volume = tmp_path / "oci" / "cnn"
+    volume.mkdir(parents=True)
+    shutil.copyfile(EXAMPLES / "tiny-cnn.pt2", volume / "model.pt2")
+    layers = LayerRecord.model_validate(yaml.safe_load(recorded))
+    model = ModelConfig(
+        source="oci",
+        location="cnn/model.pt2",
+        sha256=sha256_of(volume / "model.pt2"),
+        layers=layers,
+    )
+    programs = Programs(tmp_path, tmp_path, oci_dir=tmp_path / "oci")
+    if loads:
+        programs.program("cnn", model)
+        return
+    with pytest.raises(ModelMismatch) as raised:
+        programs.program("cnn", model)
+    assert raised.value.exit_code == ExitCode.MODEL_MISMATCH
+    assert str(raised.value) == (
+        f"{volume / 'model.pt2'} holds {{linear: {{10x64: 1}}, parameters: 24346}}, but the "
+        f"spec's layers: records {recorded}: synth judged its quantized variants by another "
+        "program's layers; set the model's layers: to the line `benchfleet export` or `make "
+        "push-model` prints for this file"
+    )
 
 
 def test_a_variants_module_runs_as_torchs_own_and_casting_it_leaves_the_program(

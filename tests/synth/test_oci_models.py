@@ -10,6 +10,7 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
 from contract.config import CONFIG_FILE, OCI_MODEL_PATH_ENV, OCI_MODELS_DIR, RunConfig
+from contract.weights import LayerRecord
 from synth.load import load_specs
 from synth.render import render
 from tests.conftest import REPO_ROOT
@@ -137,6 +138,24 @@ def test_the_artifact_renames_its_jobs_but_the_pt2_decides_the_variant(
         return sorted(v.id for _, config in jobs.values() for v in config.variants)
 
     assert (ids(before) == ids(after)) is same_variants
+
+
+def test_recorded_layers_reach_the_runner_and_measure_the_same_variants(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """The runner holds the program to the record synth judged its quantizations by; the
+    record says nothing of what a variant measures, so no variant id changes with it."""
+    before = jobs_of(spec_repo, write_spec("oci.yaml", SPEC))
+    recorded = SPEC.replace(
+        f"    sha256: {'cd' * 32}\n",
+        f"    sha256: {'cd' * 32}\n    layers: {{linear: {{64x64: 2}}, parameters: 9000}}\n",
+    )
+    after = jobs_of(spec_repo, write_spec("oci.yaml", recorded))
+    for target in ("cpu", "a100"):
+        config = after[target][1]
+        assert config.models["big"].layers == LayerRecord(linear={"64x64": 2}, parameters=9000)
+        assert config.models["mlp"].layers is None
+        assert [v.id for v in config.variants] == [v.id for v in before[target][1].variants]
 
 
 def test_oci_spec_renders_exactly_the_golden_file(spec_repo: Path, write_spec: WriteSpec) -> None:
