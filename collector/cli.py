@@ -176,6 +176,11 @@ def collector_cli(read_prices: PriceReader, read_scheduled: ScheduleReader) -> c
     help="Write Prometheus metrics here, for node-exporter's textfile collector.",
 )
 @click.option("--pushgateway", help="Push Prometheus metrics to this Pushgateway (host:port).")
+@click.option(
+    "--no-progress",
+    is_flag=True,
+    help="Show no progress while following, and read no running pod's log for it.",
+)
 @pass_settings
 def gather(
     settings: Settings,
@@ -186,6 +191,7 @@ def gather(
     keep: bool,
     metrics_textfile: Path | None,
     pushgateway: str | None,
+    no_progress: bool,
 ) -> None:
     """Follow a workflow's Jobs to their end; store and record each result.
 
@@ -200,9 +206,15 @@ def gather(
        deletes a Job itself, since Flux would run it again while git still holds it.
     4. Prints what finished, what failed and why, and what did not finish in time.
 
+    While it follows, stderr shows the counts and what the running pods are doing, from the
+    progress line at the end of a few pods' logs at a time (a live line on a terminal, a
+    plain line as the counts change and every 10 s otherwise).
+
     Exits 1 when a variant failed or a Job did not finish.
     """
-    options = GatherOptions(timeout_s=timeout, wait=not no_wait, record=not keep)
+    options = GatherOptions(
+        timeout_s=timeout, wait=not no_wait, record=not keep, progress=not no_progress
+    )
     outcomes = gather_workflow(settings, workflow, cluster, options)
     if metrics_textfile is not None or pushgateway is not None:
         observed = [job for outcome in outcomes for job in outcome.observed]
