@@ -6,8 +6,8 @@ import io
 import threading
 import time
 from collections import Counter
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from click.testing import CliRunner
