@@ -73,6 +73,7 @@ from bench.real_results import measured
 from collector.gather import Counts, Gatherer, GatherOptions
 from collector.indexes import job_finished
 from collector.kube import KubeClient
+from collector.running import RunningView
 from collector.workload import expected_jobs, label_selector
 from contract.dist import Manifest, read_workload
 from contract.layout import (
@@ -272,7 +273,7 @@ def measure(kubeconfig: Path, root: Path, workflow: str, mode: str) -> Measureme
     (the heap by line at the end of the first step, printed)."""
     client = _client(kubeconfig)
     expected = expected_jobs(root, workflow, CLUSTER)
-    on_progress: Callable[[Counts], None] = lambda counts: None  # noqa: E731
+    on_progress: Callable[[Counts, RunningView | None], None] = lambda *shown: None  # noqa: E731
     if mode == "top":
         on_progress = _print_top
     with tempfile.TemporaryDirectory() as scratch, open_store(Path(scratch) / "db") as store:
@@ -292,7 +293,7 @@ def measure(kubeconfig: Path, root: Path, workflow: str, mode: str) -> Measureme
     )
 
 
-def _print_top(counts: Counts) -> None:
+def _print_top(counts: Counts, running: RunningView | None) -> None:
     if not tracemalloc.is_tracing():
         return
     snapshot = tracemalloc.take_snapshot()

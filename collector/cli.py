@@ -191,6 +191,11 @@ def _pushgateway(_: click.Context, __: click.Parameter, value: str | None) -> Pu
     "user:password@ for Basic auth (give it as BENCHFLEET_GATHER_PUSHGATEWAY to keep the "
     "password off the command line).",
 )
+@click.option(
+    "--no-progress",
+    is_flag=True,
+    help="Show no progress while following, and read no running pod's log for it.",
+)
 @pass_settings
 def gather(
     settings: Settings,
@@ -201,6 +206,7 @@ def gather(
     keep: bool,
     metrics_textfile: Path | None,
     gateway: Pushgateway | None,
+    no_progress: bool,
 ) -> None:
     """Follow a workflow's Jobs to their end; store and record each result.
 
@@ -215,11 +221,17 @@ def gather(
        deletes a Job itself, since Flux would run it again while git still holds it.
     4. Prints what finished, what failed and why, and what did not finish in time.
 
+    While it follows, stderr shows the counts and what the running pods are doing, from the
+    progress line at the end of a few pods' logs at a time (a live line on a terminal, a
+    plain line as the counts change and every 10 s otherwise).
+
     Exits 1 when a variant failed or a Job did not finish. The metrics are a side output:
     where they cannot be written or pushed, one line says so and why, and the exit code is
     still the gather's.
     """
-    options = GatherOptions(timeout_s=timeout, wait=not no_wait, record=not keep)
+    options = GatherOptions(
+        timeout_s=timeout, wait=not no_wait, record=not keep, progress=not no_progress
+    )
     outcomes = gather_workflow(settings, workflow, cluster, options)
     if metrics_textfile is not None or gateway is not None:
         observed = [job for outcome in outcomes for job in outcome.observed]

@@ -41,6 +41,7 @@ from collector.logreads import LogReads
 from collector.logs import job_context
 from collector.metrics import ObservedJob
 from collector.pods import completion_index, is_stuck
+from collector.running import RunningProgress, RunningView
 from collector.status import explain_waiting, pods_by_job
 from collector.workload import ExpectedJob, expected_from, label_selector
 from contract.allocation import Allocation
@@ -66,6 +67,9 @@ class GatherOptions:
     synth keeps the Jobs."""
     batch_wait_s: float = 1.0
     """How long a round waits for changes before it looks at the state again."""
+    progress: bool = False
+    """Whether progress is shown (by `on_progress`): following, the running pods' progress
+    lines are read from their logs too, a few at a time (collector/running.py)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,7 @@ class Gatherer:
         expected: list[ExpectedJob],
         *,
         options: GatherOptions,
-        on_progress: Callable[[Counts], None] = lambda counts: None,
+        on_progress: Callable[[Counts, RunningView | None], None] = lambda counts, running: None,
     ) -> None:
         self._client = client
         self._store = store
@@ -122,6 +126,7 @@ class Gatherer:
         self._recorded = set(recorded_jobs(root, first.workflow, first.cluster))
         self._unmapped: set[str] = set()
         """Finished Jobs left from older revisions that gather cannot read safely."""
+        self._running: RunningProgress | None = None
 
     def run(self, clock: Callable[[], float] = time.monotonic) -> GatherOutcome:
         """Follow until every Job has finished and is stored, or the timeout passes."""
@@ -131,6 +136,8 @@ class Gatherer:
         selector = label_selector(workflow)
         deadline = clock() + self._options.timeout_s
         self._logs = LogReads(self._client, namespace, deadline)
+        if self._options.wait and self._options.progress:
+            self._running = RunningProgress(self._client, namespace, clock)
         for progress in self._jobs:
             self._read_kept(progress)
         try:
@@ -140,6 +147,8 @@ class Gatherer:
                 self._list_once(namespace, selector, deadline, clock)
         finally:
             self._logs.close()
+            if self._running is not None:
+                self._running.close()
         # The pods seen are let go by now: the records read every stored result back, and
         # holding both was the peak of a large gather.
         return self._outcome()
@@ -229,6 +238,7 @@ class Gatherer:
     def _step(self, snapshot: Snapshot) -> None:
         self._adopt_leftovers(snapshot)
         counts: Counts = {}
+        running: list[str] = []
         grouped = pods_by_job(list(snapshot.pods.values()))
         for progress in self._jobs:
             identity = progress.expected.identity
@@ -254,7 +264,9 @@ class Gatherer:
             for state, number in vars(summary).items():
                 counts[state] = counts.get(state, 0) + number
             progress.keep_unstored(pods, states)
-        self._on_progress(counts)
+            running += [s.pod.name for s in progress.states if s.pod and s.pod.phase == "running"]
+        view = self._running.follow(running) if self._running is not None else None
+        self._on_progress(counts, view)
 
     def _remember_causes(self, progress: JobProgress, states: Iterable[IndexState]) -> None:
         """Keep why each of `states` waits, in the store too, where it says something new."""

@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from http import HTTPStatus
 from typing import Any, Final, Literal, TypeVar, cast
 
@@ -337,22 +338,64 @@ class KubeClient:
         )
 
         def request() -> str:
-            response = _raw(
-                self._core.read_namespaced_pod_log(
-                    name,
-                    namespace,
-                    container=container,
-                    tail_lines=tail_lines,
-                    _preload_content=False,
-                    _request_timeout=_within(self._timeout_s, deadline),
-                )
-            )
-            try:
-                return response.data.decode("utf-8", errors="replace")
-            finally:
-                response.release_conn()
+            # Each attempt waits no longer than the deadline leaves.
+            timeout_s = _within(self._timeout_s, deadline)
+            return self._read_log(namespace, name, container, tail_lines, None, timeout_s=timeout_s)
 
         return self._call(operation, request, deadline=deadline)
+
+    def log_tail(
+        self,
+        namespace: str,
+        name: str,
+        container: str,
+        *,
+        lines: int,
+        limit_bytes: int,
+        timeout_s: float,
+    ) -> str:
+        """The last `lines` lines of a running container's log, at most `limit_bytes` of them
+        (the server keeps the tail's first bytes), in one request counted as "log tail": never
+        retried, since whoever samples logs asks again later anyway."""
+        operation = _Operation(
+            "log tail",
+            "get",
+            "pods/log",
+            f"reading the end of the log of {container} in pod {namespace}/{name}",
+        )
+        request = partial(
+            self._read_log, namespace, name, container, lines, limit_bytes, timeout_s=timeout_s
+        )
+        try:
+            return self._attempt(operation, request)
+        except _Failure as failure:
+            raise KubeError(operation.explain(failure), status=failure.status) from None
+
+    def _read_log(
+        self,
+        namespace: str,
+        name: str,
+        container: str,
+        tail_lines: int | None,
+        limit_bytes: int | None,
+        *,
+        timeout_s: float,
+    ) -> str:
+        response = _raw(
+            self._core.read_namespaced_pod_log(
+                name,
+                namespace,
+                container=container,
+                tail_lines=tail_lines,
+                limit_bytes=limit_bytes,
+                _preload_content=False,
+                _request_timeout=timeout_s,
+            )
+        )
+        try:
+            return response.data.decode("utf-8", errors="replace")
+        finally:
+            response.release_conn()
 
     def events_for(self, namespace: str, kind: str, name: str) -> list[Object]:
         """The events about one object (kind as in the API: "Pod", "Job"), in the server's

@@ -233,7 +233,8 @@ def gather_workflow(
     settings: Settings, workflow: str, cluster: str | None, options: GatherOptions
 ) -> list[GatherOutcome]:
     """Follow and store `workflow` in every cluster that runs it (or `cluster`), printing
-    each cluster's summary as it ends; raises click.ClickException with what to do on errors."""
+    each cluster's summary as it ends (and its progress on stderr as it goes, unless
+    `options.progress` is off); raises click.ClickException with what to do on errors."""
     outcomes = []
     try:
         with open_store(settings.database) as store:
@@ -251,7 +252,7 @@ def gather_workflow(
                     settings.root,
                     expected,
                     options=options,
-                    on_progress=progress.update,
+                    on_progress=progress.update if options.progress else lambda *shown: None,
                 )
                 try:
                     with _sigterm_interrupts():

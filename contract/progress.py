@@ -5,7 +5,8 @@ them, shared by the runner and whoever shows a running pod (localrun).
 They are no part of the result: stdout carries that, and nothing is stored from them. A line
 comes from a pod's log, so reading one is bounded and forgiving: anything but a well-formed
 record of a known phase is not a progress line (a newer runner's phase included), never an
-error.
+error. What a reader shows of a record is worded here too (`phase_text`), so that localrun
+and the collector say it alike.
 """
 
 from typing import Final, Literal
@@ -39,6 +40,10 @@ class ProgressRecord(BaseModel):
     left_s: float | None = Field(default=None, ge=0)
     """About how many seconds the phase has left, by its stopping rule at the pace so far."""
 
+    def left_after(self, since_s: float) -> float | None:
+        """About how many seconds the phase has left `since_s` after the line was read."""
+        return None if self.left_s is None else max(0.0, self.left_s - since_s)
+
 
 def progress_line(record: ProgressRecord) -> str:
     """The stderr line that carries `record`, newline included."""
@@ -53,3 +58,21 @@ def parse_progress(line: str) -> ProgressRecord | None:
         return ProgressRecord.model_validate_json(line.removeprefix(PROGRESS_PREFIX).strip())
     except ValidationError:
         return None
+
+
+def clock_text(seconds: float) -> str:
+    """`0:42`, `12:05`: minutes and seconds."""
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}:{rest:02d}"
+
+
+def phase_text(record: ProgressRecord, since_s: float) -> str:
+    """Where `record`'s variants are `since_s` after it was read, in words: `measure 0:10,
+    1200 iterations, ~0:04 left`."""
+    words = f"{record.phase} {clock_text(record.elapsed_s + since_s)}"
+    if record.done is not None:
+        words += f", {record.done} iterations"
+    left_s = record.left_after(since_s)
+    if left_s is not None:
+        words += f", ~{clock_text(left_s)} left"
+    return words

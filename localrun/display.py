@@ -12,16 +12,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Final
 
-from contract.progress import ProgressRecord, parse_progress
+from contract.progress import ProgressRecord, clock_text, parse_progress, phase_text
 
 PLAIN_INTERVAL_S: Final = 10.0
 """The longest a plain display stays quiet while a pod runs."""
-
-
-def _clock_text(seconds: float) -> str:
-    """`0:42`, `12:05`: minutes and seconds."""
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes}:{rest:02d}"
 
 
 def _terminal_width() -> int:
@@ -82,18 +76,12 @@ class PodDisplay:
         ~0:04 left (tiny-mlp fp32 batch 8)`; the variants last, where a narrow terminal cuts
         the line."""
         now = self._clock()
-        head = f"{self._heading}, {_clock_text(now - self._started)}"
+        head = f"{self._heading}, {clock_text(now - self._started)}"
         record = self._record
         if record is None:
             return f"{head}: starting"
-        since_s = now - self._record_at
-        words = f"{head}: {record.phase} {_clock_text(record.elapsed_s + since_s)}"
-        if record.done is not None:
-            words += f", {record.done} iterations"
-        if record.left_s is not None:
-            words += f", ~{_clock_text(max(0.0, record.left_s - since_s))} left"
         names = ", ".join(self._names.get(i, f"variant {i}") for i in record.variants)
-        return f"{words} ({names})"
+        return f"{head}: {phase_text(record, now - self._record_at)} ({names})"
 
     def _show(self) -> None:
         if self._live:

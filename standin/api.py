@@ -22,7 +22,8 @@ events and pod logs in memory, per namespace, under one resourceVersion counter,
   watches do when the history is expired); a continue token from before that gets an HTTP
   410. A watch matches an object on its labels as they are in each event: unlike a real
   server it sends no DELETED for an object whose labels stop matching.
-- GET .../pods/{name}/log with `container` and `tailLines`: text/plain.
+- GET .../pods/{name}/log with `container`, `tailLines` and `limitBytes` (the first bytes of
+  the tail, as the kubelet cuts them): text/plain.
 - GET /api/v1/namespaces/{ns}/configmaps/{name}: the object, or a 404 Status.
 - PATCH of the same path as a server-side apply (`application/apply-patch+yaml`, with
   `fieldManager` and `force`; the body in JSON, which is YAML): creates the ConfigMap or
@@ -665,6 +666,10 @@ class FakeApiServer:
         if query.get("tailLines"):
             lines = text.splitlines(keepends=True)
             text = "".join(lines[-int(query["tailLines"]) :])
+        if query.get("limitBytes"):
+            # The kubelet cuts bytes, maybe inside a character; the client decodes what came.
+            data = text.encode()[: int(query["limitBytes"])]
+            text = data.decode(errors="replace")
         handler.send_text(text)
 
     def _apply_configmap(

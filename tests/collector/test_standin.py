@@ -71,3 +71,14 @@ def test_paging_skips_what_the_selector_rejects_and_what_was_deleted_between_pag
             "bench-7",
             "bench-8",
         ]
+
+
+def test_a_log_read_cuts_its_tail_to_limit_bytes_from_the_tails_start() -> None:
+    """As the kubelet does: the last tailLines lines, then at most limitBytes of them, so a
+    reader that asks for both may lose the newest line, never get an older one instead."""
+    with FakeApiServer() as server:
+        server.set_log(NAMESPACE, "bench-0", "runner", "one\ntwo\nthree\nfour\n")
+        client = KubeClient(server.client())
+        tail = client.log_tail(NAMESPACE, "bench-0", "runner", lines=2, limit_bytes=8, timeout_s=5)
+        assert tail == "three\nfo"
+        assert client.requests["log tail"] == 1
