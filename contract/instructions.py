@@ -50,9 +50,9 @@ class Need:
     name: str
     precision: Precision | None
     quantization: Quantization | None
-    x86: frozenset[str]
-    """Any one of these flags will do; empty: nothing to check on x86."""
-    arm: frozenset[str]
+    x86: tuple[str, ...]
+    """Any one of these flags will do, sorted; empty: nothing to check on x86."""
+    arm: tuple[str, ...]
     gpu: tuple[int, int] | None
     """The least compute capability whose tensor cores compute it; None: no GPU rule."""
     without: str
@@ -63,13 +63,13 @@ class Need:
             self.quantization is None or variant.quantization == self.quantization
         )
 
-    def cpu_lacks(self, flags: Iterable[str]) -> frozenset[str] | None:
+    def cpu_lacks(self, flags: Iterable[str]) -> tuple[str, ...] | None:
         """The flags this CPU lacks (any one would do), or None where it has one of them or
         nothing is known to check."""
         found = set(flags)
         arch = architecture(found)
-        wanted = self.x86 if arch == "x86" else self.arm if arch == "arm" else frozenset()
-        return wanted if wanted and not wanted & found else None
+        wanted = self.x86 if arch == "x86" else self.arm if arch == "arm" else ()
+        return wanted if wanted and found.isdisjoint(wanted) else None
 
     def gpu_lacks(self, capability: tuple[int, int]) -> bool:
         return self.gpu is not None and tuple(capability) < self.gpu
@@ -80,8 +80,8 @@ NEEDS: Final = (
         name="bf16",
         precision=Precision.BF16,
         quantization=None,
-        x86=frozenset({"avx512_bf16", "amx_bf16"}),
-        arm=frozenset({"bf16"}),
+        x86=("amx_bf16", "avx512_bf16"),
+        arm=("bf16",),
         gpu=(8, 0),
         without="no bf16 dot-product instructions: torch converts to fp32 and back around "
         "each matmul and convolution, so bf16 runs slower than fp32 (1.8-2.5x on the CPU "
@@ -91,8 +91,8 @@ NEEDS: Final = (
         name="fp16",
         precision=Precision.FP16,
         quantization=None,
-        x86=frozenset({"avx512_fp16", "amx_fp16"}),
-        arm=frozenset({"asimdhp"}),
+        x86=("amx_fp16", "avx512_fp16"),
+        arm=("asimdhp",),
         gpu=(7, 0),
         without="no fp16 arithmetic instructions: torch converts to fp32 and back, so fp16 "
         "runs slower than fp32",
@@ -101,8 +101,8 @@ NEEDS: Final = (
         name="tf32",
         precision=Precision.TF32,
         quantization=None,
-        x86=frozenset(),
-        arm=frozenset(),
+        x86=(),
+        arm=(),
         gpu=(8, 0),
         without="no tf32 tensor cores (Ampere's): the matmuls run in fp32",
     ),
@@ -110,8 +110,8 @@ NEEDS: Final = (
         name="int8-dynamic",
         precision=None,
         quantization=Quantization.INT8_DYNAMIC,
-        x86=frozenset({"avx512_vnni", "avx_vnni", "amx_int8"}),
-        arm=frozenset({"asimddp", "i8mm"}),
+        x86=("amx_int8", "avx512_vnni", "avx_vnni"),
+        arm=("asimddp", "i8mm"),
         gpu=None,
         without="no int8 dot-product instructions (VNNI): its int8 matmuls are emulated with "
         "wider ones, on top of quantizing the activations each call (5-11x slower than fp32 "
@@ -121,8 +121,8 @@ NEEDS: Final = (
         name="int4-weight-only",
         precision=None,
         quantization=Quantization.INT4_WEIGHT_ONLY,
-        x86=frozenset({"avx2"}),
-        arm=frozenset(),
+        x86=("avx2",),
+        arm=(),
         gpu=(8, 0),
         without="torch's int4 CPU kernel has AVX2 and AVX-512 paths only: its scalar loop runs",
     ),
@@ -130,8 +130,8 @@ NEEDS: Final = (
         name="fp8-dynamic",
         precision=None,
         quantization=Quantization.FP8_DYNAMIC,
-        x86=frozenset(),
-        arm=frozenset(),
+        x86=(),
+        arm=(),
         gpu=(8, 9),
         without="no fp8 tensor cores (Ada Lovelace's, Hopper's): no fp8 matmul to run",
     ),
@@ -139,8 +139,8 @@ NEEDS: Final = (
         name="AVX-512",
         precision=None,
         quantization=None,
-        x86=frozenset({"avx512f"}),
-        arm=frozenset(),
+        x86=("avx512f",),
+        arm=(),
         gpu=None,
         without="no AVX-512: torch's vectorized CPU kernels run at AVX2's width, half of "
         "AVX-512's; compare its numbers with CPUs of the same extensions only",
@@ -208,7 +208,7 @@ def lacks(
                 has = tensor_cores(gpu_capability)
                 found.append(Lack(need, f"compute capability {least} or newer; has {has}", count))
         elif cpu_flags is not None and (missing := need.cpu_lacks(cpu_flags)) is not None:
-            found.append(Lack(need, " or ".join(sorted(missing)), count))
+            found.append(Lack(need, " or ".join(missing), count))
     return tuple(found)
 
 
