@@ -36,14 +36,16 @@ from contract.numbers import (
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
-(`timings.model`, `copy_s`, `process_s`, `measure_start_s`); a collector that reads only older
-ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
+(`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 8 the CPU's instruction-set
+flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
+measurement bounds (`timings.bound_s`); a collector that reads only older ones keeps a newer
+result unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
-RESULT_SCHEMA_VERSION: Final = 5
+RESULT_SCHEMA_VERSION: Final = 6
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -296,6 +298,11 @@ class Timings(_Result):
     compile_s: float | None = Field(default=None, ge=0)
     """A compiled variant's `torch.compile` and the call that compiled it (tracing, lowering,
     the C++ or Triton compiler, one run), outside warmup and the timed loop; None for eager."""
+    bound_s: float | None = Field(default=None, gt=0)
+    """The most its warm-up and timed loop may take: config.json's `warmup.max_time_s` plus
+    `measure.max_time_s`, the Job's. What `make plan` counts for a variant no earlier run
+    estimates, so the report can recompute the plan's estimate (contract/estimate.py); None
+    in results before schema 6."""
 
     @property
     def own_s(self) -> float:
@@ -386,6 +393,14 @@ class Environment(_Result):
     """torch's intra-op threads, set from the container's CPU quota."""
     cpu_quota: float | None = Field(default=None, gt=0)
     """CPUs the cgroup allows (None: unlimited)."""
+    cpu_flags: tuple[str, ...] | None = None
+    """The CPU's instruction-set extensions, as /proc/cpuinfo lists them (`flags` on x86,
+    `Features` on arm), those of the families contract/instructions.py reads (AVX, AMX, SSE,
+    FMA, NEON, SVE...): what tells whether bf16 or int8 run natively. None where /proc does
+    not say, and in results before schema 6."""
+    gpu_capability: tuple[int, int] | None = None
+    """The GPU's CUDA compute capability (major, minor): its tensor cores' generation. None on
+    a CPU, and in results before schema 6."""
     node_name: str | None = None
     pod_name: str | None = None
     image: str | None = None

@@ -10,7 +10,9 @@ from report.run_tables import (
     failures_table,
     flagged_table,
     jobs_table,
+    lacks_table,
     memory_table,
+    plan_table,
     provenance_table,
     startup_table,
     variants_table,
@@ -26,6 +28,7 @@ def lay_out(analysis: Analysis) -> Layout:
     tables: list[Table | None] = [
         *(baseline_tables(report.baseline) if report.baseline else []),
         failures_table(report.failures),
+        lacks_table(report.lacks),
         *map(axis_table, report.axes),
         *(comparison_table("By target", comparison) for comparison in report.by_target),
         *map(best_table, report.best_configurations),
@@ -39,6 +42,7 @@ def lay_out(analysis: Analysis) -> Layout:
             for startup in report.startup
             for table in (startup_table(startup), memory_table(startup))
         ),
+        plan_table(report.plan_checks),
         jobs_table(report.jobs) if report.jobs else None,
         provenance_table(report.jobs) if any(job.reported for job in report.jobs) else None,
     ]

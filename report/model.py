@@ -35,7 +35,9 @@ from contract.variant import (
     worded,
 )
 from report import intervals
+from report.estimates import PlanCheck, plan_checks
 from report.intervals import MedianEstimate, Ratio
+from report.machines import MachineLack, machine_lacks
 from report.startup import Startup, startup
 from store.database import StoredRun
 from store.history import CURRENT, SpecRevision
@@ -514,6 +516,11 @@ class Report:
     prices: PriceList | None = None
     """What a device-hour costs, where specs/clusters.yaml says (report/cost.py prices
     each variant's allocated time with it)."""
+    plan_checks: tuple[PlanCheck, ...] = ()
+    """Per Job reported on its own account, `make plan`'s estimate recomputed against what
+    its pods took."""
+    lacks: tuple[MachineLack, ...] = ()
+    """What the machines the reported variants ran on lack of what they need."""
 
 
 def run_target(run: StoredRun) -> str:
@@ -1269,4 +1276,6 @@ def build_report(
         jobs=summaries,
         startup=startup(latest, run_target),
         prices=prices,
+        plan_checks=plan_checks(runs, chosen, run_target),
+        lacks=machine_lacks(latest, run_target),
     )

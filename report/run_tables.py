@@ -8,6 +8,8 @@ from contract.clocks import CLOCK_TOLERANCE
 from contract.result import ENERGY_ON_CPU
 from contract.text import plural
 from contract.variant import SETTING_FIELDS, VariantRef
+from report.estimates import PlanCheck
+from report.machines import MachineLack
 from report.model import FailedVariant, JobSummary, VariantRow
 from report.startup import Startup
 from report.table import (
@@ -198,7 +200,8 @@ def jobs_table(jobs: Sequence[JobSummary]) -> Table:
 _STARTUP_NOTE: Final = (
     "Each phase's median and longest, counted where it is paid: a pod's start once per pod, a "
     "model's file and torch.export.load once per model and pod (its first variant there), "
-    "the rest per variant. Waiting for a node and the pod's start come from the pod's status "
+    "the rest per variant (compile: a compiled variant's torch.compile and compiling call). "
+    "Waiting for a node and the pod's start come from the pod's status "
     "(whole seconds: the node's image pulls, an oci model's too, are in the pod's start); the "
     "rest from the runner. To first measurement: from getting a node to the first timed loop."
 )
@@ -213,6 +216,8 @@ def startup_table(startup: Startup) -> Table | None:
         if startup.measured_share is not None
         else "their wall time unknown"
     )
+    if startup.compiled_share is not None:
+        share += f", compile {startup.compiled_share:.0%}"
     return Table(
         title=(
             f"Start-up on {startup.target} ({startup.cluster}): "
@@ -354,4 +359,94 @@ def energy_table(rows: Sequence[VariantRow]) -> Table | None:
             "throttle reason (power cap, thermal) says the GPU slowed its clocks in that loop.",
         ),
         kind="detail",
+    )
+
+
+def _went_by(check: PlanCheck) -> str:
+    """What the recomputed estimate went by, in words."""
+    estimate = check.estimate
+    if estimate is None:
+        return "cannot be recomputed: its results (before schema 6) do not say its bounds"
+    parts = [f"{estimate.from_history} by earlier runs"]
+    if estimate.from_history < check.variants:
+        compiling = f", {estimate.compiled} compiling" if estimate.compiled else ""
+        parts.append(
+            f"{check.variants - estimate.from_history} by bounds and allowances{compiling}"
+        )
+    return f"{', '.join(parts)} ({plural(check.earlier_jobs, 'earlier Job')})"
+
+
+def _minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else significant(seconds / 60, 3)
+
+
+def plan_table(checks: Sequence[PlanCheck]) -> Table | None:
+    """Per reported Job, `make plan`'s estimate recomputed against what its pods took."""
+    if not checks:
+        return None
+    return Table(
+        title="make plan's estimate against what the pods took",
+        columns=(
+            *columns("cluster", "target", "job"),
+            Column("estimate pod-min", True),
+            Column("went by"),
+            Column("took pod-min", True),
+            Column("took / estimate", True),
+        ),
+        rows=tuple(
+            (
+                check.cluster,
+                check.target,
+                check.job,
+                _minutes(check.estimate.seconds if check.estimate else None),
+                _went_by(check),
+                _minutes(check.took_s) + (" (allocated)" if check.took_by == "allocated" else ""),
+                format_ratio(ratio) if (ratio := check.ratio) is not None else "-",
+            )
+            for check in checks
+        ),
+        notes=(
+            "The estimate `make plan` gave the Job, recomputed by the plan's own code "
+            "(contract/estimate.py) from what it had: the Job's variants, pods, model loads and "
+            "bounds, and the runs of the workflow's earlier Jobs in the cluster that finished "
+            "before its first pod was created. A variant such a run measured goes by what it "
+            "took; the others by their bounds and the allowances for compile, conversion, "
+            "first calls, start-up and loads (docs/synth.md). Took: the variants' allocated "
+            "time where gather recorded it, else the pods' wall time (getting a node to the "
+            "runner's end). Above 1x the plan under-estimated.",
+        ),
+        kind="detail",
+    )
+
+
+def lacks_table(lacks: Sequence[MachineLack]) -> Table | None:
+    """The variants that ran on machines without the instructions they need, and what that
+    does to their numbers; None where none did (or no result says)."""
+    if not lacks:
+        return None
+    return Table(
+        title=f"Instruction sets ({len(lacks)}): variants on machines without what they need",
+        columns=(
+            *columns("cluster", "target", "machine", "needs", "lacks"),
+            Column("variants", True),
+            Column("so"),
+        ),
+        rows=tuple(
+            (
+                found.cluster,
+                found.target,
+                found.machine,
+                found.lack.need.name,
+                found.lack.missing,
+                str(found.lack.variants),
+                found.lack.need.without,
+            )
+            for found in lacks
+        ),
+        notes=(
+            "From the CPU flags and GPU compute capability the runner recorded (result schema "
+            "8), held to contract/instructions.py: x86 lists any one flag that would do. Such "
+            "variants ran correctly and measured what this machine does; another CPU or GPU "
+            "with the instructions runs them faster.",
+        ),
     )

@@ -66,6 +66,9 @@ class Startup:
     """The timed loops' seconds over the wall time of the pods whose start and end are
     known (from getting a node to the runner's end); None where none are."""
     memory: tuple[ModelMemory, ...]
+    compiled_share: float | None = None
+    """The compiles' seconds over the same wall time; None where none are known or no
+    variant compiled."""
 
 
 def _timings(runs: Iterable[StoredRun]) -> list[tuple[OkResult, Timings]]:
@@ -95,6 +98,7 @@ _PHASES: Final = (
     ("model file: download or read", PER_LOAD),
     ("torch.export.load", PER_LOAD),
     ("module preparation", PER_VARIANT),
+    ("compile", PER_VARIANT),
     ("first iteration", PER_VARIANT),
     ("warm-up", PER_VARIANT),
     ("accuracy pass", PER_VARIANT),
@@ -104,9 +108,9 @@ _PHASES: Final = (
 )
 
 
-def _pod(runs: Sequence[StoredRun], values: _Values) -> tuple[float, float] | None:
-    """Add one pod's phases to `values`; its measured seconds and wall time where both are
-    known."""
+def _pod(runs: Sequence[StoredRun], values: _Values) -> tuple[float, float, float] | None:
+    """Add one pod's phases to `values`; its measured and compiling seconds and its wall time
+    where they are known."""
     start = next((run.variant.pod_start for run in runs if run.variant.pod_start), None)
     finished = next((run.variant.finished_at for run in runs if run.variant.finished_at), None)
     measured = _timings(runs)
@@ -125,7 +129,11 @@ def _pod(runs: Sequence[StoredRun], values: _Values) -> tuple[float, float] | No
     values.add("pod wall time", PER_POD, wall)
     if wall is None or not measured:
         return None
-    return sum(t.measure.seconds for _, t in measured), wall
+    return (
+        sum(t.measure.seconds for _, t in measured),
+        sum(t.compile_s or 0.0 for _, t in measured),
+        wall,
+    )
 
 
 def _variant(timings: Timings, values: _Values) -> None:
@@ -134,6 +142,7 @@ def _variant(timings: Timings, values: _Values) -> None:
         values.add("torch.export.load", PER_LOAD, timings.model.load_s)
     if timings.copy_s is not None:
         values.add("module preparation", PER_VARIANT, timings.copy_s + timings.prepare_s)
+    values.add("compile", PER_VARIANT, timings.compile_s)
     values.add("first iteration", PER_VARIANT, timings.first_iteration_ms / 1000)
     values.add("warm-up", PER_VARIANT, timings.warmup.seconds)
     values.add("accuracy pass", PER_VARIANT, timings.accuracy_s)
@@ -189,7 +198,8 @@ def _target(cluster: str, target: str, runs: Sequence[StoredRun]) -> Startup:
     timed = _timings(runs)
     for _, timings in timed:
         _variant(timings, values)
-    wall = sum(whole for _, whole in shares)
+    wall = sum(whole for _, _, whole in shares)
+    compiled = sum(seconds for _, seconds, _ in shares)
     return Startup(
         cluster=cluster,
         target=target,
@@ -199,6 +209,7 @@ def _target(cluster: str, target: str, runs: Sequence[StoredRun]) -> Startup:
             for phase, per in _PHASES
             if (found := values.by_phase[phase, per])
         ),
-        measured_share=sum(measured for measured, _ in shares) / wall if wall else None,
+        measured_share=sum(measured for measured, _, _ in shares) / wall if wall else None,
+        compiled_share=compiled / wall if wall and compiled else None,
         memory=_memory(timed),
     )

@@ -433,6 +433,7 @@ def _result(
             copy_s=ready.copy_s,
             measure_start_s=span.started_s,
             compile_s=ready.compile_s,
+            bound_s=config.warmup.max_time_s + config.measure.max_time_s,
         ),
         memory=Memory(
             peak_rss_bytes=peak_rss_bytes(),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+from contract.instructions import gpu_precisions
 from contract.variant import Compile, Precision, Quantization
 
 DEFAULT_NODE_LABEL: Final = "gpu-type"
@@ -25,7 +26,14 @@ class DeviceType:
     architecture: str
     is_gpu: bool
     compute_capability: tuple[int, int] | None
-    precisions: frozenset[Precision]
+
+    @property
+    def precisions(self) -> frozenset[Precision]:
+        """What it computes: a GPU what its tensor cores do (contract/instructions.py), a
+        CPU all but tf32 (a GPU's format), slowly where it lacks the instructions."""
+        if self.compute_capability is None:
+            return _CPU_PRECISIONS
+        return gpu_precisions(self.compute_capability)
 
     @property
     def quantizations(self) -> frozenset[Quantization]:
@@ -105,6 +113,7 @@ COMPILERS: Final = MappingProxyType(
         ),
     }
 )
+_CPU_PRECISIONS: Final = frozenset({Precision.FP32, Precision.FP16, Precision.BF16})
 _AWAITS_GPU = (
     "its GPU path awaits a run on a GPU (`pytest -m gpu` and bench/gpu_runner.py, docs/runner.md)"
 )
@@ -130,10 +139,6 @@ def _unoffered(kernel: Kernel, capability: tuple[int, int] | None) -> str | None
     return None if kernel.gpu_proven else _AWAITS_GPU
 
 
-# Volta and Turing have fp16 tensor cores but neither bf16 nor tf32.
-_PRE_AMPERE_PRECISION = frozenset({Precision.FP32, Precision.FP16})
-_AMPERE_PRECISION = frozenset(Precision)
-
 DEVICE_TYPES: Final = MappingProxyType(
     {
         device.name: device
@@ -144,7 +149,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 architecture="x86-64 or arm64",
                 is_gpu=False,
                 compute_capability=None,
-                precisions=frozenset({Precision.FP32, Precision.FP16, Precision.BF16}),
             ),
             DeviceType(
                 name="nvidia-t4",
@@ -152,7 +156,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 architecture="Turing",
                 is_gpu=True,
                 compute_capability=(7, 5),
-                precisions=_PRE_AMPERE_PRECISION,
             ),
             DeviceType(
                 name="nvidia-v100",
@@ -160,7 +163,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 architecture="Volta",
                 is_gpu=True,
                 compute_capability=(7, 0),
-                precisions=_PRE_AMPERE_PRECISION,
             ),
             DeviceType(
                 name="nvidia-a10g",
@@ -168,7 +170,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 architecture="Ampere",
                 is_gpu=True,
                 compute_capability=(8, 6),
-                precisions=_AMPERE_PRECISION,
             ),
             DeviceType(
                 name="nvidia-a100",
@@ -176,7 +177,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 architecture="Ampere",
                 is_gpu=True,
                 compute_capability=(8, 0),
-                precisions=_AMPERE_PRECISION,
             ),
             DeviceType(
                 name="nvidia-l4",
@@ -184,7 +184,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 architecture="Ada Lovelace",
                 is_gpu=True,
                 compute_capability=(8, 9),
-                precisions=_AMPERE_PRECISION,
             ),
             DeviceType(
                 name="nvidia-h100",
@@ -192,7 +191,6 @@ DEVICE_TYPES: Final = MappingProxyType(
                 architecture="Hopper",
                 is_gpu=True,
                 compute_capability=(9, 0),
-                precisions=_AMPERE_PRECISION,
             ),
         )
     }

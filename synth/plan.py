@@ -13,7 +13,6 @@ annotations can change in place (an edited description changes only those), so t
 not compared.
 """
 
-import statistics
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -21,6 +20,17 @@ from typing import Any, Literal
 
 from contract.config import RunConfig
 from contract.dist import config_text, documents
+from contract.estimate import (
+    COMPILE_ALLOWANCE_S,
+    LOAD_ALLOWANCE_S,
+    STARTUP_ALLOWANCE_S,
+    Estimate,
+    History,
+    Planned,
+    estimate,
+    history_of,
+)
+from contract.instructions import Lack, Machine
 from contract.layout import (
     CLUSTERS,
     DIST,
@@ -31,9 +41,9 @@ from contract.layout import (
     record_path,
     recorded_jobs,
 )
-from contract.records import JobRecord, read_record, repeat_of
-from contract.result import OkResult, Timings
-from contract.text import shown
+from contract.records import StoredVariant, read_record, repeat_of
+from contract.result import OkResult
+from contract.text import plural, shown
 from synth.committed import Committed
 from synth.write import generated
 
@@ -58,8 +68,9 @@ class JobRef:
     max_pod_seconds: float = 0.0
     """The measurement bounds' maxima (warmup and measure) summed over the variants: what the
     runner may spend measuring, before start-up and retries."""
-    loads: tuple[str, ...] = field(default=(), compare=False)
-    """The sha256 of the model each pod loads, once per pod and model."""
+    planned: Planned | None = field(default=None, compare=False)
+    """Its variants, pods, model loads and bounds, as the estimate needs them; None for a Job
+    without synth's config.json."""
     ids: Mapping[str, str] = field(default_factory=dict, compare=False)
     """Variant id -> its setting (model, precision, quantization, batch)."""
     setup: Mapping[str, object] = field(default_factory=dict, compare=False)
@@ -109,60 +120,6 @@ def why(before: JobRef | None, after: JobRef) -> Why:
 
 
 @dataclass(frozen=True)
-class Estimate:
-    """A created Job's pod time from earlier runs: each variant with a recorded success of
-    the same setting on the same target counts its median time, every other one its bounds'
-    maximum. A variant's allocated time holds its share of its pod's
-    start-up and model loads; for the rest, each pod adds the median start-up of the target's
-    recorded pods and each model it loads the median load of that model there, where
-    recorded, in the share of the Job's variants not estimated by allocations."""
-
-    seconds: float
-    from_history: int
-    """How many of the Job's variants had earlier runs to go by."""
-    allocated: int = 0
-    """Of those, how many by the time the cluster allocated them (every attempt, start-up
-    included); the rest by the runner's own time, recorded before allocations were."""
-    startup_s: float | None = None
-    """A pod's start-up (from getting a node to the runner's code: sandbox, image pulls,
-    Python and imports), the median of the target's recorded pods; None where none say."""
-    startup_pods: int = 0
-    """How many recorded pods that median is of."""
-    loads: int = 0
-    """Model loads of the Job: once per pod and model."""
-    loads_known: int = 0
-    """Of those, how many a recorded load of the same model on the target estimates."""
-
-
-PastSource = Literal["allocated", "measured"]
-
-
-@dataclass(frozen=True)
-class Past:
-    """What earlier successful runs of one setting on one target took: the median of their
-    allocated time (collector/allocation.py: scheduled to the runner's end, every attempt,
-    its share of a grouped pod) where gather recorded it, else of the runner's own time
-    (its module's preparation to the end of its timed loop: no start-up, no model load, no
-    retries)."""
-
-    seconds: float
-    source: PastSource
-
-
-@dataclass(frozen=True)
-class History:
-    """What a workflow's records in one cluster say each part of a pod took, by target."""
-
-    variants: dict[tuple[str, str], Past] = field(default_factory=dict)
-    """(target, variant as described) -> what its recorded runs took."""
-    startup: dict[str, tuple[float, int]] = field(default_factory=dict)
-    """Target -> the median start-up of its recorded pods, and how many pods."""
-    loads: dict[tuple[str, str], float] = field(default_factory=dict)
-    """(target, model sha256) -> the median time its recorded loads took (fetch and
-    torch.export.load)."""
-
-
-@dataclass(frozen=True)
 class Change:
     action: Action
     before: JobRef | None
@@ -170,7 +127,11 @@ class Change:
     recorded: bool = False
     """A pruned Job whose results are recorded in results/: done, not dropped."""
     estimate: Estimate | None = None
-    """What the Job's variants took before, where results/ holds runs of the same settings."""
+    """What the Job's pods will take: by earlier runs of the same settings where results/
+    holds them, else by the bounds and allowances (contract/estimate.py)."""
+    lacks: tuple[tuple[str, Lack], ...] = ()
+    """(the machine's name, what it lacks): what the machines its target ran on before lack
+    of what its variants need (contract/instructions.py)."""
 
     @property
     def job(self) -> JobRef:
@@ -186,107 +147,32 @@ class Change:
         return f"{job.workflow}/{job.target}{repeat}"
 
 
-def _variant_seconds(timings: Timings) -> float:
-    """A variant's own time: from its module's preparation to the end of its timed loop
-    (its model's load, once per pod, is counted apart; results before schema 5 did not tell
-    it apart, so their `load_s` counts whole)."""
-    own_load = timings.copy_s if timings.copy_s is not None else timings.load_s
-    return (
-        own_load
-        + timings.prepare_s
-        + timings.first_iteration_ms / 1000
-        + timings.warmup.seconds
-        + (timings.accuracy_s or 0.0)
-        + (timings.compile_s or 0.0)
-        + timings.measure.seconds
-    )
+@dataclass(frozen=True)
+class Earlier:
+    """What a workflow's records in one cluster say of its targets."""
+
+    history: History
+    machines: dict[str, frozenset[Machine]]
+    """Target -> the machines its successful runs were measured on, as far as they say."""
 
 
-def _pod_startups(record: JobRecord) -> list[float]:
-    """Each recorded pod's start-up: the kubelet's part (its pod's status) and the runner
-    process's own (its results), where both are known."""
-    pods: dict[str, float] = {}
-    for stored in record.variants:
-        result, start = stored.result, stored.pod_start
-        if stored.pod is None or start is None or not isinstance(result, OkResult):
-            continue
-        kubelet = start.starting_s
-        process = result.timings.process_s if result.timings else None
-        if kubelet is not None and process is not None:
-            pods[stored.pod] = kubelet + process
-    return list(pods.values())
-
-
-def recorded_history(root: Path, workflow: str, cluster: str) -> History:
-    """What the recorded successful runs of `workflow` in `cluster` took, by target."""
-    runs: dict[tuple[str, str], dict[PastSource, list[float]]] = {}
-    startup: dict[str, list[float]] = {}
-    loads: dict[tuple[str, str], list[float]] = {}
-    for job in recorded_jobs(root, workflow, cluster):
-        record = read_record(record_path(root, workflow, cluster, job))
-        target = record.target or ""
-        startup.setdefault(target, []).extend(_pod_startups(record))
-        for stored in record.variants:
-            result = stored.result
-            if stored.variant is None or not isinstance(result, OkResult):
-                continue
-            found = runs.setdefault((target, stored.variant.describe()), {})
-            allocated = stored.allocation.seconds if stored.allocation is not None else None
-            if allocated is not None:
-                found.setdefault("allocated", []).append(allocated)
-            elif result.timings is not None:
-                found.setdefault("measured", []).append(_variant_seconds(result.timings))
-            if result.timings and result.timings.model is not None and result.model_sha256:
-                model = result.timings.model
-                loads.setdefault((target, result.model_sha256), []).append(
-                    model.fetch_s + model.load_s
-                )
-    variants = {}
-    for key, found in runs.items():
-        source: PastSource = "allocated" if "allocated" in found else "measured"
-        variants[key] = Past(statistics.median(found[source]), source)
-    return History(
-        variants=variants,
-        startup={
-            key: (statistics.median(values), len(values))
-            for key, values in startup.items()
-            if values
-        },
-        loads={key: statistics.median(values) for key, values in loads.items()},
-    )
-
-
-def _estimate(job: JobRef, history: History) -> Estimate | None:
-    known = [
-        history.variants[job.target, setting]
-        for setting in job.ids.values()
-        if (job.target, setting) in history.variants
+def earlier(root: Path, workflow: str, cluster: str) -> Earlier:
+    """What the recorded runs of `workflow` in `cluster` took and ran on, by target."""
+    runs: list[tuple[str, StoredVariant]] = [
+        (record.target or "", stored)
+        for job in recorded_jobs(root, workflow, cluster)
+        for record in (read_record(record_path(root, workflow, cluster, job)),)
+        for stored in record.variants
     ]
-    startup = history.startup.get(job.target)
-    loads = [
-        history.loads[job.target, model]
-        for model in job.loads
-        if (job.target, model) in history.loads
-    ]
-    if not known and startup is None and not loads:
-        return None
-    bound = job.max_pod_seconds / job.variants if job.variants else 0.0
-    allocated = sum(past.source == "allocated" for past in known)
-    # An allocation holds its share of its pod's start-up and loads; the other variants'
-    # share of them is added.
-    unallocated = (len(job.ids) - allocated) / len(job.ids) if job.ids else 1.0
-    seconds = sum(past.seconds for past in known) + bound * (len(job.ids) - len(known))
-    seconds += sum(loads) * unallocated
-    if startup is not None:
-        seconds += startup[0] * job.pods * unallocated
-    return Estimate(
-        seconds=seconds,
-        from_history=len(known),
-        allocated=allocated,
-        startup_s=startup[0] if startup else None,
-        startup_pods=startup[1] if startup else 0,
-        loads=len(job.loads),
-        loads_known=len(loads),
+    machines: dict[str, set[Machine]] = {}
+    for target, stored in runs:
+        result = stored.result
+        if isinstance(result, OkResult) and result.environment is not None:
+            machine = Machine.of(result.environment)
+            if machine is not None:
+                machines.setdefault(target, set()).add(machine)
+    return Earlier(
+        history_of(runs), {target: frozenset(found) for target, found in machines.items()}
     )
 
 
@@ -383,7 +269,13 @@ def _ref(job: Mapping[str, Any], config_json: str | None) -> JobRef:
         variants=len(config.variants),
         gpus=config.gpus,
         max_pod_seconds=per_variant * len(config.variants),
-        loads=loads,
+        planned=Planned(
+            target=ref.target,
+            variants=config.variants,
+            pods=ref.pods,
+            loads=loads,
+            bound_s=per_variant,
+        ),
         ids={v.id: v.describe() for v in config.variants},
         setup={
             "image": container["image"],
@@ -408,17 +300,29 @@ def plan(
 ) -> list[ClusterPlan]:
     """Per cluster, the Jobs `proposed` creates, replaces and prunes relative to `committed`;
     with the repository `root`, prunes whose results are recorded say so, and created Jobs
-    are estimated from the recorded runs of the same settings."""
+    are estimated from the recorded runs of the same settings, and their variants held to
+    what the machines their target ran on have."""
     plans = []
-    history: dict[tuple[str, str], History] = {}
+    found: dict[tuple[str, str], Earlier] = {}
 
-    def estimate(job: JobRef, cluster: str) -> Estimate | None:
-        if root is None:
-            return None
-        key = (job.workflow, cluster)
-        if key not in history:
-            history[key] = recorded_history(root, job.workflow, cluster)
-        return _estimate(job, history[key])
+    def created(action: Action, old: JobRef | None, new: JobRef, cluster: str) -> Change:
+        if new.planned is None:
+            return Change(action, old, new)
+        key = (new.workflow, cluster)
+        if key not in found:
+            found[key] = earlier(root, *key) if root is not None else Earlier(History(), {})
+        known = found[key]
+        return Change(
+            action,
+            old,
+            new,
+            estimate=estimate(new.planned, known.history),
+            lacks=tuple(
+                (machine.name, lack)
+                for machine in sorted(known.machines.get(new.target, ()), key=str)
+                for lack in machine.lacks(new.planned.variants)
+            ),
+        )
 
     for cluster in sorted(_clusters(committed) | _clusters(proposed)):
         result = ClusterPlan(cluster)
@@ -436,12 +340,12 @@ def plan(
                 result.unchanged += 1
             elif old is None:
                 assert new is not None  # the key is in one of the two
-                result.changes.append(Change("create", None, new, estimate=estimate(new, cluster)))
+                result.changes.append(created("create", None, new, cluster))
             elif new is None:
                 done = root is not None and old.name in recorded_jobs(root, old.workflow, cluster)
                 result.changes.append(Change("prune", old, None, recorded=done))
             else:
-                result.changes.append(Change("replace", old, new, estimate=estimate(new, cluster)))
+                result.changes.append(created("replace", old, new, cluster))
         result.other_files = sorted(
             path
             for path in committed.keys() | proposed.keys()
@@ -492,25 +396,49 @@ def _estimated(estimate: Estimate, job: JobRef) -> str:
         words += f", {minutes * job.gpus / 60:.2f} GPU-hours"
     measured = estimate.from_history - estimate.allocated
     bounds = len(job.ids) - estimate.from_history
+    compiling = (
+        f" ({estimate.compiled} compiling, {COMPILE_ALLOWANCE_S:.0f} s each)"
+        if estimate.compiled
+        else ""
+    )
     parts = [
         f"{count} {how}"
         for count, how in (
             (estimate.allocated, "by the time earlier runs were allocated"),
             (measured, "by earlier runs' own time (retries not recorded)"),
-            (bounds, "by the bounds"),
+            (bounds, f"by the bounds and allowances{compiling}"),
         )
         if count
     ]
     words = f"{words}: {', '.join(parts)}"
-    if estimate.allocated == len(job.ids):
-        return words  # each allocation holds its share of its pod's start-up and loads
-    startup = (
-        f"start-up {estimate.startup_s:.0f} s a pod by {estimate.startup_pods} earlier pods"
-        if estimate.startup_s is not None
-        else "no pod's start-up recorded"
-    )
-    loads = f", {estimate.loads_known} of {estimate.loads} model loads" if estimate.loads else ""
-    return f"{words}; {startup}{loads}"
+    if estimate.allocated < len(job.ids):
+        # Each allocation holds its share of its pod's start-up and loads; the rest add them.
+        startup = (
+            f"start-up {estimate.startup_s:.0f} s a pod by {estimate.startup_pods} earlier pods"
+            if estimate.startup_s is not None
+            else f"start-up allowed {STARTUP_ALLOWANCE_S:.0f} s a pod (none recorded)"
+        )
+        others = estimate.loads - estimate.loads_known
+        loads = (
+            f", {estimate.loads_known} of {estimate.loads} model loads recorded"
+            + (f" (the others {LOAD_ALLOWANCE_S:.0f} s each)" if others else "")
+            if estimate.loads
+            else ""
+        )
+        words = f"{words}; {startup}{loads}"
+    if estimate.allowed_s:
+        words += f"; {estimate.allowed_s / 60:.1f} pod-minutes of it by allowances"
+    return words
+
+
+def _lack_lines(change: Change) -> Iterator[str]:
+    """A note per rule of contract/instructions.py the machines the Job's target ran on
+    before miss for its variants."""
+    for machine, lack in change.lacks:
+        yield (
+            f"    note: {change.job.target} ran on {machine} before, which lacks {lack.missing} "
+            f"({lack.need.name}, {plural(lack.variants, 'variant')} here): {lack.need.without}"
+        )
 
 
 def format_plan(plans: list[ClusterPlan]) -> Iterator[str]:
@@ -535,6 +463,7 @@ def _plan_lines(plans: list[ClusterPlan]) -> Iterator[str]:
                     verb = "done, results recorded: leave the cluster"
                 what = f"{job.name} ({job.variants} variants {verb})"
             yield f"  {_SIGN[change.action]} {change.action:<8} {change.key:<32} {what}"
+            yield from _lack_lines(change)
         for path in cluster.other_files:
             yield f"  * update   {path}"
         for edited in cluster.edited:
@@ -563,6 +492,16 @@ def plan_json(plans: list[ClusterPlan]) -> dict[str, Any]:
                         "after": _job_json(change.after),
                         "recorded": change.recorded,
                         "estimate": asdict(change.estimate) if change.estimate else None,
+                        "lacks": [
+                            {
+                                "machine": machine,
+                                "need": lack.need.name,
+                                "lacks": lack.missing,
+                                "variants": lack.variants,
+                                "without": lack.need.without,
+                            }
+                            for machine, lack in change.lacks
+                        ],
                         "why": asdict(why(change.before, change.after))
                         if change.after is not None and change.after.ids
                         else None,

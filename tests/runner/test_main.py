@@ -13,6 +13,7 @@ import pytest
 
 from contract.config import PhaseConfig, RunConfig, config_part_file
 from contract.errors import ExitCode
+from contract.instructions import architecture
 from contract.result import (
     ENERGY_ON_CPU,
     RESULT_PREFIX,
@@ -26,6 +27,7 @@ from contract.result import (
 )
 from report.intervals import from_samples
 from runner.__main__ import main
+from runner.environment import cpu_flags
 from tests.conftest import REPO_ROOT
 from tests.output_models import export_encoder
 from tests.runner.conftest import MakeConfig, python_m_runner, sha256_of
@@ -89,6 +91,12 @@ def test_a_successful_run_exits_zero_with_a_schema_valid_result(
     assert code == ExitCode.OK and isinstance(result, OkResult)
     assert result.latency.count >= 3
     assert result.timings is not None and result.timings.warmup.iterations >= 3
+    config = make_config()
+    assert result.timings.bound_s == config.warmup.max_time_s + config.measure.max_time_s
+    # The machine as contract/instructions.py reads it: this CPU's extensions, no GPU.
+    assert result.environment is not None and result.environment.gpu_capability is None
+    assert result.environment.cpu_flags == cpu_flags()
+    assert architecture(result.environment.cpu_flags or ()) in ("x86", "arm")
     # A CPU target has no energy counter, and its result says so.
     assert result.energy is not None
     assert (result.energy.joules, result.energy.unavailable) == (None, ENERGY_ON_CPU)

@@ -407,11 +407,13 @@ def test_plan_estimates_a_job_from_earlier_runs_of_the_same_settings(
     result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
     assert result.exit_code == 0, result.output
     (cpu,) = [line for line in result.stdout.splitlines() if "sweep/cpu" in line]
-    # Four variants, each recorded at 15 s: one pod-minute, against eight by the bounds.
+    # Four variants, each recorded at 15 s, and four pods whose start-up and model load no
+    # record says, at their allowances (30 s each): five pod-minutes, four of them allowed.
     assert "+ create" in cpu
     assert (
-        "about 1.0 pod-minutes: 4 by earlier runs' own time (retries not recorded); no pod's "
-        "start-up recorded, 0 of 4 model loads" in cpu
+        "about 5.0 pod-minutes: 4 by earlier runs' own time (retries not recorded); start-up "
+        "allowed 30 s a pod (none recorded), 0 of 4 model loads recorded (the others 30 s "
+        "each); 4.0 pod-minutes of it by allowances" in cpu
     )
     assert "at most 5.3 pod-minutes measuring" in cpu
 
@@ -437,22 +439,27 @@ def test_plan_estimates_from_the_time_earlier_runs_were_allocated_where_recorded
         for cluster in json.loads(result.stdout)["clusters"]
         for change in cluster["changes"]
     }
-    # Four variants at 45 s each, two new ones at their bound (80 s each).
+    # Four variants at 45 s each; two new ones at their bound (80 s each) and the first calls'
+    # allowance (20 s each); the new ones' share (2 of 6) of six pods' start-up and model
+    # loads at their allowances (30 s each): 180 + 200 + 120 s.
     assert changes["gpu"]["estimate"] == {
-        "seconds": 340.0,
+        "seconds": 500.0,
         "from_history": 4,
         "allocated": 4,
         "startup_s": None,
         "startup_pods": 0,
         "loads": 6,
         "loads_known": 0,
+        "compiled": 0,
+        "allowed_s": 160.0,
     }
     text = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"]).stdout
     (gpu,) = [line for line in text.splitlines() if "sweep/gpu" in line]
     assert (
-        "about 5.7 pod-minutes, 0.09 GPU-hours: 4 by the time earlier runs were allocated, "
-        "2 by the bounds; no pod's start-up recorded, 0 of 6 model loads (at most 8.0 "
-        "pod-minutes measuring, 0.13 GPU-hours)" in gpu
+        "about 8.3 pod-minutes, 0.14 GPU-hours: 4 by the time earlier runs were allocated, "
+        "2 by the bounds and allowances; start-up allowed 30 s a pod (none recorded), 0 of 6 "
+        "model loads recorded (the others 30 s each); 2.7 pod-minutes of it by allowances (at "
+        "most 8.0 pod-minutes measuring, 0.13 GPU-hours)" in gpu
     )
 
 

@@ -82,7 +82,7 @@ def test_the_estimate_counts_each_pods_start_up_and_model_loads_where_recorded(
     # of model loads: 80 s.
     assert (
         "about 1.3 pod-minutes: 4 by earlier runs' own time (retries not recorded); start-up "
-        "12 s a pod by 4 earlier pods, 4 of 4 model loads" in cpu
+        "12 s a pod by 4 earlier pods, 4 of 4 model loads recorded" in cpu
     )
     planned = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan", "--format", "json"])
     assert planned.exit_code == 0, planned.output
@@ -91,7 +91,7 @@ def test_the_estimate_counts_each_pods_start_up_and_model_loads_where_recorded(
     assert estimate["seconds"] == 80.0 and estimate["startup_s"] == 12.0
 
 
-def test_without_recorded_start_ups_the_estimate_says_so(
+def test_without_recorded_start_ups_the_estimate_allows_for_them_and_says_so(
     spec_repo: Path, write_spec: WriteSpec, record_jobs: RecordJobs
 ) -> None:
     path = write_spec("sweep.yaml", SPEC)
@@ -99,8 +99,8 @@ def test_without_recorded_start_ups_the_estimate_says_so(
     record_jobs("sweep", seconds=15.0)
     cpu = _cpu_line(_planned_after_an_edit(spec_repo, path))
     assert (
-        "4 by earlier runs' own time (retries not recorded); no pod's start-up recorded, "
-        "0 of 4 model loads" in cpu
+        "4 by earlier runs' own time (retries not recorded); start-up allowed 30 s a pod (none "
+        "recorded), 0 of 4 model loads recorded (the others 30 s each)" in cpu
     )
 
 
