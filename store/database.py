@@ -32,7 +32,7 @@ from contract.records import (
 from contract.result import OkResult, parse_result
 from contract.variant import VARIANT_FIELDS, VariantRef, VariantSettings
 
-_SCHEMA_VERSION: Final = 11
+_SCHEMA_VERSION: Final = 10
 # Each version's changes to a database of the version before it, in order: a database of
 # version n (1 or more) takes every step above n. Version 0 is a new database.
 _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
@@ -70,10 +70,10 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     # reuses, the variants a Job reuses the run of an earlier Job for (a local try's, which
     # has no record), a table _SCHEMA creates.
     9: ("ALTER TABLE variant_runs ADD COLUMN pod_start TEXT",),
-    # Version 11 adds what a run's times said of its node's clock where it ran ahead of the
+    # Version 10 adds what a run's times said of its node's clock where it ran ahead of the
     # collector's (its finish is then the collector's time of storing it); rows stored
     # before it are NULL: nothing was said.
-    11: ("ALTER TABLE variant_runs ADD COLUMN clock_note TEXT",),
+    10: ("ALTER TABLE variant_runs ADD COLUMN clock_note TEXT",),
 }
 
 

@@ -24,10 +24,10 @@ ADDED_IN = {
     7: ("scheduled_run", "scheduled_at"),
     8: ("compile",),
     9: ("pod_start",),
-    11: ("clock_note",),
+    10: ("clock_note",),
 }
 """The columns of variant_runs each schema version added."""
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 10
 POD_START = PodStart(
     created_at="2026-01-01T00:00:00Z",
     scheduled_at="2026-01-01T00:00:02Z",
