@@ -17,7 +17,7 @@ from typing import Final
 from contract.allocation import Allocation, Capacity, Unit
 from contract.layout import LOCAL_CLUSTER
 from contract.pricing import PriceList, device_seconds_per_1000, priced
-from contract.variant import RUN_SETTINGS
+from contract.variant import RUN_SETTINGS, SETTING_FIELDS
 from report.model import ACCURACY_ORDER, FailedVariant, Report, VariantKey, VariantRow
 
 NOT_RECORDED: Final = (
@@ -121,7 +121,7 @@ def costs(report: Report) -> Costs:
             *(_measured(row, prices) for row in report.variants),
             *(_failed(failure, prices) for failure in report.failures),
         ],
-        key=lambda cost: (cost.cluster, cost.target, not cost.measured, _order(cost)),
+        key=_order,
     )
     return Costs(
         currency=prices.currency if prices else None,
@@ -131,11 +131,13 @@ def costs(report: Report) -> Costs:
     )
 
 
-def _order(cost: VariantCost) -> tuple[str, str, str, int, int]:
+def _order(cost: VariantCost) -> tuple[object, ...]:
+    """By cluster and target, measured first; of the failures, those that name no variant
+    first, by index; the others by their settings, in the order contract/variant.py lists
+    them."""
     key = cost.key
-    if key is None:
-        return ("", "", "", 0, cost.index or 0)
-    return (key.model, key.precision, key.quantization, key.batch_size, 0)
+    settings = tuple(getattr(key, name) for name in SETTING_FIELDS) if key else ()
+    return (cost.cluster, cost.target, not cost.measured, settings, cost.index or 0)
 
 
 def _measured(row: VariantRow, prices: PriceList | None) -> VariantCost:

@@ -39,8 +39,9 @@ from report.startup import Startup, startup
 from store.database import StoredRun
 from store.history import CURRENT, SpecRevision
 
-REPORT_SCHEMA_VERSION: Final = 5
-"""Bumped when a field of `to_json`'s output changes meaning or goes away."""
+REPORT_SCHEMA_VERSION: Final = 6
+"""Bumped when a field of `to_json`'s output changes meaning or goes away (6: a variant's
+row is written once, in `variants`, and referred to elsewhere by its index there)."""
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
 Verdict = Literal["regression", "improvement", "inconclusive", "unchanged"]

@@ -18,6 +18,7 @@ from contract.options import DEFAULT_DATABASE
 from contract.pricing import PriceList
 from contract.records import StoredVariant
 from contract.result import ENERGY_ON_CPU, Energy, GpuTelemetry, OkResult
+from contract.variant import Compile, VariantRef
 from report.cost import NOT_RECORDED, Costs, costs
 from report.csv import to_csv
 from report.html import to_html
@@ -155,6 +156,30 @@ def test_a_failed_variants_time_counts_in_its_targets_cost() -> None:
     text = to_text(build_report(runs, prices=PRICES))
     assert "failed; an end never seen" in text
     assert "Held: 120.0 GPU-s, USD 0.1200; the time of 1 variant in part estimated." in text
+
+
+def test_failed_variants_are_ordered_by_every_setting_compile_too() -> None:
+    """The order was a hand-kept list of the settings that had missed compile: failures
+    that differ in it alone stayed in index order, the inductor one first."""
+    refs = [
+        VariantRef(
+            index=index,
+            id=f"v{index}",
+            model="tiny-mlp",
+            precision="fp32",
+            quantization="none",
+            batch_size=4,
+            compile=how,
+        )
+        for index, how in enumerate((Compile.INDUCTOR, Compile.EAGER))
+    ]
+    failures = [failed(ref.index).model_copy(update={"variant": ref}) for ref in refs]
+    runs = [run("a100", 0, allocation(10), variant=failure) for failure in failures]
+    found = cost_of(runs).variants
+    assert [(cost.index, cost.key and cost.key.compile) for cost in found] == [
+        (1, Compile.EAGER),
+        (0, Compile.INDUCTOR),
+    ]
 
 
 def test_repeats_sum_their_runs_and_say_which_were_not_recorded() -> None:
