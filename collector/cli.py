@@ -39,11 +39,12 @@ from contract.options import (
     root_option,
     version_option,
 )
+from contract.pricing import CHECKOUT
 from contract.schedule import read_schedules
 from contract.text import plural, shown
 from report.formats import REPORT_RENDERERS, TREND_RENDERERS, Renderers, ReportFormat, Shown
 from report.model import JobChoiceError, build_report, in_cluster
-from report.notes import notes_of
+from report.notes import notes_of, pricing_of
 from report.trend import MIN_HISTORY, WINDOW, Rule, build_trend
 from store.database import StoreError, open_store
 from store.history import (
@@ -182,7 +183,9 @@ def gather(
     if metrics_textfile is not None or pushgateway is not None:
         observed = [job for outcome in outcomes for job in outcome.observed]
         registry = build_registry(
-            observed, _last_results(settings, workflow), settings.read_prices(settings.root)
+            observed,
+            _last_results(settings, workflow),
+            settings.read_prices(settings.root, CHECKOUT),
         )
         if metrics_textfile is not None:
             write_textfile(registry, metrics_textfile)
@@ -345,6 +348,7 @@ def report(
         trended = build_trend(workflow, runs, notes, rule)
         _write(settings, trended, output_format, output, TREND_RENDERERS)
         return
+    prices = pricing_of(settings.root, workflow, partial(settings.read_prices, settings.root))
     try:
         built = build_report(
             runs,
@@ -354,7 +358,7 @@ def report(
             all_revisions=all_revisions,
             notes=notes,
             baseline_jobs=baseline_jobs,
-            prices=settings.read_prices(settings.root),
+            prices=prices,
         )
     except JobChoiceError as error:
         raise click.ClickException(str(error)) from None

@@ -21,7 +21,7 @@ from contract.accuracy import Accuracy, default_gate, judge
 from contract.allocation import Allocation
 from contract.instant import instant
 from contract.order_stats import paired_ratio
-from contract.pricing import PriceList
+from contract.pricing import Pricing
 from contract.records import Reuses
 from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Validity
 from contract.variant import (
@@ -501,9 +501,9 @@ class Report:
     startup: tuple[Startup, ...] = ()
     """Per cluster and target, where the reported runs' pods spent their time besides the
     timed loops, and their memory against each model's file."""
-    prices: PriceList | None = None
-    """What a device-hour costs, where specs/clusters.yaml says (report/cost.py prices
-    each variant's allocated time with it)."""
+    prices: Pricing = field(default_factory=Pricing)
+    """What a device-hour cost when each Job ran, where specs/clusters.yaml said
+    (report/cost.py prices each variant's allocated time with it)."""
 
 
 def run_target(run: StoredRun) -> str:
@@ -1185,7 +1185,7 @@ def build_report(
     notes: Notes | None = None,
     baseline_jobs: Collection[str] = (),
     now: datetime | None = None,
-    prices: PriceList | None = None,
+    prices: Pricing | None = None,
 ) -> Report:
     """The report on `runs`, compared with `baseline` (earlier runs) when given.
 
@@ -1200,8 +1200,8 @@ def build_report(
     among `runs` (an earlier local try, say), which the report must not show itself. `notes`
     adds what results/ and git know: the earlier runs a chosen Job's revision reused instead
     of running them again (incremental sweeps), shown under their own Job's name; the
-    workflow's description and owner; the commit of each Job's spec. `prices` (the fleet's)
-    price what each variant's pods held.
+    workflow's description and owner; the commit of each Job's spec. `prices` (the fleet's,
+    as they were when each Job ran) price what each variant's pods held.
 
     A variant is a regression when its p50 grew by more than `regression_threshold` (a
     fraction: 0.05 is 5 %) and its CI and the baseline's are disjoint; an improvement likewise
@@ -1252,5 +1252,5 @@ def build_report(
         selection="all" if all_revisions else "named" if jobs else "newest",
         jobs=summaries,
         startup=startup(latest, run_target),
-        prices=prices,
+        prices=prices or Pricing(),
     )
