@@ -81,13 +81,13 @@ class Pricing:
 
     checkout: PriceList | None = None
     """The fleet file's prices as the checkout holds it."""
-    recorded: Mapping[tuple[str, str], Version] = field(default_factory=dict)
-    """(cluster, Job): the version its record's commit held, where that is not the
+    recorded: Mapping[str, Mapping[str, Version]] = field(default_factory=dict)
+    """By cluster and Job: the version its record's commit held, where that is not the
     checkout's (the checkout's bytes, or no fleet file in either)."""
 
     def version(self, cluster: str, job: str) -> Version:
         """The prices of Job `job` of `cluster`."""
-        return self.recorded.get((cluster, job), (CHECKOUT, self.checkout))
+        return self.recorded.get(cluster, {}).get(job, (CHECKOUT, self.checkout))
 
     @property
     def currency(self) -> str | None:
@@ -96,4 +96,5 @@ class Pricing:
         nothing (its costs would not add up with the others)."""
         if self.checkout is not None:
             return self.checkout.currency
-        return min((p.currency for _, p in self.recorded.values() if p), default=None)
+        versions = (version for jobs in self.recorded.values() for version in jobs.values())
+        return min((prices.currency for _, prices in versions if prices), default=None)

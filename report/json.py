@@ -10,9 +10,10 @@ grow with the comparisons rather than the variants: 10,000 variants wrote 360 MB
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import fields, is_dataclass
+from dataclasses import fields
 from datetime import datetime
-from typing import TYPE_CHECKING
+from functools import cache
+from typing import TYPE_CHECKING, cast
 
 from pydantic import BaseModel
 
@@ -31,23 +32,33 @@ Indexes = Mapping[int, int]
 def _plain(value: object, rows: Indexes) -> object:
     """`value` as JSON's types: a row `rows` holds as its index, any other object as its
     fields; an unbounded interval's end (JSON has no infinity) as null."""
-    if isinstance(value, VariantRow) and id(value) in rows:
-        return rows[id(value)]
-    if isinstance(value, datetime):
-        return instant_text(value)
-    if is_dataclass(value) and not isinstance(value, type):
-        return _fields(value, rows)
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json", exclude_none=True)
-    if isinstance(value, Mapping):
-        return {key: _plain(item, rows) for key, item in value.items()}
+    if isinstance(value, str | int | float | None):
+        return None if isinstance(value, float) and not math.isfinite(value) else value
     if isinstance(value, list | tuple):
         return [_plain(item, rows) for item in value]
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+    if isinstance(value, VariantRow) and id(value) in rows:
+        return rows[id(value)]
+    if isinstance(value, BaseModel | datetime | Mapping):
+        return _converted(value, rows)
+    return _fields(cast("DataclassInstance", value), rows)
+
+
+def _converted(value: BaseModel | datetime | Mapping[str, object], rows: Indexes) -> object:
+    if isinstance(value, BaseModel):
+        # Pydantic's own dump, as the models are written everywhere else.
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, datetime):
+        return instant_text(value)
+    return {key: _plain(item, rows) for key, item in value.items()}
 
 
 def _fields(value: "DataclassInstance", rows: Indexes) -> dict[str, object]:
-    return {field.name: _plain(getattr(value, field.name), rows) for field in fields(value)}
+    return {name: _plain(getattr(value, name), rows) for name in _names(type(value))}
+
+
+@cache
+def _names(kind: type["DataclassInstance"]) -> tuple[str, ...]:
+    return tuple(field.name for field in fields(kind))
 
 
 def to_json(report: Report) -> str:

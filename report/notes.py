@@ -4,7 +4,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from contract.layout import FLEET_FILE
-from contract.pricing import CHECKOUT, PriceList, Pricing
+from contract.pricing import CHECKOUT, PriceList, Pricing, Version
 from contract.records import JobRecord, Reuses
 from report.model import Notes
 from store.database import StoredRun
@@ -46,11 +46,8 @@ def pricing_of(root: Path, workflow: str, read: Callable[[str], PriceList | None
     commits = record_commits(root, workflow)
     versions = file_versions(root, FLEET_FILE, commits.values())
     tables = {version: read(version) for version in sorted(filter(None, versions.values()))}
-    return Pricing(
-        checkout=read(CHECKOUT),
-        recorded={
-            job: (version, tables[version])
-            for job, commit in commits.items()
-            if (version := versions.get(commit))
-        },
-    )
+    recorded: dict[str, dict[str, Version]] = {}
+    for (cluster, job), commit in sorted(commits.items()):
+        if version := versions.get(commit):
+            recorded.setdefault(cluster, {})[job] = (version, tables[version])
+    return Pricing(checkout=read(CHECKOUT), recorded=recorded)

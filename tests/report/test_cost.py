@@ -374,6 +374,14 @@ def test_each_job_is_priced_at_the_prices_when_it_ran_and_the_report_says_which(
     for version in (first, raised):
         assert f"specs/clusters.yaml at {version[:12]} for 1 variant, " in held
     assert held.endswith(", the checkout's specs/clusters.yaml for 1 variant.")
+    code, out, _ = report_cli(tmp_path, (), "json")
+    document = json.loads(out)
+    assert {cost["target"]: cost["price_table"] for cost in document["costs"]["variants"]} == {
+        "old": first,
+        "later": raised,
+        "new": "checkout",
+    }
+    assert document["prices"]["recorded"]["alpha"]["smoke-old"][0] == first
 
 
 def test_an_older_fleet_file_that_does_not_validate_prices_its_jobs_nothing_and_says_where(
@@ -402,7 +410,7 @@ def test_an_older_fleet_file_that_does_not_validate_prices_its_jobs_nothing_and_
 
 def test_a_version_in_another_currency_prices_nothing() -> None:
     euros = PriceList("EUR", {"us-east": {"nvidia-a100": {"on-demand": 3.0}}})
-    older = Pricing(PRICES, {("us-east", "cpu-smoke-a100"): ("1a2b3c4d5e6f7", euros)})
+    older = Pricing(PRICES, {"us-east": {"cpu-smoke-a100": ("1a2b3c4d5e6f7", euros)}})
     (variant,) = costs(build_report([run("a100", 4.0, allocation(10))], prices=older)).variants
     assert variant.cost is None and variant.price_table is None
     assert (
