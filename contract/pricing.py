@@ -19,10 +19,9 @@ CHECKOUT: Final = "checkout"
 
 
 def table_name(version: str) -> str:
-    """A version of the fleet file, for a reader: "specs/clusters.yaml at 1a2b3c4d5e6f"."""
-    if version == CHECKOUT:
-        return f"the checkout's {FLEET_FILE}"
-    return f"{FLEET_FILE} at {version[:12]}"
+    """A version of the fleet file, for a reader: "specs/clusters.yaml at 1a2b3c4d5e6f", or
+    the file's name alone for the checkout's (as every message before versions meant it)."""
+    return str(FLEET_FILE) if version == CHECKOUT else f"{FLEET_FILE} at {version[:12]}"
 
 
 def device_seconds_per_1000(devices: float, p50_per_sample_ms: float) -> float:

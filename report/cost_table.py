@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from contract.layout import FLEET_FILE
 from contract.pricing import CHECKOUT, INFERENCES, table_name
 from contract.text import plural
 from report.cost import Costs, TargetCost, VariantCost
@@ -222,9 +223,13 @@ def _priced_by(found: Costs) -> str:
     if not counts:
         return ""
     if set(counts) == {CHECKOUT}:
-        return f", priced by {table_name(CHECKOUT)}"
+        return f", priced by {_version(CHECKOUT)}"
     # Older versions first, in the order of the table; the checkout's last.
     tables = sorted(counts.items(), key=lambda item: item[0] == CHECKOUT)
     return ", priced by the prices when each Job ran: " + ", ".join(
-        f"{table_name(version)} for {plural(count, 'variant')}" for version, count in tables
+        f"{_version(version)} for {plural(count, 'variant')}" for version, count in tables
     )
+
+
+def _version(version: str) -> str:
+    return f"the checkout's {FLEET_FILE}" if version == CHECKOUT else table_name(version)

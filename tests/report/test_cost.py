@@ -112,7 +112,7 @@ def test_a_variant_costs_its_device_seconds_at_the_price_of_what_it_ran_on(
 @pytest.mark.parametrize(
     ("held", "prices", "why"),
     [
-        (allocation(10), None, "no prices in the checkout's specs/clusters.yaml"),
+        (allocation(10), None, "no prices in specs/clusters.yaml"),
         (
             allocation(10, device_type="nvidia-t4", capacity="spot"),
             PRICES,
