@@ -21,11 +21,20 @@ run too, pair by pair (this code, then REV's, per format and round), for the rat
 sides on one machine at one time; `--timeout` bounds each run (REV's HTML took over 5
 minutes), a run cut off counted at the bound.
 
-Measured 2026-12-09 on the 2-core machine shared with other agents (load 2-5), 10,000
-variants, one round; before: commit 82818ce, after: this commit (docs/report.md, "Scale"):
+Measured 2026-12-06 on the 2-core machine shared with other agents (load average 5 to 9),
+10,000 variants, one round; before: 82818ce, after: this bench's commit and the report's
+changes with it (docs/report.md, "Scale"):
 
-    format      before s   after s   before peak MiB   after peak MiB   before MB   after MB
-    text            ...
+    format       before s  after s   before peak MiB  after peak MiB  before MB  after MB
+    text             23.6     23.4               588             589       18.2      18.2
+    markdown         18.2     25.2               574             574       15.4      15.4
+    csv              18.6     16.2               462             462        8.0       8.1
+    json            109.1     35.8             3,547             646      396.3      57.9
+    html           >300.0     27.4                 -             766          -      31.0
+
+Text and Markdown are written by the same code on both sides (CSV but for its new last
+column): their differences are the load. The first run, on a quieter machine (load 2 to
+5), before: text 9.1 s, JSON 110.8 s and 3,541 MiB, HTML cut off at 480 s.
 """
 
 import argparse
