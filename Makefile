@@ -69,6 +69,7 @@ bench: install cluster-build
 	$(PY) -m bench.quantization
 	$(PY) -m bench.large_models
 	$(PY) -m bench.collector_gather
+	$(PY) -m bench.report_scale
 	$(PY) -m bench.cluster_gather
 	$(PY) -m bench.cluster_gather_scale
 

@@ -49,11 +49,12 @@ from contract.options import (
     root_option,
     version_option,
 )
+from contract.pricing import CHECKOUT
 from contract.schedule import MAX_PERIOD_S, read_schedules
 from contract.text import plural, shown
 from report.formats import REPORT_RENDERERS, TREND_RENDERERS, Renderers, ReportFormat, Shown
 from report.model import JobChoiceError, build_report, in_cluster
-from report.notes import notes_of
+from report.notes import notes_of, pricing_of
 from report.trend import MIN_HISTORY, WINDOW, Rule, build_trend
 from store.database import StoreError, open_store
 from store.history import (
@@ -263,7 +264,7 @@ def _metrics(
             last = last_results(every_run(store, settings.root, workflow), datetime.now(UTC))
     except (StoreError, HistoryError) as error:
         return [f"no metrics written or pushed: {error}"]
-    registry = build_registry(observed, last, settings.read_prices(settings.root))
+    registry = build_registry(observed, last, settings.read_prices(settings.root, CHECKOUT))
     failures = []
     if textfile is not None:
         try:
@@ -414,6 +415,7 @@ def report(
         trended = build_trend(workflow, runs, notes, rule)
         _write(settings, trended, output_format, output, TREND_RENDERERS)
         return
+    prices = pricing_of(settings.root, workflow, partial(settings.read_prices, settings.root))
     try:
         built = build_report(
             runs,
@@ -423,7 +425,7 @@ def report(
             all_revisions=all_revisions,
             notes=notes,
             baseline_jobs=baseline_jobs,
-            prices=settings.read_prices(settings.root),
+            prices=prices,
         )
     except JobChoiceError as error:
         raise click.ClickException(str(error)) from None

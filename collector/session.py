@@ -25,11 +25,12 @@ from contract.text import plural, shown
 from contract.variant import VariantRef
 from store.database import StoreError, open_store
 
-PriceReader = Callable[[Path], PriceList | None]
-"""The fleet's price list under a checkout's root: None where it prices nothing (no fleet
-file, no prices in it, or a file that cannot be read, which the reader says on stderr). Handed
-in by the composition root (benchfleet/collector.py), so that the collector never imports
-synth, whose loader reads the fleet file."""
+PriceReader = Callable[[Path, str], PriceList | None]
+"""The fleet's price list under a checkout's root, as the checkout holds it (`CHECKOUT`) or
+as a commit does: None where it prices nothing (no fleet file, no prices in it, or a file
+that cannot be read, which the reader says on stderr). Handed in by the composition root
+(benchfleet/collector.py), so that the collector never imports synth, whose loader reads the
+fleet file."""
 
 
 ScheduleReader = Callable[[Path], Mapping[str, int] | None]

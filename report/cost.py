@@ -16,8 +16,8 @@ from typing import Final
 
 from contract.allocation import Allocation, Capacity, Unit
 from contract.layout import LOCAL_CLUSTER
-from contract.pricing import PriceList, device_seconds_per_1000, priced
-from contract.variant import RUN_SETTINGS
+from contract.pricing import PriceList, Pricing, device_seconds_per_1000, priced, table_name
+from contract.variant import RUN_SETTINGS, SETTING_FIELDS
 from report.model import ACCURACY_ORDER, FailedVariant, Report, VariantKey, VariantRow
 
 NOT_RECORDED: Final = (
@@ -59,6 +59,10 @@ class VariantCost:
     """What of its numbers is estimated, in words (contract/allocation.py)."""
     unpriced: str | None
     """Why it has no cost, where it has device-seconds (or none either)."""
+    price_table: str | None = None
+    """Which version of the fleet file priced it: its Job's (with repeats, the median
+    run's), the commit that made the prices in force when the Job ran, or `checkout`
+    (contract/pricing.py); None where it is not priced."""
 
 
 @dataclass(frozen=True)
@@ -122,31 +126,33 @@ def costs(report: Report) -> Costs:
             *(_measured(row, prices) for row in report.variants),
             *(_failed(failure, prices) for failure in report.failures),
         ],
-        key=lambda cost: (cost.cluster, cost.target, not cost.measured, _order(cost)),
+        key=_order,
     )
     return Costs(
-        currency=prices.currency if prices else None,
+        currency=prices.currency,
         variants=tuple(variants),
         targets=tuple(_targets(variants)),
         points=_points(report.variants, variants),
     )
 
 
-def _order(cost: VariantCost) -> tuple[str, str, str, int, int]:
+def _order(cost: VariantCost) -> tuple[object, ...]:
+    """By cluster and target, measured first; of the failures, those that name no variant
+    first, by index; the others by their settings, in the order contract/variant.py lists
+    them."""
     key = cost.key
-    if key is None:
-        return ("", "", "", 0, cost.index or 0)
-    return (key.model, key.precision, key.quantization, key.batch_size, 0)
+    settings = tuple(getattr(key, name) for name in SETTING_FIELDS) if key else ()
+    return (cost.cluster, cost.target, not cost.measured, settings, cost.index or 0)
 
 
-def _measured(row: VariantRow, prices: PriceList | None) -> VariantCost:
+def _measured(row: VariantRow, prices: Pricing) -> VariantCost:
     key = row.key
     return _cost(
         row.allocations, prices, where=(key.cluster, key.target, row.job), key=key, row=row
     )
 
 
-def _failed(failure: FailedVariant, prices: PriceList | None) -> VariantCost:
+def _failed(failure: FailedVariant, prices: Pricing) -> VariantCost:
     ref = failure.variant
     key = None
     if ref is not None:
@@ -162,7 +168,7 @@ def _failed(failure: FailedVariant, prices: PriceList | None) -> VariantCost:
 
 def _cost(
     allocations: Sequence[Allocation | None],
-    prices: PriceList | None,
+    prices: Pricing,
     *,
     where: tuple[str, str, str],
     key: VariantKey | None,
@@ -176,7 +182,10 @@ def _cost(
     # A run whose time is unknown says why among the estimates, and adds to no sum.
     known = [a for a in recorded if a.seconds is not None]
     first = known[0] if known else recorded[0] if recorded else None
-    price = prices.price(cluster, first) if prices and first else None
+    version, table = prices.version(cluster, job)
+    price = None
+    if table is not None and first is not None and table.currency == prices.currency:
+        price = table.price(cluster, first)
     estimate = list(dict.fromkeys(words for a in recorded for words in a.estimate))
     if recorded and len(recorded) < len(allocations):
         estimate.append(f"{len(allocations) - len(recorded)} of its runs {NOT_RECORDED}")
@@ -206,18 +215,27 @@ def _cost(
         device_seconds_per_1000=per_1000,
         cost_per_1000=priced(per_1000, price),
         estimate=tuple(estimate),
-        unpriced=None if price is not None else _unpriced(cluster, first, prices),
+        unpriced=None if price is not None else _unpriced(cluster, first, version, table, prices),
+        price_table=version if price is not None else None,
     )
 
 
-def _unpriced(cluster: str, allocation: Allocation | None, prices: PriceList | None) -> str:
+def _unpriced(
+    cluster: str,
+    allocation: Allocation | None,
+    version: str,
+    table: PriceList | None,
+    prices: Pricing,
+) -> str:
     if allocation is None:
         return NOT_RECORDED
     if cluster == LOCAL_CLUSTER:
         return "a local run holds no cluster's node: not priced"
-    if prices is None:
-        return "no prices in specs/clusters.yaml"
-    return prices.unpriced(cluster, allocation)
+    if table is None:
+        return f"no prices in {table_name(version)}"
+    if table.currency != prices.currency:
+        return f"{table_name(version)} prices in {table.currency}, the report in {prices.currency}"
+    return table.unpriced(cluster, allocation, version)
 
 
 def _targets(variants: Iterable[VariantCost]) -> list[TargetCost]:

@@ -2,11 +2,13 @@
 variant's cost, each defined once for the Cost per variant table and the CSV
 (`COST_COLUMNS`), the Cost per target table and the summary's line on what the run held."""
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from contract.pricing import INFERENCES
+from contract.layout import FLEET_FILE
+from contract.pricing import CHECKOUT, INFERENCES, table_name
 from contract.text import plural
 from report.cost import Costs, TargetCost, VariantCost
 from report.table import (
@@ -92,6 +94,7 @@ COST_COLUMNS: Final = (
     CostColumn("estimated or not priced", _cost_note),
     CostColumn(csv="cost_estimate", value=lambda cost: "; ".join(cost.estimate)),
     CostColumn(csv="not_priced", value=lambda cost: cost.unpriced),
+    CostColumn(csv="price_table", value=lambda cost: cost.price_table),
 )
 """A variant's cost columns, in the table's order (the CSV's is `CSV_COLUMNS`')."""
 
@@ -138,7 +141,8 @@ def _variants_table(found: Costs) -> Table:
             f"{_PER}: what serving them would hold at the variant's p50 latency per sample on "
             "the devices its pod held"
             + (
-                ", at the price in specs/clusters.yaml."
+                ", at the price when its Job ran: specs/clusters.yaml as the commit that added "
+                "the Job's record held it, the checkout's for a Job not recorded yet."
                 if priced
                 else "; no prices in specs/clusters.yaml (docs/specs.md, `prices`)."
             ),
@@ -204,9 +208,29 @@ def cost_summary(found: Costs) -> list[str]:
         line += f", {found.currency} {format_ms(sum(filter(None, total)))}" + (
             "" if None not in total else " for the priced targets"
         )
+        line += _priced_by(found)
     else:
         line += " (no prices in specs/clusters.yaml: device-seconds only)"
     estimated = sum(bool(cost.estimate) for cost in found.variants)
     if estimated:
         line += f"; the time of {plural(estimated, 'variant')} in part estimated"
     return [line + "."]
+
+
+def _priced_by(found: Costs) -> str:
+    """Which versions of the fleet file priced the variants, in words; nothing where none
+    did."""
+    counts = Counter(cost.price_table for cost in found.variants if cost.price_table)
+    if not counts:
+        return ""
+    if set(counts) == {CHECKOUT}:
+        return f", priced by {_version(CHECKOUT)}"
+    # Older versions first, in the order of the table; the checkout's last.
+    tables = sorted(counts.items(), key=lambda item: item[0] == CHECKOUT)
+    return ", priced by the prices when each Job ran: " + ", ".join(
+        f"{_version(version)} for {plural(count, 'variant')}" for version, count in tables
+    )
+
+
+def _version(version: str) -> str:
+    return f"the checkout's {FLEET_FILE}" if version == CHECKOUT else table_name(version)

@@ -79,6 +79,7 @@ CSV_COLUMNS: Final = (
     "average_w",
     "throttle_reasons",
     "energy_unavailable",
+    "price_table",
 )
 """`to_csv`'s header; columns are only ever added at the end."""
 

@@ -41,6 +41,14 @@ from report.table import Layout, Table
 
 BOXES_PER_PLOT: Final = 40
 COMPARISONS_PER_PLOT: Final = 6
+FIGURES_PER_KIND: Final = 4
+"""At most this many figures of each kind of plot. Figures grow with what they show, and
+10,000 variants made about 700 of them, more than 5 minutes of drawing and a page nobody
+reads; past the bound a kind draws its first items in the order its table lists them, and
+says how many it left out (the tables list every one)."""
+BARS_PER_PLOT: Final = 24
+"""By target: at most this many targets of one comparison, the fastest (a comparison of 100
+targets draws bars too thin to read)."""
 _PLOTS_PER_LINE: Final = 3
 _DPI: Final = 100
 _STYLE: Final = """
@@ -71,6 +79,21 @@ def chunked(items: Sequence[_Item], size: int) -> Iterator[Sequence[_Item]]:
     """`items` in runs of at most `size`: one figure each, so that no plot grows unreadable."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def bounded(
+    items: Sequence[_Item], size: int, description: str, what: str
+) -> Iterator[tuple[Sequence[_Item], str]]:
+    """`items` in figures of at most `size`, at most FIGURES_PER_KIND of them, each with
+    `description`, which says how many of the `what` (a plural) it left out, if any."""
+    drawn = items[: size * FIGURES_PER_KIND]
+    if len(drawn) < len(items):
+        description += (
+            f" Drawn: the first {len(drawn):,} of {len(items):,} {what}, as the tables list "
+            f"them (at most {FIGURES_PER_KIND} figures of a kind); the tables give every one."
+        )
+    for chunk in chunked(drawn, size):
+        yield chunk, description
 
 
 class _PlainLogFormatter(LogFormatter):
@@ -130,20 +153,18 @@ def _latency_plot(rows: Sequence[VariantRow], names: Sequence[str]) -> bytes:
 def _latency_plots(rows: Sequence[VariantRow]) -> list[Plot]:
     # Labels name only what tells the variants apart; one variant alone is named by its model.
     names = [name for name in KEY_FIELDS if len({row.key.value(name) for row in rows}) > 1]
-    plots = []
-    for chunk in chunked(rows, BOXES_PER_PLOT):
-        plots.append(
-            Plot(
-                _latency_plot(chunk, names or ["model"]),
-                "Latency per iteration: box p25 to p75, notch the median's 95% CI, "
-                "whiskers min and p99 (p99?: too few iterations for it), dot max.",
-            )
-        )
-    return plots
+    description = (
+        "Latency per iteration: box p25 to p75, notch the median's 95% CI, "
+        "whiskers min and p99 (p99?: too few iterations for it), dot max."
+    )
+    return [
+        Plot(_latency_plot(chunk, names or ["model"]), words)
+        for chunk, words in bounded(rows, BOXES_PER_PLOT, description, "variants")
+    ]
 
 
 def _bars(axes: Axes, comparison: Comparison) -> None:
-    rows = [entry.row for entry in comparison.entries]
+    rows = [entry.row for entry in comparison.entries[:BARS_PER_PLOT]]
     axes.bar(
         [plot_text(row.key.label(comparison.varies)) for row in rows],
         [row.latency.p50_ms for row in rows],
@@ -154,7 +175,10 @@ def _bars(axes: Axes, comparison: Comparison) -> None:
         capsize=4,
         color="#4c72b0",
     )
-    axes.set_title(plot_text(comparison.describe()).replace(", ", "\n"), fontsize="small")
+    title = plot_text(comparison.describe()).replace(", ", "\n")
+    if len(rows) < len(comparison.entries):
+        title += f"\n(the fastest {len(rows)} of {len(comparison.entries)})"
+    axes.set_title(title, fontsize="small")
     axes.set_ylabel("p50 ms (95% CI)")
 
 
@@ -170,12 +194,12 @@ def _grid(comparisons: Sequence[_Item], draw: Callable[[Axes, _Item], None], siz
 
 
 def _target_plots(comparisons: Sequence[Comparison]) -> list[Plot]:
+    description = "By target: p50 latency per iteration, error bars the 95% CI."
     return [
-        Plot(
-            _grid(chunk, _bars, (4, 3.6)),
-            "By target: p50 latency per iteration, error bars the 95% CI.",
+        Plot(_grid(chunk, _bars, (4, 3.6)), words)
+        for chunk, words in bounded(
+            comparisons, COMPARISONS_PER_PLOT, description, "comparisons by target"
         )
-        for chunk in chunked(comparisons, COMPARISONS_PER_PLOT)
     ]
 
 
@@ -229,15 +253,15 @@ def _batch_plot(curves: dict[tuple[str, ...], list[VariantRow]]) -> bytes:
 
 
 def _batch_plots(rows: Sequence[VariantRow]) -> list[Plot]:
-    curves = _curves(rows)
-    chunks = chunked(list(curves.items()), COMPARISONS_PER_PLOT)
+    description = (
+        "Latency and throughput against batch size, a line per model, precision, "
+        "quantization, compile and target."
+    )
     return [
-        Plot(
-            _batch_plot(dict(chunk)),
-            "Latency and throughput against batch size, a line per model, precision, "
-            "quantization, compile and target.",
+        Plot(_batch_plot(dict(chunk)), words)
+        for chunk, words in bounded(
+            list(_curves(rows).items()), COMPARISONS_PER_PLOT, description, "lines"
         )
-        for chunk in chunks
     ]
 
 
@@ -372,17 +396,17 @@ def _tradeoff_plots(best_configurations: Sequence[BestConfiguration]) -> list[Pl
     comparisons = [
         best.comparison for best in best_configurations if tradeoff_points(best.comparison)[0]
     ]
+    description = (
+        "Speed against accuracy, per model and target: each configuration's p50 latency "
+        "per sample (95% CI) against its outputs' largest relative error from the "
+        "untouched program's fp32 outputs; dots within their accuracy gate, crosses "
+        "outside it (accuracy_failed). The Pareto front of those within it (none other is "
+        "both faster and more accurate) is ringed and joined by a line. An error of 0 is "
+        "drawn a decade below the smallest."
+    )
     return [
-        Plot(
-            _grid(chunk, _tradeoff, (5, 4.4)),
-            "Speed against accuracy, per model and target: each configuration's p50 latency "
-            "per sample (95% CI) against its outputs' largest relative error from the "
-            "untouched program's fp32 outputs; dots within their accuracy gate, crosses "
-            "outside it (accuracy_failed). The Pareto front of those within it (none other is "
-            "both faster and more accurate) is ringed and joined by a line. An error of 0 is "
-            "drawn a decade below the smallest.",
-        )
-        for chunk in chunked(comparisons, COMPARISONS_PER_PLOT)
+        Plot(_grid(chunk, _tradeoff, (5, 4.4)), words)
+        for chunk, words in bounded(comparisons, COMPARISONS_PER_PLOT, description, "sweeps")
     ]
 
 
@@ -436,16 +460,18 @@ def _cost_plots(found: Costs) -> list[Plot]:
     by_model: dict[str, list[CostPoint]] = defaultdict(list)
     for point in found.points:
         by_model[point.model].append(point)
+    description = (
+        f"Speed against cost, per model: each target's best configuration (the fastest "
+        f"within its accuracy gate) at its p50 latency per sample (95% CI) and what "
+        f"{INFERENCES:,} inferences cost there ({currency}, the devices its pod held for "
+        "that long at the price in specs/clusters.yaml). The Pareto front (no other "
+        "target is both faster and cheaper) is ringed and joined by a line."
+    )
     return [
-        Plot(
-            _grid(chunk, lambda axes, points: _cost_plot(axes, points, currency), (5, 4.4)),
-            f"Speed against cost, per model: each target's best configuration (the fastest "
-            f"within its accuracy gate) at its p50 latency per sample (95% CI) and what "
-            f"{INFERENCES:,} inferences cost there ({currency}, the devices its pod held for "
-            "that long at the price in specs/clusters.yaml). The Pareto front (no other "
-            "target is both faster and cheaper) is ringed and joined by a line.",
+        Plot(_grid(chunk, lambda axes, points: _cost_plot(axes, points, currency), (5, 4.4)), words)
+        for chunk, words in bounded(
+            list(by_model.values()), COMPARISONS_PER_PLOT, description, "models"
         )
-        for chunk in chunked(list(by_model.values()), COMPARISONS_PER_PLOT)
     ]
 
 

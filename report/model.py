@@ -22,7 +22,7 @@ from contract.allocation import Allocation
 from contract.clocks import ahead_by
 from contract.instant import instant
 from contract.order_stats import paired_ratio
-from contract.pricing import PriceList
+from contract.pricing import Pricing
 from contract.records import Reuses
 from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Validity
 from contract.variant import (
@@ -42,8 +42,9 @@ from report.startup import Startup, startup
 from store.database import StoredRun
 from store.history import CURRENT, SpecRevision
 
-REPORT_SCHEMA_VERSION: Final = 5
-"""Bumped when a field of `to_json`'s output changes meaning or goes away."""
+REPORT_SCHEMA_VERSION: Final = 6
+"""Bumped when a field of `to_json`'s output changes meaning or goes away (6: a variant's
+row is written once, in `variants`, and referred to elsewhere by its index there)."""
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
 Verdict = Literal["regression", "improvement", "inconclusive", "unchanged"]
@@ -513,9 +514,9 @@ class Report:
     startup: tuple[Startup, ...] = ()
     """Per cluster and target, where the reported runs' pods spent their time besides the
     timed loops, and their memory against each model's file."""
-    prices: PriceList | None = None
-    """What a device-hour costs, where specs/clusters.yaml says (report/cost.py prices
-    each variant's allocated time with it)."""
+    prices: Pricing = field(default_factory=Pricing)
+    """What a device-hour cost when each Job ran, where specs/clusters.yaml said
+    (report/cost.py prices each variant's allocated time with it)."""
     plan_checks: tuple[PlanCheck, ...] = ()
     """Per Job reported on its own account, `make plan`'s estimate recomputed against what
     its pods took."""
@@ -1208,7 +1209,7 @@ def build_report(
     notes: Notes | None = None,
     baseline_jobs: Collection[str] = (),
     now: datetime | None = None,
-    prices: PriceList | None = None,
+    prices: Pricing | None = None,
 ) -> Report:
     """The report on `runs`, compared with `baseline` (earlier runs) when given.
 
@@ -1223,8 +1224,8 @@ def build_report(
     among `runs` (an earlier local try, say), which the report must not show itself. `notes`
     adds what results/ and git know: the earlier runs a chosen Job's revision reused instead
     of running them again (incremental sweeps), shown under their own Job's name; the
-    workflow's description and owner; the commit of each Job's spec. `prices` (the fleet's)
-    price what each variant's pods held.
+    workflow's description and owner; the commit of each Job's spec. `prices` (the fleet's,
+    as they were when each Job ran) price what each variant's pods held.
 
     A variant is a regression when its p50 grew by more than `regression_threshold` (a
     fraction: 0.05 is 5 %) and its CI and the baseline's are disjoint; an improvement likewise
@@ -1275,7 +1276,7 @@ def build_report(
         selection="all" if all_revisions else "named" if jobs else "newest",
         jobs=summaries,
         startup=startup(latest, run_target),
-        prices=prices,
+        prices=prices or Pricing(),
         plan_checks=plan_checks(runs, chosen, run_target),
         lacks=machine_lacks(latest, run_target),
     )

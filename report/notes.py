@@ -1,12 +1,14 @@
 """What the records, dist/ and git add to a report beside the runs themselves."""
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from contract.layout import FLEET_FILE
+from contract.pricing import CHECKOUT, PriceList, Pricing, Version
 from contract.records import JobRecord, Reuses
 from report.model import Notes
 from store.database import StoredRun
-from store.history import in_dist, record_ages, spec_revisions
+from store.history import file_versions, in_dist, record_ages, record_commits, spec_revisions
 
 
 def notes_of(
@@ -35,3 +37,17 @@ def notes_of(
         in_dist=in_dist(root, workflow),
         tried=tried or {},
     )
+
+
+def pricing_of(root: Path, workflow: str, read: Callable[[str], PriceList | None]) -> Pricing:
+    """The prices each Job of `workflow` ran at: the fleet file as the commit that added its
+    record held it, else the checkout's; `read` reads a version of it (`CHECKOUT`, or a
+    commit), once per version."""
+    commits = record_commits(root, workflow)
+    versions = file_versions(root, FLEET_FILE, commits.values())
+    tables = {version: read(version) for version in sorted(filter(None, versions.values()))}
+    recorded: dict[str, dict[str, Version]] = {}
+    for (cluster, job), commit in sorted(commits.items()):
+        if version := versions.get(commit):
+            recorded.setdefault(cluster, {})[job] = (version, tables[version])
+    return Pricing(checkout=read(CHECKOUT), recorded=recorded)

@@ -80,12 +80,7 @@ def _variant(axes: Axes, variant: VariantTrend, positions: dict[str, int], trend
                 zorder=3,
                 label=verdict,
             )
-    key = variant.key
-    axes.set_title(
-        plot_text(f"{key.model} {key.precision} {key.quantization} b{key.batch_size}: "
-                  f"{variant.verdict}"),
-        fontsize=9,
-    )  # fmt: skip
+    axes.set_title(plot_text(f"{variant.key.describe()}: {variant.verdict}"), fontsize=9)
     axes.set_ylabel("p50 ms", fontsize=8)
     axes.tick_params(labelsize=7)
 

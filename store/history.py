@@ -4,7 +4,7 @@ another branch's or commit's): a fresh clone has no database, but its results/ a
 import hashlib
 import subprocess
 from collections.abc import Iterable
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Final, NamedTuple
 
 from pydantic import ValidationError
@@ -121,22 +121,91 @@ def _checkout_sha256(root: Path, file: str) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _records_added(root: Path, workflow: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Each commit that added records of `workflow`, newest first, with the (cluster, Job)
+    of each record it added; none without git."""
+    folder = PurePosixPath(RESULTS, workflow).as_posix()
+    try:
+        listing = _git(
+            root, "log", "--format=%x00%H", "--name-only", "--diff-filter=A", "--", folder
+        )
+    except (HistoryError, OSError):
+        return []
+    added = []
+    for entry in listing.split("\0")[1:]:
+        commit, *names = entry.split()
+        paths = [PurePosixPath(name) for name in names]
+        jobs = [(p.parts[2], p.stem) for p in paths if p.suffix == ".json" and len(p.parts) == 4]
+        added.append((commit, jobs))
+    return added
+
+
 def record_ages(root: Path, workflow: str) -> dict[tuple[str, str], int]:
     """(cluster, Job) -> how many commits that added records of `workflow` are newer than the
     one that added its record: the order gather recorded the Jobs in, as git holds it. A
     record not committed yet is left out (it is the newest); so is everything without git."""
-    folder = PurePosixPath(RESULTS, workflow).as_posix()
+    ages: dict[tuple[str, str], int] = {}
+    for age, (_, jobs) in enumerate(_records_added(root, workflow)):
+        for job in jobs:
+            ages.setdefault(job, age)
+    return ages
+
+
+def record_commits(root: Path, workflow: str) -> dict[tuple[str, str], str]:
+    """(cluster, Job) -> the commit that added its record of `workflow` (the first, where a
+    record was deleted and added again); left out as in `record_ages`."""
+    commits: dict[tuple[str, str], str] = {}
+    for commit, jobs in reversed(_records_added(root, workflow)):
+        for job in jobs:
+            commits.setdefault(job, commit)
+    return commits
+
+
+def file_versions(root: Path, path: PurePath, commits: Iterable[str]) -> dict[str, str | None]:
+    """commit -> the version of `path` it holds, named by the newest commit at or before it
+    that changed the file; None where it holds the checkout's bytes (or neither has the
+    file). Every commit left out without git."""
+    asked = sorted(set(commits))
+    if not asked:
+        return {}
     try:
-        listing = _git(root, "log", "--format=%x00", "--name-only", "--diff-filter=A", "--", folder)
+        listing = _git(
+            root,
+            "cat-file",
+            "--batch-check",
+            stdin="".join(f"{c}:{path.as_posix()}\n" for c in asked),
+        )
+        here = _git(root, "hash-object", "--", path.as_posix()) if (root / path).is_file() else ""
     except (HistoryError, OSError):
         return {}
-    ages: dict[tuple[str, str], int] = {}
-    for age, commit in enumerate(listing.split("\0")[1:]):
-        for name in commit.split():
-            path = PurePosixPath(name)
-            if path.suffix == ".json" and len(path.parts) == 4:
-                ages.setdefault((path.parts[2], path.stem), age)
-    return ages
+    held: dict[str | None, list[str]] = {}
+    for commit, line in zip(asked, listing.splitlines(), strict=True):
+        found = line.split()
+        held.setdefault(found[0] if found[1:2] == ["blob"] else None, []).append(commit)
+    versions: dict[str, str | None] = {}
+    for blob, holders in held.items():
+        if blob == (here.strip() or None):
+            versions.update(dict.fromkeys(holders))
+            continue
+        # The same bytes name the same version, whichever commit holds them.
+        changed = _git(root, "log", "-1", "--format=%H", holders[0], "--", path.as_posix()).strip()
+        versions.update(dict.fromkeys(holders, changed or holders[0]))
+    return versions
+
+
+def file_at(root: Path, revision: str, path: PurePath, max_bytes: int) -> bytes | None:
+    """`path` as git holds it at `revision`; None where that revision has no such file."""
+    where = f"{revision}:{path.as_posix()}"
+    try:
+        size = int(_git(root, "cat-file", "-s", where))
+    except (HistoryError, OSError):
+        return None
+    # Sized before it is read: a commit can hold any file under the name.
+    if size > max_bytes:
+        raise HistoryError(f"{where} is over {max_bytes:,} bytes")
+    return subprocess.run(
+        ["git", "-C", str(root), "cat-file", "blob", where], capture_output=True, check=True
+    ).stdout
 
 
 def in_dist(root: Path, workflow: str) -> frozenset[tuple[str, str]]:
@@ -148,9 +217,13 @@ def in_dist(root: Path, workflow: str) -> frozenset[tuple[str, str]]:
     )
 
 
-def _git(root: Path, *arguments: str) -> str:
+def _git(root: Path, *arguments: str, stdin: str | None = None) -> str:
     done = subprocess.run(
-        ["git", "-C", str(root), *arguments], capture_output=True, text=True, check=False
+        ["git", "-C", str(root), *arguments],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode:
         raise HistoryError(f"git {' '.join(arguments)}: {done.stderr.strip()}")

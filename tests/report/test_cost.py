@@ -15,9 +15,10 @@ from benchfleet.prices import read_prices
 from contract.allocation import Allocation, Capacity
 from contract.layout import FLEET_FILE, LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE
-from contract.pricing import PriceList
-from contract.records import StoredVariant
+from contract.pricing import PriceList, Pricing
+from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
 from contract.result import ENERGY_ON_CPU, Energy, GpuTelemetry, OkResult
+from contract.variant import Compile, VariantRef
 from report.cost import NOT_RECORDED, Costs, costs
 from report.csv import to_csv
 from report.html import to_html
@@ -26,7 +27,7 @@ from report.model import build_report
 from report.text import to_text
 from store.database import StoredRun, open_store
 from tests.collector.stored import JOB, NOW, failed, succeeded
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, commit, git
 
 PRICES = PriceList(
     currency="USD",
@@ -84,7 +85,7 @@ def run(
 
 
 def cost_of(runs: list[StoredRun], prices: PriceList | None = PRICES) -> Costs:
-    return costs(build_report(runs, prices=prices))
+    return costs(build_report(runs, prices=Pricing(prices)))
 
 
 @pytest.mark.parametrize(
@@ -152,9 +153,36 @@ def test_a_failed_variants_time_counts_in_its_targets_cost() -> None:
     (target,) = found.targets
     assert (target.device_seconds, target.estimated, target.unrecorded) == (120, 1, 0)
     assert target.cost == pytest.approx(0.12)
-    text = to_text(build_report(runs, prices=PRICES))
+    text = to_text(build_report(runs, prices=Pricing(PRICES)))
     assert "failed; an end never seen" in text
-    assert "Held: 120.0 GPU-s, USD 0.1200; the time of 1 variant in part estimated." in text
+    assert (
+        "Held: 120.0 GPU-s, USD 0.1200, priced by the checkout's specs/clusters.yaml; the time "
+        "of 1 variant in part estimated."
+    ) in text
+
+
+def test_failed_variants_are_ordered_by_every_setting_compile_too() -> None:
+    """The order was a hand-kept list of the settings that had missed compile: failures
+    that differ in it alone stayed in index order, the inductor one first."""
+    refs = [
+        VariantRef(
+            index=index,
+            id=f"v{index}",
+            model="tiny-mlp",
+            precision="fp32",
+            quantization="none",
+            batch_size=4,
+            compile=how,
+        )
+        for index, how in enumerate((Compile.INDUCTOR, Compile.EAGER))
+    ]
+    failures = [failed(ref.index).model_copy(update={"variant": ref}) for ref in refs]
+    runs = [run("a100", 0, allocation(10), variant=failure) for failure in failures]
+    found = cost_of(runs).variants
+    assert [(cost.index, cost.key and cost.key.compile) for cost in found] == [
+        (1, Compile.EAGER),
+        (0, Compile.INDUCTOR),
+    ]
 
 
 def test_repeats_sum_their_runs_and_say_which_were_not_recorded() -> None:
@@ -198,7 +226,7 @@ def test_every_format_prices_the_variants_and_the_page_plots_the_front() -> None
         run("a100", 4.0, allocation(100)),
         run("t4", 16.0, allocation(10, device_type="nvidia-t4")),
     ]
-    report = build_report(runs, prices=PRICES)
+    report = build_report(runs, prices=Pricing(PRICES))
     assert "Cost per target" in to_text(report)
     (row, _) = csv.DictReader(io.StringIO(to_csv(report)))
     assert (row["target"], row["currency"], float(row["cost"])) == ("a100", "USD", 0.1)
@@ -207,7 +235,7 @@ def test_every_format_prices_the_variants_and_the_page_plots_the_front() -> None
 
 
 def test_no_allocation_recorded_shows_no_cost_tables() -> None:
-    text = to_text(build_report([run("a100", 4.0, None)], prices=PRICES))
+    text = to_text(build_report([run("a100", 4.0, None)], prices=Pricing(PRICES)))
     assert "Cost per" not in text and "Held:" not in text
 
 
@@ -220,8 +248,8 @@ prices:
 """
 
 
-def fleet_with(root: Path, table: str) -> None:
-    (root / "specs").mkdir()
+def fleet_with(root: Path, table: str, *, replace: bool = False) -> None:
+    (root / "specs").mkdir(exist_ok=replace)
     text = (TEST_DATA / FLEET_FILE).read_text(encoding="utf-8")
     beta = '    kubernetes_version: "1.36"'
     text = text.replace(
@@ -258,17 +286,17 @@ def test_a_fleet_without_prices_or_without_a_fleet_file_prices_nothing(tmp_path:
     assert read_prices(tmp_path) is None
 
 
-def report_cli(root: Path) -> tuple[int, str, str]:
-    """The CSV report on a run in cluster alpha that held 4 CPUs for 30 s."""
-    held = allocation(30, device_type="cpu", devices=4)
+def report_cli(
+    root: Path, targets: tuple[str, ...] = ("cpu",), output_format: str = "csv"
+) -> tuple[int, str, str]:
+    """The report, in `output_format`, on a run in cluster alpha of each of `targets` that
+    held 4 CPUs for 30 s, and on the runs already stored and recorded."""
     with open_store(root / DEFAULT_DATABASE) as store:
-        store.add(
-            JOB.model_copy(update={"cluster": "alpha"}),
-            [succeeded(0).model_copy(update={"allocation": held})],
-            NOW,
-        )
+        for target in targets:
+            job, variant = cpu_run(target)
+            store.add(job, [variant], NOW)
     done = CliRunner().invoke(
-        cli, ["--root", str(root), "report", "--workflow", "cpu-smoke", "--format", "csv"]
+        cli, ["--root", str(root), "report", "--workflow", "cpu-smoke", "--format", output_format]
     )
     return done.exit_code, done.stdout, done.stderr
 
@@ -291,6 +319,103 @@ def test_an_invalid_fleet_file_prices_nothing_and_says_where(tmp_path: Path) -> 
     assert "specs/clusters.yaml:28:13: prices.currency: 'euro' is not a currency code" in err
     (row,) = csv.DictReader(io.StringIO(out))
     assert (row["device_seconds"], row["cost"]) == ("120.0", "")
+
+
+def cpu_run(target: str) -> tuple[JobIdentity, StoredVariant]:
+    """A Job of its own in cluster alpha on `target`, whose run held 4 CPUs for 30 s."""
+    held = allocation(30, device_type="cpu", devices=4)
+    job = JOB.model_copy(update={"cluster": "alpha", "target": target, "job": f"smoke-{target}"})
+    return job, succeeded(0).model_copy(update={"allocation": held})
+
+
+def recorded(root: Path, target: str) -> None:
+    job, variant = cpu_run(target)
+    write_record(root, JobRecord(**job.model_dump(), outcome="complete", variants=(variant,)))
+
+
+def test_each_job_is_priced_at_the_prices_when_it_ran_and_the_report_says_which(
+    tmp_path: Path,
+) -> None:
+    """Old runs were priced at today's table without a word: each Job's runs are now priced
+    at the fleet file its record's commit held, one not recorded yet at the checkout's."""
+    git(tmp_path, "init", "-q")
+    fleet_with(tmp_path, FLEET_PRICES)  # cpu at 0.04 an hour
+    commit(tmp_path, "prices")
+    first = git(tmp_path, "rev-parse", "HEAD").strip()
+    recorded(tmp_path, "old")
+    commit(tmp_path, "the old Job's record")
+    (tmp_path / FLEET_FILE).write_text(
+        (tmp_path / FLEET_FILE).read_text().replace("0.04", "0.08"), encoding="utf-8"
+    )
+    commit(tmp_path, "prices up")
+    raised = git(tmp_path, "rev-parse", "HEAD").strip()
+    recorded(tmp_path, "later")
+    commit(tmp_path, "the later Job's record")
+    (tmp_path / FLEET_FILE).write_text(
+        (tmp_path / FLEET_FILE).read_text().replace("0.08", "0.12"), encoding="utf-8"
+    )  # not committed: what the checkout prices a Job not recorded yet at
+    code, out, err = report_cli(tmp_path, ("new",))
+    assert code == 0, err
+    rows = {row["target"]: row for row in csv.DictReader(io.StringIO(out))}
+    # 4 CPUs x 30 s at each price an hour.
+    assert {target: float(row["cost"]) * 3600 / 120 for target, row in rows.items()} == (
+        pytest.approx({"old": 0.04, "later": 0.08, "new": 0.12})
+    )
+    assert {target: row["price_table"] for target, row in rows.items()} == {
+        "old": first,
+        "later": raised,
+        "new": "checkout",
+    }
+    code, text, _ = report_cli(tmp_path, (), "text")
+    (held,) = (line for line in text.splitlines() if line.startswith("Held:"))
+    assert held.startswith(
+        "Held: 360.0 CPU-s, EUR 0.008000, priced by the prices when each Job ran"
+    )
+    for version in (first, raised):
+        assert f"specs/clusters.yaml at {version[:12]} for 1 variant, " in held
+    assert held.endswith(", the checkout's specs/clusters.yaml for 1 variant.")
+    code, out, _ = report_cli(tmp_path, (), "json")
+    document = json.loads(out)
+    assert {cost["target"]: cost["price_table"] for cost in document["costs"]["variants"]} == {
+        "old": first,
+        "later": raised,
+        "new": "checkout",
+    }
+    assert document["prices"]["recorded"]["alpha"]["smoke-old"][0] == first
+
+
+def test_an_older_fleet_file_that_does_not_validate_prices_its_jobs_nothing_and_says_where(
+    tmp_path: Path,
+) -> None:
+    git(tmp_path, "init", "-q")
+    fleet_with(tmp_path, FLEET_PRICES.replace("EUR", "euro"))
+    commit(tmp_path, "a slip")
+    broken = git(tmp_path, "rev-parse", "HEAD").strip()
+    recorded(tmp_path, "old")
+    commit(tmp_path, "the old Job's record")
+    fleet_with(tmp_path, FLEET_PRICES, replace=True)
+    commit(tmp_path, "the slip fixed")
+    code, out, err = report_cli(tmp_path, ("new",))
+    assert code == 0, err
+    assert (
+        f"warning: specs/clusters.yaml at {broken[:12]} cannot be read, so the runs it would "
+        "price are not priced (device-seconds only):\nspecs/clusters.yaml:28:13: "
+        "prices.currency: 'euro' is not a currency code"
+    ) in err
+    rows = {row["target"]: row for row in csv.DictReader(io.StringIO(out))}
+    assert (rows["old"]["cost"], rows["old"]["device_seconds"]) == ("", "120.0")
+    assert rows["old"]["not_priced"] == f"no prices in specs/clusters.yaml at {broken[:12]}"
+    assert rows["new"]["price_table"] == "checkout"
+
+
+def test_a_version_in_another_currency_prices_nothing() -> None:
+    euros = PriceList("EUR", {"us-east": {"nvidia-a100": {"on-demand": 3.0}}})
+    older = Pricing(PRICES, {"us-east": {"cpu-smoke-a100": ("1a2b3c4d5e6f7", euros)}})
+    (variant,) = costs(build_report([run("a100", 4.0, allocation(10))], prices=older)).variants
+    assert variant.cost is None and variant.price_table is None
+    assert (
+        variant.unpriced == "specs/clusters.yaml at 1a2b3c4d5e6f prices in EUR, the report in USD"
+    )
 
 
 def with_energy(target: str, energy: Energy | None, throttles: tuple[str, ...] = ()) -> StoredRun:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from matplotlib.figure import Figure
 
 from contract.accuracy import NOT_MEANINGFUL, Accuracy, AccuracyGate
 from contract.instant import instant
@@ -33,6 +34,7 @@ from contract.result import (
 )
 from contract.samples import Samples, encode
 from contract.variant import VariantRef
+from report import html
 from report.analysis import analyse
 from report.csv import CSV_COLUMNS, to_csv
 from report.html import _curves, to_html, tradeoff_points
@@ -628,7 +630,9 @@ def test_a_reused_result_is_not_compared_with_itself(
     assert re.search(rf"tiny-cnn .*\b2 +eager +1\.500 +{OLD_JOB} +reused, same run", reused)
     rows = {row["batch_size"]: row for row in csv.DictReader(io.StringIO(to_csv(report)))}
     assert (rows["2"]["verdict"], rows["2"]["change_ratio"]) == ("reused", "")
-    assert json.loads(to_json(report))["baseline"]["reused"][0]["job"] == OLD_JOB
+    document = json.loads(to_json(report))
+    (reused_row,) = document["baseline"]["reused"]
+    assert document["variants"][reused_row]["job"] == OLD_JOB
 
 
 def test_a_job_with_no_finish_time_at_all_is_newer_than_one_stored_before_it(
@@ -703,8 +707,61 @@ def test_json_has_sorted_keys_and_a_schema_version(everything: list[StoredRun]) 
     document = json.loads(text)
     assert document["schema_version"] == REPORT_SCHEMA_VERSION
     assert list(document) == sorted(document)
-    assert document["by_target"][0]["entries"][2]["row"]["key"]["target"] == "t4"
+    row = document["by_target"][0]["entries"][2]["row"]
+    assert document["variants"][row]["key"]["target"] == "t4"
     assert document["variants"][0]["latency"]["p50_ms"] == 1.0
+
+
+def sized_sweep(make_run: MakeRun, targets: int) -> list[StoredRun]:
+    """Two models x two precisions x three batch sizes on each of `targets` targets, every
+    one in a by-target comparison, a best configuration, a ranking and every axis."""
+    return [
+        make_run(
+            model=model,
+            target=f"gpu-{target:02d}",
+            precision=precision,
+            batch_size=batch,
+            p50_ms=(1 + target / 10) * (1 + batch / 4) * (0.6 if precision == "bf16" else 1),
+        )
+        for target in range(targets)
+        for model in ("tiny-cnn", "tiny-mlp")
+        for precision in ("fp32", "bf16")
+        for batch in (1, 2, 4)
+    ]
+
+
+def json_values(node: object) -> int:
+    """How many values a parsed JSON document holds, itself included."""
+    if isinstance(node, dict):
+        return 1 + sum(map(json_values, node.values()))
+    if isinstance(node, list):
+        return 1 + sum(map(json_values, node))
+    return 1
+
+
+def test_json_writes_each_row_once_and_grows_with_the_variants(make_run: MakeRun) -> None:
+    """A variant is in a dozen comparisons; written in each, 10,000 variants made 360 MB."""
+    small, large = (
+        json.loads(to_json(build_report(sized_sweep(make_run, targets)))) for targets in (4, 8)
+    )
+    assert (len(small["variants"]), len(large["variants"])) == (48, 96)
+    assert json_values(large) <= 2.05 * json_values(small)
+    # Only `variants` holds rows (a row has its latency); everything else points into it.
+    text = json.dumps(large)
+    assert text.count('"latency": {') == len(large["variants"])
+    axis = large["axes"][0]["entries"][0]
+    assert isinstance(axis["row"], int) and isinstance(axis["reference"], int)
+    assert large["variants"][axis["reference"]]["key"]["target"] == "gpu-00"
+
+
+def test_a_baseline_row_is_written_whole_beside_the_current_rows_index(
+    regressed: tuple[list[StoredRun], list[StoredRun]],
+) -> None:
+    today, last_week = regressed
+    document = json.loads(to_json(build_report(today, baseline=last_week)))
+    change = document["baseline"]["changes"][0]
+    assert document["variants"][change["current"]]["latency"]["p50_ms"] == 1.3
+    assert change["baseline"]["latency"]["p50_ms"] == 1.0
 
 
 def test_csv_has_one_row_per_variant_in_stable_columns(
@@ -757,6 +814,29 @@ def test_html_escapes_names_and_inlines_every_plot(html_pages: tuple[str, str]) 
         assert prefix == "data:image/png;base64"
         assert base64.b64decode(data, validate=True).startswith(b"\x89PNG")
     assert "url(" not in text and "http" not in text
+
+
+def test_the_page_draws_a_bounded_number_of_figures_and_says_what_it_left_out(
+    make_run: MakeRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """10,000 variants drew about 700 figures, past 5 minutes: each kind now stops at
+    FIGURES_PER_KIND (1 here), and says so; the tables still list every variant."""
+    monkeypatch.setattr(html, "FIGURES_PER_KIND", 1)
+    monkeypatch.setattr(html, "BARS_PER_PLOT", 5)
+    report = build_report(sized_sweep(make_run, 8))
+    page = to_html(report)
+    # latency boxes, by target, batch-size lines, speed-accuracy: one figure each
+    assert len(re.findall(r'src="data:image/png', page)) == 4
+    assert "Drawn: the first 40 of 96 variants, as the tables list them" in page
+    assert "Drawn: the first 6 of 12 comparisons by target" in page
+    assert "Drawn: the first 6 of 32 lines" in page
+    assert "Drawn: the first 6 of 16 sweeps" in page
+    assert page.count("<tr>") > 96 * 2
+    figure = Figure()
+    axes = figure.add_subplot()
+    html._bars(axes, report.by_target[0])
+    assert len(axes.patches) == 5
+    assert axes.get_title().endswith("(the fastest 5 of 8)")
 
 
 def test_html_pages_are_byte_identical_for_the_same_report(html_pages: tuple[str, str]) -> None:
