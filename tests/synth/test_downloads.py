@@ -115,6 +115,7 @@ def test_the_fleets_ca_bundle_reaches_the_pod_in_a_configmap_and_config_json_nam
         "size_bytes": 1 << 30,
         "download_budget_s": DEFAULT_DOWNLOAD_BUDGET_S,
         "ca_bundle": key,
+        "ca_bundle_file": BUNDLE,
     }
     assert tmp_size(pod) == "2Gi", "1 GiB for torch's caches and 1 GiB for the download"
 
@@ -128,7 +129,8 @@ def test_a_models_own_bundle_replaces_the_fleets(
     trust_in_fleet(spec_repo)
     found = rendered(spec_repo, write_spec, spec("    ca_bundle: certs/other-ca.pem\n"))
     key = check_ca_bundle("other", other.certificate.read_bytes()).key
-    assert config_of(found)["models"]["encoder"]["ca_bundle"] == key
+    model = config_of(found)["models"]["encoder"]
+    assert (model["ca_bundle"], model["ca_bundle_file"]) == (key, "certs/other-ca.pem")
     assert [list(c["data"]) for c in found["ConfigMap"] if "config.json" not in c["data"]] == [
         [key]
     ]
