@@ -436,7 +436,7 @@ class AxisEntry:
     @property
     def direction(self) -> Direction:
         """What the numbers allow to say, and no more."""
-        if self.doubts:
+        if self.doubts or not self.ratio.bounded:
             return "inconclusive"
         if not self.ratio.excludes_one:
             return "no difference"
@@ -1117,7 +1117,7 @@ def _verdict(ratio: Ratio, doubts: tuple[str, ...], threshold: float) -> Verdict
     # (an equivalence test), never from a point estimate whose interval reaches beyond it.
     if doubts:
         return "inconclusive"
-    if 1 - threshold <= ratio.low and ratio.high <= 1 + threshold:
+    if ratio.bounded and 1 - threshold <= ratio.low and ratio.high <= 1 + threshold:
         return "unchanged"
     if ratio.excludes_one and not 1 - threshold <= ratio.value <= 1 + threshold:
         return "regression" if ratio.value > 1 else "improvement"
