@@ -6,6 +6,10 @@ import csv
 import io
 import json
 
+import pytest
+
+from contract.allocation import Allocation
+from contract.result import OkResult
 from contract.samples import encode
 from report.csv import to_csv
 from report.html import to_html
@@ -13,6 +17,7 @@ from report.json import to_json
 from report.markdown import to_markdown
 from report.model import build_report
 from report.text import to_text
+from report.verdict import run_verdict, verdict_lines
 from store.database import StoredRun
 from tests.report.test_report import MakeRun, make_run  # noqa: F401  (the fixture)
 
@@ -39,3 +44,45 @@ def test_a_one_iteration_ratio_prints_no_interval_in_every_format(
     rows = list(csv.DictReader(io.StringIO(to_csv(report))))
     assert {row["ratio_to_best_low"] for row in rows} == {""}
     assert {row["ratio_to_best_high"] for row in rows} == {""}
+
+
+def _with_cpus(run: StoredRun, requested: float, quota: float | None) -> StoredRun:
+    """`run` on a CPU pod that requested `requested` CPUs under a cgroup quota of `quota`."""
+    result = run.variant.result
+    assert isinstance(result, OkResult) and result.environment is not None
+    environment = result.environment.model_copy(update={"cpu_quota": quota})
+    allocation = Allocation(seconds=60, pod_seconds=60, share=1, devices=requested, unit="cpu")
+    variant = run.variant.model_copy(
+        update={
+            "result": result.model_copy(update={"environment": environment}),
+            "allocation": allocation,
+        }
+    )
+    return StoredRun(job=run.job, variant=variant, collected_at=run.collected_at)
+
+
+@pytest.mark.parametrize("flag", ["contended", "cpu_throttled"])
+def test_runs_that_had_guaranteed_cpus_are_not_advised_to_ask_for_them(
+    make_run: MakeRun,  # noqa: F811
+    flag: str,
+) -> None:
+    runs = [
+        _with_cpus(make_run(target="cpu", precision=p, flags={flag: True}), 2, 2)
+        for p in ("fp32", "bf16")
+    ]
+    advice = run_verdict(build_report(runs)).advice
+    assert advice and not any("`resources: guaranteed` gives it" in line for line in advice)
+    assert not any("or with `resources: guaranteed`" in line for line in advice)
+    assert any("node_labels" in line and "although" in line for line in advice)
+    assert all("although" in line for line in verdict_lines(run_verdict(build_report(runs)))[1:])
+
+
+@pytest.mark.parametrize(("requested", "quota"), [(1, 2), (1.5, 1.5), (2, None)])
+def test_runs_without_guaranteed_cpus_are_still_advised_to_ask_for_them(
+    make_run: MakeRun,  # noqa: F811
+    requested: float,
+    quota: float | None,
+) -> None:
+    runs = [_with_cpus(make_run(target="cpu", flags={"contended": True}), requested, quota)]
+    (advice,) = run_verdict(build_report(runs)).advice
+    assert "`resources: guaranteed`" in advice and "although" not in advice
