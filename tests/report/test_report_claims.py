@@ -7,10 +7,13 @@ import io
 import json
 
 import pytest
+from matplotlib.figure import Figure
 
+from contract.accuracy import Accuracy
 from contract.allocation import Allocation
 from contract.result import OkResult
 from contract.samples import encode
+from report import html
 from report.csv import to_csv
 from report.html import to_html
 from report.json import to_json
@@ -86,3 +89,51 @@ def test_runs_without_guaranteed_cpus_are_still_advised_to_ask_for_them(
     runs = [_with_cpus(make_run(target="cpu", flags={"contended": True}), requested, quota)]
     (advice,) = run_verdict(build_report(runs)).advice
     assert "`resources: guaranteed`" in advice and "although" not in advice
+
+
+def _error(max_rel_error: float) -> Accuracy:
+    return Accuracy(seed=0, cosine=1.0, max_rel_error=max_rel_error, top1_agreement=1.0)
+
+
+def _drawn(runs: list[StoredRun]) -> tuple[dict[str, tuple[float, float]], list[str]]:
+    """The speed-accuracy plot of `runs`' one sweep: each name drawn with its offset in
+    points from its point, and the legend's entries."""
+    (best,) = build_report(runs).best_configurations
+    axes = Figure().subplots()
+    html._tradeoff(axes, best.comparison)
+    names = {text.get_text(): tuple(text.xyann) for text in axes.texts}  # type: ignore[attr-defined]
+    legend = axes.get_legend()
+    assert legend is not None
+    return names, [entry.get_text() for entry in legend.get_texts()]
+
+
+def test_a_best_the_noise_may_have_picked_is_marked_doubtful_on_the_plot(
+    make_run: MakeRun,  # noqa: F811
+) -> None:
+    contended: dict[str, object] = {"contended": True}
+    runs = [
+        make_run(precision="fp32", p50_ms=2.0, accuracy=_error(0.0), index=0),
+        make_run(precision="fp16", p50_ms=1.0, accuracy=_error(0.004), flags=contended, index=1),
+    ]
+    names, legend = _drawn(runs)
+    assert "best?: fp16" in names and html.DOUBTFUL in legend
+    clean = [runs[0], make_run(precision="fp16", p50_ms=1.0, accuracy=_error(0.004), index=1)]
+    names, legend = _drawn(clean)
+    assert "best: fp16" in names and html.DOUBTFUL not in legend
+
+
+def test_names_that_would_overprint_are_set_apart_or_left_out(
+    make_run: MakeRun,  # noqa: F811
+) -> None:
+    runs = [
+        make_run(precision="fp32", p50_ms=2.0, accuracy=_error(0.0), index=0),
+        make_run(precision="fp16", p50_ms=1.0, accuracy=_error(0.004), index=1),
+        # On the front beside fp16: named a line lower.
+        make_run(precision="bf16", p50_ms=0.99, accuracy=_error(0.0041), index=2),
+        # Off the front beside fp16: not named.
+        make_run(quantization="int8-dynamic", p50_ms=1.01, accuracy=_error(0.0042), index=3),
+    ]
+    names, _ = _drawn(runs)
+    assert not any("int8" in name for name in names)
+    offsets = {offset for name, offset in names.items() if "fp16" in name or "bf16" in name}
+    assert len(offsets) == 2
