@@ -74,6 +74,9 @@ _NUMERIC: Final = frozenset(
         "file",
         "peak RSS median",
         "peak RSS max",
+        "after others",
+        "added median",
+        "added max",
         "max / file",
     }
 )

@@ -23,6 +23,8 @@ from report.text import to_text
 from report.verdict import run_verdict, verdict_lines
 from store.database import StoredRun
 from tests.report.test_report import MakeRun, make_run  # noqa: F401  (the fixture)
+from tests.report.test_report_startup import MIB
+from tests.report.test_report_startup import _run as sized_run
 
 
 def _once(make_run: MakeRun, precision: str, ms: float) -> StoredRun:  # noqa: F811
@@ -137,3 +139,23 @@ def test_names_that_would_overprint_are_set_apart_or_left_out(
     assert not any("int8" in name for name in names)
     offsets = {offset for name, offset in names.items() if "fp16" in name or "bf16" in name}
     assert len(offsets) == 2
+
+
+def test_the_memory_table_says_what_each_variant_added_to_its_pods_high_water_mark() -> None:
+    """Issue 32's BERT: one pod's peaks grew 1.1 to 2.2 GiB variant by variant."""
+    gib = 1024 * MIB
+    runs = [
+        sized_run(0, "pod-a", model="bert", peak_rss=round(1.1 * gib)),
+        sized_run(1, "pod-a", model="bert", peak_rss=round(1.6 * gib)),
+        sized_run(2, "pod-a", model="bert", peak_rss=round(2.2 * gib)),
+        sized_run(3, "pod-b", model="bert", peak_rss=round(1.0 * gib)),
+    ]
+    report = build_report(runs)
+    (startup,) = report.startup
+    (bert,) = startup.memory
+    assert bert.after_others == 2
+    assert bert.max_added_bytes == round(1.1 * gib)
+    # Added: 1.1, 0.5 and 0.6 GiB in pod a, 1.0 in pod b.
+    assert bert.median_added_bytes == pytest.approx(0.8 * gib, rel=1e-3)
+    text = to_text(report)
+    assert "high-water mark" in text and "added max" in text
