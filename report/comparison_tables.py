@@ -41,6 +41,8 @@ def _direction(ratio: Ratio, doubts: Sequence[str], than: str) -> str:
     """The ratio in words, claiming no more than the interval and the flags allow."""
     if doubts:
         return "inconclusive: " + "; ".join(doubts)
+    if not ratio.bounded:
+        return "inconclusive: too few iterations for an interval"
     if not ratio.excludes_one:
         return f"no difference from {than} beyond noise"
     if ratio.value < 1:

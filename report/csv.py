@@ -132,8 +132,8 @@ def _csv_best(
             columns[entry.row.key] = {
                 "best": has_best and entry is first,
                 "ratio_to_best": entry.ratio.value,
-                "ratio_to_best_low": entry.ratio.low,
-                "ratio_to_best_high": entry.ratio.high,
+                "ratio_to_best_low": entry.ratio.low if entry.ratio.bounded else None,
+                "ratio_to_best_high": entry.ratio.high if entry.ratio.bounded else None,
             }
     return columns
 

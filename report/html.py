@@ -280,6 +280,10 @@ class TradeoffPoint:
     on_front: bool
     """Within its gate, and no other configuration within its gate is both as fast and as
     accurate: a choice worth making."""
+    doubtful: bool = False
+    """Its run is flagged (contended, noisy...), its comparison with the fastest is in doubt,
+    or, for the best, it is not told apart from the runner-up beyond noise: a pick the noise
+    may have made."""
 
 
 def tradeoff_points(comparison: Comparison) -> tuple[tuple[TradeoffPoint, ...], int]:
@@ -287,16 +291,20 @@ def tradeoff_points(comparison: Comparison) -> tuple[tuple[TradeoffPoint, ...], 
     fastest first, the Pareto front of those within their gate marked; and how many have
     none (accuracy not measured). Front only among those within the gate: one outside it
     is no choice, however it trades."""
-    drawn: list[tuple[VariantRow, float]] = []
-    for entry in comparison.entries:
+    drawn: list[tuple[VariantRow, float, bool]] = []
+    entries = comparison.entries
+    for entry in entries:
         accuracy = entry.row.accuracy.accuracy
         error = accuracy.max_rel_error if accuracy is not None and accuracy.measured else None
+        doubtful = bool(entry.row.doubts or entry.doubts) or (
+            entry is entries[0] and len(entries) > 1 and not entries[1].is_significant
+        )
         if error is not None:
-            drawn.append((entry.row, error))
-    drawn.sort(key=lambda pair: (pair[0].p50_per_sample_ms, pair[1], pair[0].key))
+            drawn.append((entry.row, error, doubtful))
+    drawn.sort(key=lambda drawn: (drawn[0].p50_per_sample_ms, drawn[1], drawn[0].key))
     points = []
     lowest = math.inf
-    for row, error in drawn:
+    for row, error, doubtful in drawn:
         on_front = row.accuracy.state == "passed" and error < lowest
         lowest = min(lowest, error) if on_front else lowest
         points.append(
@@ -308,6 +316,7 @@ def tradeoff_points(comparison: Comparison) -> tuple[tuple[TradeoffPoint, ...], 
                 error=error,
                 state=row.accuracy.state,
                 on_front=on_front,
+                doubtful=doubtful,
             )
         )
     return tuple(points), len(comparison.entries) - len(points)
@@ -315,6 +324,43 @@ def tradeoff_points(comparison: Comparison) -> tuple[tuple[TradeoffPoint, ...], 
 
 LABELLED_POINTS: Final = 12
 """With more configurations than this in a plot, only the front's are named."""
+_NEAR: Final = (0.2, 0.06)
+"""Labels closer than this, as fractions of the plot's log span in x and y, would overprint:
+a label is about a fifth of a plot wide and a sixteenth high."""
+_LINE: Final = 9
+"""Points a label set below another moves down: one line of x-small text."""
+DOUBTFUL: Final = "?: flagged, or not told apart beyond noise"
+"""The legend's entry for a doubtful pick, marked with a ? after its name."""
+
+
+def _labels(points: Sequence[TradeoffPoint], floor: float) -> list[tuple[TradeoffPoint, int]]:
+    """The points to name, front first (its first is the best), each with how many lines
+    below its point the name goes: a front point near one named before it moves down a line
+    for each; any other point near one is not named (the table names it)."""
+    chosen = [point for point in points if point.on_front] + [
+        point for point in points if not point.on_front and len(points) <= LABELLED_POINTS
+    ]
+    where = {
+        id(point): (math.log10(point.latency_ms), math.log10(max(point.error, floor)))
+        for point in points
+    }
+    spans = (
+        [(max(axis) - min(axis)) or 1.0 for axis in zip(*where.values(), strict=True)]
+        if where
+        else [1.0, 1.0]
+    )
+    placed: list[tuple[TradeoffPoint, int]] = []
+    for point in chosen:
+        x, y = where[id(point)]
+        near = sum(
+            abs(x - where[id(other)][0]) < _NEAR[0] * spans[0]
+            and abs(y - where[id(other)][1]) < _NEAR[1] * spans[1]
+            for other, _ in placed
+        )
+        if near and not point.on_front:
+            continue
+        placed.append((point, near))
+    return placed
 
 
 def _front(axes: Axes, xs: Sequence[float], ys: Sequence[float], label: str) -> None:
@@ -367,18 +413,31 @@ def _tradeoff(axes: Axes, comparison: Comparison) -> None:
             [max(point.error, floor) for point in front],
             "Pareto front (within the gate)",
         )
-    for point in points:
-        if point.on_front or len(points) <= LABELLED_POINTS:
-            # The front's first point is the fastest within its gate: the best configuration.
-            best = "best: " if front and point is front[0] else ""
-            exact = " (error 0)" if point.error == 0 else ""
-            axes.annotate(
-                plot_text(f"{best}{point.label}{exact}"),
-                (point.latency_ms, max(point.error, floor)),
-                xytext=(4, 4),
-                textcoords="offset points",
-                fontsize="x-small",
-            )
+    doubtful = [point for point in points if point.doubtful]
+    if doubtful:
+        axes.plot(
+            [point.latency_ms for point in doubtful],
+            [max(point.error, floor) for point in doubtful],
+            linestyle="none",
+            marker="s",
+            markersize=10,
+            markerfacecolor="none",
+            color="#dd8452",
+            label=DOUBTFUL,
+        )
+    for point, lines in _labels(points, floor):
+        # The front's first point is the fastest within its gate: the best configuration.
+        best = "best" if front and point is front[0] else ""
+        doubt = "?" if point.doubtful else ""
+        named = f"{best}{doubt}: {point.label}" if best else f"{point.label}{doubt and ' ?'}"
+        exact = " (error 0)" if point.error == 0 else ""
+        axes.annotate(
+            plot_text(f"{named}{exact}"),
+            (point.latency_ms, max(point.error, floor)),
+            xytext=(4, 4 - _LINE * lines),
+            textcoords="offset points",
+            fontsize="x-small",
+        )
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.xaxis.set_major_formatter(_PlainLogFormatter())
@@ -401,8 +460,11 @@ def _tradeoff_plots(best_configurations: Sequence[BestConfiguration]) -> list[Pl
         "per sample (95% CI) against its outputs' largest relative error from the "
         "untouched program's fp32 outputs; dots within their accuracy gate, crosses "
         "outside it (accuracy_failed). The Pareto front of those within it (none other is "
-        "both faster and more accurate) is ringed and joined by a line. An error of 0 is "
-        "drawn a decade below the smallest."
+        "both faster and more accurate) is ringed and joined by a line. A pick the noise "
+        "may have made (its run flagged, or not told apart from the runner-up beyond noise) "
+        "is boxed and its name marked ?. Names that would overprint are set a line lower "
+        "(the front's) or left out (the table names them). An error of 0 is drawn a decade "
+        "below the smallest."
     )
     return [
         Plot(_grid(chunk, _tradeoff, (5, 4.4)), words)

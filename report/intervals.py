@@ -53,9 +53,16 @@ class Ratio:
     compared within itself; otherwise from both sides' own intervals."""
 
     @property
+    def bounded(self) -> bool:
+        """The interval says something: both ends finite, above 0 and apart. A side measured
+        once has no interval (0 to infinity), and one round pairs into a single point; either
+        printed as "0.00x-infx" or "1.10x-1.10x" would claim what was never measured."""
+        return 0 < self.low < self.high < math.inf
+
+    @property
     def excludes_one(self) -> bool:
         """The interval says the two medians differ."""
-        return self.low > 1 or self.high < 1
+        return self.bounded and (self.low > 1 or self.high < 1)
 
 
 def from_samples(values: Sequence[float]) -> MedianEstimate:

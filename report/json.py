@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from contract.instant import instant_text
 from report.analysis import analyse
+from report.intervals import Ratio
 from report.model import REPORT_SCHEMA_VERSION, Report, VariantRow
 from report.summary import answer_line
 
@@ -39,6 +40,9 @@ def _plain(value: object, rows: Indexes) -> object:
         return [_plain(item, rows) for item in value]
     if isinstance(value, VariantRow) and id(value) in rows:
         return rows[id(value)]
+    if isinstance(value, Ratio) and not value.bounded:
+        # 0 to infinity, or one round's point, is no interval: both ends null, not 0.
+        return _fields(value, rows) | {"low": None, "high": None}
     if isinstance(value, BaseModel | datetime | Mapping):
         return _converted(value, rows)
     return _fields(cast("DataclassInstance", value), rows)

@@ -231,6 +231,24 @@ class VariantRow:
     results of runners before it."""
     throttle_reasons: tuple[str, ...] = ()
     """The clock-event reasons NVML saw during that loop: shown beside its energy."""
+    cpu_quota: float | None = None
+    """The CPUs its runner's cgroup allowed (its CPU limit; None: unlimited or not said)."""
+
+    @property
+    def guaranteed_cpus(self) -> bool:
+        """Whether every run had what `resources: guaranteed` gives: whole CPUs, requested
+        as many as the limit allowed (the request from its allocation, the limit from the
+        cgroup). Not known for local runs, runs stored before allocations, or GPU pods."""
+        quota = self.cpu_quota
+        return (
+            quota is not None
+            and float(quota).is_integer()
+            and bool(self.allocations)
+            and all(
+                allocation is not None and allocation.unit == "cpu" and allocation.devices == quota
+                for allocation in self.allocations
+            )
+        )
 
     @property
     def run_jobs(self) -> tuple[str, ...]:
@@ -436,7 +454,7 @@ class AxisEntry:
     @property
     def direction(self) -> Direction:
         """What the numbers allow to say, and no more."""
-        if self.doubts:
+        if self.doubts or not self.ratio.bounded:
             return "inconclusive"
         if not self.ratio.excludes_one:
             return "no difference"
@@ -810,6 +828,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         allocations=(run.variant.allocation,),
         energy=result.energy,
         throttle_reasons=tuple(result.gpu.throttle_reasons) if result.gpu else (),
+        cpu_quota=result.environment.cpu_quota if result.environment else None,
     )
 
 
@@ -1117,7 +1136,7 @@ def _verdict(ratio: Ratio, doubts: tuple[str, ...], threshold: float) -> Verdict
     # (an equivalence test), never from a point estimate whose interval reaches beyond it.
     if doubts:
         return "inconclusive"
-    if 1 - threshold <= ratio.low and ratio.high <= 1 + threshold:
+    if ratio.bounded and 1 - threshold <= ratio.low and ratio.high <= 1 + threshold:
         return "unchanged"
     if ratio.excludes_one and not 1 - threshold <= ratio.value <= 1 + threshold:
         return "regression" if ratio.value > 1 else "improvement"

@@ -245,14 +245,27 @@ def memory_table(startup: Startup) -> Table | None:
         return None
     return Table(
         title=f"Memory on {startup.target} ({startup.cluster}): the runner's peak RSS per model",
-        columns=columns("model", "file", "n", "peak RSS median", "peak RSS max", "max / file"),
+        columns=columns(
+            "model",
+            "file",
+            "n",
+            "after others",
+            "peak RSS median",
+            "peak RSS max",
+            "added median",
+            "added max",
+            "max / file",
+        ),
         rows=tuple(
             (
                 memory.model,
                 format_bytes(memory.file_bytes) if memory.file_bytes is not None else "-",
                 str(memory.variants),
+                str(memory.after_others),
                 format_bytes(memory.median_peak_rss_bytes),
                 format_bytes(memory.max_peak_rss_bytes),
+                format_bytes(memory.median_added_bytes),
+                format_bytes(memory.max_added_bytes),
                 format_ratio(ratio) if (ratio := memory.max_over_file) is not None else "-",
             )
             for memory in startup.memory
@@ -261,6 +274,11 @@ def memory_table(startup: Startup) -> Table | None:
             "The runner process's peak resident memory (the kernel's VmHWM) in the variants of "
             "each model, against the size of the model's .pt2: torch itself takes a few "
             "hundred MiB, and a pod running several models holds each it loaded.",
+            "A peak is the pod's high-water mark so far, not the variant's own: in a pod of "
+            "several variants it holds what those before it held ('after others' counts the "
+            "variants that ran after another in their pod). 'added' is how much each variant "
+            "raised that mark (the first in its pod: its whole peak), 0 where it fitted in "
+            "what was already held.",
         ),
         kind="detail",
     )

@@ -45,6 +45,14 @@ class ModelMemory:
     variants: int
     median_peak_rss_bytes: int
     max_peak_rss_bytes: int
+    """Each is the pod's high-water mark when the variant ended: in a pod of several
+    variants, it holds what those before it held."""
+    median_added_bytes: int = 0
+    max_added_bytes: int = 0
+    """How much each variant raised its pod's high-water mark: its peak over the highest
+    before it in its pod (the first in its pod: its whole peak)."""
+    after_others: int = 0
+    """Of `variants`, those whose pod ran another variant before them."""
 
     @property
     def max_over_file(self) -> float | None:
@@ -149,9 +157,33 @@ def _variant(timings: Timings, values: _Values) -> None:
     values.add("measurement", PER_VARIANT, timings.measure.seconds)
 
 
-def _memory(timed: Sequence[tuple[OkResult, Timings]]) -> tuple[ModelMemory, ...]:
+def _raised(runs: Iterable[StoredRun]) -> dict[int, tuple[int, bool]]:
+    """By the id of each result with a peak: how much it raised its pod's high-water mark,
+    and whether another variant ran before it in the pod. A mark only grows, so a pod's
+    peaks in ascending order are in the order they were read, whatever order its variants
+    ran in (rounds interleave them)."""
+    pods: dict[tuple[str, str] | int, list[tuple[int, OkResult]]] = defaultdict(list)
+    for run in runs:
+        result = run.variant.result
+        if isinstance(result, OkResult) and result.memory is not None:
+            pod = run.variant.pod
+            key = (run.job.job, pod) if pod is not None else id(result)
+            pods[key].append((result.memory.peak_rss_bytes, result))
+    raised = {}
+    for peaks in pods.values():
+        peaks.sort(key=lambda peak: peak[0])
+        before = 0
+        for order, (peak, result) in enumerate(peaks):
+            raised[id(result)] = (peak - before, order > 0)
+            before = peak
+    return raised
+
+
+def _memory(
+    timed: Sequence[tuple[OkResult, Timings]], raised: dict[int, tuple[int, bool]]
+) -> tuple[ModelMemory, ...]:
     files: dict[str, int] = {}
-    peaks: dict[str, list[int]] = defaultdict(list)
+    peaks: dict[str, list[tuple[int, int, bool]]] = defaultdict(list)
     sizes: dict[str, int] = {}
     for result, timings in timed:
         if result.model_sha256 and timings.model is not None:
@@ -159,7 +191,8 @@ def _memory(timed: Sequence[tuple[OkResult, Timings]]) -> tuple[ModelMemory, ...
     for result, _ in timed:
         if result.variant is None or result.memory is None:
             continue
-        peaks[result.variant.model].append(result.memory.peak_rss_bytes)
+        added, after = raised[id(result)]
+        peaks[result.variant.model].append((result.memory.peak_rss_bytes, added, after))
         if result.model_sha256 in files:
             sizes[result.variant.model] = files[result.model_sha256]
     return tuple(
@@ -167,8 +200,11 @@ def _memory(timed: Sequence[tuple[OkResult, Timings]]) -> tuple[ModelMemory, ...
             model=model,
             file_bytes=sizes.get(model),
             variants=len(values),
-            median_peak_rss_bytes=round(statistics.median(values)),
-            max_peak_rss_bytes=max(values),
+            median_peak_rss_bytes=round(statistics.median(peak for peak, _, _ in values)),
+            max_peak_rss_bytes=max(peak for peak, _, _ in values),
+            median_added_bytes=round(statistics.median(added for _, added, _ in values)),
+            max_added_bytes=max(added for _, added, _ in values),
+            after_others=sum(after for _, _, after in values),
         )
         for model, values in sorted(peaks.items())
     )
@@ -211,5 +247,5 @@ def _target(cluster: str, target: str, runs: Sequence[StoredRun]) -> Startup:
         ),
         measured_share=sum(measured for measured, _, _ in shares) / wall if wall else None,
         compiled_share=compiled / wall if wall and compiled else None,
-        memory=_memory(timed),
+        memory=_memory(timed, _raised(runs)),
     )

@@ -108,11 +108,13 @@ def _speedup(against: Against, role: str) -> str:
     interval and the flags allow."""
     other = f"{role} {against.configuration}"
     ratio = against.ratio
-    measured = f"{format_ratio(ratio.value)}, 95% CI {ratio_interval(ratio)}"
+    measured = f"{format_ratio(ratio.value)}, {_ci(ratio)}"
     # A flagged pair still says what it measured: on a shared node every run is flagged,
     # and "by how much" is asked there too.
     if against.doubts:
         return f"not told apart from {other} ({measured}): {'; '.join(against.doubts)}"
+    if not ratio.bounded:
+        return f"not told apart from {other} ({measured}: too few iterations to say)"
     if not ratio.excludes_one:
         return f"not told apart from {other} beyond noise ({measured} includes 1)"
     if ratio.value < 1:
@@ -125,6 +127,10 @@ def _speedup(against: Against, role: str) -> str:
         f"{format_ratio(ratio.value)} faster than {other} (95% CI {ratio_interval(ratio)}), "
         "beyond noise"
     )
+
+
+def _ci(ratio: Ratio) -> str:
+    return f"95% CI {ratio_interval(ratio)}" if ratio.bounded else ratio_interval(ratio)
 
 
 def answer_line(answer: Answer) -> str:

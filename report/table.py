@@ -74,6 +74,9 @@ _NUMERIC: Final = frozenset(
         "file",
         "peak RSS median",
         "peak RSS max",
+        "after others",
+        "added median",
+        "added max",
         "max / file",
     }
 )
@@ -136,7 +139,13 @@ def row_interval(row: VariantRow, low: float, high: float) -> str:
     return approximate + interval(low, high)
 
 
+NO_INTERVAL: Final = "no interval"
+"""What a ratio's interval cell says where there is none (`Ratio.bounded`)."""
+
+
 def ratio_interval(ratio: Ratio) -> str:
+    if not ratio.bounded:
+        return NO_INTERVAL
     paired = " paired" if ratio.paired else ""
     return f"{format_ratio(ratio.low)}-{format_ratio(ratio.high)}{paired}"
 

@@ -28,6 +28,18 @@ ADVICE: Final = {
 }
 """What to change in the specs for each validity flag, in the order the advice is given."""
 
+ADVICE_GUARANTEED: Final = {
+    "contended": "other work shared the node although the runs had whole CPUs, requests "
+    "equal to limits (what `resources: guaranteed` gives): run on a dedicated node pool "
+    "(select it with the device type's `node_labels` in specs/clusters.yaml)",
+    "cpu_throttled": "the CPU quota throttled the runner although it had whole CPUs, requests "
+    "equal to limits (what `resources: guaranteed` gives): the node's kubelet does not pin "
+    "cores (CPU manager policy not static); run on a dedicated node pool that does (select "
+    "it with the device type's `node_labels` in specs/clusters.yaml)",
+}
+"""The advice for a flag where every run it flags already had guaranteed CPUs: never the
+setting the spec has, but what is left."""
+
 
 @dataclass(frozen=True)
 class RunVerdict:
@@ -70,7 +82,7 @@ def run_verdict(report: Report) -> RunVerdict:
     decided = sum(entry.direction != "inconclusive" for entry in axis_entries) + sum(
         change.verdict != "inconclusive" for change in changes
     )
-    advice = [ADVICE[flag] for flag in ADVICE if flagged[flag]]
+    advice = [_advice(flag, report) for flag in ADVICE if flagged[flag]]
     if report.failures:
         advice.append(
             f"{plural(len(report.failures), 'variant')} failed: the Failed table says why"
@@ -89,6 +101,13 @@ def run_verdict(report: Report) -> RunVerdict:
         accuracy_before=sum(row.accuracy.accuracy is None for row in report.variants),
         accuracy_not_meaningful=sum(row.accuracy.not_meaningful for row in report.variants),
     )
+
+
+def _advice(flag: str, report: Report) -> str:
+    rows = [row for row in report.variants if flag in row.flags]
+    if flag in ADVICE_GUARANTEED and all(row.guaranteed_cpus for row in rows):
+        return ADVICE_GUARANTEED[flag]
+    return ADVICE[flag]
 
 
 def verdict_lines(verdict: RunVerdict) -> tuple[str, ...]:
