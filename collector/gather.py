@@ -21,11 +21,13 @@ from collector.harvest import (
     Harvest,
     earlier_needs_log,
     ended_attempts,
+    gone,
     harvest,
     harvest_earlier,
     needs_log,
     read_kept,
     settled,
+    unseen,
 )
 from collector.indexes import (
     IndexState,
@@ -40,14 +42,14 @@ from collector.kube import KubeClient, KubeError, Object
 from collector.logreads import LogReads
 from collector.logs import job_context
 from collector.metrics import ObservedJob
-from collector.pods import completion_index, is_stuck
+from collector.pods import completion_index, held_pod, is_stuck
 from collector.running import RunningProgress, RunningView
 from collector.status import explain_waiting, pods_by_job
 from collector.workload import ExpectedJob, expected_from, label_selector
 from contract.allocation import Allocation
 from contract.clocks import ahead_by, skew_text, stamp
 from contract.instant import instant
-from contract.layout import GROUPS_ANNOTATION, recorded_jobs
+from contract.layout import GROUPS_ANNOTATION, JOB_NAME_LABEL, recorded_jobs
 from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
 from contract.text import plural
 from store.database import Store, Unread
@@ -136,6 +138,7 @@ class Gatherer:
         selector = label_selector(workflow)
         deadline = clock() + self._options.timeout_s
         self._logs = LogReads(self._client, namespace, deadline)
+        self._selector = selector
         if self._options.wait and self._options.progress:
             self._running = RunningProgress(self._client, namespace, clock)
         for progress in self._jobs:
@@ -157,9 +160,9 @@ class Gatherer:
         self, namespace: str, selector: str, deadline: float, clock: Callable[[], float]
     ) -> None:
         snapshot = listed_once(self._client, namespace, selector)
-        self._step(snapshot)
+        self._step(snapshot, listed=True)
         self._logs.wait(deadline - clock())
-        self._step(snapshot)
+        self._step(snapshot, listed=True)
 
     def _follow(
         self, namespace: str, selector: str, deadline: float, clock: Callable[[], float]
@@ -235,7 +238,10 @@ class Gatherer:
             self._jobs.append(self._progress(expected))
             self._read_kept(self._jobs[-1])
 
-    def _step(self, snapshot: Snapshot) -> None:
+    def _step(self, snapshot: Snapshot, *, listed: bool = False) -> None:
+        """Store what has ended in `snapshot`; `listed`: it is one list of each kind, the pods
+        listed after the Jobs, so no completed index's pod can be missing from it but a gone
+        one."""
         self._adopt_leftovers(snapshot)
         counts: Counts = {}
         running: list[str] = []
@@ -255,6 +261,8 @@ class Gatherer:
             ]
             progress.attempts.note(pods)
             states = index_states(progress.job, pods)
+            if not listed and any(unseen(s) and progress.awaited(s) for s in states):
+                pods, states = self._confirmed(progress)
             progress.keep_unstored(pods, states)
             self._remember_causes(progress, progress.states)
             self._store_earlier(progress)
@@ -267,6 +275,21 @@ class Gatherer:
             running += [s.pod.name for s in progress.states if s.pod and s.pod.phase == "running"]
         view = self._running.follow(running) if self._running is not None else None
         self._on_progress(counts, view)
+
+    def _confirmed(self, progress: JobProgress) -> tuple[list[Object], list[IndexState]]:
+        """The Job's unstored pods and states from one fresh list of its pods: the Job watch
+        showed an index completed whose succeeded pod the pod watch has not shown (the two are
+        not ordered), and deciding from the watch alone would store a success as failed for
+        want of its pod. The list is newer than the Job's status, so a completed index's pod
+        it lacks is gone."""
+        assert progress.job is not None
+        identity = progress.expected.identity
+        selector = f"{self._selector},{JOB_NAME_LABEL}={identity.job}"
+        listed = self._client.list_pods(identity.namespace, selector, keep=held_pod).items
+        pods = [pod for pod in listed if progress.index_unstored(completion_index(pod))]
+        progress.attempts.note(pods)
+        states = index_states(progress.job, pods)
+        return pods, [gone(state) if unseen(state) else state for state in states]
 
     def _remember_causes(self, progress: JobProgress, states: Iterable[IndexState]) -> None:
         """Keep why each of `states` waits, in the store too, where it says something new."""

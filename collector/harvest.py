@@ -15,6 +15,7 @@ succeeded but whose result cannot be used is failed everywhere, not only in the 
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 from pydantic import ValidationError
@@ -67,6 +68,25 @@ def settled(state: IndexState) -> bool:
     if state.phase == "succeeded":
         return state.pod is None or state.pod.phase == "succeeded"
     return state.phase == "failed"
+
+
+def unseen(state: IndexState) -> bool:
+    """The Job lists the index as completed, but no pod of it is seen to have succeeded: the
+    pod watch may not have caught up with the Job watch, or the pod is gone. Only a fresh
+    list of the Job's pods tells which (gather's `_confirmed`)."""
+    return state.phase == "succeeded" and (state.pod is None or state.pod.phase != "succeeded")
+
+
+def gone(state: IndexState) -> IndexState:
+    """`state` of an unseen index that a fresh list showed no succeeded pod of either: its pod
+    is gone, and the attempt shown, once ended, is one of the earlier ones. One still
+    running is left as it is, to wait."""
+    if state.pod is None:
+        return state
+    earlier = ended_attempts(state)
+    if not earlier or earlier[-1] is not state.pod:
+        return state
+    return replace(state, pod=None, manifest=None, earlier=earlier)
 
 
 def needs_log(state: IndexState) -> bool:

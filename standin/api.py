@@ -41,7 +41,9 @@ does not know are ignored, as a real server ignores those it does not use.
 Test controls are Python methods, not HTTP: `add`, `update`, `delete` (each bumps the
 resourceVersion and wakes open watches), `set_log`, `fail_next` (answer the next requests
 with an error Status), `drop_watches` (cut open watch connections mid-stream), `bookmark`,
-`expire_history` (make every resourceVersion so far too old), and `requests`, a log of what
+`expire_history` (make every resourceVersion so far too old), `hold` and `release` (keep a
+collection's later changes from its watches, not from lists: one watch lags behind another, as
+the two watches of a real server may), and `requests`, a log of what
 was asked (with the Authorization header, so a test can tell a token was sent), so tests
 can count API calls. Use it as a context manager; `client()` returns a
 `kubernetes.client.ApiClient` for it.
@@ -163,6 +165,8 @@ class _State:
     failures: list[_Failure] = field(default_factory=list)
     # Test controls that open watches act on, in order: (resourceVersion when given, which).
     signals: list[tuple[int, Literal["drop", "bookmark", "expire"]]] = field(default_factory=list)
+    # Per collection, the last resourceVersion its watches may send while `hold` is on.
+    held: dict[str, int] = field(default_factory=dict)
     closing: bool = False
 
 
@@ -424,6 +428,18 @@ class FakeApiServer:
             self._state.signals.append((self._state.resource_version, "expire"))
             self._state.changed.notify_all()
 
+    def hold(self, collection: Collection) -> None:
+        """Keep the changes to `collection` made from now on from every watch (open or
+        opened later; lists still show them) until `release`."""
+        with self._state.changed:
+            self._state.held.setdefault(collection, self._state.resource_version)
+
+    def release(self, collection: Collection) -> None:
+        """Let the watches of `collection` send what `hold` kept from them."""
+        with self._state.changed:
+            self._state.held.pop(collection, None)
+            self._state.changed.notify_all()
+
     def _change(self, collection: str, type_: str, obj: Object) -> Object:
         state = self._state
         with state.changed:
@@ -619,16 +635,18 @@ class FakeApiServer:
         state = self._state
         signals = state.signals[watch.signals_seen :]
         watch.signals_seen = len(state.signals)
+        held = state.held.get(watch.collection, state.resource_version)
         for resource_version, signal in signals:
-            self._queue_changes(watch, resource_version)
+            self._queue_changes(watch, min(resource_version, held))
             if signal == "drop":
                 return "cut"
             if signal == "expire":
                 watch.pending.append(("ERROR", _status(410, "too old resource version")))
                 return "end"
             if watch.bookmarks:
-                watch.pending.append(("BOOKMARK", _bookmark(resource_version)))
-        self._queue_changes(watch, state.resource_version)
+                # A bookmark never claims changes the watch was kept from.
+                watch.pending.append(("BOOKMARK", _bookmark(min(resource_version, held))))
+        self._queue_changes(watch, min(state.resource_version, held))
         remaining = watch.deadline - time.monotonic()
         if state.closing or remaining <= 0:
             if watch.bookmarks:

@@ -35,6 +35,7 @@ from tests.collector.gathering import (
     gather_once,
     grouped_job,
     record_of,
+    requests,
     stopped_mid_group,
 )
 
@@ -216,6 +217,9 @@ def test_gather_counts_a_preempted_pod_it_saw_before_it_was_deleted(
     retry = objects.succeeded_pod(job, 2, ignored=1)
 
     def preempted_then_retried() -> None:
+        # Released, the deletion could reach gather with the first list, before it saw the
+        # pod: held, gather sees the pod, then the Job's end, then a fresh list without it.
+        api.hold("pods")
         api.delete("pods", NAMESPACE, preempted["metadata"]["name"])
         api.add("pods", retry)
         api.update("jobs", objects.complete(job))
@@ -232,6 +236,59 @@ def test_gather_counts_a_preempted_pod_it_saw_before_it_was_deleted(
     with open_store(repo / ".benchfleet" / "results.sqlite") as store:
         stored = store.variants("us-east", NAMESPACE, job["metadata"]["name"])
     assert [variant.allocation for variant in stored] == list(allocated.values())
+
+
+def test_a_completed_index_whose_retry_the_pod_watch_has_not_shown_is_read_from_a_fresh_list(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """The Job's completion reaches gather before its retry pod does (two watches, unordered):
+    the pod watch shows the preempted pod deleted and holds the retry back. Index 2 is read
+    from one fresh list of the Job's pods, never stored as a success without its pod."""
+    for index in (0, 1, 3, 4, 5):
+        api.add("pods", objects.succeeded_pod(job, index))
+    preempted = objects.preempted_pod(job, 2)
+    api.add("pods", preempted)
+    api.add("jobs", objects.job_status(job, active=1, completed=[0, 1, 3, 4, 5]))
+    retry = objects.succeeded_pod(job, 2, ignored=1)
+
+    def retried_behind_the_pod_watch() -> None:
+        api.delete("pods", NAMESPACE, preempted["metadata"]["name"])
+        api.hold("pods")
+        api.add("pods", retry)
+        api.update("jobs", objects.complete(job))
+
+    _when_listed(api, retried_behind_the_pod_watch)
+    run = collector("gather", "--timeout", "30s")
+    assert run.exit_code == 0, run.output
+    (variant,) = [v for v in read_record(record_of(repo, job)).variants if v.index == 2]
+    assert (variant.state, variant.explanation) == ("succeeded", "succeeded")
+    assert variant.pod == retry["metadata"]["name"]
+    assert requests(api)["GET pods"] == 2, "the first list, and one to confirm index 2"
+
+
+def test_a_completed_index_whose_pod_a_fresh_list_lacks_too_is_stored_without_it(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """The pod watch never shows index 2's pod: only when the fresh list lacks it too is it
+    gone, said so, and not asked for again."""
+    for index in (0, 1, 3, 4, 5):
+        api.add("pods", objects.succeeded_pod(job, index))
+    api.add("jobs", objects.job_status(job, active=1, completed=[0, 1, 3, 4, 5]))
+    retry = objects.succeeded_pod(job, 2)
+
+    def succeeded_and_deleted() -> None:
+        api.hold("pods")
+        api.add("pods", retry)
+        api.update("jobs", objects.complete(job))
+        api.delete("pods", NAMESPACE, retry["metadata"]["name"])
+
+    _when_listed(api, succeeded_and_deleted)
+    run = collector("gather", "--timeout", "30s")
+    assert run.exit_code == 1 and "1 variant failed" in run.output, run.output
+    (variant,) = [v for v in read_record(record_of(repo, job)).variants if v.index == 2]
+    assert variant.state == "failed"
+    assert variant.explanation.endswith("no pod is left to read it from")
+    assert requests(api)["GET pods"] == 2, "the first list, and one to confirm index 2"
 
 
 def test_a_gather_after_the_preemption_says_its_number_is_a_lower_bound(

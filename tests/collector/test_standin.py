@@ -1,7 +1,10 @@
 """The stand-in API server's lists: a page costs what it holds (the gather bench measures the
-collector, not the stand-in), and paging stays right as objects come and go between pages."""
+collector, not the stand-in), and paging stays right as objects come and go between pages;
+its hold keeps changes from watches only."""
 
 import copy
+import json
+import urllib.request
 from types import SimpleNamespace
 from typing import Any
 
@@ -82,3 +85,38 @@ def test_a_log_read_cuts_its_tail_to_limit_bytes_from_the_tails_start() -> None:
         tail = client.log_tail(NAMESPACE, "bench-0", "runner", lines=2, limit_bytes=8, timeout_s=5)
         assert tail == "three\nfo"
         assert client.requests["log tail"] == 1
+
+
+def _watched(server: FakeApiServer, since: str) -> list[tuple[str, str]]:
+    """What one watch window of a second from `since` sends: (type, name or bookmark's rv)."""
+    query = f"watch=true&resourceVersion={since}&timeoutSeconds=1&allowWatchBookmarks=true"
+    url = f"{server.url}/api/v1/namespaces/{NAMESPACE}/pods?{query}"
+    with urllib.request.urlopen(url, timeout=30) as stream:
+        events = [json.loads(line) for line in stream.read().splitlines() if line.strip()]
+    return [
+        (
+            event["type"],
+            event["object"]["metadata"]["resourceVersion"]
+            if event["type"] == "BOOKMARK"
+            else event["object"]["metadata"]["name"],
+        )
+        for event in events
+    ]
+
+
+def test_hold_keeps_later_changes_from_watches_but_not_from_lists() -> None:
+    with FakeApiServer() as server:
+        server.add("pods", pod("bench-0"))
+        since = server.resource_version
+        server.add("pods", pod("bench-1"))
+        server.hold("pods")
+        held_from = server.resource_version
+        server.add("pods", pod("bench-2"))
+        listed = KubeClient(server.client()).list_pods(NAMESPACE, SELECTOR)
+        assert names(listed.items) == ["bench-0", "bench-1", "bench-2"]
+        assert _watched(server, since) == [("ADDED", "bench-1"), ("BOOKMARK", held_from)]
+        server.release("pods")
+        assert _watched(server, held_from) == [
+            ("ADDED", "bench-2"),
+            ("BOOKMARK", server.resource_version),
+        ]
