@@ -38,6 +38,7 @@ from report import intervals
 from report.estimates import PlanCheck, plan_checks
 from report.intervals import MedianEstimate, Ratio
 from report.machines import MachineLack, machine_lacks
+from report.runner_image import runner_words
 from report.startup import Startup, startup
 from store.database import StoredRun
 from store.history import CURRENT, SpecRevision
@@ -329,6 +330,9 @@ class JobSummary:
     spec_file: str | None = None
     image: str | None = None
     """The runner image the Job's pods ran, as its pod template names it."""
+    runner: str | None = None
+    """What ran its benchmarks, for a reader (`report.runner_image`): the image, marked
+    where it is the examples' placeholder, or this checkout's runner for a local try."""
     first_finished_at: datetime | None = None
     torch: tuple[str, ...] = ()
     """The torch versions its runs report (one, unless the image was a moving tag)."""
@@ -673,6 +677,7 @@ def _job_summary(
         reported=reported,
         spec_file=job.spec_file,
         image=job.image,
+        runner=runner_words(job.cluster, job.image),
         first_finished_at=min(finished, default=None),
         torch=tuple(sorted({e.torch for e in environments})),
         devices=tuple(sorted({e.device_name for e in environments})),
