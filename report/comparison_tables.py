@@ -305,6 +305,7 @@ def axis_table(comparison: AxisComparison) -> Table:
             "max rel error, 1 - cosine: the worst output's error against the untouched "
             "program's fp32 outputs, then the reference's in brackets: what the speed costs "
             "in accuracy. accuracy: the variant's gate's verdict on it.",
+            *comparison.not_compared,
         ),
     )
 

@@ -17,7 +17,7 @@ from functools import total_ordering
 from operator import attrgetter
 from typing import Final, Literal, NamedTuple, Self
 
-from contract.accuracy import Accuracy, default_gate, judge
+from contract.accuracy import Accuracy, DrawnInput, default_gate, judge
 from contract.allocation import Allocation
 from contract.clocks import ahead_by
 from contract.instant import instant
@@ -38,6 +38,7 @@ from report import intervals
 from report.estimates import PlanCheck, plan_checks
 from report.intervals import MedianEstimate, Ratio
 from report.machines import MachineLack, machine_lacks
+from report.runner_image import runner_words
 from report.startup import Startup, startup
 from store.database import StoredRun
 from store.history import CURRENT, SpecRevision
@@ -233,6 +234,10 @@ class VariantRow:
     """The clock-event reasons NVML saw during that loop: shown beside its energy."""
     cpu_quota: float | None = None
     """The CPUs its runner's cgroup allowed (its CPU limit; None: unlimited or not said)."""
+    inputs: tuple[DrawnInput, ...] | None = None
+    """How its runner drew each input (declared dtype, an integer input's range): what tells
+    an image model from a text model, where results keep no shapes. None: not said (a
+    compacted termination message, a runner before it)."""
 
     @property
     def guaranteed_cpus(self) -> bool:
@@ -325,6 +330,9 @@ class JobSummary:
     spec_file: str | None = None
     image: str | None = None
     """The runner image the Job's pods ran, as its pod template names it."""
+    runner: str | None = None
+    """What ran its benchmarks, for a reader (`report.runner_image`): the image, marked
+    where it is the examples' placeholder, or this checkout's runner for a local try."""
     first_finished_at: datetime | None = None
     torch: tuple[str, ...] = ()
     """The torch versions its runs report (one, unless the image was a moving tag)."""
@@ -469,6 +477,9 @@ class AxisComparison:
     axis: str
     entries: tuple[AxisEntry, ...]
     """Grouped by the settings held fixed, in key order."""
+    not_compared: tuple[str, ...] = ()
+    """Models left out of the comparison because their inputs differ, in words: an image
+    classifier is not faster or slower than a text encoder, it does something else."""
 
 
 @dataclass(frozen=True)
@@ -666,6 +677,7 @@ def _job_summary(
         reported=reported,
         spec_file=job.spec_file,
         image=job.image,
+        runner=runner_words(job.cluster, job.image),
         first_finished_at=min(finished, default=None),
         torch=tuple(sorted({e.torch for e in environments})),
         devices=tuple(sorted({e.device_name for e in environments})),
@@ -797,6 +809,14 @@ def _accuracy(run: StoredRun, result: OkResult, ref: VariantRef) -> AccuracyChec
     return AccuracyCheck(state, result.accuracy, verdict.failures)
 
 
+def _inputs(result: OkResult) -> tuple[DrawnInput, ...] | None:
+    accuracy = result.accuracy
+    drawn = accuracy.inputs if accuracy else None
+    # The weight an index input reaches is named by each model its own way: only what was
+    # drawn tells inputs apart.
+    return tuple(d.model_copy(update={"bounded_by": None}) for d in drawn) if drawn else None
+
+
 def _measured(run: StoredRun) -> VariantRow | None:
     measurement = measurement_of(run)
     if measurement is None:
@@ -825,6 +845,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
             else ()
         ),
         accuracy=_accuracy(run, result, ref),
+        inputs=_inputs(result),
         allocations=(run.variant.allocation,),
         energy=result.energy,
         throttle_reasons=tuple(result.gpu.throttle_reasons) if result.gpu else (),
@@ -1104,16 +1125,49 @@ def _axis(axis: str, rows: Sequence[VariantRow]) -> AxisComparison | None:
     for row in rows:
         groups[tuple(row.key.value(name) for name in held)].append(row)
     entries: list[AxisEntry] = []
+    not_compared: list[str] = []
     for group in groups.values():
-        if len(group) < 2:
-            continue
-        reference = _reference(axis, group)
-        entries.extend(
-            _axis_entry(row, reference)
-            for row in sorted(group, key=lambda row: row.key)
-            if row is not reference
-        )
-    return AxisComparison(axis, tuple(entries)) if entries else None
+        for like, unlike in _alike(axis, group):
+            not_compared.extend(unlike)
+            if len(like) < 2:
+                continue
+            reference = _reference(axis, like)
+            entries.extend(
+                _axis_entry(row, reference)
+                for row in sorted(like, key=lambda row: row.key)
+                if row is not reference
+            )
+    notes = tuple(dict.fromkeys(not_compared))
+    return AxisComparison(axis, tuple(entries), notes) if entries or notes else None
+
+
+def _alike(
+    axis: str, group: Sequence[VariantRow]
+) -> list[tuple[list[VariantRow], tuple[str, ...]]]:
+    """`group` split into rows that may be compared on `axis`, each with what was left out
+    of it, in words. Only models differ in their inputs: rows whose inputs differ as far
+    as their results say are apart, and rows whose results do not say are compared only
+    with each other."""
+    said = {row.inputs for row in group if row.inputs is not None}
+    if axis != "model" or len(said) < 2:
+        return [(list(group), ())]
+    by_inputs: dict[tuple[DrawnInput, ...] | None, list[VariantRow]] = defaultdict(list)
+    for row in group:
+        by_inputs[row.inputs].append(row)
+    kinds = sorted(said, key=lambda inputs: min(row.key for row in by_inputs[inputs]))
+    note = "models with different inputs are not compared: " + " vs ".join(
+        f"{'/'.join(sorted({row.key.model for row in by_inputs[inputs]}))} ({_input_words(inputs)})"
+        for inputs in kinds
+    )
+    return [(by_inputs[inputs], (note,)) for inputs in kinds] + [(by_inputs[None], ())]
+
+
+def _input_words(inputs: Sequence[DrawnInput]) -> str:
+    """Inputs as a reader knows them: "float32", "int64 in [0, 30522), int64 in [0, 2)"."""
+    return ", ".join(
+        drawn.dtype if drawn.high is None else f"{drawn.dtype} in [{drawn.low}, {drawn.high})"
+        for drawn in inputs
+    )
 
 
 def _axis_entry(row: VariantRow, reference: VariantRow) -> AxisEntry:

@@ -317,7 +317,7 @@ def provenance_table(jobs: Sequence[JobSummary]) -> Table:
                 job.spec_file or "-",
                 (job.spec_sha256 or "")[:12] or "-",
                 (job.spec_commit or "")[:12] or "-",
-                job.image or "-",
+                job.runner or "-",
                 _listed(job.torch),
                 _listed(job.devices),
                 _listed(job.nodes),
@@ -327,7 +327,8 @@ def provenance_table(jobs: Sequence[JobSummary]) -> Table:
         ),
         notes=(
             "Per reported Job: the spec file, its sha256 and the git commit holding those "
-            "bytes (- where none of its last 50 does), the runner image its pods ran, "
+            "bytes (- where none of its last 50 does), the runner image its pods ran (a local "
+            "try runs this checkout's runner, whatever image its Job names), "
             "the torch, devices and nodes its results report, and when its first and last "
             "variants finished (UTC).",
         ),

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import pytest
 from matplotlib.figure import Figure
 
-from contract.accuracy import NOT_MEANINGFUL, Accuracy, AccuracyGate
+from contract.accuracy import NOT_MEANINGFUL, Accuracy, AccuracyGate, DrawnInput
 from contract.instant import instant
 from contract.order_stats import paired_ratio
 from contract.records import JobIdentity, Reuses, StoredVariant
@@ -1862,3 +1862,54 @@ def test_the_speed_accuracy_front_holds_only_configurations_within_their_gate(
 def test_a_ratio_keeps_its_digits_however_small(ratio: float, shown: str) -> None:
     """A model axis compared tiny-mlp with tiny-cnn as 0.00x."""
     assert format_ratio(ratio) == shown
+
+
+def test_models_with_different_inputs_are_not_compared_on_the_model_axis(
+    make_run: MakeRun,
+) -> None:
+    image = [DrawnInput(dtype="float32")]
+    text = [
+        DrawnInput(dtype="int64", low=0, high=30522, bounded_by="embeddings.word.weight"),
+        DrawnInput(dtype="int64", low=0, high=2),
+    ]
+    runs = [
+        make_run(model=model, p50_ms=p50, accuracy=EXACT.model_copy(update={"inputs": inputs}))
+        for model, p50, inputs in (
+            ("resnet50", 5.0, image),
+            ("vit", 9.0, image),
+            ("bert", 2.0, text),
+            ("unsaid", 3.0, None),
+        )
+    ]
+    report = build_report(runs)
+    (axis,) = report.axes
+    # The image models are compared with each other, never with the text encoder, nor with a
+    # model whose result does not say what it was fed.
+    assert [(e.row.key.model, e.reference.key.model) for e in axis.entries] == [("vit", "resnet50")]
+    note = (
+        "models with different inputs are not compared: bert (int64 in [0, 30522), int64 "
+        "in [0, 2)) vs resnet50/vit (float32)"
+    )
+    assert axis.not_compared == (note,)
+    assert note in to_text(report)
+    assert json.loads(to_json(report))["axes"][0]["not_compared"] == [note]
+
+
+def test_models_alike_in_their_inputs_are_compared_whatever_their_embedding_is_called(
+    make_run: MakeRun,
+) -> None:
+    runs = [
+        make_run(
+            model=model,
+            p50_ms=p50,
+            accuracy=EXACT.model_copy(
+                update={"inputs": [DrawnInput(dtype="int64", low=0, high=9, bounded_by=table)]}
+            ),
+        )
+        for model, p50, table in (("bert", 2.0, "bert.emb"), ("distilbert", 1.0, "distil.emb"))
+    ]
+    (axis,) = build_report(runs).axes
+    assert [(e.row.key.model, e.reference.key.model) for e in axis.entries] == [
+        ("distilbert", "bert")
+    ]
+    assert axis.not_compared == ()

@@ -3,6 +3,7 @@ what the spec asked (one-iteration intervals, advice, the speed-accuracy plot, m
 pod, unrelated models, placeholder images)."""
 
 import csv
+import dataclasses
 import io
 import json
 
@@ -159,3 +160,41 @@ def test_the_memory_table_says_what_each_variant_added_to_its_pods_high_water_ma
     assert bert.median_added_bytes == pytest.approx(0.8 * gib, rel=1e-3)
     text = to_text(report)
     assert "high-water mark" in text and "added max" in text
+
+
+def _provenance(report_text: str) -> str:
+    return report_text.split("Provenance")[1]
+
+
+def test_a_local_run_names_this_checkouts_runner_not_the_jobs_image(
+    make_run: MakeRun,  # noqa: F811
+) -> None:
+    report = build_report([make_run(cluster="local")])
+    provenance = _provenance(to_text(report))
+    assert "this checkout's runner (localrun)" in provenance
+    assert "registry.example.com" not in provenance
+    (job,) = json.loads(to_json(report))["jobs"]
+    assert job["runner"] == "this checkout's runner (localrun)"
+
+
+@pytest.mark.parametrize(
+    ("image", "placeholder"),
+    [
+        ("registry.example.com/benchfleet/runner@sha256:" + "4f0b8c3a" * 8, True),
+        ("ghcr.io/acme/runner@sha256:" + "0" * 64, True),
+        ("ghcr.io/acme/runner@sha256:" + "4f0b8c3a" * 8, False),
+    ],
+)
+def test_a_placeholder_image_is_marked_with_how_to_set_the_real_one(
+    make_run: MakeRun,  # noqa: F811
+    image: str,
+    placeholder: bool,
+) -> None:
+    run = make_run()
+    run = dataclasses.replace(run, job=run.job.model_copy(update={"image": image}))
+    report = build_report([run])
+    hint = f"{image} (placeholder: `make pin-image` sets the real one)"
+    assert (hint in _provenance(to_text(report))) is placeholder
+    (job,) = json.loads(to_json(report))["jobs"]
+    assert job["runner"] == (hint if placeholder else image)
+    assert job["image"] == image
