@@ -1082,12 +1082,19 @@ def _ranked(row: VariantRow, fastest: VariantRow) -> Ranked:
 
 
 def _comparisons(
-    rows: Sequence[VariantRow], by: tuple[str, ...], *, by_accuracy: bool = False
+    rows: Sequence[VariantRow],
+    by: tuple[str, ...],
+    *,
+    by_accuracy: bool = False,
+    fed_alike: bool = False,
 ) -> tuple[Comparison, ...]:
-    """A comparison per group of rows sharing the fields `by`, where a group has several."""
-    groups: dict[tuple[str, ...], list[VariantRow]] = defaultdict(list)
+    """A comparison per group of rows sharing the fields `by`, where a group has several;
+    `fed_alike`: and the inputs their results say they were fed (a ranking of models puts
+    an image classifier beside a text encoder otherwise, as the model axis would)."""
+    groups: dict[tuple[object, ...], list[VariantRow]] = defaultdict(list)
     for row in rows:
-        groups[tuple(row.key.value(name) for name in by)].append(row)
+        fed = (row.inputs,) if fed_alike else ()
+        groups[(*(row.key.value(name) for name in by), *fed)].append(row)
     return tuple(
         _compare(group, by_accuracy=by_accuracy) for group in groups.values() if len(group) > 1
     )
@@ -1342,7 +1349,7 @@ def build_report(
             _best_configuration(comparison)
             for comparison in _comparisons(rows, ("cluster", "target", "model"), by_accuracy=True)
         ),
-        rankings=_comparisons(rows, ("cluster", "target", *RUN_SETTINGS)),
+        rankings=_comparisons(rows, ("cluster", "target", *RUN_SETTINGS), fed_alike=True),
         axes=tuple(comparison for axis in AXES if (comparison := _axis(axis, rows))),
         baseline=_against(rows, before, regression_threshold) if before is not None else None,
         superseded=superseded,

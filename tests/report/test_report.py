@@ -1893,6 +1893,9 @@ def test_models_with_different_inputs_are_not_compared_on_the_model_axis(
     assert axis.not_compared == (note,)
     assert note in to_text(report)
     assert json.loads(to_json(report))["axes"][0]["not_compared"] == [note]
+    # Nor ranked together: each ranking holds models fed alike.
+    ranked = [sorted(e.row.key.model for e in ranking.entries) for ranking in report.rankings]
+    assert ranked == [["resnet50", "vit"]]
 
 
 def test_models_alike_in_their_inputs_are_compared_whatever_their_embedding_is_called(
