@@ -57,7 +57,9 @@ def models_entry(
         _lines(name, [OCI_PLACEHOLDER.rstrip("\n")], tail),
         f"{path} is {size:,} bytes, more than a committed model may be ({CONFIGMAP_DATA_BYTES:,}"
         f", a ConfigMap's limit): push it with `{push}`, which prints the oci: line, or serve "
-        "it over https and give its address with --url, which prints url: and size:",
+        "it over https and give its address with --url, which prints url: and size:; to try "
+        "it here first, name it `image_path: /opt/models/<file>` and run `localrun run "
+        "WORKFLOW --image-file /opt/models/<file>=<this file>` (docs/getting-started.md)",
     )
 
 

@@ -9,6 +9,7 @@ opening a pull request. `python -m localrun WORKFLOW` does the same. Variants an
 local try measured are reused (localrun/reuse.py) unless `--again` says otherwise.
 """
 
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -198,6 +199,7 @@ def run_workflow(
             click.echo(f"stopped by {stop.name} before any pod ran: nothing stored", err=True)
             raise click.exceptions.Exit(stop.exit_code) from None
         click.echo(f"running {plural(len(planned.to_run), 'pod')} of {planned.shown}", err=True)
+        _say_short_of_cpus(planned.to_run)
         store_reuses(root / database, planned.jobs, planned.reuse)
         tried = run_and_store(
             root / database,
@@ -209,6 +211,21 @@ def run_workflow(
             display=PodDisplay(sys.stderr, live=sys.stderr.isatty()),
         )
     _report(root, database, workflow, planned, tried, stop)
+
+
+def _say_short_of_cpus(plans: Sequence[PodPlan], cores: int | None = None) -> None:
+    """Say when a pod's CPU limit is more than this machine may give it: its threads then
+    wait for each other's cores, and every result of it will be flagged contended."""
+    cores = cores or len(os.sched_getaffinity(0))
+    asked = max((plan.cpu_limit or 0.0 for plan in plans), default=0.0)
+    if asked > cores:
+        click.echo(
+            f"note: the pods' CPU limit is {asked:g} CPUs and this machine gives them "
+            f"{plural(cores, 'core')}: expect every result to be flagged contended (a local "
+            "try proves the spec runs; a node of the target's own decides which variant is "
+            "faster)",
+            err=True,
+        )
 
 
 def _run_process(plan: PodPlan, watch: Watch) -> PodRun:

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
+from contract.layout import LOCAL_CLUSTER
 from contract.text import plural
 from report.model import FLAGS, Report
 
@@ -39,6 +40,14 @@ ADVICE_GUARANTEED: Final = {
 }
 """The advice for a flag where every run it flags already had guaranteed CPUs: never the
 setting the spec has, but what is left."""
+
+ADVICE_LOCAL: Final = (
+    "a local try shares this machine's cores with everything else on it (and a pod may ask "
+    "more CPUs than it has): it proves the spec runs; the workflow's cluster, on a node of "
+    "the target's own, decides which variant is faster"
+)
+"""The advice for contention where every run it flags was a local try: no spec setting
+helps a workstation."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,10 @@ def run_verdict(report: Report) -> RunVerdict:
 
 def _advice(flag: str, report: Report) -> str:
     rows = [row for row in report.variants if flag in row.flags]
+    if flag in ("contended", "cpu_throttled") and all(
+        row.key.cluster == LOCAL_CLUSTER for row in rows
+    ):
+        return ADVICE_LOCAL
     if flag in ADVICE_GUARANTEED and all(row.guaranteed_cpus for row in rows):
         return ADVICE_GUARANTEED[flag]
     return ADVICE[flag]

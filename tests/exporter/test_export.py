@@ -217,6 +217,8 @@ def test_a_model_over_a_configmap_is_pointed_at_push_model_or_a_url(root: Path) 
     assert run.exit_code == 0, run.output
     assert OCI_PLACEHOLDER in run.stdout
     assert f"make push-model MODEL={out} REGISTRY=" in run.stderr
+    # And how to try it on this machine before it is pushed anywhere.
+    assert "--image-file /opt/models/<file>=<this file>" in " ".join(run.stderr.split())
     served = export(
         root,
         "wide",

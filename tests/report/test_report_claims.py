@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from contract.accuracy import Accuracy
 from contract.allocation import Allocation
+from contract.layout import LOCAL_CLUSTER
 from contract.result import OkResult
 from contract.samples import encode
 from report import html
@@ -198,3 +199,21 @@ def test_a_placeholder_image_is_marked_with_how_to_set_the_real_one(
     (job,) = json.loads(to_json(report))["jobs"]
     assert job["runner"] == (hint if placeholder else image)
     assert job["image"] == image
+
+
+@pytest.mark.parametrize("flag", ["contended", "cpu_throttled"])
+def test_a_contended_local_try_is_advised_a_node_not_a_spec_setting(
+    make_run: MakeRun,  # noqa: F811
+    flag: str,
+) -> None:
+    """A local try shares the workstation: `resources: guaranteed` (which its spec may have)
+    changes nothing there."""
+    runs = [
+        make_run(cluster=LOCAL_CLUSTER, target="cpu", precision=p, flags={flag: True})
+        for p in ("fp32", "bf16")
+    ]
+    (advice,) = run_verdict(build_report(runs)).advice
+    assert "local try" in advice and "`resources: guaranteed`" not in advice
+    # Where a cluster's run is flagged too, the cluster's advice stands.
+    runs.append(make_run(target="cpu", precision="fp32", flags={flag: True}))
+    assert "local try" not in run_verdict(build_report(runs)).advice[0]
