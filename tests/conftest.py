@@ -4,6 +4,7 @@ which must share one xdist worker (`make test` runs two)."""
 import contextlib
 import fcntl
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -25,6 +26,13 @@ from tests.model_server import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Idle OpenMP threads sleep rather than spin: read when torch loads its libgomp, which no
+# test module has done yet. Two xdist workers and other work share this host's two cores,
+# and a thread spinning at a barrier while its partner waits for a core multiplied the CPU
+# time of ResNet-50's forward by 12 (docs/decisions/tests.md). Results are the same; pods
+# get only their spec's env, so their specs ask for one CPU (tests/large_models.py).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 TEST_DATA = REPO_ROOT / "tests" / "data"
 
 if TYPE_CHECKING:

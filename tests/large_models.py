@@ -29,6 +29,16 @@ MOST_RSS_PER_BYTE: Final = 2.5
 model's .pt2 (fp32): the goal, met at 1.1-1.5 (docs/decisions/runner.md)."""
 
 
+def _resources(memory: str) -> str:
+    """A pod's resources: one CPU, so one thread. On this host's two shared cores (the other
+    xdist worker beside it, and more) a 2-thread pod's OpenMP threads spin at every barrier
+    while the other waits for a core: ResNet-50's forward took 12x the CPU time so under
+    load (docs/decisions/tests.md). With one CPU inductor also compiles in the pod's own
+    process, not in a pool of workers that each import torch. Nothing asserted depends on
+    the thread count."""
+    return f"{{requests: {{cpu: 1, memory: {memory}}}, limits: {{cpu: 1, memory: {memory}}}}}"
+
+
 def _large_entries(models: dict[str, LargeModel], oci_line: str) -> str:
     """ResNet-50's entry from the registry (`oci_line`, as `make push-model` printed it) and
     BERT-base's from the company's server."""
@@ -54,7 +64,7 @@ models:
   measure: {{min_iterations: 3, min_time: 0s, max_time: 20s}}
 targets:
   - gpu_type: cpu
-    resources: {{requests: {{cpu: 1, memory: 3Gi}}, limits: {{cpu: 2, memory: 3Gi}}}}
+    resources: {_resources("3Gi")}
 scheduling:
   deadline: 30m
 """
@@ -104,7 +114,7 @@ models:
   measure: {{min_iterations: 8, max_iterations: 8, min_time: 0s, max_time: 4s}}
 targets:
   - gpu_type: cpu
-    resources: {{requests: {{cpu: 1, memory: 8Gi}}, limits: {{cpu: 2, memory: 8Gi}}}}
+    resources: {_resources("8Gi")}
 sweep:
   matrix:
     precision: [{", ".join(PRECISIONS)}]
