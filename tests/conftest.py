@@ -153,9 +153,9 @@ WORKER_GROUPS = {
 }
 """The tests under each path prefix run on one worker of `make test`'s two, one group at a
 time. The cluster tests share one control plane a session; the local large-model tests run
-beside them on the other worker, each worker exporting the models once (two exports cost
-less than the two sweeps one after the other); podman's image store and build cache belong
-to the host, not to a session."""
+beside them on the other worker (the two sweeps one after the other would be the session's
+longest stretch), reading the models `large_models` exported once for both; podman's image
+store and build cache belong to the host, not to a session."""
 
 
 def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> None:

@@ -80,8 +80,9 @@ EXAMPLES: Final = {
 PRECISIONS: Final = ("fp32", "bf16")
 QUANTIZATIONS: Final = ("none", "int8-dynamic")
 COMPILED_PRECISIONS: Final = ("fp32",)
-"""Where inductor runs: each compiled variant costs 15-45 s of compile on this 2-core host
-(docs/decisions/tests.md), so bf16 runs eager only to keep the sweep within its budget."""
+"""Where inductor runs: a compiled variant costs up to 45 s of compile (BERT-base) on this
+2-core host (docs/decisions/tests.md), so bf16 runs eager only to keep the sweep within its
+budget."""
 
 
 def variants_per_model(*, compiled: bool) -> int:
