@@ -30,7 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # Idle OpenMP threads sleep rather than spin: read when torch loads its libgomp, which no
 # test module has done yet. Two xdist workers and other work share this host's two cores,
 # and a thread spinning at a barrier while its partner waits for a core multiplied the CPU
-# time of ResNet-50's forward by 12 (docs/decisions/tests.md). Results are the same; pods
+# time of ResNet-50's forward by 7-12 (docs/decisions/tests.md). Results are the same; pods
 # get only their spec's env, so their specs ask for one CPU (tests/large_models.py).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 TEST_DATA = REPO_ROOT / "tests" / "data"

@@ -32,7 +32,7 @@ model's .pt2 (fp32): the goal, met at 1.1-1.5 (docs/decisions/runner.md)."""
 def _resources(memory: str) -> str:
     """A pod's resources: one CPU, so one thread. On this host's two shared cores (the other
     xdist worker beside it, and more) a 2-thread pod's OpenMP threads spin at every barrier
-    while the other waits for a core: ResNet-50's forward took 12x the CPU time so under
+    while the other waits for a core: ResNet-50's forward took 7-12x the CPU time so under
     load (docs/decisions/tests.md). With one CPU inductor also compiles in the pod's own
     process, not in a pool of workers that each import torch. Nothing asserted depends on
     the thread count."""
