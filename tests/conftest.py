@@ -1,6 +1,10 @@
 """Fixtures shared by every test package, and how the suite is scheduled: which tests skip here,
 which must share one xdist worker (`make test` runs two)."""
 
+import contextlib
+import fcntl
+import json
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -8,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from xdist import is_xdist_controller, is_xdist_worker
 from xdist.remote import Producer
 from xdist.scheduler import LoadGroupScheduling
 
@@ -21,6 +26,13 @@ from tests.model_server import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Idle OpenMP threads sleep rather than spin: read when torch loads its libgomp, which no
+# test module has done yet. Two xdist workers and other work share this host's two cores,
+# and a thread spinning at a barrier while its partner waits for a core multiplied the CPU
+# time of ResNet-50's forward by 7-12 (docs/decisions/tests.md). Results are the same; pods
+# get only their spec's env, so their specs ask for one CPU (tests/large_models.py).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 TEST_DATA = REPO_ROOT / "tests" / "data"
 
 if TYPE_CHECKING:
@@ -69,16 +81,62 @@ def model_server(server_certificate: tuple[Path, Path]) -> Iterator[ModelServer]
         yield server
 
 
-@pytest.fixture(scope="session")
-def large_models(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, "LargeModel"]]:
-    """ResNet-50 and BERT-base exported by `benchfleet export` once a session; deleted after
-    it (half a gigabyte must not pile up in pytest's kept temporary folders)."""
-    # models.large imports torch: only the sessions that export pay for it.
-    from models.large import export_all  # noqa: PLC0415
+def session_folder(factory: pytest.TempPathFactory, *, worker: bool) -> Path:
+    """The temporary folder the whole session shares: under xdist each `worker`'s own is a
+    folder in the controller's (xdist's `popen-<worker>`), so the workers meet in that."""
+    base = factory.getbasetemp()
+    return base.parent if worker else base
 
-    folder = tmp_path_factory.mktemp("large-models")
-    yield export_all(folder)
-    shutil.rmtree(folder, ignore_errors=True)
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """`path` held with an exclusive lock, which other processes wait for."""
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+LARGE_MODELS = "large-models"
+_EXPORTED = "exported.json"
+
+
+@pytest.fixture(scope="session")
+def large_models(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, "LargeModel"]]:
+    """ResNet-50 and BERT-base exported by `benchfleet export` once a session, by whichever
+    xdist worker asks first while the other waits (an export is most of a minute of CPU);
+    deleted when the session ends (half a gigabyte must not pile up in pytest's kept
+    temporary folders): by the controller under xdist, as a worker cannot know whether the
+    other still needs them."""
+    # models.large imports torch: only the sessions that export pay for it.
+    from models.large import LargeModel, export_all  # noqa: PLC0415
+
+    worker = is_xdist_worker(request)
+    folder = session_folder(tmp_path_factory, worker=worker) / LARGE_MODELS
+    with _locked(folder.with_suffix(".lock")):
+        exported = folder / _EXPORTED
+        if not exported.exists():
+            folder.mkdir(exist_ok=True)
+            entries = {name: model.entry for name, model in export_all(folder).items()}
+            # Written last: a worker that finds it finds every model whole.
+            exported.write_text(json.dumps(entries), encoding="utf-8")
+        entries = json.loads(exported.read_text(encoding="utf-8"))
+    yield {name: LargeModel(folder / f"{name}.pt2", entry) for name, entry in entries.items()}
+    if not worker:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under xdist, the controller deletes what its workers shared (`large_models`) once
+    every worker is done."""
+    if is_xdist_controller(session):
+        # pytest's own factory, as xdist reads it to give each worker its folder.
+        factory: pytest.TempPathFactory = session.config._tmp_path_factory  # type: ignore[attr-defined]
+        shutil.rmtree(session_folder(factory, worker=False) / LARGE_MODELS, ignore_errors=True)
 
 
 CLUSTER_SKIPPED = (
@@ -95,9 +153,9 @@ WORKER_GROUPS = {
 }
 """The tests under each path prefix run on one worker of `make test`'s two, one group at a
 time. The cluster tests share one control plane a session; the local large-model tests run
-beside them on the other worker, each worker exporting the models once (two exports cost
-less than the two sweeps one after the other); podman's image store and build cache belong
-to the host, not to a session."""
+beside them on the other worker (the two sweeps one after the other would be the session's
+longest stretch), reading the models `large_models` exported once for both; podman's image
+store and build cache belong to the host, not to a session."""
 
 
 def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> None:

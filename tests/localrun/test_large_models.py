@@ -132,7 +132,7 @@ def test_a_sweep_of_precision_quantization_and_compile_over_every_model_is_answe
     and the real-size ones, each model's variants in one pod, interleaved (bf16 eager only:
     tests/large_models.py COMPILED_PRECISIONS says why); the report in text, JSON and HTML
     answers each model's question."""
-    text = partial(sweep_spec, large_models, examples=True)
+    text = partial(sweep_spec, large_models, examples=True, compiled=True)
     root = _run_here(
         SWEEP, text, large_models, registry, model_server, company_ca, tmp_path, monkeypatch
     )
@@ -140,5 +140,5 @@ def test_a_sweep_of_precision_quantization_and_compile_over_every_model_is_answe
     def report(*arguments: str) -> Result:
         return CliRunner().invoke(collector_cli, ["--root", str(root), *arguments])
 
-    check_sweep_reports(report, tmp_path, LOCAL_CLUSTER, (*EXAMPLES, RESNET, BERT))
+    check_sweep_reports(report, tmp_path, LOCAL_CLUSTER, (*EXAMPLES, RESNET, BERT), compiled=True)
     assert len(model_server.requests) == 1, "downloaded once, for the pod of BERT-base"
