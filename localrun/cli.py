@@ -214,16 +214,17 @@ def run_workflow(
 
 
 def _say_short_of_cpus(plans: Sequence[PodPlan], cores: int | None = None) -> None:
-    """Say when a pod's CPU limit is more than this machine may give it: its threads then
-    wait for each other's cores, and every result of it will be flagged contended."""
+    """Say when a pod's CPU limit is more than this machine may give it: the runner sizes its
+    threads by the cores it is pinned to, so the numbers are of fewer threads than the
+    target's node would run."""
     cores = cores or len(os.sched_getaffinity(0))
     asked = max((plan.cpu_limit or 0.0 for plan in plans), default=0.0)
     if asked > cores:
         click.echo(
             f"note: the pods' CPU limit is {asked:g} CPUs and this machine gives them "
-            f"{plural(cores, 'core')}: expect every result to be flagged contended (a local "
-            "try proves the spec runs; a node of the target's own decides which variant is "
-            "faster)",
+            f"{plural(cores, 'core')}: they measure with {cores} threads where a node of the "
+            f"target runs {asked:g} (a local try proves the spec runs; the target's node says "
+            "how fast)",
             err=True,
         )
 

@@ -42,11 +42,12 @@ def test_python_dash_m_localrun_still_runs_a_workflow_by_name(tmp_path: Path) ->
 def test_a_pod_asking_more_cpus_than_the_machine_has_is_said_before_it_runs(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """On 2 cores a 4-CPU pod's threads wait for each other: every result is flagged
-    contended, which the user should know before waiting for them."""
+    """On 2 cores a 4-CPU pod measures with 2 threads: numbers of this machine, not of the
+    target's node, which the user should know before waiting for them."""
     four, two = SimpleNamespace(cpu_limit=4.0), SimpleNamespace(cpu_limit=2.0)
     _say_short_of_cpus([two, four], cores=2)  # type: ignore[list-item]
     said = " ".join(capsys.readouterr().err.split())
     assert "the pods' CPU limit is 4 CPUs and this machine gives them 2 cores" in said
+    assert "they measure with 2 threads where a node of the target runs 4" in said
     _say_short_of_cpus([two, SimpleNamespace(cpu_limit=None)], cores=2)  # type: ignore[list-item]
     assert capsys.readouterr().err == ""
