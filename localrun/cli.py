@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from collector.workload import ExpectedJob, WorkloadError, read_expected
-from contract.layout import LOCAL_CLUSTER, cluster_of
+from contract.layout import LOCAL_CLUSTER, cluster_of, workload_files
 from contract.options import database_option, root_option, version_option
 from contract.text import plural
 from localrun.display import PodDisplay
@@ -140,6 +140,8 @@ def _plan(
     """Read `workflow`'s pods, say which earlier runs stand for which, pull their images."""
     try:
         path = workload_file(root, workflow, cluster)
+        if cluster is None:
+            _say_cluster_chosen(root, workflow, path)
         workload, jobs = read_expected(path, cluster_of(path))
         plans = list(pod_plans(workload, scratch, indexes))
     except (PodSpecError, WorkloadError) as error:
@@ -157,6 +159,17 @@ def _plan(
     to_run = [replace(plan, image_files=files) for plan in reuse.to_run]
     _pull_images(to_run)
     return _Planned(path.relative_to(root), jobs, reuse, to_run)
+
+
+def _say_cluster_chosen(root: Path, workflow: str, chosen: Path) -> None:
+    """Name the cluster a try runs the Jobs of, where the workflow runs in several."""
+    clusters = [cluster_of(path) for path in workload_files(root, workflow)]
+    if len(clusters) > 1:
+        click.echo(
+            f"{workflow} runs in {len(clusters)} clusters ({', '.join(clusters)}): trying "
+            f"{cluster_of(chosen)}'s Jobs (--cluster picks another)",
+            err=True,
+        )
 
 
 def run_workflow(

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from localrun.cli import _say_short_of_cpus, cli
+from localrun.cli import _say_cluster_chosen, _say_short_of_cpus, cli
 from tests.conftest import REPO_ROOT
 
 
@@ -50,4 +50,22 @@ def test_a_pod_asking_more_cpus_than_the_machine_has_is_said_before_it_runs(
     assert "the pods' CPU limit is 4 CPUs and this machine gives them 2 cores" in said
     assert "they measure with 2 threads where a node of the target runs 4" in said
     _say_short_of_cpus([two, SimpleNamespace(cpu_limit=None)], cores=2)  # type: ignore[list-item]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_try_of_a_workflow_in_several_clusters_names_the_one_it_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for cluster in ("eu-west", "us-east"):
+        folder = tmp_path / "dist" / cluster / "workloads"
+        folder.mkdir(parents=True)
+        (folder / "sweep.yaml").touch()
+    chosen = tmp_path / "dist" / "eu-west" / "workloads" / "sweep.yaml"
+    _say_cluster_chosen(tmp_path, "sweep", chosen)
+    assert capsys.readouterr().err == (
+        "sweep runs in 2 clusters (eu-west, us-east): trying eu-west's Jobs "
+        "(--cluster picks another)\n"
+    )
+    (tmp_path / "dist" / "us-east" / "workloads" / "sweep.yaml").unlink()
+    _say_cluster_chosen(tmp_path, "sweep", chosen)
     assert capsys.readouterr().err == ""
