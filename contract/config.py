@@ -45,6 +45,10 @@ pod's is the image's own root, /); a local try points it at the files it was giv
 (`localrun run --image-file`)."""
 OCI_DEFAULT_FILE: Final = "model.pt2"
 """The `.pt2`'s path inside an artifact that does not name one: what `make push-model` packs."""
+RECORDED_INPUTS_KEY: Final = "recorded-inputs-of-the-workflow"
+"""The name the recorded inputs are delivered by where a model's delivery goes by the model's
+name (its file under $MODEL_PATH, its folder under $OCI_MODEL_PATH, its image volume): 31
+characters, one more than a model's name may have, so that it is never a model's."""
 MAX_VARIANTS_PER_POD: Final = 32
 """The most variants one pod runs: their stubs, at least, fit one termination message
 (contract.result.termination_message)."""
@@ -245,6 +249,9 @@ class RunConfig(_Contract):
     """Completion index i runs the variants at positions groups[i] of `variants`, in order,
     in one process; None: index i runs variant i alone. A variant keeps its position in
     `variants` as its `index` whichever pod runs it, so results are keyed alike either way."""
+    recorded_inputs: ModelConfig | None = None
+    """Where the recorded inputs every variant replays are (contract/recorded.py), delivered
+    and checked as a model is; None: every variant draws its inputs."""
     interleave: bool = False
     """A group's variants of one model are measured in alternating rounds rather than one
     after the other (runner/rounds.py): each later one's result is paired with the first's,
@@ -255,6 +262,13 @@ class RunConfig(_Contract):
         if self.groups is not None:
             check_groups(self.groups, len(self.variants))
         return self
+
+    @property
+    def delivered(self) -> dict[str, ModelConfig]:
+        """Every file the pods are given, by the name its delivery goes by: the models', and
+        the recorded inputs' under RECORDED_INPUTS_KEY."""
+        recorded = self.recorded_inputs
+        return {**self.models, **({RECORDED_INPUTS_KEY: recorded} if recorded else {})}
 
     @property
     def completions(self) -> int:

@@ -18,6 +18,7 @@ ErrorType = Literal[
     "download_refused",
     "download_failed",
     "download_untrusted",
+    "inputs_mismatch",
     "terminated",
 ]
 
@@ -49,6 +50,10 @@ class ExitCode(IntEnum):
     DOWNLOAD_UNTRUSTED = 11
     """The server's TLS certificate is not trusted by the image's CAs and the model's
     ca_bundle, or does not name the server."""
+    INPUTS_MISMATCH = 12
+    """The recorded inputs (`benchmark.recorded_inputs`) are not the file config.json pins,
+    no recording the runner reads, or do not fit the model's inputs (names, shapes,
+    dtypes)."""
     TERMINATED = 143
     """128 + SIGTERM, as a shell reports a process SIGTERM ended."""
 
@@ -76,6 +81,11 @@ answered 404 or whose certificate the bundle does not trust answers so again. Wh
 retryable can pass on another try: a model read failing (MODEL_LOAD), a download cut off or
 out of time (DOWNLOAD_FAILED), a missing device (another node may do)."""
 
+WITH_RECORDED_INPUTS: Final = DETERMINISTIC | {ExitCode.INPUTS_MISMATCH}
+"""The exits a retry would only repeat, of a Job that replays recorded inputs: the same
+recording is refused again. Only such a Job's podFailurePolicy lists INPUTS_MISMATCH, so
+that every other Job, and its content-hash name, stays what it was before recordings."""
+
 
 def _severity(code: ExitCode) -> int:
     # A pod runs a group of variants, and its one exit code decides the Job's action for all
@@ -85,7 +95,7 @@ def _severity(code: ExitCode) -> int:
     # deterministic one; success only when every variant succeeded.
     if code is ExitCode.TERMINATED:
         return 3
-    if code in DETERMINISTIC:
+    if code in WITH_RECORDED_INPUTS:
         return 1
     return 0 if code is ExitCode.OK else 2
 

@@ -36,16 +36,19 @@ from contract.numbers import (
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 9]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
 (`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 8 the CPU's instruction-set
 flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
-measurement bounds (`timings.bound_s`); a collector that reads only older ones keeps a newer
-result unread, as a newer runner's, rather than refusing it."""
+measurement bounds (`timings.bound_s`), 9 `recorded_inputs` (written only by a variant that
+replayed them, so that every other result stays as it was); a collector that reads only
+older ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
 RESULT_SCHEMA_VERSION: Final = 6
+RECORDED_INPUTS_SCHEMA_VERSION: Final = 9
+"""The version of a result that replayed recorded inputs (its `recorded_inputs`)."""
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -437,6 +440,15 @@ class Rounds(_Result):
     duration or the mean of the middle two)."""
 
 
+class RecordedInputs(_Result):
+    """The recorded inputs a variant replayed instead of drawn ones."""
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The recording's file's digest: two results compare like for like only with the same."""
+    samples: int = Field(ge=1)
+    """The samples it holds, replayed in order, wrapping."""
+
+
 class ErrorInfo(_Result):
     """What went wrong."""
 
@@ -492,6 +504,9 @@ class OkResult(_ResultBase):
     rounds: Rounds | None = None
     """Set in every variant's result of an interleaved loop of several variants, the first
     one's too: what pairs any two of them. Results of runners before it have `paired` only."""
+    recorded_inputs: RecordedInputs | None = None
+    """Set where the variant replayed recorded inputs (result schema 9); None: it drew them,
+    seeded, as `accuracy.inputs` says."""
     compacted: bool = False
     """Details other than the samples were left out to fit the termination log; the log line
     has them all."""

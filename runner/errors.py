@@ -64,6 +64,14 @@ class DownloadUntrusted(ModelLoadError):
     error_type = "download_untrusted"
 
 
+class InputsMismatch(RunnerError):
+    """The recorded inputs are not the pinned file, not a recording the runner reads, or do
+    not fit the model's inputs."""
+
+    exit_code = ExitCode.INPUTS_MISMATCH
+    error_type = "inputs_mismatch"
+
+
 class OutOfMemory(RunnerError):
     """Host or GPU memory ran out while loading or measuring."""
 

@@ -60,6 +60,25 @@ _SAME_VALUES: Final = frozenset(
 reshaped or sliced on their way to a table are still ids of it."""
 _FALLBACK_HIGH: Final = 2
 
+Batch = tuple[torch.Tensor, ...]
+"""One call's inputs, in the program's order, the batch first in each."""
+
+
+@dataclass(frozen=True)
+class Feed:
+    """A variant's inputs for each query: query k takes batch k modulo their count. Drawn
+    inputs are one batch, every query's; a recording (runner/recorded.py) is replayed in
+    order, wrapping. The one seam between where inputs come from and what is called on
+    them."""
+
+    batches: tuple[Batch, ...]
+
+    def __call__(self, query: int) -> Batch:
+        return self.batches[query % len(self.batches)]
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
 
 @dataclass(frozen=True)
 class IdBound:

@@ -1,5 +1,6 @@
 """One variant, start to finish: load, prepare, warm up, measure, summarise."""
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -9,9 +10,10 @@ from pathlib import Path
 
 import torch
 
-from contract.accuracy import Accuracy
+from contract.accuracy import Accuracy, DrawnInput
 from contract.config import RunConfig, VariantConfig
 from contract.result import (
+    RECORDED_INPUTS_SCHEMA_VERSION,
     Applied,
     Compiled,
     Contention,
@@ -21,6 +23,7 @@ from contract.result import (
     OkResult,
     Paired,
     PhaseTiming,
+    RecordedInputs,
     Rounds,
     Timings,
 )
@@ -32,10 +35,19 @@ from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
 from runner.gpu_telemetry import GpuSampler, energy, nvml_uuid
-from runner.inputs import as_variant, check_inputs, draw_inputs, expected_inputs, id_bounds
+from runner.inputs import (
+    Batch,
+    Feed,
+    as_variant,
+    check_inputs,
+    draw_inputs,
+    expected_inputs,
+    id_bounds,
+)
 from runner.measure import PhaseOutcome, Step, run_phase
 from runner.memory import peak_rss_bytes
 from runner.programs import Programs, module_for
+from runner.recorded import Replay, recorded_batches
 from runner.startup import since_start
 from runner.stats import summarize
 from runner.threads import cpu_quota, thread_count, usable_cpus
@@ -133,6 +145,55 @@ def _first_iteration(step: Callable[[], int], variant: VariantConfig) -> int:
         ) from error
 
 
+def _replay(config: RunConfig, programs: Programs) -> Replay | None:
+    """The recorded inputs the pod's variants replay; None: they draw theirs."""
+    recorded = config.recorded_inputs
+    return programs.recording(recorded) if recorded is not None else None
+
+
+def _batches(
+    variant: VariantConfig, program: torch.export.ExportedProgram, replay: Replay | None
+) -> tuple[tuple[Batch, ...], list[DrawnInput] | None]:
+    """The variant's batches, fp32 on the CPU, and how they were drawn (None: recorded),
+    once the spec's inputs (and the recording) are held to the program's."""
+    expected = expected_inputs(program)
+    check_inputs(variant, expected)
+    if replay is not None:
+        return recorded_batches(variant, replay, expected), None
+    drawn, how_drawn = draw_inputs(variant, id_bounds(program))
+    return (drawn,), how_drawn
+
+
+def _caller(
+    run: Callable[..., object],
+    feed: Feed,
+    last_output: list[object],
+    first_batch_output: list[object],
+) -> Callable[[], None]:
+    """One call of `run` on the next query's inputs, keeping its output, and the latest on
+    the first batch (what the accuracy pass compares)."""
+    if len(feed) == 1:
+        inputs = feed(0)
+
+        # Drawn inputs: one batch, every call's, as before recordings (no count to keep).
+        def call() -> None:
+            last_output[:] = [run(*inputs)]
+
+        return call
+    # Each module's calls count from query 0: a compiled variant's first compiled call is on
+    # the first batch again.
+    queries = itertools.count()
+
+    def replayed() -> None:
+        query = next(queries)
+        output = run(*feed(query))
+        last_output[:] = [output]
+        if query % len(feed) == 0:
+            first_batch_output[:] = [output]
+
+    return replayed
+
+
 @dataclass
 class Prepared:
     """A variant ready for its timed loop, with what was measured on the way there."""
@@ -161,6 +222,8 @@ class Prepared:
     """How the pod loaded its model, where this variant is the first of the model to report."""
     compiled: Compiled | None = None
     compile_s: float | None = None
+    replay: Replay | None = None
+    """The recorded inputs the variant replayed; None: it drew its inputs."""
 
 
 @dataclass(frozen=True)
@@ -271,10 +334,12 @@ def _prepare(
     progress.begin([variant], "load")
     began = time.perf_counter()
     program = programs.program(variant.model, model)
-    check_inputs(variant, expected_inputs(program))
+    replay = _replay(config, programs)
     load_s = time.perf_counter() - began
-    drawn, how_drawn = draw_inputs(variant, id_bounds(program))
-    reference, reference_s = references.unless_first_call(variant, program, drawn, device)
+    batches, how_drawn = _batches(variant, program, replay)
+    # The accuracy pass compares outputs on the first batch: the reference's, and the
+    # variant's last call on it.
+    reference, reference_s = references.unless_first_call(variant, program, batches[0], device)
 
     progress.begin([variant], "prepare")
     began = time.perf_counter()
@@ -295,16 +360,14 @@ def _prepare(
     # the int4 and fp8 packings run on the device, from weights in the compute dtype.
     module = precision.cast(module, dtype, device)
     report = quantize.quantize(module, variant.quantization, device)
-    inputs = as_variant(drawn, dtype, device)
+    feed = Feed(tuple(as_variant(batch, dtype, device) for batch in batches))
     prepare_s = time.perf_counter() - began
 
     last_output: list[object] = []
+    first_batch_output = last_output if len(feed) == 1 else []
 
     def calling(run: Callable[..., object]) -> Callable[[], None]:
-        def call() -> None:
-            last_output[:] = [run(*inputs)]
-
-        return call
+        return _caller(run, feed, last_output, first_batch_output)
 
     step = precision.in_own_fp32_math(timed_step(calling(module), device), fp32_math)
     # The kernel count, of the eager module (a dispatch mode turns torch.compile off, so it
@@ -323,10 +386,10 @@ def _prepare(
         first_ns = _first_iteration(step if eager else counted, variant)
         if reference is None:
             # The call compute_reference would make (`first_call_is_reference`), made.
-            reference = references.keep(variant, reference_of(last_output[0]))
+            reference = references.keep(variant, reference_of(first_batch_output[0]))
         if not eager:
             compiled = compiling.compile_module(
-                module, variant.compile, device, lambda run: run(*inputs), variant.describe()
+                module, variant.compile, device, lambda run: run(*feed(0)), variant.describe()
             )
             step = precision.in_own_fp32_math(
                 timed_step(calling(compiled.module), device), fp32_math
@@ -342,8 +405,9 @@ def _prepare(
             tick=progress.loop([variant], "warmup", config.warmup, at_least=int(eager)),
         )
         began = time.perf_counter()
-        # The last warm-up call's output: these inputs, this module, no call of its own.
-        accuracy = compare(last_output[0], reference, how_drawn)
+        # The last warm-up call's output on the first batch: these inputs, this module, no
+        # call of its own.
+        accuracy = compare(first_batch_output[0], reference, how_drawn)
         compare_s = time.perf_counter() - began
     return Prepared(
         variant=variant,
@@ -351,7 +415,7 @@ def _prepare(
         threads=threads,
         quota=quota,
         module=module,
-        inputs=inputs,
+        inputs=feed(0),
         dtype=dtype,
         fp32_math=fp32_math,
         report=report,
@@ -369,6 +433,7 @@ def _prepare(
         compile_s=compiled.seconds if compiled else None,
         # Claimed last: a variant that fails on the way leaves the load to the next one.
         model_load=programs.claim(variant.model),
+        replay=replay,
     )
 
 
@@ -476,4 +541,16 @@ def _result(
         accuracy=ready.accuracy,
         paired=paired,
         rounds=round_share,
+        **_recorded(ready.replay),
     )
+
+
+def _recorded(replay: Replay | None) -> dict[str, object]:
+    """What a result says of recorded inputs, with the schema version that has them; nothing
+    where the variant drew its inputs, so that its result stays what it was before them."""
+    if replay is None:
+        return {}
+    return {
+        "schema_version": RECORDED_INPUTS_SCHEMA_VERSION,
+        "recorded_inputs": RecordedInputs(sha256=replay.sha256, samples=replay.count),
+    }

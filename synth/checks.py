@@ -4,14 +4,17 @@ They run on a structurally valid Workflow and report each problem at the field a
 to change, so `targets[0].gpu_type` rather than the whole file.
 """
 
+import io
 import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from contract.archive import UnsafeArchive
+from contract.config import RECORDED_INPUTS_KEY
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from contract.quantity import parse_quantity
+from contract.recorded import BadRecording, read_recording, recording_misfit
 from contract.variant import RUN_SETTINGS, Compile, Quantization, layers_taken, takes_layer
 from contract.weights import LayerRecord, LinearWeights
 from synth.catalogue import DEVICE_TYPES, compile_unoffered_because, unoffered_because
@@ -143,7 +146,55 @@ def _model_files_are_plain_programs(
             continue
         yield from _recorded_layers_are_the_files(index, model.layers, program.linear)
     yield from _inputs_fit_models(workflow, variants, declared)
+    yield from _recording_fits_models(workflow, variants, declared, model_files)
     yield from _quantizations_reach_layers(workflow, variants, linear)
+
+
+def _recording_fits_models(
+    workflow: Workflow,
+    variants: list[Variant],
+    declared: dict[str, tuple[ExpectedInput, ...]],
+    model_files: ModelFiles,
+) -> Iterator[Finding]:
+    """A committed recording (`benchmark.recorded_inputs.file`) against each model whose
+    archive declares its inputs, at each batch size (contract.recorded): what the runner
+    would refuse, said here. A recording from elsewhere is read in its pod only."""
+    recorded = workflow.benchmark.recorded_inputs
+    if recorded is None or recorded.file is None:
+        return
+    loc: Loc = ("benchmark", "recorded_inputs")
+    content = model_files.read(recorded.file)
+    if recorded.sha256 is not None and content.sha256 != recorded.sha256:
+        yield Finding(
+            (*loc, "sha256"),
+            f"{recorded.file} has sha256 {content.sha256}, not the pinned {recorded.sha256}",
+            "the file changed since it was pinned: update sha256 if the change is intended",
+        )
+    try:
+        recording = read_recording(io.BytesIO(content.data), content.size)
+    except BadRecording as error:
+        yield Finding(
+            (*loc, "file"),
+            f"{recorded.file} is no recording the runner reads: {error}",
+            "save the samples with safetensors, named <input name>.<sample> "
+            "(docs/specs.md, Recorded inputs)",
+        )
+        return
+    said: set[str] = set()
+    for variant in variants:
+        expected = declared.get(variant.model)
+        if not expected or not variant.inputs:
+            continue
+        given = [GivenInput(spec.shape, spec.dtype) for spec in variant.inputs]
+        misfit = recording_misfit(variant.model, variant.batch_size, recording, given, expected)
+        if misfit is not None and misfit not in said:
+            said.add(misfit)
+            yield Finding(
+                loc,
+                misfit,
+                "record the model's inputs by the names `benchfleet export` lists, in the "
+                "spec's dtypes",
+            )
 
 
 def _recorded_layers_are_the_files(
@@ -510,6 +561,13 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
     or with several variants per pod the largest ones together, one per variant, in a pod
     that also compiles where any variant of the target does."""
     indexes = {model.name: index for index, model in enumerate(workflow.models)}
+    recorded = workflow.benchmark.recorded_inputs
+    # Every pod downloads a url recording, whichever models it runs.
+    replayed = (
+        {RECORDED_INPUTS_KEY: recorded.download_bytes}
+        if recorded is not None and recorded.download_bytes
+        else {}
+    )
     for target_index, target in enumerate(workflow.targets):
         limit = target.resources.limits.get("ephemeral-storage")
         if limit is None:
@@ -521,12 +579,20 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
             for name in {v.model for v in on_target}
             if (size := workflow.models[indexes[name]].download_bytes) > 0
         }
-        if not downloads and not compiles:
+        if not downloads and not replayed and not compiles:
             continue
         per_pod = workflow.scheduling.variants_per_pod
         largest = sorted(downloads, key=lambda name: (-downloads[name], name))[:per_pod]
-        need = tmp_bytes([largest], downloads)
+        need = tmp_bytes([[*largest, *replayed]], {**downloads, **replayed})
         if need <= parse_quantity(limit):
+            continue
+        if not largest and replayed:
+            yield Finding(
+                ("benchmark", "recorded_inputs", "size" if recorded and recorded.size else "url"),
+                f"the recorded inputs need {_gib(need)} of /tmp with torch's caches, more "
+                f"than target {target.key!r}'s ephemeral-storage limit of {limit}",
+                "raise the target's ephemeral-storage limit, or give the recording's size",
+            )
             continue
         if not largest:
             yield Finding(

@@ -5,7 +5,7 @@ cluster, with its id, which hashes everything that determines its number (docs/s
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from contract.config import ModelConfig
+from contract.config import RECORDED_INPUTS_KEY, ModelConfig
 from synth.fleet import Cluster, Fleet
 from synth.load import LoadedWorkflow
 from synth.model_sources import model_configs
@@ -56,12 +56,21 @@ def _identified_variants(
     # Each scheduled run is a new identity, so nothing one run recorded stands in for the
     # next; only where there is one, so that no other workflow's ids change.
     scheduled = {"scheduled_run": loaded.schedule.run} if loaded.schedule else {}
+    # Replaying a recording is another measurement than drawing inputs, and so is replaying
+    # another recording; only where there is one, so that no other workflow's ids change.
+    recorded = sources.get(RECORDED_INPUTS_KEY)
+    replayed = {"recorded_inputs_sha256": recorded.sha256} if recorded is not None else {}
     return [
         (
             variant,
             variant.variant_id(
                 loaded.workflow.id,
-                {**setup, "model_sha256": sources[variant.model].sha256, **scheduled},
+                {
+                    **setup,
+                    "model_sha256": sources[variant.model].sha256,
+                    **replayed,
+                    **scheduled,
+                },
             ),
         )
         for variant in loaded.variants

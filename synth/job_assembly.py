@@ -16,7 +16,7 @@ from contract.config import (
     config_part_file,
     groups_text,
 )
-from contract.errors import DETERMINISTIC
+from contract.errors import DETERMINISTIC, WITH_RECORDED_INPUTS, ExitCode
 from contract.layout import (
     APP,
     APP_LABEL,
@@ -140,19 +140,20 @@ def workflow_labels(workflow_id: str) -> dict[str, str]:
     }
 
 
-_FAILURE_RULES: Final = [
-    # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
-    # fault: retry the index without spending its retries.
-    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-    {
-        "action": "FailIndex",
-        "onExitCodes": {
-            "containerName": RUNNER_CONTAINER,
-            "operator": "In",
-            "values": sorted(int(code) for code in DETERMINISTIC),
+def _failure_rules(deterministic: frozenset[ExitCode]) -> list[dict[str, Any]]:
+    return [
+        # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
+        # fault: retry the index without spending its retries.
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {
+            "action": "FailIndex",
+            "onExitCodes": {
+                "containerName": RUNNER_CONTAINER,
+                "operator": "In",
+                "values": sorted(int(code) for code in deterministic),
+            },
         },
-    },
-]
+    ]
 
 
 def _job_spec(
@@ -167,7 +168,11 @@ def _job_spec(
         "parallelism": min(parallelism, completions),
         "backoffLimitPerIndex": scheduling.retries,
         "activeDeadlineSeconds": int(scheduling.deadline),
-        "podFailurePolicy": {"rules": _FAILURE_RULES},
+        "podFailurePolicy": {
+            "rules": _failure_rules(
+                DETERMINISTIC if pod.config.recorded_inputs is None else WITH_RECORDED_INPUTS
+            )
+        },
         "template": {
             "metadata": {"labels": {**labels, JOB_LABEL: ""}},
             "spec": pod_spec(pod),

@@ -1,14 +1,16 @@
-"""Where a workflow's models come from, and what carries them to its pods: the committed
-model files packed into ConfigMaps, the CA bundles its downloads trust, and each model's
-entry in config.json (source, location, sha256, download bounds, the layers its spec
+"""Where a workflow's models (and its recorded inputs, delivered the same way under
+RECORDED_INPUTS_KEY) come from, and what carries them to its pods: the committed files
+packed into ConfigMaps, the CA bundles its downloads trust, and each file's entry in
+config.json (source, location, sha256, download bounds, the layers a model's spec
 records)."""
 
 import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
-from contract.config import DEFAULT_DOWNLOAD_BUDGET_S, OCI_DEFAULT_FILE, ModelConfig
+from contract.config import DEFAULT_DOWNLOAD_BUDGET_S, ModelConfig
 from contract.layout import MODELS_ANNOTATION
 from synth.ca_bundles import CaBundle
 from synth.digests import digest
@@ -17,7 +19,7 @@ from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import ca_bundle_name, model_bundle_name
 from synth.object_budget import CONFIGMAP_DATA_BYTES
-from synth.spec import ModelSpec
+from synth.spec import DeliveredFile, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,9 @@ class ModelFile:
     """A committed model file, as a model ConfigMap carries it: a model's name, its bytes."""
 
     model: str
+    """The model's name, or RECORDED_INPUTS_KEY."""
     content: ModelBytes
+    suffix: str = ".pt2"
 
     @property
     def sha256(self) -> str:
@@ -38,7 +42,7 @@ class ModelFile:
     @property
     def key(self) -> str:
         """Its key in the ConfigMap, and its file name under $MODEL_PATH."""
-        return f"{self.model}.pt2"
+        return f"{self.model}{self.suffix}"
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,8 @@ def ca_config_maps(
     loaded: LoadedWorkflow, fleet: Fleet, model_files: ModelFiles
 ) -> dict[str, CaConfigMap]:
     """The ConfigMaps of the CA bundles the workflow's url models trust, by bundle key."""
-    trusted = (_ca_bundle(model, fleet, model_files) for model in loaded.workflow.models)
+    delivered = loaded.workflow.delivered.values()
+    trusted = (_ca_bundle(file, fleet, model_files) for file in delivered)
     return {
         bundle.key: CaConfigMap(ca_bundle_name(loaded.workflow.id, bundle.sha256), bundle)
         for _, bundle in filter(None, trusted)
@@ -120,33 +125,33 @@ def ca_config_maps(
 
 
 def _ca_bundle(
-    model: ModelSpec, fleet: Fleet, model_files: ModelFiles
+    delivered: DeliveredFile, fleet: Fleet, model_files: ModelFiles
 ) -> tuple[str, CaBundle] | None:
-    """The repository file of the bundle `model` trusts, and the bundle; None: none."""
-    file = model.trusted_bundle(fleet)
+    """The repository file of the bundle `delivered` trusts, and the bundle; None: none."""
+    file = delivered.trusted_bundle(fleet)
     return (file, model_files.ca_bundle(file)) if file is not None else None
 
 
 def _model_config(
-    model: ModelSpec, files: Mapping[str, ModelFile], trusted: tuple[str, CaBundle] | None
+    name: str,
+    model: DeliveredFile,
+    files: Mapping[str, ModelFile],
+    trusted: tuple[str, CaBundle] | None,
 ) -> ModelConfig:
-    if model.name in files:
-        sha = files[model.name].sha256
-        return ModelConfig(
-            source="file", location=f"{model.name}.pt2", sha256=sha, layers=model.layers
-        )
+    layers = model.layers if isinstance(model, ModelSpec) else None
+    if name in files:
+        file = files[name]
+        return ModelConfig(source="file", location=file.key, sha256=file.sha256, layers=layers)
     assert model.sha256 is not None  # the spec guarantees it
     if model.oci is not None:
-        location = f"{model.name}/{model.oci_file or OCI_DEFAULT_FILE}"
-        return ModelConfig(
-            source="oci", location=location, sha256=model.sha256, layers=model.layers
-        )
+        location = f"{name}/{model.oci_file or model.oci_default}"
+        return ModelConfig(source="oci", location=location, sha256=model.sha256, layers=layers)
     if model.image_path is not None:
         return ModelConfig(
             source="image_path",
             location=model.image_path,
             sha256=model.sha256,
-            layers=model.layers,
+            layers=layers,
         )
     assert model.url is not None
     return ModelConfig(
@@ -157,31 +162,33 @@ def _model_config(
         download_budget_s=model.download_budget or DEFAULT_DOWNLOAD_BUDGET_S,
         ca_bundle=trusted[1].key if trusted is not None else None,
         ca_bundle_file=trusted[0] if trusted is not None else None,
-        layers=model.layers,
+        layers=layers,
     )
 
 
 def artifact_references(loaded: LoadedWorkflow) -> dict[str, str]:
-    """The OCI reference of each `oci` model of the workflow, by model name."""
-    return {m.name: m.oci for m in loaded.workflow.models if m.oci is not None}
+    """The OCI reference of each `oci` file of the workflow, by the name it goes by."""
+    delivered = loaded.workflow.delivered.items()
+    return {name: file.oci for name, file in delivered if file.oci is not None}
 
 
 def committed_files(loaded: LoadedWorkflow, model_files: ModelFiles) -> dict[str, ModelFile]:
-    """The workflow's committed model files, by model name."""
+    """The workflow's committed files, by the name each goes by (a model's name)."""
     return {
-        model.name: ModelFile(model.name, model_files.read(model.file))
-        for model in loaded.workflow.models
-        if model.file is not None
+        name: ModelFile(name, model_files.read(file.file), PurePosixPath(file.file).suffix)
+        for name, file in loaded.workflow.delivered.items()
+        if file.file is not None
     }
 
 
 def model_configs(
     loaded: LoadedWorkflow, fleet: Fleet, model_files: ModelFiles
 ) -> dict[str, ModelConfig]:
-    """Where each model of the workflow comes from, what its bytes hash to, and for a
-    download its bounds and the CA bundle it trusts."""
+    """Where each model of the workflow (and its recorded inputs, under RECORDED_INPUTS_KEY)
+    comes from, what its bytes hash to, and for a download its bounds and the CA bundle it
+    trusts."""
     files = committed_files(loaded, model_files)
     return {
-        m.name: _model_config(m, files, _ca_bundle(m, fleet, model_files))
-        for m in loaded.workflow.models
+        name: _model_config(name, file, files, _ca_bundle(file, fleet, model_files))
+        for name, file in loaded.workflow.delivered.items()
     }

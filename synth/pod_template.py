@@ -16,6 +16,7 @@ from contract.config import (
     MODELS_DIR,
     OCI_MODEL_PATH_ENV,
     OCI_MODELS_DIR,
+    RECORDED_INPUTS_KEY,
     RunConfig,
 )
 from contract.layout import COMPLETION_INDEX_KEY, GPU_RESOURCE, HOSTNAME_LABEL, REPEAT_LABEL
@@ -98,7 +99,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
                                 "items": [
                                     {"key": f.key, "path": f.key}
                                     for f in bundle.files
-                                    if f.model in config.models
+                                    if f.model in config.delivered
                                 ],
                             }
                         }
@@ -209,13 +210,14 @@ def _config_volume(parts: int) -> dict[str, Any]:
 
 def _tmp_bytes(config: RunConfig) -> int:
     """What the Job's pods' /tmp must hold: what the pod that downloads most downloads."""
+    recorded = {RECORDED_INPUTS_KEY} if config.recorded_inputs is not None else set()
     pods = [
-        {config.variants[position].model for position in config.positions(index)}
+        {config.variants[position].model for position in config.positions(index)} | recorded
         for index in range(config.completions)
     ]
     downloads = {
         name: model.size_bytes or DEFAULT_DOWNLOAD_BYTES
-        for name, model in config.models.items()
+        for name, model in config.delivered.items()
         if model.source == "url"
     }
     return tmp_bytes(pods, downloads)
@@ -250,9 +252,9 @@ def _apart_from_other_repeats(shared: Mapping[str, str]) -> dict[str, Any]:
 def _image_volumes(
     config: RunConfig, artifacts: Mapping[str, str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The image volumes of the `oci` models a Job's config uses, and their mounts: each
-    read-only at OCI_MODELS_DIR/<model>, pulled once per node by digest."""
-    used = sorted(name for name in config.models if name in artifacts)
+    """The image volumes of the `oci` models (and recorded inputs) a Job's config uses, and
+    their mounts: each read-only at OCI_MODELS_DIR/<name>, pulled once per node by digest."""
+    used = sorted(name for name in config.delivered if name in artifacts)
     volumes = [
         {
             "name": f"oci-{name}",

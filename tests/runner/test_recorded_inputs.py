@@ -1,0 +1,145 @@
+"""Recorded inputs replayed by the runner (runner/recorded.py): in order, wrapping, instead of
+drawn ones, the accuracy pass on the same samples, and a recording that is not the pinned
+file or does not fit the model refused with its own exit code."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from contract.config import ModelConfig, RunConfig
+from contract.errors import ExitCode
+from contract.inputs import Dimension, ExpectedInput
+from contract.result import RECORDED_INPUTS_SCHEMA_VERSION, parse_result_line
+from runner.errors import InputsMismatch
+from runner.inputs import Feed
+from runner.recorded import read_replay, recorded_batches
+from runner.run import RunPaths, run_variant
+from tests.recordings import frames, write_recording
+from tests.runner.conftest import (
+    EXAMPLES,
+    MakeConfig,
+    group_variant,
+    python_m_runner,
+    sha256_of,
+)
+
+MLP = [ExpectedInput("input", (Dimension(1, 1024), Dimension(64, 64)), "float32")]
+
+
+def with_recording(
+    config: RunConfig, tmp_path: Path, tensors: dict[str, torch.Tensor], sha256: str | None = None
+) -> RunConfig:
+    """`config` replaying `tensors`, committed beside a copy of its model in `tmp_path`."""
+    for model in config.models.values():
+        shutil.copy(EXAMPLES / model.location, tmp_path / model.location)
+    path = write_recording(tmp_path / "rec.safetensors", tensors)
+    recorded = ModelConfig(source="file", location=path.name, sha256=sha256 or sha256_of(path))
+    return config.model_copy(update={"recorded_inputs": recorded})
+
+
+def test_batches_are_consecutive_samples_the_last_filled_from_the_start(tmp_path: Path) -> None:
+    tensors = {f"input.{k}": torch.full((64,), float(k)) for k in range(5)}
+    path = write_recording(tmp_path / "rec.safetensors", tensors)
+    replay = read_replay(path, sha256_of(path))
+    feed = Feed(recorded_batches(group_variant(0, "tiny-mlp"), replay, MLP))
+    firsts = [feed(query)[0][:, 0].tolist() for query in range(5)]
+    # Batch 2 of five samples: three batches, then the replay starts again.
+    assert firsts == [[0.0, 1.0], [2.0, 3.0], [4.0, 0.0], [0.0, 1.0], [2.0, 3.0]]
+    assert feed(0)[0].dtype == torch.float32
+
+
+def test_a_variant_replays_the_recording_and_its_result_says_so(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    config = with_recording(make_config(), tmp_path, frames("input", 5, (64,)))
+    result = run_variant(config, config.variants[0], RunPaths(tmp_path, tmp_path))
+    assert config.recorded_inputs is not None
+    assert result.recorded_inputs is not None
+    assert result.recorded_inputs.sha256 == config.recorded_inputs.sha256
+    assert result.recorded_inputs.samples == 5
+    assert result.schema_version == RECORDED_INPUTS_SCHEMA_VERSION
+    assert result.accuracy is not None
+    # Not drawn: the accuracy says nothing of a seed's distribution.
+    assert result.accuracy.inputs is None
+    assert result.accuracy.max_abs_error == 0
+
+
+def test_a_cast_variants_accuracy_compares_outputs_on_the_same_samples(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    # Three batches of distinct samples: a comparison of one batch's output with another's
+    # would find cosines far from 1 on this model.
+    config = with_recording(make_config(precision="bf16"), tmp_path, frames("input", 6, (64,)))
+    result = run_variant(config, config.variants[0], RunPaths(tmp_path, tmp_path))
+    assert result.accuracy is not None and result.accuracy.cosine is not None
+    assert result.accuracy.cosine > 0.99
+
+
+def test_a_drawn_variants_result_says_nothing_of_recordings(make_config: MakeConfig) -> None:
+    config = make_config()
+    result = run_variant(config, config.variants[0], RunPaths(EXAMPLES, EXAMPLES))
+    assert result.recorded_inputs is None
+    assert result.schema_version == 6
+    assert result.accuracy is not None and result.accuracy.inputs is not None
+
+
+@pytest.mark.parametrize(
+    ("tensors", "said"),
+    [
+        (frames("obs", 2, (64,)), "the recorded inputs hold obs, but model tiny-mlp takes input"),
+        (frames("input", 2, (32,)), "recorded input input.0 at batch 2 is [2, 32]"),
+    ],
+)
+def test_a_recording_that_does_not_fit_the_model_is_refused(
+    make_config: MakeConfig, tmp_path: Path, tensors: dict[str, torch.Tensor], said: str
+) -> None:
+    config = with_recording(make_config(), tmp_path, tensors)
+    with pytest.raises(InputsMismatch) as raised:
+        run_variant(config, config.variants[0], RunPaths(tmp_path, tmp_path))
+    assert str(raised.value).startswith(said)
+    assert raised.value.exit_code == ExitCode.INPUTS_MISMATCH
+
+
+def test_a_recording_that_is_not_the_pinned_file_is_refused(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    config = with_recording(make_config(), tmp_path, frames("input", 2, (64,)), sha256="0" * 64)
+    with pytest.raises(InputsMismatch, match=r"the recorded inputs are refused: .* has sha256"):
+        run_variant(config, config.variants[0], RunPaths(tmp_path, tmp_path))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("tensors", "sha256", "said"),
+    [
+        (frames("obs", 2, (64,)), None, "the recorded inputs hold obs"),
+        (frames("input", 2, (64,)), "0" * 64, "the recorded inputs are refused"),
+    ],
+)
+def test_the_runner_exits_with_the_recordings_own_code(
+    make_config: MakeConfig,
+    tmp_path: Path,
+    tensors: dict[str, torch.Tensor],
+    sha256: str | None,
+    said: str,
+) -> None:
+    config = with_recording(make_config(), tmp_path, tensors, sha256)
+    (tmp_path / "config.json").write_text(config.model_dump_json())
+    done = python_m_runner(
+        {
+            "CONFIG_PATH": str(tmp_path / "config.json"),
+            "MODEL_PATH": str(tmp_path),
+            "JOB_COMPLETION_INDEX": "0",
+            "TERMINATION_LOG": str(tmp_path / "termination-log"),
+            "PATH": "/usr/bin:/bin",
+        }
+    )
+    assert done.returncode == ExitCode.INPUTS_MISMATCH, done.stderr
+    parsed = parse_result_line(done.stdout)
+    assert parsed is not None
+    result = json.loads(parsed.model_dump_json())
+    assert result["error"]["type"] == "inputs_mismatch"
+    assert said in result["error"]["message"]
