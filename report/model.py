@@ -237,7 +237,11 @@ class VariantRow:
     inputs: tuple[DrawnInput, ...] | None = None
     """How its runner drew each input (declared dtype, an integer input's range): what tells
     an image model from a text model, where results keep no shapes. None: not said (a
-    compacted termination message, a runner before it)."""
+    compacted termination message, a runner before it), or not drawn (`recorded_inputs`)."""
+    recorded_inputs: str | None = None
+    """The sha256 of the recorded inputs it replayed; None: it drew its inputs. Rows that
+    differ in it are of other inputs: never ranked together, and a baseline comparison
+    between them says so and concludes nothing."""
 
     @property
     def guaranteed_cpus(self) -> bool:
@@ -846,6 +850,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         ),
         accuracy=_accuracy(run, result, ref),
         inputs=_inputs(result),
+        recorded_inputs=result.recorded_inputs.sha256 if result.recorded_inputs else None,
         allocations=(run.variant.allocation,),
         energy=result.energy,
         throttle_reasons=tuple(result.gpu.throttle_reasons) if result.gpu else (),
@@ -1093,7 +1098,7 @@ def _comparisons(
     an image classifier beside a text encoder otherwise, as the model axis would)."""
     groups: dict[tuple[object, ...], list[VariantRow]] = defaultdict(list)
     for row in rows:
-        fed = (row.inputs,) if fed_alike else ()
+        fed = (row.inputs, row.recorded_inputs) if fed_alike else ()
         groups[(*(row.key.value(name) for name in by), *fed)].append(row)
     return tuple(
         _compare(group, by_accuracy=by_accuracy) for group in groups.values() if len(group) > 1
@@ -1210,6 +1215,7 @@ def _change(current: VariantRow, baseline: VariantRow, threshold: float) -> Chan
         *(f"now {doubt}" for doubt in current.doubts),
         *(f"in the baseline {doubt}" for doubt in baseline.doubts),
         *_between_runs(ratio, current, baseline),
+        *_fed_otherwise(current, baseline),
     )
     return Change(
         current=current,
@@ -1217,6 +1223,21 @@ def _change(current: VariantRow, baseline: VariantRow, threshold: float) -> Chan
         ratio=ratio,
         verdict=_verdict(ratio, doubts, threshold),
         doubts=doubts,
+    )
+
+
+def _fed_otherwise(current: VariantRow, baseline: VariantRow) -> tuple[str, ...]:
+    """Where the two runs were fed other inputs (recorded against drawn, or two recordings),
+    in words: a latency of other inputs is no change of the variant's."""
+    if current.recorded_inputs == baseline.recorded_inputs:
+        return ()
+
+    def fed(sha256: str | None) -> str:
+        return f"replayed recorded inputs {sha256[:12]}" if sha256 else "drew its inputs"
+
+    return (
+        f"fed other inputs: now it {fed(current.recorded_inputs)}, in the baseline it "
+        f"{fed(baseline.recorded_inputs)}",
     )
 
 

@@ -29,6 +29,7 @@ from contract.result import (
     LatencyStats,
     OkResult,
     Paired,
+    RecordedInputs,
     Rounds,
     Validity,
 )
@@ -367,6 +368,47 @@ def test_variants_unmatched_in_the_baseline_are_new_or_missing(
         ("a100", "regression"),
         ("t4", "unchanged"),
     ]
+
+
+def replaying(run: StoredRun, sha256: str) -> StoredRun:
+    """`run` as a variant that replayed the recorded inputs `sha256` would have stored it."""
+    result = run.variant.result
+    assert isinstance(result, OkResult)
+    recorded = result.model_copy(
+        update={"schema_version": 9, "recorded_inputs": RecordedInputs(sha256=sha256, samples=8)}
+    )
+    return dataclasses.replace(run, variant=run.variant.model_copy(update={"result": recorded}))
+
+
+@pytest.mark.parametrize(
+    ("now", "before", "said"),
+    [
+        ("ab" * 32, None, "now it replayed recorded inputs abababababab, in the baseline it drew"),
+        (None, "cd" * 32, "now it drew its inputs, in the baseline it replayed recorded inputs"),
+        ("ab" * 32, "cd" * 32, "in the baseline it replayed recorded inputs cdcdcdcdcdcd"),
+    ],
+)
+def test_a_run_fed_other_inputs_than_its_baseline_concludes_nothing_and_says_why(
+    make_run: MakeRun, now: str | None, before: str | None, said: str
+) -> None:
+    today, last_week = make_run(p50_ms=1.5), make_run(p50_ms=1.0, finished_at=LAST_WEEK)
+    today = replaying(today, now) if now else today
+    last_week = replaying(last_week, before) if before else last_week
+    comparison = build_report([today], baseline=[last_week]).baseline
+    assert comparison is not None
+    (change,) = comparison.changes
+    assert change.verdict == "inconclusive"
+    assert any(doubt.startswith("fed other inputs: ") and said in doubt for doubt in change.doubts)
+
+
+def test_runs_fed_the_same_recording_compare_as_ever(make_run: MakeRun) -> None:
+    today = replaying(make_run(p50_ms=1.5), "ab" * 32)
+    last_week = replaying(make_run(p50_ms=1.0, finished_at=LAST_WEEK), "ab" * 32)
+    comparison = build_report([today], baseline=[last_week]).baseline
+    assert comparison is not None
+    (change,) = comparison.changes
+    assert change.verdict == "regression"
+    assert change.current.recorded_inputs == "ab" * 32
 
 
 def test_failed_variants_are_listed_with_their_explanation(everything: list[StoredRun]) -> None:
