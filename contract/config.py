@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from contract.params import Params
 from contract.variant import VariantRef
 from contract.weights import LayerRecord
 
@@ -200,6 +201,10 @@ class ModelConfig(_Contract):
     ca_bundle_file: str | None = Field(default=None, min_length=1, max_length=4096)
     """For `url`: the bundle's file in the repository, which messages name (`ca_bundle` is
     named by its content, which nobody recognises)."""
+    family: str | None = Field(default=None, min_length=1, max_length=30)
+    """The family the program is a member of (`models[].family`), where its spec names one."""
+    params: Params | None = None
+    """The program's parameters within its family (`models[].params`)."""
     layers: LayerRecord | None = None
     """What the spec records of the program's layers (its `layers:`), which synth judged its
     quantized variants by: the runner refuses a program that holds others (None: nothing
@@ -215,7 +220,7 @@ class ModelConfig(_Contract):
 
 
 _WRITTEN_WHEN_SET: Final = frozenset(
-    {"size_bytes", "download_budget_s", "ca_bundle", "ca_bundle_file", "layers"}
+    {"size_bytes", "download_budget_s", "ca_bundle", "ca_bundle_file", "layers", "family", "params"}
 )
 
 

@@ -33,6 +33,7 @@ from contract.numbers import (
     number_words,
     without_bad_numbers,
 )
+from contract.params import Params
 from contract.samples import Samples
 from contract.variant import VariantRef
 
@@ -42,13 +43,15 @@ SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 9]
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
 (`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 8 the CPU's instruction-set
 flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
-measurement bounds (`timings.bound_s`), 9 `recorded_inputs` (written only by a variant that
-replayed them, so that every other result stays as it was); a collector that reads only
-older ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
+measurement bounds (`timings.bound_s`), 9 `recorded_inputs`, and the model's `family` and
+`params` (written only where set, so that every other result stays as it was); a collector
+that reads only older ones keeps a newer result unread, as a newer runner's, rather than
+refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
 RESULT_SCHEMA_VERSION: Final = 6
 RECORDED_INPUTS_SCHEMA_VERSION: Final = 9
-"""The version of a result that replayed recorded inputs (its `recorded_inputs`)."""
+"""The version of a result that replayed recorded inputs (its `recorded_inputs`) or whose
+model has a family (`family`, `params`)."""
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -507,6 +510,11 @@ class OkResult(_ResultBase):
     recorded_inputs: RecordedInputs | None = None
     """Set where the variant replayed recorded inputs (result schema 9); None: it drew them,
     seeded, as `accuracy.inputs` says."""
+    family: str | None = Field(default=None, min_length=1, max_length=30)
+    """The model's family, where its spec names one (result schema 9)."""
+    params: Params | None = None
+    """The model's parameters within its family (result schema 9): what the report compares
+    the family's members along."""
     compacted: bool = False
     """Details other than the samples were left out to fit the termination log; the log line
     has them all."""

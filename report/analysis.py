@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from report.answers import Answer, answers
 from report.cost import Costs, costs
 from report.model import Report
+from report.params import ParamComparison, param_comparisons
 from report.verdict import RunVerdict, run_verdict
 
 
@@ -20,10 +21,16 @@ class Analysis:
     verdict: RunVerdict
     answers: tuple[Answer, ...]
     costs: Costs
+    params: tuple[ParamComparison, ...] = ()
+    """Each family's members along each param (report/params.py)."""
 
 
 def analyse(report: Report) -> Analysis:
     """`report` with its verdict, answers and costs."""
     return Analysis(
-        report=report, verdict=run_verdict(report), answers=answers(report), costs=costs(report)
+        report=report,
+        verdict=run_verdict(report),
+        answers=answers(report),
+        costs=costs(report),
+        params=param_comparisons(report.variants),
     )

@@ -3,7 +3,13 @@ answers, then (folded) the details. Every human-readable format writes this one 
 
 from contract.text import plural
 from report.analysis import Analysis
-from report.comparison_tables import axis_table, baseline_tables, best_table, comparison_table
+from report.comparison_tables import (
+    axis_table,
+    baseline_tables,
+    best_table,
+    comparison_table,
+    param_table,
+)
 from report.cost_table import cost_tables
 from report.run_tables import (
     energy_table,
@@ -30,6 +36,7 @@ def lay_out(analysis: Analysis) -> Layout:
         failures_table(report.failures),
         lacks_table(report.lacks),
         *map(axis_table, report.axes),
+        *map(param_table, analysis.params),
         *(comparison_table("By target", comparison) for comparison in report.by_target),
         *map(best_table, report.best_configurations),
         *(comparison_table("Ranking", comparison) for comparison in report.rankings),

@@ -22,6 +22,7 @@ from contract.allocation import Allocation
 from contract.clocks import ahead_by
 from contract.instant import instant
 from contract.order_stats import paired_ratio
+from contract.params import ParamValue
 from contract.pricing import Pricing
 from contract.records import Reuses
 from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Validity
@@ -238,6 +239,10 @@ class VariantRow:
     """How its runner drew each input (declared dtype, an integer input's range): what tells
     an image model from a text model, where results keep no shapes. None: not said (a
     compacted termination message, a runner before it), or not drawn (`recorded_inputs`)."""
+    family: str | None = None
+    """Its model's family, where the spec names one (report/params.py compares within it)."""
+    params: tuple[tuple[str, ParamValue], ...] = ()
+    """Its model's params within the family, by name."""
     recorded_inputs: str | None = None
     """The sha256 of the recorded inputs it replayed; None: it drew its inputs. Rows that
     differ in it are of other inputs: never ranked together, and a baseline comparison
@@ -851,6 +856,8 @@ def _measured(run: StoredRun) -> VariantRow | None:
         accuracy=_accuracy(run, result, ref),
         inputs=_inputs(result),
         recorded_inputs=result.recorded_inputs.sha256 if result.recorded_inputs else None,
+        family=result.family,
+        params=tuple(sorted((result.params or {}).items())),
         allocations=(run.variant.allocation,),
         energy=result.energy,
         throttle_reasons=tuple(result.gpu.throttle_reasons) if result.gpu else (),
@@ -1145,7 +1152,7 @@ def _axis(axis: str, rows: Sequence[VariantRow]) -> AxisComparison | None:
                 continue
             reference = _reference(axis, like)
             entries.extend(
-                _axis_entry(row, reference)
+                axis_entry(row, reference)
                 for row in sorted(like, key=lambda row: row.key)
                 if row is not reference
             )
@@ -1182,7 +1189,9 @@ def _input_words(inputs: Sequence[DrawnInput]) -> str:
     )
 
 
-def _axis_entry(row: VariantRow, reference: VariantRow) -> AxisEntry:
+def axis_entry(row: VariantRow, reference: VariantRow) -> AxisEntry:
+    """`row` against `reference`: the ratio of their p50s per sample, and the doubts that
+    keep it from claiming a direction."""
     ratio, noise = _per_sample_ratio(row, reference)
     return AxisEntry(
         row=row,

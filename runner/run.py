@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from contract.accuracy import Accuracy, DrawnInput
-from contract.config import RunConfig, VariantConfig
+from contract.config import ModelConfig, RunConfig, VariantConfig
 from contract.result import (
     RECORDED_INPUTS_SCHEMA_VERSION,
     Applied,
@@ -541,16 +541,17 @@ def _result(
         accuracy=ready.accuracy,
         paired=paired,
         rounds=round_share,
-        **_recorded(ready.replay),
+        **_later_facts(ready.replay, model),
     )
 
 
-def _recorded(replay: Replay | None) -> dict[str, object]:
-    """What a result says of recorded inputs, with the schema version that has them; nothing
-    where the variant drew its inputs, so that its result stays what it was before them."""
-    if replay is None:
-        return {}
-    return {
-        "schema_version": RECORDED_INPUTS_SCHEMA_VERSION,
-        "recorded_inputs": RecordedInputs(sha256=replay.sha256, samples=replay.count),
-    }
+def _later_facts(replay: Replay | None, model: ModelConfig) -> dict[str, object]:
+    """What a result says of recorded inputs and of the model's family, with the schema
+    version that has them; nothing where there are none, so that the result stays what it
+    was before them."""
+    facts: dict[str, object] = {}
+    if replay is not None:
+        facts["recorded_inputs"] = RecordedInputs(sha256=replay.sha256, samples=replay.count)
+    if model.family is not None:
+        facts |= {"family": model.family, "params": model.params}
+    return facts and {"schema_version": RECORDED_INPUTS_SCHEMA_VERSION, **facts}

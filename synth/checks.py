@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from contract.archive import UnsafeArchive
 from contract.config import RECORDED_INPUTS_KEY
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
+from contract.params import params_text
 from contract.quantity import parse_quantity
 from contract.recorded import BadRecording, read_recording, recording_misfit
 from contract.variant import RUN_SETTINGS, Compile, Quantization, layers_taken, takes_layer
@@ -31,7 +32,7 @@ from synth.names import (
 )
 from synth.repeats import repeats
 from synth.scratch import TMP_BASE_BYTES, quantity, tmp_bytes
-from synth.spec import Workflow
+from synth.spec import ModelSpec, Workflow
 from synth.sweep import Variant, idle_excludes, idle_includes
 from synth.yaml_source import Loc
 
@@ -52,6 +53,7 @@ def check_workflow(
     return [
         *_unique_names(workflow),
         *_models_have_inputs(workflow),
+        *_families_hold_together(workflow),
         *_pinned_files_match(workflow, model_files),
         *_model_files_are_plain_programs(workflow, variants, model_files),
         *_clusters_can_run_targets(workflow, fleet),
@@ -107,6 +109,57 @@ def _models_have_inputs(workflow: Workflow) -> Iterator[Finding]:
                 "set benchmark.inputs (or the design note's benchmark.input_shape) for all "
                 "models, or inputs on this model",
             )
+
+
+def _families_hold_together(workflow: Workflow) -> Iterator[Finding]:
+    """A family's members each carry params, the same names, each member at other values:
+    what the report compares along is then a param, never a difference of names."""
+    first: dict[str, tuple[int, ModelSpec]] = {}
+    for index, model in enumerate(workflow.models):
+        if model.params is not None and model.family is None:
+            yield Finding(
+                ("models", index, "params"),
+                f"model {model.name} has params but no family",
+                "name its family: the report compares params only within a family",
+            )
+            continue
+        if model.family is None:
+            continue
+        if model.params is None:
+            yield Finding(
+                ("models", index, "family"),
+                f"model {model.name} is in family {model.family} but has no params",
+                "give its params, e.g. {action_chunk: 8}: what tells the members apart",
+            )
+            continue
+        if model.family not in first:
+            first[model.family] = (index, model)
+            continue
+        _, other = first[model.family]
+        assert other.params is not None  # a family's first member with params
+        if sorted(model.params) != sorted(other.params):
+            yield Finding(
+                ("models", index, "params"),
+                f"model {model.name} of family {model.family} has params "
+                f"{', '.join(sorted(model.params))}; {other.name} has "
+                f"{', '.join(sorted(other.params))}",
+                "every member of a family names the same params",
+            )
+    for family in first:
+        members = [(i, m) for i, m in enumerate(workflow.models) if m.family == family]
+        seen: dict[str, str] = {}
+        for index, model in members:
+            if model.params is None:
+                continue  # said above
+            words = params_text(model.params)
+            if words in seen:
+                yield Finding(
+                    ("models", index, "params"),
+                    f"models {seen[words]} and {model.name} of family {family} both have "
+                    f"params {words}",
+                    "each member of a family is another program: give each its own values",
+                )
+            seen.setdefault(words, model.name)
 
 
 def _pinned_files_match(workflow: Workflow, model_files: ModelFiles) -> Iterator[Finding]:

@@ -60,6 +60,12 @@ def _identified_variants(
     # another recording; only where there is one, so that no other workflow's ids change.
     recorded = sources.get(RECORDED_INPUTS_KEY)
     replayed = {"recorded_inputs_sha256": recorded.sha256} if recorded is not None else {}
+
+    def facts(model: ModelConfig) -> dict[str, object]:
+        # A model's family and params are in its results: only where it has them, so that
+        # no other variant's id changes.
+        return {"family": model.family, "params": model.params} if model.family else {}
+
     return [
         (
             variant,
@@ -68,6 +74,7 @@ def _identified_variants(
                 {
                     **setup,
                     "model_sha256": sources[variant.model].sha256,
+                    **facts(sources[variant.model]),
                     **replayed,
                     **scheduled,
                 },

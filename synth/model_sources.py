@@ -139,9 +139,12 @@ def _model_config(
     trusted: tuple[str, CaBundle] | None,
 ) -> ModelConfig:
     layers = model.layers if isinstance(model, ModelSpec) else None
+    facts = {"family": model.family, "params": model.params} if isinstance(model, ModelSpec) else {}
     if name in files:
         file = files[name]
-        return ModelConfig(source="file", location=file.key, sha256=file.sha256, layers=layers)
+        return ModelConfig(
+            source="file", location=file.key, sha256=file.sha256, layers=layers, **facts
+        )
     assert model.sha256 is not None  # the spec guarantees it
     if model.oci is not None:
         location = f"{name}/{model.oci_file or model.oci_default}"
@@ -152,6 +155,7 @@ def _model_config(
             location=model.image_path,
             sha256=model.sha256,
             layers=layers,
+            **facts,
         )
     assert model.url is not None
     return ModelConfig(
@@ -163,6 +167,7 @@ def _model_config(
         ca_bundle=trusted[1].key if trusted is not None else None,
         ca_bundle_file=trusted[0] if trusted is not None else None,
         layers=layers,
+        **facts,
     )
 
 

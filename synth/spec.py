@@ -39,6 +39,7 @@ from contract.config import (
     tail_iterations,
 )
 from contract.layout import GPU_RESOURCE, KUSTOMIZATION_FILE, WORKLOADS
+from contract.params import Params
 from contract.quantity import parse_quantity
 from contract.variant import SPELLINGS, Compile, Precision, Quantization
 from contract.weights import LayerRecord
@@ -362,6 +363,14 @@ class ModelSpec(DeliveredFile):
     accuracy: AccuracyGateSpec | None = None
     """This model's accuracy thresholds, over `benchmark.accuracy`'s (each one given replaces
     that threshold, the others stay)."""
+    family: ModelName | None = None
+    """The family this program is a member of: several exported programs of one policy or
+    network, each at other `params`, which the report compares along each param, only within
+    the family (e.g. `pi0-small`)."""
+    params: Params | None = None
+    """The program's parameters within its `family`, the knobs a team trades against rate,
+    e.g. `{action_chunk: 8, denoise_steps: 10}`: whole numbers, numbers or short words, up to
+    8. Every member of a family names the same params, each member at other values."""
     layers: LayersSpec | None = None
     """The program's layers, as `benchfleet export` or `make push-model` prints them, e.g.
     `{linear: {1000x2048: 1}, parameters: 25557032}`. Without it, whether a quantization can

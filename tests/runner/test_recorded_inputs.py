@@ -143,3 +143,14 @@ def test_the_runner_exits_with_the_recordings_own_code(
     result = json.loads(parsed.model_dump_json())
     assert result["error"]["type"] == "inputs_mismatch"
     assert said in result["error"]["message"]
+
+
+def test_a_family_members_result_carries_its_params(make_config: MakeConfig) -> None:
+    config = make_config()
+    model = config.models["tiny-mlp"].model_copy(
+        update={"family": "mlps", "params": {"width": 64, "act": "relu"}}
+    )
+    config = config.model_copy(update={"models": {"tiny-mlp": model}})
+    result = run_variant(config, config.variants[0], RunPaths(EXAMPLES, EXAMPLES))
+    assert (result.family, result.params) == ("mlps", {"width": 64, "act": "relu"})
+    assert result.schema_version == RECORDED_INPUTS_SCHEMA_VERSION
