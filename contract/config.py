@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from contract.params import Params
+from contract.recorded import RecordedContents
 from contract.variant import VariantRef
 from contract.weights import LayerRecord
 
@@ -205,6 +206,9 @@ class ModelConfig(_Contract):
     """The family the program is a member of (`models[].family`), where its spec names one."""
     params: Params | None = None
     """The program's parameters within its family (`models[].params`)."""
+    contents: RecordedContents | None = None
+    """For recorded inputs: what the spec records the file holds (its `contents:`), which
+    synth held to the models: the runner refuses a file that holds other contents."""
     layers: LayerRecord | None = None
     """What the spec records of the program's layers (its `layers:`), which synth judged its
     quantized variants by: the runner refuses a program that holds others (None: nothing
@@ -220,7 +224,16 @@ class ModelConfig(_Contract):
 
 
 _WRITTEN_WHEN_SET: Final = frozenset(
-    {"size_bytes", "download_budget_s", "ca_bundle", "ca_bundle_file", "layers", "family", "params"}
+    {
+        "size_bytes",
+        "download_budget_s",
+        "ca_bundle",
+        "ca_bundle_file",
+        "layers",
+        "family",
+        "params",
+        "contents",
+    }
 )
 
 

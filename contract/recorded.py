@@ -23,7 +23,9 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
-from typing import BinaryIO, Final
+from typing import Annotated, BinaryIO, Final, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from contract.inputs import ExpectedInput, GivenInput, dimension_misfit
 
@@ -45,7 +47,8 @@ DTYPES: Final = {
 }
 """The safetensors dtypes a recording may hold: those a spec's input may have
 (synth/spec.py, InputSpec), with each element's size."""
-_NAME: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,199})\.(0|[1-9][0-9]{0,8})")
+_INPUT_NAME: Final = r"[A-Za-z_][A-Za-z0-9_]{0,199}"
+_NAME: Final = re.compile(rf"({_INPUT_NAME})\.(0|[1-9][0-9]{{0,8}})")
 _METADATA: Final = "__metadata__"
 
 
@@ -210,3 +213,71 @@ def recording_misfit(
                     "equal shapes, or use batch size 1"
                 )
     return None
+
+
+MAX_RECORDED_INPUTS: Final = 64
+
+
+class RecordedInput(BaseModel):
+    """One input as every sample of a recording holds it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    shape: list[Annotated[StrictInt, Field(ge=0, lt=1 << 40)]] = Field(
+        max_length=MAX_RECORDED_DIMENSIONS
+    )
+    """Each sample's shape, without a batch dimension."""
+    dtype: Literal["float32", "float16", "bfloat16", "int64", "int32", "bool"]
+
+
+class RecordedContents(BaseModel):
+    """What a recording holds, recorded in the spec (its `contents:`) where synth cannot read
+    the file (`url`, `oci`, `image_path`), so that it is held to the models' inputs at
+    validation all the same; the runner refuses a file that holds other contents. Only a
+    recording whose samples share each input's shape can be so recorded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    samples: StrictInt = Field(ge=1, le=MAX_RECORDED_TENSORS)
+    """How many samples it holds of each input."""
+    inputs: dict[Annotated[str, Field(pattern=rf"^{_INPUT_NAME}$")], RecordedInput] = Field(
+        min_length=1, max_length=MAX_RECORDED_INPUTS
+    )
+    """Each input by the program's name for it: every sample's shape and dtype."""
+
+    def recording(self) -> Recording:
+        """A recording of these contents, for the rule `recording_misfit` applies."""
+        return Recording(
+            {
+                name: (RecordedTensor(tuple(held.shape), held.dtype, 0, 0),) * self.samples
+                for name, held in sorted(self.inputs.items())
+            },
+            data_start=0,
+        )
+
+    @classmethod
+    def of(cls, recording: Recording) -> Self | None:
+        """The contents of `recording`; None where an input's samples differ in shape."""
+        inputs = {}
+        for name, held in recording.inputs.items():
+            if len({(tensor.shape, tensor.dtype) for tensor in held}) > 1:
+                return None
+            inputs[name] = RecordedInput(shape=list(held[0].shape), dtype=held[0].dtype)
+        return cls.model_validate({"samples": recording.samples, "inputs": inputs})
+
+    def flow(self) -> str:
+        """The contents as one line of YAML, for a spec's `contents:`."""
+        inputs = ", ".join(
+            f"{name}: {{shape: {held.shape}, dtype: {held.dtype}}}"
+            for name, held in sorted(self.inputs.items())
+        )
+        return f"{{samples: {self.samples}, inputs: {{{inputs}}}}}"
+
+
+def contents_disagree(recording: Recording, contents: RecordedContents) -> str | None:
+    """Why `recording` is not what `contents` records, or None where it is."""
+    found = RecordedContents.of(recording)
+    if found == contents:
+        return None
+    held = found.flow() if found else f"samples of varying shapes ({recording.describe()})"
+    return f"it holds {held}, but the spec's contents: records {contents.flow()}"

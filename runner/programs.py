@@ -88,7 +88,7 @@ class Programs:
                     self.oci_dir,
                     self.image_root,
                 )
-                self._replay = read_replay(path, recorded.sha256)
+                self._replay = read_replay(path, recorded.sha256, recorded.contents)
             except ModelMismatch as error:
                 self._replay = InputsMismatch(f"the recorded inputs are refused: {error}")
             except (ModelLoadError, InputsMismatch) as error:

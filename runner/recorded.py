@@ -11,7 +11,14 @@ import torch
 
 from contract.config import VariantConfig
 from contract.inputs import ExpectedInput, GivenInput
-from contract.recorded import BadRecording, Recording, read_recording, recording_misfit
+from contract.recorded import (
+    BadRecording,
+    RecordedContents,
+    Recording,
+    contents_disagree,
+    read_recording,
+    recording_misfit,
+)
 from runner.errors import InputsMismatch, ModelLoadError
 from runner.inputs import INPUT_DTYPES, Batch
 
@@ -29,9 +36,10 @@ class Replay:
         return self.recording.samples
 
 
-def read_replay(path: Path, sha256: str) -> Replay:
+def read_replay(path: Path, sha256: str, contents: RecordedContents | None = None) -> Replay:
     """The recording at `path`, whose bytes were checked against `sha256`; InputsMismatch
-    unless it is one contract.recorded reads."""
+    unless it is one contract.recorded reads, holding what the spec's `contents` records
+    (where it records them: synth judged the models' inputs by them)."""
     try:
         with path.open("rb") as file:
             size = path.stat().st_size
@@ -42,6 +50,11 @@ def read_replay(path: Path, sha256: str) -> Replay:
         raise ModelLoadError(f"cannot read {path}: {error.strerror}") from error
     except BadRecording as error:
         raise InputsMismatch(f"the recorded inputs {path} are refused: {error}") from error
+    if contents is not None and (disagreement := contents_disagree(recording, contents)):
+        raise InputsMismatch(
+            f"the recorded inputs {path} are refused: {disagreement}; synth held the models' "
+            "inputs to those contents: set contents: to what the file holds"
+        )
     samples = {
         name: tuple(_tensor(data, tensor.shape, tensor.dtype, tensor.begin) for tensor in held)
         for name, held in recording.inputs.items()

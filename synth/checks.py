@@ -15,7 +15,14 @@ from contract.config import RECORDED_INPUTS_KEY
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from contract.params import params_text
 from contract.quantity import parse_quantity
-from contract.recorded import BadRecording, read_recording, recording_misfit
+from contract.recorded import (
+    BadRecording,
+    RecordedContents,
+    Recording,
+    contents_disagree,
+    read_recording,
+    recording_misfit,
+)
 from contract.variant import RUN_SETTINGS, Compile, Quantization, layers_taken, takes_layer
 from contract.weights import LayerRecord, LinearWeights
 from synth.catalogue import DEVICE_TYPES, compile_unoffered_because, unoffered_because
@@ -209,29 +216,21 @@ def _recording_fits_models(
     declared: dict[str, tuple[ExpectedInput, ...]],
     model_files: ModelFiles,
 ) -> Iterator[Finding]:
-    """A committed recording (`benchmark.recorded_inputs.file`) against each model whose
-    archive declares its inputs, at each batch size (contract.recorded): what the runner
-    would refuse, said here. A recording from elsewhere is read in its pod only."""
+    """The recording (`benchmark.recorded_inputs`) against each model whose archive declares
+    its inputs, at each batch size (contract.recorded): a committed file as it is, one from
+    elsewhere as its `contents:` records it; what the runner would refuse, said here."""
     recorded = workflow.benchmark.recorded_inputs
-    if recorded is None or recorded.file is None:
+    if recorded is None:
         return
     loc: Loc = ("benchmark", "recorded_inputs")
-    content = model_files.read(recorded.file)
-    if recorded.sha256 is not None and content.sha256 != recorded.sha256:
-        yield Finding(
-            (*loc, "sha256"),
-            f"{recorded.file} has sha256 {content.sha256}, not the pinned {recorded.sha256}",
-            "the file changed since it was pinned: update sha256 if the change is intended",
-        )
-    try:
-        recording = read_recording(io.BytesIO(content.data), content.size)
-    except BadRecording as error:
-        yield Finding(
-            (*loc, "file"),
-            f"{recorded.file} is no recording the runner reads: {error}",
-            "save the samples with safetensors, named <input name>.<sample> "
-            "(docs/specs.md, Recorded inputs)",
-        )
+    if recorded.file is not None:
+        found = _committed_recording(recorded.file, recorded.sha256, recorded.contents, model_files)
+        for where, message, hint in found.problems:
+            yield Finding((*loc, *where), message, hint)
+        recording = found.recording
+    else:
+        recording = recorded.contents.recording() if recorded.contents else None
+    if recording is None:
         return
     said: set[str] = set()
     for variant in variants:
@@ -248,6 +247,48 @@ def _recording_fits_models(
                 "record the model's inputs by the names `benchfleet export` lists, in the "
                 "spec's dtypes",
             )
+
+
+@dataclass(frozen=True)
+class _Committed:
+    recording: Recording | None
+    """None where the file is no recording."""
+    problems: list[tuple[tuple[str, ...], str, str | None]]
+    """Each problem's field under `recorded_inputs`, message and hint."""
+
+
+def _committed_recording(
+    file: str, sha256: str | None, contents: RecordedContents | None, model_files: ModelFiles
+) -> _Committed:
+    """A committed recording read as the runner reads it, and what is wrong with it or with
+    what the spec pins or records of it."""
+    content = model_files.read(file)
+    problems: list[tuple[tuple[str, ...], str, str | None]] = []
+    if sha256 is not None and content.sha256 != sha256:
+        problems.append(
+            (
+                ("sha256",),
+                f"{file} has sha256 {content.sha256}, not the pinned {sha256}",
+                "the file changed since it was pinned: update sha256 if the change is intended",
+            )
+        )
+    try:
+        recording = read_recording(io.BytesIO(content.data), content.size)
+    except BadRecording as error:
+        problems.append(
+            (
+                ("file",),
+                f"{file} is no recording the runner reads: {error}",
+                "save the samples with safetensors, named <input name>.<sample> "
+                "(docs/specs.md, Recorded inputs)",
+            )
+        )
+        return _Committed(None, problems)
+    if contents is not None and (disagreement := contents_disagree(recording, contents)):
+        problems.append(
+            (("contents",), f"{file}: {disagreement}", "set contents: to what the file holds")
+        )
+    return _Committed(recording, problems)
 
 
 def _recorded_layers_are_the_files(

@@ -19,7 +19,7 @@ from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import ca_bundle_name, model_bundle_name
 from synth.object_budget import CONFIGMAP_DATA_BYTES
-from synth.spec import DeliveredFile, ModelSpec
+from synth.spec import DeliveredFile, ModelSpec, RecordedInputsSpec
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,13 @@ def _model_config(
     trusted: tuple[str, CaBundle] | None,
 ) -> ModelConfig:
     layers = model.layers if isinstance(model, ModelSpec) else None
-    facts = {"family": model.family, "params": model.params} if isinstance(model, ModelSpec) else {}
+    facts: dict[str, object] = (
+        {"family": model.family, "params": model.params}
+        if isinstance(model, ModelSpec)
+        else {"contents": model.contents}
+        if isinstance(model, RecordedInputsSpec)
+        else {}
+    )
     if name in files:
         file = files[name]
         return ModelConfig(
@@ -148,7 +154,9 @@ def _model_config(
     assert model.sha256 is not None  # the spec guarantees it
     if model.oci is not None:
         location = f"{name}/{model.oci_file or model.oci_default}"
-        return ModelConfig(source="oci", location=location, sha256=model.sha256, layers=layers)
+        return ModelConfig(
+            source="oci", location=location, sha256=model.sha256, layers=layers, **facts
+        )
     if model.image_path is not None:
         return ModelConfig(
             source="image_path",

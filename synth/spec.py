@@ -41,6 +41,7 @@ from contract.config import (
 from contract.layout import GPU_RESOURCE, KUSTOMIZATION_FILE, WORKLOADS
 from contract.params import Params
 from contract.quantity import parse_quantity
+from contract.recorded import RecordedContents
 from contract.variant import SPELLINGS, Compile, Precision, Quantization
 from contract.weights import LayerRecord
 from synth.base import SpecModel
@@ -378,6 +379,11 @@ class ModelSpec(DeliveredFile):
     and `benchfleet validate` say so)."""
 
 
+class RecordedContentsSpec(RecordedContents, SpecModel):
+    """What a recording holds (`contract/recorded.py`): its samples' count, and each input's
+    shape per sample and dtype, by the program's name for the input."""
+
+
 class RecordedInputsSpec(DeliveredFile):
     """Recorded inputs that every variant replays instead of drawn ones: a `.safetensors`
     file of samples named `<input name>.<sample>` (docs/specs.md, "Recorded inputs"),
@@ -391,6 +397,12 @@ class RecordedInputsSpec(DeliveredFile):
     _wrong_suffix_hint: ClassVar[str] = (
         "save the recorded samples with safetensors (docs/policies.md): a pickle is not read"
     )
+
+    contents: RecordedContentsSpec | None = None
+    """What the file holds, e.g. `{samples: 300, inputs: {obs_image: {shape: [3, 224, 224],
+    dtype: float32}}}`: where synth cannot read the file (`url`, `oci`, `image_path`), it
+    holds the models' inputs to this instead, and the runner refuses a file that holds other
+    contents. A committed `file`'s must be the file's own."""
 
 
 _DOWNLOAD_KEYS: Final = ("size", "download_budget", "ca_bundle")

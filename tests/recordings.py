@@ -25,7 +25,7 @@ def safetensors_bytes(tensors: Mapping[str, torch.Tensor]) -> bytes:
     data = bytearray()
     for name in sorted(tensors):
         tensor = tensors[name].contiguous()
-        raw = tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
+        raw = tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
         header[name] = {
             "dtype": SAFETENSORS_DTYPES[tensor.dtype],
             "shape": list(tensor.shape),

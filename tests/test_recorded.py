@@ -13,7 +13,10 @@ from contract.inputs import Dimension, ExpectedInput, GivenInput
 from contract.recorded import (
     MAX_HEADER_BYTES,
     BadRecording,
+    RecordedContents,
+    RecordedTensor,
     Recording,
+    contents_disagree,
     read_recording,
     recording_misfit,
 )
@@ -117,3 +120,35 @@ def test_variable_lengths_fit_a_dynamic_dimension_at_batch_one_only() -> None:
     misfit = recording_misfit("lm", 2, recording, given, tokens)
     assert misfit is not None
     assert "samples 0..1 differ in shape, and batch 2 stacks them" in misfit
+
+
+def test_contents_say_what_a_recording_holds_in_one_line() -> None:
+    recording = read(safetensors_bytes({**frames("obs_image", 3, (3, 8)), **frames("s", 3, ())}))
+    contents = RecordedContents.of(recording)
+    assert contents is not None
+    assert contents.flow() == (
+        "{samples: 3, inputs: {obs_image: {shape: [3, 8], dtype: float32}, "
+        "s: {shape: [], dtype: float32}}}"
+    )
+    assert contents_disagree(recording, contents) is None
+    # The contents stand for the file in the rule that holds it to a model.
+    assert contents.recording().inputs == {
+        name: tuple(RecordedTensor(t.shape, t.dtype, 0, 0) for t in held)
+        for name, held in recording.inputs.items()
+    }
+
+
+def test_contents_that_are_not_the_files_say_both() -> None:
+    recording = read(safetensors_bytes(frames("input", 2, (64,))))
+    contents = RecordedContents.model_validate(
+        {"samples": 3, "inputs": {"input": {"shape": [64], "dtype": "float32"}}}
+    )
+    assert contents_disagree(recording, contents) == (
+        "it holds {samples: 2, inputs: {input: {shape: [64], dtype: float32}}}, but the spec's "
+        "contents: records {samples: 3, inputs: {input: {shape: [64], dtype: float32}}}"
+    )
+
+
+def test_samples_of_varying_shapes_have_no_contents_to_record() -> None:
+    tensors = {"tokens.0": torch.zeros(3), "tokens.1": torch.zeros(5)}
+    assert RecordedContents.of(read(safetensors_bytes(tensors))) is None

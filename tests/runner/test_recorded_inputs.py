@@ -12,6 +12,7 @@ import torch
 from contract.config import ModelConfig, RunConfig
 from contract.errors import ExitCode
 from contract.inputs import Dimension, ExpectedInput
+from contract.recorded import RecordedContents
 from contract.result import RECORDED_INPUTS_SCHEMA_VERSION, parse_result_line
 from runner.errors import InputsMismatch
 from runner.inputs import Feed
@@ -154,3 +155,20 @@ def test_a_family_members_result_carries_its_params(make_config: MakeConfig) -> 
     result = run_variant(config, config.variants[0], RunPaths(EXAMPLES, EXAMPLES))
     assert (result.family, result.params) == ("mlps", {"width": 64, "act": "relu"})
     assert result.schema_version == RECORDED_INPUTS_SCHEMA_VERSION
+
+
+def test_a_recording_that_is_not_what_the_spec_records_is_refused(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    config = with_recording(make_config(), tmp_path, frames("input", 2, (64,)))
+    assert config.recorded_inputs is not None
+    recorded = config.recorded_inputs.model_copy(
+        update={
+            "contents": RecordedContents.model_validate(
+                {"samples": 5, "inputs": {"input": {"shape": [64], "dtype": "float32"}}}
+            )
+        }
+    )
+    config = config.model_copy(update={"recorded_inputs": recorded})
+    with pytest.raises(InputsMismatch, match=r"but the spec's contents: records \{samples: 5"):
+        run_variant(config, config.variants[0], RunPaths(tmp_path, tmp_path))

@@ -48,6 +48,16 @@ def test_a_familys_params_travel_in_config_json_and_the_variant_ids(
     config = config_of(spec_repo, write_spec("fam.yaml", SPEC.format(first=FIRST, second=SECOND)))
     assert config.models["pi-c8"].family == "pi"
     assert config.models["pi-c8"].params == {"action_chunk": 8, "denoise_steps": 10}
+    # From any source: the entry of an oci model carries them too.
+    oci = f"    oci: registry.example.com/m/pi@sha256:{'ab' * 32}\n    sha256: {'cd' * 32}\n"
+    text = SPEC.format(first=FIRST, second=SECOND).replace("clusters: [alpha]", "clusters: [beta]")
+    text = text.replace(
+        "  - name: pi-c8\n    file: models/examples/tiny-mlp.pt2\n", f"  - name: pi-c8\n{oci}"
+    )
+    assert config_of(spec_repo, write_spec("fam.yaml", text)).models["pi-c8"].params == {
+        "action_chunk": 8,
+        "denoise_steps": 10,
+    }
     assert "family" not in plain.models["pi-c8"].model_dump(exclude_none=True)
     assert {v.id for v in config.variants}.isdisjoint({v.id for v in plain.variants})
 

@@ -149,3 +149,32 @@ def test_a_recording_synth_refuses_is_located(
     spec = write_spec("rec.yaml", spec_text(f"  recorded_inputs: {recorded}\n"))
     found = problems(spec_repo, spec)
     assert any(said in problem for problem in found), found
+
+
+CONTENTS = "{samples: 4, inputs: {input: {shape: [64], dtype: float32}}}"
+
+
+def test_an_oci_recordings_contents_are_held_to_the_models_and_travel_to_the_runner(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    source = f"oci: {ARTIFACT}, sha256: {'cd' * 32}"
+    fits = f"  recorded_inputs: {{{source}, contents: {CONTENTS}}}\n"
+    _, config = rendered(spec_repo, write_spec("rec.yaml", spec_text(fits, "beta")))
+    assert config.recorded_inputs is not None
+    assert config.recorded_inputs.contents is not None
+    assert config.recorded_inputs.contents.samples == 4
+    wrong = fits.replace("input: {shape: [64]", "obs: {shape: [64]")
+    [problem] = problems(spec_repo, write_spec("rec.yaml", spec_text(wrong, "beta")))
+    assert problem.startswith(
+        "specs/workflows/rec.yaml:11:3: benchmark.recorded_inputs: the recorded inputs hold "
+        "obs, but model mlp takes input"
+    )
+
+
+def test_a_committed_recordings_contents_must_be_its_own(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    write_recording(spec_repo / "frames.safetensors", frames("input", 2, (64,)))
+    recorded = f"  recorded_inputs: {{file: frames.safetensors, contents: {CONTENTS}}}\n"
+    [problem] = problems(spec_repo, write_spec("rec.yaml", spec_text(recorded)))
+    assert "benchmark.recorded_inputs.contents: frames.safetensors: it holds {samples: 2" in problem
