@@ -392,23 +392,28 @@ def _inputs_loc(workflow: Workflow, model: str) -> Loc:
 
 
 def _clusters_can_mount_artifacts(workflow: Workflow, fleet: Fleet) -> Iterator[Finding]:
-    """An `oci` model is an image volume, which the API server drops (and so refuses the pod)
-    where the feature is not on by default."""
+    """An `oci` model (or recording) is an image volume, which the API server drops (and so
+    refuses the pod) where the feature is not on by default."""
     older = [c for c in target_clusters(workflow, fleet) if c.version < IMAGE_VOLUMES_ON]
     if not older:
         return
     named = ", ".join(f"{c.name} ({c.kubernetes_version})" for c in older)
     able = [c.name for c in fleet.clusters if c.version >= IMAGE_VOLUMES_ON]
-    for index, model in enumerate(workflow.models):
-        if model.oci is not None:
-            yield Finding(
-                ("models", index, "oci"),
-                f"an oci model is mounted as an image volume, which Kubernetes enables by "
-                f"default from {version_text(IMAGE_VOLUMES_ON)}; cluster(s) {named} run older",
-                f"clusters that can mount it: {', '.join(able) or 'none'} (set the workflow's "
-                "clusters); if a cluster was upgraded, update its kubernetes_version in "
-                "specs/clusters.yaml; or serve the model by url",
-            )
+    recorded = workflow.benchmark.recorded_inputs
+    located: list[tuple[Loc, str]] = [
+        (("models", index, "oci"), "model") for index, m in enumerate(workflow.models) if m.oci
+    ]
+    if recorded is not None and recorded.oci is not None:
+        located.append((("benchmark", "recorded_inputs", "oci"), "recording"))
+    for loc, what in located:
+        yield Finding(
+            loc,
+            f"an oci {what} is mounted as an image volume, which Kubernetes enables by "
+            f"default from {version_text(IMAGE_VOLUMES_ON)}; cluster(s) {named} run older",
+            f"clusters that can mount it: {', '.join(able) or 'none'} (set the workflow's "
+            "clusters); if a cluster was upgraded, update its kubernetes_version in "
+            f"specs/clusters.yaml; or serve the {what} by url",
+        )
 
 
 def _clusters_can_run_targets(workflow: Workflow, fleet: Fleet) -> Iterator[Finding]:

@@ -178,3 +178,14 @@ def test_a_committed_recordings_contents_must_be_its_own(
     recorded = f"  recorded_inputs: {{file: frames.safetensors, contents: {CONTENTS}}}\n"
     [problem] = problems(spec_repo, write_spec("rec.yaml", spec_text(recorded)))
     assert "benchmark.recorded_inputs.contents: frames.safetensors: it holds {samples: 2" in problem
+
+
+def test_an_oci_recording_on_a_cluster_that_cannot_mount_it_is_located(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    recorded = f"  recorded_inputs: {{oci: {ARTIFACT}, sha256: {'cd' * 32}}}\n"
+    [problem] = problems(spec_repo, write_spec("rec.yaml", spec_text(recorded, "alpha")))
+    assert problem.startswith(
+        "specs/workflows/rec.yaml:11:26: benchmark.recorded_inputs.oci: an oci recording is "
+        "mounted as an image volume"
+    )
