@@ -10,6 +10,7 @@ import torch
 
 from contract.config import CONFIG_FILE, OCI_MODELS_DIR, RECORDED_INPUTS_KEY, RunConfig
 from contract.errors import ExitCode
+from synth.advice import unchecked
 from synth.load import load_specs
 from synth.problems import SpecProblems
 from synth.render import render
@@ -188,4 +189,21 @@ def test_an_oci_recording_on_a_cluster_that_cannot_mount_it_is_located(
     assert problem.startswith(
         "specs/workflows/rec.yaml:11:26: benchmark.recorded_inputs.oci: an oci recording is "
         "mounted as an image volume"
+    )
+
+
+def test_a_recording_synth_cannot_read_and_whose_contents_are_not_recorded_is_said(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    source = f"oci: {ARTIFACT}, sha256: {'cd' * 32}"
+    bare = write_spec("rec.yaml", spec_text(f"  recorded_inputs: {{{source}}}\n", "beta"))
+    [said] = [str(problem) for problem in unchecked(load_specs(spec_repo, [bare]))]
+    assert said.startswith(
+        "specs/workflows/rec.yaml:11:26: warning: benchmark.recorded_inputs.oci: the recorded "
+        "inputs cannot be held to the models before their pods"
+    )
+    recorded = f"  recorded_inputs: {{{source}, contents: {CONTENTS}}}\n"
+    assert (
+        unchecked(load_specs(spec_repo, [write_spec("rec.yaml", spec_text(recorded, "beta"))]))
+        == []
     )
