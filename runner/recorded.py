@@ -5,6 +5,7 @@ variant takes batch k modulo their count (`Feed`)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import prod
 from pathlib import Path
 
 import torch
@@ -63,9 +64,7 @@ def read_replay(path: Path, sha256: str, contents: RecordedContents | None = Non
 
 
 def _tensor(data: bytearray, shape: tuple[int, ...], dtype: str, begin: int) -> torch.Tensor:
-    count = 1
-    for size in shape:
-        count *= size
+    count = prod(shape)
     if count == 0:
         return torch.empty(shape, dtype=INPUT_DTYPES[dtype])
     # safetensors stores little-endian, as every machine the runner image runs on is.

@@ -1,6 +1,7 @@
 """Recorded inputs replayed by the runner (runner/recorded.py): in order, wrapping, instead of
 drawn ones, the accuracy pass on the same samples, and a recording that is not the pinned
-file or does not fit the model refused with its own exit code."""
+file or does not fit the model refused with its own exit code; and a family member's result
+carrying its params, as the same later facts of a result."""
 
 import json
 import shutil
