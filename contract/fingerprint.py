@@ -2,6 +2,7 @@
 results comparable: the runner fills it (runner/fingerprint.py), the collector adds the
 image's digest from the pod's status, the report compares like with like by it."""
 
+import re
 from collections.abc import Mapping
 from typing import Final
 
@@ -78,6 +79,25 @@ STACK_FIELDS: Final = (
 asked (`--across-stacks`). Not the GPU's UUID or the image's digest (another GPU of the same
 kind, or an image rebuilt with the same libraries, is the same stack), nor the microcode or
 the governor (seldom readable in a pod: shown, not grouped by)."""
+
+
+_DIGEST: Final = re.compile(r"(?:^|@)(sha256:[0-9a-f]{64})$")
+
+
+def image_digest(image_id: object) -> str | None:
+    """The digest in a container status's `imageID` (`registry/runner@sha256:...`, or
+    `sha256:...` where the runtime names the image by its ID); None where it holds none."""
+    if not isinstance(image_id, str) or len(image_id) > 1024:
+        return None
+    found = _DIGEST.search(image_id.strip())
+    return found[1] if found else None
+
+
+def with_image_digest(fingerprint: Fingerprint | None, digest: str | None) -> Fingerprint | None:
+    """`fingerprint` with the image's digest its pod's status gave, where it has none."""
+    if fingerprint is None or digest is None or fingerprint.image_digest is not None:
+        return fingerprint
+    return fingerprint.model_copy(update={"image_digest": digest})
 
 
 def stack_differences(first: Fingerprint | None, second: Fingerprint | None) -> tuple[str, ...]:
