@@ -117,10 +117,12 @@ def stack_differences(first: Fingerprint | None, second: Fingerprint | None) -> 
 
 
 def _library_differences(first: Mapping[str, str], second: Mapping[str, str]) -> list[str]:
+    """The libraries both loaded, in different versions: one that only one side loaded is
+    no other build (an eager variant runs before the pod loads onnxruntime for the next)."""
     return [
-        f"libraries.{name} {first.get(name, 'not loaded')} vs {second.get(name, 'not loaded')}"
-        for name in sorted(first.keys() | second.keys())
-        if first.get(name) != second.get(name)
+        f"libraries.{name} {first[name]} vs {second[name]}"
+        for name in sorted(first.keys() & second.keys())
+        if first[name] != second[name]
     ]
 
 
