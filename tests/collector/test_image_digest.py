@@ -2,14 +2,22 @@
 pod's status names it (`containerStatuses[].imageID`), and the collector writes it into each
 result's fingerprint as it stores the result."""
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 
 from collector.harvest import harvest
 from collector.indexes import index_states
 from contract.fingerprint import Fingerprint, image_digest
-from contract.result import BenchResult, OkResult
+from contract.options import DEFAULT_DATABASE
+from contract.result import BenchResult, OkResult, parse_result
 from standin import objects
-from tests.collector.gathering import grouped_job
+from standin.api import FakeApiServer
+from tests.collector.gathering import NAMESPACE, Collect, Obj, grouped_job
+
+PINNED = "sha256:4f0b8c3a1d2e5f60718293a4b5c6d7e8f901122334455667788990aabbccddee"
+"""The digest the stand-in's Jobs pin their runner image at (its pods' imageID)."""
 
 DIGEST = "sha256:" + "4f0b8c3a" * 8
 
@@ -56,3 +64,25 @@ def test_a_result_without_a_fingerprint_gets_none() -> None:
 )
 def test_only_a_digest_is_taken_from_an_image_id(image_id: object, digest: str | None) -> None:
     assert image_digest(image_id) == digest
+
+
+def test_the_digest_stays_when_the_logs_whole_result_replaces_the_stored_one(
+    collector: Collect, api: FakeApiServer, repo: Path, job: Obj
+) -> None:
+    """The log line, which has the samples, has no digest: the stored copy's is kept."""
+    stack = Fingerprint(cpu_model="Intel Xeon", libraries={"torch": "2.7.0"})
+    line = objects.ok_result(job, 0).model_copy(update={"fingerprint": stack})
+    pod = objects.succeeded_pod(job, 0, line)
+    api.add("pods", pod)
+    for index in range(1, 6):
+        api.add("pods", objects.succeeded_pod(job, index))
+    api.add("jobs", objects.complete(job))
+    assert collector("gather", "--keep").exit_code == 0
+    api.set_log(NAMESPACE, pod["metadata"]["name"], "runner", objects.runner_log(job, 0, line))
+    run = collector("samples")
+    assert run.exit_code == 0, run.output
+    with sqlite3.connect(repo / DEFAULT_DATABASE) as db:
+        (text,) = db.execute("SELECT result_json FROM variant_runs WHERE job_index = 0").fetchone()
+    stored = parse_result(text)
+    assert isinstance(stored, OkResult) and stored.samples, "the log's whole result"
+    assert stored.fingerprint == stack.model_copy(update={"image_digest": PINNED})
