@@ -47,7 +47,9 @@ from store.history import CURRENT, SpecRevision
 
 REPORT_SCHEMA_VERSION: Final = 8
 """Bumped when a field of `to_json`'s output changes meaning or goes away (6: a variant's
-row is written once, in `variants`, and referred to elsewhere by its index there)."""
+row is written once, in `variants`, and referred to elsewhere by its index there; 8: a
+baseline's `changes` hold only variants of the same stack, or of an unknown one, those of
+another stack in `other_stack`, unless `across_stacks`)."""
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
 Verdict = Literal["regression", "improvement", "inconclusive", "unchanged"]
