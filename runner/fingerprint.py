@@ -54,6 +54,23 @@ def stack_fingerprint(
     )
 
 
+def failure_fingerprint(
+    device_type: str, load: Callable[[], ModuleType] = load_nvml
+) -> Fingerprint:
+    """The stack a failed variant ran on, where the failure may be the GPU's own: the GPU's
+    fields where torch sees one, else the CPU's with why not (`unavailable`)."""
+    if device_type == "cpu":
+        return stack_fingerprint(torch.device("cpu"))
+    try:
+        if torch.cuda.is_available():
+            return stack_fingerprint(torch.device("cuda", 0), load)
+        why = "torch sees no GPU"
+    except Exception as error:  # a CUDA that fails to initialise: the failure being reported
+        why = f"the GPU cannot be read: {type(error).__name__}: {error}"
+    found = stack_fingerprint(torch.device("cpu"))
+    return found.model_copy(update={"unavailable": why})
+
+
 def loaded_libraries(modules: dict[str, ModuleType]) -> dict[str, str]:
     """The version of each of LIBRARIES the process loaded, from the module itself."""
     versions = {}
