@@ -26,6 +26,7 @@ from pydantic import (
 from contract.accuracy import Accuracy
 from contract.config import ModelSource
 from contract.errors import ErrorType
+from contract.fingerprint import Fingerprint
 from contract.numbers import (
     Location,
     is_bad_number,
@@ -36,16 +37,16 @@ from contract.numbers import (
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 11]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
 (`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 8 the CPU's instruction-set
 flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
-measurement bounds (`timings.bound_s`); a collector that reads only older ones keeps a newer
-result unread, as a newer runner's, rather than refusing it."""
+measurement bounds (`timings.bound_s`), 11 the stack's `fingerprint`; a collector that reads
+only older ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
-RESULT_SCHEMA_VERSION: Final = 6
+RESULT_SCHEMA_VERSION: Final = 11
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -453,6 +454,9 @@ class _ResultBase(_Result):
     target: str | None = None
     variant: VariantRef | None = None
     model_sha256: str | None = None
+    fingerprint: Fingerprint | None = None
+    """The stack it was measured on (contract/fingerprint.py); None in results before
+    schema 11: an unknown stack."""
     _dropped: tuple[str, ...] = PrivateAttr(default=())
 
     @property
@@ -648,7 +652,7 @@ _COMPACTIONS: Final[tuple[Callable[[BenchResult], BenchResult], ...]] = (
     # whatever the log's fate; the log line has the rounds for every other pair.
     lambda r: r.model_copy(update={"rounds": None}) if isinstance(r, OkResult) else r,
     _short_error,
-    lambda r: r.model_copy(update={"environment": None}),
+    lambda r: r.model_copy(update={"environment": None, "fingerprint": None}),
     _without_details,
     # Last before stubs: the validity flags stay, their words (longer the more a loaded node
     # disturbed the run) go, so that load does not turn a group's results into stubs.

@@ -3,7 +3,13 @@ answers, then (folded) the details. Every human-readable format writes this one 
 
 from contract.text import plural
 from report.analysis import Analysis
-from report.comparison_tables import axis_table, baseline_tables, best_table, comparison_table
+from report.comparison_tables import (
+    axis_table,
+    baseline_tables,
+    best_table,
+    comparison_table,
+    stacks_apart_table,
+)
 from report.cost_table import cost_tables
 from report.run_tables import (
     energy_table,
@@ -14,6 +20,7 @@ from report.run_tables import (
     memory_table,
     plan_table,
     provenance_table,
+    stacks_table,
     startup_table,
     variants_table,
 )
@@ -29,6 +36,7 @@ def lay_out(analysis: Analysis) -> Layout:
         *(baseline_tables(report.baseline) if report.baseline else []),
         failures_table(report.failures),
         lacks_table(report.lacks),
+        stacks_apart_table(report.stacks_apart, report.across_stacks),
         *map(axis_table, report.axes),
         *(comparison_table("By target", comparison) for comparison in report.by_target),
         *map(best_table, report.best_configurations),
@@ -45,6 +53,7 @@ def lay_out(analysis: Analysis) -> Layout:
         plan_table(report.plan_checks),
         jobs_table(report.jobs) if report.jobs else None,
         provenance_table(report.jobs) if any(job.reported for job in report.jobs) else None,
+        stacks_table(report.jobs),
     ]
     return Layout(
         title=f"benchfleet report: {', '.join(report.workflows) or 'no runs'}",
