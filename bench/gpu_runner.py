@@ -12,7 +12,8 @@ each layer dispatched (the runner fails it, `unsupported_variant`, where one did
 the wrong-GPU check: a target asking for an A100 on this GPU must exit `device_missing`.
 Prints a table (p50, device time over wall time, the SM clock's range against its maximum,
 the energy per inference and average power from NVML's energy counter, the validity flags and
-NVML's slowdown reasons) and writes every result line to OUT_DIR/gpu_runner.jsonl.
+NVML's slowdown reasons), each stack the results name (`fingerprint`), and writes every
+result line to OUT_DIR/gpu_runner.jsonl.
 
 The models are the committed examples when this torch loads them; a torch older than the
 one that exported them may not, and then they are exported again here (models/make_models.py,
@@ -214,6 +215,15 @@ def main() -> None:
               f"{_kernels(result)}")  # fmt: skip
         if energy.get("unavailable"):
             print(f"  energy not measured: {energy['unavailable']}")
+    # The stack as loaded (docs/runner.md): the CUDA runtime, cuDNN and cuBLAS the process
+    # mapped beside the build torch names, the driver and GPU settings from NVML.
+    stacks = {
+        json.dumps(r["fingerprint"], sort_keys=True)
+        for _, _, r in rows
+        if r and r.get("fingerprint")
+    }
+    for stack in sorted(stacks):
+        print(f"stack: {stack}")
     wrong_error = ((wrong_result or {}).get("error") or {}).get("type")
     print(f"A100 target on this GPU: exit {wrong_exit}, error {wrong_error}")
 

@@ -348,6 +348,13 @@ def _metrics(
     type=click.IntRange(2, 1000),
     help="--trend: usable runs a run needs before it to be judged.",
 )
+@click.option(
+    "--across-stacks",
+    is_flag=True,
+    help="Compare variants measured on different stacks (driver, CUDA or library build, MIG "
+    "profile, power limit, CPU), naming what differs [default: only within a stack; a trend "
+    "starts afresh where the stack changed].",
+)
 @pass_settings
 def report(
     settings: Settings,
@@ -363,6 +370,7 @@ def report(
     trend: bool,
     window: int,
     min_history: int,
+    across_stacks: bool,
 ) -> None:
     """Report a workflow's stored results.
 
@@ -412,7 +420,7 @@ def report(
         )
     if trend:
         rule = Rule(window=window, min_history=min_history, floor=threshold)
-        trended = build_trend(workflow, runs, notes, rule)
+        trended = build_trend(workflow, runs, notes, rule, across_stacks=across_stacks)
         _write(settings, trended, output_format, output, TREND_RENDERERS)
         return
     prices = pricing_of(settings.root, workflow, partial(settings.read_prices, settings.root))
@@ -426,6 +434,7 @@ def report(
             notes=notes,
             baseline_jobs=baseline_jobs,
             prices=prices,
+            across_stacks=across_stacks,
         )
     except JobChoiceError as error:
         raise click.ClickException(str(error)) from None

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from collector.indexes import IndexState
 from collector.pods import PodState, ResultReading, ResultSource, with_log
+from contract.fingerprint import with_image_digest
 from contract.records import UNUSABLE_RESULT, StoredVariant, VariantState, with_left_out
 from contract.result import BenchResult, ErrorResult, parse_result
 from contract.variant import VariantRef
@@ -364,8 +365,16 @@ def _stored(
         finished_at=pod.finished_at if pod else None,
         pod_start=pod.start if pod else None,
         result_source=ending.source if result else None,
-        result=result,
+        result=_with_digest(result, pod.image_digest if pod else None),
     )
+
+
+def _with_digest(result: BenchResult | None, digest: str | None) -> BenchResult | None:
+    """`result` with its image's digest in its fingerprint: the pod's status has it, the
+    runner in the pod cannot read it."""
+    if result is None or result.fingerprint is None:
+        return result
+    return result.model_copy(update={"fingerprint": with_image_digest(result.fingerprint, digest)})
 
 
 def _reported(

@@ -21,6 +21,7 @@ from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
 from contract.errors import ERROR_TYPES, ExitCode
+from contract.fingerprint import image_digest
 from contract.instant import EARLIEST, instant
 from contract.layout import COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from contract.progress import parse_progress
@@ -126,6 +127,9 @@ class PodState:
     """The result in the termination message, parsed once when the state is read."""
     start: PodStart | None = field(default=None, compare=False, repr=False)
     """When the pod got its node and started its runner (None where it says neither)."""
+    image_digest: str | None = field(default=None, compare=False, repr=False)
+    """The digest of the image its runner ran, as its status says (`imageID`): what the
+    runner cannot know of itself, added to its results' fingerprints."""
 
 
 _HELD_METADATA: Final = (
@@ -412,6 +416,7 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
         finished_at=instant(terminated.get("finishedAt")),
         message=message,
         start=pod_start(pod),
+        image_digest=image_digest(_runner_status(pod).get("imageID")),
     )
 
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from collector.kube import KubeClient, KubeError
 from collector.pods import RUNNER
+from contract.fingerprint import with_image_digest
 from contract.result import OkResult, find_result_texts, parse_result
 from store.database import Store, StoredRun
 
@@ -51,12 +52,20 @@ def read_samples(client: KubeClient, store: Store, runs: Sequence[StoredRun]) ->
             found = next((r for r in whole if _same_run(r, run)), None)
             if found is None:
                 outcome.missing[pod] = "its log has no result line matching the stored run"
-            elif store.add_samples(run.job, run.variant.index, found):
+            elif store.add_samples(run.job, run.variant.index, _digest_kept(found, run)):
                 outcome.added += 1
     for run in runs:
         if not run.variant.pod:
             outcome.missing[f"index {run.variant.index} of {run.job.job}"] = "no pod is named"
     return outcome
+
+
+def _digest_kept(line: OkResult, run: StoredRun) -> OkResult:
+    """The log's result with the image digest the collector added to the stored copy from
+    its pod's status (no log line has it)."""
+    stored = run.variant.result
+    digest = stored.fingerprint.image_digest if stored and stored.fingerprint else None
+    return line.model_copy(update={"fingerprint": with_image_digest(line.fingerprint, digest)})
 
 
 def _same_run(line: OkResult, run: StoredRun) -> bool:

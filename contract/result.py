@@ -26,6 +26,7 @@ from pydantic import (
 from contract.accuracy import Accuracy
 from contract.config import ModelSource
 from contract.errors import ErrorType
+from contract.fingerprint import Fingerprint
 from contract.numbers import (
     Location,
     is_bad_number,
@@ -37,18 +38,18 @@ from contract.params import Params
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 9]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 9, 11]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
 (`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 8 the CPU's instruction-set
 flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
 measurement bounds (`timings.bound_s`), 9 `recorded_inputs`, and the model's `family` and
-`params` (written only where set, so that every other result stays as it was); a collector
-that reads only older ones keeps a newer result unread, as a newer runner's, rather than
-refusing it."""
+`params` (written only where set, so that every other result stays as it was), 11 the
+stack's `fingerprint`; a collector that reads only older ones keeps a newer result unread, as
+a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
-RESULT_SCHEMA_VERSION: Final = 6
+RESULT_SCHEMA_VERSION: Final = 11
 RECORDED_INPUTS_SCHEMA_VERSION: Final = 9
 """The version of a result that replayed recorded inputs (its `recorded_inputs`) or whose
 model has a family (`family`, `params`)."""
@@ -468,6 +469,9 @@ class _ResultBase(_Result):
     target: str | None = None
     variant: VariantRef | None = None
     model_sha256: str | None = None
+    fingerprint: Fingerprint | None = None
+    """The stack it was measured on (contract/fingerprint.py); None in results before
+    schema 11: an unknown stack."""
     _dropped: tuple[str, ...] = PrivateAttr(default=())
 
     @property
@@ -671,7 +675,7 @@ _COMPACTIONS: Final[tuple[Callable[[BenchResult], BenchResult], ...]] = (
     # whatever the log's fate; the log line has the rounds for every other pair.
     lambda r: r.model_copy(update={"rounds": None}) if isinstance(r, OkResult) else r,
     _short_error,
-    lambda r: r.model_copy(update={"environment": None}),
+    lambda r: r.model_copy(update={"environment": None, "fingerprint": None}),
     _without_details,
     # Last before stubs: the validity flags stay, their words (longer the more a loaded node
     # disturbed the run) go, so that load does not turn a group's results into stubs.

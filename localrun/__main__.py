@@ -1,5 +1,7 @@
 """`python -m localrun WORKFLOW`: what `localrun run WORKFLOW` does (see localrun.cli), with
---root and --db after the workflow, as `make demo` runs it."""
+--root and --db after the workflow, as `make demo` runs it. `python -m localrun run WORKFLOW`
+(or any other of `localrun`'s subcommands) is `localrun` itself, as people type it after
+reading the docs; a workflow named like a subcommand is then `python -m localrun run NAME`."""
 
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ from localrun.cli import (
     CLUSTER_OPTION,
     IMAGE_FILE_OPTION,
     INDEX_OPTION,
+    cli,
     run_workflow,
 )
 
@@ -46,5 +49,24 @@ def main(
     run_workflow(root, database, workflow, cluster, indexes, again=again, given_files=image_files)
 
 
+def entry(arguments: list[str]) -> click.Command:
+    """The command `python -m localrun ARGUMENTS` is: `localrun` where the first word that is
+    not an option (nor an option's value) is one of its subcommands, else the one-workflow
+    form."""
+    taking_values = {
+        name
+        for parameter in cli.params
+        if isinstance(parameter, click.Option) and not parameter.is_flag
+        for name in parameter.opts
+    }
+    words = iter(arguments)
+    for word in words:
+        if not word.startswith("-"):
+            return cli if word in cli.commands else main
+        if word in taking_values:
+            next(words, None)
+    return main
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry(sys.argv[1:])())

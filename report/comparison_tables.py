@@ -18,6 +18,7 @@ from report.model import (
     BestConfiguration,
     Change,
     Comparison,
+    OtherStack,
     Ranked,
     VariantKey,
     VariantRow,
@@ -200,7 +201,7 @@ def _changes_table(title: str, changes: Sequence[Change], kind: TableKind = "mai
                 format_ratio(change.ratio.value),
                 ratio_interval(change.ratio),
                 _accuracy_change(change),
-                "; ".join(change.doubts),
+                "; ".join((*change.doubts, *change.stack)),
             )
             for change in changes
         ),
@@ -251,6 +252,47 @@ def _reused_table(rows: Sequence[VariantRow]) -> Table | None:
     )
 
 
+def _other_stack_table(apart: Sequence[OtherStack]) -> Table | None:
+    if not apart:
+        return None
+    return Table(
+        title=f"Another stack: not compared with the baseline ({len(apart)})",
+        columns=columns(*KEY_HEADINGS, "baseline p50 ms", "p50 ms", "stack: baseline vs now"),
+        rows=tuple(
+            (
+                *key_cells(other.current.key),
+                format_ms(other.baseline.latency.p50_ms),
+                format_ms(other.current.latency.p50_ms),
+                "; ".join(other.differences),
+            )
+            for other in apart
+        ),
+        notes=(
+            "Measured on another driver, CUDA or library build, MIG profile, power limit or "
+            "CPU than in the baseline: a change there is the stack's as much as the "
+            "variant's. `--across-stacks` compares them anyway.",
+        ),
+    )
+
+
+def stacks_apart_table(notes: Sequence[str], across: bool) -> Table | None:
+    """The variants of a comparison that ran on different stacks, and which fields differ."""
+    if not notes:
+        return None
+    title = "Compared across stacks" if across else "Kept apart: measured on different stacks"
+    return Table(
+        title=f"{title} ({len(notes)})",
+        columns=columns("variants"),
+        rows=tuple((note,) for note in notes),
+        notes=(
+            "Comparisons hold variants of one stack (driver, CUDA and library builds as "
+            "loaded, MIG profile, power limit, application clocks, CPU model; "
+            "docs/report.md): `--across-stacks` compares the others too, naming what "
+            "differs. Targets are compared stacks and all.",
+        ),
+    )
+
+
 def baseline_tables(comparison: BaselineComparison) -> list[Table | None]:
     """The changes against the baseline by verdict, regressions first (None: none such)."""
     threshold = f"{comparison.threshold:.0%}"
@@ -268,6 +310,7 @@ def baseline_tables(comparison: BaselineComparison) -> list[Table | None]:
             f"Inconclusive: the 95% CI reaches past {threshold} and 1, or a run is flagged",
             comparison.with_verdict("inconclusive"),
         ),
+        _other_stack_table(comparison.other_stack),
         _keys_table("New: not in the baseline", comparison.new),
         _keys_table("Missing: measured in the baseline, not now", comparison.missing),
         _changes_table(

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Final
 
+from contract.fingerprint import Fingerprint
 from contract.instant import instant_text
 from contract.variant import SETTING_FIELDS
 from report.cost import VariantCost, costs
@@ -80,8 +81,25 @@ CSV_COLUMNS: Final = (
     "throttle_reasons",
     "energy_unavailable",
     "price_table",
+    *(f"fingerprint.{name}" for name in Fingerprint.model_fields),
 )
 """`to_csv`'s header; columns are only ever added at the end."""
+
+
+def _csv_fingerprint(row: VariantRow) -> dict[str, object]:
+    """The stack its result names, a column a field (`fingerprint.driver_version`); the
+    libraries as `torch 2.7.0; torchao 0.11.0`. Empty for a result before the fingerprint."""
+    stack = row.fingerprint
+    if stack is None:
+        return {}
+    return {
+        f"fingerprint.{name}": (
+            "; ".join(f"{library} {version}" for library, version in sorted(value.items()))
+            if isinstance(value, dict)
+            else value
+        )
+        for name, value in stack
+    }
 
 
 def _csv_cost(cost: VariantCost | None, currency: str | None) -> dict[str, object]:
@@ -180,6 +198,7 @@ def _csv_measured(
         # What the run's verdict counts: the other formats say it in words before any table.
         "usable": not row.doubts,
         **_csv_accuracy(row),
+        **_csv_fingerprint(row),
         **(
             {
                 "baseline_p50_ms": change.baseline.latency.p50_ms,

@@ -9,6 +9,7 @@ from report.comparison_tables import (
     best_table,
     comparison_table,
     param_table,
+    stacks_apart_table,
 )
 from report.cost_table import cost_tables
 from report.run_tables import (
@@ -20,6 +21,7 @@ from report.run_tables import (
     memory_table,
     plan_table,
     provenance_table,
+    stacks_table,
     startup_table,
     variants_table,
 )
@@ -35,6 +37,7 @@ def lay_out(analysis: Analysis) -> Layout:
         *(baseline_tables(report.baseline) if report.baseline else []),
         failures_table(report.failures),
         lacks_table(report.lacks),
+        stacks_apart_table(report.stacks_apart, report.across_stacks),
         *map(axis_table, report.axes),
         *map(param_table, analysis.params),
         *(comparison_table("By target", comparison) for comparison in report.by_target),
@@ -52,6 +55,7 @@ def lay_out(analysis: Analysis) -> Layout:
         plan_table(report.plan_checks),
         jobs_table(report.jobs) if report.jobs else None,
         provenance_table(report.jobs) if any(job.reported for job in report.jobs) else None,
+        stacks_table(report.jobs),
     ]
     return Layout(
         title=f"benchfleet report: {', '.join(report.workflows) or 'no runs'}",

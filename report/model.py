@@ -20,6 +20,7 @@ from typing import Final, Literal, NamedTuple, Self
 from contract.accuracy import Accuracy, DrawnInput, default_gate, judge
 from contract.allocation import Allocation
 from contract.clocks import ahead_by
+from contract.fingerprint import Fingerprint, stack_differences
 from contract.instant import instant
 from contract.order_stats import paired_ratio
 from contract.params import ParamValue
@@ -40,13 +41,16 @@ from report.estimates import PlanCheck, plan_checks
 from report.intervals import MedianEstimate, Ratio
 from report.machines import MachineLack, machine_lacks
 from report.runner_image import runner_words
+from report.stacks import split_by_stack
 from report.startup import Startup, startup
 from store.database import StoredRun
 from store.history import CURRENT, SpecRevision
 
-REPORT_SCHEMA_VERSION: Final = 6
+REPORT_SCHEMA_VERSION: Final = 8
 """Bumped when a field of `to_json`'s output changes meaning or goes away (6: a variant's
-row is written once, in `variants`, and referred to elsewhere by its index there)."""
+row is written once, in `variants`, and referred to elsewhere by its index there; 8: a
+baseline's `changes` hold only variants of the same stack, or of an unknown one, those of
+another stack in `other_stack`, unless `across_stacks`)."""
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
 Verdict = Literal["regression", "improvement", "inconclusive", "unchanged"]
@@ -239,6 +243,9 @@ class VariantRow:
     """How its runner drew each input (declared dtype, an integer input's range): what tells
     an image model from a text model, where results keep no shapes. None: not said (a
     compacted termination message, a runner before it), or not drawn (`recorded_inputs`)."""
+    fingerprint: Fingerprint | None = None
+    """The stack it was measured on (with repeats, the median run's); None where its result
+    has none (a runner before it): an unknown stack."""
     family: str | None = None
     """Its model's family, where the spec names one (report/params.py compares within it)."""
     params: tuple[tuple[str, ParamValue], ...] = ()
@@ -356,6 +363,9 @@ class JobSummary:
     """Some run of it reports a finish time later than it was stored, or than the report
     was made, beyond contract.clocks.CLOCK_TOLERANCE, or gather held one to its own clock
     (`clock_note`): its node's clock ran ahead. Finish times order nothing (`Notes`)."""
+    stacks: tuple[Fingerprint, ...] = ()
+    """The stacks its results were measured on (one, unless its pods ran on different
+    nodes); empty where its runners wrote none."""
 
 
 About = tuple[str | None, str | None]
@@ -503,6 +513,19 @@ class Change:
     doubts: tuple[str, ...]
     """Why the verdict is inconclusive although the CI excludes no change: either side's
     validity flags, or a change within either side's between-run noise."""
+    stack: tuple[str, ...] = ()
+    """How the two runs' stacks differ, field by field, where `--across-stacks` compared
+    them anyway; or that one side's stack is unknown (a runner before the fingerprint)."""
+
+
+@dataclass(frozen=True)
+class OtherStack:
+    """One variant now and in the baseline, measured on different stacks: not compared."""
+
+    current: VariantRow
+    baseline: VariantRow
+    differences: tuple[str, ...]
+    """Each stack field that differs, baseline's value vs now."""
 
 
 @dataclass(frozen=True)
@@ -519,6 +542,9 @@ class BaselineComparison:
     reused: tuple[VariantRow, ...] = ()
     """Variants whose current number is the baseline's own run (the current revision reuses
     it rather than measuring again): the same measurement, so no change of any kind."""
+    other_stack: tuple[OtherStack, ...] = ()
+    """Variants measured now on another stack than in the baseline: not compared, unless
+    `--across-stacks` asks (then they are changes, each naming how the stacks differ)."""
 
     def with_verdict(self, verdict: Verdict) -> tuple[Change, ...]:
         """The changes with that verdict, in report order."""
@@ -560,6 +586,11 @@ class Report:
     its pods took."""
     lacks: tuple[MachineLack, ...] = ()
     """What the machines the reported variants ran on lack of what they need."""
+    across_stacks: bool = False
+    """Whether variants of different stacks were compared (`--across-stacks`)."""
+    stacks_apart: tuple[str, ...] = ()
+    """The variants of a comparison that ran on different stacks, which fields differ, and
+    whether they were kept apart or (`across_stacks`) compared."""
 
 
 def run_target(run: StoredRun) -> str:
@@ -695,7 +726,18 @@ def _job_summary(
         owner=owner,
         spec_commit=revision.commit if revision else None,
         finished_ahead=_ahead(runs, now),
+        stacks=_stacks(runs),
     )
+
+
+def _stacks(runs: Sequence[StoredRun]) -> tuple[Fingerprint, ...]:
+    """The distinct fingerprints of the runs' results, in a fixed order."""
+    found = {
+        fingerprint.model_dump_json(): fingerprint
+        for run in runs
+        if run.variant.result is not None and (fingerprint := run.variant.result.fingerprint)
+    }
+    return tuple(found[text] for text in sorted(found))
 
 
 class JobChoiceError(ValueError):
@@ -862,6 +904,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         energy=result.energy,
         throttle_reasons=tuple(result.gpu.throttle_reasons) if result.gpu else (),
         cpu_quota=result.environment.cpu_quota if result.environment else None,
+        fingerprint=result.fingerprint,
     )
 
 
@@ -1093,23 +1136,58 @@ def _ranked(row: VariantRow, fastest: VariantRow) -> Ranked:
     return Ranked(row=row, ratio=ratio, doubts=doubts)
 
 
+@dataclass(frozen=True)
+class _Stacks:
+    """How a comparison treats rows of different stacks (report/stacks.py)."""
+
+    across: bool
+    """Compare them anyway (`--across-stacks`), saying how they differ."""
+    exempt: bool = False
+    """Compare them without a word: a comparison of targets, whose stacks differ by what it
+    compares (another machine, its driver, its CPU)."""
+
+
+def _part_label(rows: Sequence[VariantRow]) -> str:
+    jobs = sorted({job for row in rows for job in row.run_jobs})
+    variants = " / ".join(sorted({row.key.label(KEY_FIELDS) for row in rows})[:3])
+    return f"{variants} (Job {', '.join(jobs)})"
+
+
+def _by_stack(
+    group: Sequence[VariantRow], stacks: _Stacks
+) -> tuple[list[list[VariantRow]], tuple[str, ...]]:
+    if stacks.exempt:
+        return [list(group)], ()
+    return split_by_stack(
+        group, attrgetter("fingerprint"), _part_label, across_stacks=stacks.across
+    )
+
+
 def _comparisons(
     rows: Sequence[VariantRow],
     by: tuple[str, ...],
+    stacks: _Stacks,
     *,
     by_accuracy: bool = False,
     fed_alike: bool = False,
-) -> tuple[Comparison, ...]:
-    """A comparison per group of rows sharing the fields `by`, where a group has several;
-    `fed_alike`: and the inputs their results say they were fed (a ranking of models puts
-    an image classifier beside a text encoder otherwise, as the model axis would)."""
+) -> tuple[tuple[Comparison, ...], tuple[str, ...]]:
+    """A comparison per group of rows sharing the fields `by` and their stack (`stacks`),
+    where a group has several; `fed_alike`: and the inputs their results say they were fed
+    (a ranking of models puts an image classifier beside a text encoder otherwise, as the
+    model axis would). With them, what was kept apart for its stack, in words."""
     groups: dict[tuple[object, ...], list[VariantRow]] = defaultdict(list)
     for row in rows:
         fed = (row.inputs, row.recorded_inputs) if fed_alike else ()
         groups[(*(row.key.value(name) for name in by), *fed)].append(row)
-    return tuple(
-        _compare(group, by_accuracy=by_accuracy) for group in groups.values() if len(group) > 1
-    )
+    comparisons: list[Comparison] = []
+    notes: list[str] = []
+    for group in groups.values():
+        parts, apart = _by_stack(group, stacks)
+        notes.extend(apart)
+        comparisons.extend(
+            _compare(part, by_accuracy=by_accuracy) for part in parts if len(part) > 1
+        )
+    return tuple(comparisons), tuple(notes)
 
 
 def _best_configuration(comparison: Comparison) -> BestConfiguration:
@@ -1138,15 +1216,21 @@ def _reference(axis: str, group: Sequence[VariantRow]) -> VariantRow:
     return min(group, key=lambda row: (getattr(row.key, axis), row.key))
 
 
-def _axis(axis: str, rows: Sequence[VariantRow]) -> AxisComparison | None:
+def _axis(
+    axis: str, rows: Sequence[VariantRow], stacks: _Stacks
+) -> tuple[AxisComparison | None, tuple[str, ...]]:
     held = tuple(name for name in KEY_FIELDS if name != axis)
     groups: dict[tuple[str, ...], list[VariantRow]] = defaultdict(list)
     for row in rows:
         groups[tuple(row.key.value(name) for name in held)].append(row)
     entries: list[AxisEntry] = []
     not_compared: list[str] = []
-    for group in groups.values():
-        for like, unlike in _alike(axis, group):
+    stack_notes: list[str] = []
+    for whole in groups.values():
+        parts, apart = _by_stack(whole, replace(stacks, exempt=axis == "target"))
+        stack_notes.extend(apart)
+        alike = [split for group in parts for split in _alike(axis, group)]
+        for like, unlike in alike:
             not_compared.extend(unlike)
             if len(like) < 2:
                 continue
@@ -1157,7 +1241,8 @@ def _axis(axis: str, rows: Sequence[VariantRow]) -> AxisComparison | None:
                 if row is not reference
             )
     notes = tuple(dict.fromkeys(not_compared))
-    return AxisComparison(axis, tuple(entries), notes) if entries or notes else None
+    comparison = AxisComparison(axis, tuple(entries), notes) if entries or notes else None
+    return comparison, tuple(stack_notes)
 
 
 def _alike(
@@ -1218,7 +1303,9 @@ def _verdict(ratio: Ratio, doubts: tuple[str, ...], threshold: float) -> Verdict
     return "inconclusive"
 
 
-def _change(current: VariantRow, baseline: VariantRow, threshold: float) -> Change:
+def _change(
+    current: VariantRow, baseline: VariantRow, threshold: float, stack: tuple[str, ...] = ()
+) -> Change:
     ratio = intervals.ratio(current.estimate, baseline.estimate)
     doubts = (
         *(f"now {doubt}" for doubt in current.doubts),
@@ -1232,6 +1319,7 @@ def _change(current: VariantRow, baseline: VariantRow, threshold: float) -> Chan
         ratio=ratio,
         verdict=_verdict(ratio, doubts, threshold),
         doubts=doubts,
+        stack=stack,
     )
 
 
@@ -1250,6 +1338,18 @@ def _fed_otherwise(current: VariantRow, baseline: VariantRow) -> tuple[str, ...]
     )
 
 
+UNKNOWN_STACK: Final = "stack unknown {side} (a runner before the fingerprint): compared as is"
+
+
+def _stack_words(current: VariantRow, baseline: VariantRow) -> tuple[str, ...]:
+    """How the two runs' stacks differ; that one side's is unknown where only the other's is
+    known; nothing where both are unknown (as every run was before the fingerprint)."""
+    if (current.fingerprint is None) != (baseline.fingerprint is None):
+        side = "now" if current.fingerprint is None else "in the baseline"
+        return (UNKNOWN_STACK.format(side=side),)
+    return stack_differences(baseline.fingerprint, current.fingerprint)
+
+
 def _same_run(current: VariantRow, baseline: VariantRow) -> bool:
     """Whether two rows are one measurement: the same variant from the same runs (Job names
     are content hashes, and both rows are of one cluster), with the same numbers."""
@@ -1261,17 +1361,26 @@ def _same_run(current: VariantRow, baseline: VariantRow) -> bool:
 
 
 def _against(
-    rows: Sequence[VariantRow], baseline: Iterable[StoredRun], threshold: float
+    rows: Sequence[VariantRow],
+    baseline: Iterable[StoredRun],
+    threshold: float,
+    across_stacks: bool = False,
 ) -> BaselineComparison:
     now = {row.key: row for row in rows}
     before = {row.key: row for row in _split(baseline)[0]}
     matched = sorted(now.keys() & before.keys())
     reused = tuple(now[key] for key in matched if _same_run(now[key], before[key]))
-    changes = [
-        _change(now[key], before[key], threshold)
-        for key in matched
-        if not _same_run(now[key], before[key])
-    ]
+    changes: list[Change] = []
+    other_stack: list[OtherStack] = []
+    for key in matched:
+        if _same_run(now[key], before[key]):
+            continue
+        stack = _stack_words(now[key], before[key])
+        known = now[key].fingerprint is not None and before[key].fingerprint is not None
+        if stack and known and not across_stacks:
+            other_stack.append(OtherStack(now[key], before[key], stack))
+        else:
+            changes.append(_change(now[key], before[key], threshold, stack))
     changes.sort(
         key=lambda change: (
             VERDICT_ORDER[change.verdict],
@@ -1285,6 +1394,7 @@ def _against(
         new=tuple(sorted(now.keys() - before.keys())),
         missing=tuple(sorted(before.keys() - now.keys())),
         reused=reused,
+        other_stack=tuple(other_stack),
     )
 
 
@@ -1320,6 +1430,7 @@ def build_report(
     baseline_jobs: Collection[str] = (),
     now: datetime | None = None,
     prices: Pricing | None = None,
+    across_stacks: bool = False,
 ) -> Report:
     """The report on `runs`, compared with `baseline` (earlier runs) when given.
 
@@ -1336,6 +1447,10 @@ def build_report(
     of running them again (incremental sweeps), shown under their own Job's name; the
     workflow's description and owner; the commit of each Job's spec. `prices` (the fleet's,
     as they were when each Job ran) price what each variant's pods held.
+
+    Variants measured on different stacks (contract/fingerprint.py) are compared only
+    within their stack, the report naming the fields that differ, unless `across_stacks`
+    (report/stacks.py); comparisons of targets compare machines, stacks and all.
 
     A variant is a regression when its p50 grew by more than `regression_threshold` (a
     fraction: 0.05 is 5 %) and its CI and the baseline's are disjoint; an improvement likewise
@@ -1368,20 +1483,29 @@ def build_report(
                 "Job as the baseline (the Jobs table lists them), or report others with --job"
             )
         before = _current(runs, baseline_jobs, False, notes, now)[0]
+    stacks = _Stacks(across_stacks)
+    by_target, _ = _comparisons(rows, SETTING_FIELDS, replace(stacks, exempt=True))
+    # The best of a sweep is the fastest within its accuracy gate: a faster variant that
+    # computes something else is shown beside it, never in its place.
+    best, best_apart = _comparisons(rows, ("cluster", "target", "model"), stacks, by_accuracy=True)
+    rankings, ranked_apart = _comparisons(
+        rows, ("cluster", "target", *RUN_SETTINGS), stacks, fed_alike=True
+    )
+    axes = [_axis(axis, rows, stacks) for axis in AXES]
+    apart = (*best_apart, *ranked_apart, *(note for _, notes in axes for note in notes))
     return Report(
         workflows=tuple(sorted({run.job.workflow for run in runs})),
         variants=rows,
         failures=failures,
-        by_target=_comparisons(rows, SETTING_FIELDS),
-        # The best of a sweep is the fastest within its accuracy gate: a faster variant
-        # that computes something else is shown beside it, never in its place.
-        best_configurations=tuple(
-            _best_configuration(comparison)
-            for comparison in _comparisons(rows, ("cluster", "target", "model"), by_accuracy=True)
+        by_target=by_target,
+        best_configurations=tuple(_best_configuration(comparison) for comparison in best),
+        rankings=rankings,
+        axes=tuple(comparison for comparison, _ in axes if comparison),
+        baseline=(
+            _against(rows, before, regression_threshold, across_stacks)
+            if before is not None
+            else None
         ),
-        rankings=_comparisons(rows, ("cluster", "target", *RUN_SETTINGS), fed_alike=True),
-        axes=tuple(comparison for axis in AXES if (comparison := _axis(axis, rows))),
-        baseline=_against(rows, before, regression_threshold) if before is not None else None,
         superseded=superseded,
         selection="all" if all_revisions else "named" if jobs else "newest",
         jobs=summaries,
@@ -1389,4 +1513,6 @@ def build_report(
         prices=prices or Pricing(),
         plan_checks=plan_checks(runs, chosen, run_target),
         lacks=machine_lacks(latest, run_target),
+        across_stacks=across_stacks,
+        stacks_apart=tuple(dict.fromkeys(apart)),
     )

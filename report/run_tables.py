@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from contract.clocks import CLOCK_TOLERANCE
+from contract.fingerprint import Fingerprint
 from contract.result import ENERGY_ON_CPU
 from contract.text import plural
 from contract.variant import SETTING_FIELDS, VariantRef
@@ -331,6 +332,51 @@ def provenance_table(jobs: Sequence[JobSummary]) -> Table:
             "try runs this checkout's runner, whatever image its Job names), "
             "the torch, devices and nodes its results report, and when its first and last "
             "variants finished (UTC).",
+        ),
+        kind="detail",
+    )
+
+
+def _stack_cells(stack: Fingerprint) -> tuple[str, ...]:
+    clocks = (stack.sm_application_clock_mhz, stack.memory_application_clock_mhz)
+    return (
+        stack.driver_version or "-",
+        " / ".join(v or "-" for v in (stack.cuda_runtime, stack.cudnn, stack.cublas)),
+        " ".join(filter(None, (stack.gpu_name, stack.gpu_uuid))) or "-",
+        stack.mig or "-",
+        "-" if stack.ecc is None else "on" if stack.ecc else "off",
+        "-" if stack.power_limit_w is None else format_figure(stack.power_limit_w),
+        "-" if None in clocks else f"{clocks[0]} / {clocks[1]}",
+        " ".join(filter(None, (stack.cpu_model, stack.cpu_microcode))) or "-",
+        stack.cpu_governor or "-",
+        stack.image_digest or "-",
+        ", ".join(f"{name} {version}" for name, version in sorted(stack.libraries.items())) or "-",
+    )
+
+
+def stacks_table(jobs: Sequence[JobSummary]) -> Table | None:
+    """The stacks each reported Job's results were measured on (None: no runner said)."""
+    rows = tuple(
+        (job.cluster, job.job, *_stack_cells(stack))
+        for job in jobs
+        if job.reported
+        for stack in job.stacks
+    )
+    if not rows:
+        return None
+    return Table(
+        title="Stacks",
+        columns=columns(
+            *("cluster", "job", "driver", "CUDA / cuDNN / cuBLAS", "GPU", "MIG", "ECC"),
+            *("power limit W", "app clocks MHz (SM / memory)", "CPU (microcode)", "governor"),
+            *("image digest", "libraries"),
+        ),
+        rows=rows,
+        notes=(
+            "Per reported Job, each stack its results name (their `fingerprint`, "
+            "docs/runner.md): the versions as the runner's process had them loaded, the "
+            "GPU as NVML says, the CPU as /proc and /sys say, the image digest from the "
+            "pod's status; - where the device has none or the runner could not read it.",
         ),
         kind="detail",
     )

@@ -26,8 +26,15 @@ from it to the newest beyond, in one direction, the reference of the runs before
 earliest such k is where it began. So a regression that lasts is judged against the runs
 before it, not absorbed into a reference its own runs widen, until it is WINDOW runs old:
 then it is the new normal. The report names the run it began at and what changed between
-it and the run before it: the spec, the image, torch, the device. `bench/trend_noise.py`
+it and the run before it: the spec, the image, torch, the device, the stack. `bench/trend_noise.py`
 measures the rule's false-alarm rate on recorded runs (docs/decisions/report.md).
+
+A run on another stack than the run before it (contract/fingerprint.py: a new driver, CUDA
+or library build, MIG profile, power limit, CPU) starts the history afresh: it is marked with
+the fields that changed, judged against nothing before it, so a driver update is never
+called a regression (`across_stacks` keeps one history through it, as before the
+fingerprint). A run without a fingerprint (a runner before it) continues whatever stack was
+before it.
 """
 
 import statistics
@@ -36,6 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
+from contract.fingerprint import Fingerprint, stack_differences
 from contract.instant import instant_text
 from contract.result import OkResult
 from report.model import (
@@ -95,6 +103,8 @@ class RunPoint:
     image: str | None
     torch: str | None
     device_name: str | None
+    fingerprint: Fingerprint | None = None
+    """The stack of its first repeat; None where its result has none."""
 
     @property
     def usable(self) -> bool:
@@ -128,6 +138,9 @@ class Point:
     reference: Reference | None
     """None before the variant's second usable run: no spread to show yet."""
     verdict: Verdict
+    stack: tuple[str, ...] = ()
+    """Where this run is the first on another stack: how it differs from the run before,
+    field by field (its history starts here, unless across stacks)."""
 
 
 @dataclass(frozen=True)
@@ -229,6 +242,7 @@ def _point(run_id: RunId, runs: Sequence[tuple[int, StoredRun, OkResult]]) -> Ru
         image=first.job.image or (environment.image if environment else None),
         torch=environment.torch if environment else None,
         device_name=environment.device_name if environment else None,
+        fingerprint=result.fingerprint,
     )
 
 
@@ -344,7 +358,22 @@ def differences(before: RunPoint, after: RunPoint, notes: Notes) -> tuple[str, .
     ):
         if old != new:
             found.append(f"{name} {old or 'unknown'} -> {new or 'unknown'}")
+    found.extend(stack_differences(before.fingerprint, after.fingerprint))
     return tuple(found)
+
+
+def _stack_starts(series: Sequence[RunPoint]) -> list[tuple[int, tuple[str, ...]]]:
+    """For each point of `series`, where its stack's history starts, and how its stack
+    differs from the one before where it is that start."""
+    starts: list[tuple[int, tuple[str, ...]]] = []
+    start, known = 0, None
+    for k, point in enumerate(series):
+        changed = stack_differences(known, point.fingerprint)
+        if changed:
+            start = k
+        known = point.fingerprint or known
+        starts.append((start, changed))
+    return starts
 
 
 def _spec(point: RunPoint, notes: Notes) -> str:
@@ -357,22 +386,33 @@ def _spec(point: RunPoint, notes: Notes) -> str:
 
 
 def build_trend(
-    workflow: str, runs: Iterable[StoredRun], notes: Notes, rule: Rule | None = None
+    workflow: str,
+    runs: Iterable[StoredRun],
+    notes: Notes,
+    rule: Rule | None = None,
+    *,
+    across_stacks: bool = False,
 ) -> Trend:
-    """Every measured variant of `runs` over the workflow's runs, judged by `rule`."""
+    """Every measured variant of `runs` over the workflow's runs, judged by `rule`: each run
+    against the runs of its own stack before it, unless `across_stacks`."""
     rule = rule or Rule()
     points = _points(runs, notes)
     variants = []
     for key in sorted(points):
         series = points[key]
-        judged = [rule.judge(series[:k], point) for k, point in enumerate(series)]
-        change = rule.change(series)
+        starts = _stack_starts(series)
+        judged = []
+        for k, point in enumerate(series):
+            start, changed = starts[k]
+            judgement = rule.judge(series[0 if across_stacks else start : k], point)
+            judged.append(replace(judgement, stack=changed))
+        change = rule.change(series if across_stacks else series[starts[-1][0] :])
         if change is not None:
             change = replace(change, differences=differences(change.before, change.first, notes))
             # A change that lasts is judged against the runs before it began: each of its
             # runs shows the same reference, not one its own earlier runs have widened.
             judged = [
-                Point(point.run, change.reference, change.verdict)
+                replace(point, reference=change.reference, verdict=change.verdict)
                 if point.run.usable and point.run.run.order >= change.first.run.order
                 else point
                 for point in judged

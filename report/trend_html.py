@@ -80,6 +80,10 @@ def _variant(axes: Axes, variant: VariantTrend, positions: dict[str, int], trend
                 zorder=3,
                 label=verdict,
             )
+    for point in variant.points:
+        if point.stack:
+            # A new stack starts the history afresh (report/trend.py): a line says where.
+            axes.axvline(positions[point.run.run.label] - 0.5, color="#7f7f7f", linewidth=0.8)
     axes.set_title(plot_text(f"{variant.key.describe()}: {variant.verdict}"), fontsize=9)
     axes.set_ylabel("p50 ms", fontsize=8)
     axes.tick_params(labelsize=7)

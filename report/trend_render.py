@@ -129,7 +129,9 @@ def _runs_table(trend: Trend) -> Table:
             format_ms(point.run.p50_ms),
             ", ".join(map(format_ms, point.run.repeats)) if len(point.run.repeats) > 1 else "",
             _reference_text(point.reference),
-            point.verdict + (f" ({', '.join(point.run.flags)})" if point.run.flags else ""),
+            point.verdict
+            + (f" ({', '.join(point.run.flags)})" if point.run.flags else "")
+            + (f" (new stack: {'; '.join(point.stack)})" if point.stack else ""),
             ", ".join(point.run.jobs),
         )
         for variant in trend.variants
@@ -237,6 +239,8 @@ def _variant_json(variant: VariantTrend, floor: float) -> dict[str, Any]:
                 "torch": point.run.torch,
                 "reference": _reference_json(point.reference, floor),
                 "verdict": point.verdict,
+                # Only where the stack changed: trends before the fingerprint keep their shape.
+                **({"stack": list(point.stack)} if point.stack else {}),
             }
             for point in variant.points
         ],

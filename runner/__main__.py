@@ -46,6 +46,7 @@ from runner.accuracy import References
 from runner.channel import emit
 from runner.compiling import keep_caches_in
 from runner.errors import ConfigError, RunnerError, Terminated
+from runner.fingerprint import failure_fingerprint
 from runner.programs import Programs
 from runner.rounds import runs
 from runner.run import (
@@ -130,6 +131,7 @@ def _failure(
         target=config.target if config else None,
         variant=VariantRef.of(variant) if variant else None,
         error=ErrorInfo(type=error.error_type, message=str(error)),
+        fingerprint=failure_fingerprint(config.device_type) if config else None,
     )
 
 

@@ -31,7 +31,7 @@ _SLOWDOWNS: Final = {
 settings also show up in the mask but do not slow a measured kernel down."""
 
 
-def _load_nvml() -> ModuleType:
+def load_nvml() -> ModuleType:
     import pynvml  # noqa: PLC0415 - only GPU runs need the driver's library
 
     module: ModuleType = pynvml
@@ -50,7 +50,7 @@ class GpuSampler:
         self,
         uuid: str,
         interval_s: float = INTERVAL_S,
-        load_nvml: Callable[[], ModuleType] = _load_nvml,
+        load_nvml: Callable[[], ModuleType] = load_nvml,
     ) -> None:
         self._uuid = uuid
         self._interval_s = interval_s

@@ -34,6 +34,7 @@ from runner.accuracy import References, compare, leaves, reference_of
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
+from runner.fingerprint import stack_fingerprint
 from runner.gpu_telemetry import GpuSampler, energy, nvml_uuid
 from runner.inputs import (
     Batch,
@@ -537,6 +538,7 @@ def _result(
             samples,
         ),
         environment=fingerprint(device, device_name(device, cpu), ready.threads, ready.quota),
+        fingerprint=stack_fingerprint(device),
         samples=encode(measured.durations_ns),
         accuracy=ready.accuracy,
         paired=paired,

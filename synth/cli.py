@@ -219,8 +219,8 @@ def synth(repo: Repo) -> None:
         raise report_problems(problems, "; dist/ and clusters/ are unchanged") from None
     for warning in result.warnings:
         click.echo(str(warning), err=True)
-    for path in result.changed:
-        click.echo(f"changed {path}")
+    for path, change in result.changed.items():
+        click.echo(f"{change} {path}")
     click.echo(f"{len(result.changed)} files changed")
 
 

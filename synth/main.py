@@ -8,14 +8,15 @@ from synth.cache import CACHE_DIR, RenderCache
 from synth.load import load_specs
 from synth.problems import Problem
 from synth.render import render
-from synth.write import write_trees
+from synth.write import Change, write_trees
 
 
 @dataclass(frozen=True)
 class SynthResult:
     """What a synth run changed, and what it warns about."""
 
-    changed: list[PurePosixPath]
+    changed: dict[PurePosixPath, Change]
+    """Each file added, changed or removed, with which."""
     warnings: list[Problem]
 
 

@@ -157,7 +157,7 @@ def start(root: Path, schedule: Schedule) -> list[PurePosixPath]:
     """Write dist/ and clusters/ for the started runs, then their schedule files: a failure
     in between leaves a dist/ that the next synth puts back, never a run number whose Jobs
     were not written. The files that changed."""
-    changed = write_trees(root, render(schedule.specs, RenderCache(root / CACHE_DIR)))
+    changed = list(write_trees(root, render(schedule.specs, RenderCache(root / CACHE_DIR))))
     for started in schedule.started:
         path = write_schedule(root, started.state)
         changed.append(PurePosixPath(path.relative_to(root).as_posix()))

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from contract.layout import CLUSTERS, DIST, FLUX_FILE, GENERATED_HEADER
 
@@ -83,15 +84,22 @@ def _replace_files(
             folder.rmdir()
 
 
-def write_trees(root: Path, files: Mapping[PurePosixPath, str]) -> list[PurePosixPath]:
+Change = Literal["added", "changed", "removed"]
+"""What writing did to a file: said per file, so a new workflow's files are not taken for
+edits of existing ones."""
+
+
+def write_trees(root: Path, files: Mapping[PurePosixPath, str]) -> dict[PurePosixPath, Change]:
     """Make synth's files under `root` exactly `files`, leaving everyone else's alone.
 
-    Returns the paths that were added, changed or removed.
+    Returns each path that was added, changed or removed, in path order, with which.
     """
     current = generated(root)
-    changed = sorted(
-        path for path in files.keys() | current.keys() if files.get(path) != current.get(path)
-    )
+    changed: dict[PurePosixPath, Change] = {
+        path: "added" if path not in current else "removed" if path not in files else "changed"
+        for path in sorted(files.keys() | current.keys())
+        if files.get(path) != current.get(path)
+    }
     wanted_dist = {path: text for path, text in files.items() if path.parts[0] == DIST}
     if wanted_dist != {p: t for p, t in current.items() if p.parts[0] == DIST}:
         _swap_folder(root, DIST, wanted_dist)

@@ -69,3 +69,36 @@ def test_a_try_of_a_workflow_in_several_clusters_names_the_one_it_runs(
     (tmp_path / "dist" / "us-east" / "workloads" / "sweep.yaml").unlink()
     _say_cluster_chosen(tmp_path, "sweep", chosen)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_python_dash_m_localrun_takes_the_run_subcommand_as_the_docs_spell_it(
+    tmp_path: Path,
+) -> None:
+    """`localrun run WORKFLOW` in the docs, typed as `python -m localrun run WORKFLOW`, runs
+    WORKFLOW rather than looking for a workflow named "run"."""
+    run = subprocess.run(
+        [sys.executable, "-m", "localrun", "--root", str(tmp_path), "no-such-workflow"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    assert run.returncode == 1 and "no-such-workflow" in run.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "localrun", "run", "no-such-workflow", "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    assert run.returncode == 2 and "no such option" in run.stderr.lower()
+    run = subprocess.run(
+        [sys.executable, "-m", "localrun", "--root", str(tmp_path), "run", "no-such-workflow"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    assert run.returncode == 1
+    assert "no-such-workflow" in run.stderr and "'run'" not in run.stderr

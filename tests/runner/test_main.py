@@ -173,6 +173,11 @@ def test_each_failure_class_has_its_exit_code_and_error_type(
         assert message is not None and message in result.error.message
     # An error result still says which variant failed, for a collector without config.json.
     assert result.variant is not None and result.variant.index == 0
+    # And the stack it failed on: a GPU target without its GPU says why there are no GPU fields.
+    assert result.fingerprint is not None and result.fingerprint.cpu_model
+    assert (result.fingerprint.driver_version, result.fingerprint.unavailable) == (
+        (None, "torch sees no GPU") if error_type == "device_missing" else (None, None)
+    )
 
 
 def test_memory_that_runs_out_is_its_own_failure_class(

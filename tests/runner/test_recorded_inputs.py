@@ -14,7 +14,11 @@ from contract.config import ModelConfig, RunConfig
 from contract.errors import ExitCode
 from contract.inputs import Dimension, ExpectedInput
 from contract.recorded import RecordedContents
-from contract.result import RECORDED_INPUTS_SCHEMA_VERSION, parse_result_line
+from contract.result import (
+    RECORDED_INPUTS_SCHEMA_VERSION,
+    RESULT_SCHEMA_VERSION,
+    parse_result_line,
+)
 from runner.errors import InputsMismatch
 from runner.inputs import Feed
 from runner.recorded import read_replay, recorded_batches
@@ -84,7 +88,7 @@ def test_a_drawn_variants_result_says_nothing_of_recordings(make_config: MakeCon
     config = make_config()
     result = run_variant(config, config.variants[0], RunPaths(EXAMPLES, EXAMPLES))
     assert result.recorded_inputs is None
-    assert result.schema_version == 6
+    assert result.schema_version == RESULT_SCHEMA_VERSION
     assert result.accuracy is not None and result.accuracy.inputs is not None
 
 

@@ -233,7 +233,17 @@ class TestSynthOnDisk:
         return tmp_path
 
     def test_second_synth_changes_nothing(self, repo: Path) -> None:
-        assert synth(repo).changed == []
+        assert synth(repo).changed == {}
+
+    def test_a_new_workflows_files_are_said_added_not_changed(self, repo: Path) -> None:
+        spec = repo / "specs" / "workflows" / "cpu-smoke.yaml"
+        text = spec.read_text(encoding="utf-8")
+        (spec.parent / "cpu-smoke-copy.yaml").write_text(
+            text.replace("id: cpu-smoke", "id: cpu-smoke-copy", 1), encoding="utf-8"
+        )
+        changed = synth(repo).changed
+        copies = {path: how for path, how in changed.items() if "cpu-smoke-copy" in path.name}
+        assert copies and set(copies.values()) == {"added"}
 
     def test_invalid_spec_leaves_dist_exactly_as_it_was(self, repo: Path) -> None:
         before = tree(repo, "dist")
@@ -246,7 +256,7 @@ class TestSynthOnDisk:
     def test_removed_workflow_disappears_from_dist(self, repo: Path) -> None:
         (repo / "specs" / "workflows" / "gpu-comparison.yaml").unlink()
         changed = synth(repo).changed
-        assert PurePosixPath("dist/us-east/workloads/gpu-comparison.yaml") in changed
+        assert changed[PurePosixPath("dist/us-east/workloads/gpu-comparison.yaml")] == "removed"
         assert not (repo / "dist" / "us-east" / "workloads" / "gpu-comparison.yaml").exists()
         assert (repo / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml").exists()
         assert not list(repo.glob(".dist-*"))
@@ -388,7 +398,7 @@ class TestClustersFolder:
         synth(repo)
         assert (repo / "clusters" / "us-east" / "benchfleet.yaml").is_file()
         assert all(path.read_text(encoding="utf-8") == text for path, text in theirs.items())
-        assert synth(repo).changed == []
+        assert synth(repo).changed == {}
 
     def test_a_kustomization_yaml_an_earlier_synth_wrote_is_removed(self, repo: Path) -> None:
         theirs = self.bootstrap(repo, "us-east")
@@ -415,7 +425,7 @@ class TestClustersFolder:
         text = fleet.read_text(encoding="utf-8")
         fleet.write_text(text[: text.index("  - name: eu-west")], encoding="utf-8")
         changed = synth(repo).changed
-        assert PurePosixPath("clusters/eu-west/benchfleet.yaml") in changed
+        assert changed[PurePosixPath("clusters/eu-west/benchfleet.yaml")] == "removed"
         assert not (repo / "clusters" / "eu-west" / "benchfleet.yaml").exists()
         assert all(path.exists() for path in theirs)
         assert not (repo / "dist" / "eu-west").exists()
