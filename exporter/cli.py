@@ -226,6 +226,12 @@ def _report(
         click.echo(f"note: the runner's accuracy pass: {checked.accuracy_error}", err=True)
     if checked.layers is not None:
         click.echo(f"note: {quantizable(checked.layers)}", err=True)
+    if checked.input_names:
+        click.echo(
+            f"inputs by name: {', '.join(checked.input_names)} (a recording of inputs names "
+            "its samples <name>.<sample>: docs/specs.md, Recorded inputs)",
+            err=True,
+        )
     entry = models_entry(name, out, root, written.sha256, inputs, layers=checked.layers, url=url)
     if entry.advice:
         click.echo(entry.advice, err=True)
