@@ -43,9 +43,11 @@ from report.startup import Startup, startup
 from store.database import StoredRun
 from store.history import CURRENT, SpecRevision
 
-REPORT_SCHEMA_VERSION: Final = 6
+REPORT_SCHEMA_VERSION: Final = 7
 """Bumped when a field of `to_json`'s output changes meaning or goes away (6: a variant's
-row is written once, in `variants`, and referred to elsewhere by its index there)."""
+row is written once, in `variants`, and referred to elsewhere by its index there; 7: a
+variant's `latency.p99_9_ms` and `is_p99_9_reliable`, its fixed-rate `scenario`, and the
+control answers, `control`, first)."""
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
 Verdict = Literal["regression", "improvement", "inconclusive", "unchanged"]
@@ -195,6 +197,8 @@ class VariantRow:
     """The median per batch with its 95 % CI: from the samples where the result has them."""
     is_p99_reliable: bool
     """False when too few iterations lie beyond p99 (or the result does not say)."""
+    is_p99_9_reliable: bool
+    """As `is_p99_reliable`, for p99.9 (10,000 iterations)."""
     is_noisy: bool | None
     """IQR above 10 % of the median, as the runner judged it; None when it did not say."""
     mean_samples_per_s: float | None
@@ -832,6 +836,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         latency=result.latency,
         estimate=_estimate(result),
         is_p99_reliable=validity is not None and "p99" in validity.reliable_percentiles,
+        is_p99_9_reliable=result.reliable_p99_9_ms is not None,
         is_noisy=validity.noisy if validity else None,
         mean_samples_per_s=result.throughput_samples_per_s,
         doubts=_doubts(validity),
@@ -869,6 +874,7 @@ def _median_run(runs: Sequence[tuple[int, VariantRow]]) -> VariantRow:
         latency=latency.model_copy(update={"p50_ms": latency.p50_ms * factor}),
         estimate=middle.estimate.scaled(factor),
         is_p99_reliable=all(row.is_p99_reliable for row in rows),
+        is_p99_9_reliable=all(row.is_p99_9_reliable for row in rows),
         doubts=tuple(dict.fromkeys(doubt for row in rows for doubt in row.doubts)),
         flags=tuple(dict.fromkeys(flag for row in rows for flag in row.flags)),
         flag_reasons=tuple(dict.fromkeys(why for row in rows for why in row.flag_reasons)),

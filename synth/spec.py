@@ -449,8 +449,9 @@ class MeasurePhase(Phase):
     max_time: Duration = 300.0
     """Stop after this long, even if min_iterations have not run."""
     tail: Tail | None = None
-    """A tail percentile to make reliable (p90, p95 or p99): run on until 10 iterations lie
-    beyond it (p99: 1000), within the maximums; the result says if a maximum came first."""
+    """A tail percentile to make reliable (p90, p95, p99 or p99.9): run on until 10
+    iterations lie beyond it (p99: 1000, p99.9: 10,000), within the maximums; the result
+    says if a maximum came first."""
 
     @field_validator("tail")
     @classmethod
