@@ -170,6 +170,23 @@ class PhaseConfig(_Contract):
         return max(self.min_iterations, tail_iterations(self.tail) if self.tail else 0)
 
 
+MAX_RATE_HZ: Final = 1000.0
+"""The fastest clock a fixed-rate run may ask for. The issue loop sleeps to within
+runner.fixed_rate.SPIN_S of an arrival and spins the rest; at 1 kHz the period (1 ms) is
+twice that margin and some 20 times the loop's own overhead per query (tens of
+microseconds in Python), so its error stays a small share of the period on an idle CPU."""
+
+
+class ScenarioConfig(_Contract):
+    """A fixed-rate run: queries issued on a clock, open loop (runner/fixed_rate.py). Absent
+    from config.json for today's closed loop (single_stream)."""
+
+    kind: Literal["fixed_rate"] = "fixed_rate"
+    rate_hz: float = Field(gt=0, le=MAX_RATE_HZ)
+    deadline_s: float = Field(gt=0)
+    """A query misses when it completes later than this after its scheduled arrival."""
+
+
 ModelSource = Literal["file", "image_path", "url", "oci"]
 MODEL_SOURCES: Final[tuple[ModelSource, ...]] = get_args(ModelSource)
 """Where a model can come from, in the order a spec's model entry is read for one (each is
@@ -254,6 +271,8 @@ class RunConfig(_Contract):
     """Completion index i runs the variants at positions groups[i] of `variants`, in order,
     in one process; None: index i runs variant i alone. A variant keeps its position in
     `variants` as its `index` whichever pod runs it, so results are keyed alike either way."""
+    scenario: ScenarioConfig | None = None
+    """None: today's closed loop (single_stream), and config.json leaves it out."""
     interleave: bool = False
     """A group's variants of one model are measured in alternating rounds rather than one
     after the other (runner/rounds.py): each later one's result is paired with the first's,

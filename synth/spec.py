@@ -30,10 +30,12 @@ from pydantic_core import core_schema
 from contract.accuracy import AccuracyGate
 from contract.config import (
     DEFAULT_DOWNLOAD_BYTES,
+    MAX_RATE_HZ,
     MAX_VARIANTS_PER_POD,
     MODEL_SOURCES,
     OCI_DEFAULT_FILE,
     ModelSource,
+    ScenarioConfig,
     Tail,
     tail_iterations,
 )
@@ -500,12 +502,34 @@ class Benchmark(SpecModel):
     accuracy: AccuracyGateSpec | None = None
     """Accuracy thresholds for every variant, over the defaults of its precision and
     quantization; `models[i].accuracy` overrides them per model."""
+    scenario: Literal["single_stream", "fixed_rate"] = "single_stream"
+    """How queries arrive. `single_stream`: the closed loop, each iteration as soon as the
+    last one ends. `fixed_rate`: one query every 1 / `rate_hz` seconds on a clock, open
+    loop (a late query delays none of the next arrivals; its queueing counts in its
+    latency), each missed when it ends later than `deadline` after its arrival; the
+    measure phase's counts are then queries (docs/runner.md)."""
+    rate_hz: Annotated[float, Field(gt=0)] | None = None
+    """`fixed_rate`: queries per second, at most 1000 (contract.config.MAX_RATE_HZ)."""
+    deadline: Duration | None = None
+    """`fixed_rate`: how long after its scheduled arrival a query may end; default one
+    period (1 / rate_hz)."""
     interleave: StrictBool = False
     """Measure the variants of one model that share a pod (`scheduling.variants_per_pod`
     above 1) in alternating rounds, A B B A, within the measure phase's bounds, so their
     comparison is paired: same node, same moments. Each result keeps its median of every
     round, and the report compares any two of them round by round, with a 95 % interval,
     also across `repeats` (docs/runner.md; the report's pairing: docs/report.md)."""
+
+    @field_validator("rate_hz")
+    @classmethod
+    def _rate_the_runner_can_issue(cls, rate: float | None) -> float | None:
+        if rate is not None and rate > MAX_RATE_HZ:
+            raise SpecError(
+                f"rate_hz {rate:g} is above the {MAX_RATE_HZ:g} Hz the runner's issue clock "
+                "can keep (its error would be a large share of the period)",
+                f"ask for at most {MAX_RATE_HZ:g} Hz, or batch the queries (batch_size)",
+            )
+        return rate
 
     @field_validator("iterations")
     @classmethod
@@ -538,6 +562,25 @@ class Benchmark(SpecModel):
         if self.input_shape is not None:
             return self.input_shape[0]
         return self.batch_size or 1
+
+    @property
+    def scenario_config(self) -> ScenarioConfig | None:
+        """config.json's fixed-rate scenario; None for the closed loop (or a fixed rate
+        without its rate, which checks.py reports)."""
+        if self.scenario != "fixed_rate" or self.rate_hz is None:
+            return None
+        deadline = self.deadline if self.deadline is not None else 1 / self.rate_hz
+        return ScenarioConfig(rate_hz=self.rate_hz, deadline_s=deadline)
+
+    @property
+    def measure_min_s(self) -> float:
+        """The shortest the measure phase can be: its min_time, and for a fixed rate the
+        time its minimum count of queries (the tail's included) takes to arrive."""
+        phase = self.measure_phase
+        if self.scenario != "fixed_rate" or self.rate_hz is None:
+            return phase.min_time
+        least = max(phase.min_iterations, tail_iterations(phase.tail) if phase.tail else 0)
+        return max(phase.min_time, least / self.rate_hz)
 
     @property
     def warmup_phase(self) -> WarmupPhase:
