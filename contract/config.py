@@ -282,6 +282,10 @@ class RunConfig(_Contract):
     def _every_variant_once(self) -> Self:
         if self.groups is not None:
             check_groups(self.groups, len(self.variants))
+        if self.interleave and self.scenario is not None:
+            raise ValueError(
+                "interleave alternates closed-loop rounds; a fixed-rate scenario has none"
+            )
         return self
 
     @property
