@@ -4,6 +4,7 @@ answers, then (folded) the details. Every human-readable format writes this one 
 from contract.text import plural
 from report.analysis import Analysis
 from report.comparison_tables import axis_table, baseline_tables, best_table, comparison_table
+from report.control_table import control_table
 from report.cost_table import cost_tables
 from report.run_tables import (
     energy_table,
@@ -26,6 +27,7 @@ def lay_out(analysis: Analysis) -> Layout:
     report = analysis.report
     regressions = report.baseline.with_verdict("regression") if report.baseline else ()
     tables: list[Table | None] = [
+        control_table(analysis.control),
         *(baseline_tables(report.baseline) if report.baseline else []),
         failures_table(report.failures),
         lacks_table(report.lacks),

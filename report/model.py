@@ -24,7 +24,7 @@ from contract.instant import instant
 from contract.order_stats import paired_ratio
 from contract.pricing import Pricing
 from contract.records import Reuses
-from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Validity
+from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Scenario, Validity
 from contract.variant import (
     RUN_SETTINGS,
     SETTING_FIELDS,
@@ -238,6 +238,9 @@ class VariantRow:
     """The clock-event reasons NVML saw during that loop: shown beside its energy."""
     cpu_quota: float | None = None
     """The CPUs its runner's cgroup allowed (its CPU limit; None: unlimited or not said)."""
+    scenario: Scenario | None = None
+    """A fixed-rate run's scenario (with repeats, the median run's): its rate, deadline,
+    misses and their interval, jitter; None for the closed loop."""
     inputs: tuple[DrawnInput, ...] | None = None
     """How its runner drew each input (declared dtype, an integer input's range): what tells
     an image model from a text model, where results keep no shapes. None: not said (a
@@ -855,6 +858,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         energy=result.energy,
         throttle_reasons=tuple(result.gpu.throttle_reasons) if result.gpu else (),
         cpu_quota=result.environment.cpu_quota if result.environment else None,
+        scenario=result.scenario,
     )
 
 
