@@ -1,9 +1,14 @@
 """The interval of a proportion (a fixed-rate run's share of missed deadlines), which the
-runner records and the report judges: one definition for both."""
+runner records and the report judges, and the share a deadline tolerates: one definition
+for all."""
 
 import math
 from typing import Final
 
+MISS_TOLERANCE: Final = 0.001
+"""The share of a fixed-rate run's queries its deadline may miss and still hold: a deadline
+judged at p99.9 lets the tail beyond p99.9 be late. The report's held / not held and the
+alert rule on the miss-rate metric both read it."""
 Z_95: Final = 1.959963984540054
 """The normal quantile of a two-sided 95 % interval."""
 

@@ -9,15 +9,16 @@ wholly above the tolerance or the p99.9 beyond the deadline. A run the machine d
 the model is not blamed.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from contract.proportions import MISS_TOLERANCE
+from contract.result import Scenario
 from contract.variant import SETTING_FIELDS
 from report.model import Report, VariantRow
 from report.table import format_ms
 
-MISS_TOLERANCE: Final = 0.001
-"""The share of queries a p99.9 deadline lets miss: the tail beyond p99.9."""
 _MACHINE_FLAGS: Final = ("contended", "cpu_throttled", "gpu_throttled", "stopped_early")
 """The validity flags that make a run's misses the machine's, or too few to judge."""
 
@@ -42,12 +43,11 @@ class ControlAnswer:
     why: str
 
 
-def _judged(row: VariantRow) -> tuple[Held, str]:
-    scenario = row.scenario
-    assert scenario is not None
+def judge(scenario: Scenario, tail: float | None, flags: Sequence[str]) -> tuple[Held, str]:
+    """Held or not, and why: by the miss rate's interval, the reliable p99.9 `tail` (None:
+    too few queries) and the run's validity flags (by field name)."""
     low, high = scenario.miss_rate_low, scenario.miss_rate_high
-    tail = row.latency.p99_9_ms if row.is_p99_9_reliable else None
-    flagged = [flag for flag in row.flags if flag in _MACHINE_FLAGS]
+    flagged = [flag for flag in flags if flag in _MACHINE_FLAGS]
     if flagged:
         return "undecided", f"{', '.join(flagged).replace('_', ' ')}: the machine, not the model"
     if low > MISS_TOLERANCE:
@@ -68,7 +68,8 @@ def control_answers(report: Report) -> tuple[ControlAnswer, ...]:
         scenario = row.scenario
         if scenario is None or scenario.kind != "fixed_rate":
             continue
-        held, why = _judged(row)
+        tail = row.latency.p99_9_ms if row.is_p99_9_reliable else None
+        held, why = judge(scenario, tail, row.flags)
         answers.append(
             ControlAnswer(
                 row=row,

@@ -2,7 +2,8 @@
 
 from collections.abc import Sequence
 
-from report.control import MISS_TOLERANCE, ControlAnswer
+from contract.proportions import MISS_TOLERANCE
+from report.control import ControlAnswer
 from report.table import KEY_HEADINGS, Column, Table, columns, format_ms, key_cells
 
 
