@@ -133,6 +133,9 @@ class Scenario(_Result):
     """The issue clock's own error: p99 of actual issue time less scheduled arrival, over the
     queries that found the model idle (the others waited in the queue, which is latency)."""
     issue_error_max_ms: float = Field(ge=0)
+    issue_error_queries: int = Field(default=1, ge=1)
+    """The queries that found the model idle, which the two above are taken over (the
+    first always does): few where the model falls behind the rate."""
 
 
 class Validity(_Result):

@@ -204,6 +204,7 @@ def summarize(outcome: FixedRateOutcome) -> Scenario:
         jitter_ms=jitter_ms(outcome),
         issue_error_p99_ms=max(0.0, float(np.percentile(errors, 99))),
         issue_error_max_ms=max(0.0, float(errors.max())),
+        issue_error_queries=int(errors.size),
     )
 
 

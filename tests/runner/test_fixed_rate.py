@@ -91,13 +91,14 @@ def test_arrivals_keep_the_schedule_when_the_model_falls_behind() -> None:
     assert latencies == pytest.approx([30 + 10 * k for k in range(10)], abs=0.05)
     assert outcome.missed == [True] * 10
     assert outcome.idle == [True] + [False] * 9
+    assert summarize(outcome).issue_error_queries == 1
 
 
 def test_a_model_that_keeps_up_is_issued_on_the_clock_and_misses_nothing() -> None:
     outcome = run(FakeClock(3 * MS), queries=50, rate_hz=100, deadline_s=0.01)
     scenario = summarize(outcome)
     assert (scenario.misses, scenario.miss_rate, scenario.longest_miss_run) == (0, 0.0, 0)
-    assert all(outcome.idle)
+    assert all(outcome.idle) and scenario.issue_error_queries == 50
     assert max(issue_errors_ms(outcome)) < 0.01
     # Completions 10 ms apart, to within the fake clock's reads.
     assert scenario.jitter_ms < 0.01
