@@ -457,15 +457,19 @@ class MeasurePhase(Phase):
 
     @field_validator("tail")
     @classmethod
-    def _tail_fits_the_maximum(cls, tail: Tail | None, info: ValidationInfo) -> Tail | None:
-        maximum = info.data.get("max_iterations")
-        if tail is not None and maximum is not None and maximum < tail_iterations(tail):
-            raise SpecError(
-                f"{tail} needs {tail_iterations(tail)} iterations to be reliable; "
-                f"max_iterations is {maximum}",
-                f"raise max_iterations to {tail_iterations(tail)}, or ask for a lower tail",
-            )
-        return tail
+    def _tail_within_maximum(cls, tail: Tail | None, info: ValidationInfo) -> Tail | None:
+        return _tail_fits(tail, info.data.get("max_iterations"))
+
+
+def _tail_fits(tail: Tail | None, maximum: int | None) -> Tail | None:
+    """`tail`, refused where `maximum` iterations cannot make it reliable."""
+    if tail is not None and maximum is not None and maximum < tail_iterations(tail):
+        raise SpecError(
+            f"{tail} needs {tail_iterations(tail)} iterations to be reliable; "
+            f"max_iterations is {maximum}",
+            f"raise max_iterations to {tail_iterations(tail)}, or ask for a lower tail",
+        )
+    return tail
 
 
 class Benchmark(SpecModel):
@@ -497,6 +501,9 @@ class Benchmark(SpecModel):
     change against it."""
     iterations: Count | None = None
     """The design note's form of `measure.min_iterations`."""
+    tail: Tail | None = None
+    """The short form of `measure.tail` (issue #33's name): a tail percentile to make
+    reliable, p90, p95, p99 or p99.9."""
     warmup_iterations: Annotated[StrictInt, Field(ge=0)] | None = None
     """The design note's form of `warmup.min_iterations`."""
     accuracy: AccuracyGateSpec | None = None
@@ -535,6 +542,14 @@ class Benchmark(SpecModel):
     @classmethod
     def _iterations_within_measure(cls, value: int | None, info: ValidationInfo) -> int | None:
         return _legacy_minimum(value, info.data.get("measure"), "iterations", "measure")
+
+    @field_validator("tail")
+    @classmethod
+    def _tail_within_measure(cls, value: Tail | None, info: ValidationInfo) -> Tail | None:
+        measure = info.data.get("measure")
+        if isinstance(measure, MeasurePhase):
+            _tail_fits(value, measure.max_iterations)
+        return value
 
     @field_validator("warmup_iterations")
     @classmethod
@@ -589,8 +604,9 @@ class Benchmark(SpecModel):
 
     @property
     def measure_phase(self) -> MeasurePhase:
-        """`measure` with the design note's `iterations` applied."""
-        return _with_minimum(self.measure, self.iterations)
+        """`measure` with the design note's `iterations` and the short `tail` applied."""
+        phase = _with_minimum(self.measure, self.iterations)
+        return phase if self.tail is None else phase.model_copy(update={"tail": self.tail})
 
 
 PhaseT = TypeVar("PhaseT", bound=Phase)
@@ -621,6 +637,8 @@ def _two_forms(data: object) -> Iterator[SpecError]:
             yield SpecError(
                 f"{count} and {phase}.min_iterations say the same thing", "keep one of them"
             )
+    if given("tail") and given("tail", within="measure"):
+        yield SpecError("tail and measure.tail say the same thing", "keep one of them")
 
 
 def _legacy_minimum(value: int | None, phase: object, name: str, phase_name: str) -> int | None:

@@ -44,3 +44,9 @@ def test_a_fixed_rate_reaches_config_json_with_its_default_deadline_and_new_ids(
     write_spec("grouped.yaml", FIXED.replace("rate_hz: 40\n", "rate_hz: 40\n  deadline: 60ms\n"))
     synth(spec_repo)
     assert _job(spec_repo)[1].scenario == ScenarioConfig(rate_hz=40.0, deadline_s=0.06)
+
+
+def test_the_short_tail_is_measure_tail(spec_repo: Path, write_spec: WriteSpec) -> None:
+    write_spec("grouped.yaml", SPEC.replace("  measure:", "  tail: p99.9\n  measure:"))
+    synth(spec_repo)
+    assert _job(spec_repo)[1].measure.tail == "p99.9"
