@@ -15,7 +15,10 @@ tiny-mlp at 100 Hz, deadline one period, `measure.tail: p99.9`: the derived leng
   read back as the collector stores it (the result JSON, whole), and that p99.9 is listed
   reliable;
 - a run stopped short of the tail's count (`measure.max_time` 1 s): flagged stopped early,
-  p99.9 not listed reliable, so no report reads it.
+  p99.9 not listed reliable, so no report reads it;
+- the baseline, measured in the same run: the clock alone, the same loop in this process
+  with a step that does nothing (2,000 queries), so a machine that cannot keep 100 Hz is
+  told from a runner that adds to it.
 
 `--smoke` asks p90 (100 queries, 1 s) instead of p99.9, for the test-suite (tests/bench/).
 """
@@ -42,6 +45,7 @@ from contract.config import (
     tail_iterations,
 )
 from contract.result import OkResult, parse_result, parse_result_line, result_line
+from runner.fixed_rate import run_fixed_rate, summarize
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 EXAMPLES: Final = ROOT / "models" / "examples"
@@ -163,15 +167,33 @@ def _short_lines(result: OkResult) -> list[str]:
     ]
 
 
+def _bare_clock_lines(queries: int) -> list[str]:
+    """The issue loop with a step that does nothing: the machine's clock alone."""
+    rule = PhaseConfig(
+        min_iterations=queries, min_time_s=0.0, max_iterations=queries, max_time_s=600.0
+    )
+    outcome = run_fixed_rate(lambda: 0, rule, ScenarioConfig(rate_hz=RATE_HZ, deadline_s=0.01))
+    scenario = summarize(outcome)
+    period_ms = 1e3 / RATE_HZ
+    return [
+        f"baseline, the bare issue loop (no model) at {RATE_HZ:g} Hz in this process: p99 "
+        f"{scenario.issue_error_p99_ms * 1e3:.1f} us = "
+        f"{scenario.issue_error_p99_ms / period_ms:.2%} of the period, max "
+        f"{scenario.issue_error_max_ms * 1e3:.1f} us over {scenario.issue_error_queries} queries"
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="p90, 100 queries")
     args = parser.parse_args()
     tail: Tail = "p90" if args.smoke else "p99.9"
+    bare = _bare_clock_lines(100 if args.smoke else 2000)
     with tempfile.TemporaryDirectory() as folder:
         full = run_runner(_config(tail, max_time_s=300.0), Path(folder))
         short = run_runner(_config("p99.9", max_time_s=1.0), Path(folder))
-    for line in (*_clock_lines(full), *_tail_lines(full, tail), *_short_lines(short)):
+    lines = (*bare, *_clock_lines(full), *_tail_lines(full, tail), *_short_lines(short))
+    for line in lines:
         print(line)
 
 
