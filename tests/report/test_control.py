@@ -1,7 +1,9 @@
 """The control question, answered first for fixed-rate runs: held, not held or undecided,
 with the miss rate's interval, p99.9 and jitter, in every format."""
 
+import csv
 import dataclasses
+import io
 import json
 
 import pytest
@@ -10,6 +12,7 @@ from contract.proportions import wilson_interval
 from contract.result import OkResult, Scenario
 from report.analysis import analyse
 from report.control import control_answers
+from report.csv import to_csv
 from report.json import to_json
 from report.markdown import to_markdown
 from report.model import REPORT_SCHEMA_VERSION, build_report
@@ -103,6 +106,10 @@ def test_the_answer_comes_first_in_text_markdown_and_json(
     assert control[1]["miss_rate_interval"] == [0.0, pytest.approx(3.8415 / 10_003.8415, 1e-4)]
     row = document["variants"][control[1]["row"]]
     assert row["scenario"]["jitter_ms"] == 0.25 and row["latency"]["p99_9_ms"] == 6.5
+    by_model = {line["model"]: line for line in csv.DictReader(io.StringIO(to_csv(report)))}
+    assert by_model["policy-small"]["rate_held"] == "held"
+    assert by_model["policy-large"]["rate_held"] == "not held"
+    assert by_model["policy-large"]["p99_9_ms"] == "31.0"
 
 
 def test_a_report_without_fixed_rate_runs_has_no_control_answers(
