@@ -3,7 +3,13 @@ groups its pods run them in, its measurement bounds and its models' sources."""
 
 from collections.abc import Mapping
 
-from contract.config import InputConfig, ModelConfig, PhaseConfig, RunConfig, VariantConfig
+from contract.config import (
+    InputConfig,
+    ModelConfig,
+    PhaseConfig,
+    RunConfig,
+    VariantConfig,
+)
 from contract.variant import SETTING_FIELDS
 from synth.load import LoadedWorkflow
 from synth.object_budget import CONFIGMAP_DATA_BYTES
@@ -22,11 +28,13 @@ def phase_config(phase: Phase) -> PhaseConfig:
 
 
 def left_out(config: RunConfig) -> set[str] | None:
-    """What config.json leaves out: `groups` where there are none and `interleave` where it
-    is off, so that it, and so every Job's content-hash name, stays byte for byte what it was
-    before these options existed (no rename, no run under a new name)."""
+    """What config.json leaves out: `groups` where there are none, `interleave` where it
+    is off and `scenario` for the closed loop, so that it, and so every Job's content-hash
+    name, stays byte for byte what it was before these options existed (no rename, no run
+    under a new name)."""
     unset = {"groups"} if config.groups is None else set()
     unset |= set() if config.interleave else {"interleave"}
+    unset |= set() if config.scenario else {"scenario"}
     return unset or None
 
 
@@ -98,4 +106,5 @@ def run_config(
         ),
         groups=groups,
         interleave=workflow.benchmark.interleave,
+        scenario=workflow.benchmark.scenario_config,
     )
