@@ -31,6 +31,8 @@ from contract.metrics import (
     JOBS_OBSERVED,
     LAST_RESULT_TIMESTAMP,
     LATENCY_P50,
+    LATENCY_P99_9,
+    MISS_RATE,
     OUTCOME_LABEL,
     REASON_LABEL,
     RESULT_LABELS,
@@ -106,6 +108,19 @@ def build_registry(
         RESULT_LABELS,
         registry=registry,
     )
+    p99_9 = Gauge(
+        LATENCY_P99_9,
+        "99.9th percentile latency of one batch (of a query, measured from its scheduled "
+        "arrival, in a fixed-rate run), where the run had enough iterations for it.",
+        RESULT_LABELS,
+        registry=registry,
+    )
+    misses = Gauge(
+        MISS_RATE,
+        "A fixed-rate run's share of queries that missed their deadline.",
+        RESULT_LABELS,
+        registry=registry,
+    )
     throughput = Gauge(
         THROUGHPUT,
         "Samples per second of the timed loop.",
@@ -156,7 +171,7 @@ def build_registry(
             if ref is None:
                 continue
             labels = _labels(record.workflow, record.cluster, target, ref)
-            p50.labels(*labels).set(result.latency.p50_ms / 1000)
+            _latency(result, labels, p50, p99_9, misses)
             if result.throughput_samples_per_s is not None:
                 throughput.labels(*labels).set(result.throughput_samples_per_s)
             allocation = variant.allocation
@@ -176,6 +191,18 @@ def build_registry(
             if energy is not None and energy.average_w is not None:
                 watts.labels(*labels).set(energy.average_w)
     return registry
+
+
+def _latency(
+    result: OkResult, labels: tuple[str, ...], p50: Gauge, p99_9: Gauge, misses: Gauge
+) -> None:
+    """A result's latency series: its p50, its p99.9 where the run was long enough for it,
+    and a fixed-rate run's miss rate."""
+    p50.labels(*labels).set(result.latency.p50_ms / 1000)
+    if (tail := result.reliable_p99_9_ms) is not None:
+        p99_9.labels(*labels).set(tail / 1000)
+    if result.scenario is not None:
+        misses.labels(*labels).set(result.scenario.miss_rate)
 
 
 def _labels(workflow: str, cluster: str, target: str, ref: VariantRef) -> tuple[str, ...]:

@@ -20,6 +20,10 @@ VARIANT_FAILURES: Final = "benchfleet_variant_failures"
 
 # Per variant (labels: RESULT_LABELS, plus DEVICE_LABEL or CURRENCY_LABEL where said).
 LATENCY_P50: Final = "benchfleet_latency_p50_seconds"
+LATENCY_P99_9: Final = "benchfleet_latency_p99_9_seconds"
+"""Exported only where the run had the 10,000 iterations that make its p99.9 reliable."""
+MISS_RATE: Final = "benchfleet_deadline_miss_ratio"
+"""A fixed-rate run's share of queries that missed their deadline (0-1)."""
 THROUGHPUT: Final = "benchfleet_throughput_samples_per_second"
 LAST_RESULT_TIMESTAMP: Final = "benchfleet_last_result_timestamp_seconds"
 """When the variant last brought a result, Unix seconds: what the missing-data alert reads."""
@@ -44,6 +48,8 @@ RESULT_LABELS: Final = (WORKFLOW_LABEL, CLUSTER_LABEL, GPU_TYPE_LABEL, *SETTING_
 
 PER_VARIANT: Final = (
     LATENCY_P50,
+    LATENCY_P99_9,
+    MISS_RATE,
     THROUGHPUT,
     LAST_RESULT_TIMESTAMP,
     ALLOCATED_DEVICE_SECONDS,

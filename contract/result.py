@@ -38,16 +38,17 @@ from contract.params import Params
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 9, 11]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 9, 11]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
-(`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 8 the CPU's instruction-set
+(`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 6 the CPU's instruction-set
 flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
-measurement bounds (`timings.bound_s`), 9 `recorded_inputs`, and the model's `family` and
-`params` (written only where set, so that every other result stays as it was), 11 the
-stack's `fingerprint`; a collector that reads only older ones keeps a newer result unread, as
-a newer runner's, rather than refusing it."""
+measurement bounds (`timings.bound_s`), 7 `latency.p99_9_ms` and a fixed-rate run's
+`scenario`, 9 `recorded_inputs`, and the model's `family` and `params` (written only where
+set, so that every other result stays as it was), 11 the stack's `fingerprint`; a collector
+that reads only older ones keeps a newer result unread, as a newer runner's, rather than
+refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
 RESULT_SCHEMA_VERSION: Final = 11
 RECORDED_INPUTS_SCHEMA_VERSION: Final = 9
@@ -100,11 +101,48 @@ class LatencyStats(_Result):
     p90_ms: float = Field(gt=0)
     p95_ms: float = Field(gt=0)
     p99_ms: float = Field(gt=0)
+    p99_9_ms: float | None = Field(default=None, gt=0)
+    """None in results of runners before it (schema_version 7); read it only where
+    `validity.reliable_percentiles` lists p99.9 (10,000 iterations)."""
     max_ms: float = Field(gt=0)
     iqr_ms: float = Field(ge=0)
     """p75 - p25."""
     p50_interval: MedianInterval | None = None
     """None in results of runners before it: the report then computes it from `samples`."""
+
+
+ScenarioKind = Literal["single_stream", "fixed_rate"]
+
+
+class Scenario(_Result):
+    """A fixed-rate run (runner/fixed_rate.py): queries issued on a clock, open loop. Its
+    `latency` is then each query's, measured from its scheduled arrival (queueing counts),
+    and its `samples` those latencies."""
+
+    kind: ScenarioKind
+    rate_hz: float = Field(gt=0)
+    deadline_ms: float = Field(gt=0)
+    queries: int = Field(ge=1)
+    misses: int = Field(ge=0)
+    """Queries that completed after their scheduled arrival plus the deadline."""
+    miss_rate: float = Field(ge=0, le=1)
+    """misses / queries."""
+    miss_rate_low: float = Field(ge=0, le=1)
+    miss_rate_high: float = Field(ge=0, le=1)
+    """Wilson's 95 % interval of the miss rate (contract/proportions.py)."""
+    longest_miss_run: int = Field(ge=0)
+    """The most consecutive queries that missed: a controller survives one late tick more
+    easily than ten."""
+    jitter_ms: float = Field(ge=0)
+    """The p99 of |completion_k - completion_(k-1) - period|: how far the outputs' spacing
+    strays from the period."""
+    issue_error_p99_ms: float = Field(ge=0)
+    """The issue clock's own error: p99 of actual issue time less scheduled arrival, over the
+    queries that found the model idle (the others waited in the queue, which is latency)."""
+    issue_error_max_ms: float = Field(ge=0)
+    issue_error_queries: int = Field(default=1, ge=1)
+    """The queries that found the model idle, which the two above are taken over (the
+    first always does): few where the model falls behind the rate."""
 
 
 class Validity(_Result):
@@ -118,7 +156,8 @@ class Validity(_Result):
     noise: float = Field(ge=0)
     """IQR / median."""
     reliable_percentiles: list[str]
-    """Percentiles with at least 10 samples beyond them (p99 needs 1000 iterations)."""
+    """Percentiles with at least 10 samples beyond them (p99 needs 1000 iterations, p99.9
+    10,000)."""
     output_finite: bool
     """The model's outputs held no NaN or infinity on the last iteration."""
     contended: bool | None = None
@@ -522,6 +561,17 @@ class OkResult(_ResultBase):
     compacted: bool = False
     """Details other than the samples were left out to fit the termination log; the log line
     has them all."""
+    scenario: Scenario | None = None
+    """Set by a fixed-rate run; None for today's closed loop (single_stream)."""
+
+    @property
+    def reliable_p99_9_ms(self) -> float | None:
+        """`latency.p99_9_ms` where the run had the iterations it needs, else None: a short
+        run's p99.9 is never read as if it held."""
+        validity = self.validity
+        if validity is None or "p99.9" not in validity.reliable_percentiles:
+            return None
+        return self.latency.p99_9_ms
 
 
 class ErrorResult(_ResultBase):

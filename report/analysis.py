@@ -7,6 +7,7 @@ costs only, takes `costs` alone."""
 from dataclasses import dataclass
 
 from report.answers import Answer, answers
+from report.control import ControlAnswer, control_answers
 from report.cost import Costs, costs
 from report.model import Report
 from report.params import ParamComparison, param_comparisons
@@ -18,6 +19,8 @@ class Analysis:
     """A report and what it decides."""
 
     report: Report
+    control: tuple[ControlAnswer, ...]
+    """Whether each fixed-rate variant held its rate: the first thing a report says."""
     verdict: RunVerdict
     answers: tuple[Answer, ...]
     costs: Costs
@@ -29,6 +32,7 @@ def analyse(report: Report) -> Analysis:
     """`report` with its verdict, answers and costs."""
     return Analysis(
         report=report,
+        control=control_answers(report),
         verdict=run_verdict(report),
         answers=answers(report),
         costs=costs(report),

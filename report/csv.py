@@ -10,6 +10,7 @@ from typing import Final
 from contract.fingerprint import Fingerprint
 from contract.instant import instant_text
 from contract.variant import SETTING_FIELDS
+from report.control import control_answers
 from report.cost import VariantCost, costs
 from report.cost_table import cost_csv
 from report.model import (
@@ -82,6 +83,16 @@ CSV_COLUMNS: Final = (
     "energy_unavailable",
     "price_table",
     *(f"fingerprint.{name}" for name in Fingerprint.model_fields),
+    "p99_9_ms",
+    "p99_9_reliable",
+    "rate_hz",
+    "deadline_ms",
+    "miss_rate",
+    "miss_rate_low",
+    "miss_rate_high",
+    "jitter_ms",
+    "longest_miss_run",
+    "rate_held",
 )
 """`to_csv`'s header; columns are only ever added at the end."""
 
@@ -154,6 +165,29 @@ def _csv_best(
                 "ratio_to_best_high": entry.ratio.high if entry.ratio.bounded else None,
             }
     return columns
+
+
+def _csv_control(row: VariantRow, held: str | None) -> dict[str, object]:
+    """p99.9 and a fixed-rate run's columns (report.control); empty for the closed loop."""
+    scenario = row.scenario
+    return {
+        "p99_9_ms": row.latency.p99_9_ms,
+        "p99_9_reliable": row.is_p99_9_reliable,
+        **(
+            {
+                "rate_hz": scenario.rate_hz,
+                "deadline_ms": scenario.deadline_ms,
+                "miss_rate": scenario.miss_rate,
+                "miss_rate_low": scenario.miss_rate_low,
+                "miss_rate_high": scenario.miss_rate_high,
+                "jitter_ms": scenario.jitter_ms,
+                "longest_miss_run": scenario.longest_miss_run,
+                "rate_held": held,
+            }
+            if scenario
+            else {}
+        ),
+    }
 
 
 def _time(moment: datetime | None) -> str | None:
@@ -247,11 +281,13 @@ def to_csv(report: Report) -> str:
     best = _csv_best(report.best_configurations)
     measured = {cost.key: cost for cost in found.variants if cost.measured}
     failed = {(c.cluster, c.job, c.index): c for c in found.variants if not c.measured}
+    held = {id(answer.row): answer.held for answer in control_answers(report)}
     writer.writerows(
         _csv_measured(row, changes.get(row.key), reused=row.key in reused)
         | best.get(row.key, {})
         | _csv_cost(measured.get(row.key), found.currency)
         | _csv_energy(row)
+        | _csv_control(row, held.get(id(row)))
         for row in report.variants
     )
     writer.writerows(

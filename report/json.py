@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from contract.instant import instant_text
 from report.analysis import analyse
+from report.control import control_line
 from report.intervals import Ratio
 from report.model import REPORT_SCHEMA_VERSION, Report, VariantRow
 from report.summary import answer_line
@@ -72,6 +73,10 @@ def to_json(report: Report) -> str:
     rows = {id(row): index for index, row in enumerate(report.variants)}
     document = {
         "schema_version": REPORT_SCHEMA_VERSION,
+        "control": [
+            _fields(answer, rows) | {"sentence": control_line(answer)}
+            for answer in analysis.control
+        ],
         "verdict": _plain(analysis.verdict, rows),
         "answers": [
             _fields(answer, rows) | {"sentence": answer_line(answer)} for answer in analysis.answers

@@ -11,6 +11,7 @@ from report.comparison_tables import (
     param_table,
     stacks_apart_table,
 )
+from report.control_table import control_table
 from report.cost_table import cost_tables
 from report.run_tables import (
     energy_table,
@@ -34,6 +35,7 @@ def lay_out(analysis: Analysis) -> Layout:
     report = analysis.report
     regressions = report.baseline.with_verdict("regression") if report.baseline else ()
     tables: list[Table | None] = [
+        control_table(analysis.control),
         *(baseline_tables(report.baseline) if report.baseline else []),
         failures_table(report.failures),
         lacks_table(report.lacks),

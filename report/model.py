@@ -26,7 +26,7 @@ from contract.order_stats import paired_ratio
 from contract.params import ParamValue
 from contract.pricing import Pricing
 from contract.records import Reuses
-from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Validity
+from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Scenario, Validity
 from contract.variant import (
     RUN_SETTINGS,
     SETTING_FIELDS,
@@ -48,9 +48,11 @@ from store.history import CURRENT, SpecRevision
 
 REPORT_SCHEMA_VERSION: Final = 8
 """Bumped when a field of `to_json`'s output changes meaning or goes away (6: a variant's
-row is written once, in `variants`, and referred to elsewhere by its index there; 8: a
-baseline's `changes` hold only variants of the same stack, or of an unknown one, those of
-another stack in `other_stack`, unless `across_stacks`)."""
+row is written once, in `variants`, and referred to elsewhere by its index there; 7: a
+variant's `latency.p99_9_ms` and `is_p99_9_reliable`, its fixed-rate `scenario`, and the
+control answers, `control`, first; 8: a baseline's `changes` hold only variants of the same
+stack, or of an unknown one, those of another stack in `other_stack`, unless
+`across_stacks`)."""
 DEFAULT_REGRESSION_THRESHOLD: Final = 0.05
 
 Verdict = Literal["regression", "improvement", "inconclusive", "unchanged"]
@@ -200,6 +202,8 @@ class VariantRow:
     """The median per batch with its 95 % CI: from the samples where the result has them."""
     is_p99_reliable: bool
     """False when too few iterations lie beyond p99 (or the result does not say)."""
+    is_p99_9_reliable: bool
+    """As `is_p99_reliable`, for p99.9 (10,000 iterations)."""
     is_noisy: bool | None
     """IQR above 10 % of the median, as the runner judged it; None when it did not say."""
     mean_samples_per_s: float | None
@@ -239,6 +243,9 @@ class VariantRow:
     """The clock-event reasons NVML saw during that loop: shown beside its energy."""
     cpu_quota: float | None = None
     """The CPUs its runner's cgroup allowed (its CPU limit; None: unlimited or not said)."""
+    scenario: Scenario | None = None
+    """A fixed-rate run's scenario (with repeats, the median run's): its rate, deadline,
+    misses and their interval, jitter; None for the closed loop."""
     inputs: tuple[DrawnInput, ...] | None = None
     """How its runner drew each input (declared dtype, an integer input's range): what tells
     an image model from a text model, where results keep no shapes. None: not said (a
@@ -883,6 +890,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         latency=result.latency,
         estimate=_estimate(result),
         is_p99_reliable=validity is not None and "p99" in validity.reliable_percentiles,
+        is_p99_9_reliable=result.reliable_p99_9_ms is not None,
         is_noisy=validity.noisy if validity else None,
         mean_samples_per_s=result.throughput_samples_per_s,
         doubts=_doubts(validity),
@@ -905,6 +913,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         throttle_reasons=tuple(result.gpu.throttle_reasons) if result.gpu else (),
         cpu_quota=result.environment.cpu_quota if result.environment else None,
         fingerprint=result.fingerprint,
+        scenario=result.scenario,
     )
 
 
@@ -924,6 +933,7 @@ def _median_run(runs: Sequence[tuple[int, VariantRow]]) -> VariantRow:
         latency=latency.model_copy(update={"p50_ms": latency.p50_ms * factor}),
         estimate=middle.estimate.scaled(factor),
         is_p99_reliable=all(row.is_p99_reliable for row in rows),
+        is_p99_9_reliable=all(row.is_p99_9_reliable for row in rows),
         doubts=tuple(dict.fromkeys(doubt for row in rows for doubt in row.doubts)),
         flags=tuple(dict.fromkeys(flag for row in rows for flag in row.flags)),
         flag_reasons=tuple(dict.fromkeys(why for row in rows for why in row.flag_reasons)),

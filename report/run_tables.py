@@ -23,6 +23,7 @@ from report.table import (
     format_finished,
     format_ms,
     format_p99,
+    format_p99_9,
     format_ratio,
     key_cells,
     row_interval,
@@ -71,11 +72,16 @@ def variants_table(rows: Sequence[VariantRow]) -> Table:
     """Every measured variant's numbers, where they come from and what is doubted."""
     # Shown only where a variant ran more than once: a report without repeats is unchanged.
     repeated = any(row.repeats for row in rows)
+    # Shown only where a run had enough iterations for it: a report of today's runs (a few
+    # hundred iterations) is unchanged.
+    deep = any(row.is_p99_9_reliable for row in rows)
     return Table(
         title=f"Variants ({len(rows)})",
         columns=columns(
             *KEY_HEADINGS,
-            *("p50 ms", "95% CI ms", "p90 ms", "p99 ms", "samples/s (p50)", "cv", "iters"),
+            *("p50 ms", "95% CI ms", "p90 ms", "p99 ms"),
+            *(("p99.9 ms",) if deep else ()),
+            *("samples/s (p50)", "cv", "iters"),
             *(("runs",) if repeated else ()),
             *("quantized", "accuracy", "flags", "device", "job", "finished"),
         ),
@@ -86,6 +92,7 @@ def variants_table(rows: Sequence[VariantRow]) -> Table:
                 row_interval(row, row.ci_low_ms, row.ci_high_ms),
                 format_ms(row.latency.p90_ms),
                 format_p99(row),
+                *((format_p99_9(row),) if deep else ()),
                 f"{row.samples_per_s:,.1f}",
                 f"{row.latency.cv:.3f}",
                 str(row.latency.count),
@@ -101,7 +108,8 @@ def variants_table(rows: Sequence[VariantRow]) -> Table:
         ),
         notes=(
             _CI_NOTE,
-            "p99? : too few iterations beyond p99 for it to be reliable.",
+            "p99? : too few iterations beyond p99 for it to be reliable"
+            + (" (p99.9?: beyond p99.9)." if deep else "."),
             "samples/s (p50): batch size over the median latency, the statistic of every table.",
             _FLAGS_NOTE,
             "job, finished: the run the number comes from (UTC).",

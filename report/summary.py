@@ -8,6 +8,7 @@ from contract.text import plural, shown
 from report.analysis import Analysis
 from report.answers import Against, Answer
 from report.comparison_tables import REUSED
+from report.control import control_line
 from report.cost_table import cost_summary
 from report.intervals import Ratio
 from report.model import VERDICT_ORDER, Change, JobSummary, Report
@@ -51,6 +52,7 @@ def summary(analysis: Analysis) -> tuple[str, ...]:
     """The lines before the tables, the verdict on the run first."""
     report = analysis.report
     lines = [
+        *map(control_line, analysis.control),
         *verdict_lines(analysis.verdict),
         *map(answer_line, analysis.answers),
         *_about(report.jobs),

@@ -63,6 +63,7 @@ _NUMERIC: Final = frozenset(
         "p50 ms",
         "p90 ms",
         "p99 ms",
+        "p99.9 ms",
         "95% CI ms",
         "baseline p50 ms",
         "baseline CI ms",
@@ -167,3 +168,10 @@ def no_variant(cluster: str, target: str) -> tuple[str, ...]:
 def format_p99(row: VariantRow) -> str:
     """A row's p99, marked ? where too few iterations lie beyond it."""
     return format_ms(row.latency.p99_ms) + ("" if row.is_p99_reliable else "?")
+
+
+def format_p99_9(row: VariantRow) -> str:
+    """A row's p99.9, marked ? where too few iterations lie beyond it; empty where its
+    runner measured none."""
+    tail = row.latency.p99_9_ms
+    return "" if tail is None else format_ms(tail) + ("" if row.is_p99_9_reliable else "?")

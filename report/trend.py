@@ -35,6 +35,10 @@ the fields that changed, judged against nothing before it, so a driver update is
 called a regression (`across_stacks` keeps one history through it, as before the
 fingerprint). A run without a fingerprint (a runner before it) continues whatever stack was
 before it.
+A fixed-rate variant also "started missing its deadline" where its newest usable runs are
+not held (report/control.py) and the usable run before them held: the change is named at
+the first of them, whatever its p50 did (a model can get no slower at its median and still
+lose its tail).
 """
 
 import statistics
@@ -46,6 +50,7 @@ from typing import Final, Literal
 from contract.fingerprint import Fingerprint, stack_differences
 from contract.instant import instant_text
 from contract.result import OkResult
+from report.control import Held, judge
 from report.model import (
     DEFAULT_REGRESSION_THRESHOLD,
     FLAGS,
@@ -105,6 +110,8 @@ class RunPoint:
     device_name: str | None
     fingerprint: Fingerprint | None = None
     """The stack of its first repeat; None where its result has none."""
+    held: Held | None = None
+    """A fixed-rate run's answer (the worst of its repeats'); None for the closed loop."""
 
     @property
     def usable(self) -> bool:
@@ -162,6 +169,16 @@ class Change:
 
 
 @dataclass(frozen=True)
+class DeadlineChange:
+    """A fixed-rate variant that started missing its deadline: not held since `first`."""
+
+    first: RunPoint
+    """The first of the newest usable runs that were not held."""
+    before: RunPoint
+    """The last usable run that held."""
+
+
+@dataclass(frozen=True)
 class VariantTrend:
     """One variant (cluster, target and settings) over the workflow's runs."""
 
@@ -172,6 +189,8 @@ class VariantTrend:
     """The newest usable run's ("flagged" where no run is usable): where a change stands,
     its verdict, each of its runs judged against the runs before it began."""
     change: Change | None
+    deadline: DeadlineChange | None = None
+    """Where it started missing its deadline, where it did."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +208,11 @@ class Trend:
 
     def with_verdict(self, verdict: Verdict) -> tuple[VariantTrend, ...]:
         return tuple(variant for variant in self.variants if variant.verdict == verdict)
+
+    @property
+    def missing_deadlines(self) -> tuple[VariantTrend, ...]:
+        """The variants that started missing their deadline."""
+        return tuple(variant for variant in self.variants if variant.deadline is not None)
 
 
 def _run_ids(
@@ -225,6 +249,21 @@ def _flags(result: OkResult) -> tuple[str, ...]:
     return tuple(words for flag, words in FLAGS.items() if validity and getattr(validity, flag))
 
 
+_WORST_FIRST: Final[tuple[Held, ...]] = ("not held", "undecided", "held")
+
+
+def _held(results: Sequence[OkResult]) -> Held | None:
+    """The worst answer of a run's fixed-rate repeats; None for the closed loop."""
+    answers = set()
+    for result in results:
+        if result.scenario is None:
+            return None
+        validity = result.validity
+        flags = [flag for flag in FLAGS if validity and getattr(validity, flag)]
+        answers.add(judge(result.scenario, result.reliable_p99_9_ms, flags)[0])
+    return next((held for held in _WORST_FIRST if held in answers), None)
+
+
 def _point(run_id: RunId, runs: Sequence[tuple[int, StoredRun, OkResult]]) -> RunPoint:
     """One run's repeats of a variant as one point (by repeat)."""
     ordered = sorted(runs, key=lambda item: item[0])
@@ -243,6 +282,7 @@ def _point(run_id: RunId, runs: Sequence[tuple[int, StoredRun, OkResult]]) -> Ru
         torch=environment.torch if environment else None,
         device_name=environment.device_name if environment else None,
         fingerprint=result.fingerprint,
+        held=_held([result for _, _, result in ordered]),
     )
 
 
@@ -345,6 +385,19 @@ class Rule:
         return None
 
 
+def deadline_change(series: Sequence[RunPoint]) -> DeadlineChange | None:
+    """Where the newest usable runs of `series` stopped holding the deadline: the first of
+    them not held, after a usable run that held. None where the newest held (or could not
+    be decided), or where none ever held: that variant never met it."""
+    usable = [point for point in series if point.usable and point.held is not None]
+    first = len(usable)
+    while first and usable[first - 1].held == "not held":
+        first -= 1
+    if first == len(usable) or first == 0 or usable[first - 1].held != "held":
+        return None
+    return DeadlineChange(first=usable[first], before=usable[first - 1])
+
+
 def differences(before: RunPoint, after: RunPoint, notes: Notes) -> tuple[str, ...]:
     """What changed between two runs, in words: the spec (with the commits holding each
     version, where git has them), the image, torch and the device."""
@@ -424,6 +477,7 @@ def build_trend(
                 points=tuple(judged),
                 verdict=usable[-1].verdict if usable else "flagged",
                 change=change,
+                deadline=deadline_change(series),
             )
         )
     every_run = {point.run.run for variant in variants for point in variant.points}

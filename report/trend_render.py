@@ -79,6 +79,35 @@ def _changes_table(trend: Trend, verdict: Verdict) -> Table | None:
     )
 
 
+def _deadline_table(trend: Trend) -> Table | None:
+    """The fixed-rate variants that started missing their deadline: an alert."""
+    rows = [
+        (
+            *key_cells(variant.key),
+            variant.deadline.first.run.label,
+            variant.deadline.before.run.label,
+        )
+        for variant in trend.missing_deadlines
+        if variant.deadline is not None
+    ]
+    if not rows:
+        return None
+    return Table(
+        title="Started missing its deadline",
+        columns=(
+            *(Column(name) for name in KEY_HEADINGS),
+            Column("not held since"),
+            Column("last held"),
+        ),
+        rows=tuple(rows),
+        notes=(
+            "A fixed-rate run holds when its miss rate's 95% interval lies within 0.1% and "
+            "its p99.9 within the deadline (report: Control loops); flagged runs are skipped.",
+        ),
+        kind="alert",
+    )
+
+
 def _latest(variant: VariantTrend) -> Point:
     usable = [point for point in variant.points if point.run.usable]
     return usable[-1] if usable else variant.points[-1]
@@ -160,6 +189,15 @@ def _counts(trend: Trend) -> str:
 def lay_out_trend(trend: Trend) -> Layout:
     """The trend as the report's renderers show layouts."""
     regressions = trend.with_verdict("regression")
+    missing = trend.missing_deadlines
+    alerts = [
+        *(
+            [f"{plural(len(regressions), 'variant')} regressed beyond the noise of the runs before"]
+            if regressions
+            else []
+        ),
+        *([f"{plural(len(missing), 'variant')} started missing its deadline"] if missing else []),
+    ]
     span = f"{trend.runs[0].label} to {trend.runs[-1].label}" if trend.runs else "none"
     summary = (
         f"{plural(len(trend.runs), 'run')} ({span}), {plural(len(trend.variants), 'variant')}: "
@@ -167,6 +205,7 @@ def lay_out_trend(trend: Trend) -> Layout:
         rule_text(trend),
     )
     tables = [
+        _deadline_table(trend),
         _changes_table(trend, "regression"),
         _changes_table(trend, "improvement"),
         _variants_table(trend),
@@ -174,11 +213,7 @@ def lay_out_trend(trend: Trend) -> Layout:
     ]
     return Layout(
         title=f"Trend of {trend.workflow}",
-        headline=(
-            f"{plural(len(regressions), 'variant')} regressed beyond the noise of the runs before"
-            if regressions
-            else None
-        ),
+        headline="; ".join(alerts) or None,
         summary=summary,
         tables=tuple(table for table in tables if table is not None),
     )
@@ -225,6 +260,12 @@ def _variant_json(variant: VariantTrend, floor: float) -> dict[str, Any]:
         **variant.key.fields(),
         "verdict": variant.verdict,
         "change": _change_json(variant.change, floor),
+        "deadline_change": None
+        if variant.deadline is None
+        else {
+            "first_run": variant.deadline.first.run.label,
+            "before_run": variant.deadline.before.run.label,
+        },
         "points": [
             {
                 "run": point.run.run.label,
@@ -241,6 +282,7 @@ def _variant_json(variant: VariantTrend, floor: float) -> dict[str, Any]:
                 "verdict": point.verdict,
                 # Only where the stack changed: trends before the fingerprint keep their shape.
                 **({"stack": list(point.stack)} if point.stack else {}),
+                "held": point.run.held,
             }
             for point in variant.points
         ],

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from contract.accuracy import Accuracy, DrawnInput
-from contract.config import ModelConfig, RunConfig, VariantConfig
+from contract.config import ModelConfig, RunConfig, ScenarioConfig, VariantConfig
 from contract.result import (
     RECORDED_INPUTS_SCHEMA_VERSION,
     Applied,
@@ -25,11 +25,21 @@ from contract.result import (
     PhaseTiming,
     RecordedInputs,
     Rounds,
+    Scenario,
     Timings,
 )
 from contract.samples import encode
 from contract.variant import QUANTIZERS, Compile, Precision, Quantization, VariantRef
-from runner import compiling, contention, kernels, precision, progress, quantize, rounds
+from runner import (
+    compiling,
+    contention,
+    fixed_rate,
+    kernels,
+    precision,
+    progress,
+    quantize,
+    rounds,
+)
 from runner.accuracy import References, compare, leaves, reference_of
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
@@ -45,7 +55,7 @@ from runner.inputs import (
     expected_inputs,
     id_bounds,
 )
-from runner.measure import PhaseOutcome, Step, run_phase
+from runner.measure import PhaseOutcome, Step, Tick, run_phase
 from runner.memory import peak_rss_bytes
 from runner.programs import Programs, module_for
 from runner.recorded import Replay, recorded_batches
@@ -268,11 +278,34 @@ def run_variant(
     )
     progress.begin([variant], "measure")
     tick = progress.loop([variant], "measure", config.measure, at_least=1)
+    if config.scenario is not None:
+        return _fixed_rate(config, config.scenario, ready, tick)
     with _allocator_failures():
         blocks, span = _timed(
             ready, lambda: [[run_phase(ready.step, config.measure, at_least=1, tick=tick)]]
         )
     return _result(config, ready, blocks[0][0], span)
+
+
+def _fixed_rate(
+    config: RunConfig, scenario: ScenarioConfig, ready: Prepared, tick: Tick
+) -> OkResult:
+    """`ready` measured at a fixed rate (runner/fixed_rate.py): the same per-query callable
+    the closed loop times, issued on the clock."""
+    delays = fixed_rate.injected_delays()
+    outcomes: list[fixed_rate.FixedRateOutcome] = []
+
+    def loop() -> list[list[PhaseOutcome]]:
+        outcomes.append(
+            fixed_rate.run_fixed_rate(
+                ready.step, config.measure, scenario, delays=delays, tick=tick
+            )
+        )
+        return [[outcomes[0].as_phase()]]
+
+    with _allocator_failures():
+        blocks, span = _timed(ready, loop)
+    return _result(config, ready, blocks[0][0], span, fixed=fixed_rate.summarize(outcomes[0]))
 
 
 def run_interleaved(config: RunConfig, variants: Sequence[Prepared]) -> list[OkResult]:
@@ -472,6 +505,7 @@ def _result(
     *,
     paired: Paired | None = None,
     round_share: Rounds | None = None,
+    fixed: Scenario | None = None,
 ) -> OkResult:
     variant, device, module, inputs = ready.variant, ready.device, ready.module, ready.inputs
     model = config.models[variant.model]
@@ -487,7 +521,9 @@ def _result(
         variant=VariantRef.of(variant),
         model_sha256=model.sha256,
         latency=stats,
-        throughput_samples_per_s=samples / (sum(measured.durations_ns) / 1e9),
+        # A fixed-rate run's latencies hold its waits: its throughput is what it got through.
+        throughput_samples_per_s=samples
+        / (measured.elapsed_s if fixed else sum(measured.durations_ns) / 1e9),
         timings=Timings(
             load_s=ready.load_s,
             prepare_s=ready.prepare_s,
@@ -529,6 +565,7 @@ def _result(
             [("warmup", ready.warmup, config.warmup), ("measurement", measured, config.measure)],
             span.used,
             span.telemetry,
+            clock_late=fixed_rate.clock_contention(fixed) if fixed else None,
         ),
         contention=span.used,
         gpu=span.telemetry,
@@ -543,6 +580,7 @@ def _result(
         accuracy=ready.accuracy,
         paired=paired,
         rounds=round_share,
+        scenario=fixed,
         **_later_facts(ready.replay, model),
     )
 

@@ -25,9 +25,14 @@ def validity(
     phases: list[tuple[str, PhaseOutcome, PhaseConfig]],
     contention: Contention,
     gpu: GpuTelemetry | None,
+    *,
+    clock_late: list[str] | None = None,
 ) -> Validity:
-    """The flags of one run; `gpu` is None for a CPU run."""
-    contended = _contention(contention, on_cpu=gpu is None)
+    """The flags of one run; `gpu` is None for a CPU run; `clock_late` is a fixed-rate
+    run's (runner.fixed_rate.clock_contention), None for the closed loop."""
+    # A fixed-rate loop sleeps between arrivals: its share of one CPU says nothing.
+    sleeps = clock_late is not None
+    contended = [*_contention(contention, on_cpu=gpu is None and not sleeps), *(clock_late or [])]
     throttled = _throttling(contention)
     slowdowns = (
         [f"the GPU slowed its clocks: {', '.join(gpu.throttle_reasons)}"]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from contract.archive import UnsafeArchive
-from contract.config import RECORDED_INPUTS_KEY
+from contract.config import RECORDED_INPUTS_KEY, tail_iterations
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from contract.params import params_text
 from contract.quantity import parse_quantity
@@ -73,6 +73,7 @@ def check_workflow(
         *_derived_names_fit(workflow, variants),
         *_parallelism_and_deadline(workflow, variants),
         *_interleave_needs_groups(workflow),
+        *_fixed_rate(workflow),
         *_scratch_fits_the_pods(workflow, variants),
     ]
 
@@ -618,7 +619,7 @@ def _parallelism_and_deadline(workflow: Workflow, variants: list[Variant]) -> It
         )
         return
     benchmark = workflow.benchmark
-    per_variant = benchmark.warmup_phase.min_time + benchmark.measure_phase.min_time
+    per_variant = benchmark.warmup_phase.min_time + benchmark.measure_min_s
     share = workflow.parallelism_per_job
     per_target = Counter(variant.target for variant in variants)
     for target in workflow.targets:
@@ -649,6 +650,63 @@ def _interleave_needs_groups(workflow: Workflow) -> Iterator[Finding]:
             "set scheduling.variants_per_pod above 1 (the variants to compare share a pod), "
             "or drop interleave",
         )
+
+
+def _fixed_rate(workflow: Workflow) -> Iterator[Finding]:
+    """A fixed rate the runner can issue, a deadline the run can judge, a tail its length
+    can hold; and no fixed-rate setting where the closed loop would silently ignore it."""
+    benchmark = workflow.benchmark
+    if benchmark.scenario != "fixed_rate":
+        for name in ("rate_hz", "deadline"):
+            if getattr(benchmark, name) is not None:
+                yield Finding(
+                    ("benchmark", name),
+                    f"{name} applies to scenario: fixed_rate; this workflow's scenario is "
+                    f"{benchmark.scenario}",
+                    f"set benchmark.scenario: fixed_rate, or drop {name}",
+                )
+        return
+    if benchmark.interleave:
+        yield Finding(
+            ("benchmark", "interleave"),
+            "interleave alternates variants in closed-loop rounds; a fixed_rate run keeps "
+            "each variant on its own clock",
+            "drop interleave, or use scenario: single_stream",
+        )
+    # Above MAX_RATE_HZ is the spec's own error (synth/spec.py), said where it is read.
+    if benchmark.rate_hz is None:
+        yield Finding(
+            ("benchmark", "scenario"),
+            "scenario fixed_rate needs benchmark.rate_hz",
+            "e.g. rate_hz: 30 for a 30 Hz control loop",
+        )
+        return
+    yield from _fixed_rate_length(workflow, benchmark.rate_hz)
+
+
+def _fixed_rate_length(workflow: Workflow, rate: float) -> Iterator[Finding]:
+    benchmark = workflow.benchmark
+    measure = benchmark.measure_phase
+    if benchmark.deadline is not None and benchmark.deadline > benchmark.measure_min_s:
+        yield Finding(
+            ("benchmark", "deadline"),
+            f"deadline {benchmark.deadline:g}s is longer than the run "
+            f"({benchmark.measure_min_s:g}s of queries at {rate:g} Hz)",
+            "a deadline is judged per query: keep it within a few periods "
+            f"({1 / rate:g}s each), or lengthen benchmark.measure",
+        )
+    if measure.tail is not None:
+        needed = tail_iterations(measure.tail)
+        # Open loop: a run can hold no more queries than arrive before its max_time.
+        arriving = math.floor(measure.max_time * rate)
+        if arriving < needed:
+            yield Finding(
+                ("benchmark", "measure", "tail"),
+                f"{measure.tail} needs {needed} queries; at {rate:g} Hz only {arriving} arrive "
+                f"within measure.max_time ({measure.max_time:g}s)",
+                f"raise measure.max_time to at least {math.ceil(needed / rate)}s, or ask "
+                "for a lower tail",
+            )
 
 
 def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:

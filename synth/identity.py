@@ -40,6 +40,12 @@ def measurement_setup(
         "node_selector": dict(sorted(node_selector.items())),
         # Only when set, so that every variant id from before the option stays as it was.
         **({"interleave": True} if benchmark.interleave else {}),
+        # A fixed rate measures another quantity (latency from a clock's arrivals, misses).
+        **(
+            {"scenario": scenario.model_dump(mode="json")}
+            if (scenario := benchmark.scenario_config)
+            else {}
+        ),
     }
 
 

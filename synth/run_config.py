@@ -30,11 +30,12 @@ def phase_config(phase: Phase) -> PhaseConfig:
 
 def left_out(config: RunConfig) -> set[str] | None:
     """What config.json leaves out: `groups` where there are none, `interleave` where it
-    is off and `recorded_inputs` where there are none, so that it, and so every Job's
-    content-hash name, stays byte for byte what it was before these options existed (no
-    rename, no run under a new name)."""
+    is off, `scenario` for the closed loop and `recorded_inputs` where there are none, so
+    that it, and so every Job's content-hash name, stays byte for byte what it was before
+    these options existed (no rename, no run under a new name)."""
     unset = {"groups"} if config.groups is None else set()
     unset |= set() if config.interleave else {"interleave"}
+    unset |= set() if config.scenario else {"scenario"}
     unset |= set() if config.recorded_inputs else {"recorded_inputs"}
     return unset or None
 
@@ -108,4 +109,5 @@ def run_config(
         groups=groups,
         recorded_inputs=models.get(RECORDED_INPUTS_KEY),
         interleave=workflow.benchmark.interleave,
+        scenario=workflow.benchmark.scenario_config,
     )

@@ -30,11 +30,13 @@ from pydantic_core import core_schema
 from contract.accuracy import AccuracyGate
 from contract.config import (
     DEFAULT_DOWNLOAD_BYTES,
+    MAX_RATE_HZ,
     MAX_VARIANTS_PER_POD,
     MODEL_SOURCES,
     OCI_DEFAULT_FILE,
     RECORDED_INPUTS_KEY,
     ModelSource,
+    ScenarioConfig,
     Tail,
     tail_iterations,
 )
@@ -502,20 +504,25 @@ class MeasurePhase(Phase):
     max_time: Duration = 300.0
     """Stop after this long, even if min_iterations have not run."""
     tail: Tail | None = None
-    """A tail percentile to make reliable (p90, p95 or p99): run on until 10 iterations lie
-    beyond it (p99: 1000), within the maximums; the result says if a maximum came first."""
+    """A tail percentile to make reliable (p90, p95, p99 or p99.9): run on until 10
+    iterations lie beyond it (p99: 1000, p99.9: 10,000), within the maximums; the result
+    says if a maximum came first."""
 
     @field_validator("tail")
     @classmethod
-    def _tail_fits_the_maximum(cls, tail: Tail | None, info: ValidationInfo) -> Tail | None:
-        maximum = info.data.get("max_iterations")
-        if tail is not None and maximum is not None and maximum < tail_iterations(tail):
-            raise SpecError(
-                f"{tail} needs {tail_iterations(tail)} iterations to be reliable; "
-                f"max_iterations is {maximum}",
-                f"raise max_iterations to {tail_iterations(tail)}, or ask for a lower tail",
-            )
-        return tail
+    def _tail_within_maximum(cls, tail: Tail | None, info: ValidationInfo) -> Tail | None:
+        return _tail_fits(tail, info.data.get("max_iterations"))
+
+
+def _tail_fits(tail: Tail | None, maximum: int | None) -> Tail | None:
+    """`tail`, refused where `maximum` iterations cannot make it reliable."""
+    if tail is not None and maximum is not None and maximum < tail_iterations(tail):
+        raise SpecError(
+            f"{tail} needs {tail_iterations(tail)} iterations to be reliable; "
+            f"max_iterations is {maximum}",
+            f"raise max_iterations to {tail_iterations(tail)}, or ask for a lower tail",
+        )
+    return tail
 
 
 class Benchmark(SpecModel):
@@ -547,6 +554,9 @@ class Benchmark(SpecModel):
     change against it."""
     iterations: Count | None = None
     """The design note's form of `measure.min_iterations`."""
+    tail: Tail | None = None
+    """The short form of `measure.tail` (issue #33's name): a tail percentile to make
+    reliable, p90, p95, p99 or p99.9."""
     warmup_iterations: Annotated[StrictInt, Field(ge=0)] | None = None
     """The design note's form of `warmup.min_iterations`."""
     accuracy: AccuracyGateSpec | None = None
@@ -558,6 +568,17 @@ class Benchmark(SpecModel):
     `image_path`, with `sha256`). It must hold every model's inputs by name, in the dtypes
     `inputs` gives; the accuracy pass compares outputs on these samples too, and results
     carry the file's sha256."""
+    scenario: Literal["single_stream", "fixed_rate"] = "single_stream"
+    """How queries arrive. `single_stream`: the closed loop, each iteration as soon as the
+    last one ends. `fixed_rate`: one query every 1 / `rate_hz` seconds on a clock, open
+    loop (a late query delays none of the next arrivals; its queueing counts in its
+    latency), each missed when it ends later than `deadline` after its arrival; the
+    measure phase's counts are then queries (docs/runner.md)."""
+    rate_hz: Annotated[float, Field(gt=0)] | None = None
+    """`fixed_rate`: queries per second, at most 1000 (contract.config.MAX_RATE_HZ)."""
+    deadline: Duration | None = None
+    """`fixed_rate`: how long after its scheduled arrival a query may end; default one
+    period (1 / rate_hz)."""
     interleave: StrictBool = False
     """Measure the variants of one model that share a pod (`scheduling.variants_per_pod`
     above 1) in alternating rounds, A B B A, within the measure phase's bounds, so their
@@ -565,10 +586,29 @@ class Benchmark(SpecModel):
     round, and the report compares any two of them round by round, with a 95 % interval,
     also across `repeats` (docs/runner.md; the report's pairing: docs/report.md)."""
 
+    @field_validator("rate_hz")
+    @classmethod
+    def _rate_the_runner_can_issue(cls, rate: float | None) -> float | None:
+        if rate is not None and rate > MAX_RATE_HZ:
+            raise SpecError(
+                f"rate_hz {rate:g} is above the {MAX_RATE_HZ:g} Hz the runner's issue clock "
+                "can keep (its error would be a large share of the period)",
+                f"ask for at most {MAX_RATE_HZ:g} Hz, or batch the queries (batch_size)",
+            )
+        return rate
+
     @field_validator("iterations")
     @classmethod
     def _iterations_within_measure(cls, value: int | None, info: ValidationInfo) -> int | None:
         return _legacy_minimum(value, info.data.get("measure"), "iterations", "measure")
+
+    @field_validator("tail")
+    @classmethod
+    def _tail_within_measure(cls, value: Tail | None, info: ValidationInfo) -> Tail | None:
+        measure = info.data.get("measure")
+        if isinstance(measure, MeasurePhase):
+            _tail_fits(value, measure.max_iterations)
+        return value
 
     @field_validator("warmup_iterations")
     @classmethod
@@ -598,14 +638,34 @@ class Benchmark(SpecModel):
         return self.batch_size or 1
 
     @property
+    def scenario_config(self) -> ScenarioConfig | None:
+        """config.json's fixed-rate scenario; None for the closed loop (or a fixed rate
+        without its rate, which checks.py reports)."""
+        if self.scenario != "fixed_rate" or self.rate_hz is None:
+            return None
+        deadline = self.deadline if self.deadline is not None else 1 / self.rate_hz
+        return ScenarioConfig(rate_hz=self.rate_hz, deadline_s=deadline)
+
+    @property
+    def measure_min_s(self) -> float:
+        """The shortest the measure phase can be: its min_time, and for a fixed rate the
+        time its minimum count of queries (the tail's included) takes to arrive."""
+        phase = self.measure_phase
+        if self.scenario != "fixed_rate" or self.rate_hz is None:
+            return phase.min_time
+        least = max(phase.min_iterations, tail_iterations(phase.tail) if phase.tail else 0)
+        return max(phase.min_time, least / self.rate_hz)
+
+    @property
     def warmup_phase(self) -> WarmupPhase:
         """`warmup` with the design note's `warmup_iterations` applied."""
         return _with_minimum(self.warmup, self.warmup_iterations)
 
     @property
     def measure_phase(self) -> MeasurePhase:
-        """`measure` with the design note's `iterations` applied."""
-        return _with_minimum(self.measure, self.iterations)
+        """`measure` with the design note's `iterations` and the short `tail` applied."""
+        phase = _with_minimum(self.measure, self.iterations)
+        return phase if self.tail is None else phase.model_copy(update={"tail": self.tail})
 
 
 PhaseT = TypeVar("PhaseT", bound=Phase)
@@ -636,6 +696,8 @@ def _two_forms(data: object) -> Iterator[SpecError]:
             yield SpecError(
                 f"{count} and {phase}.min_iterations say the same thing", "keep one of them"
             )
+    if given("tail") and given("tail", within="measure"):
+        yield SpecError("tail and measure.tail say the same thing", "keep one of them")
 
 
 def _legacy_minimum(value: int | None, phase: object, name: str, phase_name: str) -> int | None:

@@ -40,6 +40,8 @@ from contract.metrics import (
     JOBS_OBSERVED,
     LAST_RESULT_TIMESTAMP,
     LATENCY_P50,
+    LATENCY_P99_9,
+    MISS_RATE,
     OUTCOME_LABEL,
     REASON_LABEL,
     THROUGHPUT,
@@ -160,6 +162,24 @@ def _rows() -> list[tuple[str, list[timeseries.Panel | stat.Panel]]]:
                     "Throughput per variant",
                     "Samples per second of each variant's timed loop.",
                     "suffix: samples/s",
+                ),
+            ],
+        ),
+        (
+            "Tails and deadlines",
+            [
+                _per_variant(
+                    LATENCY_P99_9,
+                    "Latency p99.9 per variant",
+                    "The 99.9th percentile of one batch, where a run had the 10,000 iterations "
+                    "it needs; a fixed-rate run's counts queueing from the scheduled arrival.",
+                    "s",
+                ),
+                _per_variant(
+                    MISS_RATE,
+                    "Deadline miss rate per variant",
+                    "Fixed-rate runs: the share of queries that finished after their deadline.",
+                    "percentunit",
                 ),
             ],
         ),

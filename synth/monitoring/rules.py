@@ -1,5 +1,6 @@
 """Prometheus alert rules over the collector's metrics: a variant's latency regressed beyond
-its own noise, and a scheduled workflow brought no result in time.
+its own noise, a fixed-rate variant started missing its deadline, and a scheduled workflow
+brought no result in time.
 
 The same groups go into a PrometheusRule (where a cluster has the Prometheus Operator) and
 into a plain rules file for a Prometheus configured by hand, carried in a ConfigMap: Flux
@@ -10,12 +11,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from contract.metrics import CLUSTER_LABEL, LAST_RESULT_TIMESTAMP, LATENCY_P50, WORKFLOW_LABEL
+from contract.metrics import (
+    CLUSTER_LABEL,
+    LAST_RESULT_TIMESTAMP,
+    LATENCY_P50,
+    MISS_RATE,
+    WORKFLOW_LABEL,
+)
+from contract.proportions import MISS_TOLERANCE
 from synth.dump import dump_documents
 
 GROUP_REGRESSION: Final = "benchfleet-regressions"
 GROUP_MISSING: Final = "benchfleet-missing-data"
 REGRESSION_ALERT: Final = "BenchfleetLatencyRegression"
+DEADLINE_ALERT: Final = "BenchfleetStartedMissingDeadline"
 STALE_ALERT: Final = "BenchfleetNoNewResult"
 ABSENT_ALERT: Final = "BenchfleetNoResultEver"
 
@@ -77,6 +86,29 @@ def regression_rule() -> dict[str, Any]:
     }
 
 
+def deadline_rule() -> dict[str, Any]:
+    """Fires per fixed-rate variant whose newest run missed more than MISS_TOLERANCE of its
+    deadlines where some run of its history held: it started missing (one that never held
+    never met its deadline, which the report says, not an alert)."""
+    history = f"{MISS_RATE}[{HISTORY}] offset {RECENT}"
+    expr = f"{MISS_RATE} > {MISS_TOLERANCE:g}\nand min_over_time({history}) <= {MISS_TOLERANCE:g}\n"
+    return {
+        "alert": DEADLINE_ALERT,
+        "expr": expr,
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": "{{ $labels.model }} started missing its deadline on {{ $labels.gpu_type }}",
+            "description": (
+                "{{ $labels.workflow }} in {{ $labels.cluster }}: {{ $labels.model }} "
+                "{{ $labels.precision }} {{ $labels.quantization }} batch "
+                "{{ $labels.batch_size }} missed {{ $value | humanizePercentage }} of its "
+                f"deadlines, over the {MISS_TOLERANCE:.1%} a p99.9 deadline allows, where a "
+                f"run over the {HISTORY} before the last {RECENT} held it."
+            ),
+        },
+    }
+
+
 _UNITS: Final = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
 
@@ -130,7 +162,9 @@ def missing_data_rules(schedule: Schedule) -> list[dict[str, Any]]:
 
 def rule_groups(schedules: Sequence[Schedule]) -> list[dict[str, Any]]:
     """The groups of a rules file, or of a PrometheusRule's spec."""
-    groups: list[dict[str, Any]] = [{"name": GROUP_REGRESSION, "rules": [regression_rule()]}]
+    groups: list[dict[str, Any]] = [
+        {"name": GROUP_REGRESSION, "rules": [regression_rule(), deadline_rule()]}
+    ]
     missing = [rule for schedule in schedules for rule in missing_data_rules(schedule)]
     if missing:
         groups.append({"name": GROUP_MISSING, "rules": missing})

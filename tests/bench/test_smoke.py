@@ -42,6 +42,7 @@ RUNS = [
     ),
     pytest.param("collector_gather", "gather / per-Job loop wall time", id="collector_gather"),
     pytest.param("trend_noise", "false alarms over", id="trend_noise"),
+    pytest.param("fixed_rate", "issue clock at 100 Hz", id="fixed_rate"),
     pytest.param("report_scale", "peak MiB", id="report_scale"),
     pytest.param(
         "cluster_gather", "gather / per pod", marks=pytest.mark.cluster, id="cluster_gather"

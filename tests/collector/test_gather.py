@@ -458,7 +458,11 @@ def test_report_flags_a_regression_against_the_records_at_a_git_revision(
     slower = record.variants[0].result
     assert isinstance(slower, OkResult)
     scaled = slower.latency.model_copy(
-        update={k: v * 1.4 for k, v in slower.latency.model_dump().items() if k.endswith("_ms")}
+        update={
+            k: v * 1.4
+            for k, v in slower.latency.model_dump().items()
+            if k.endswith("_ms") and v is not None
+        }
     )
     variants = (
         record.variants[0].model_copy(

@@ -17,7 +17,7 @@ from collector.pushgateway import push, pushgateway
 from contract.instant import instant
 from contract.pricing import PriceList
 from contract.records import JobRecord, StoredVariant
-from contract.result import Energy, OkResult
+from contract.result import Energy, OkResult, Scenario, Validity
 from store.database import StoredRun
 from tests.collector.stored import JOB, SUCCEEDED_LABELS, failed, succeeded
 from tests.report.test_cost import allocation
@@ -196,3 +196,48 @@ COST_AND_ENERGY = (
     "benchfleet_energy_joules_per_inference",
     "benchfleet_average_power_watts",
 )
+
+
+def _tailed(count: int) -> StoredVariant:
+    """A fixed-rate result of `count` queries with a p99.9 of 9 ms and 2 % missed."""
+    variant = succeeded(0)
+    result = variant.result
+    assert isinstance(result, OkResult)
+    reliable = ["p50", "p90", "p95", "p99", "p99.9"] if count >= 10_000 else ["p50", "p99"]
+    tailed = result.model_copy(
+        update={
+            "latency": result.latency.model_copy(update={"count": count, "p99_9_ms": 9.0}),
+            "validity": Validity(
+                noisy=False, noise=0.0, reliable_percentiles=reliable, output_finite=True
+            ),
+            "scenario": Scenario(
+                kind="fixed_rate",
+                rate_hz=100.0,
+                deadline_ms=10.0,
+                queries=count,
+                misses=count // 50,
+                miss_rate=0.02,
+                miss_rate_low=0.01,
+                miss_rate_high=0.03,
+                longest_miss_run=1,
+                jitter_ms=0.5,
+                issue_error_p99_ms=0.05,
+                issue_error_max_ms=0.1,
+            ),
+        }
+    )
+    return variant.model_copy(update={"result": tailed})
+
+
+@pytest.mark.parametrize(("count", "p99_9_exported"), [(10_000, True), (9_999, False)])
+def test_p99_9_is_exported_only_from_a_run_long_enough_for_it_and_the_miss_rate_always(
+    count: int, p99_9_exported: bool
+) -> None:
+    record = JobRecord(**JOB.model_dump(), outcome="complete", variants=(_tailed(count),))
+    registry = build_registry([ObservedJob(record, duration_s=None)])
+    found = samples(generate_latest(registry).decode())
+    labels = frozenset(SUCCEEDED_LABELS.items())
+    assert found[("benchfleet_deadline_miss_ratio", labels)] == 0.02
+    assert (("benchfleet_latency_p99_9_seconds", labels) in found) is p99_9_exported
+    if p99_9_exported:
+        assert found[("benchfleet_latency_p99_9_seconds", labels)] == 0.009

@@ -28,6 +28,16 @@ def test_a_step_change_and_a_gap_fire_while_noise_does_not(tmp_path: Path) -> No
 
 
 @needs_prometheus
+def test_a_variant_that_held_and_then_missed_fires_while_one_that_never_held_does_not(
+    tmp_path: Path,
+) -> None:
+    write_rules(tmp_path, [NIGHTLY])
+    shutil.copy(HERE / "deadline_rules_test.yaml", tmp_path)
+    done = promtool("test", "rules", tmp_path / "deadline_rules_test.yaml")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_prometheus
 @pytest.mark.parametrize(
     "schedules",
     [

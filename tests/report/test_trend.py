@@ -2,6 +2,7 @@
 history's own noise as its reference, a change called only beyond it, with the run where it
 began and what changed there (docs/report.md, "Trends")."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,8 +11,9 @@ from click.testing import CliRunner, Result
 
 from benchfleet.collector import cli
 from contract.options import DEFAULT_DATABASE
+from contract.proportions import wilson_interval
 from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
-from contract.result import Environment, OkResult, Validity
+from contract.result import Environment, OkResult, Scenario, Validity
 from report.model import Notes
 from report.trend import Rule, Trend, build_trend
 from report.trend_html import trend_html
@@ -283,3 +285,72 @@ def test_report_trend_refuses_what_picks_runs_or_cannot_show_it(
     refused = _report(tmp_path, *arguments)
     assert refused.exit_code == 2
     assert "--trend shows every run" in refused.output
+
+
+def _fixed_rate(run: StoredRun, misses: int) -> StoredRun:
+    """`run` as a 100 Hz fixed-rate run of 10,000 queries with `misses` late ones."""
+    result = run.variant.result
+    assert isinstance(result, OkResult)
+    low, high = wilson_interval(misses, 10_000)
+    scenario = Scenario(
+        kind="fixed_rate",
+        rate_hz=100.0,
+        deadline_ms=20.0,
+        queries=10_000,
+        misses=misses,
+        miss_rate=misses / 10_000,
+        miss_rate_low=low,
+        miss_rate_high=high,
+        longest_miss_run=min(misses, 1),
+        jitter_ms=0.1,
+        issue_error_p99_ms=0.01,
+        issue_error_max_ms=0.02,
+    )
+    assert result.validity is not None
+    tailed = result.model_copy(
+        update={
+            "scenario": scenario,
+            "latency": result.latency.model_copy(update={"count": 10_000, "p99_9_ms": 15.0}),
+            "validity": result.validity.model_copy(
+                update={"reliable_percentiles": ["p50", "p90", "p95", "p99", "p99.9"]}
+            ),
+        }
+    )
+    return dataclasses.replace(run, variant=run.variant.model_copy(update={"result": tailed}))
+
+
+@pytest.mark.parametrize(
+    ("misses", "since"),
+    [
+        # Held five nights, then 2 % late twice, at the same p50: it started missing.
+        ([0, 0, 0, 1, 0, 200, 200], "run 6"),
+        # Still holding: nothing to say.
+        ([0, 0, 0, 0, 0, 0, 0], None),
+        # Never held: it did not start missing, it never met its deadline.
+        ([200, 200, 200, 200], None),
+        # Missed once, then held again: over.
+        ([0, 0, 200, 0], None),
+    ],
+)
+def test_a_fixed_rate_variant_that_stops_holding_started_missing_its_deadline(
+    misses: list[int], since: str | None
+) -> None:
+    p50s = [10.0] * len(misses)
+    runs = [_fixed_rate(run, late) for run, late in zip(series(p50s), misses, strict=True)]
+    trend = trend_of(runs)
+    (variant,) = trend.variants
+    assert variant.verdict != "regression", "the p50 never moved"
+    if since is None:
+        assert variant.deadline is None and trend.missing_deadlines == ()
+        assert "deadline" not in trend_text(trend)
+        return
+    assert variant.deadline is not None
+    assert variant.deadline.first.run.label.startswith(since)
+    assert variant.deadline.before.run.label.startswith("run 5")
+    text = trend_text(trend)
+    assert "!! 1 VARIANT STARTED MISSING ITS DEADLINE" in text
+    assert "!! Started missing its deadline" in text
+    document = json.loads(trend_json(trend))
+    (entry,) = document["variants"]
+    assert entry["deadline_change"]["first_run"].startswith(since)
+    assert [point["held"] for point in entry["points"]][-2:] == ["not held", "not held"]

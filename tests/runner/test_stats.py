@@ -9,8 +9,9 @@ from runner.stats import noise, reliable_percentiles, summarize
 def test_percentiles_interpolate_like_numpy() -> None:
     milliseconds = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 100.0]
     stats = summarize([int(ms * 1e6) for ms in milliseconds])
-    expected = np.percentile(milliseconds, [25, 50, 99])
-    assert (stats.p25_ms, stats.p50_ms, stats.p99_ms) == pytest.approx(tuple(expected))
+    expected = np.percentile(milliseconds, [25, 50, 99, 99.9])
+    measured = (stats.p25_ms, stats.p50_ms, stats.p99_ms, stats.p99_9_ms)
+    assert measured == pytest.approx(tuple(expected))
     assert (stats.min_ms, stats.max_ms, stats.count) == (1.0, 100.0, 10)
 
 
@@ -42,6 +43,8 @@ def test_noise_is_iqr_over_median() -> None:
         (100, ["p50", "p90"]),
         (200, ["p50", "p90", "p95"]),
         (1000, ["p50", "p90", "p95", "p99"]),
+        (9999, ["p50", "p90", "p95", "p99"]),
+        (10_000, ["p50", "p90", "p95", "p99", "p99.9"]),
     ],
 )
 def test_a_percentile_is_reliable_with_ten_samples_beyond_it(

@@ -1,0 +1,57 @@
+"""The control answers as the first table of a report with fixed-rate runs."""
+
+from collections.abc import Sequence
+
+from contract.proportions import MISS_TOLERANCE
+from report.control import ControlAnswer
+from report.table import KEY_HEADINGS, Column, Table, columns, format_ms, key_cells
+
+
+def control_table(answers: Sequence[ControlAnswer]) -> Table | None:
+    """Held or not, per fixed-rate variant; None without any."""
+    if not answers:
+        return None
+    return Table(
+        title="Control loops: does it hold the rate?",
+        columns=(
+            *columns(*KEY_HEADINGS),
+            Column("held"),
+            *(
+                Column(heading, is_numeric=True)
+                for heading in (
+                    "rate Hz",
+                    "deadline ms",
+                    "missed",
+                    "missed 95% CI",
+                    "p99.9 ms",
+                    "jitter ms",
+                    "longest miss run",
+                )
+            ),
+            Column("why"),
+        ),
+        rows=tuple(
+            (
+                *key_cells(answer.row.key),
+                answer.held,
+                f"{answer.rate_hz:g}",
+                format_ms(answer.deadline_ms),
+                f"{answer.miss_rate:.2%}",
+                f"{answer.miss_rate_interval[0]:.2%}-{answer.miss_rate_interval[1]:.2%}",
+                "?" if answer.p99_9_ms is None else format_ms(answer.p99_9_ms),
+                format_ms(answer.jitter_ms),
+                str(answer.longest_miss_run),
+                answer.why,
+            )
+            for answer in answers
+        ),
+        notes=(
+            f"held: the miss rate's 95% interval (Wilson) within {MISS_TOLERANCE:.1%}, the "
+            "share a p99.9 deadline allows, and p99.9 within the deadline; not held: the "
+            "interval above it or p99.9 past the deadline; undecided: neither, or a run the "
+            "machine disturbed (contended, throttled, stopped early), which blames no model.",
+            "Latency counts from each query's scheduled arrival, its queueing included. "
+            "jitter: p99 of how far consecutive completions stray from the period.",
+            "p99.9 ?: fewer than 10,000 queries, too few for it.",
+        ),
+    )
