@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from contract.config import ModelConfig, RunConfig
+from contract.config import ModelConfig, PhaseConfig, RunConfig, ScenarioConfig
 from contract.errors import ExitCode
 from contract.inputs import Dimension, ExpectedInput
 from contract.recorded import RecordedContents
@@ -177,3 +177,23 @@ def test_a_recording_that_is_not_what_the_spec_records_is_refused(
     config = config.model_copy(update={"recorded_inputs": recorded})
     with pytest.raises(InputsMismatch, match=r"but the spec's contents: records \{samples: 5"):
         run_variant(config, config.variants[0], RunPaths(tmp_path, tmp_path))
+
+
+def test_a_fixed_rate_run_replays_the_recording_on_its_clock(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    """The fixed-rate loop calls the same per-query step: each query on the clock takes the
+    next recorded batch, and the result says both how queries arrived and what they were."""
+    config = with_recording(make_config(), tmp_path, frames("input", 3, (64,)))
+    config = config.model_copy(
+        update={
+            "measure": PhaseConfig(
+                min_iterations=8, min_time_s=0.0, max_iterations=8, max_time_s=60.0
+            ),
+            "scenario": ScenarioConfig(rate_hz=50, deadline_s=1.0),
+        }
+    )
+    result = run_variant(config, config.variants[0], RunPaths(tmp_path, tmp_path))
+    assert result.scenario is not None and result.scenario.queries == 8
+    assert result.recorded_inputs is not None and result.recorded_inputs.samples == 3
+    assert result.accuracy is not None and result.accuracy.max_abs_error == 0
