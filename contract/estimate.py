@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 from contract.records import StoredVariant
 from contract.result import OkResult, Timings
-from contract.variant import Compile, Precision, Quantization, VariantSettings
+from contract.variant import Precision, Quantization, Runtime, VariantSettings
 
 # The allowances: the most each kind of work took in the real-size sweep (tiny models to a
 # BERT-base of 440 MB; fp32 and bf16, none and int8-dynamic, eager and inductor) recorded
@@ -174,7 +174,7 @@ def history_of(runs: Iterable[tuple[str, StoredVariant]]) -> History:
 
 
 def _compiled(variant: VariantSettings) -> bool:
-    return variant.compile != Compile.EAGER
+    return variant.runtime != Runtime.EAGER
 
 
 def _allowance(variant: VariantSettings) -> float:

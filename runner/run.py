@@ -25,7 +25,7 @@ from contract.result import (
     Timings,
 )
 from contract.samples import encode
-from contract.variant import QUANTIZERS, Compile, Precision, Quantization, VariantRef
+from contract.variant import QUANTIZERS, Precision, Quantization, Runtime, VariantRef
 from runner import compiling, contention, kernels, precision, progress, quantize, rounds
 from runner.accuracy import References, compare, leaves, reference_of
 from runner.device import device_name, select_device, timed_step
@@ -312,7 +312,7 @@ def _prepare(
     # anyway, never the one timed as the first iteration: an eager variant's first warm-up
     # call, a compiled variant's eager first call (its compiled code's first is timed).
     counted = kernels.CountedFirst(step, report, variant.describe())
-    eager = variant.compile is Compile.EAGER
+    eager = variant.runtime is Runtime.EAGER
     compiled: compiling.CompiledModule | None = None
     # An eager variant's first call is its warm-up's first; a compiled variant's eager first
     # call is made on the way to its compile.
@@ -326,7 +326,7 @@ def _prepare(
             reference = references.keep(variant, reference_of(last_output[0]))
         if not eager:
             compiled = compiling.compile_module(
-                module, variant.compile, device, lambda run: run(*inputs), variant.describe()
+                module, variant.runtime, device, lambda run: run(*inputs), variant.describe()
             )
             step = precision.in_own_fp32_math(
                 timed_step(calling(compiled.module), device), fp32_math

@@ -84,3 +84,40 @@ def test_small_spec_renders_exactly_the_golden_files(
         if os.environ.get("BENCHFLEET_UPDATE_GOLDEN"):
             (GOLDEN / golden).write_text(files[path], encoding="utf-8")
         assert files[path] == (GOLDEN / golden).read_text(encoding="utf-8"), golden
+
+
+COMPILED = """\
+id: compiled
+description: d
+owner: o
+clusters: [alpha]
+models:
+  - name: mlp
+    file: models/examples/tiny-mlp.pt2
+benchmark:
+  inputs: [{shape: [64]}]
+targets:
+  - gpu_type: cpu
+sweep:
+  matrix: {precision: [fp32, bf16], runtime: [eager, inductor]}
+"""
+
+
+def test_a_spec_moved_from_compile_to_runtime_keeps_its_job_name_and_variant_ids(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """The names and ids this spec had with `compile: [eager, inductor]`, before the runtime
+    axis (commit c6bcc68): a compiled variant's recorded results stay reusable, and its Job
+    is not renamed, when the spec says `runtime` instead."""
+    spec = write_spec("compiled.yaml", COMPILED)
+    assert job_names(spec_repo, spec) == {"cpu": "compiled-cpu-660a92ea3e"}
+    workflow = load_specs(spec_repo, [spec]).workflows[0]
+    assert [
+        (str(v.precision), str(v.runtime), v.variant_id(workflow.workflow.id, {}))
+        for v in workflow.variants
+    ] == [
+        ("fp32", "eager", "v976f2043604b"),
+        ("fp32", "inductor", "v01d650476f18"),
+        ("bf16", "eager", "v9fa473a3bd85"),
+        ("bf16", "inductor", "vcea1edbf638e"),
+    ]
