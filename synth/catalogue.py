@@ -122,17 +122,33 @@ RUNTIMES: Final = MappingProxyType(
 )
 _TORCH_QUANTIZED: Final = frozenset({Runtime.EAGER, Runtime.INDUCTOR, Runtime.AOTINDUCTOR})
 """The runtimes that run torchao's quantized tensors: torch itself and inductor's code. ONNX
-and TensorRT have no op for them (the exporter refuses torchao's tensor subclasses)."""
+and TensorRT have no op for them: torch's ONNX exporter fails on int8-dynamic and lowers
+int8 weight-only to a dequantize and a float matmul, not the quantization the variant names."""
+_ONNXRUNTIME_CPU_PRECISIONS: Final = frozenset({Precision.FP32, Precision.FP16})
+"""ONNX Runtime 1.32's CPU provider has no bf16 kernels for Gemm, Conv or Mul (its session
+refuses the example models' bf16 graphs)."""
 
 
-def quantization_unrun_because(runtime: Runtime, quantization: Quantization) -> str | None:
-    """Why `runtime` cannot run a variant quantized with `quantization`, or None where it can."""
-    if quantization is Quantization.NONE or runtime in _TORCH_QUANTIZED:
-        return None
-    return (
-        f"{runtime} runs the exported graph in its own kernels, which have no op for torchao's "
-        f"quantized tensors ({QUANTIZERS[quantization]})"
-    )
+def variant_unrun_because(
+    runtime: Runtime,
+    precision: Precision,
+    quantization: Quantization,
+    capability: tuple[int, int] | None,
+) -> str | None:
+    """Why `runtime` cannot run a variant at `precision` and `quantization` on a device of
+    compute `capability` (None: a CPU), or None where it can."""
+    if quantization is not Quantization.NONE and runtime not in _TORCH_QUANTIZED:
+        return (
+            f"{runtime} runs the exported graph in its own kernels, which have no op for "
+            f"torchao's quantized tensors ({QUANTIZERS[quantization]})"
+        )
+    if (
+        runtime is Runtime.ONNXRUNTIME
+        and capability is None
+        and precision not in _ONNXRUNTIME_CPU_PRECISIONS
+    ):
+        return f"ONNX Runtime's CPU provider has no {precision} kernels for common ops"
+    return None
 
 
 _CPU_PRECISIONS: Final = frozenset({Precision.FP32, Precision.FP16, Precision.BF16})

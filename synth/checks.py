@@ -17,9 +17,9 @@ from contract.variant import RUN_SETTINGS, Quantization, Runtime, layers_taken, 
 from contract.weights import LayerRecord, LinearWeights
 from synth.catalogue import (
     DEVICE_TYPES,
-    quantization_unrun_because,
     runtime_unoffered_because,
     unoffered_because,
+    variant_unrun_because,
 )
 from synth.fleet import Cluster, Fleet
 from synth.kubernetes import IMAGE_VOLUMES_ON, version_text
@@ -64,7 +64,7 @@ def check_workflow(
         *_excludes_remove_something(workflow),
         *_includes_add_something(workflow),
         *_devices_support_variants(workflow, variants),
-        *_runtimes_take_quantizations(workflow, variants),
+        *_runtimes_take_variants(workflow, variants),
         *_derived_names_fit(workflow, variants),
         *_parallelism_and_deadline(workflow, variants),
         *_interleave_needs_groups(workflow),
@@ -409,22 +409,32 @@ def _devices_support_variants(workflow: Workflow, variants: list[Variant]) -> It
             )
 
 
-def _runtimes_take_quantizations(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
-    """A runtime that cannot express a variant's quantization is refused here, where it is
-    written, rather than run eager or failed in the pod."""
-    reported: set[Loc] = set()
+def _runtimes_take_variants(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
+    """A runtime that cannot express a variant's quantization or precision on its target is
+    refused here, where it is written, rather than run eager or failed in the pod."""
+    devices = {target.key: DEVICE_TYPES[target.gpu_type] for target in workflow.targets}
+    reported: set[tuple[Loc, str]] = set()
     for variant in variants:
-        why = quantization_unrun_because(variant.runtime, variant.quantization)
+        device = devices[variant.target]
+        why = variant_unrun_because(
+            variant.runtime, variant.precision, variant.quantization, device.compute_capability
+        )
         loc = variant.origins["runtime"]
-        if why is None or loc in reported:
+        if why is None or (loc, why) in reported:
             continue
-        reported.add(loc)
+        reported.add((loc, why))
+        settings = f"precision {variant.precision}, quantization {variant.quantization}"
+        swept = loc[:2] == ("sweep", "matrix")
         yield Finding(
             loc,
-            f"runtime {variant.runtime} cannot run quantization {variant.quantization} "
-            f"(model {variant.model}): {why}",
-            f"add {{runtime: {variant.runtime}, quantization: {variant.quantization}}} to "
-            "sweep.exclude, or measure that quantization with eager, inductor or aotinductor",
+            f"runtime {variant.runtime} cannot run {variant.model} at {settings} on "
+            f"{device.name}: {why}",
+            (
+                f"add {{runtime: {variant.runtime}, precision: {variant.precision}, "
+                f"quantization: {variant.quantization}}} to sweep.exclude"
+                if swept
+                else "choose another runtime or other settings for these variants"
+            ),
         )
 
 
