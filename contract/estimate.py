@@ -126,7 +126,7 @@ def variant_seconds(timings: Timings) -> float:
         + timings.first_iteration_ms / 1000
         + timings.warmup.seconds
         + (timings.accuracy_s or 0.0)
-        + (timings.compile_s or 0.0)
+        + (timings.converting_s or 0.0)
         + timings.measure.seconds
     )
 

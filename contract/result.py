@@ -324,8 +324,13 @@ class Timings(_Result):
             + self.warmup.seconds
             + self.measure.seconds
             + (self.accuracy_s or 0)
-            + (self.conversion_s if self.conversion_s is not None else self.compile_s or 0)
+            + (self.converting_s or 0)
         )
+
+    @property
+    def converting_s(self) -> float | None:
+        """The runtime's compile or conversion, from results of any schema; None eager."""
+        return self.conversion_s if self.conversion_s is not None else self.compile_s
 
 
 class Memory(_Result):
