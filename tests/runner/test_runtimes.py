@@ -16,6 +16,7 @@ from contract.errors import ExitCode
 from contract.result import ErrorResult, OkResult, parse_result_line, result_line
 from contract.variant import Precision, Quantization, Runtime
 from runner.__main__ import main
+from runner.errors import RuntimeFailed
 from runner.run import RunPaths, run_variant
 from tests.runner.conftest import (
     EXAMPLES,
@@ -190,3 +191,39 @@ def test_a_variant_saying_both_compile_and_runtime_is_refused() -> None:
     data = {**written, "compile": "inductor", "runtime": "aotinductor"}
     with pytest.raises(ValidationError, match="both compile and runtime"):
         VariantConfig.model_validate(data)
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_aotinductor_on_a_gpu_runs_its_package_within_its_gate(
+    make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    device = f"nvidia-{torch.cuda.get_device_name(0).split()[1].lower()}"
+    config = in_runtime(make_config("tiny-transformer", device_type=device), Runtime.AOTINDUCTOR)
+    result = run_variant(config, config.variants[0], RunPaths(models_dir, tmp_path))
+    assert result.applied is not None
+    assert any(entry.endswith(".so") for entry in result.applied.runtime_proof or [])
+    assert within_gate(result)
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_onnxruntime_on_a_gpu_runs_on_cuda_or_fails_naming_the_missing_provider(
+    make_config: MakeConfig, models_dir: Path, tmp_path: Path
+) -> None:
+    """Never on the CPU provider under a GPU target's name: the image's CPU build of
+    onnxruntime has no CUDAExecutionProvider, and the variant fails saying so."""
+    import onnxruntime as ort  # noqa: PLC0415
+
+    device = f"nvidia-{torch.cuda.get_device_name(0).split()[1].lower()}"
+    config = in_runtime(make_config("tiny-cnn", device_type=device), Runtime.ONNXRUNTIME)
+    paths = RunPaths(models_dir, tmp_path)
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        with pytest.raises(RuntimeFailed, match="has no CUDAExecutionProvider"):
+            run_variant(config, config.variants[0], paths)
+        return
+    result = run_variant(config, config.variants[0], paths)
+    assert result.applied is not None
+    assert "CUDAExecutionProvider" in (result.applied.runtime_proof or [])
+    assert "CPUExecutionProvider" not in (result.applied.runtime_proof or [])
+    assert within_gate(result)
