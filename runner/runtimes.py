@@ -155,6 +155,11 @@ def _onnxruntime(
         raise RuntimeFailed(f"onnxruntime: the ONNX export failed: {_first_line(error)}") from error
     wanted = _providers(device)
     options = ort.SessionOptions()
+    # The threads torch was given (runner/threads.py: the pod's CPU quota), not ONNX Runtime's
+    # default of every core of the node: a runtime that takes more cores than its pod may use
+    # would be measured throttled, or faster than the others on borrowed cores.
+    options.intra_op_num_threads = torch.get_num_threads()
+    options.inter_op_num_threads = 1
     if device.type == "cuda":
         options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     try:
@@ -174,7 +179,7 @@ def _onnxruntime(
 
 
 @dataclass(frozen=True)
-class _BoundSession:
+class BoundSession:
     """A session bound to the variant's inputs' own memory and to outputs allocated once, as
     the program's: the timed call is ONNX Runtime's run, with no copy of its own around it.
     It holds the bound tensors, which must outlive the binding."""
@@ -193,7 +198,7 @@ class _BoundSession:
 
 def _bound(
     session: Any, inputs: tuple[torch.Tensor, ...], output: object, device: torch.device
-) -> _BoundSession:
+) -> BoundSession:
     leaves, spec = pytree.tree_flatten(output)
     if not all(isinstance(leaf, torch.Tensor) for leaf in leaves):
         raise RuntimeFailed("onnxruntime: the program returns values other than tensors")
@@ -215,7 +220,7 @@ def _bound(
         binding.bind_output(
             meta.name, kind, index, _element_type(tensor), list(tensor.shape), tensor.data_ptr()
         )
-    return _BoundSession(session, binding, held, outputs, spec)
+    return BoundSession(session, binding, held, outputs, spec)
 
 
 def _tensorrt(

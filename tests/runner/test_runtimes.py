@@ -18,6 +18,7 @@ from contract.variant import Precision, Quantization, Runtime
 from runner.__main__ import main
 from runner.errors import RuntimeFailed
 from runner.run import RunPaths, run_variant
+from runner.runtimes import BoundSession, convert
 from tests.runner.conftest import (
     EXAMPLES,
     MakeConfig,
@@ -227,3 +228,27 @@ def test_onnxruntime_on_a_gpu_runs_on_cuda_or_fails_naming_the_missing_provider(
     assert "CUDAExecutionProvider" in (result.applied.runtime_proof or [])
     assert "CPUExecutionProvider" not in (result.applied.runtime_proof or [])
     assert within_gate(result)
+
+
+@pytest.mark.slow
+def test_an_onnxruntime_session_uses_the_threads_torch_was_given(tmp_path: Path) -> None:
+    """ONNX Runtime's default is every core of the node; the pod's quota gave torch fewer."""
+    module = torch.nn.Linear(8, 4).eval()
+    inputs = (torch.randn(2, 8),)
+    given = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            converted = convert(
+                module,
+                inputs=inputs,
+                output=module(*inputs),
+                runtime=Runtime.ONNXRUNTIME,
+                device=torch.device("cpu"),
+                scratch=tmp_path,
+            )
+    finally:
+        torch.set_num_threads(given)
+    assert isinstance(converted.call, BoundSession)
+    assert converted.call.session.get_session_options().intra_op_num_threads == 1
+    assert torch.allclose(converted.call(*inputs), module(*inputs).detach())  # type: ignore[arg-type]
