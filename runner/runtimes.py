@@ -39,6 +39,10 @@ class Converted:
     proof: list[str]
 
 
+_OUT_OF_MEMORY: Final = (MemoryError, torch.OutOfMemoryError)
+"""What stays `out_of_memory` when a conversion runs out: not the runtime's failure."""
+
+
 def _first_line(error: BaseException) -> str:
     """The innermost cause's first line: the exporters wrap the failing op's own error (ONNX's
     "No ONNX function found for <OpOverload(op='prims.bessel_j0')>") in generic ones."""
@@ -63,6 +67,8 @@ def convert(
     began = time.perf_counter()
     try:
         exported = torch.export.export(module, inputs, strict=False)
+    except _OUT_OF_MEMORY:
+        raise
     except Exception as error:  # torch.export raises many kinds
         raise RuntimeFailed(
             f"{runtime}: exporting the prepared program again failed: {_first_line(error)}"
@@ -88,6 +94,8 @@ def _aotinductor(
     try:
         built = torch._inductor.aoti_compile_and_package(exported, package_path=str(path))
         loaded = torch._inductor.aoti_load_package(built)
+    except _OUT_OF_MEMORY:
+        raise
     except Exception as error:  # inductor's and the compiler's errors alike
         raise RuntimeFailed(
             f"aotinductor: building the package failed: {_first_line(error)}"
@@ -151,6 +159,8 @@ def _onnxruntime(
         if program is None:
             raise ValueError("the exporter returned no program")
         program.save(str(path))
+    except _OUT_OF_MEMORY:
+        raise
     except Exception as error:  # the exporter's errors have no common base
         raise RuntimeFailed(f"onnxruntime: the ONNX export failed: {_first_line(error)}") from error
     wanted = _providers(device)
@@ -164,6 +174,8 @@ def _onnxruntime(
         options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     try:
         session = ort.InferenceSession(str(path), options, providers=wanted)
+    except _OUT_OF_MEMORY:
+        raise
     except Exception as error:  # onnxruntime's errors are its own C++ ones
         raise RuntimeFailed(
             f"onnxruntime could not load the exported graph with "
@@ -249,6 +261,8 @@ def _tensorrt(
             require_full_compilation=True,
             min_block_size=1,
         )
+    except _OUT_OF_MEMORY:
+        raise
     except Exception as error:  # TensorRT's builder errors have no common base
         raise RuntimeFailed(
             f"tensorrt: building the engines failed: {_first_line(error)}"
