@@ -5,6 +5,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from contract.errors import ExitCode
 from synth.load import load_specs
 from synth.render import render
 from tests.conftest import REPO_ROOT
@@ -121,3 +122,23 @@ def test_a_spec_moved_from_compile_to_runtime_keeps_its_job_name_and_variant_ids
         ("bf16", "eager", "v9fa473a3bd85"),
         ("bf16", "inductor", "vcea1edbf638e"),
     ]
+
+
+def _failing_at_once(root: Path, spec: Path) -> set[int]:
+    (job,) = [obj for _, obj in objects(render(load_specs(root, [spec]))) if obj["kind"] == "Job"]
+    rules = job["spec"]["podFailurePolicy"]["rules"]
+    return {code for rule in rules for code in rule.get("onExitCodes", {}).get("values", [])}
+
+
+def test_only_a_job_that_converts_its_program_fails_runtime_failed_at_once(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """runtime_failed repeats on a retry, so such an index fails at once; listing it in the
+    policy of Jobs that cannot have it would rename every one of them."""
+    compiled = write_spec("compiled.yaml", COMPILED)
+    assert ExitCode.RUNTIME_FAILED not in _failing_at_once(spec_repo, compiled)
+    # ONNX Runtime's CPU provider takes fp16, not bf16.
+    converting_spec = COMPILED.replace("inductor]", "onnxruntime]").replace("bf16", "fp16")
+    converting = write_spec("compiled.yaml", converting_spec)
+    assert ExitCode.RUNTIME_FAILED in _failing_at_once(spec_repo, converting)
+    assert ExitCode.UNSUPPORTED_VARIANT in _failing_at_once(spec_repo, converting)
