@@ -252,3 +252,21 @@ def test_an_onnxruntime_session_uses_the_threads_torch_was_given(tmp_path: Path)
     assert isinstance(converted.call, BoundSession)
     assert converted.call.session.get_session_options().intra_op_num_threads == 1
     assert torch.allclose(converted.call(*inputs), module(*inputs).detach())  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_tensorrt_in_a_pod_without_a_gpu_fails_as_the_runtimes_never_eager(
+    tmp_path: Path,
+) -> None:
+    """The catalogue refuses it on a CPU target; a config.json that asks anyway fails."""
+    module = torch.nn.Linear(8, 4).eval()
+    inputs = (torch.randn(2, 8),)
+    with torch.inference_mode(), pytest.raises(RuntimeFailed, match="NVIDIA GPUs only"):
+        convert(
+            module,
+            inputs=inputs,
+            output=module(*inputs),
+            runtime=Runtime.TENSORRT,
+            device=torch.device("cpu"),
+            scratch=tmp_path,
+        )
