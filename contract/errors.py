@@ -18,6 +18,7 @@ ErrorType = Literal[
     "download_refused",
     "download_failed",
     "download_untrusted",
+    "runtime_failed",
     "terminated",
 ]
 
@@ -49,6 +50,11 @@ class ExitCode(IntEnum):
     DOWNLOAD_UNTRUSTED = 11
     """The server's TLS certificate is not trusted by the image's CAs and the model's
     ca_bundle, or does not name the server."""
+    RUNTIME_FAILED = 12
+    """The variant's runtime (contract/variant.py's CONVERTED: aotinductor, onnxruntime,
+    tensorrt) could not take the program, or ran other than asked: an export that fails for
+    an op, a build without its compiler, a provider that falls back to the CPU, an engine
+    build out of workspace. The message names the runtime and the cause."""
     TERMINATED = 143
     """128 + SIGTERM, as a shell reports a process SIGTERM ended."""
 
@@ -76,6 +82,10 @@ answered 404 or whose certificate the bundle does not trust answers so again. Wh
 retryable can pass on another try: a model read failing (MODEL_LOAD), a download cut off or
 out of time (DOWNLOAD_FAILED), a missing device (another node may do)."""
 
+CONVERTED_DETERMINISTIC: Final = frozenset({ExitCode.RUNTIME_FAILED})
+"""Exits a retry would only repeat that only a Job converting its program can have: its Jobs'
+podFailurePolicy fails them at once too, and only theirs, so that no other Job changes."""
+
 
 def _severity(code: ExitCode) -> int:
     # A pod runs a group of variants, and its one exit code decides the Job's action for all
@@ -85,7 +95,7 @@ def _severity(code: ExitCode) -> int:
     # deterministic one; success only when every variant succeeded.
     if code is ExitCode.TERMINATED:
         return 3
-    if code in DETERMINISTIC:
+    if code in DETERMINISTIC | CONVERTED_DETERMINISTIC:
         return 1
     return 0 if code is ExitCode.OK else 2
 

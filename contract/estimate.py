@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 from contract.records import StoredVariant
 from contract.result import OkResult, Timings
-from contract.variant import Compile, Precision, Quantization, VariantSettings
+from contract.variant import Precision, Quantization, Runtime, VariantSettings
 
 # The allowances: the most each kind of work took in the real-size sweep (tiny models to a
 # BERT-base of 440 MB; fp32 and bf16, none and int8-dynamic, eager and inductor) recorded
@@ -126,7 +126,7 @@ def variant_seconds(timings: Timings) -> float:
         + timings.first_iteration_ms / 1000
         + timings.warmup.seconds
         + (timings.accuracy_s or 0.0)
-        + (timings.compile_s or 0.0)
+        + (timings.converting_s or 0.0)
         + timings.measure.seconds
     )
 
@@ -174,7 +174,7 @@ def history_of(runs: Iterable[tuple[str, StoredVariant]]) -> History:
 
 
 def _compiled(variant: VariantSettings) -> bool:
-    return variant.compile != Compile.EAGER
+    return variant.runtime != Runtime.EAGER
 
 
 def _allowance(variant: VariantSettings) -> float:

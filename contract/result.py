@@ -35,17 +35,19 @@ from contract.numbers import (
     without_bad_numbers,
 )
 from contract.samples import Samples
-from contract.variant import VariantRef
+from contract.variant import RUNTIME_KEY_CONTEXT, VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 11]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 10, 11]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
 (`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 6 the CPU's instruction-set
 flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
 measurement bounds (`timings.bound_s`), 7 `latency.p99_9_ms` and a fixed-rate run's
-`scenario`, 11 the stack's `fingerprint`; a collector that reads only older ones keeps a
-newer result unread, as a newer runner's, rather than refusing it."""
+`scenario`, 10 the runtime axis (`variant.runtime`, written for every runtime but eager,
+where earlier results say `variant.compile: inductor`; `applied.runtime_proof`,
+`timings.conversion_s`), 11 the stack's `fingerprint`; a collector that reads only older
+ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
 RESULT_SCHEMA_VERSION: Final = 11
 RESULT_PREFIX: Final = "BENCH_RESULT "
@@ -337,7 +339,14 @@ class Timings(_Result):
     comparison. None in results of runners before it."""
     compile_s: float | None = Field(default=None, ge=0)
     """A compiled variant's `torch.compile` and the call that compiled it (tracing, lowering,
-    the C++ or Triton compiler, one run), outside warmup and the timed loop; None for eager."""
+    the C++ or Triton compiler, one run), outside warmup and the timed loop; None for eager.
+    Only inductor's; kept for readers before `conversion_s`, which holds the same number."""
+    conversion_s: float | None = Field(default=None, ge=0)
+    """Turning the prepared module into what the variant's runtime runs, and that run's first
+    call: inductor's compile, aotinductor's export, build and load of its package,
+    onnxruntime's ONNX export and session, tensorrt's engines. Outside warm-up and the timed
+    loop, inside the variant's time to its first measurement; None for eager, and in results
+    before schema 10."""
     bound_s: float | None = Field(default=None, gt=0)
     """The most its warm-up and timed loop may take: config.json's `warmup.max_time_s` plus
     `measure.max_time_s`, the Job's. What `make plan` counts for a variant no earlier run
@@ -355,8 +364,13 @@ class Timings(_Result):
             + self.warmup.seconds
             + self.measure.seconds
             + (self.accuracy_s or 0)
-            + (self.compile_s or 0)
+            + (self.converting_s or 0)
         )
+
+    @property
+    def converting_s(self) -> float | None:
+        """The runtime's compile or conversion, from results of any schema; None eager."""
+        return self.conversion_s if self.conversion_s is not None else self.compile_s
 
 
 class Memory(_Result):
@@ -418,6 +432,11 @@ class Applied(_Result):
     mode cannot see into compiled code)."""
     compiled: Compiled | None = None
     """How the module was compiled; None for eager."""
+    runtime_proof: list[str] | None = None
+    """What ran the timed calls, as the runtime itself reports it: eager the torch that
+    dispatched them, inductor its compiled graphs and toolchain, aotinductor the package's
+    compiled libraries and kernels, onnxruntime the execution providers its session uses
+    (`CPUExecutionProvider`), tensorrt its engines. None in results before schema 10."""
 
 
 class Environment(_Result):
@@ -623,7 +642,12 @@ def unreadable_measurement(error: ValidationError) -> str | None:
 
 def result_line(result: BenchResult) -> str:
     """The one stdout line that hands `result` over, newline included."""
-    return RESULT_PREFIX + result.model_dump_json(exclude_none=True) + "\n"
+    return RESULT_PREFIX + result_json(result) + "\n"
+
+
+def result_json(result: BaseModel) -> str:
+    """`result` as runners and the store write it: every runtime as `variant.runtime`."""
+    return result.model_dump_json(exclude_none=True, context=RUNTIME_KEY_CONTEXT)
 
 
 def find_result_text(output: str) -> str | None:
@@ -718,7 +742,7 @@ def compact(result: BenchResult, limit: int = TERMINATION_LOG_LIMIT) -> str:
         current = step(current)
         if index:
             current = current.model_copy(update={"compacted": True})
-        text = current.model_dump_json(exclude_none=True)
+        text = result_json(current)
         if len(text.encode()) <= limit:
             return text
     raise ValueError(f"a result cannot be compacted below {limit} bytes: {text[:200]}")
@@ -784,13 +808,13 @@ def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG
         # originals alone would bring back what the earlier ones left out.
         current = [step(r) for r in current]
         marked = [r.model_copy(update={"compacted": True}) for r in current] if index else current
-        texts = [entry.model_dump_json(exclude_none=True) for entry in marked]
+        texts = [result_json(entry) for entry in marked]
         sizes = [len(text.encode()) for text in texts]
         if _group_size(sizes) <= limit:
             return _group_text(texts)
     order = sorted(range(len(texts)), key=lambda i: (results[i].status == "error", -i))
     for position in order:
-        texts[position] = _omitted(results[position]).model_dump_json(exclude_none=True)
+        texts[position] = result_json(_omitted(results[position]))
         sizes[position] = len(texts[position].encode())
         if _group_size(sizes) <= limit:
             return _group_text(texts)

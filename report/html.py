@@ -255,7 +255,7 @@ def _batch_plot(curves: dict[tuple[str, ...], list[VariantRow]]) -> bytes:
 def _batch_plots(rows: Sequence[VariantRow]) -> list[Plot]:
     description = (
         "Latency and throughput against batch size, a line per model, precision, "
-        "quantization, compile and target."
+        "quantization, runtime and target."
     )
     return [
         Plot(_batch_plot(dict(chunk)), words)

@@ -558,7 +558,7 @@ class Report:
     """Sorted by key."""
     failures: tuple[FailedVariant, ...]
     by_target: tuple[Comparison, ...]
-    """The same model, precision, quantization, batch and compile on several targets (or
+    """The same model, precision, quantization, batch and runtime on several targets (or
     clusters)."""
     best_configurations: tuple[BestConfiguration, ...]
     """Per cluster, target and model with several configurations."""

@@ -209,7 +209,8 @@ def jobs_table(jobs: Sequence[JobSummary]) -> Table:
 _STARTUP_NOTE: Final = (
     "Each phase's median and longest, counted where it is paid: a pod's start once per pod, a "
     "model's file and torch.export.load once per model and pod (its first variant there), "
-    "the rest per variant (compile: a compiled variant's torch.compile and compiling call). "
+    "the rest per variant (compile: inductor's torch.compile and compiling call, or another "
+    "runtime's conversion). "
     "Waiting for a node and the pod's start come from the pod's status "
     "(whole seconds: the node's image pulls, an oci model's too, are in the pod's start); the "
     "rest from the runner. To first measurement: from getting a node to the first timed loop."

@@ -94,3 +94,11 @@ class Terminated(BaseException):
 
     exit_code: ClassVar[ExitCode] = ExitCode.TERMINATED
     error_type: ClassVar[ErrorType] = "terminated"
+
+
+class RuntimeFailed(RunnerError):
+    """The variant's runtime could not take its program or ran other than asked; the message
+    names the runtime and the cause. Never a fallback to eager."""
+
+    exit_code = ExitCode.RUNTIME_FAILED
+    error_type = "runtime_failed"

@@ -26,7 +26,7 @@ from contract.result import (
     Timings,
 )
 from contract.samples import encode
-from contract.variant import QUANTIZERS, Compile, Precision, Quantization, VariantRef
+from contract.variant import QUANTIZERS, Precision, Quantization, Runtime, VariantRef
 from runner import (
     compiling,
     contention,
@@ -36,6 +36,7 @@ from runner import (
     progress,
     quantize,
     rounds,
+    runtimes,
 )
 from runner.accuracy import References, compare, leaves, reference_of
 from runner.device import device_name, select_device, timed_step
@@ -172,6 +173,9 @@ class Prepared:
     """How the pod loaded its model, where this variant is the first of the model to report."""
     compiled: Compiled | None = None
     compile_s: float | None = None
+    conversion_s: float | None = None
+    """Inductor's compile or another runtime's conversion (runner/runtimes.py); None eager."""
+    runtime_proof: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -346,8 +350,8 @@ def _prepare(
     # anyway, never the one timed as the first iteration: an eager variant's first warm-up
     # call, a compiled variant's eager first call (its compiled code's first is timed).
     counted = kernels.CountedFirst(step, report, variant.describe())
-    eager = variant.compile is Compile.EAGER
-    compiled: compiling.CompiledModule | None = None
+    eager = variant.runtime is Runtime.EAGER
+    converted: _InRuntime | None = None
     # An eager variant's first call is its warm-up's first; a compiled variant's eager first
     # call is made on the way to its compile.
     progress.begin([variant], "warmup" if eager else "compile")
@@ -359,13 +363,13 @@ def _prepare(
             # The call compute_reference would make (`first_call_is_reference`), made.
             reference = references.keep(variant, reference_of(last_output[0]))
         if not eager:
-            compiled = compiling.compile_module(
-                module, variant.compile, device, lambda run: run(*inputs), variant.describe()
+            converted = _in_runtime(
+                module, inputs, last_output[0], variant, device=device, scratch=programs.scratch
             )
             step = precision.in_own_fp32_math(
-                timed_step(calling(compiled.module), device), fp32_math
+                timed_step(calling(converted.call), device), fp32_math
             )
-            # The first call of the compiled code: cold as an eager variant's first is.
+            # The first call of the converted code: cold as an eager variant's first is.
             first_ns = step()
             progress.begin([variant], "warmup")
         # An eager variant warms up at least once, the call that counts its kernels.
@@ -399,11 +403,55 @@ def _prepare(
         last_output=last_output,
         accuracy=accuracy,
         accuracy_s=reference_s + compare_s,
-        compiled=compiled.applied if compiled else None,
-        compile_s=compiled.seconds if compiled else None,
+        compiled=converted.compiled.applied if converted and converted.compiled else None,
+        compile_s=converted.compiled.seconds if converted and converted.compiled else None,
+        conversion_s=converted.seconds if converted else None,
+        runtime_proof=converted.proof if converted else runtimes.eager_proof(),
         # Claimed last: a variant that fails on the way leaves the load to the next one.
         model_load=programs.claim(variant.model),
     )
+
+
+@dataclass(frozen=True)
+class _InRuntime:
+    """A variant's module in its runtime (not eager): what to call, the conversion's seconds,
+    what runs, and inductor's compile where that is the runtime."""
+
+    call: Callable[..., object]
+    seconds: float
+    proof: list[str]
+    compiled: compiling.CompiledModule | None = None
+
+
+def _in_runtime(
+    module: torch.fx.GraphModule,
+    inputs: tuple[torch.Tensor, ...],
+    output: object,
+    variant: VariantConfig,
+    *,
+    device: torch.device,
+    scratch: Path,
+) -> _InRuntime:
+    if variant.runtime is Runtime.INDUCTOR:
+        compiled = compiling.compile_module(
+            module, variant.runtime, device, lambda run: run(*inputs), variant.describe()
+        )
+        applied = compiled.applied
+        proof = [
+            f"torch.compile {applied.backend} {applied.mode}: {applied.graphs} graph(s), "
+            f"{applied.cache_hits} from its cache",
+            applied.toolchain,
+        ]
+        return _InRuntime(compiled.module, compiled.seconds, proof, compiled)
+    converted = runtimes.convert(
+        module,
+        inputs=inputs,
+        output=output,
+        runtime=variant.runtime,
+        device=device,
+        scratch=scratch / "runtimes",
+    )
+    return _InRuntime(converted.call, converted.seconds, converted.proof)
 
 
 def _timed(
@@ -470,6 +518,7 @@ def _result(
             copy_s=ready.copy_s,
             measure_start_s=span.started_s,
             compile_s=ready.compile_s,
+            conversion_s=ready.conversion_s,
             bound_s=config.warmup.max_time_s + config.measure.max_time_s,
         ),
         memory=Memory(
@@ -493,6 +542,7 @@ def _result(
             quantized_weight_share=ready.report.quantized_weight_share,
             kernel_calls=ready.kernel_calls,
             compiled=ready.compiled,
+            runtime_proof=ready.runtime_proof,
         ),
         validity=validity(
             stats,

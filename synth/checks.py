@@ -8,14 +8,20 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Final
 
 from contract.archive import UnsafeArchive
 from contract.config import tail_iterations
 from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
 from contract.quantity import parse_quantity
-from contract.variant import RUN_SETTINGS, Compile, Quantization, layers_taken, takes_layer
+from contract.variant import RUN_SETTINGS, Quantization, Runtime, layers_taken, takes_layer
 from contract.weights import LayerRecord, LinearWeights
-from synth.catalogue import DEVICE_TYPES, compile_unoffered_because, unoffered_because
+from synth.catalogue import (
+    DEVICE_TYPES,
+    runtime_unoffered_because,
+    unoffered_because,
+    variant_unrun_because,
+)
 from synth.fleet import Cluster, Fleet
 from synth.kubernetes import IMAGE_VOLUMES_ON, version_text
 from synth.limits import MAX_VARIANTS_CEILING
@@ -59,6 +65,7 @@ def check_workflow(
         *_excludes_remove_something(workflow),
         *_includes_add_something(workflow),
         *_devices_support_variants(workflow, variants),
+        *_runtimes_take_variants(workflow, variants),
         *_derived_names_fit(workflow, variants),
         *_parallelism_and_deadline(workflow, variants),
         *_interleave_needs_groups(workflow),
@@ -389,7 +396,7 @@ def _devices_support_variants(workflow: Workflow, variants: list[Variant]) -> It
                 device.quantizations,
                 unoffered_because(variant.quantization, capability),
             ),
-            ("compile", device.compiles, compile_unoffered_because(variant.compile, capability)),
+            ("runtime", device.runtimes, runtime_unoffered_because(variant.runtime, capability)),
         ):
             value = getattr(variant, dimension)
             loc = variant.origins[dimension]
@@ -402,6 +409,35 @@ def _devices_support_variants(workflow: Workflow, variants: list[Variant]) -> It
                 f" which target {variant.target!r} uses{f': {why}' if why else ''}",
                 _unsupported_hint(workflow, variant.target, dimension, value, loc),
             )
+
+
+def _runtimes_take_variants(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
+    """A runtime that cannot express a variant's quantization or precision on its target is
+    refused here, where it is written, rather than run eager or failed in the pod."""
+    devices = {target.key: DEVICE_TYPES[target.gpu_type] for target in workflow.targets}
+    reported: set[tuple[Loc, str]] = set()
+    for variant in variants:
+        device = devices[variant.target]
+        why = variant_unrun_because(
+            variant.runtime, variant.precision, variant.quantization, device.compute_capability
+        )
+        loc = variant.origins["runtime"]
+        if why is None or (loc, why) in reported:
+            continue
+        reported.add((loc, why))
+        settings = f"precision {variant.precision}, quantization {variant.quantization}"
+        swept = loc[:2] == ("sweep", "matrix")
+        yield Finding(
+            loc,
+            f"runtime {variant.runtime} cannot run {variant.model} at {settings} on "
+            f"{device.name}: {why}",
+            (
+                f"add {{runtime: {variant.runtime}, precision: {variant.precision}, "
+                f"quantization: {variant.quantization}}} to sweep.exclude"
+                if swept
+                else "choose another runtime or other settings for these variants"
+            ),
+        )
 
 
 def _unsupported_hint(
@@ -560,6 +596,10 @@ def _fixed_rate_length(workflow: Workflow, rate: float) -> Iterator[Finding]:
             )
 
 
+_INDUCTOR_BUILDS: Final = frozenset({Runtime.INDUCTOR, Runtime.AOTINDUCTOR})
+"""The runtimes whose build writes inductor's generated code and kernels to the pod's /tmp."""
+
+
 def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
     """A target's pods may write what its `ephemeral-storage` limit allows, and a pod that
     writes to its /tmp (it downloads a url model, or compiles with inductor, whatever
@@ -574,7 +614,7 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
         if limit is None:
             continue
         on_target = [v for v in variants if v.target == target.key]
-        compiles = any(v.compile == Compile.INDUCTOR for v in on_target)
+        compiles = any(v.runtime in _INDUCTOR_BUILDS for v in on_target)
         downloads = {
             name: size
             for name in {v.model for v in on_target}
@@ -594,7 +634,7 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
                 f"{_gib(need)} of /tmp for its generated code, headers and kernels (and "
                 f"torch's caches), more than the target's ephemeral-storage limit of {limit}",
                 f"raise the limit to at least {quantity(need)}, or run the target's variants "
-                "eager (compile: eager); a pod over its limit is evicted",
+                "eager (runtime: eager); a pod over its limit is evicted",
             )
             continue
         first = workflow.models[indexes[largest[0]]]

@@ -16,7 +16,7 @@ from contract.config import (
     config_part_file,
     groups_text,
 )
-from contract.errors import DETERMINISTIC
+from contract.errors import CONVERTED_DETERMINISTIC, DETERMINISTIC
 from contract.layout import (
     APP,
     APP_LABEL,
@@ -42,6 +42,7 @@ from contract.layout import (
 )
 from contract.records import reuses_text
 from contract.schedule import scheduled_at
+from contract.variant import CONVERTED
 from synth.digests import digest
 from synth.fleet import Cluster, Fleet
 from synth.identity import IdentifiedVariant
@@ -140,19 +141,31 @@ def workflow_labels(workflow_id: str) -> dict[str, str]:
     }
 
 
-_FAILURE_RULES: Final = [
+_PREEMPTED: Final = {
     # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
     # fault: retry the index without spending its retries.
-    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-    {
-        "action": "FailIndex",
-        "onExitCodes": {
-            "containerName": RUNNER_CONTAINER,
-            "operator": "In",
-            "values": sorted(int(code) for code in DETERMINISTIC),
+    "action": "Ignore",
+    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+}
+
+
+def _failure_rules(config: RunConfig) -> list[dict[str, Any]]:
+    """The Job's podFailurePolicy: an exit a retry would only repeat fails its index at once,
+    a runtime's failure only in a Job that converts its program (so no other Job's content,
+    and name, changes with that failure class)."""
+    converts = any(variant.runtime in CONVERTED for variant in config.variants)
+    codes = DETERMINISTIC | (CONVERTED_DETERMINISTIC if converts else frozenset())
+    return [
+        _PREEMPTED,
+        {
+            "action": "FailIndex",
+            "onExitCodes": {
+                "containerName": RUNNER_CONTAINER,
+                "operator": "In",
+                "values": sorted(int(code) for code in codes),
+            },
         },
-    },
-]
+    ]
 
 
 def _job_spec(
@@ -167,7 +180,7 @@ def _job_spec(
         "parallelism": min(parallelism, completions),
         "backoffLimitPerIndex": scheduling.retries,
         "activeDeadlineSeconds": int(scheduling.deadline),
-        "podFailurePolicy": {"rules": _FAILURE_RULES},
+        "podFailurePolicy": {"rules": _failure_rules(pod.config)},
         "template": {
             "metadata": {"labels": {**labels, JOB_LABEL: ""}},
             "spec": pod_spec(pod),

@@ -8,7 +8,7 @@ problem at the field that causes it.
 """
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Annotated, Final, Literal, Self, TypeVar
@@ -41,7 +41,7 @@ from contract.config import (
 )
 from contract.layout import GPU_RESOURCE, KUSTOMIZATION_FILE, WORKLOADS
 from contract.quantity import parse_quantity
-from contract.variant import SPELLINGS, Compile, Precision, Quantization
+from contract.variant import SPELLINGS, Precision, Quantization, Runtime
 from contract.weights import LayerRecord
 from synth.base import SpecModel
 from synth.catalogue import DEVICE_TYPES, RESOURCE_PRESETS
@@ -486,11 +486,13 @@ class Benchmark(SpecModel):
     """The numeric format of variants that do not sweep it."""
     quantization: QuantizationName = Quantization.NONE
     """The quantization of variants that do not sweep it."""
-    compile: Compile = Compile.EAGER
-    """How variants that do not sweep it run the model: `eager`, as torch calls the loaded
-    program's module, or `inductor`, that module compiled with `torch.compile` (inductor,
-    default mode) in the pod; the compile is timed on its own (`timings.compile_s`), and the
-    first calls after it are warm-up."""
+    runtime: Runtime = Runtime.EAGER
+    """What runs the model of variants that do not sweep it: `eager`, torch calling the
+    loaded program's module; `inductor`, that module compiled with `torch.compile` in the
+    pod; `aotinductor`, the program compiled ahead of time into a package and loaded from
+    it; `onnxruntime`, the program exported to ONNX and run by an ONNX Runtime session;
+    `tensorrt`, Torch-TensorRT engines (GPU only). Each is built in the pod from the
+    verified program, timed apart (`conversion_s`), and held to the same accuracy gate."""
     warmup: WarmupPhase = Field(default_factory=WarmupPhase)
     """Untimed iterations first, to fill caches and trigger lazy initialisation."""
     measure: MeasurePhase = Field(default_factory=MeasurePhase)
@@ -562,7 +564,10 @@ class Benchmark(SpecModel):
     @classmethod
     def _one_form_each(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
         # Checked as written, so that each is said beside the fields' own mistakes.
-        return with_problems(handler, data, [((), error) for error in _two_forms(data)])
+        data, renamed = _without_compile(data)
+        return with_problems(
+            handler, data, [*renamed, *(((), error) for error in _two_forms(data))]
+        )
 
     @property
     def default_inputs(self) -> list[InputSpec] | None:
@@ -610,6 +615,31 @@ class Benchmark(SpecModel):
 
 
 PhaseT = TypeVar("PhaseT", bound=Phase)
+
+
+_Validated = TypeVar("_Validated")
+
+
+def _without_compile(data: object) -> tuple[object, list[tuple[tuple[str | int, ...], SpecError]]]:
+    """`data` without a `compile` key, and the problem that names its new one: the runtime
+    axis took over the compile setting, and a spec says it one way (docs/decisions/runtime.md)."""
+    if not isinstance(data, Mapping) or "compile" not in data:
+        return data, []
+    rest = {key: value for key, value in data.items() if key != "compile"}
+    return rest, [
+        (
+            ("compile",),
+            SpecError(
+                "compile is now runtime (eager and inductor kept their names)",
+                "rename the key to runtime: the same variants, with the same ids and Job names",
+            ),
+        )
+    ]
+
+
+def _runtime_not_compile(data: object, handler: Callable[[object], _Validated]) -> _Validated:
+    data, renamed = _without_compile(data)
+    return with_problems(handler, data, renamed)
 
 
 def _two_forms(data: object) -> Iterator[SpecError]:
@@ -774,8 +804,13 @@ class VariantSelector(SpecModel):
     """A quantization."""
     batch_size: Count | None = None
     """A batch size."""
-    compile: Compile | None = None
-    """How the model runs: eager, or compiled (inductor)."""
+    runtime: Runtime | None = None
+    """What runs the model: eager, inductor, aotinductor, onnxruntime or tensorrt."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _runtime_not_compile(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return _runtime_not_compile(data, handler)
 
     @model_validator(mode="after")
     def _selects_something(self) -> "VariantSelector":
@@ -796,8 +831,14 @@ class Matrix(SpecModel):
     """Quantizations to try."""
     batch_size: list[Count] | None = Field(default=None, min_length=1)
     """Batch sizes to try."""
-    compile: list[Compile] | None = Field(default=None, min_length=1)
-    """Eager and compiled (`[eager, inductor]`): every other combination run both ways."""
+    runtime: list[Runtime] | None = Field(default=None, min_length=1)
+    """Runtimes to compare (`[eager, inductor, aotinductor, onnxruntime]`): every other
+    combination run in each."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _runtime_not_compile(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return _runtime_not_compile(data, handler)
 
     @field_validator("*")
     @classmethod

@@ -26,7 +26,7 @@ from contract.estimate import (
     planned_from,
 )
 from contract.records import JobRecord, read_record, seconds_between
-from contract.variant import Compile, Precision, Quantization, VariantSettings
+from contract.variant import Precision, Quantization, Runtime, VariantSettings
 from tests.conftest import TEST_DATA
 
 RECORDS: Final = TEST_DATA / "estimates"
@@ -84,21 +84,21 @@ def test_a_first_run_is_not_estimated_below_what_it_took(runs: list[JobRecord]) 
 
 
 def variant(
-    precision: Precision = Precision.FP32, compile: Compile = Compile.EAGER
+    precision: Precision = Precision.FP32, runtime: Runtime = Runtime.EAGER
 ) -> VariantSettings:
     return VariantSettings(
         model="m",
         precision=precision,
         quantization=Quantization.NONE,
         batch_size=1,
-        compile=compile,
+        runtime=runtime,
     )
 
 
 def test_each_kind_of_work_outside_the_bounds_has_its_allowance() -> None:
     job = Planned(
         target="cpu",
-        variants=(variant(), variant(Precision.BF16), variant(compile=Compile.INDUCTOR)),
+        variants=(variant(), variant(Precision.BF16), variant(runtime=Runtime.INDUCTOR)),
         pods=2,
         loads=("a", "a"),
         bound_s=10.0,

@@ -52,7 +52,7 @@ scheduling:
 T4 = "gpu_type: nvidia-t4\n"
 
 Setting = tuple[str, str, int, str]
-"""target, model, batch size, compile: what a variant of SPEC measures."""
+"""target, model, batch size, runtime: what a variant of SPEC measures."""
 
 ALL: frozenset[Setting] = frozenset(
     (target, model, batch, "eager")
@@ -111,13 +111,13 @@ EDITS: dict[str, Edit] = {
         "batch_size: [1, 2, 4]",
         adds=frozenset((target, model, 4, how) for target, model, _, how in ALL),
     ),
-    "`sweep.matrix.compile` (inductor added)": _spec(
+    "`sweep.matrix.runtime` (inductor added)": _spec(
         "matrix: {batch_size: [1, 2]}\n",
-        "matrix: {batch_size: [1, 2], compile: [eager, inductor]}\n"
-        "  exclude: [{target: gpu, compile: inductor}]\n",
+        "matrix: {batch_size: [1, 2], runtime: [eager, inductor]}\n"
+        "  exclude: [{target: gpu, runtime: inductor}]\n",
         adds=frozenset((t, m, b, "inductor") for t, m, b, _ in ALL if t == "cpu"),
     ),
-    "`benchmark.compile: eager` (written out)": _spec(MEASURE, f"{MEASURE}  compile: eager\n"),
+    "`benchmark.runtime: eager` (written out)": _spec(MEASURE, f"{MEASURE}  runtime: eager\n"),
     "`benchmark.warmup`, `benchmark.measure`": _spec("min_iterations: 50", "min_iterations: 60"),
     "`benchmark.repeats` (raised)": Edit(
         lambda _, text: _repeats(3), start=_repeats(1), new_repeats=frozenset({"1", "2"})
@@ -211,7 +211,7 @@ def running(root: Path, workflow: str = "sweep") -> dict[str, list[Setting]]:
         assert [v.index for v in config.variants] == list(range(len(config.variants)))
         assert job["spec"]["completions"] == config.completions
         jobs[name] = [
-            (config.target, v.model, v.batch_size, str(v.compile)) for v in config.variants
+            (config.target, v.model, v.batch_size, str(v.runtime)) for v in config.variants
         ]
     return jobs
 

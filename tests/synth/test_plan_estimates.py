@@ -41,7 +41,7 @@ benchmark:
 targets:
   - gpu_type: cpu
 sweep:
-  matrix: {precision: [fp32, bf16], compile: [eager, inductor]}
+  matrix: {precision: [fp32, bf16], runtime: [eager, inductor]}
 scheduling:
   deadline: 30m
 """
