@@ -28,7 +28,7 @@ from synth.names import (
 )
 from synth.repeats import repeats
 from synth.scratch import TMP_BASE_BYTES, quantity, tmp_bytes
-from synth.spec import Workflow
+from synth.spec import InputSpec, ModelSpec, Workflow
 from synth.sweep import Variant, idle_excludes, idle_includes
 from synth.yaml_source import Loc
 
@@ -51,6 +51,7 @@ def check_workflow(
         *_models_have_inputs(workflow),
         *_pinned_files_match(workflow, model_files),
         *_model_files_are_plain_programs(workflow, variants, model_files),
+        *_stage_inputs_are_the_chains(workflow),
         *_clusters_can_run_targets(workflow, fleet),
         *_clusters_can_mount_artifacts(workflow, fleet),
         *_selectors_refer_to_something(workflow),
@@ -128,22 +129,84 @@ def _model_files_are_plain_programs(
         model.name: model.layers.weights for model in workflow.models if model.layers
     }
     for index, model in enumerate(workflow.models):
+        for stage, spec in model.stages().items():
+            if spec.file is None:
+                continue
+            try:
+                stage_program = model_files.program(spec.file)
+            except UnsafeArchive as error:
+                yield _refused((index, stage), spec.file, error)
+                continue
+            if stage == "preprocess":
+                # The variant's inputs are the chain's: the preprocess takes them.
+                declared[model.name] = stage_program.inputs
         if model.file is None:
             continue
         try:
             program = model_files.program(model.file)
-            declared[model.name], linear[model.name] = program.inputs, program.linear
         except UnsafeArchive as error:
-            yield Finding(
-                ("models", index, "file"),
-                f"{model.file} is refused: {error}",
-                "the runner would refuse it too; re-export the model with torch.export.export "
-                "and save it with torch.export.save, with tensors only",
-            )
+            yield _refused((index,), model.file, error)
             continue
+        linear[model.name] = program.linear
+        if model.preprocess is None:
+            declared[model.name] = program.inputs
+        else:
+            yield from _preprocess_fits_the_model(index, model, program.inputs)
         yield from _recorded_layers_are_the_files(index, model.layers, program.linear)
     yield from _inputs_fit_models(workflow, variants, declared)
     yield from _quantizations_reach_layers(workflow, variants, linear)
+
+
+def _refused(where: tuple[int | str, ...], file: str, error: UnsafeArchive) -> Finding:
+    return Finding(
+        ("models", *where, "file"),
+        f"{file} is refused: {error}",
+        "the runner would refuse it too; re-export the model with torch.export.export "
+        "and save it with torch.export.save, with tensors only",
+    )
+
+
+def _preprocess_fits_the_model(
+    index: int, model: ModelSpec, expected: tuple[ExpectedInput, ...]
+) -> Iterator[Finding]:
+    """What a preprocess records it returns (its `outputs:`) must be what the model's
+    committed file takes: the runner would hand the one to the other on every query."""
+    assert model.preprocess is not None
+    recorded = model.preprocess.outputs
+    if recorded is None or not expected:
+        return
+    given = [GivenInput(tuple(spec.shape), spec.dtype) for spec in recorded]
+    misfit = inputs_misfit(model.name, 1, given, expected)
+    if misfit is not None and not misfit.is_batch:
+        yield Finding(
+            ("models", index, "preprocess", "outputs"),
+            f"the preprocess returns what model {model.name} cannot take: {misfit.message}",
+            "export the stages together (`benchfleet export` prints each one's outputs:), or "
+            "correct the preprocess's outputs:",
+        )
+
+
+def _stage_inputs_are_the_chains(workflow: Workflow) -> Iterator[Finding]:
+    """What a preprocess records it takes (its `inputs:`) must be the inputs the runner
+    draws for the chain: the entry's `inputs`, else the benchmark's."""
+    for index, model in enumerate(workflow.models):
+        stage = model.preprocess
+        chain = model.inputs or workflow.benchmark.default_inputs
+        if stage is None or stage.inputs is None or chain is None:
+            continue
+        said = _inputs_text(stage.inputs)
+        if said != _inputs_text(chain):
+            yield Finding(
+                ("models", index, "preprocess", "inputs"),
+                f"the preprocess takes {said}, but the chain's inputs are {_inputs_text(chain)}",
+                "with a preprocess, a model's inputs: are what the preprocess takes (the raw "
+                "observation): set them to its inputs:",
+            )
+
+
+def _inputs_text(inputs: list[InputSpec]) -> str:
+    shown = ", ".join(f"[{', '.join(map(str, i.shape))}] {i.dtype}" for i in inputs)
+    return f"({shown})"
 
 
 def _recorded_layers_are_the_files(
@@ -519,7 +582,7 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
         downloads = {
             name: size
             for name in {v.model for v in on_target}
-            if (size := workflow.models[indexes[name]].download_bytes) > 0
+            if (size := _downloads(workflow.models[indexes[name]])) > 0
         }
         if not downloads and not compiles:
             continue
@@ -550,6 +613,11 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
             + (", or lower scheduling.variants_per_pod" if len(largest) > 1 else "")
             + ("" if first.size is not None else "; a url model without a size may be 1Gi"),
         )
+
+
+def _downloads(model: ModelSpec) -> int:
+    """What a pod downloads of `model`: its program's bytes and its stages'."""
+    return sum(program.download_bytes for program in model.programs().values())
 
 
 def _gib(count: int) -> str:

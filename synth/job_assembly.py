@@ -15,6 +15,7 @@ from contract.config import (
     RunConfig,
     config_part_file,
     groups_text,
+    programs,
 )
 from contract.errors import DETERMINISTIC
 from contract.layout import (
@@ -221,8 +222,9 @@ class JobAssembly:
         namespace = namespace_of(workflow.environment)
         config = run_config(loaded, target, pending, self.sources)
         config_texts = config_parts(config_text(config))
-        models = tuple(b for b in self.bundles if any(f.model in config.models for f in b.files))
-        trusted = sorted({m.ca_bundle for m in config.models.values() if m.ca_bundle is not None})
+        used = programs(config.models)
+        models = tuple(b for b in self.bundles if any(f.model in used for f in b.files))
+        trusted = sorted({p.ca_bundle for p in used.values() if p.ca_bundle is not None})
         ca_bundles = tuple(self.ca_bundles[key] for key in trusted)
         template_labels = {**workflow_labels(workflow.id), TARGET_LABEL: target.key}
         spread = None
