@@ -18,6 +18,7 @@ ErrorType = Literal[
     "download_refused",
     "download_failed",
     "download_untrusted",
+    "stage_mismatch",
     "terminated",
 ]
 
@@ -49,6 +50,9 @@ class ExitCode(IntEnum):
     DOWNLOAD_UNTRUSTED = 11
     """The server's TLS certificate is not trusted by the image's CAs and the model's
     ca_bundle, or does not name the server."""
+    STAGE_MISMATCH = 12
+    """A pipeline's stage returns what the next stage cannot take (their count, shapes or
+    dtypes): the programs were exported apart."""
     TERMINATED = 143
     """128 + SIGTERM, as a shell reports a process SIGTERM ended."""
 
@@ -68,6 +72,7 @@ DETERMINISTIC: Final = frozenset(
         ExitCode.MODEL_REFUSED,
         ExitCode.DOWNLOAD_REFUSED,
         ExitCode.DOWNLOAD_UNTRUSTED,
+        ExitCode.STAGE_MISMATCH,
     }
 )
 """Exits that a retry on the same pod template would only repeat: synth's podFailurePolicy

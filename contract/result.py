@@ -36,16 +36,17 @@ from contract.numbers import (
 from contract.samples import Samples
 from contract.variant import VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 8]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
 (`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 8 the CPU's instruction-set
 flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
-measurement bounds (`timings.bound_s`); a collector that reads only older ones keeps a newer
-result unread, as a newer runner's, rather than refusing it."""
+measurement bounds (`timings.bound_s`), 8 a pipeline's per-stage latencies (`stages`); a
+collector that reads only older ones keeps a newer result unread, as a newer runner's,
+rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
-RESULT_SCHEMA_VERSION: Final = 6
+RESULT_SCHEMA_VERSION: Final = 8
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -98,6 +99,23 @@ class LatencyStats(_Result):
     """p75 - p25."""
     p50_interval: MedianInterval | None = None
     """None in results of runners before it: the report then computes it from `samples`."""
+
+
+class StageLatency(_Result):
+    """One stage's share of a pipeline's queries, in milliseconds (contract.config.Stage, or
+    `model`): its time in every timed query of the chain."""
+
+    p50_ms: float = Field(ge=0)
+    p90_ms: float = Field(ge=0)
+    p99_ms: float = Field(ge=0)
+    mean_ms: float = Field(ge=0)
+    max_ms: float = Field(ge=0)
+    share: float = Field(ge=0, le=1)
+    """Its part of the chain's time: its total over the chain's total, in all the queries."""
+
+
+StageName = Literal["preprocess", "model", "postprocess"]
+"""A pipeline's stages, by the order they run: the keys of a result's `stages`."""
 
 
 class Validity(_Result):
@@ -495,6 +513,11 @@ class OkResult(_ResultBase):
     compacted: bool = False
     """Details other than the samples were left out to fit the termination log; the log line
     has them all."""
+    stages: dict[StageName, StageLatency] | None = None
+    """Where the model runs between a preprocess and a postprocess: each stage's time per
+    query (the model's with the casts between it and the stages), measured in the same
+    queries as `latency`, which is the whole chain's. None for a model run alone, and in
+    results of runners before it (schema_version 8)."""
 
 
 class ErrorResult(_ResultBase):

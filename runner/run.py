@@ -5,12 +5,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
+from torch.export import ExportedProgram
 
 from contract.accuracy import Accuracy
-from contract.config import RunConfig, VariantConfig
+from contract.config import RunConfig, VariantConfig, program_name
 from contract.result import (
     Applied,
     Compiled,
@@ -26,7 +28,7 @@ from contract.result import (
 )
 from contract.samples import encode
 from contract.variant import QUANTIZERS, Compile, Precision, Quantization, VariantRef
-from runner import compiling, contention, kernels, precision, progress, quantize, rounds
+from runner import compiling, contention, kernels, pipeline, precision, progress, quantize, rounds
 from runner.accuracy import References, compare, leaves, reference_of
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
@@ -161,6 +163,14 @@ class Prepared:
     """How the pod loaded its model, where this variant is the first of the model to report."""
     compiled: Compiled | None = None
     compile_s: float | None = None
+    stage_times: pipeline.StageTimes | None = None
+    """Each stage's time in every query `step` ran, where the model runs between stages."""
+
+    def restart_stages(self) -> None:
+        """Forget the stage times of the calls so far, before the timed loop: its queries
+        are the ones `latency` summarises."""
+        if self.stage_times is not None:
+            self.stage_times.clear()
 
 
 @dataclass(frozen=True)
@@ -203,6 +213,7 @@ def run_variant(
         references,
     )
     progress.begin([variant], "measure")
+    ready.restart_stages()
     tick = progress.loop([variant], "measure", config.measure, at_least=1)
     with _allocator_failures():
         blocks, span = _timed(
@@ -218,6 +229,8 @@ def run_interleaved(config: RunConfig, variants: Sequence[Prepared]) -> list[OkR
     steps = [ready.step for ready in variants]
     measured = [ready.variant for ready in variants]
     progress.begin(measured, "measure")
+    for ready in variants:
+        ready.restart_stages()
     tick = progress.loop(measured, "measure", rounds.loop_rule(config.measure, len(steps)))
     with _allocator_failures():
         blocks, span = _timed(variants[0], lambda: rounds.run_rounds(steps, config.measure, tick))
@@ -260,21 +273,65 @@ def _placed(config: RunConfig, variant: VariantConfig) -> tuple[torch.device, fl
     return device, quota, threads
 
 
+def _stepper(  # noqa: PLR0917 (a query's parts)
+    stages: pipeline.Stages,
+    inputs: tuple[torch.Tensor, ...],
+    dtype: torch.dtype,
+    device: torch.device,
+    last_output: list[object],
+    stage_times: pipeline.StageTimes | None,
+    run: Callable[..., object],
+) -> Callable[[], int]:
+    """The timed step of one query on `inputs` with `run` as the model, keeping its output
+    in `last_output`: the chain's (pipeline.chain_step), where there are stages."""
+    if stage_times is not None:
+        return pipeline.chain_step(
+            run,
+            stages,
+            inputs=inputs,
+            dtype=dtype,
+            device=device,
+            last_output=last_output,
+            times=stage_times,
+        )
+
+    def call() -> None:
+        last_output[:] = [run(*inputs)]
+
+    return timed_step(call, device)
+
+
+def _load(
+    config: RunConfig, variant: VariantConfig, programs: Programs, device: torch.device
+) -> tuple[ExportedProgram, ExportedProgram, pipeline.Stages]:
+    """`variant`'s model program, the program its inputs go to (its preprocess's, where it
+    has one; the model's), and its stages' modules: each loaded with the same checks, the
+    inputs and the chain checked."""
+    model = config.models[variant.model]
+    program = programs.program(variant.model, model)
+    around = {
+        stage: programs.program(program_name(variant.model, stage), source)
+        for stage, source in model.stages().items()
+    }
+    first = around.get("preprocess", program)
+    check_inputs(variant, expected_inputs(first))
+    pipeline.check_chain(variant.model, variant.batch_size, program, around)
+    return program, first, pipeline.stage_modules(around, device)
+
+
 def _prepare(
     config: RunConfig, variant: VariantConfig, programs: Programs, references: References
 ) -> Prepared:
     if variant.model not in config.models:
         raise ConfigError(f"variant {variant.index} names model {variant.model!r}, not in models")
-    model = config.models[variant.model]
     device, quota, threads = _placed(config, variant)
 
     progress.begin([variant], "load")
     began = time.perf_counter()
-    program = programs.program(variant.model, model)
-    check_inputs(variant, expected_inputs(program))
+    program, first, stages = _load(config, variant, programs, device)
     load_s = time.perf_counter() - began
-    drawn, how_drawn = draw_inputs(variant, id_bounds(program))
-    reference, reference_s = references.unless_first_call(variant, program, drawn, device)
+    drawn, how_drawn = draw_inputs(variant, id_bounds(first))
+    reference, reference_s = references.unless_first_call(variant, program, drawn, device, stages)
 
     progress.begin([variant], "prepare")
     began = time.perf_counter()
@@ -295,18 +352,14 @@ def _prepare(
     # the int4 and fp8 packings run on the device, from weights in the compute dtype.
     module = precision.cast(module, dtype, device)
     report = quantize.quantize(module, variant.quantization, device)
-    inputs = as_variant(drawn, dtype, device)
+    # A preprocess takes the inputs as drawn, in fp32; the chain casts what it returns.
+    inputs = as_variant(drawn, torch.float32 if stages.preprocess else dtype, device)
     prepare_s = time.perf_counter() - began
 
     last_output: list[object] = []
-
-    def calling(run: Callable[..., object]) -> Callable[[], None]:
-        def call() -> None:
-            last_output[:] = [run(*inputs)]
-
-        return call
-
-    step = precision.in_own_fp32_math(timed_step(calling(module), device), fp32_math)
+    stage_times = pipeline.StageTimes(stages.names()) if stages.any else None
+    calling = partial(_stepper, stages, inputs, dtype, device, last_output, stage_times)
+    step = precision.in_own_fp32_math(calling(module), fp32_math)
     # The kernel count, of the eager module (a dispatch mode turns torch.compile off, so it
     # proves the quantization of the module that is then compiled), rides on a call made
     # anyway, never the one timed as the first iteration: an eager variant's first warm-up
@@ -325,12 +378,12 @@ def _prepare(
             # The call compute_reference would make (`first_call_is_reference`), made.
             reference = references.keep(variant, reference_of(last_output[0]))
         if not eager:
+            # Only the model is compiled, on what it is called with in a query.
+            called = pipeline.model_inputs(stages, inputs, dtype)
             compiled = compiling.compile_module(
-                module, variant.compile, device, lambda run: run(*inputs), variant.describe()
+                module, variant.compile, device, lambda run: run(*called), variant.describe()
             )
-            step = precision.in_own_fp32_math(
-                timed_step(calling(compiled.module), device), fp32_math
-            )
+            step = precision.in_own_fp32_math(calling(compiled.module), fp32_math)
             # The first call of the compiled code: cold as an eager variant's first is.
             first_ns = step()
             progress.begin([variant], "warmup")
@@ -367,6 +420,7 @@ def _prepare(
         accuracy_s=reference_s + compare_s,
         compiled=compiled.applied if compiled else None,
         compile_s=compiled.seconds if compiled else None,
+        stage_times=stage_times,
         # Claimed last: a variant that fails on the way leaves the load to the next one.
         model_load=programs.claim(variant.model),
     )
@@ -476,4 +530,5 @@ def _result(
         accuracy=ready.accuracy,
         paired=paired,
         rounds=round_share,
+        stages=ready.stage_times.summary() if ready.stage_times is not None else None,
     )
