@@ -82,6 +82,12 @@ retryable can pass on another try: a model read failing (MODEL_LOAD), a download
 out of time (DOWNLOAD_FAILED), a missing device (another node may do)."""
 
 
+PIPELINE_ONLY: Final = frozenset({ExitCode.STAGE_MISMATCH})
+"""Exits only a pod that runs a model between stages can end with: synth lists them in the
+podFailurePolicy of such Jobs alone, so that every other Job keeps the name (a hash of its
+content) it had before stages existed."""
+
+
 def _severity(code: ExitCode) -> int:
     # A pod runs a group of variants, and its one exit code decides the Job's action for all
     # of them: a SIGTERM ends the pod whatever else happened; then a retryable failure,

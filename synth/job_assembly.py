@@ -17,7 +17,7 @@ from contract.config import (
     groups_text,
     programs,
 )
-from contract.errors import DETERMINISTIC
+from contract.errors import DETERMINISTIC, PIPELINE_ONLY
 from contract.layout import (
     APP,
     APP_LABEL,
@@ -141,19 +141,23 @@ def workflow_labels(workflow_id: str) -> dict[str, str]:
     }
 
 
-_FAILURE_RULES: Final = [
-    # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
-    # fault: retry the index without spending its retries.
-    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-    {
-        "action": "FailIndex",
-        "onExitCodes": {
-            "containerName": RUNNER_CONTAINER,
-            "operator": "In",
-            "values": sorted(int(code) for code in DETERMINISTIC),
+def _failure_rules(pipelines: bool) -> list[dict[str, Any]]:
+    """The podFailurePolicy's rules of a Job, which runs a model between stages where
+    `pipelines` says so (contract.errors.PIPELINE_ONLY)."""
+    codes = DETERMINISTIC if pipelines else DETERMINISTIC - PIPELINE_ONLY
+    return [
+        # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
+        # fault: retry the index without spending its retries.
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {
+            "action": "FailIndex",
+            "onExitCodes": {
+                "containerName": RUNNER_CONTAINER,
+                "operator": "In",
+                "values": sorted(int(code) for code in codes),
+            },
         },
-    },
-]
+    ]
 
 
 def _job_spec(
@@ -168,7 +172,9 @@ def _job_spec(
         "parallelism": min(parallelism, completions),
         "backoffLimitPerIndex": scheduling.retries,
         "activeDeadlineSeconds": int(scheduling.deadline),
-        "podFailurePolicy": {"rules": _FAILURE_RULES},
+        "podFailurePolicy": {
+            "rules": _failure_rules(any(m.stages() for m in pod.config.models.values()))
+        },
         "template": {
             "metadata": {"labels": {**labels, JOB_LABEL: ""}},
             "spec": pod_spec(pod),

@@ -8,6 +8,7 @@ from pathlib import Path
 import kubernetes_validate  # type: ignore[import-untyped]
 
 from contract.config import ProgramConfig
+from contract.errors import ExitCode
 from synth.load import load_specs
 from synth.render import render
 from tests.synth.conftest import WriteSpec
@@ -36,6 +37,14 @@ models:
 targets:
   - gpu_type: cpu
 """
+
+PLAIN = (
+    POLICY.split("    preprocess:", maxsplit=1)[0].replace(
+        "      - {shape: [32, 32, 3], dtype: uint8}", "      - {shape: [3, 32, 32]}"
+    )
+    + "targets:\n  - gpu_type: cpu\n"
+)
+"""The policy's model alone, on what its preprocess would hand it."""
 
 
 def _sha(path: Path) -> str:
@@ -77,13 +86,23 @@ def test_the_stage_files_travel_in_the_model_configmap(
 def test_a_model_without_stages_writes_no_stage_keys(
     spec_repo: Path, write_spec: WriteSpec
 ) -> None:
-    plain = (
-        POLICY.split("    preprocess:", maxsplit=1)[0].replace(
-            "      - {shape: [32, 32, 3], dtype: uint8}", "      - {shape: [3, 32, 32]}"
-        )
-        + "targets:\n  - gpu_type: cpu\n"
-    )
-    job, config = jobs_of(spec_repo, write_spec("policy.yaml", plain))["cpu"]
+    job, config = jobs_of(spec_repo, write_spec("policy.yaml", PLAIN))["cpu"]
     written = config.models["policy"].model_dump_json()
     assert "preprocess" not in written and "postprocess" not in written
     assert not [v for v in job["spec"]["template"]["spec"]["volumes"] if "image" in v]
+
+
+def _fail_index_codes(job: dict[str, object]) -> list[int]:
+    rules = job["spec"]["podFailurePolicy"]["rules"]  # type: ignore[index]
+    (codes,) = [rule["onExitCodes"]["values"] for rule in rules if "onExitCodes" in rule]
+    return list(codes)
+
+
+def test_only_a_pipelines_job_fails_its_index_at_once_on_a_stage_mismatch(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """Every other Job keeps the podFailurePolicy, and so the name, it had before stages."""
+    job, _ = jobs_of(spec_repo, write_spec("policy.yaml", POLICY))["cpu"]
+    assert ExitCode.STAGE_MISMATCH in _fail_index_codes(job)
+    job, _ = jobs_of(spec_repo, write_spec("policy.yaml", PLAIN))["cpu"]
+    assert ExitCode.STAGE_MISMATCH not in _fail_index_codes(job)
