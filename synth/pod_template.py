@@ -88,6 +88,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
         {"name": "tmp", "mountPath": "/tmp"},
     ]
     if models:
+        used = programs(config.models)
         volumes.append(
             {
                 "name": "models",
@@ -99,7 +100,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
                                 "items": [
                                     {"key": f.key, "path": f.key}
                                     for f in bundle.files
-                                    if f.model in config.models
+                                    if f.model in used
                                 ],
                             }
                         }

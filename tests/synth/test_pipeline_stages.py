@@ -81,6 +81,14 @@ def test_the_stage_files_travel_in_the_model_configmap(
         key for obj in found if obj["kind"] == "ConfigMap" for key in obj.get("binaryData", {})
     }
     assert carried == {"policy.pt2", "policy.preprocess.pt2"}
+    (job,) = [obj for obj in found if obj["kind"] == "Job"]
+    (volume,) = [v for v in job["spec"]["template"]["spec"]["volumes"] if v["name"] == "models"]
+    mounted = {
+        item["path"]
+        for source in volume["projected"]["sources"]
+        for item in source["configMap"]["items"]
+    }
+    assert mounted == {"policy.pt2", "policy.preprocess.pt2"}
 
 
 def test_a_model_without_stages_writes_no_stage_keys(
