@@ -14,6 +14,7 @@ from report.run_tables import (
     memory_table,
     plan_table,
     provenance_table,
+    stages_table,
     startup_table,
     variants_table,
 )
@@ -34,6 +35,7 @@ def lay_out(analysis: Analysis) -> Layout:
         *map(best_table, report.best_configurations),
         *(comparison_table("Ranking", comparison) for comparison in report.rankings),
         *cost_tables(analysis.costs),
+        stages_table(report.variants),
         energy_table(report.variants),
         variants_table(report.variants) if report.variants else None,
         flagged_table(report.variants),

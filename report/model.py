@@ -24,7 +24,16 @@ from contract.instant import instant
 from contract.order_stats import paired_ratio
 from contract.pricing import Pricing
 from contract.records import Reuses
-from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Validity
+from contract.result import (
+    Energy,
+    LatencyStats,
+    OkResult,
+    Paired,
+    Rounds,
+    StageLatency,
+    StageName,
+    Validity,
+)
 from contract.variant import (
     RUN_SETTINGS,
     SETTING_FIELDS,
@@ -238,6 +247,9 @@ class VariantRow:
     """How its runner drew each input (declared dtype, an integer input's range): what tells
     an image model from a text model, where results keep no shapes. None: not said (a
     compacted termination message, a runner before it)."""
+    stages: Mapping[StageName, StageLatency] | None = None
+    """Where the model runs between a preprocess and a postprocess: each stage's time per
+    query and share of the chain (with repeats, the median run's). None: a model alone."""
 
     @property
     def guaranteed_cpus(self) -> bool:
@@ -850,6 +862,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         energy=result.energy,
         throttle_reasons=tuple(result.gpu.throttle_reasons) if result.gpu else (),
         cpu_quota=result.environment.cpu_quota if result.environment else None,
+        stages=result.stages,
     )
 
 
