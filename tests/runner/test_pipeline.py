@@ -17,6 +17,7 @@ from contract.config import (
     program_name,
 )
 from contract.errors import ExitCode
+from contract.variant import Compile, Precision
 from models.make_models import POLICY
 from runner.__main__ import main
 from runner.errors import ModelMismatch, StageMismatch
@@ -24,7 +25,7 @@ from runner.inputs import draw_inputs
 from runner.loading import load_verified
 from runner.pipeline import StageTimes
 from runner.programs import Programs
-from runner.run import RunPaths, prepare_variant, run_variant
+from runner.run import RunPaths, prepare_variant, run_interleaved, run_variant
 from tests.conftest import REPO_ROOT
 from tests.runner.conftest import EXAMPLES, QUICK, sha256_of
 
@@ -152,6 +153,41 @@ def test_the_chain_runs_the_stages_in_order(tmp_path: Path) -> None:
     # Drawn pixels span the frame's range; the commands stay within each joint's limit.
     assert int(drawn[0].max()) > 1
     assert bool((expected.abs() <= torch.linspace(1.0, 2.5, 7)).all())
+
+
+@pytest.mark.slow
+def test_compile_applies_to_the_model_alone(tmp_path: Path) -> None:
+    config = policy_config()
+    variant = config.variants[0].model_copy(update={"compile": Compile.INDUCTOR})
+    config = config.model_copy(update={"variants": (variant,)})
+    result = run_variant(config, variant, RunPaths(POLICY_DIR, tmp_path))
+    assert result.applied is not None and result.applied.compiled is not None
+    # One graph: the model's, compiled on what the preprocess hands it.
+    assert result.applied.compiled.graphs == 1
+    assert result.stages is not None and set(result.stages) == {
+        "preprocess",
+        "model",
+        "postprocess",
+    }
+    assert result.accuracy is not None and result.accuracy.cosine is not None
+    assert result.accuracy.cosine > 0.9999
+
+
+def test_an_interleaved_pod_restarts_each_variants_stage_times(tmp_path: Path) -> None:
+    config = policy_config()
+    fp32 = config.variants[0]
+    bf16 = fp32.model_copy(update={"index": 1, "id": "v000000000001", "precision": Precision.BF16})
+    config = config.model_copy(
+        update={"variants": (fp32, bf16), "groups": ((0, 1),), "interleave": True}
+    )
+    programs = Programs(POLICY_DIR, tmp_path)
+    ready = [prepare_variant(config, variant, programs) for variant in config.variants]
+    results = run_interleaved(config, ready)
+    for prepared, result in zip(ready, results, strict=True):
+        assert result.stages is not None and prepared.stage_times is not None
+        # The stage times are the timed loop's queries only, one per iteration.
+        counts = {len(times) for times in prepared.stage_times.durations_ns.values()}
+        assert counts == {result.latency.count}
 
 
 def test_a_tampered_stage_is_refused_like_a_model(tmp_path: Path) -> None:
