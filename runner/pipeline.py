@@ -19,7 +19,7 @@ from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
 from contract.config import Stage
-from contract.inputs import GivenInput, inputs_misfit
+from contract.inputs import GivenInput, handover_misfit
 from contract.result import StageLatency, StageName
 from runner import precision
 from runner.errors import StageMismatch
@@ -210,14 +210,13 @@ def check_chain(
         given = _outputs(giver)
         if given is None:
             continue  # an output whose per-sample size is symbolic: the first query says
-        misfit = inputs_misfit(taker_name, batch_size, given, expected_inputs(taker))
+        misfit = handover_misfit(given, expected_inputs(taker), batch_size)
         if misfit is not None:
             returned = ", ".join(f"[{', '.join(map(str, g.shape))}] {g.dtype}" for g in given)
             raise StageMismatch(
                 f"{giver_name} returns ({returned}) per sample, which {taker_name} cannot "
-                f"take: {misfit.message.replace('the spec gives', 'it is given')}; export the "
-                "stages from one pipeline (`benchfleet export --preprocess/--postprocess`), "
-                "each on what the stage before it returns"
+                f"take: {misfit}; export the stages from one pipeline (`benchfleet export "
+                "--preprocess/--postprocess`), each on what the stage before it returns"
             )
 
 

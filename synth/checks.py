@@ -6,11 +6,19 @@ to change, so `targets[0].gpu_type` rather than the whole file.
 
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from contract.archive import UnsafeArchive
-from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
+from contract.archive import Program, UnsafeArchive
+from contract.config import Stage
+from contract.inputs import (
+    Dimension,
+    ExpectedInput,
+    GivenInput,
+    handover_misfit,
+    inputs_misfit,
+    per_sample,
+)
 from contract.quantity import parse_quantity
 from contract.variant import RUN_SETTINGS, Compile, Quantization, layers_taken, takes_layer
 from contract.weights import LayerRecord, LinearWeights
@@ -129,17 +137,17 @@ def _model_files_are_plain_programs(
         model.name: model.layers.weights for model in workflow.models if model.layers
     }
     for index, model in enumerate(workflow.models):
+        stages: dict[Stage, Program] = {}
         for stage, spec in model.stages().items():
             if spec.file is None:
                 continue
             try:
-                stage_program = model_files.program(spec.file)
+                stages[stage] = model_files.program(spec.file)
             except UnsafeArchive as error:
                 yield _refused((index, stage), spec.file, error)
-                continue
-            if stage == "preprocess":
-                # The variant's inputs are the chain's: the preprocess takes them.
-                declared[model.name] = stage_program.inputs
+        if "preprocess" in stages:
+            # The variant's inputs are the chain's: the preprocess takes them.
+            declared[model.name] = stages["preprocess"].inputs
         if model.file is None:
             continue
         try:
@@ -150,8 +158,7 @@ def _model_files_are_plain_programs(
         linear[model.name] = program.linear
         if model.preprocess is None:
             declared[model.name] = program.inputs
-        else:
-            yield from _preprocess_fits_the_model(index, model, program.inputs)
+        yield from _stages_fit_the_model(index, model, program, stages)
         yield from _recorded_layers_are_the_files(index, model.layers, program.linear)
     yield from _inputs_fit_models(workflow, variants, declared)
     yield from _quantizations_reach_layers(workflow, variants, linear)
@@ -166,24 +173,67 @@ def _refused(where: tuple[int | str, ...], file: str, error: UnsafeArchive) -> F
     )
 
 
-def _preprocess_fits_the_model(
-    index: int, model: ModelSpec, expected: tuple[ExpectedInput, ...]
+def _stages_fit_the_model(
+    index: int, model: ModelSpec, program: Program, files: Mapping[Stage, Program]
 ) -> Iterator[Finding]:
-    """What a preprocess records it returns (its `outputs:`) must be what the model's
-    committed file takes: the runner would hand the one to the other on every query."""
-    assert model.preprocess is not None
-    recorded = model.preprocess.outputs
-    if recorded is None or not expected:
-        return
-    given = [GivenInput(tuple(spec.shape), spec.dtype) for spec in recorded]
-    misfit = inputs_misfit(model.name, 1, given, expected)
-    if misfit is not None and not misfit.is_batch:
-        yield Finding(
-            ("models", index, "preprocess", "outputs"),
-            f"the preprocess returns what model {model.name} cannot take: {misfit.message}",
-            "export the stages together (`benchfleet export` prints each one's outputs:), or "
-            "correct the preprocess's outputs:",
+    """What each stage hands the next must be what that one takes, per sample: the
+    preprocess's outputs (its committed file's, else its `outputs:` record) against the
+    model's committed file's inputs, the model's outputs against the postprocess's inputs
+    (its file's, else its `inputs:` record). The runner would hand the one to the other on
+    every query, and refuse the pair in its pod (stage_mismatch)."""
+    hint = (
+        "export the stages together (`benchfleet export --preprocess/--postprocess` prints "
+        "each one's inputs: and outputs:), each on what the stage before it returns"
+    )
+    pre, post = model.preprocess, model.postprocess
+    if pre is not None:
+        given = _given(files.get("preprocess"), pre.outputs)
+        misfit = _misfit_of(given, program.inputs)
+        if misfit:
+            field = "file" if "preprocess" in files else "outputs"
+            yield Finding(
+                ("models", index, "preprocess", field),
+                f"the preprocess returns what model {model.name} cannot take: {misfit}",
+                hint,
+            )
+    if post is not None:
+        given = per_sample(program.outputs)
+        taken = files["postprocess"].inputs if "postprocess" in files else _expected(post.inputs)
+        misfit = _misfit_of(given, taken)
+        if misfit:
+            field = "file" if "postprocess" in files else "inputs"
+            yield Finding(
+                ("models", index, "postprocess", field),
+                f"model {model.name} returns what its postprocess cannot take: {misfit}",
+                hint,
+            )
+
+
+def _given(program: Program | None, recorded: list[InputSpec] | None) -> list[GivenInput] | None:
+    """What a stage hands on per sample: its committed file's outputs, else its record."""
+    if program is not None:
+        return per_sample(program.outputs)
+    if recorded is None:
+        return None
+    return [GivenInput(tuple(spec.shape), spec.dtype) for spec in recorded]
+
+
+def _expected(recorded: list[InputSpec] | None) -> tuple[ExpectedInput, ...]:
+    """A stage's recorded inputs as a program's, any batch."""
+    return tuple(
+        ExpectedInput(
+            f"input {position}",
+            (Dimension(1, None), *(Dimension(size, size) for size in spec.shape)),
+            spec.dtype,
         )
+        for position, spec in enumerate(recorded or ())
+    )
+
+
+def _misfit_of(given: list[GivenInput] | None, expected: Sequence[ExpectedInput]) -> str | None:
+    """Why `given` per sample does not fit `expected`; None where it does or either is
+    unknown."""
+    return handover_misfit(given, expected) if given is not None and expected else None
 
 
 def _stage_inputs_are_the_chains(workflow: Workflow) -> Iterator[Finding]:

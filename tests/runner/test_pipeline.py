@@ -17,6 +17,7 @@ from contract.config import (
     program_name,
 )
 from contract.errors import ExitCode
+from contract.inputs import Dimension, ExpectedInput, GivenInput, handover_misfit
 from contract.variant import Compile, Precision
 from models.make_models import POLICY
 from runner.__main__ import main
@@ -233,3 +234,19 @@ def test_stage_times_restart_before_the_timed_loop() -> None:
     times.durations_ns["model"].append(5)
     times.clear()
     assert times.summary() == {}
+
+
+def test_a_stage_handed_another_count_of_tensors_says_both() -> None:
+    expected = (
+        ExpectedInput("image", (Dimension(1, None), Dimension(3, 3)), "float32"),
+        ExpectedInput("state", (Dimension(1, None), Dimension(7, 7)), "float32"),
+    )
+    said = handover_misfit([GivenInput((3,), "float32")], expected)
+    assert (
+        said
+        == "it takes 2 input(s) (image [1.., 3] float32; state [1.., 7] float32) and is handed 1"
+    )
+    assert (
+        handover_misfit([GivenInput((3,), "float32"), GivenInput((7,), "float32")], expected)
+        is None
+    )
