@@ -19,6 +19,7 @@ ErrorType = Literal[
     "download_failed",
     "download_untrusted",
     "runtime_failed",
+    "stage_mismatch",
     "terminated",
 ]
 
@@ -55,6 +56,9 @@ class ExitCode(IntEnum):
     tensorrt) could not take the program, or ran other than asked: an export that fails for
     an op, a build without its compiler, a provider that falls back to the CPU, an engine
     build out of workspace. The message names the runtime and the cause."""
+    STAGE_MISMATCH = 13
+    """A pipeline's stage returns what the next stage cannot take (their count, shapes or
+    dtypes): the programs were exported apart."""
     TERMINATED = 143
     """128 + SIGTERM, as a shell reports a process SIGTERM ended."""
 
@@ -84,7 +88,14 @@ out of time (DOWNLOAD_FAILED), a missing device (another node may do)."""
 
 CONVERTED_DETERMINISTIC: Final = frozenset({ExitCode.RUNTIME_FAILED})
 """Exits a retry would only repeat that only a Job converting its program can have: its Jobs'
-podFailurePolicy fails them at once too, and only theirs, so that no other Job changes."""
+podFailurePolicy fails them at once too, and only theirs, so that every other Job keeps the
+name (a hash of its content) it had before the class existed."""
+
+PIPELINE_DETERMINISTIC: Final = frozenset({ExitCode.STAGE_MISMATCH})
+"""Likewise, exits only a pod running a model between stages can end with."""
+
+EVER_DETERMINISTIC: Final = DETERMINISTIC | CONVERTED_DETERMINISTIC | PIPELINE_DETERMINISTIC
+"""Every exit a retry would only repeat, in whichever Jobs list it."""
 
 
 def _severity(code: ExitCode) -> int:
@@ -95,7 +106,7 @@ def _severity(code: ExitCode) -> int:
     # deterministic one; success only when every variant succeeded.
     if code is ExitCode.TERMINATED:
         return 3
-    if code in DETERMINISTIC | CONVERTED_DETERMINISTIC:
+    if code in EVER_DETERMINISTIC:
         return 1
     return 0 if code is ExitCode.OK else 2
 

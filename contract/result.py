@@ -37,17 +37,18 @@ from contract.numbers import (
 from contract.samples import Samples
 from contract.variant import RUNTIME_KEY_CONTEXT, VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 10, 11]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 8, 10, 11]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
 (`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 6 the CPU's instruction-set
 flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
 measurement bounds (`timings.bound_s`), 7 `latency.p99_9_ms` and a fixed-rate run's
-`scenario`, 10 the runtime axis (`variant.runtime`, written for every runtime but eager,
-where earlier results say `variant.compile: inductor`; `applied.runtime_proof`,
-`timings.conversion_s`), 11 the stack's `fingerprint`; a collector that reads only older
-ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
+`scenario`, 8 a pipeline's per-stage latencies (`stages`), 10 the runtime axis
+(`variant.runtime`, written for every runtime but eager, where earlier results say
+`variant.compile: inductor`; `applied.runtime_proof`, `timings.conversion_s`), 11 the
+stack's `fingerprint`; a collector that reads only older ones keeps a newer result unread,
+as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
 RESULT_SCHEMA_VERSION: Final = 11
 RESULT_PREFIX: Final = "BENCH_RESULT "
@@ -139,6 +140,23 @@ class Scenario(_Result):
     issue_error_queries: int = Field(default=1, ge=1)
     """The queries that found the model idle, which the two above are taken over (the
     first always does): few where the model falls behind the rate."""
+
+
+class StageLatency(_Result):
+    """One stage's share of a pipeline's queries, in milliseconds (contract.config.Stage, or
+    `model`): its time in every timed query of the chain."""
+
+    p50_ms: float = Field(ge=0)
+    p90_ms: float = Field(ge=0)
+    p99_ms: float = Field(ge=0)
+    mean_ms: float = Field(ge=0)
+    max_ms: float = Field(ge=0)
+    share: float = Field(ge=0, le=1)
+    """Its part of the chain's time: its total over the chain's total, in all the queries."""
+
+
+StageName = Literal["preprocess", "model", "postprocess"]
+"""A pipeline's stages, by the order they run: the keys of a result's `stages`."""
 
 
 class Validity(_Result):
@@ -568,6 +586,12 @@ class OkResult(_ResultBase):
         if validity is None or "p99.9" not in validity.reliable_percentiles:
             return None
         return self.latency.p99_9_ms
+
+    stages: dict[StageName, StageLatency] | None = None
+    """Where the model runs between a preprocess and a postprocess: each stage's time per
+    query (the model's with the casts between it and the stages), measured in the same
+    queries as `latency`, which is the whole chain's. None for a model run alone, and in
+    results of runners before it (schema_version 8)."""
 
 
 class ErrorResult(_ResultBase):

@@ -22,6 +22,7 @@ from report.run_tables import (
     plan_table,
     provenance_table,
     stacks_table,
+    stages_table,
     startup_table,
     variants_table,
 )
@@ -44,6 +45,7 @@ def lay_out(analysis: Analysis) -> Layout:
         *map(best_table, report.best_configurations),
         *(comparison_table("Ranking", comparison) for comparison in report.rankings),
         *cost_tables(analysis.costs),
+        stages_table(report.variants),
         energy_table(report.variants),
         variants_table(report.variants) if report.variants else None,
         flagged_table(report.variants),

@@ -25,7 +25,17 @@ from contract.instant import instant
 from contract.order_stats import paired_ratio
 from contract.pricing import Pricing
 from contract.records import Reuses
-from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Scenario, Validity
+from contract.result import (
+    Energy,
+    LatencyStats,
+    OkResult,
+    Paired,
+    Rounds,
+    Scenario,
+    StageLatency,
+    StageName,
+    Validity,
+)
 from contract.variant import (
     RUN_SETTINGS,
     SETTING_FIELDS,
@@ -252,6 +262,9 @@ class VariantRow:
     fingerprint: Fingerprint | None = None
     """The stack it was measured on (with repeats, the median run's); None where its result
     has none (a runner before it): an unknown stack."""
+    stages: Mapping[StageName, StageLatency] | None = None
+    """Where the model runs between a preprocess and a postprocess: each stage's time per
+    query and share of the chain (with repeats, the median run's). None: a model alone."""
 
     @property
     def guaranteed_cpus(self) -> bool:
@@ -902,6 +915,7 @@ def _measured(run: StoredRun) -> VariantRow | None:
         cpu_quota=result.environment.cpu_quota if result.environment else None,
         fingerprint=result.fingerprint,
         scenario=result.scenario,
+        stages=result.stages,
     )
 
 

@@ -2,11 +2,11 @@
 the Jobs and where their numbers come from, start-up and memory per target, and energy."""
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, get_args
 
 from contract.clocks import CLOCK_TOLERANCE
 from contract.fingerprint import Fingerprint
-from contract.result import ENERGY_ON_CPU
+from contract.result import ENERGY_ON_CPU, StageName
 from contract.text import plural
 from contract.variant import SETTING_FIELDS, VariantRef
 from report.estimates import PlanCheck
@@ -434,6 +434,51 @@ def energy_table(rows: Sequence[VariantRow]) -> Table | None:
         ),
         kind="detail",
     )
+
+
+def stages_table(rows: Sequence[VariantRow]) -> Table | None:
+    """Where each pipeline's time goes: every stage's median per query and its share of the
+    chain, beside the chain's median; shown where any variant runs between stages."""
+    staged = [row for row in rows if row.stages]
+    if not staged:
+        return None
+    names = [
+        name for name in get_args(StageName) if any(name in (row.stages or {}) for row in staged)
+    ]
+    return Table(
+        title="Stages",
+        columns=(
+            *(Column(name) for name in KEY_HEADINGS),
+            *(
+                column
+                for name in names
+                for column in (Column(f"{name} p50 ms", True), Column(f"{name} share", True))
+            ),
+            Column("chain p50 ms", True),
+        ),
+        rows=tuple(
+            (
+                *key_cells(row.key),
+                *(cell for name in names for cell in _stage_cells(row, name)),
+                significant(row.latency.p50_ms, 4),
+            )
+            for row in staged
+        ),
+        notes=(
+            "Each stage's median time per query and its share of the chain's time over the "
+            "same queries (docs/runner.md, Pipelines): the preprocess and postprocess run in "
+            "fp32 as exported whatever the variant; the model's time holds the casts to and "
+            "from its precision. The chain's latency is the variant's everywhere else.",
+        ),
+        kind="detail",
+    )
+
+
+def _stage_cells(row: VariantRow, name: StageName) -> tuple[str, str]:
+    stage = row.stages.get(name) if row.stages else None
+    if stage is None:
+        return "-", "-"
+    return significant(stage.p50_ms, 3), f"{stage.share:.0%}"
 
 
 def _went_by(check: PlanCheck) -> str:

@@ -64,6 +64,13 @@ class DownloadUntrusted(ModelLoadError):
     error_type = "download_untrusted"
 
 
+class StageMismatch(RunnerError):
+    """A pipeline's stage returns what the next one cannot take."""
+
+    exit_code = ExitCode.STAGE_MISMATCH
+    error_type = "stage_mismatch"
+
+
 class OutOfMemory(RunnerError):
     """Host or GPU memory ran out while loading or measuring."""
 

@@ -21,7 +21,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from contract.config import OCI_MODELS_DIR, ModelConfig
+from contract.config import OCI_MODELS_DIR, ModelConfig, ProgramConfig
 from contract.result import ModelLoad
 from runner.errors import ModelLoadError
 from runner.loading import load_verified, model_file
@@ -44,8 +44,9 @@ class Programs:
     _failed: dict[str, ModelLoadError] = field(default_factory=dict)
     _unclaimed: dict[str, ModelLoad] = field(default_factory=dict)
 
-    def program(self, name: str, model: ModelConfig) -> ExportedProgram:
-        """The program of model `name`, loaded on first use; raises ModelLoadError."""
+    def program(self, name: str, model: ProgramConfig) -> ExportedProgram:
+        """The program `name` (a model's, or a stage's under its `program_name`), loaded on
+        first use with the same checks whichever it is; raises ModelLoadError."""
         if name in self._failed:
             raise ModelLoadError(str(self._failed[name]))
         if name not in self._loaded:
@@ -60,7 +61,8 @@ class Programs:
                     self.image_root,
                 )
                 fetched = time.perf_counter()
-                self._loaded[name] = load_verified(path, model.layers)
+                layers = model.layers if isinstance(model, ModelConfig) else None
+                self._loaded[name] = load_verified(path, layers)
             except ModelLoadError as error:
                 self._failed[name] = error
                 raise

@@ -5,12 +5,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
+from torch.export import ExportedProgram
 
 from contract.accuracy import Accuracy
-from contract.config import RunConfig, ScenarioConfig, VariantConfig
+from contract.config import RunConfig, ScenarioConfig, VariantConfig, program_name
 from contract.result import (
     Applied,
     Compiled,
@@ -32,6 +34,7 @@ from runner import (
     contention,
     fixed_rate,
     kernels,
+    pipeline,
     precision,
     progress,
     quantize,
@@ -41,7 +44,7 @@ from runner import (
 from runner.accuracy import References, compare, leaves, reference_of
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
-from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
+from runner.errors import ConfigError, OutOfMemory, RuntimeFailed, UnsupportedVariant
 from runner.fingerprint import stack_fingerprint
 from runner.gpu_telemetry import GpuSampler, energy, nvml_uuid
 from runner.inputs import as_variant, check_inputs, draw_inputs, expected_inputs, id_bounds
@@ -176,6 +179,14 @@ class Prepared:
     conversion_s: float | None = None
     """Inductor's compile or another runtime's conversion (runner/runtimes.py); None eager."""
     runtime_proof: list[str] | None = None
+    stage_times: pipeline.StageTimes | None = None
+    """Each stage's time in every query `step` ran, where the model runs between stages."""
+
+    def restart_stages(self) -> None:
+        """Forget the stage times of the calls so far, before the timed loop: its queries
+        are the ones `latency` summarises."""
+        if self.stage_times is not None:
+            self.stage_times.clear()
 
 
 @dataclass(frozen=True)
@@ -218,6 +229,7 @@ def run_variant(
         references,
     )
     progress.begin([variant], "measure")
+    ready.restart_stages()
     tick = progress.loop([variant], "measure", config.measure, at_least=1)
     if config.scenario is not None:
         return _fixed_rate(config, config.scenario, ready, tick)
@@ -256,6 +268,8 @@ def run_interleaved(config: RunConfig, variants: Sequence[Prepared]) -> list[OkR
     steps = [ready.step for ready in variants]
     measured = [ready.variant for ready in variants]
     progress.begin(measured, "measure")
+    for ready in variants:
+        ready.restart_stages()
     tick = progress.loop(measured, "measure", rounds.loop_rule(config.measure, len(steps)))
     with _allocator_failures():
         blocks, span = _timed(variants[0], lambda: rounds.run_rounds(steps, config.measure, tick))
@@ -298,21 +312,65 @@ def _placed(config: RunConfig, variant: VariantConfig) -> tuple[torch.device, fl
     return device, quota, threads
 
 
+def _stepper(  # noqa: PLR0917 (a query's parts)
+    stages: pipeline.Stages,
+    inputs: tuple[torch.Tensor, ...],
+    dtype: torch.dtype,
+    device: torch.device,
+    last_output: list[object],
+    stage_times: pipeline.StageTimes | None,
+    run: Callable[..., object],
+) -> Callable[[], int]:
+    """The timed step of one query on `inputs` with `run` as the model, keeping its output
+    in `last_output`: the chain's (pipeline.chain_step), where there are stages."""
+    if stage_times is not None:
+        return pipeline.chain_step(
+            run,
+            stages,
+            inputs=inputs,
+            dtype=dtype,
+            device=device,
+            last_output=last_output,
+            times=stage_times,
+        )
+
+    def call() -> None:
+        last_output[:] = [run(*inputs)]
+
+    return timed_step(call, device)
+
+
+def _load(
+    config: RunConfig, variant: VariantConfig, programs: Programs, device: torch.device
+) -> tuple[ExportedProgram, ExportedProgram, pipeline.Stages]:
+    """`variant`'s model program, the program its inputs go to (its preprocess's, where it
+    has one; the model's), and its stages' modules: each loaded with the same checks, the
+    inputs and the chain checked."""
+    model = config.models[variant.model]
+    program = programs.program(variant.model, model)
+    around = {
+        stage: programs.program(program_name(variant.model, stage), source)
+        for stage, source in model.stages().items()
+    }
+    first = around.get("preprocess", program)
+    check_inputs(variant, expected_inputs(first))
+    pipeline.check_chain(variant.model, variant.batch_size, program, around)
+    return program, first, pipeline.stage_modules(around, device)
+
+
 def _prepare(
     config: RunConfig, variant: VariantConfig, programs: Programs, references: References
 ) -> Prepared:
     if variant.model not in config.models:
         raise ConfigError(f"variant {variant.index} names model {variant.model!r}, not in models")
-    model = config.models[variant.model]
     device, quota, threads = _placed(config, variant)
 
     progress.begin([variant], "load")
     began = time.perf_counter()
-    program = programs.program(variant.model, model)
-    check_inputs(variant, expected_inputs(program))
+    program, first, stages = _load(config, variant, programs, device)
     load_s = time.perf_counter() - began
-    drawn, how_drawn = draw_inputs(variant, id_bounds(program))
-    reference, reference_s = references.unless_first_call(variant, program, drawn, device)
+    drawn, how_drawn = draw_inputs(variant, id_bounds(first))
+    reference, reference_s = references.unless_first_call(variant, program, drawn, device, stages)
 
     progress.begin([variant], "prepare")
     began = time.perf_counter()
@@ -333,18 +391,14 @@ def _prepare(
     # the int4 and fp8 packings run on the device, from weights in the compute dtype.
     module = precision.cast(module, dtype, device)
     report = quantize.quantize(module, variant.quantization, device)
-    inputs = as_variant(drawn, dtype, device)
+    # A preprocess takes the inputs as drawn, in fp32; the chain casts what it returns.
+    inputs = as_variant(drawn, torch.float32 if stages.preprocess else dtype, device)
     prepare_s = time.perf_counter() - began
 
     last_output: list[object] = []
-
-    def calling(run: Callable[..., object]) -> Callable[[], None]:
-        def call() -> None:
-            last_output[:] = [run(*inputs)]
-
-        return call
-
-    step = precision.in_own_fp32_math(timed_step(calling(module), device), fp32_math)
+    stage_times = pipeline.StageTimes(stages.names()) if stages.any else None
+    calling = partial(_stepper, stages, inputs, dtype, device, last_output, stage_times)
+    step = precision.in_own_fp32_math(calling(module), fp32_math)
     # The kernel count, of the eager module (a dispatch mode turns torch.compile off, so it
     # proves the quantization of the module that is then compiled), rides on a call made
     # anyway, never the one timed as the first iteration: an eager variant's first warm-up
@@ -363,12 +417,21 @@ def _prepare(
             # The call compute_reference would make (`first_call_is_reference`), made.
             reference = references.keep(variant, reference_of(last_output[0]))
         if not eager:
+            # Only the model is converted, on what it is called with in a query; with stages
+            # around it, its own output (the chain's last is the postprocess's) shapes the
+            # converted call's.
+            called = pipeline.model_inputs(stages, inputs, dtype)
+            tensors = tuple(value for value in called if isinstance(value, torch.Tensor))
+            if len(tensors) != len(called):
+                raise RuntimeFailed(
+                    f"{variant.runtime.value}: the preprocess hands the model values other than "
+                    "tensors, which a converted program cannot take"
+                )
+            model_output = module(*tensors) if stages.any else last_output[0]
             converted = _in_runtime(
-                module, inputs, last_output[0], variant, device=device, scratch=programs.scratch
+                module, tensors, model_output, variant, device=device, scratch=programs.scratch
             )
-            step = precision.in_own_fp32_math(
-                timed_step(calling(converted.call), device), fp32_math
-            )
+            step = precision.in_own_fp32_math(calling(converted.call), fp32_math)
             # The first call of the converted code: cold as an eager variant's first is.
             first_ns = step()
             progress.begin([variant], "warmup")
@@ -407,6 +470,7 @@ def _prepare(
         compile_s=converted.compiled.seconds if converted and converted.compiled else None,
         conversion_s=converted.seconds if converted else None,
         runtime_proof=converted.proof if converted else runtimes.eager_proof(),
+        stage_times=stage_times,
         # Claimed last: a variant that fails on the way leaves the load to the next one.
         model_load=programs.claim(variant.model),
     )
@@ -566,4 +630,5 @@ def _result(
         paired=paired,
         rounds=round_share,
         scenario=fixed,
+        stages=ready.stage_times.summary() if ready.stage_times is not None else None,
     )

@@ -202,8 +202,20 @@ class BoundSession:
     outputs: list[torch.Tensor]
     spec: pytree.TreeSpec
 
-    def __call__(self, *_: torch.Tensor) -> object:
-        # The inputs are the bound ones: a variant's inputs never change.
+    def __call__(self, *given: torch.Tensor) -> object:
+        # Inputs that change by query (a preprocess's outputs, a recording's samples) are
+        # copied into the bound ones, as a deployment fills the buffers it bound; a variant's
+        # own drawn inputs are the bound tensors and cost no copy.
+        for held, tensor in zip(self.inputs, given, strict=True):
+            if tensor is held:
+                continue
+            if tensor.shape != held.shape:
+                raise RuntimeFailed(
+                    f"onnxruntime: a query's input of shape {tuple(tensor.shape)} where the "
+                    f"session was bound to {tuple(held.shape)}: inputs that change shape by "
+                    "query (a recording of varying lengths) need another runtime"
+                )
+            held.copy_(tensor)
         self.session.run_with_iobinding(self.binding)
         return pytree.tree_unflatten(self.outputs, self.spec)
 

@@ -6,13 +6,20 @@ to change, so `targets[0].gpu_type` rather than the whole file.
 
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from contract.archive import UnsafeArchive
-from contract.config import tail_iterations
-from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
+from contract.archive import Program, UnsafeArchive
+from contract.config import Stage, tail_iterations
+from contract.inputs import (
+    Dimension,
+    ExpectedInput,
+    GivenInput,
+    handover_misfit,
+    inputs_misfit,
+    per_sample,
+)
 from contract.quantity import parse_quantity
 from contract.variant import RUN_SETTINGS, Quantization, Runtime, layers_taken, takes_layer
 from contract.weights import LayerRecord, LinearWeights
@@ -35,7 +42,7 @@ from synth.names import (
 )
 from synth.repeats import repeats
 from synth.scratch import TMP_BASE_BYTES, quantity, tmp_bytes
-from synth.spec import Workflow
+from synth.spec import InputSpec, ModelSpec, Workflow
 from synth.sweep import Variant, idle_excludes, idle_includes
 from synth.yaml_source import Loc
 
@@ -58,6 +65,7 @@ def check_workflow(
         *_models_have_inputs(workflow),
         *_pinned_files_match(workflow, model_files),
         *_model_files_are_plain_programs(workflow, variants, model_files),
+        *_stage_inputs_are_the_chains(workflow),
         *_clusters_can_run_targets(workflow, fleet),
         *_clusters_can_mount_artifacts(workflow, fleet),
         *_selectors_refer_to_something(workflow),
@@ -137,22 +145,126 @@ def _model_files_are_plain_programs(
         model.name: model.layers.weights for model in workflow.models if model.layers
     }
     for index, model in enumerate(workflow.models):
+        stages: dict[Stage, Program] = {}
+        for stage, spec in model.stages().items():
+            if spec.file is None:
+                continue
+            try:
+                stages[stage] = model_files.program(spec.file)
+            except UnsafeArchive as error:
+                yield _refused((index, stage), spec.file, error)
+        if "preprocess" in stages:
+            # The variant's inputs are the chain's: the preprocess takes them.
+            declared[model.name] = stages["preprocess"].inputs
         if model.file is None:
             continue
         try:
             program = model_files.program(model.file)
-            declared[model.name], linear[model.name] = program.inputs, program.linear
         except UnsafeArchive as error:
-            yield Finding(
-                ("models", index, "file"),
-                f"{model.file} is refused: {error}",
-                "the runner would refuse it too; re-export the model with torch.export.export "
-                "and save it with torch.export.save, with tensors only",
-            )
+            yield _refused((index,), model.file, error)
             continue
+        linear[model.name] = program.linear
+        if model.preprocess is None:
+            declared[model.name] = program.inputs
+        yield from _stages_fit_the_model(index, model, program, stages)
         yield from _recorded_layers_are_the_files(index, model.layers, program.linear)
     yield from _inputs_fit_models(workflow, variants, declared)
     yield from _quantizations_reach_layers(workflow, variants, linear)
+
+
+def _refused(where: tuple[int | str, ...], file: str, error: UnsafeArchive) -> Finding:
+    return Finding(
+        ("models", *where, "file"),
+        f"{file} is refused: {error}",
+        "the runner would refuse it too; re-export the model with torch.export.export "
+        "and save it with torch.export.save, with tensors only",
+    )
+
+
+def _stages_fit_the_model(
+    index: int, model: ModelSpec, program: Program, files: Mapping[Stage, Program]
+) -> Iterator[Finding]:
+    """What each stage hands the next must be what that one takes, per sample: the
+    preprocess's outputs (its committed file's, else its `outputs:` record) against the
+    model's committed file's inputs, the model's outputs against the postprocess's inputs
+    (its file's, else its `inputs:` record). The runner would hand the one to the other on
+    every query, and refuse the pair in its pod (stage_mismatch)."""
+    hint = (
+        "export the stages together (`benchfleet export --preprocess/--postprocess` prints "
+        "each one's inputs: and outputs:), each on what the stage before it returns"
+    )
+    pre, post = model.preprocess, model.postprocess
+    if pre is not None:
+        given = _given(files.get("preprocess"), pre.outputs)
+        misfit = _misfit_of(given, program.inputs)
+        if misfit:
+            field = "file" if "preprocess" in files else "outputs"
+            yield Finding(
+                ("models", index, "preprocess", field),
+                f"the preprocess returns what model {model.name} cannot take: {misfit}",
+                hint,
+            )
+    if post is not None:
+        given = per_sample(program.outputs)
+        taken = files["postprocess"].inputs if "postprocess" in files else _expected(post.inputs)
+        misfit = _misfit_of(given, taken)
+        if misfit:
+            field = "file" if "postprocess" in files else "inputs"
+            yield Finding(
+                ("models", index, "postprocess", field),
+                f"model {model.name} returns what its postprocess cannot take: {misfit}",
+                hint,
+            )
+
+
+def _given(program: Program | None, recorded: list[InputSpec] | None) -> list[GivenInput] | None:
+    """What a stage hands on per sample: its committed file's outputs, else its record."""
+    if program is not None:
+        return per_sample(program.outputs)
+    if recorded is None:
+        return None
+    return [GivenInput(tuple(spec.shape), spec.dtype) for spec in recorded]
+
+
+def _expected(recorded: list[InputSpec] | None) -> tuple[ExpectedInput, ...]:
+    """A stage's recorded inputs as a program's, any batch."""
+    return tuple(
+        ExpectedInput(
+            f"input {position}",
+            (Dimension(1, None), *(Dimension(size, size) for size in spec.shape)),
+            spec.dtype,
+        )
+        for position, spec in enumerate(recorded or ())
+    )
+
+
+def _misfit_of(given: list[GivenInput] | None, expected: Sequence[ExpectedInput]) -> str | None:
+    """Why `given` per sample does not fit `expected`; None where it does or either is
+    unknown."""
+    return handover_misfit(given, expected) if given is not None and expected else None
+
+
+def _stage_inputs_are_the_chains(workflow: Workflow) -> Iterator[Finding]:
+    """What a preprocess records it takes (its `inputs:`) must be the inputs the runner
+    draws for the chain: the entry's `inputs`, else the benchmark's."""
+    for index, model in enumerate(workflow.models):
+        stage = model.preprocess
+        chain = model.inputs or workflow.benchmark.default_inputs
+        if stage is None or stage.inputs is None or chain is None:
+            continue
+        said = _inputs_text(stage.inputs)
+        if said != _inputs_text(chain):
+            yield Finding(
+                ("models", index, "preprocess", "inputs"),
+                f"the preprocess takes {said}, but the chain's inputs are {_inputs_text(chain)}",
+                "with a preprocess, a model's inputs: are what the preprocess takes (the raw "
+                "observation): set them to its inputs:",
+            )
+
+
+def _inputs_text(inputs: list[InputSpec]) -> str:
+    shown = ", ".join(f"[{', '.join(map(str, i.shape))}] {i.dtype}" for i in inputs)
+    return f"({shown})"
 
 
 def _recorded_layers_are_the_files(
@@ -618,7 +730,7 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
         downloads = {
             name: size
             for name in {v.model for v in on_target}
-            if (size := workflow.models[indexes[name]].download_bytes) > 0
+            if (size := _downloads(workflow.models[indexes[name]])) > 0
         }
         if not downloads and not compiles:
             continue
@@ -649,6 +761,11 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
             + (", or lower scheduling.variants_per_pod" if len(largest) > 1 else "")
             + ("" if first.size is not None else "; a url model without a size may be 1Gi"),
         )
+
+
+def _downloads(model: ModelSpec) -> int:
+    """What a pod downloads of `model`: its program's bytes and its stages'."""
+    return sum(program.download_bytes for program in model.programs().values())
 
 
 def _gib(count: int) -> str:

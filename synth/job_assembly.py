@@ -15,8 +15,9 @@ from contract.config import (
     RunConfig,
     config_part_file,
     groups_text,
+    programs,
 )
-from contract.errors import CONVERTED_DETERMINISTIC, DETERMINISTIC
+from contract.errors import CONVERTED_DETERMINISTIC, DETERMINISTIC, PIPELINE_DETERMINISTIC
 from contract.layout import (
     APP,
     APP_LABEL,
@@ -151,10 +152,16 @@ _PREEMPTED: Final = {
 
 def _failure_rules(config: RunConfig) -> list[dict[str, Any]]:
     """The Job's podFailurePolicy: an exit a retry would only repeat fails its index at once,
-    a runtime's failure only in a Job that converts its program (so no other Job's content,
-    and name, changes with that failure class)."""
+    a runtime's failure only in a Job that converts its program and a stage's only in a Job
+    running a model between stages (so no other Job's content, and name, changes with those
+    failure classes)."""
     converts = any(variant.runtime in CONVERTED for variant in config.variants)
-    codes = DETERMINISTIC | (CONVERTED_DETERMINISTIC if converts else frozenset())
+    pipelines = any(model.stages() for model in config.models.values())
+    codes = (
+        DETERMINISTIC
+        | (CONVERTED_DETERMINISTIC if converts else frozenset())
+        | (PIPELINE_DETERMINISTIC if pipelines else frozenset())
+    )
     return [
         _PREEMPTED,
         {
@@ -234,8 +241,9 @@ class JobAssembly:
         namespace = namespace_of(workflow.environment)
         config = run_config(loaded, target, pending, self.sources)
         config_texts = config_parts(config_text(config))
-        models = tuple(b for b in self.bundles if any(f.model in config.models for f in b.files))
-        trusted = sorted({m.ca_bundle for m in config.models.values() if m.ca_bundle is not None})
+        used = programs(config.models)
+        models = tuple(b for b in self.bundles if any(f.model in used for f in b.files))
+        trusted = sorted({p.ca_bundle for p in used.values() if p.ca_bundle is not None})
         ca_bundles = tuple(self.ca_bundles[key] for key in trusted)
         template_labels = {**workflow_labels(workflow.id), TARGET_LABEL: target.key}
         spread = None

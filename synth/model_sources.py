@@ -8,7 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contract.config import DEFAULT_DOWNLOAD_BUDGET_S, OCI_DEFAULT_FILE, ModelConfig
+from contract.config import (
+    DEFAULT_DOWNLOAD_BUDGET_S,
+    OCI_DEFAULT_FILE,
+    ModelConfig,
+    ProgramConfig,
+    program_name,
+)
 from contract.layout import MODELS_ANNOTATION
 from synth.ca_bundles import CaBundle
 from synth.digests import digest
@@ -17,7 +23,7 @@ from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import ca_bundle_name, model_bundle_name
 from synth.object_budget import CONFIGMAP_DATA_BYTES
-from synth.spec import ModelSpec
+from synth.spec import ModelSpec, ProgramSpec
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,7 @@ class ModelFile:
     """A committed model file, as a model ConfigMap carries it: a model's name, its bytes."""
 
     model: str
+    """The program's name (contract.config.program_name): a model's, or a stage's."""
     content: ModelBytes
 
     @property
@@ -112,7 +119,11 @@ def ca_config_maps(
     loaded: LoadedWorkflow, fleet: Fleet, model_files: ModelFiles
 ) -> dict[str, CaConfigMap]:
     """The ConfigMaps of the CA bundles the workflow's url models trust, by bundle key."""
-    trusted = (_ca_bundle(model, fleet, model_files) for model in loaded.workflow.models)
+    trusted = (
+        _ca_bundle(program, fleet, model_files)
+        for model in loaded.workflow.models
+        for program in model.programs().values()
+    )
     return {
         bundle.key: CaConfigMap(ca_bundle_name(loaded.workflow.id, bundle.sha256), bundle)
         for _, bundle in filter(None, trusted)
@@ -120,58 +131,74 @@ def ca_config_maps(
 
 
 def _ca_bundle(
-    model: ModelSpec, fleet: Fleet, model_files: ModelFiles
+    program: ProgramSpec, fleet: Fleet, model_files: ModelFiles
 ) -> tuple[str, CaBundle] | None:
-    """The repository file of the bundle `model` trusts, and the bundle; None: none."""
-    file = model.trusted_bundle(fleet)
+    """The repository file of the bundle `program` trusts, and the bundle; None: none."""
+    file = program.trusted_bundle(fleet)
     return (file, model_files.ca_bundle(file)) if file is not None else None
 
 
+def _source_fields(
+    name: str,
+    program: ProgramSpec,
+    files: Mapping[str, ModelFile],
+    trusted: tuple[str, CaBundle] | None,
+) -> dict[str, Any]:
+    """Where program `name` (a `program_name`) comes from and what its bytes hash to, as
+    ProgramConfig's fields: one reading of the sources for a model and its stages."""
+    if name in files:
+        return {"source": "file", "location": files[name].key, "sha256": files[name].sha256}
+    assert program.sha256 is not None  # the spec guarantees it
+    if program.oci is not None:
+        location = f"{name}/{program.oci_file or OCI_DEFAULT_FILE}"
+        return {"source": "oci", "location": location, "sha256": program.sha256}
+    if program.image_path is not None:
+        return {"source": "image_path", "location": program.image_path, "sha256": program.sha256}
+    assert program.url is not None
+    return {
+        "source": "url",
+        "location": program.url,
+        "sha256": program.sha256,
+        "size_bytes": program.download_bytes,
+        "download_budget_s": program.download_budget or DEFAULT_DOWNLOAD_BUDGET_S,
+        "ca_bundle": trusted[1].key if trusted is not None else None,
+        "ca_bundle_file": trusted[0] if trusted is not None else None,
+    }
+
+
 def _model_config(
-    model: ModelSpec, files: Mapping[str, ModelFile], trusted: tuple[str, CaBundle] | None
+    model: ModelSpec, files: Mapping[str, ModelFile], fleet: Fleet, model_files: ModelFiles
 ) -> ModelConfig:
-    if model.name in files:
-        sha = files[model.name].sha256
-        return ModelConfig(
-            source="file", location=f"{model.name}.pt2", sha256=sha, layers=model.layers
+    stages = {
+        stage: ProgramConfig(
+            **_source_fields(
+                program_name(model.name, stage), spec, files, _ca_bundle(spec, fleet, model_files)
+            )
         )
-    assert model.sha256 is not None  # the spec guarantees it
-    if model.oci is not None:
-        location = f"{model.name}/{model.oci_file or OCI_DEFAULT_FILE}"
-        return ModelConfig(
-            source="oci", location=location, sha256=model.sha256, layers=model.layers
-        )
-    if model.image_path is not None:
-        return ModelConfig(
-            source="image_path",
-            location=model.image_path,
-            sha256=model.sha256,
-            layers=model.layers,
-        )
-    assert model.url is not None
-    return ModelConfig(
-        source="url",
-        location=model.url,
-        sha256=model.sha256,
-        size_bytes=model.download_bytes,
-        download_budget_s=model.download_budget or DEFAULT_DOWNLOAD_BUDGET_S,
-        ca_bundle=trusted[1].key if trusted is not None else None,
-        ca_bundle_file=trusted[0] if trusted is not None else None,
-        layers=model.layers,
-    )
+        for stage, spec in model.stages().items()
+    }
+    fields = _source_fields(model.name, model, files, _ca_bundle(model, fleet, model_files))
+    return ModelConfig(**fields, layers=model.layers, **stages)
 
 
 def artifact_references(loaded: LoadedWorkflow) -> dict[str, str]:
-    """The OCI reference of each `oci` model of the workflow, by model name."""
-    return {m.name: m.oci for m in loaded.workflow.models if m.oci is not None}
+    """The OCI reference of each `oci` program of the workflow (a model's or a stage's), by
+    `program_name`."""
+    return {
+        name: program.oci
+        for model in loaded.workflow.models
+        for name, program in model.programs().items()
+        if program.oci is not None
+    }
 
 
 def committed_files(loaded: LoadedWorkflow, model_files: ModelFiles) -> dict[str, ModelFile]:
-    """The workflow's committed model files, by model name."""
+    """The workflow's committed model files (a model's or a stage's), by `program_name`."""
     return {
-        model.name: ModelFile(model.name, model_files.read(model.file))
+        name: ModelFile(name, model_files.read(program.file))
         for model in loaded.workflow.models
-        if model.file is not None
+        for name, program in model.programs().items()
+        if program.file is not None
     }
 
 
@@ -181,7 +208,4 @@ def model_configs(
     """Where each model of the workflow comes from, what its bytes hash to, and for a
     download its bounds and the CA bundle it trusts."""
     files = committed_files(loaded, model_files)
-    return {
-        m.name: _model_config(m, files, _ca_bundle(m, fleet, model_files))
-        for m in loaded.workflow.models
-    }
+    return {m.name: _model_config(m, files, fleet, model_files) for m in loaded.workflow.models}

@@ -17,6 +17,7 @@ from contract.config import (
     OCI_MODEL_PATH_ENV,
     OCI_MODELS_DIR,
     RunConfig,
+    programs,
 )
 from contract.layout import COMPLETION_INDEX_KEY, GPU_RESOURCE, HOSTNAME_LABEL, REPEAT_LABEL
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
@@ -87,6 +88,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
         {"name": "tmp", "mountPath": "/tmp"},
     ]
     if models:
+        used = programs(config.models)
         volumes.append(
             {
                 "name": "models",
@@ -98,7 +100,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
                                 "items": [
                                     {"key": f.key, "path": f.key}
                                     for f in bundle.files
-                                    if f.model in config.models
+                                    if f.model in used
                                 ],
                             }
                         }
@@ -213,12 +215,16 @@ def _tmp_bytes(config: RunConfig) -> int:
         {config.variants[position].model for position in config.positions(index)}
         for index in range(config.completions)
     ]
+    # A model's stages are downloaded into the same pod as it.
     downloads = {
-        name: model.size_bytes or DEFAULT_DOWNLOAD_BYTES
+        name: sum(
+            program.size_bytes or DEFAULT_DOWNLOAD_BYTES
+            for program in (model, *model.stages().values())
+            if program.source == "url"
+        )
         for name, model in config.models.items()
-        if model.source == "url"
     }
-    return tmp_bytes(pods, downloads)
+    return tmp_bytes(pods, {name: size for name, size in downloads.items() if size})
 
 
 def _apart_from_other_repeats(shared: Mapping[str, str]) -> dict[str, Any]:
@@ -247,21 +253,32 @@ def _apart_from_other_repeats(shared: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+def _image_volume_name(program: str) -> str:
+    """The image volume of a `program_name`: `oci-<model>` for a model (as before stages),
+    `<stage>-<model>` for a stage, which no model's can be (a volume name has no dot)."""
+    model, _, stage = program.partition(".")
+    return f"{stage}-{model}" if stage else f"oci-{model}"
+
+
 def _image_volumes(
     config: RunConfig, artifacts: Mapping[str, str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The image volumes of the `oci` models a Job's config uses, and their mounts: each
     read-only at OCI_MODELS_DIR/<model>, pulled once per node by digest."""
-    used = sorted(name for name in config.models if name in artifacts)
+    used = sorted(name for name in programs(config.models) if name in artifacts)
     volumes = [
         {
-            "name": f"oci-{name}",
+            "name": _image_volume_name(name),
             "image": {"reference": artifacts[name], "pullPolicy": "IfNotPresent"},
         }
         for name in used
     ]
     mounts = [
-        {"name": f"oci-{name}", "mountPath": f"{OCI_MODELS_DIR}/{name}", "readOnly": True}
+        {
+            "name": _image_volume_name(name),
+            "mountPath": f"{OCI_MODELS_DIR}/{name}",
+            "readOnly": True,
+        }
         for name in used
     ]
     return volumes, mounts

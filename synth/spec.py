@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Annotated, Final, Literal, Self, TypeVar
+from typing import Annotated, ClassVar, Final, Literal, Self, TypeVar
 
 from pydantic import (
     BeforeValidator,
@@ -34,9 +34,12 @@ from contract.config import (
     MAX_VARIANTS_PER_POD,
     MODEL_SOURCES,
     OCI_DEFAULT_FILE,
+    STAGES,
     ModelSource,
     ScenarioConfig,
+    Stage,
     Tail,
+    program_name,
     tail_iterations,
 )
 from contract.layout import GPU_RESOURCE, KUSTOMIZATION_FILE, WORKLOADS
@@ -134,7 +137,7 @@ class InputSpec(SpecModel):
 
     shape: list[Count] = Field(min_length=1, max_length=8)
     """Sizes of one sample, e.g. [3, 224, 224] for an image; the batch size is prepended."""
-    dtype: Literal["float32", "float16", "bfloat16", "int64", "int32", "bool"] = "float32"
+    dtype: Literal["float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool"] = "float32"
     """The dtype the model was exported with; float inputs follow the variant's precision."""
 
 
@@ -156,11 +159,11 @@ class LayersSpec(LayerRecord, SpecModel):
     layers are not those recorded."""
 
 
-class ModelSpec(SpecModel):
-    """A model to benchmark: a `torch.export` program (`.pt2`) from exactly one source."""
+class ProgramSpec(SpecModel):
+    """A `torch.export` program (`.pt2`) from exactly one source: a model's, or a stage's
+    run around it. Every source is written here once, for both."""
 
-    name: ModelName
-    """Names the model in results and in Kubernetes object names."""
+    _kind: ClassVar[str] = "a program"
     file: str | None = None
     """A `.pt2` file committed to this repository, relative to its root. It travels to the pod
     in a ConfigMap, so it must fit in 1 MiB."""
@@ -195,16 +198,6 @@ class ModelSpec(SpecModel):
     """For a `url` model: a PEM file of CA certificates in this repository (relative to its
     root) that the download trusts besides the runner image's own CAs, where the model's
     server has a certificate from your company's CA. Default: the fleet's `ca_bundle`."""
-    inputs: list[InputSpec] | None = Field(default=None, min_length=1)
-    """This model's inputs, where they differ from `benchmark.inputs`."""
-    accuracy: AccuracyGateSpec | None = None
-    """This model's accuracy thresholds, over `benchmark.accuracy`'s (each one given replaces
-    that threshold, the others stay)."""
-    layers: LayersSpec | None = None
-    """The program's layers, as `benchfleet export` or `make push-model` prints them, e.g.
-    `{linear: {1000x2048: 1}, parameters: 25557032}`. Without it, whether a quantization can
-    reach a `url`, `oci` or `image_path` model's layers is known only in its pod (`make plan`
-    and `benchfleet validate` say so)."""
 
     @field_validator("file")
     @classmethod
@@ -265,8 +258,8 @@ class ModelSpec(SpecModel):
     @model_validator(mode="wrap")
     @classmethod
     def _download_fields_on_url_models(
-        cls, data: object, handler: ModelWrapValidatorHandler["ModelSpec"]
-    ) -> "ModelSpec":
+        cls, data: object, handler: ModelWrapValidatorHandler[Self]
+    ) -> Self:
         found: list[tuple[tuple[str | int, ...], SpecError]] = []
         if isinstance(data, Mapping) and data.get("url") is None:
             found = [
@@ -312,12 +305,12 @@ class ModelSpec(SpecModel):
         return oci_file
 
     @model_validator(mode="after")
-    def _exactly_one_source(self) -> "ModelSpec":
+    def _exactly_one_source(self) -> Self:
         sources = [key for key in MODEL_SOURCES if getattr(self, key) is not None]
         if len(sources) != 1:
             found = ", ".join(sources) if sources else "none"
             raise SpecError(
-                f"a model needs exactly one of file, image_path, url or oci (found: {found})",
+                f"{self._kind} needs exactly one of file, image_path, url or oci (found: {found})",
                 "file for a committed .pt2 up to 1 MiB; oci, url or image_path with sha256 for "
                 "larger ones",
             )
@@ -328,7 +321,7 @@ class ModelSpec(SpecModel):
             )
         if sources[0] != "file" and self.sha256 is None:
             raise SpecError(
-                f"a model from {sources[0]} needs sha256",
+                f"{self._kind} from {sources[0]} needs sha256",
                 "the runner verifies the digest before loading; compute it with "
                 "`sha256sum model.pt2`"
                 + (" (`make push-model` prints it)" if sources[0] == "oci" else ""),
@@ -352,6 +345,55 @@ class ModelSpec(SpecModel):
         if self.url is None:
             return 0
         return model_bytes(self.size) if self.size is not None else DEFAULT_DOWNLOAD_BYTES
+
+
+class StageSpec(ProgramSpec):
+    """A program run around a model on every query (`preprocess` before it, `postprocess`
+    after it), delivered like a model. Only the model is cast, quantized and compiled."""
+
+    _kind: ClassVar[str] = "a stage"
+    inputs: list[InputSpec] | None = Field(default=None, min_length=1)
+    """What the program takes per sample, as `benchfleet export` prints it: synth checks it
+    against the stage before (for `preprocess`, the model entry's `inputs`)."""
+    outputs: list[InputSpec] | None = Field(default=None, min_length=1)
+    """What the program returns per sample, as `benchfleet export` prints it: synth checks a
+    preprocess's against the model's committed file."""
+
+
+class ModelSpec(ProgramSpec):
+    """A model to benchmark: a `torch.export` program (`.pt2`) from exactly one source, and
+    the stages run around it, if any."""
+
+    _kind: ClassVar[str] = "a model"
+    name: ModelName
+    """Names the model in results and in Kubernetes object names."""
+    inputs: list[InputSpec] | None = Field(default=None, min_length=1)
+    """This model's inputs, where they differ from `benchmark.inputs`; with a `preprocess`,
+    the chain's: what the preprocess takes."""
+    accuracy: AccuracyGateSpec | None = None
+    """This model's accuracy thresholds, over `benchmark.accuracy`'s (each one given replaces
+    that threshold, the others stay)."""
+    layers: LayersSpec | None = None
+    """The program's layers, as `benchfleet export` or `make push-model` prints them, e.g.
+    `{linear: {1000x2048: 1}, parameters: 25557032}`. Without it, whether a quantization can
+    reach a `url`, `oci` or `image_path` model's layers is known only in its pod (`make plan`
+    and `benchfleet validate` say so)."""
+    preprocess: StageSpec | None = None
+    """A program run on each query's inputs before the model (an image's normalisation, an
+    observation's packing): the runner times it, the model and the postprocess per query, and
+    the chain's latency is the variant's."""
+    postprocess: StageSpec | None = None
+    """A program run on the model's outputs (an argmax, actions clamped to joint limits)."""
+
+    def stages(self) -> dict[Stage, StageSpec]:
+        """The stages this model runs between, by name, in the order they run."""
+        found = {stage: getattr(self, stage) for stage in STAGES}
+        return {stage: spec for stage, spec in found.items() if spec is not None}
+
+    def programs(self) -> dict[str, ProgramSpec]:
+        """The programs this entry names, its own and its stages', by `program_name`."""
+        stages = self.stages().items()
+        return {self.name: self, **{program_name(self.name, s): p for s, p in stages}}
 
 
 _DOWNLOAD_KEYS: Final = ("size", "download_budget", "ca_bundle")

@@ -33,6 +33,7 @@ RUNS = [
     pytest.param("quantization", "q / none time", id="quantization"),
     pytest.param("compiled", "inductor / eager, paired", id="compiled"),
     pytest.param("runtimes", "runtime vs runtime, paired", id="runtimes"),
+    pytest.param("pipeline_stages", "chain / model alone", id="pipeline_stages"),
     pytest.param(
         "large_models",
         "(runner - transfer) / load",
