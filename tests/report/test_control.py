@@ -5,6 +5,7 @@ import csv
 import dataclasses
 import io
 import json
+from typing import Any
 
 import pytest
 
@@ -29,9 +30,12 @@ def fixed_rate(
     p99_9_ms: float = 9.0,
     flags: dict[str, object] | None = None,
     model: str = "policy",
+    **settings: Any,
 ) -> StoredRun:
-    """A 100 Hz run of `queries` with a 10 ms deadline and `misses` late queries."""
-    run = runs(model=model, target="cpu", p50_ms=4.0, count=queries, flags=flags)
+    """A 100 Hz run of `queries` with a 10 ms deadline and `misses` late queries; `settings`
+    go to make_run (target: cpu unless they say)."""
+    settings.setdefault("target", "cpu")
+    run = runs(model=model, p50_ms=4.0, count=queries, flags=flags, **settings)
     result = run.variant.result
     assert isinstance(result, OkResult)
     low, high = wilson_interval(misses, queries)
