@@ -87,6 +87,13 @@ def control_answers(report: Report) -> tuple[ControlAnswer, ...]:
     return tuple(answers)
 
 
+def worst_run(answers: Sequence[ControlAnswer]) -> ControlAnswer | None:
+    """The run that missed most (then the longest p99.9) of those whose per-query latencies
+    are stored: the one the web page draws over time."""
+    stored = [answer for answer in answers if answer.row.timeline is not None]
+    return max(stored, key=lambda a: (a.miss_rate, a.p99_9_ms or 0.0), default=None)
+
+
 def control_line(answer: ControlAnswer) -> str:
     """One answer in one sentence."""
     key = answer.row.key

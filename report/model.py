@@ -26,6 +26,7 @@ from contract.order_stats import paired_ratio
 from contract.pricing import Pricing
 from contract.records import Reuses
 from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Scenario, Validity
+from contract.samples import Samples
 from contract.variant import (
     RUN_SETTINGS,
     SETTING_FIELDS,
@@ -245,6 +246,10 @@ class VariantRow:
     scenario: Scenario | None = None
     """A fixed-rate run's scenario (with repeats, the median run's): its rate, deadline,
     misses and their interval, jitter; None for the closed loop."""
+    timeline: Samples | None = None
+    """A fixed-rate run's per-query latencies from their scheduled arrivals, in the order
+    they were issued (its samples; with repeats, the median run's): the report's
+    latency-over-time strip. None for the closed loop."""
     inputs: tuple[DrawnInput, ...] | None = None
     """How its runner drew each input (declared dtype, an integer input's range): what tells
     an image model from a text model, where results keep no shapes. None: not said (a
@@ -902,6 +907,11 @@ def _measured(run: StoredRun) -> VariantRow | None:
         cpu_quota=result.environment.cpu_quota if result.environment else None,
         fingerprint=result.fingerprint,
         scenario=result.scenario,
+        timeline=(
+            result.samples
+            if result.scenario is not None and result.scenario.kind == "fixed_rate"
+            else None
+        ),
     )
 
 

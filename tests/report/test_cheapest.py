@@ -8,8 +8,10 @@ import pytest
 
 from contract.allocation import Allocation
 from contract.pricing import PriceList, Pricing
+from contract.samples import encode
 from report.analysis import analyse
 from report.cheapest import CheapestHolder
+from report.control import worst_run
 from report.html import to_html
 from report.json import to_json
 from report.markdown import to_markdown
@@ -123,3 +125,30 @@ def test_a_holder_without_a_price_is_not_judged_and_no_prices_give_no_answer(
     assert holder.cheapest is not None and holder.cheapest.row.key.target == "t4"
     assert holder.left_out[0].why.startswith("held, but not priced: not recorded")
     assert analyse(build_report(runs)).cheapest == ()
+
+
+def test_the_page_draws_the_worst_run_over_time_and_p99_9_against_cost(
+    make_run: MakeRun,  # noqa: F811 - the fixture
+) -> None:
+    # 10,000 queries at 4 ms; the cpu run's 400 late ones in a burst at the end.
+    calm = encode([4_000_000] * 10_000)
+    late = encode([4_000_000] * 9_600 + [31_000_000] * 400)
+    report, holder = holder_of(
+        [
+            on(fixed_rate(make_run, misses=400, p99_9_ms=31.0, samples=late), CPU),
+            on(fixed_rate(make_run, misses=0, target="t4", samples=calm), T4),
+        ]
+    )
+    assert holder.cheapest is not None and holder.cheapest.row.key.target == "t4"
+    worst = worst_run(analyse(report).control)
+    assert worst is not None and worst.row.key.target == "cpu"
+    assert worst.row.timeline is not None and worst.row.timeline.count == 10_000
+    page = to_html(report)
+    assert "<figcaption>Latency over time, the worst fixed-rate run" in page
+    assert "<figcaption>Tail against cost, per model and rate:" in page
+    # A closed-loop run has no strip, and without prices no cost plot.
+    closed = build_report([make_run(samples=calm)], prices=Pricing(PRICES))
+    assert worst_run(analyse(closed).control) is None
+    assert "Latency over time" not in to_html(closed)
+    unpriced = to_html(build_report([fixed_rate(make_run, misses=0, samples=calm)]))
+    assert "Latency over time" in unpriced and "Tail against cost" not in unpriced
