@@ -211,6 +211,16 @@ def cheapest_line(holder: CheapestHolder) -> str:
                 f"({_money(holder.saving_per_hour, holder.currency)} less)"
             )
     sentence += "."
+    unmeasured = [
+        candidate.configuration
+        for candidate in holder.ranked
+        if cheapest is not None
+        and holder.accuracy == "passed"
+        and candidate.accuracy == "not measured"
+        and (candidate.cost_per_hour or 0.0) < (cheapest.cost_per_hour or 0.0)
+    ]
+    if unmeasured:
+        sentence += f" Cheaper, but accuracy not measured (ranked after): {', '.join(unmeasured)}."
     if holder.left_out:
         sentence += f" Could not win: {_named(holder.left_out)}."
     return sentence

@@ -114,6 +114,24 @@ def test_a_cheaper_variant_that_cannot_win_is_named_and_left_out(
     assert cpu.row.key.target == "cpu" and cpu.why.startswith(why)
 
 
+def test_a_cheaper_holder_whose_accuracy_is_not_measured_ranks_after_and_is_named(
+    make_run: MakeRun,  # noqa: F811 - the fixture
+) -> None:
+    report, holder = holder_of(
+        [
+            on(fixed_rate(make_run, misses=0, accuracy=None), CPU),
+            on(fixed_rate(make_run, misses=0, target="t4"), T4),
+        ]
+    )
+    assert holder.cheapest is not None and holder.cheapest.row.key.target == "t4"
+    assert holder.accuracy == "passed" and holder.runner_up is None
+    assert [c.row.key.target for c in holder.ranked] == ["t4", "cpu"]
+    assert "Cheaper, but accuracy not measured (ranked after): us-east/cpu." in to_text(report)
+    # Where none held within its gate, the cheapest not known to fail it wins, and says so.
+    _, alone = holder_of([on(fixed_rate(make_run, misses=0, accuracy=None), CPU)])
+    assert alone.cheapest is not None and alone.accuracy == "not measured"
+
+
 def test_a_holder_without_a_price_is_not_judged_and_no_prices_give_no_answer(
     make_run: MakeRun,  # noqa: F811 - the fixture
 ) -> None:
