@@ -199,7 +199,8 @@ def cheapest_line(holder: CheapestHolder) -> str:
         )
         runner_up = holder.runner_up
         if runner_up is None:
-            sentence += ", the only one that did"
+            within = " within its gate" if holder.accuracy == "passed" else ""
+            sentence += f", the only one{within} that held"
         elif holder.saving_per_hour is not None:
             times = (
                 f"{holder.times_cheaper:.2f}x cheaper than"

@@ -78,7 +78,7 @@ def test_the_pricier_target_wins_where_the_cheaper_does_not_hold(
     (cpu,) = holder.left_out
     assert cpu.configuration == "us-east/cpu" and cpu.why.startswith("not held: missed")
     text = to_text(report)
-    assert "is us-east/t4, 0.36 USD an hour, the only one that did." in text
+    assert "is us-east/t4, 0.36 USD an hour, the only one within its gate that held." in text
     assert "Could not win: us-east/cpu (not held: missed" in text
     assert "Control loops: the cheapest that holds the rate" in to_markdown(report)
     document = json.loads(to_json(report))
