@@ -3,10 +3,14 @@ the fleet's prices: a two-target sweep, answered both ways, in every format."""
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from benchfleet.collector import cli
 from contract.allocation import Allocation
+from contract.options import DEFAULT_DATABASE
 from contract.pricing import PriceList, Pricing
 from contract.samples import encode
 from report.analysis import analyse
@@ -17,9 +21,10 @@ from report.json import to_json
 from report.markdown import to_markdown
 from report.model import Report, build_report
 from report.text import to_text
-from store.database import StoredRun
+from store.database import StoredRun, open_store
+from tests.collector.stored import JOB, NOW
 from tests.report.test_control import fixed_rate
-from tests.report.test_cost import allocation
+from tests.report.test_cost import FLEET_PRICES, allocation, fleet_with
 from tests.report.test_report import FAR, MakeRun, make_run  # noqa: F401 - fixtures
 
 PRICES = PriceList(
@@ -170,3 +175,33 @@ def test_the_page_draws_the_worst_run_over_time_and_p99_9_against_cost(
     assert "Latency over time" not in to_html(closed)
     unpriced = to_html(build_report([fixed_rate(make_run, misses=0, samples=calm)]))
     assert "Latency over time" in unpriced and "Tail against cost" not in unpriced
+
+
+def test_the_report_command_answers_from_the_store_at_the_fleet_files_prices(
+    make_run: MakeRun,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    # Cluster alpha: 4 CPUs at 0.04 EUR an hour, an A100 at 3.5: the cpu target misses.
+    fleet_with(tmp_path, FLEET_PRICES)
+    held = {"cpu": CPU, "a100": allocation(600, device_type="nvidia-a100")}
+    missed = {"cpu": 400, "a100": 0}
+    with open_store(tmp_path / DEFAULT_DATABASE) as store:
+        for target, allocated in held.items():
+            run = fixed_rate(make_run, misses=missed[target], p99_9_ms=9.0, target=target)
+            job = JOB.model_copy(
+                update={"cluster": "alpha", "target": target, "job": f"control-{target}"}
+            )
+            store.add(job, [run.variant.model_copy(update={"allocation": allocated})], NOW)
+    done = CliRunner().invoke(
+        cli, ["--root", str(tmp_path), "report", "--workflow", JOB.workflow, "--format", "json"]
+    )
+    assert done.exit_code == 0, done.stderr
+    document = json.loads(done.stdout)
+    (answer,) = document["cheapest_holders"]
+    assert answer["currency"] == "EUR" and answer["cheapest"]["configuration"] == "alpha/a100"
+    assert answer["cheapest"]["cost_per_hour"] == pytest.approx(3.5)
+    assert [c["configuration"] for c in answer["left_out"]] == ["alpha/cpu"]
+    assert answer["sentence"].startswith(
+        "policy at 100 Hz (deadline 10 ms): cheapest that holds it within its accuracy gate "
+        "is alpha/a100, 3.5 EUR an hour"
+    )
