@@ -3,6 +3,7 @@ answers, then (folded) the details. Every human-readable format writes this one 
 
 from contract.text import plural
 from report.analysis import Analysis
+from report.cheapest_table import cheapest_table
 from report.comparison_tables import (
     axis_table,
     baseline_tables,
@@ -36,6 +37,7 @@ def lay_out(analysis: Analysis) -> Layout:
     regressions = report.baseline.with_verdict("regression") if report.baseline else ()
     tables: list[Table | None] = [
         control_table(analysis.control),
+        cheapest_table(analysis.cheapest),
         *(baseline_tables(report.baseline) if report.baseline else []),
         failures_table(report.failures),
         lacks_table(report.lacks),

@@ -36,6 +36,7 @@ from contract.result import (
     StageName,
     Validity,
 )
+from contract.samples import Samples
 from contract.variant import (
     RUN_SETTINGS,
     SETTING_FIELDS,
@@ -255,6 +256,10 @@ class VariantRow:
     scenario: Scenario | None = None
     """A fixed-rate run's scenario (with repeats, the median run's): its rate, deadline,
     misses and their interval, jitter; None for the closed loop."""
+    timeline: Samples | None = None
+    """A fixed-rate run's per-query latencies from their scheduled arrivals, in the order
+    they were issued (its samples; with repeats, the median run's): the report's
+    latency-over-time strip. None for the closed loop."""
     inputs: tuple[DrawnInput, ...] | None = None
     """How its runner drew each input (declared dtype, an integer input's range): what tells
     an image model from a text model, where results keep no shapes. None: not said (a
@@ -916,6 +921,11 @@ def _measured(run: StoredRun) -> VariantRow | None:
         fingerprint=result.fingerprint,
         scenario=result.scenario,
         stages=result.stages,
+        timeline=(
+            result.samples
+            if result.scenario is not None and result.scenario.kind == "fixed_rate"
+            else None
+        ),
     )
 
 

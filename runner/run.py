@@ -420,13 +420,7 @@ def _prepare(
             # Only the model is converted, on what it is called with in a query; with stages
             # around it, its own output (the chain's last is the postprocess's) shapes the
             # converted call's.
-            called = pipeline.model_inputs(stages, inputs, dtype)
-            tensors = tuple(value for value in called if isinstance(value, torch.Tensor))
-            if len(tensors) != len(called):
-                raise RuntimeFailed(
-                    f"{variant.runtime.value}: the preprocess hands the model values other than "
-                    "tensors, which a converted program cannot take"
-                )
+            tensors = _model_tensors(pipeline.model_inputs(stages, inputs, dtype), variant)
             model_output = module(*tensors) if stages.any else last_output[0]
             converted = _in_runtime(
                 module, tensors, model_output, variant, device=device, scratch=programs.scratch
@@ -474,6 +468,17 @@ def _prepare(
         # Claimed last: a variant that fails on the way leaves the load to the next one.
         model_load=programs.claim(variant.model),
     )
+
+
+def _model_tensors(called: tuple[object, ...], variant: VariantConfig) -> tuple[torch.Tensor, ...]:
+    """What the model is called with, as the tensors a converted program takes."""
+    tensors = tuple(value for value in called if isinstance(value, torch.Tensor))
+    if len(tensors) != len(called):
+        raise RuntimeFailed(
+            f"{variant.runtime.value}: the preprocess hands the model values other than "
+            "tensors, which a converted program cannot take"
+        )
+    return tensors
 
 
 @dataclass(frozen=True)
