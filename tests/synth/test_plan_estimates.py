@@ -7,20 +7,25 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+import pytest
 from click.testing import CliRunner
 
+from contract.config import PhaseConfig
 from contract.estimate import (
-    COMPILE_ALLOWANCE_S,
-    CONVERSION_ALLOWANCE_S,
-    FIRST_CALLS_ALLOWANCE_S,
-    LOAD_ALLOWANCE_S,
-    STARTUP_ALLOWANCE_S,
+    CONVERSION,
+    FIRST_CALLS,
+    FIRST_COMPILE,
+    ITERATION,
+    LOAD,
+    STARTUP,
+    loop_span,
 )
 from contract.layout import record_path, recorded_jobs
 from contract.records import StoredVariant, read_record, write_record
 from contract.result import Environment, OkResult
 from synth.cli import cli
 from synth.main import synth
+from synth.object_budget import CONFIGMAP_DATA_BYTES
 from tests.synth.conftest import RecordJobs, WriteSpec
 
 SPEC: Final = """\
@@ -66,19 +71,38 @@ def test_a_first_runs_estimate_counts_its_compiles_and_what_else_lies_outside_th
     write_spec("compiled.yaml", SPEC)
     estimate = _change(_plan(spec_repo, "--format", "json"))["estimate"]
     # 8 variants (2 models x 2 precisions x eager and inductor), each in its own pod with
-    # its model: the bounds (warm-up 60 s, measurement 20 s), every variant's first calls,
-    # the 4 bf16 ones' conversion, the 4 compiled ones' compile, 8 start-ups and 8 loads.
+    # its model (a file: at most a ConfigMap's bytes): its loops, every variant's first
+    # calls, the 4 bf16 ones' conversion, the 4 compiled ones' compile (each the first of
+    # its pod), 8 start-ups and 8 loads.
+    size = CONFIGMAP_DATA_BYTES
     allowed = (
-        8 * FIRST_CALLS_ALLOWANCE_S
-        + 4 * CONVERSION_ALLOWANCE_S
-        + 4 * COMPILE_ALLOWANCE_S
-        + 8 * STARTUP_ALLOWANCE_S
-        + 8 * LOAD_ALLOWANCE_S
+        FIRST_CALLS.span(size).times(8)
+        + CONVERSION.span(size).times(4)
+        + FIRST_COMPILE.span(None).times(4)
+        + STARTUP.span(None).times(8)
+        + LOAD.span(size).times(8)
     )
-    assert (estimate["compiled"], estimate["allowed_s"]) == (4, allowed)
-    assert estimate["seconds"] == 8 * 80.0 + allowed
+    iteration = ITERATION.span(size).likely_s
+    loops = loop_span(
+        PhaseConfig(min_iterations=5, min_time_s=0.2, max_iterations=10_000, max_time_s=60.0),
+        iteration,
+    ) + loop_span(
+        PhaseConfig(min_iterations=50, min_time_s=1.0, max_iterations=1_000_000, max_time_s=20.0),
+        iteration,
+    )
+    total = loops.times(8) + allowed
+    assert (estimate["compiled"], estimate["unsized"]) == (4, 0)
+    assert estimate["allowed_s"] == pytest.approx(allowed.likely_s)
+    assert (estimate["low_s"], estimate["seconds"], estimate["high_s"]) == pytest.approx(
+        (total.low_s, total.likely_s, total.high_s)
+    )
+    assert estimate["high_s"] == pytest.approx(8 * 80.0 + allowed.high_s)
     (line,) = [line for line in _plan(spec_repo).splitlines() if "compiled/cpu" in line]
-    assert "8 by the bounds and allowances (4 compiling, 200 s each)" in line
+    assert (
+        "8 by their loops' minimums and the allowances (4 compiling, likely 80 s the first in "
+        "a pod and 35 s a later one)"
+    ) in line
+    assert f"about {total.likely_s / 60:.1f} pod-minutes (between " in line
     assert "(at most 10.7 pod-minutes measuring)" in line
 
 
