@@ -161,7 +161,7 @@ def phase(
 def test_a_closed_loop_is_likely_as_long_as_its_minimums_and_at_most_its_max_time() -> None:
     # min_time decides for a fast iteration, min_iterations for a slow one.
     assert loop_span(phase(50, 1.0), 0.001) == Span(0.0, 1.0, 60.0)
-    assert loop_span(phase(50, 1.0), 0.1) == Span(0.0, pytest.approx(5.0), 60.0)
+    assert loop_span(phase(50, 1.0), 0.125) == Span(0.0, 6.25, 60.0)
     # A maximum stops it first: max_time, or max_iterations.
     assert loop_span(phase(50, 1.0, max_time=2.0), 0.1) == Span(0.0, 2.0, 2.0)
     assert loop_span(phase(50, 1.0, most=50), 0.01) == Span(0.0, 0.5, 60.0)
@@ -250,7 +250,7 @@ def test_each_kind_of_work_outside_the_bounds_has_its_allowance() -> None:
     )
     assert found.allowed_s == pytest.approx(allowed.likely_s)
     assert found.high_s == pytest.approx(30.0 + allowed.high_s)
-    assert (found.low_s, found.compiled) == (pytest.approx(allowed.low_s), 1)
+    assert found.low_s == pytest.approx(allowed.low_s) and found.compiled == 1
 
 
 def test_a_variant_that_ran_before_has_no_range() -> None:

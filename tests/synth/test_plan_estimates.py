@@ -10,7 +10,7 @@ from typing import Any, Final
 import pytest
 from click.testing import CliRunner
 
-from contract.config import PhaseConfig
+from contract.config import ModelConfig, ModelSource, PhaseConfig
 from contract.estimate import (
     CONVERSION,
     FIRST_CALLS,
@@ -23,9 +23,11 @@ from contract.estimate import (
 from contract.layout import record_path, recorded_jobs
 from contract.records import StoredVariant, read_record, write_record
 from contract.result import Environment, OkResult
+from contract.weights import LayerRecord
 from synth.cli import cli
 from synth.main import synth
 from synth.object_budget import CONFIGMAP_DATA_BYTES
+from synth.plan import PARAMETER_BYTES, known_bytes
 from tests.synth.conftest import RecordJobs, WriteSpec
 
 SPEC: Final = """\
@@ -158,3 +160,49 @@ def test_a_cpu_with_what_the_variants_need_gets_no_note(
     path.write_text(SPEC.replace("min_iterations: 50", "min_iterations: 60"))
     assert "note:" not in _plan(spec_repo)
     assert _change(_plan(spec_repo, "--format", "json"))["lacks"] == []
+
+
+def test_a_fixed_rate_runs_measurement_is_estimated_by_its_queries_over_its_rate(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """50 queries at 10 Hz take 5 s (min_time 1 s is shorter), whatever an iteration takes;
+    the closed loop of the same rule would have been guessed from the model's size."""
+    fixed = SPEC.replace(
+        "  measure: {min_iterations: 50, min_time: 1s, max_time: 20s}\n",
+        "  measure: {min_iterations: 50, min_time: 1s, max_time: 20s}\n"
+        "  scenario: fixed_rate\n  rate_hz: 10\n",
+    ).replace("{precision: [fp32, bf16], compile: [eager, inductor]}", "{precision: [fp32]}")
+    write_spec("compiled.yaml", fixed)
+    estimate = _change(_plan(spec_repo, "--format", "json"))["estimate"]
+    size = CONFIGMAP_DATA_BYTES
+    iteration = ITERATION.span(size).likely_s
+    warmup = loop_span(
+        PhaseConfig(min_iterations=5, min_time_s=0.2, max_iterations=10_000, max_time_s=60.0),
+        iteration,
+    )
+    measure = PhaseConfig(
+        min_iterations=50, min_time_s=1.0, max_iterations=1_000_000, max_time_s=20.0
+    )
+    assert loop_span(measure, iteration, rate_hz=10.0).likely_s == 5.0
+    per_pod = (
+        warmup
+        + loop_span(measure, iteration, rate_hz=10.0)
+        + FIRST_CALLS.span(size)
+        + STARTUP.span(None)
+        + LOAD.span(size)
+    )
+    assert (estimate["low_s"], estimate["seconds"], estimate["high_s"]) == pytest.approx(
+        (per_pod.times(2).low_s, per_pod.times(2).likely_s, per_pod.times(2).high_s)
+    )
+
+
+def test_what_the_plan_knows_of_a_models_size_before_its_pod() -> None:
+    def model(source: ModelSource, **fields: Any) -> ModelConfig:
+        return ModelConfig(source=source, location="m.pt2", sha256="0" * 64, **fields)
+
+    assert known_bytes(model("file")) == CONFIGMAP_DATA_BYTES
+    assert known_bytes(model("url", size_bytes=5_000_000)) == 5_000_000
+    layers = LayerRecord(parameters=1_000)
+    assert known_bytes(model("oci", layers=layers)) == 1_000 * PARAMETER_BYTES
+    assert known_bytes(model("oci")) is None
+    assert known_bytes(model("image_path")) is None
