@@ -131,7 +131,7 @@ class Change:
     """A pruned Job whose results are recorded in results/: done, not dropped."""
     estimate: Estimate | None = None
     """What the Job's pods will take: by earlier runs of the same settings where results/
-    holds them, else by the bounds and allowances (contract/estimate.py)."""
+    holds them, else by their loops and allowances, as a range (contract/estimate.py)."""
     lacks: tuple[tuple[str, Lack], ...] = ()
     """(the machine's name, what it lacks): what the machines its target ran on before lack
     of what its variants need (contract/instructions.py)."""
