@@ -103,11 +103,23 @@ LOAD: Final = Allowance(1.0, 5.0, 20.0, likely_per_gb_s=10.0, high_per_gb_s=20.0
 """A model's fetch and `torch.export.load`, once per pod and model: tiny models 2.5-14 s
 (torch.export.load's own cost on a loaded host), ResNet-50 7-18 s, BERT-base 10-21 s (from
 an https server)."""
-ITERATION: Final = Allowance(0.0, 0.005, 0.0, likely_per_gb_s=15.0)
-"""The likely time of one timed iteration per sample on a CPU: tiny models 0.04-75 ms at
-batch 4, ResNet-50 1.9-3.7 s and BERT-base 1-10 s at batch 1. Only a likely value: how long
-an iteration takes is what the run measures, so the loops' most is their `max_time`. On a
-GPU it is not guessed (none was measured): the loops are taken to end at `min_time`."""
+ITERATION_S: Final = 0.005
+ITERATION_PER_GB_S: Final = 15.0
+"""The likely time of one timed iteration per sample on a CPU, a part every model pays and a
+part per GB of model: tiny models 0.04-75 ms at batch 4, ResNet-50 1.9-3.7 s and BERT-base
+1-10 s at batch 1. Only a likely value: how long an iteration takes is what the run
+measures, so the loops' most is their `max_time`. On a GPU it is not guessed (none was
+measured): the loops are taken to end at `min_time`."""
+
+
+def likely_iteration_s(size_bytes: int | None) -> float:
+    """One sample's likely iteration on a CPU for a model of `size_bytes` (None: unknown,
+    REFERENCE_BYTES)."""
+    return (
+        ITERATION_S
+        + ITERATION_PER_GB_S * (REFERENCE_BYTES if size_bytes is None else size_bytes) / GB
+    )
+
 
 PastSource = Literal["allocated", "measured"]
 
@@ -168,7 +180,7 @@ class Loops:
     scenario: ScenarioConfig | None = None
     """A fixed-rate run's measurement issues queries on a clock: its length is known."""
     on_cpu: bool = True
-    """Whether ITERATION guesses an iteration's time (measured on CPUs only)."""
+    """Whether an iteration's time is guessed (likely_iteration_s: measured on CPUs only)."""
 
 
 @dataclass(frozen=True)
@@ -315,7 +327,7 @@ def _loops(job: Planned, variant: VariantSettings) -> Span:
     loops = job.loops
     iteration_s = None
     if loops.on_cpu:
-        iteration_s = ITERATION.span(_size(job, variant)).likely_s * variant.batch_size
+        iteration_s = likely_iteration_s(_size(job, variant)) * variant.batch_size
     rate_hz = loops.scenario.rate_hz if loops.scenario is not None else None
     return loop_span(loops.warmup, iteration_s) + loop_span(loops.measure, iteration_s, rate_hz)
 

@@ -19,7 +19,6 @@ from contract.estimate import (
     FIRST_CALLS,
     FIRST_COMPILE,
     GB,
-    ITERATION,
     LATER_COMPILE,
     LOAD,
     NONE,
@@ -33,6 +32,7 @@ from contract.estimate import (
     Span,
     estimate,
     history_of,
+    likely_iteration_s,
     loop_span,
     planned_from,
 )
@@ -138,9 +138,11 @@ def test_an_allowance_scales_its_likely_and_most_by_the_models_size() -> None:
 
 
 def test_a_model_of_unknown_size_is_allowed_as_the_largest_measured() -> None:
-    for rule in (CONVERSION, FIRST_CALLS, LOAD, ITERATION):
+    for rule in (CONVERSION, FIRST_CALLS, LOAD):
         assert rule.span(None) == rule.span(REFERENCE_BYTES)
         assert rule.span(None).likely_s > rule.span(1_000_000).likely_s
+    assert likely_iteration_s(None) == likely_iteration_s(REFERENCE_BYTES)
+    assert likely_iteration_s(None) > likely_iteration_s(1_000_000)
 
 
 def test_each_allowance_is_ordered_least_likely_most() -> None:
@@ -215,7 +217,7 @@ def test_a_variants_loops_and_allowances_follow_its_models_size_and_batch() -> N
     )
     found = estimate(job, History())
     assert found is not None and found.unsized == 0
-    iteration = ITERATION.span(1_000_000).likely_s * 4
+    iteration = likely_iteration_s(1_000_000) * 4
     expected = (
         loop_span(loops.warmup, iteration)
         + loop_span(loops.measure, iteration)

@@ -15,9 +15,9 @@ from contract.estimate import (
     CONVERSION,
     FIRST_CALLS,
     FIRST_COMPILE,
-    ITERATION,
     LOAD,
     STARTUP,
+    likely_iteration_s,
     loop_span,
 )
 from contract.layout import record_path, recorded_jobs
@@ -84,7 +84,7 @@ def test_a_first_runs_estimate_counts_its_compiles_and_what_else_lies_outside_th
         + STARTUP.span(None).times(8)
         + LOAD.span(size).times(8)
     )
-    iteration = ITERATION.span(size).likely_s
+    iteration = likely_iteration_s(size)
     loops = loop_span(
         PhaseConfig(min_iterations=5, min_time_s=0.2, max_iterations=10_000, max_time_s=60.0),
         iteration,
@@ -175,7 +175,7 @@ def test_a_fixed_rate_runs_measurement_is_estimated_by_its_queries_over_its_rate
     write_spec("compiled.yaml", fixed)
     estimate = _change(_plan(spec_repo, "--format", "json"))["estimate"]
     size = CONFIGMAP_DATA_BYTES
-    iteration = ITERATION.span(size).likely_s
+    iteration = likely_iteration_s(size)
     warmup = loop_span(
         PhaseConfig(min_iterations=5, min_time_s=0.2, max_iterations=10_000, max_time_s=60.0),
         iteration,
