@@ -28,6 +28,7 @@ from synth.cli import cli
 from synth.main import synth
 from synth.object_budget import CONFIGMAP_DATA_BYTES
 from synth.plan import PARAMETER_BYTES, known_bytes
+from tests.conftest import REPO_ROOT
 from tests.synth.conftest import RecordJobs, WriteSpec
 
 SPEC: Final = """\
@@ -206,3 +207,27 @@ def test_what_the_plan_knows_of_a_models_size_before_its_pod() -> None:
     assert known_bytes(model("oci", layers=layers)) == 1_000 * PARAMETER_BYTES
     assert known_bytes(model("oci")) is None
     assert known_bytes(model("image_path")) is None
+
+
+def test_a_first_run_of_the_cpu_smoke_example_is_likely_far_below_its_bounds(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """The example's loops stop at their minimums (warm-up 0.2 s, measurement 1 s or 50
+    iterations) long before their maxima (60 s and 20 s): the likely pod time counts the
+    minimums, the most the maxima, and the line says both."""
+    spec = (REPO_ROOT / "specs" / "workflows" / "cpu-smoke.yaml").read_text()
+    write_spec("cpu-smoke.yaml", spec)
+    output = _plan(spec_repo, "--format", "json")
+    for cluster in json.loads(output)["clusters"]:
+        (change,) = cluster["changes"]
+        estimate = change["estimate"]
+        bounds = change["after"]["max_pod_seconds"]
+        assert bounds == 6 * 80.0
+        assert estimate["low_s"] <= estimate["seconds"] <= bounds / 2 < estimate["high_s"]
+        assert (estimate["from_history"], estimate["unsized"]) == (0, 0)
+    for line in _plan(spec_repo).splitlines():
+        if "cpu-smoke/cpu" in line:
+            assert "6 variants will run: 6 new; about " in line
+            assert " pod-minutes (between " in line
+            assert "6 by their loops' minimums and the allowances" in line
+            assert "(at most 8.0 pod-minutes measuring)" in line
