@@ -489,9 +489,7 @@ def _went_by(check: PlanCheck) -> str:
     parts = [f"{estimate.from_history} by earlier runs"]
     if estimate.from_history < check.variants:
         compiling = f", {estimate.compiled} compiling" if estimate.compiled else ""
-        parts.append(
-            f"{check.variants - estimate.from_history} by bounds and allowances{compiling}"
-        )
+        parts.append(f"{check.variants - estimate.from_history} by loops and allowances{compiling}")
     return f"{', '.join(parts)} ({plural(check.earlier_jobs, 'earlier Job')})"
 
 
@@ -508,6 +506,7 @@ def plan_table(checks: Sequence[PlanCheck]) -> Table | None:
         columns=(
             *columns("cluster", "target", "job"),
             Column("estimate pod-min", True),
+            Column("at most pod-min", True),
             Column("went by"),
             Column("took pod-min", True),
             Column("took / estimate", True),
@@ -518,6 +517,7 @@ def plan_table(checks: Sequence[PlanCheck]) -> Table | None:
                 check.target,
                 check.job,
                 _minutes(check.estimate.seconds if check.estimate else None),
+                _minutes(check.estimate.high_s if check.estimate else None),
                 _went_by(check),
                 _minutes(check.took_s) + (" (allocated)" if check.took_by == "allocated" else ""),
                 format_ratio(ratio) if (ratio := check.ratio) is not None else "-",
@@ -529,8 +529,12 @@ def plan_table(checks: Sequence[PlanCheck]) -> Table | None:
             "(contract/estimate.py) from what it had: the Job's variants, pods, model loads and "
             "bounds, and the runs of the workflow's earlier Jobs in the cluster that finished "
             "before its first pod was created. A variant such a run measured goes by what it "
-            "took; the others by their bounds and the allowances for compile, conversion, "
-            "first calls, start-up and loads (docs/synth.md). Took: the variants' allocated "
+            "took; the others by their loops and the allowances for compile, conversion, "
+            "first calls, start-up and loads (docs/synth.md): the estimate is the likely pod "
+            "time, at most the most they may take (loops to their max_time, allowances at "
+            "their most). Results say a loop's bounds, not its minimums, so a variant no "
+            "earlier run measured counts its loops at their bounds here, where the plan "
+            "counted them at their minimums. Took: the variants' allocated "
             "time where gather recorded it, else the pods' wall time (getting a node to the "
             "runner's end). Above 1x the plan under-estimated.",
         ),
