@@ -32,10 +32,10 @@ FULL: Final = Cells(
     precisions=("fp32", "bf16"),
     batches=(8,),
     quantizations=("none", "int8-dynamic", "int8-weight-only"),
-    compiles=("eager", "inductor"),
+    runtimes=("eager", "inductor"),
 )
 SMOKE: Final = Cells(
-    models=("tiny-mlp",), precisions=("fp32",), batches=(2,), compiles=("eager", "inductor")
+    models=("tiny-mlp",), precisions=("fp32",), batches=(2,), runtimes=("eager", "inductor")
 )
 SHAPES: Final = {**INPUTS, LARGE.name: LARGE.sample_shape}
 

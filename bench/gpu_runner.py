@@ -10,6 +10,10 @@ config.json for the GPU the machine has (device type `nvidia-<model>`, from torc
 name), in a process of its own. A quantized variant's `applied.kernel_calls` shows the kernel
 each layer dispatched (the runner fails it, `unsupported_variant`, where one did not). Also
 the wrong-GPU check: a target asking for an A100 on this GPU must exit `device_missing`.
+And every runtime beside eager whose GPU path this compute capability has (inductor,
+aotinductor, onnxruntime, tensorrt; synth/catalogue.py RUNTIMES) at fp16, unquantized: what
+proves them (`gpu_proven`); its `applied.runtime_proof` says what ran, and a runtime the
+machine lacks (onnxruntime's CPU build, no Torch-TensorRT) exits `runtime_failed` saying so.
 Prints a table (p50, device time over wall time, the SM clock's range against its maximum,
 the energy per inference and average power from NVML's energy counter, the validity flags and
 NVML's slowdown reasons), each stack the results name (`fingerprint`), and writes every
@@ -35,7 +39,7 @@ from typing import Any, Final
 import torch
 
 from models.make_models import EXAMPLES, export_bytes
-from synth.catalogue import QUANTIZATION_KERNELS
+from synth.catalogue import QUANTIZATION_KERNELS, RUNTIMES
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 INPUTS: Final = {"tiny-mlp": [64], "tiny-cnn": [3, 64, 64], "tiny-transformer": [32, 16]}
@@ -90,6 +94,17 @@ def _quantizations(capability: tuple[int, int]) -> list[str]:
     ]
 
 
+def _runtimes(capability: tuple[int, int]) -> list[str]:
+    """The runtimes beside eager whose GPU path this compute capability has."""
+    return [
+        str(runtime)
+        for runtime, kernel in RUNTIMES.items()
+        if runtime != "eager"
+        and kernel.gpu_capability is not None
+        and capability >= kernel.gpu_capability
+    ]
+
+
 def _config(device_type: str, models: dict[str, Any], *, smoke: bool) -> dict[str, Any]:
     variants: list[dict[str, Any]] = []
     quantizations = _quantizations(torch.cuda.get_device_capability(0))
@@ -108,6 +123,19 @@ def _config(device_type: str, models: dict[str, Any], *, smoke: bool) -> dict[st
                             "inputs": [{"shape": INPUTS[model], "dtype": "float32"}],
                         }
                     )
+        for runtime in [] if smoke else _runtimes(torch.cuda.get_device_capability(0)):
+            variants.append(
+                {
+                    "index": len(variants),
+                    "id": f"v{len(variants):04d}",
+                    "model": model,
+                    "precision": "fp16",
+                    "quantization": "none",
+                    "batch_size": BATCHES[0],
+                    "runtime": runtime,
+                    "inputs": [{"shape": INPUTS[model], "dtype": "float32"}],
+                }
+            )
     return {
         "schema_version": 1,
         "workflow": "gpu-check",
@@ -151,7 +179,10 @@ def _kernels(result: dict[str, Any]) -> str:
     if not applied:
         return str((result.get("error") or {}).get("message", ""))[:200]
     calls = " ".join(f"{op}x{n}" for op, n in (applied.get("kernel_calls") or {}).items())
-    return f"{applied.get('quantized_layers')}/{applied.get('linear_layers')} layers: {calls}"
+    ran = ", ".join(applied.get("runtime_proof") or [])[:120]
+    return (
+        f"{applied.get('quantized_layers')}/{applied.get('linear_layers')} layers: {calls}; {ran}"
+    )
 
 
 def main() -> None:
@@ -207,7 +238,8 @@ def main() -> None:
         energy = result.get("energy") or {}
         per_inference = (energy.get("joules_per_inference") or float("nan")) * 1000
         watts = energy.get("average_w") or float("nan")
-        print(f"{variant['model']:<17}{variant['precision']:<10}{variant['quantization']:<18}"
+        quantization = "/".join(filter(None, (variant["quantization"], variant.get("runtime"))))
+        print(f"{variant['model']:<17}{variant['precision']:<10}{quantization:<18}"
               f"{variant['batch_size']:>5}{code:>5}{latency.get('p50_ms', float('nan')):>9.3f}"
               f"{result.get('throughput_samples_per_s') or 0:>12.0f}{busy:>12.2f}{clocks:>16}"
               f"{per_inference:>9.3f}{watts:>6.0f}  "

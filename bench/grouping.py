@@ -48,7 +48,7 @@ class Cells:
     precisions: tuple[str, ...]
     batches: tuple[int, ...]
     quantizations: tuple[str, ...] = ("none",)
-    compiles: tuple[str, ...] = ("eager",)
+    runtimes: tuple[str, ...] = ("eager",)
 
 
 FULL: Final = Cells(models=tuple(INPUTS), precisions=("fp32", "bf16"), batches=(1, 2, 4, 8))
@@ -74,7 +74,7 @@ def sweep(
             precision=precision,
             quantization=quantization,
             batch_size=batch,
-            compile=how,
+            runtime=how,
             inputs=(InputConfig(shape=shapes[model], dtype="float32"),),
         )
         for index, (model, precision, quantization, batch, how) in enumerate(
@@ -83,7 +83,7 @@ def sweep(
             for p in cells.precisions
             for q in cells.quantizations
             for b in cells.batches
-            for c in cells.compiles
+            for c in cells.runtimes
         )
     ]
     return RunConfig(

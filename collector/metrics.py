@@ -44,13 +44,13 @@ from contract.metrics import (
 from contract.pricing import PriceList, device_seconds_per_1000, priced
 from contract.records import JobRecord
 from contract.result import OkResult
-from contract.variant import SETTING_FIELDS, VariantRef
+from contract.variant import SETTING_FIELDS, SETTING_LABELS, VariantRef
 from store.database import StoredRun
 
 log = logging.getLogger(__name__)
 
 _DURATION_BUCKETS: Final = (60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
-LAST_RESULT_LABELS: Final = (WORKFLOW_LABEL, CLUSTER_LABEL, TARGET_LABEL, *SETTING_FIELDS)
+LAST_RESULT_LABELS: Final = (WORKFLOW_LABEL, CLUSTER_LABEL, TARGET_LABEL, *SETTING_LABELS)
 
 
 LastResults = dict[tuple[str, ...], float]

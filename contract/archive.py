@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Final
 
 from contract.container import Refused, directory_problem, member_problems, read_member
-from contract.inputs import ExpectedInput, declared_inputs
+from contract.inputs import ExpectedInput, declared_inputs, declared_outputs
 from contract.text import shown
 from contract.weights import LinearWeights, linear_weights
 
@@ -183,6 +183,8 @@ class Program:
     """Its Linear weights, which the quantizations reach (contract.weights)."""
     torch_version: str | None
     """The torch release that wrote it, as model.json says."""
+    outputs: tuple[ExpectedInput, ...] = ()
+    """The user outputs it declares: what a pipeline's next stage is handed."""
 
     @property
     def linear_share(self) -> float | None:
@@ -207,6 +209,7 @@ def check_archive(source: Path | bytes) -> Program:
         declared_inputs(read.program),
         linear_weights(read.program),
         shown(written[:MAX_VERSION_CHARS]) if isinstance(written, str) else None,
+        declared_outputs(read.program),
     )
 
 

@@ -206,14 +206,25 @@ DEFAULT_DOWNLOAD_BUDGET_S: Final = 1800.0
 a 1 GiB model at 0.6 MB/s."""
 
 
-class ModelConfig(_Contract):
-    """Where a model's `.pt2` is and what its bytes must hash to."""
+Stage = Literal["preprocess", "postprocess"]
+STAGES: Final[tuple[Stage, ...]] = get_args(Stage)
+"""The programs a model entry may run around its model, by the order they run in."""
+
+
+def program_name(model: str, stage: Stage | None = None) -> str:
+    """The name a model's program, or one of its stages', is carried to the pod under: the
+    model's name, else `<model>.<stage>` (a model name has no dot, so none is another's)."""
+    return model if stage is None else f"{model}.{stage}"
+
+
+class ProgramConfig(_Contract):
+    """Where a `.pt2` is and what its bytes must hash to: a model's, or one of its stages'."""
 
     source: ModelSource
     location: str
     """For `file`, a file name under $MODEL_PATH (MODELS_DIR in the pod, another folder in a
-    local run); for `oci`, `<model>/<path in the artifact>` under $OCI_MODEL_PATH (each
-    model's image volume); for `image_path`, an absolute path in the image; for `url`, an
+    local run); for `oci`, `<program>/<path in the artifact>` under $OCI_MODEL_PATH (each
+    program's image volume); for `image_path`, an absolute path in the image; for `url`, an
     https URL."""
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     size_bytes: int | None = Field(default=None, ge=1)
@@ -228,25 +239,58 @@ class ModelConfig(_Contract):
     ca_bundle_file: str | None = Field(default=None, min_length=1, max_length=4096)
     """For `url`: the bundle's file in the repository, which messages name (`ca_bundle` is
     named by its content, which nobody recognises)."""
+
+    @model_serializer(mode="wrap")
+    def _written_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Left out when unset, so that config.json of a model that is no download, records
+        # no layers and runs no stages, and with it every such Job's content-hash name, stays
+        # byte for byte what it was before them.
+        written: dict[str, object] = handler(self)
+        return {k: v for k, v in written.items() if v is not None or k not in _WRITTEN_WHEN_SET}
+
+
+class ModelConfig(ProgramConfig):
+    """A model's program, with the facts its spec records of it (family, params, layers) and
+    the stages run around it."""
+
     family: str | None = Field(default=None, min_length=1, max_length=30)
     """The family the program is a member of (`models[].family`), where its spec names one."""
     params: Params | None = None
     """The program's parameters within its family (`models[].params`)."""
-    contents: RecordedContents | None = None
-    """For recorded inputs: what the spec records the file holds (its `contents:`), which
-    synth held to the models: the runner refuses a file that holds other contents."""
     layers: LayerRecord | None = None
     """What the spec records of the program's layers (its `layers:`), which synth judged its
     quantized variants by: the runner refuses a program that holds others (None: nothing
     recorded)."""
+    preprocess: ProgramConfig | None = None
+    """A program run on each query's inputs before the model, its outputs the model's
+    inputs (None: the model takes the inputs itself)."""
+    postprocess: ProgramConfig | None = None
+    """A program run on the model's outputs, whose outputs are the chain's."""
 
-    @model_serializer(mode="wrap")
-    def _written_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # Left out when unset, so that config.json of a model that is no download and records
-        # no layers, and with it every such Job's content-hash name, stays byte for byte what
-        # it was before them.
-        written: dict[str, object] = handler(self)
-        return {k: v for k, v in written.items() if v is not None or k not in _WRITTEN_WHEN_SET}
+    def stages(self) -> dict[Stage, ProgramConfig]:
+        """The stages this model runs between, by name, in the order they run."""
+        found = {stage: getattr(self, stage) for stage in STAGES}
+        return {stage: program for stage, program in found.items() if program is not None}
+
+
+class RecordedConfig(ProgramConfig):
+    """Where the recorded inputs are (a `.safetensors`, delivered and checked as a program
+    is), and what the spec records they hold."""
+
+    contents: RecordedContents | None = None
+    """What the spec records the file holds (its `contents:`), which synth held to the
+    models: the runner refuses a file that holds other contents."""
+
+
+def programs(models: Mapping[str, ModelConfig]) -> dict[str, ProgramConfig]:
+    """Every program `models` carry to a pod, the models' and their stages', by
+    `program_name`."""
+    found: dict[str, ProgramConfig] = {}
+    for name, model in models.items():
+        found[name] = model
+        for stage, program in model.stages().items():
+            found[program_name(name, stage)] = program
+    return found
 
 
 _WRITTEN_WHEN_SET: Final = frozenset(
@@ -259,6 +303,8 @@ _WRITTEN_WHEN_SET: Final = frozenset(
         "family",
         "params",
         "contents",
+        "preprocess",
+        "postprocess",
     }
 )
 
@@ -293,7 +339,7 @@ class RunConfig(_Contract):
     """Completion index i runs the variants at positions groups[i] of `variants`, in order,
     in one process; None: index i runs variant i alone. A variant keeps its position in
     `variants` as its `index` whichever pod runs it, so results are keyed alike either way."""
-    recorded_inputs: ModelConfig | None = None
+    recorded_inputs: RecordedConfig | None = None
     """Where the recorded inputs every variant replays are (contract/recorded.py), delivered
     and checked as a model is; None: every variant draws its inputs."""
     scenario: ScenarioConfig | None = None
@@ -314,11 +360,11 @@ class RunConfig(_Contract):
         return self
 
     @property
-    def delivered(self) -> dict[str, ModelConfig]:
-        """Every file the pods are given, by the name its delivery goes by: the models', and
-        the recorded inputs' under RECORDED_INPUTS_KEY."""
+    def delivered(self) -> dict[str, ProgramConfig]:
+        """Every file the pods are given, by the name its delivery goes by: the programs'
+        (`programs`), and the recorded inputs' under RECORDED_INPUTS_KEY."""
         recorded = self.recorded_inputs
-        return {**self.models, **({RECORDED_INPUTS_KEY: recorded} if recorded else {})}
+        return {**programs(self.models), **({RECORDED_INPUTS_KEY: recorded} if recorded else {})}
 
     @property
     def completions(self) -> int:

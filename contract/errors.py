@@ -18,6 +18,8 @@ ErrorType = Literal[
     "download_refused",
     "download_failed",
     "download_untrusted",
+    "runtime_failed",
+    "stage_mismatch",
     "inputs_mismatch",
     "terminated",
 ]
@@ -50,9 +52,17 @@ class ExitCode(IntEnum):
     DOWNLOAD_UNTRUSTED = 11
     """The server's TLS certificate is not trusted by the image's CAs and the model's
     ca_bundle, or does not name the server."""
-    INPUTS_MISMATCH = 12
+    RUNTIME_FAILED = 12
+    """The variant's runtime (contract/variant.py's CONVERTED: aotinductor, onnxruntime,
+    tensorrt) could not take the program, or ran other than asked: an export that fails for
+    an op, a build without its compiler, a provider that falls back to the CPU, an engine
+    build out of workspace. The message names the runtime and the cause."""
+    STAGE_MISMATCH = 13
+    """A pipeline's stage returns what the next stage cannot take (their count, shapes or
+    dtypes): the programs were exported apart."""
+    INPUTS_MISMATCH = 14
     """The recorded inputs (`benchmark.recorded_inputs`) are not the file config.json pins,
-    no recording the runner reads, or do not fit the model's inputs (names, shapes,
+    no recording the runner reads, or do not fit the chain's inputs (names, shapes,
     dtypes)."""
     TERMINATED = 143
     """128 + SIGTERM, as a shell reports a process SIGTERM ended."""
@@ -81,10 +91,22 @@ answered 404 or whose certificate the bundle does not trust answers so again. Wh
 retryable can pass on another try: a model read failing (MODEL_LOAD), a download cut off or
 out of time (DOWNLOAD_FAILED), a missing device (another node may do)."""
 
-WITH_RECORDED_INPUTS: Final = DETERMINISTIC | {ExitCode.INPUTS_MISMATCH}
-"""The exits a retry would only repeat, of a Job that replays recorded inputs: the same
-recording is refused again. Only such a Job's podFailurePolicy lists INPUTS_MISMATCH, so
-that every other Job, and its content-hash name, stays what it was before recordings."""
+CONVERTED_DETERMINISTIC: Final = frozenset({ExitCode.RUNTIME_FAILED})
+"""Exits a retry would only repeat that only a Job converting its program can have: its Jobs'
+podFailurePolicy fails them at once too, and only theirs, so that every other Job keeps the
+name (a hash of its content) it had before the class existed."""
+
+PIPELINE_DETERMINISTIC: Final = frozenset({ExitCode.STAGE_MISMATCH})
+"""Likewise, exits only a pod running a model between stages can end with."""
+
+RECORDED_DETERMINISTIC: Final = frozenset({ExitCode.INPUTS_MISMATCH})
+"""Likewise, exits only a pod replaying recorded inputs can end with: the same recording is
+refused again."""
+
+EVER_DETERMINISTIC: Final = (
+    DETERMINISTIC | CONVERTED_DETERMINISTIC | PIPELINE_DETERMINISTIC | RECORDED_DETERMINISTIC
+)
+"""Every exit a retry would only repeat, in whichever Jobs list it."""
 
 
 def _severity(code: ExitCode) -> int:
@@ -95,7 +117,7 @@ def _severity(code: ExitCode) -> int:
     # deterministic one; success only when every variant succeeded.
     if code is ExitCode.TERMINATED:
         return 3
-    if code in WITH_RECORDED_INPUTS:
+    if code in EVER_DETERMINISTIC:
         return 1
     return 0 if code is ExitCode.OK else 2
 

@@ -125,13 +125,23 @@ def declared_inputs(program: object) -> tuple[ExpectedInput, ...]:
     """The user inputs an archive's model.json declares, read without torch: each tensor's
     sizes (an integer, or a symbol with its range_constraints) and dtype. Empty where the JSON
     is not shaped as expected: then nothing can be checked before the runner loads it."""
+    return _declared(program, "input_specs", "user_input")
+
+
+def declared_outputs(program: object) -> tuple[ExpectedInput, ...]:
+    """The user outputs an archive's model.json declares, read as `declared_inputs` reads
+    its inputs: what a pipeline's next stage is handed."""
+    return _declared(program, "output_specs", "user_output")
+
+
+def _declared(program: object, specs: str, kind: str) -> tuple[ExpectedInput, ...]:
     try:
         module = json_object(json_object(program)["graph_module"])
         values = json_object(json_object(module["graph"])["tensor_values"])
         ranges = json_object(json_object(program).get("range_constraints") or {})
         expected = []
-        for spec in json_list(json_object(module["signature"])["input_specs"]):
-            argument = json_object(json_object(spec).get("user_input") or {}).get("arg")
+        for spec in json_list(json_object(module["signature"])[specs]):
+            argument = json_object(json_object(spec).get(kind) or {}).get("arg")
             tensor = json_object(argument).get("as_tensor") if argument else None
             if tensor is None:
                 continue  # a non-tensor input (an int, a flag): nothing to compare
@@ -145,6 +155,33 @@ def declared_inputs(program: object) -> tuple[ExpectedInput, ...]:
     except (KeyError, TypeError):
         return ()
     return tuple(expected)
+
+
+def handover_misfit(
+    given: Sequence[GivenInput], expected: Sequence[ExpectedInput], batch_size: int = 1
+) -> str | None:
+    """Why what a pipeline's stage hands on (`given`, per sample) does not fit what the next
+    one takes, in words that fit after "cannot take: "; None where it fits. A batch
+    misfit is none of the hand-over's: the chain's batch is the variant's."""
+    if len(given) != len(expected):
+        wanted = "; ".join(str(e) for e in expected)
+        return f"it takes {len(expected)} input(s) ({wanted}) and is handed {len(given)}"
+    misfit = inputs_misfit("", batch_size, given, expected)
+    if misfit is None or misfit.is_batch:
+        return None
+    return misfit.message.removeprefix("model  ").replace("the spec gives", "it is handed")
+
+
+def per_sample(declared: Sequence[ExpectedInput]) -> list[GivenInput] | None:
+    """Declared tensors as what one sample holds (the batch dimension left out), where each
+    has a batch and sizes that are fixed past it; else None."""
+    found = []
+    for tensor in declared:
+        sizes = tensor.dimensions[1:]
+        if not tensor.dimensions or any(size.low != size.high for size in sizes):
+            return None
+        found.append(GivenInput(tuple(size.low for size in sizes), tensor.dtype))
+    return found
 
 
 def json_object(value: object) -> dict[str, object]:

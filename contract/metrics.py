@@ -8,7 +8,7 @@ and `_count` series are derived with the helpers below.
 
 from typing import Final
 
-from contract.variant import SETTING_FIELDS
+from contract.variant import SETTING_LABELS
 
 # What gather observed of the Jobs (labels: JOB_LABELS, plus outcome or reason).
 JOBS_OBSERVED: Final = "benchfleet_jobs_observed"
@@ -44,7 +44,7 @@ DEVICE_LABEL: Final = "device"
 CURRENCY_LABEL: Final = "currency"
 
 JOB_LABELS: Final = (WORKFLOW_LABEL, CLUSTER_LABEL, TARGET_LABEL)
-RESULT_LABELS: Final = (WORKFLOW_LABEL, CLUSTER_LABEL, GPU_TYPE_LABEL, *SETTING_FIELDS)
+RESULT_LABELS: Final = (WORKFLOW_LABEL, CLUSTER_LABEL, GPU_TYPE_LABEL, *SETTING_LABELS)
 
 PER_VARIANT: Final = (
     LATENCY_P50,

@@ -29,6 +29,11 @@ def device_seconds_per_1000(devices: float, p50_per_sample_ms: float) -> float:
     return devices * p50_per_sample_ms / 1000 * INFERENCES
 
 
+def hourly(devices: float, per_device_hour: float | None) -> float | None:
+    """What holding `devices` for an hour costs at `per_device_hour`; None without a price."""
+    return priced(devices * 3600, per_device_hour)
+
+
 def priced(device_seconds: float | None, per_hour: float | None) -> float | None:
     """`device_seconds` at `per_hour` a device-hour; None where either is unknown."""
     if device_seconds is None or per_hour is None:

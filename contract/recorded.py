@@ -43,6 +43,7 @@ DTYPES: Final = {
     "BF16": ("bfloat16", 2),
     "I64": ("int64", 8),
     "I32": ("int32", 4),
+    "U8": ("uint8", 1),
     "BOOL": ("bool", 1),
 }
 """The safetensors dtypes a recording may hold: those a spec's input may have
@@ -227,7 +228,7 @@ class RecordedInput(BaseModel):
         max_length=MAX_RECORDED_DIMENSIONS
     )
     """Each sample's shape, without a batch dimension."""
-    dtype: Literal["float32", "float16", "bfloat16", "int64", "int32", "bool"]
+    dtype: Literal["float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool"]
 
 
 class RecordedContents(BaseModel):

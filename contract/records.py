@@ -29,7 +29,7 @@ from contract.result import (
     read_result,
     unreadable_measurement,
 )
-from contract.variant import MAX_VARIANTS, VariantRef
+from contract.variant import MAX_VARIANTS, RUNTIME_KEY_CONTEXT, VariantRef
 
 RECORD_SCHEMA_VERSION: Final = 1
 
@@ -265,7 +265,12 @@ has read the samples yet or not."""
 
 def record_text(record: JobRecord) -> str:
     """The file's bytes: the same record always gives the same text, for clean git diffs."""
-    return record.model_dump_json(indent=2, exclude_none=True, exclude=_LEFT_OUT) + "\n"
+    return (
+        record.model_dump_json(
+            indent=2, exclude_none=True, exclude=_LEFT_OUT, context=RUNTIME_KEY_CONTEXT
+        )
+        + "\n"
+    )
 
 
 def write_record(root: Path, record: JobRecord) -> tuple[Path, bool]:

@@ -36,19 +36,21 @@ from contract.numbers import (
 )
 from contract.params import Params
 from contract.samples import Samples
-from contract.variant import VariantRef
+from contract.variant import RUNTIME_KEY_CONTEXT, VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 9, 11]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
 (`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 6 the CPU's instruction-set
 flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
 measurement bounds (`timings.bound_s`), 7 `latency.p99_9_ms` and a fixed-rate run's
-`scenario`, 9 `recorded_inputs`, and the model's `family` and `params` (written only where
-set, so that every other result stays as it was), 11 the stack's `fingerprint`; a collector
-that reads only older ones keeps a newer result unread, as a newer runner's, rather than
-refusing it."""
+`scenario`, 8 a pipeline's per-stage latencies (`stages`), 9 `recorded_inputs`, and the
+model's `family` and `params` (written only where set, so that every other result stays as
+it was), 10 the runtime axis (`variant.runtime`, written for every runtime but eager, where
+earlier results say `variant.compile: inductor`; `applied.runtime_proof`,
+`timings.conversion_s`), 11 the stack's `fingerprint`; a collector that reads only older
+ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
 RESULT_SCHEMA_VERSION: Final = 11
 RECORDED_INPUTS_SCHEMA_VERSION: Final = 9
@@ -143,6 +145,23 @@ class Scenario(_Result):
     issue_error_queries: int = Field(default=1, ge=1)
     """The queries that found the model idle, which the two above are taken over (the
     first always does): few where the model falls behind the rate."""
+
+
+class StageLatency(_Result):
+    """One stage's share of a pipeline's queries, in milliseconds (contract.config.Stage, or
+    `model`): its time in every timed query of the chain."""
+
+    p50_ms: float = Field(ge=0)
+    p90_ms: float = Field(ge=0)
+    p99_ms: float = Field(ge=0)
+    mean_ms: float = Field(ge=0)
+    max_ms: float = Field(ge=0)
+    share: float = Field(ge=0, le=1)
+    """Its part of the chain's time: its total over the chain's total, in all the queries."""
+
+
+StageName = Literal["preprocess", "model", "postprocess"]
+"""A pipeline's stages, by the order they run: the keys of a result's `stages`."""
 
 
 class Validity(_Result):
@@ -343,7 +362,14 @@ class Timings(_Result):
     comparison. None in results of runners before it."""
     compile_s: float | None = Field(default=None, ge=0)
     """A compiled variant's `torch.compile` and the call that compiled it (tracing, lowering,
-    the C++ or Triton compiler, one run), outside warmup and the timed loop; None for eager."""
+    the C++ or Triton compiler, one run), outside warmup and the timed loop; None for eager.
+    Only inductor's; kept for readers before `conversion_s`, which holds the same number."""
+    conversion_s: float | None = Field(default=None, ge=0)
+    """Turning the prepared module into what the variant's runtime runs, and that run's first
+    call: inductor's compile, aotinductor's export, build and load of its package,
+    onnxruntime's ONNX export and session, tensorrt's engines. Outside warm-up and the timed
+    loop, inside the variant's time to its first measurement; None for eager, and in results
+    before schema 10."""
     bound_s: float | None = Field(default=None, gt=0)
     """The most its warm-up and timed loop may take: config.json's `warmup.max_time_s` plus
     `measure.max_time_s`, the Job's. What `make plan` counts for a variant no earlier run
@@ -361,8 +387,13 @@ class Timings(_Result):
             + self.warmup.seconds
             + self.measure.seconds
             + (self.accuracy_s or 0)
-            + (self.compile_s or 0)
+            + (self.converting_s or 0)
         )
+
+    @property
+    def converting_s(self) -> float | None:
+        """The runtime's compile or conversion, from results of any schema; None eager."""
+        return self.conversion_s if self.conversion_s is not None else self.compile_s
 
 
 class Memory(_Result):
@@ -424,6 +455,11 @@ class Applied(_Result):
     mode cannot see into compiled code)."""
     compiled: Compiled | None = None
     """How the module was compiled; None for eager."""
+    runtime_proof: list[str] | None = None
+    """What ran the timed calls, as the runtime itself reports it: eager the torch that
+    dispatched them, inductor its compiled graphs and toolchain, aotinductor the package's
+    compiled libraries and kernels, onnxruntime the execution providers its session uses
+    (`CPUExecutionProvider`), tensorrt its engines. None in results before schema 10."""
 
 
 class Environment(_Result):
@@ -573,6 +609,12 @@ class OkResult(_ResultBase):
             return None
         return self.latency.p99_9_ms
 
+    stages: dict[StageName, StageLatency] | None = None
+    """Where the model runs between a preprocess and a postprocess: each stage's time per
+    query (the model's with the casts between it and the stages), measured in the same
+    queries as `latency`, which is the whole chain's. None for a model run alone, and in
+    results of runners before it (schema_version 8)."""
+
 
 class ErrorResult(_ResultBase):
     """A variant that could not be measured, and why."""
@@ -646,7 +688,12 @@ def unreadable_measurement(error: ValidationError) -> str | None:
 
 def result_line(result: BenchResult) -> str:
     """The one stdout line that hands `result` over, newline included."""
-    return RESULT_PREFIX + result.model_dump_json(exclude_none=True) + "\n"
+    return RESULT_PREFIX + result_json(result) + "\n"
+
+
+def result_json(result: BaseModel) -> str:
+    """`result` as runners and the store write it: every runtime as `variant.runtime`."""
+    return result.model_dump_json(exclude_none=True, context=RUNTIME_KEY_CONTEXT)
 
 
 def find_result_text(output: str) -> str | None:
@@ -741,7 +788,7 @@ def compact(result: BenchResult, limit: int = TERMINATION_LOG_LIMIT) -> str:
         current = step(current)
         if index:
             current = current.model_copy(update={"compacted": True})
-        text = current.model_dump_json(exclude_none=True)
+        text = result_json(current)
         if len(text.encode()) <= limit:
             return text
     raise ValueError(f"a result cannot be compacted below {limit} bytes: {text[:200]}")
@@ -807,13 +854,13 @@ def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG
         # originals alone would bring back what the earlier ones left out.
         current = [step(r) for r in current]
         marked = [r.model_copy(update={"compacted": True}) for r in current] if index else current
-        texts = [entry.model_dump_json(exclude_none=True) for entry in marked]
+        texts = [result_json(entry) for entry in marked]
         sizes = [len(text.encode()) for text in texts]
         if _group_size(sizes) <= limit:
             return _group_text(texts)
     order = sorted(range(len(texts)), key=lambda i: (results[i].status == "error", -i))
     for position in order:
-        texts[position] = _omitted(results[position]).model_dump_json(exclude_none=True)
+        texts[position] = result_json(_omitted(results[position]))
         sizes[position] = len(texts[position].encode())
         if _group_size(sizes) <= limit:
             return _group_text(texts)

@@ -1,13 +1,22 @@
-"""A variant: one model at one precision, quantization and batch size, run eager or compiled.
+"""A variant: one model at one precision, quantization and batch size, in one runtime.
 Its identity is defined here once; config.json's variants extend it with their inputs, a
 result names it, the store and the reports key by it."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Annotated, Final, Self
+from typing import Annotated, Any, Final, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 MAX_VARIANTS: Final = 10_000
@@ -34,13 +43,36 @@ class Quantization(StrEnum):
     FP8_DYNAMIC = "fp8-dynamic"
 
 
-class Compile(StrEnum):
-    """How the program's module runs: as torch calls it, or compiled in the pod."""
+class Runtime(StrEnum):
+    """What runs the program's module: torch as it calls it, or what the pod built from the
+    verified graph (never from anything in the file) and measures instead."""
 
     EAGER = "eager"
     INDUCTOR = "inductor"
     """`torch.compile` with the inductor backend, default mode, of the loaded program's
-    module: compiled in the pod from the verified graph, never from anything in the file."""
+    module (the `compile: inductor` of specs before the runtime axis)."""
+    AOTINDUCTOR = "aotinductor"
+    """The exported program compiled ahead of time and packaged
+    (`torch._inductor.aoti_compile_and_package`), then loaded from that package: the form a
+    deployment ships."""
+    ONNXRUNTIME = "onnxruntime"
+    """The exported program converted to ONNX by torch's exporter and run by an ONNX Runtime
+    session (its CPU provider on a CPU, CUDA and TensorRT providers on a GPU)."""
+    TENSORRT = "tensorrt"
+    """The exported program compiled by Torch-TensorRT into TensorRT engines (GPU only)."""
+
+
+COMPILE_SPELLED: Final = frozenset({Runtime.EAGER, Runtime.INDUCTOR})
+"""The runtimes that existed as the `compile` setting. A variant in one is written under
+that key (`compile: inductor`), as every record was before the runtime axis, so that its id
+and its Job's config.json (and so the Job's name) stay what they were; the later runtimes
+are written as `runtime`. Results (schema 10 on) write `runtime` for all of them."""
+CONVERTED: Final = frozenset(Runtime) - COMPILE_SPELLED
+"""The runtimes that convert the program into another form before running it (a package, an
+ONNX graph, TensorRT engines): each can fail in a way of its own (`runtime_failed`)."""
+_LEGACY_KEY: Final = "compile"
+RUNTIME_KEY_CONTEXT: Final = MappingProxyType({"runtime_key": True})
+"""The serialization context that writes every runtime as `runtime` (a result's variant)."""
 
 
 SPELLINGS: Final = MappingProxyType({"int4": Quantization.INT4_WEIGHT_ONLY})
@@ -121,6 +153,9 @@ class Setting:
     """The value the report compares its others with; None: a group's first (smallest)."""
     unsaid: str | None = None
     """The value a description leaves out (no quantization, eager)."""
+    label: str | None = None
+    """Its Prometheus label; None: its name. A renamed setting keeps its label, so that its
+    series (and the dashboards and alerts over them) go on rather than start afresh."""
 
 
 class VariantSettings(BaseModel):
@@ -141,15 +176,27 @@ class VariantSettings(BaseModel):
         Quantization, Setting(reference=Quantization.NONE, unsaid=Quantization.NONE)
     ]
     batch_size: Annotated[int, Field(ge=1), Setting(heading="batch")]
-    compile: Annotated[Compile, Setting(reference=Compile.EAGER, unsaid=Compile.EAGER)] = (
-        Compile.EAGER
-    )
+    runtime: Annotated[
+        Runtime, Setting(reference=Runtime.EAGER, unsaid=Runtime.EAGER, label=_LEGACY_KEY)
+    ] = Runtime.EAGER
 
-    def written(self) -> dict[str, object]:
+    @model_validator(mode="before")
+    @classmethod
+    def _runtime_as_compile(cls, data: Any) -> Any:
+        # Records written before the runtime axis (and config.json's inductor variants) say
+        # `compile`; one saying both is not ours.
+        if isinstance(data, Mapping) and _LEGACY_KEY in data:
+            if "runtime" in data:
+                raise ValueError("a variant gives both compile and runtime")
+            return {("runtime" if k == _LEGACY_KEY else k): v for k, v in data.items()}
+        return data
+
+    def written(self, *, runtime_key: bool = False) -> dict[str, object]:
         """The settings as config.json, results and variant ids write them: a later setting
-        only away from its default."""
+        only away from its default, and a runtime of COMPILE_SPELLED under `compile` unless
+        `runtime_key`."""
         return {
-            name: value
+            _written_key(name, value, runtime_key): value
             for name in SETTING_FIELDS
             if (value := getattr(self, name)) != VariantSettings.model_fields[name].default
             or name not in LATER_SETTINGS
@@ -163,6 +210,12 @@ class VariantSettings(BaseModel):
             for name, setting in SETTINGS.items()
             if (value := getattr(self, name)) != setting.unsaid
         )
+
+
+def _written_key(name: str, value: object, runtime_key: bool) -> str:
+    if name == "runtime" and value in COMPILE_SPELLED and not runtime_key:
+        return _LEGACY_KEY
+    return name
 
 
 def worded(name: str, value: object) -> str:
@@ -182,14 +235,16 @@ SETTINGS: Final = MappingProxyType(
 SETTING_FIELDS: Final = tuple(SETTINGS)
 """What a variant measures, without where it sits in its Job: how metrics are labelled,
 the sweep expands and the store and reports key variants."""
+SETTING_LABELS: Final = tuple(setting.label or name for name, setting in SETTINGS.items())
+"""The settings' Prometheus labels, in SETTING_FIELDS' order."""
 RUN_SETTINGS: Final = tuple(name for name in SETTING_FIELDS if name != "model")
 """The settings a model runs at (all but the model): what a spec's matrix sweeps, and what
 the report compares one model's variants along."""
 LATER_SETTINGS: Final = tuple(
     name for name, field in VariantSettings.model_fields.items() if not field.is_required()
 )
-"""The settings added after the first (compile): each left out of what is written at its
-default, and that default for what was stored before it."""
+"""The settings added after the first (runtime, first as compile): each left out of what is
+written at its default, and that default for what was stored before it."""
 
 
 def heading(name: str) -> str:
@@ -213,13 +268,17 @@ class VariantRef(VariantSettings, _Position):
     """Which variant of config.json was run."""
 
     @model_serializer(mode="wrap")
-    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+    def _as_written(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, object]:
         dumped: dict[str, object] = handler(self)
-        kept = self.written()
+        runtime_key = bool(info.context and info.context.get("runtime_key"))
+        kept = self.written(runtime_key=runtime_key)
+        # In the field's place, so that config.json's bytes stay as they were.
         return {
-            name: value
+            _written_key(name, value, runtime_key): value
             for name, value in dumped.items()
-            if name in kept or name not in LATER_SETTINGS
+            if _written_key(name, value, runtime_key) in kept or name not in LATER_SETTINGS
         }
 
     @classmethod

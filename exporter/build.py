@@ -80,15 +80,20 @@ class Exported:
     """...and the model's outputs on them."""
 
 
-def export_model(request: ExportRequest) -> Exported:
-    """Build, check and export the model `request` names; raises ExportRefused."""
+def export_model(
+    request: ExportRequest, example: tuple[torch.Tensor, ...] | None = None
+) -> Exported:
+    """Build, check and export the model `request` names, on `example` where given (a
+    pipeline's stage, on what the stage before it returns), else on inputs drawn as
+    `request.inputs` describe; raises ExportRefused."""
     factory = resolve(request.factory)
     torch.manual_seed(request.seed)
     model = build(factory, request)
     model.eval()
     wrapper = Flattened(model, request.inputs)
-    generator = torch.Generator().manual_seed(request.seed)
-    example = example_inputs(request.inputs, request.batch, generator)
+    if example is None:
+        generator = torch.Generator().manual_seed(request.seed)
+        example = example_inputs(request.inputs, request.batch, generator)
     with torch.inference_mode():
         try:
             outputs = wrapper.call_eagerly(example)
@@ -104,6 +109,17 @@ def export_model(request: ExportRequest) -> Exported:
     )
     parameters = sum(tensor.numel() for tensor in program.state_dict.values())
     return Exported(saved_bytes(program), described, parameters, (low, high), example, outputs)
+
+
+def returned(before: Exported) -> tuple[tuple[ExampleInput, ...], tuple[torch.Tensor, ...]]:
+    """What `before` returns, as the next stage of a pipeline takes it: per sample, and the
+    example tensors themselves (a stage is exported on what the stage before it returns)."""
+    inputs = tuple(
+        ExampleInput(tuple(tensor.shape[1:]), str(tensor.dtype).removeprefix("torch."))
+        for tensor in before.expected
+    )
+    # Computed under inference_mode, whose tensors torch.export cannot trace through: copies.
+    return inputs, tuple(tensor.clone() for tensor in before.expected)
 
 
 def resolve(text: str) -> Callable[..., object]:

@@ -82,6 +82,11 @@ def check_exported(
     )
 
 
+def input_names(path: Path) -> tuple[str, ...]:
+    """The inputs of the checked program at `path` by the names synth and the runner read."""
+    return tuple(expected.name for expected in check_archive(path).inputs)
+
+
 def fp32_config(
     name: str,
     model: ModelConfig,

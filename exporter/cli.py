@@ -16,8 +16,11 @@ from exporter.inputs import MAX_BATCH, BadInput, ExampleInput, check_order, pars
 from synth.fields import HttpsUrl, ModelName
 
 if TYPE_CHECKING:
+    import torch
+
     from exporter.build import Exported, ExportRequest
     from exporter.check import Checked
+    from exporter.entry import StageFile
 
 
 def _inputs(_: click.Context, __: click.Parameter, values: tuple[str, ...]) -> list[ExampleInput]:
@@ -90,6 +93,19 @@ def _checked(adapter: TypeAdapter[str], value: str | None) -> str | None:
     is_flag=True,
     help="Export for --batch only, for a model whose code fixes its batch size.",
 )
+@click.option(
+    "--preprocess",
+    metavar="FACTORY",
+    help="A pipeline's preprocess, MODULE:NAME called without arguments: exported on the "
+    "--input examples, the model then on what it returns; written beside --out as "
+    "<stem>-preprocess.pt2, and the entry's inputs are its.",
+)
+@click.option(
+    "--postprocess",
+    metavar="FACTORY",
+    help="A pipeline's postprocess (an argmax, actions clamped to limits), MODULE:NAME called "
+    "without arguments: exported on what the model returns, written as <stem>-postprocess.pt2.",
+)
 @click.option("--seed", type=int, default=0, help="Seeds the factory's random weights.")
 @click.option("--verbose", is_flag=True, help="Show torch's own warnings and log.")
 @click.pass_context
@@ -104,6 +120,8 @@ def export(
     batch: int,
     max_batch: int,
     static_batch: bool,
+    preprocess: str | None,
+    postprocess: str | None,
     seed: int,
     verbose: bool,
 ) -> None:
@@ -138,9 +156,11 @@ def export(
         request = ExportRequest(
             factory, tuple(inputs), arguments, batch, max_batch, static_batch, seed
         )
-        written: _Written | ExportRefused
+        written: _Pipeline | ExportRefused
         try:
-            written = _write(request, out, chosen)
+            written = _write(
+                request, out, chosen, {"preprocess": preprocess, "postprocess": postprocess}
+            )
         except ExportRefused as refused:
             written = refused
     note = hidden.note()
@@ -149,7 +169,7 @@ def export(
     if isinstance(written, ExportRefused):
         hint = f"\n    hint: {written.hint}" if written.hint else ""
         raise click.ClickException(f"{factory}: {written.message}{hint}")
-    _report(written, out, chosen, served, root, inputs)
+    _report(written.model, out, chosen, served, root, inputs, written.stages)
 
 
 @dataclass(frozen=True)
@@ -161,23 +181,73 @@ class _Written:
     checked: "Checked"
 
 
-def _write(request: "ExportRequest", out: Path, name: str) -> _Written:
-    """Export, check and write the model; raises ExportRefused, leaving `out` as it was."""
+@dataclass(frozen=True)
+class _Pipeline:
+    """The model written to --out, and its stages written beside it."""
+
+    model: _Written
+    stages: list["StageFile"]
+
+
+def _write(
+    request: "ExportRequest", out: Path, name: str, factories: dict[str, str | None]
+) -> _Pipeline:
+    """Export and check the model and its stages (each on what the one before it returns),
+    then write them; raises ExportRefused, leaving every file as it was."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from exporter.build import returned  # noqa: PLC0415
+    from exporter.entry import StageFile  # noqa: PLC0415
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ready: list[tuple[Path, Path]] = []
+    stages: list[StageFile] = []
+    try:
+        chain_inputs, example = request.inputs, None
+        if (factory := factories["preprocess"]) is not None:
+            path = out.with_name(f"{out.stem}-preprocess.pt2")
+            stage = replace(request, factory=factory, arguments={})
+            written, temporary = _checked_file(stage, path, f"{name}-preprocess", None)
+            ready.append((temporary, path))
+            model_inputs, example = returned(written.exported)
+            stages.append(StageFile("preprocess", path, written.sha256, chain_inputs, model_inputs))
+            request = replace(request, inputs=model_inputs)
+        model, temporary = _checked_file(request, out, name, example)
+        ready.append((temporary, out))
+        if (factory := factories["postprocess"]) is not None:
+            path = out.with_name(f"{out.stem}-postprocess.pt2")
+            taken, example = returned(model.exported)
+            stage = replace(request, factory=factory, arguments={}, inputs=taken)
+            written, temporary = _checked_file(stage, path, f"{name}-postprocess", example)
+            ready.append((temporary, path))
+            given, _ = returned(written.exported)
+            stages.append(StageFile("postprocess", path, written.sha256, taken, given))
+        for temporary, path in ready:
+            os.replace(temporary, path)
+    finally:
+        for temporary, _ in ready:
+            temporary.unlink(missing_ok=True)
+    return _Pipeline(model, stages)
+
+
+def _checked_file(
+    request: "ExportRequest", out: Path, name: str, example: "tuple[torch.Tensor, ...] | None"
+) -> tuple[_Written, Path]:
+    """Export and check one program, written under a name of its own beside `out`, which
+    the caller renames over `out` once every program of the pipeline has passed: a refused
+    or interrupted export leaves whatever `out` held."""
     from exporter.build import export_model  # noqa: PLC0415
     from exporter.check import check_exported  # noqa: PLC0415
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    exported = export_model(request)
+    exported = export_model(request, example)
     sha256 = hashlib.sha256(exported.data).hexdigest()
-    # Checked under a name of its own beside --out, then renamed over it: a refused or
-    # interrupted export leaves whatever --out held.
     temporary = _new_file(out, exported.data)
     try:
         checked = check_exported(temporary, sha256, name, request.inputs, exported)
-        os.replace(temporary, out)
-    finally:
+    except BaseException:
         temporary.unlink(missing_ok=True)
-    return _Written(exported, sha256, checked)
+        raise
+    return _Written(exported, sha256, checked), temporary
 
 
 def _new_file(out: Path, data: bytes) -> Path:
@@ -202,9 +272,11 @@ def _report(
     url: str | None,
     root: Path,
     inputs: list[ExampleInput],
+    stages: list["StageFile"],
 ) -> None:
     from exporter.build import describe_size  # noqa: PLC0415
-    from exporter.entry import models_entry, quantizable  # noqa: PLC0415
+    from exporter.check import input_names  # noqa: PLC0415
+    from exporter.entry import models_entry, quantizable, stage_lines  # noqa: PLC0415
 
     exported, checked = written.exported, written.checked
     low, high = exported.batches
@@ -226,13 +298,20 @@ def _report(
         click.echo(f"note: the runner's accuracy pass: {checked.accuracy_error}", err=True)
     if checked.layers is not None:
         click.echo(f"note: {quantizable(checked.layers)}", err=True)
-    if checked.input_names:
+    for stage in stages:
+        click.echo(f"wrote {stage.path}: the {stage.stage}, checked as the model is", err=True)
+    # The entry's inputs are the chain's: what its preprocess takes, where it has one.
+    preprocess = stages[0] if stages and stages[0].stage == "preprocess" else None
+    chain = preprocess.inputs if preprocess is not None else inputs
+    # A recording feeds the chain's first program: its names are the preprocess's there.
+    names = input_names(preprocess.path) if preprocess is not None else checked.input_names
+    if names:
         click.echo(
-            f"inputs by name: {', '.join(checked.input_names)} (a recording of inputs names "
-            "its samples <name>.<sample>: docs/specs.md, Recorded inputs)",
+            f"inputs by name: {', '.join(names)} (a recording of inputs names its samples "
+            "<name>.<sample>: docs/specs.md, Recorded inputs)",
             err=True,
         )
-    entry = models_entry(name, out, root, written.sha256, inputs, layers=checked.layers, url=url)
+    entry = models_entry(name, out, root, written.sha256, chain, layers=checked.layers, url=url)
     if entry.advice:
         click.echo(entry.advice, err=True)
-    click.echo(entry.lines, nl=False)
+    click.echo(entry.lines + stage_lines(stages, root), nl=False)

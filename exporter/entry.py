@@ -63,6 +63,41 @@ def models_entry(
     )
 
 
+@dataclass(frozen=True)
+class StageFile:
+    """An exported stage of a pipeline: its file, and what it takes and returns per sample."""
+
+    stage: str
+    path: Path
+    sha256: str
+    inputs: Sequence[ExampleInput]
+    outputs: Sequence[ExampleInput]
+
+
+def stage_lines(stages: Sequence[StageFile], root: Path) -> str:
+    """The `preprocess:` and `postprocess:` lines of a model's entry: each stage's source,
+    its sha256, and what it takes and returns, which synth checks against the chain."""
+    lines = []
+    for stage in stages:
+        resolved = stage.path.resolve()
+        small = stage.path.stat().st_size <= CONFIGMAP_DATA_BYTES
+        inside = resolved.is_relative_to(root.resolve())
+        shown = resolved.relative_to(root.resolve()).as_posix() if inside else stage.path
+        source = (
+            f"      file: {shown}"
+            if small
+            else "      # oci: the line `make push-model` prints for this file"
+        )
+        lines += [
+            f"    {stage.stage}:",
+            source,
+            f"      sha256: {stage.sha256}",
+            f"      inputs: [{', '.join(given.spec() for given in stage.inputs)}]",
+            f"      outputs: [{', '.join(given.spec() for given in stage.outputs)}]",
+        ]
+    return "".join(f"{line}\n" for line in lines)
+
+
 def _lines(name: str, source: list[str], tail: list[str]) -> str:
     return "\n".join([f"  - name: {name}", *source, *tail]) + "\n"
 

@@ -32,7 +32,7 @@ targets:
 sweep:
   matrix:
     quantization: [none, int8-dynamic]
-    compile: [eager, inductor]
+    runtime: [eager, inductor]
 scheduling:
   variants_per_pod: 4
   deadline: 30m

@@ -165,7 +165,7 @@ def _summary(result: dict[str, Any]) -> str:
     return (
         f"{variant.get('model')} {variant.get('precision')}"
         + ("" if quantization == "none" else f" {quantization}")
-        + (f" {variant['compile']} ({compile_s:.1f} s, {compiled})" if compiled else "")
+        + (f" {variant['runtime']} ({compile_s:.1f} s, {compiled})" if compiled else "")
         + f": p50 {latency.get('p50_ms', 0):.3g} ms, threads {environment.get('threads')},"
         f" cpu_quota {environment.get('cpu_quota')}"
     )
@@ -234,7 +234,7 @@ def run_compiled(podman: Podman, workdir: Path, schema: Schema, timings: Timings
     plan = dataclasses.replace(plan, image=RUNNER_IMAGE)
     _, results = _run_index(podman, plan, workdir, schema, timings, step="compiled variants")
     compiled = [r for r in results if (r.get("applied") or {}).get("compiled")]
-    if len(compiled) != 2 or any(r["variant"].get("compile") != "inductor" for r in compiled):
+    if len(compiled) != 2 or any(r["variant"].get("runtime") != "inductor" for r in compiled):
         raise CheckFailed(f"expected 2 variants compiled with inductor, got {len(compiled)}")
 
 

@@ -45,7 +45,13 @@ GLOBAL_OPTIONS: Final = ("--runtime", "/usr/sbin/runc", "--cgroup-manager", "cgr
 CONTAINERS_CONF: Final = "[containers]\ndefault_ulimits = []\n"
 RUNNER_BASE_DISTRIBUTIONS: Final = ("pydantic",)
 """Of the base dependencies, what the runner imports at run time (the contract's models);
-the rest of what it imports is the runner extra, whole."""
+the rest of what it imports is the runner's extras, whole."""
+RUNNER_EXTRAS: Final = ("runner", "runtimes")
+"""The extras the image installs: the runner's, and the deployment runtimes' (ONNX Runtime
+and torch's ONNX exporter's libraries, 123 MB installed beside torch's several GB). The
+CUDA image gets the same CPU build of onnxruntime: its GPU build (onnxruntime-gpu) is not
+pinned here, so an onnxruntime variant on a GPU fails `runtime_failed` saying so, and the
+catalogue offers it on no GPU yet (`gpu_proven`)."""
 FOREIGN_PLATFORMS: Final = (
     "manylinux_2_28_x86_64",
     "manylinux_2_17_x86_64",
@@ -205,8 +211,9 @@ def runner_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[
     missing = [name for name in RUNNER_BASE_DISTRIBUTIONS if name not in base]
     if missing:
         raise PodmanError(f"{pyproject} declares no {', '.join(missing)}")
-    extra: list[str] = project["optional-dependencies"]["runner"]
-    return [*extra, *(base[name] for name in RUNNER_BASE_DISTRIBUTIONS)]
+    extras: dict[str, list[str]] = project["optional-dependencies"]
+    pins = [pin for name in RUNNER_EXTRAS for pin in extras[name]]
+    return [*pins, *(base[name] for name in RUNNER_BASE_DISTRIBUTIONS)]
 
 
 def prepare_context(

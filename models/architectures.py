@@ -50,3 +50,77 @@ class TinyTransformer(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         logits: torch.Tensor = self.head(self.encoder(self.project(tokens)).mean(dim=1))
         return logits
+
+
+POLICY_IMAGE = (32, 32, 3)
+"""One camera frame as a robot delivers it: height, width, channels (uint8)."""
+POLICY_JOINTS = 7
+POLICY_TOKENS = 8
+POLICY_VOCABULARY = 64
+
+
+class PolicyPreprocess(nn.Module):
+    """The policy's observation as its model takes it: the camera's uint8 HWC frame to a
+    normalized float CHW image (what torchvision's ToTensor and Normalize do, without a
+    resize), the joint state scaled to about unit range, the instruction's tokens as they are."""
+
+    mean: torch.Tensor
+    std: torch.Tensor
+    joint_scale: torch.Tensor
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
+        self.register_buffer("joint_scale", torch.full((POLICY_JOINTS,), 1 / 3.14159))
+
+    def forward(
+        self, image: torch.Tensor, state: torch.Tensor, tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        pixels = image.permute(0, 3, 1, 2).to(torch.float32) / 255.0
+        return (pixels - self.mean) / self.std, state * self.joint_scale, tokens
+
+
+class TinyPolicy(nn.Module):
+    """A policy's shape in miniature: a conv image encoder, a joint-state MLP and the
+    instruction's mean token embedding, joined by an action head (one action per joint)."""
+
+    def __init__(self, width: int = 32) -> None:
+        super().__init__()
+        self.encoder = nn.Sequential(
+            nn.Conv2d(3, 8, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(8, 16, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+        )
+        self.state = nn.Sequential(nn.Linear(POLICY_JOINTS, width), nn.ReLU())
+        self.embed = nn.Embedding(POLICY_VOCABULARY, 16)
+        self.head = nn.Sequential(
+            nn.Linear(16 + width + 16, width), nn.ReLU(), nn.Linear(width, POLICY_JOINTS)
+        )
+
+    def forward(
+        self, image: torch.Tensor, state: torch.Tensor, tokens: torch.Tensor
+    ) -> torch.Tensor:
+        joined = torch.cat(
+            [self.encoder(image), self.state(state), self.embed(tokens).mean(dim=1)], dim=1
+        )
+        actions: torch.Tensor = self.head(joined)
+        return actions
+
+
+class PolicyPostprocess(nn.Module):
+    """The action head's raw outputs to joint commands: squashed, then scaled to each joint's
+    limit, so no command leaves its range."""
+
+    limits: torch.Tensor
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("limits", torch.linspace(1.0, 2.5, POLICY_JOINTS))
+
+    def forward(self, actions: torch.Tensor) -> torch.Tensor:
+        commands: torch.Tensor = torch.tanh(actions) * self.limits
+        return commands

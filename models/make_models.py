@@ -1,7 +1,7 @@
 """Build the example models as `torch.export` programs, deterministically.
 
-    python -m models.make_models            # writes models/examples/*.pt2, models/zoo/*.pt2
-                                            # and specs/workflows/model-zoo.yaml
+    python -m models.make_models            # writes models/examples/*.pt2, models/zoo/*.pt2,
+                                            # models/policy/*.pt2 and specs/workflows/model-zoo.yaml
 
 Every model is small enough for a ConfigMap (1 MiB), exported with a dynamic batch dimension
 so that one file serves every batch size a sweep asks for, and seeded and stripped of stack
@@ -20,7 +20,18 @@ from torch import nn
 
 from exporter.build import saved_bytes
 from exporter.inputs import MAX_BATCH
-from models.architectures import TinyTransformer, cnn, mlp
+from models.architectures import (
+    POLICY_IMAGE,
+    POLICY_JOINTS,
+    POLICY_TOKENS,
+    POLICY_VOCABULARY,
+    PolicyPostprocess,
+    PolicyPreprocess,
+    TinyPolicy,
+    TinyTransformer,
+    cnn,
+    mlp,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,12 +77,53 @@ def zoo() -> tuple[ModelRecipe, ...]:
 
 def export_bytes(recipe: ModelRecipe) -> bytes:
     """The `.pt2` file of one recipe: seeded weights, eval mode, dynamic batch."""
-    torch.manual_seed(0)
-    module = recipe.build().eval()
-    example = torch.randn(2, *recipe.sample_shape)
+    module = _seeded(recipe.build)
+    # Drawn after the weights, from the same seeded stream: the program saves its example.
+    return _exported(module, (torch.randn(2, *recipe.sample_shape),))
+
+
+def _exported(module: nn.Module, example: tuple[torch.Tensor, ...]) -> bytes:
+    """`module` exported on `example` (batch first in every input, all dynamic)."""
     batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
-    program = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
-    return saved_bytes(program)
+    dynamic = tuple({0: batch} for _ in example)
+    return saved_bytes(torch.export.export(module, example, dynamic_shapes=dynamic))
+
+
+def _seeded(build: Callable[[], nn.Module]) -> nn.Module:
+    """`build()` in eval mode, its weights drawn from the same seed every time."""
+    torch.manual_seed(0)
+    return build().eval()
+
+
+def policy_observation(batch: int = 2) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A raw observation of the example policy, as its robot hands it over: a camera frame
+    (uint8, HWC), the joint state (float32), the instruction's token ids (int64)."""
+    generator = torch.Generator().manual_seed(0)
+    return (
+        torch.randint(0, 256, (batch, *POLICY_IMAGE), generator=generator, dtype=torch.uint8),
+        torch.randn(batch, POLICY_JOINTS, generator=generator),
+        torch.randint(0, POLICY_VOCABULARY, (batch, POLICY_TOKENS), generator=generator),
+    )
+
+
+POLICY = "tiny-policy"
+"""The example policy: its model, `<name>.pt2`, between `<name>-preprocess.pt2` and
+`<name>-postprocess.pt2` in models/policy/."""
+
+
+def policy_bytes() -> dict[str, bytes]:
+    """The example policy's three programs by file name, each exported on what the stage
+    before it hands over."""
+    # The stages' example inputs are saved in their programs: each is computed, seeded.
+    observation = policy_observation()
+    with torch.no_grad():
+        features = _seeded(PolicyPreprocess)(*observation)
+        actions = _seeded(TinyPolicy)(*features)
+    return {
+        f"{POLICY}-preprocess.pt2": _exported(_seeded(PolicyPreprocess), observation),
+        f"{POLICY}.pt2": _exported(_seeded(TinyPolicy), features),
+        f"{POLICY}-postprocess.pt2": _exported(_seeded(PolicyPostprocess), (actions,)),
+    }
 
 
 ZOO_SPEC_HEADER = """\
@@ -121,6 +173,11 @@ def main() -> None:
             target = root / "models" / folder / f"{recipe.name}.pt2"
             target.write_bytes(export_bytes(recipe))
             print(f"{target.relative_to(root)}: {target.stat().st_size:,} bytes")
+    (root / "models" / "policy").mkdir(parents=True, exist_ok=True)
+    for name, content in policy_bytes().items():
+        target = root / "models" / "policy" / name
+        target.write_bytes(content)
+        print(f"{target.relative_to(root)}: {target.stat().st_size:,} bytes")
     spec = root / "specs" / "workflows" / "model-zoo.yaml"
     spec.parent.mkdir(parents=True, exist_ok=True)
     spec.write_text(zoo_spec(zoo()), encoding="utf-8")

@@ -7,6 +7,7 @@ costs only, takes `costs` alone."""
 from dataclasses import dataclass
 
 from report.answers import Answer, answers
+from report.cheapest import CheapestHolder, cheapest_holders
 from report.control import ControlAnswer, control_answers
 from report.cost import Costs, costs
 from report.model import Report
@@ -21,6 +22,8 @@ class Analysis:
     report: Report
     control: tuple[ControlAnswer, ...]
     """Whether each fixed-rate variant held its rate: the first thing a report says."""
+    cheapest: tuple[CheapestHolder, ...]
+    """Per model and rate, the cheapest target and configuration that held it."""
     verdict: RunVerdict
     answers: tuple[Answer, ...]
     costs: Costs
@@ -30,11 +33,14 @@ class Analysis:
 
 def analyse(report: Report) -> Analysis:
     """`report` with its verdict, answers and costs."""
+    control = control_answers(report)
+    found = costs(report)
     return Analysis(
         report=report,
-        control=control_answers(report),
+        control=control,
+        cheapest=cheapest_holders(control, found),
         verdict=run_verdict(report),
         answers=answers(report),
-        costs=costs(report),
+        costs=found,
         params=param_comparisons(report.variants),
     )

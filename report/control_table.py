@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 from contract.proportions import MISS_TOLERANCE
 from report.control import ControlAnswer
-from report.table import KEY_HEADINGS, Column, Table, columns, format_ms, key_cells
+from report.table import KEY_HEADINGS, Column, Table, columns, format_ms, interval, key_cells
 
 
 def control_table(answers: Sequence[ControlAnswer]) -> Table | None:
@@ -24,6 +24,7 @@ def control_table(answers: Sequence[ControlAnswer]) -> Table | None:
                     "missed",
                     "missed 95% CI",
                     "p99.9 ms",
+                    "p99.9 95% CI",
                     "jitter ms",
                     "longest miss run",
                 )
@@ -39,6 +40,7 @@ def control_table(answers: Sequence[ControlAnswer]) -> Table | None:
                 f"{answer.miss_rate:.2%}",
                 f"{answer.miss_rate_interval[0]:.2%}-{answer.miss_rate_interval[1]:.2%}",
                 "?" if answer.p99_9_ms is None else format_ms(answer.p99_9_ms),
+                "" if answer.p99_9_interval is None else interval(*answer.p99_9_interval),
                 format_ms(answer.jitter_ms),
                 str(answer.longest_miss_run),
                 answer.why,
@@ -52,6 +54,8 @@ def control_table(answers: Sequence[ControlAnswer]) -> Table | None:
             "machine disturbed (contended, throttled, stopped early), which blames no model.",
             "Latency counts from each query's scheduled arrival, its queueing included. "
             "jitter: p99 of how far consecutive completions stray from the period.",
-            "p99.9 ?: fewer than 10,000 queries, too few for it.",
+            "p99.9 ?: fewer than 10,000 queries, too few for it. Its 95% CI: the order "
+            "statistics a Binomial(n, 0.999) count allows, from the stored per-query "
+            "latencies.",
         ),
     )

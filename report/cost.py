@@ -16,7 +16,14 @@ from typing import Final
 
 from contract.allocation import Allocation, Capacity, Unit
 from contract.layout import LOCAL_CLUSTER
-from contract.pricing import PriceList, Pricing, device_seconds_per_1000, priced, table_name
+from contract.pricing import (
+    PriceList,
+    Pricing,
+    device_seconds_per_1000,
+    hourly,
+    priced,
+    table_name,
+)
 from contract.variant import RUN_SETTINGS, SETTING_FIELDS
 from report.model import ACCURACY_ORDER, FailedVariant, Report, VariantKey, VariantRow
 
@@ -59,6 +66,10 @@ class VariantCost:
     """What of its numbers is estimated, in words (contract/allocation.py)."""
     unpriced: str | None
     """Why it has no cost, where it has device-seconds (or none either)."""
+    cost_per_hour: float | None = None
+    """What an hour of what its pod held costs: its devices at the price per device-hour. A
+    control loop at a fixed rate holds its device whatever each inference costs, so this,
+    not the cost per 1,000 inferences, prices holding the rate (report/cheapest.py)."""
     price_table: str | None = None
     """Which version of the fleet file priced it: its Job's (with repeats, the median
     run's), the commit that made the prices in force when the Job ran, or `checkout`
@@ -216,6 +227,7 @@ def _cost(
         cost_per_1000=priced(per_1000, price),
         estimate=tuple(estimate),
         unpriced=None if price is not None else _unpriced(cluster, first, version, table, prices),
+        cost_per_hour=hourly(first.devices, price) if first is not None else None,
         price_table=version if price is not None else None,
     )
 

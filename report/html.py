@@ -25,7 +25,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
 from contract.pricing import INFERENCES
-from report.analysis import analyse
+from report.analysis import Analysis, analyse
+from report.cheapest import Candidate, CheapestHolder
+from report.control import ControlAnswer, worst_run
 from report.cost import CostPoint, Costs
 from report.layout import lay_out
 from report.model import (
@@ -255,7 +257,7 @@ def _batch_plot(curves: dict[tuple[str, ...], list[VariantRow]]) -> bytes:
 def _batch_plots(rows: Sequence[VariantRow]) -> list[Plot]:
     description = (
         "Latency and throughput against batch size, a line per model, precision, "
-        "quantization, compile and target."
+        "quantization, runtime and target."
     )
     return [
         Plot(_batch_plot(dict(chunk)), words)
@@ -537,6 +539,139 @@ def _cost_plots(found: Costs) -> list[Plot]:
     ]
 
 
+_HELD_COLOURS: Final = {"held": "#4c72b0", "not held": "#c44e52", "undecided": "#8c8c8c"}
+
+
+def _strip_plot(answer: ControlAnswer) -> Plot | None:
+    """Each query's latency in the order it was issued, the deadline drawn across, the
+    misses in red: whether misses come alone or in bursts, early or late in the run."""
+    timeline = answer.row.timeline
+    assert timeline is not None
+    try:
+        latencies = [ns / 1e6 for ns in timeline.durations_ns()]
+    except ValueError:
+        return None  # damaged samples: the control table still says what the run did
+    queries = [index * timeline.stride for index in range(len(latencies))]
+    figure = Figure(figsize=(10, 3.2), layout="constrained")
+    axes = figure.add_subplot()
+    axes.plot(queries, latencies, color="#4c72b0", linewidth=0.6, label="latency")
+    missed = [(q, ms) for q, ms in zip(queries, latencies, strict=True) if ms > answer.deadline_ms]
+    if missed:
+        xs, ys = zip(*missed, strict=True)
+        axes.plot(xs, ys, "o", color="#c44e52", markersize=3, label=f"missed ({len(missed):,})")
+    axes.axhline(
+        answer.deadline_ms,
+        color="#c44e52",
+        linestyle="--",
+        linewidth=1,
+        label=f"deadline {answer.deadline_ms:g} ms",
+    )
+    key = answer.row.key
+    axes.set_title(
+        plot_text(
+            f"{key.model} on {key.cluster}/{key.target} at {answer.rate_hz:g} Hz: "
+            f"{answer.held}, missed {answer.miss_rate:.2%}"
+        ),
+        fontsize="small",
+    )
+    axes.set_xlabel("query" + (f" (every {timeline.stride}th kept)" if timeline.stride > 1 else ""))
+    axes.set_ylabel("latency ms, from its scheduled arrival")
+    axes.legend(fontsize="x-small", loc="upper right")
+    return Plot(
+        figure_png(figure),
+        "Latency over time, the worst fixed-rate run (the most missed): each query's latency "
+        "from its scheduled arrival, in the order issued; the dashed line its deadline, the "
+        "red dots its misses.",
+    )
+
+
+def _p99_9_cost_plot(axes: Axes, holder: CheapestHolder) -> None:
+    """One model at one rate: each variant's p99.9 against an hour of its devices, coloured
+    by whether it held, the deadline across, the front of those that can win ringed."""
+    drawn = [c for c in (*holder.ranked, *holder.left_out) if _drawable(c)]
+    for held, colour in _HELD_COLOURS.items():
+        chosen = [c for c in drawn if c.held == held]
+        if chosen:
+            axes.plot(
+                [_by_tail(c)[0] for c in chosen],
+                [_by_tail(c)[1] for c in chosen],
+                "o",
+                color=colour,
+                markersize=7,
+                label=held,
+            )
+    front, cheapest = [], math.inf
+    for candidate in sorted((c for c in drawn if c.can_win), key=_by_tail):
+        assert candidate.cost_per_hour is not None
+        if candidate.cost_per_hour < cheapest:
+            front.append(candidate)
+            cheapest = candidate.cost_per_hour
+    if front:
+        _front(
+            axes,
+            [c.p99_9_ms or 0.0 for c in front],
+            [c.cost_per_hour or 0.0 for c in front],
+            "Pareto front of those that can win",
+        )
+    axes.axvline(
+        holder.deadline_ms,
+        color="#c44e52",
+        linestyle="--",
+        linewidth=1,
+        label=f"deadline {holder.deadline_ms:g} ms",
+    )
+    for candidate in drawn:
+        cheapest_one = candidate is holder.cheapest
+        if candidate in front or len(drawn) <= LABELLED_POINTS:
+            axes.annotate(
+                plot_text(candidate.configuration + (" (cheapest)" if cheapest_one else "")),
+                (candidate.p99_9_ms or 0.0, candidate.cost_per_hour or 0.0),
+                xytext=(4, 4),
+                textcoords="offset points",
+                fontsize="x-small",
+            )
+    axes.set_xscale("log")
+    axes.xaxis.set_major_formatter(_PlainLogFormatter())
+    axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    axes.set_title(plot_text(f"{holder.model} at {holder.rate_hz:g} Hz"), fontsize="small")
+    axes.set_xlabel("p99.9 ms (log)")
+    axes.set_ylabel(f"{plot_text(holder.currency or '')} an hour")
+    # From 0: how many times one costs another is read off the heights.
+    axes.set_ylim(bottom=0)
+    axes.legend(fontsize="x-small")
+
+
+def _drawable(candidate: Candidate) -> bool:
+    return candidate.p99_9_ms is not None and candidate.cost_per_hour is not None
+
+
+def _by_tail(candidate: Candidate) -> tuple[float, float]:
+    """Where a drawable candidate is drawn: its p99.9 and its cost an hour."""
+    return candidate.p99_9_ms or 0.0, candidate.cost_per_hour or 0.0
+
+
+def _control_plots(analysis: Analysis) -> list[Plot]:
+    """The worst fixed-rate run over time, and p99.9 against cost per model and rate."""
+    plots = []
+    worst = worst_run(analysis.control)
+    strip = _strip_plot(worst) if worst is not None else None
+    if strip is not None:
+        plots.append(strip)
+    holders = [h for h in analysis.cheapest if any(map(_drawable, (*h.ranked, *h.left_out)))]
+    description = (
+        "Tail against cost, per model and rate: each fixed-rate variant's p99.9 against what "
+        "an hour of the devices its pod held costs at the price in specs/clusters.yaml, "
+        "coloured by whether it held the rate; the dashed line the deadline. The Pareto front "
+        "of those that can win (held, within or not known to fail their accuracy gate: no "
+        "other is both as short-tailed and as cheap) is ringed and joined."
+    )
+    plots.extend(
+        Plot(_grid(chunk, _p99_9_cost_plot, (5, 4.4)), words)
+        for chunk, words in bounded(holders, COMPARISONS_PER_PLOT, description, "models")
+    )
+    return plots
+
+
 def _escape(text: str) -> str:
     return html.escape(text, quote=True)
 
@@ -608,11 +743,14 @@ def to_html(report: Report) -> str:
     against batch size show each sweep over batch sizes; points of latency per sample
     against error show what each configuration of a sweep costs in accuracy, its Pareto front
     marked; points of latency against the cost of 1,000 inferences, one per target, what
-    each target costs to serve on (with prices), its Pareto front marked.
+    each target costs to serve on (with prices), its Pareto front marked. Fixed-rate runs
+    come first: the worst run's latency over time against its deadline, and each variant's
+    p99.9 against what an hour of its devices costs, the front of those that can win marked.
     """
     analysis = analyse(report)
     with matplotlib.style.context("default"):
         plots = [
+            *_control_plots(analysis),
             *(_latency_plots(report.variants) if report.variants else []),
             *_target_plots(report.by_target),
             *_batch_plots(report.variants),

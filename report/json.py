@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from contract.instant import instant_text
 from report.analysis import analyse
+from report.cheapest import cheapest_line
 from report.control import control_line
 from report.intervals import Ratio
 from report.model import REPORT_SCHEMA_VERSION, Report, VariantRow
@@ -76,6 +77,10 @@ def to_json(report: Report) -> str:
         "control": [
             _fields(answer, rows) | {"sentence": control_line(answer)}
             for answer in analysis.control
+        ],
+        "cheapest_holders": [
+            _fields(holder, rows) | {"sentence": cheapest_line(holder)}
+            for holder in analysis.cheapest
         ],
         "verdict": _plain(analysis.verdict, rows),
         "answers": [

@@ -3,6 +3,7 @@ answers, then (folded) the details. Every human-readable format writes this one 
 
 from contract.text import plural
 from report.analysis import Analysis
+from report.cheapest_table import cheapest_table
 from report.comparison_tables import (
     axis_table,
     baseline_tables,
@@ -23,6 +24,7 @@ from report.run_tables import (
     plan_table,
     provenance_table,
     stacks_table,
+    stages_table,
     startup_table,
     variants_table,
 )
@@ -36,6 +38,7 @@ def lay_out(analysis: Analysis) -> Layout:
     regressions = report.baseline.with_verdict("regression") if report.baseline else ()
     tables: list[Table | None] = [
         control_table(analysis.control),
+        cheapest_table(analysis.cheapest),
         *(baseline_tables(report.baseline) if report.baseline else []),
         failures_table(report.failures),
         lacks_table(report.lacks),
@@ -46,6 +49,7 @@ def lay_out(analysis: Analysis) -> Layout:
         *map(best_table, report.best_configurations),
         *(comparison_table("Ranking", comparison) for comparison in report.rankings),
         *cost_tables(analysis.costs),
+        stages_table(report.variants),
         energy_table(report.variants),
         variants_table(report.variants) if report.variants else None,
         flagged_table(report.variants),

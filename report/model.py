@@ -26,7 +26,18 @@ from contract.order_stats import paired_ratio
 from contract.params import ParamValue
 from contract.pricing import Pricing
 from contract.records import Reuses
-from contract.result import Energy, LatencyStats, OkResult, Paired, Rounds, Scenario, Validity
+from contract.result import (
+    Energy,
+    LatencyStats,
+    OkResult,
+    Paired,
+    Rounds,
+    Scenario,
+    StageLatency,
+    StageName,
+    Validity,
+)
+from contract.samples import Samples
 from contract.variant import (
     RUN_SETTINGS,
     SETTING_FIELDS,
@@ -246,6 +257,10 @@ class VariantRow:
     scenario: Scenario | None = None
     """A fixed-rate run's scenario (with repeats, the median run's): its rate, deadline,
     misses and their interval, jitter; None for the closed loop."""
+    timeline: Samples | None = None
+    """A fixed-rate run's per-query latencies from their scheduled arrivals, in the order
+    they were issued (its samples; with repeats, the median run's): the report's
+    latency-over-time strip. None for the closed loop."""
     inputs: tuple[DrawnInput, ...] | None = None
     """How its runner drew each input (declared dtype, an integer input's range): what tells
     an image model from a text model, where results keep no shapes. None: not said (a
@@ -261,6 +276,9 @@ class VariantRow:
     """The sha256 of the recorded inputs it replayed; None: it drew its inputs. Rows that
     differ in it are of other inputs: never ranked together, and a baseline comparison
     between them says so and concludes nothing."""
+    stages: Mapping[StageName, StageLatency] | None = None
+    """Where the model runs between a preprocess and a postprocess: each stage's time per
+    query and share of the chain (with repeats, the median run's). None: a model alone."""
 
     @property
     def guaranteed_cpus(self) -> bool:
@@ -567,7 +585,7 @@ class Report:
     """Sorted by key."""
     failures: tuple[FailedVariant, ...]
     by_target: tuple[Comparison, ...]
-    """The same model, precision, quantization, batch and compile on several targets (or
+    """The same model, precision, quantization, batch and runtime on several targets (or
     clusters)."""
     best_configurations: tuple[BestConfiguration, ...]
     """Per cluster, target and model with several configurations."""
@@ -914,6 +932,12 @@ def _measured(run: StoredRun) -> VariantRow | None:
         cpu_quota=result.environment.cpu_quota if result.environment else None,
         fingerprint=result.fingerprint,
         scenario=result.scenario,
+        stages=result.stages,
+        timeline=(
+            result.samples
+            if result.scenario is not None and result.scenario.kind == "fixed_rate"
+            else None
+        ),
     )
 
 

@@ -2,11 +2,11 @@
 the Jobs and where their numbers come from, start-up and memory per target, and energy."""
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, get_args
 
 from contract.clocks import CLOCK_TOLERANCE
 from contract.fingerprint import Fingerprint
-from contract.result import ENERGY_ON_CPU
+from contract.result import ENERGY_ON_CPU, StageName
 from contract.text import plural
 from contract.variant import SETTING_FIELDS, VariantRef
 from report.estimates import PlanCheck
@@ -209,7 +209,8 @@ def jobs_table(jobs: Sequence[JobSummary]) -> Table:
 _STARTUP_NOTE: Final = (
     "Each phase's median and longest, counted where it is paid: a pod's start once per pod, a "
     "model's file and torch.export.load once per model and pod (its first variant there), "
-    "the rest per variant (compile: a compiled variant's torch.compile and compiling call). "
+    "the rest per variant (compile: inductor's torch.compile and compiling call, or another "
+    "runtime's conversion). "
     "Waiting for a node and the pod's start come from the pod's status "
     "(whole seconds: the node's image pulls, an oci model's too, are in the pod's start); the "
     "rest from the runner. To first measurement: from getting a node to the first timed loop."
@@ -435,6 +436,51 @@ def energy_table(rows: Sequence[VariantRow]) -> Table | None:
     )
 
 
+def stages_table(rows: Sequence[VariantRow]) -> Table | None:
+    """Where each pipeline's time goes: every stage's median per query and its share of the
+    chain, beside the chain's median; shown where any variant runs between stages."""
+    staged = [row for row in rows if row.stages]
+    if not staged:
+        return None
+    names = [
+        name for name in get_args(StageName) if any(name in (row.stages or {}) for row in staged)
+    ]
+    return Table(
+        title="Stages",
+        columns=(
+            *(Column(name) for name in KEY_HEADINGS),
+            *(
+                column
+                for name in names
+                for column in (Column(f"{name} p50 ms", True), Column(f"{name} share", True))
+            ),
+            Column("chain p50 ms", True),
+        ),
+        rows=tuple(
+            (
+                *key_cells(row.key),
+                *(cell for name in names for cell in _stage_cells(row, name)),
+                significant(row.latency.p50_ms, 4),
+            )
+            for row in staged
+        ),
+        notes=(
+            "Each stage's median time per query and its share of the chain's time over the "
+            "same queries (docs/runner.md, Pipelines): the preprocess and postprocess run in "
+            "fp32 as exported whatever the variant; the model's time holds the casts to and "
+            "from its precision. The chain's latency is the variant's everywhere else.",
+        ),
+        kind="detail",
+    )
+
+
+def _stage_cells(row: VariantRow, name: StageName) -> tuple[str, str]:
+    stage = row.stages.get(name) if row.stages else None
+    if stage is None:
+        return "-", "-"
+    return significant(stage.p50_ms, 3), f"{stage.share:.0%}"
+
+
 def _went_by(check: PlanCheck) -> str:
     """What the recomputed estimate went by, in words."""
     estimate = check.estimate
@@ -443,9 +489,7 @@ def _went_by(check: PlanCheck) -> str:
     parts = [f"{estimate.from_history} by earlier runs"]
     if estimate.from_history < check.variants:
         compiling = f", {estimate.compiled} compiling" if estimate.compiled else ""
-        parts.append(
-            f"{check.variants - estimate.from_history} by bounds and allowances{compiling}"
-        )
+        parts.append(f"{check.variants - estimate.from_history} by loops and allowances{compiling}")
     return f"{', '.join(parts)} ({plural(check.earlier_jobs, 'earlier Job')})"
 
 
@@ -462,6 +506,7 @@ def plan_table(checks: Sequence[PlanCheck]) -> Table | None:
         columns=(
             *columns("cluster", "target", "job"),
             Column("estimate pod-min", True),
+            Column("at most pod-min", True),
             Column("went by"),
             Column("took pod-min", True),
             Column("took / estimate", True),
@@ -472,6 +517,7 @@ def plan_table(checks: Sequence[PlanCheck]) -> Table | None:
                 check.target,
                 check.job,
                 _minutes(check.estimate.seconds if check.estimate else None),
+                _minutes(check.estimate.high_s if check.estimate else None),
                 _went_by(check),
                 _minutes(check.took_s) + (" (allocated)" if check.took_by == "allocated" else ""),
                 format_ratio(ratio) if (ratio := check.ratio) is not None else "-",
@@ -483,8 +529,12 @@ def plan_table(checks: Sequence[PlanCheck]) -> Table | None:
             "(contract/estimate.py) from what it had: the Job's variants, pods, model loads and "
             "bounds, and the runs of the workflow's earlier Jobs in the cluster that finished "
             "before its first pod was created. A variant such a run measured goes by what it "
-            "took; the others by their bounds and the allowances for compile, conversion, "
-            "first calls, start-up and loads (docs/synth.md). Took: the variants' allocated "
+            "took; the others by their loops and the allowances for compile, conversion, "
+            "first calls, start-up and loads (docs/synth.md): the estimate is the likely pod "
+            "time, at most the most they may take (loops to their max_time, allowances at "
+            "their most). Results say a loop's bounds, not its minimums, so a variant no "
+            "earlier run measured counts its loops at their bounds here, where the plan "
+            "counted them at their minimums. Took: the variants' allocated "
             "time where gather recorded it, else the pods' wall time (getting a node to the "
             "runner's end). Above 1x the plan under-estimated.",
         ),

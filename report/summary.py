@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from contract.text import plural, shown
 from report.analysis import Analysis
 from report.answers import Against, Answer
+from report.cheapest import cheapest_line
 from report.comparison_tables import REUSED
 from report.control import control_line
 from report.cost_table import cost_summary
@@ -53,6 +54,7 @@ def summary(analysis: Analysis) -> tuple[str, ...]:
     report = analysis.report
     lines = [
         *map(control_line, analysis.control),
+        *map(cheapest_line, analysis.cheapest),
         *verdict_lines(analysis.verdict),
         *map(answer_line, analysis.answers),
         *_about(report.jobs),

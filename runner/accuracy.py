@@ -26,6 +26,7 @@ from contract.accuracy import INPUT_SEED, NOT_MEANINGFUL, Accuracy, DrawnInput, 
 from contract.config import InputConfig, VariantConfig
 from contract.variant import Precision, Quantization
 from runner import precision, progress
+from runner.pipeline import Stages, run_chain
 from runner.programs import is_own, module_for
 
 
@@ -113,6 +114,7 @@ class References:
         program: ExportedProgram,
         inputs: tuple[torch.Tensor, ...],
         device: torch.device,
+        stages: Stages | None = None,
     ) -> tuple[Reference | None, float]:
         """The reference of `variant`'s model on `inputs` (fp32, as drawn), and the seconds
         spent computing it here (0 where an earlier variant of the pod did); but None (and
@@ -124,7 +126,7 @@ class References:
             return None, 0.0
         progress.begin([variant], "accuracy")
         began = time.perf_counter()
-        reference = self.keep(variant, compute_reference(program, inputs, device))
+        reference = self.keep(variant, compute_reference(program, inputs, device, stages))
         return reference, time.perf_counter() - began
 
 
@@ -133,17 +135,22 @@ def _key(variant: VariantConfig) -> _Key:
 
 
 def compute_reference(
-    program: ExportedProgram, inputs: tuple[torch.Tensor, ...], device: torch.device
+    program: ExportedProgram,
+    inputs: tuple[torch.Tensor, ...],
+    device: torch.device,
+    stages: Stages | None = None,
 ) -> Reference:
-    """`program` as loaded, in fp32 with IEEE math, on `inputs`: on a copy where the cast
-    would change the program's tensors, so that nothing reaches a variant. A failure is kept,
+    """`program` as loaded, in fp32 with IEEE math, on `inputs`, between its `stages` where
+    it has any (the chain's output is the reference): on a copy where the cast would change
+    the program's tensors, so that nothing reaches a variant. A failure is kept,
     not raised: the variant is still measured (its own first call says what is wrong, if the
     program is), and its accuracy says it was not measured, and why."""
     try:
         with precision.ieee_fp32(device), torch.inference_mode():
             module = module_for(program, torch.float32, device, quantized=False)
             module = precision.cast(module, torch.float32, device)
-            output = module(*(tensor.to(device) for tensor in inputs))
+            placed = [tensor.to(device) for tensor in inputs]
+            output = run_chain(module, stages or Stages(), placed, torch.float32)
         return reference_of(output)
     except Exception as error:  # anything the program raises: the measurement goes on
         if device.type == "cuda":

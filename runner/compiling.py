@@ -1,4 +1,4 @@
-"""Compile a variant's prepared module with `torch.compile` (config.json's `compile`).
+"""Runtime a variant's prepared module with `torch.compile` (config.json's `compile`).
 
 What is compiled is the module the runner made from the verified graph, cast and quantized:
 nothing executable comes from the model file (its AOTInductor members are refused by the
@@ -23,10 +23,10 @@ from typing import Final
 import torch
 
 from contract.result import Compiled
-from contract.variant import Compile
+from contract.variant import Runtime
 from runner.errors import UnsupportedVariant
 
-MODES: Final = {Compile.INDUCTOR: ("inductor", "default")}
+MODES: Final = {Runtime.INDUCTOR: ("inductor", "default")}
 """Each compiled value's backend and mode, as torch.compile names them."""
 CACHE_ENV: Final = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 """Where inductor and Triton write generated code and compiled kernels."""
@@ -106,7 +106,7 @@ def _counts() -> tuple[int, int]:
 
 def compile_module(
     module: torch.nn.Module,
-    how: Compile,
+    how: Runtime,
     device: torch.device,
     run: Callable[[Callable[..., object]], object],
     described: str,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Final, NoReturn
 from urllib.parse import urlsplit
 
-from contract.config import DEFAULT_DOWNLOAD_BUDGET_S, DEFAULT_DOWNLOAD_BYTES, ModelConfig
+from contract.config import DEFAULT_DOWNLOAD_BUDGET_S, DEFAULT_DOWNLOAD_BYTES, ProgramConfig
 from contract.text import shown
 from runner.errors import (
     ConfigError,
@@ -52,7 +52,7 @@ class _Retry(Exception):
     """A failure another connection may get past: its words, for the log and the error."""
 
 
-def fetch(model: ModelConfig, folder: Path, ca_dir: Path | None) -> Path:
+def fetch(model: ProgramConfig, folder: Path, ca_dir: Path | None) -> Path:
     """The verified `.pt2` of `model` in `folder`, downloaded unless an earlier variant of this
     pod already did. Raises the ModelLoadError subclass of its failure (ConfigError for a CA
     bundle the pod cannot read)."""
@@ -72,7 +72,7 @@ def fetch(model: ModelConfig, folder: Path, ca_dir: Path | None) -> Path:
     return target
 
 
-def _opener(model: ModelConfig, ca_dir: Path | None) -> urllib.request.OpenerDirector:
+def _opener(model: ProgramConfig, ca_dir: Path | None) -> urllib.request.OpenerDirector:
     """An opener that verifies the server against the image's CAs and the model's bundle,
     follows redirects to https only, and goes through the pod's proxy if its env names one."""
     context = ssl.create_default_context()
@@ -117,7 +117,7 @@ class _HttpsOnly(urllib.request.HTTPRedirectHandler):
 class _Transfer:
     """One model's download: the bytes so far, their digest, and what the server said."""
 
-    model: ModelConfig
+    model: ProgramConfig
     partial: Path
     opener: urllib.request.OpenerDirector
     have: int = 0

@@ -64,9 +64,16 @@ class DownloadUntrusted(ModelLoadError):
     error_type = "download_untrusted"
 
 
+class StageMismatch(RunnerError):
+    """A pipeline's stage returns what the next one cannot take."""
+
+    exit_code = ExitCode.STAGE_MISMATCH
+    error_type = "stage_mismatch"
+
+
 class InputsMismatch(RunnerError):
     """The recorded inputs are not the pinned file, not a recording the runner reads, or do
-    not fit the model's inputs."""
+    not fit the chain's inputs."""
 
     exit_code = ExitCode.INPUTS_MISMATCH
     error_type = "inputs_mismatch"
@@ -102,3 +109,11 @@ class Terminated(BaseException):
 
     exit_code: ClassVar[ExitCode] = ExitCode.TERMINATED
     error_type: ClassVar[ErrorType] = "terminated"
+
+
+class RuntimeFailed(RunnerError):
+    """The variant's runtime could not take its program or ran other than asked; the message
+    names the runtime and the cause. Never a fallback to eager."""
+
+    exit_code = ExitCode.RUNTIME_FAILED
+    error_type = "runtime_failed"

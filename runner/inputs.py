@@ -5,7 +5,8 @@ pass (runner/accuracy.py) see the same values.
 Integer inputs are ids where they index a table (an embedding): drawn from the table's rows,
 which the program itself says, never guessed (an id past the table is an IndexError, or on a
 GPU a device-side assert). An integer input that reaches no table (a mask, a flag) is drawn
-from {0, 1}, which any consumer accepts.
+from {0, 1}, which any consumer accepts; a uint8 one is pixels (a camera frame a preprocess
+stage normalises), drawn over its whole range.
 """
 
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ INPUT_DTYPES = {
     "bfloat16": torch.bfloat16,
     "int64": torch.int64,
     "int32": torch.int32,
+    "uint8": torch.uint8,
     "bool": torch.bool,
 }
 _aten = torch.ops.aten
@@ -59,6 +61,7 @@ _SAME_VALUES: Final = frozenset(
 """Operators whose output holds (some of) their first argument's values, unchanged: ids
 reshaped or sliced on their way to a table are still ids of it."""
 _FALLBACK_HIGH: Final = 2
+_PIXEL_HIGH: Final = 256
 
 Batch = tuple[torch.Tensor, ...]
 """One call's inputs, in the program's order, the batch first in each."""
@@ -78,6 +81,23 @@ class Feed:
 
     def __len__(self) -> int:
         return len(self.batches)
+
+
+@dataclass
+class Queries:
+    """One step's calls on a feed: each call is the next query's batch, from query 0."""
+
+    feed: Feed
+    query: int = -1
+
+    def __call__(self) -> Batch:
+        self.query += 1
+        return self.feed(self.query)
+
+    @property
+    def on_first_batch(self) -> bool:
+        """Whether the latest query took the feed's first batch."""
+        return self.query % len(self.feed) == 0
 
 
 @dataclass(frozen=True)
@@ -203,7 +223,7 @@ def draw_inputs(
             drawn.append(DrawnInput(dtype=spec.dtype))
             continue
         bound = bounds.get(position) if declared != torch.bool else None
-        high = bound.rows if bound else _FALLBACK_HIGH
+        high = bound.rows if bound else _PIXEL_HIGH if declared == torch.uint8 else _FALLBACK_HIGH
         tensors.append(torch.randint(0, high, shape, generator=generator).to(declared))
         drawn.append(
             DrawnInput(dtype=spec.dtype, low=0, high=high, bounded_by=bound and bound.table)

@@ -18,7 +18,7 @@ import torch
 from torch.export import ExportedProgram
 
 from contract.archive import UnsafeArchive, check_archive
-from contract.config import OCI_MODELS_DIR, ModelConfig
+from contract.config import OCI_MODELS_DIR, ProgramConfig
 from contract.weights import LayerRecord, LinearWeights
 from runner.download import fetch
 from runner.errors import ModelLoadError, ModelMismatch, ModelRefused
@@ -56,7 +56,7 @@ def _sha256(path: Path) -> str:
 
 
 def model_file(  # noqa: PLR0917 (one folder per source)
-    model: ModelConfig,
+    model: ProgramConfig,
     models_dir: Path,
     download_dir: Path,
     ca_dir: Path | None = None,

@@ -21,7 +21,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from contract.config import OCI_MODELS_DIR, ModelConfig
+from contract.config import OCI_MODELS_DIR, ModelConfig, ProgramConfig, RecordedConfig
 from contract.result import ModelLoad
 from runner.errors import InputsMismatch, ModelLoadError, ModelMismatch
 from runner.loading import load_verified, model_file
@@ -46,8 +46,9 @@ class Programs:
     _unclaimed: dict[str, ModelLoad] = field(default_factory=dict)
     _replay: Replay | ModelLoadError | InputsMismatch | None = None
 
-    def program(self, name: str, model: ModelConfig) -> ExportedProgram:
-        """The program of model `name`, loaded on first use; raises ModelLoadError."""
+    def program(self, name: str, model: ProgramConfig) -> ExportedProgram:
+        """The program `name` (a model's, or a stage's under its `program_name`), loaded on
+        first use with the same checks whichever it is; raises ModelLoadError."""
         if name in self._failed:
             raise ModelLoadError(str(self._failed[name]))
         if name not in self._loaded:
@@ -62,7 +63,8 @@ class Programs:
                     self.image_root,
                 )
                 fetched = time.perf_counter()
-                self._loaded[name] = load_verified(path, model.layers)
+                layers = model.layers if isinstance(model, ModelConfig) else None
+                self._loaded[name] = load_verified(path, layers)
             except ModelLoadError as error:
                 self._failed[name] = error
                 raise
@@ -74,7 +76,7 @@ class Programs:
             )
         return self._loaded[name]
 
-    def recording(self, recorded: ModelConfig) -> Replay:
+    def recording(self, recorded: RecordedConfig) -> Replay:
         """The recorded inputs, reached and checked as a model's file is, read on first use;
         raises InputsMismatch (another file than config.json pins, or no recording) or
         ModelLoadError (not there to read), every time it is asked."""

@@ -6,14 +6,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
+from torch.export import ExportedProgram
 
 from contract.accuracy import Accuracy, DrawnInput
-from contract.config import ModelConfig, RunConfig, ScenarioConfig, VariantConfig
+from contract.config import ModelConfig, RunConfig, ScenarioConfig, VariantConfig, program_name
 from contract.result import (
-    RECORDED_INPUTS_SCHEMA_VERSION,
     Applied,
     Compiled,
     Contention,
@@ -29,26 +30,29 @@ from contract.result import (
     Timings,
 )
 from contract.samples import encode
-from contract.variant import QUANTIZERS, Compile, Precision, Quantization, VariantRef
+from contract.variant import QUANTIZERS, Precision, Quantization, Runtime, VariantRef
 from runner import (
     compiling,
     contention,
     fixed_rate,
     kernels,
+    pipeline,
     precision,
     progress,
     quantize,
     rounds,
+    runtimes,
 )
 from runner.accuracy import References, compare, leaves, reference_of
 from runner.device import device_name, select_device, timed_step
 from runner.environment import cpu_model, fingerprint
-from runner.errors import ConfigError, OutOfMemory, UnsupportedVariant
+from runner.errors import ConfigError, OutOfMemory, RuntimeFailed, UnsupportedVariant
 from runner.fingerprint import stack_fingerprint
 from runner.gpu_telemetry import GpuSampler, energy, nvml_uuid
 from runner.inputs import (
     Batch,
     Feed,
+    Queries,
     as_variant,
     check_inputs,
     draw_inputs,
@@ -163,46 +167,26 @@ def _replay(config: RunConfig, programs: Programs) -> Replay | None:
 
 
 def _batches(
-    variant: VariantConfig, program: torch.export.ExportedProgram, replay: Replay | None
-) -> tuple[tuple[Batch, ...], list[DrawnInput] | None]:
-    """The variant's batches, fp32 on the CPU, and how they were drawn (None: recorded),
-    once the spec's inputs (and the recording) are held to the program's."""
-    expected = expected_inputs(program)
-    check_inputs(variant, expected)
+    config: RunConfig, variant: VariantConfig, first: ExportedProgram, programs: Programs
+) -> tuple[tuple[Batch, ...], list[DrawnInput] | None, Replay | None]:
+    """The variant's batches for `first`, the program the chain's inputs go to, fp32 on the
+    CPU, how they were drawn (None: recorded) and the recording replayed (None: drawn); the
+    recording is held to `first`'s inputs, as the spec's were (`_load`)."""
+    replay = _replay(config, programs)
     if replay is not None:
-        return recorded_batches(variant, replay, expected), None
-    drawn, how_drawn = draw_inputs(variant, id_bounds(program))
-    return (drawn,), how_drawn
+        return recorded_batches(variant, replay, expected_inputs(first)), None, replay
+    drawn, how_drawn = draw_inputs(variant, id_bounds(first))
+    return (drawn,), how_drawn, None
 
 
-def _caller(
-    run: Callable[..., object],
-    feed: Feed,
-    last_output: list[object],
-    first_batch_output: list[object],
-) -> Callable[[], None]:
-    """One call of `run` on the next query's inputs, keeping its output, and the latest on
-    the first batch (what the accuracy pass compares)."""
-    if len(feed) == 1:
-        inputs = feed(0)
-
-        # Drawn inputs: one batch, every call's, as before recordings (no count to keep).
-        def call() -> None:
-            last_output[:] = [run(*inputs)]
-
-        return call
-    # Each module's calls count from query 0: a compiled variant's first compiled call is on
-    # the first batch again.
-    queries = itertools.count()
-
-    def replayed() -> None:
-        query = next(queries)
-        output = run(*feed(query))
-        last_output[:] = [output]
-        if query % len(feed) == 0:
-            first_batch_output[:] = [output]
-
-    return replayed
+def _feed(
+    batches: tuple[Batch, ...], stages: pipeline.Stages, dtype: torch.dtype, device: torch.device
+) -> Feed:
+    """The batches on the device, as the chain's first program takes them: a preprocess
+    takes them in fp32 as drawn or recorded (the chain casts what it returns), a model in its
+    compute dtype."""
+    fed = torch.float32 if stages.preprocess else dtype
+    return Feed(tuple(as_variant(batch, fed, device) for batch in batches))
 
 
 @dataclass
@@ -235,6 +219,17 @@ class Prepared:
     compile_s: float | None = None
     replay: Replay | None = None
     """The recorded inputs the variant replayed; None: it drew its inputs."""
+    conversion_s: float | None = None
+    """Inductor's compile or another runtime's conversion (runner/runtimes.py); None eager."""
+    runtime_proof: list[str] | None = None
+    stage_times: pipeline.StageTimes | None = None
+    """Each stage's time in every query `step` ran, where the model runs between stages."""
+
+    def restart_stages(self) -> None:
+        """Forget the stage times of the calls so far, before the timed loop: its queries
+        are the ones `latency` summarises."""
+        if self.stage_times is not None:
+            self.stage_times.clear()
 
 
 @dataclass(frozen=True)
@@ -277,6 +272,7 @@ def run_variant(
         references,
     )
     progress.begin([variant], "measure")
+    ready.restart_stages()
     tick = progress.loop([variant], "measure", config.measure, at_least=1)
     if config.scenario is not None:
         return _fixed_rate(config, config.scenario, ready, tick)
@@ -315,6 +311,8 @@ def run_interleaved(config: RunConfig, variants: Sequence[Prepared]) -> list[OkR
     steps = [ready.step for ready in variants]
     measured = [ready.variant for ready in variants]
     progress.begin(measured, "measure")
+    for ready in variants:
+        ready.restart_stages()
     tick = progress.loop(measured, "measure", rounds.loop_rule(config.measure, len(steps)))
     with _allocator_failures():
         blocks, span = _timed(variants[0], lambda: rounds.run_rounds(steps, config.measure, tick))
@@ -357,23 +355,96 @@ def _placed(config: RunConfig, variant: VariantConfig) -> tuple[torch.device, fl
     return device, quota, threads
 
 
+def _stepper(  # noqa: PLR0917 (a query's parts)
+    stages: pipeline.Stages,
+    feed: Feed,
+    dtype: torch.dtype,
+    device: torch.device,
+    outputs: tuple[list[object], list[object]],
+    stage_times: pipeline.StageTimes | None,
+    run: Callable[..., object],
+) -> Callable[[], int]:
+    """The timed step of one query on the feed's next batch with `run` as the model: the
+    chain's (pipeline.chain_step), where there are stages. It keeps its output in the first
+    of `outputs`, and the latest on the feed's first batch (what the accuracy pass compares)
+    in the second, the same list where the feed has one batch."""
+    last_output, first_batch_output = outputs
+    # Each step's calls count from query 0: a converted variant's first converted call is on
+    # the first batch again.
+    queries = Queries(feed)
+    if stage_times is not None:
+        step = pipeline.chain_step(
+            run,
+            stages,
+            # Drawn inputs are every query's: no count to keep in the preprocess's time.
+            next_inputs=queries if len(feed) > 1 else itertools.repeat(feed(0)).__next__,
+            dtype=dtype,
+            device=device,
+            last_output=last_output,
+            times=stage_times,
+        )
+    elif len(feed) == 1:
+        inputs = feed(0)
+
+        # Drawn inputs: one batch, every call's, with no count to keep.
+        def call() -> None:
+            last_output[:] = [run(*inputs)]
+
+        return timed_step(call, device)
+    else:
+
+        def replayed() -> None:
+            last_output[:] = [run(*queries())]
+
+        step = timed_step(replayed, device)
+    if len(feed) == 1:
+        return step
+
+    def kept() -> int:
+        # After the step's clock: keeping the first batch's output is no query's time.
+        ns = step()
+        if queries.on_first_batch:
+            first_batch_output[:] = last_output
+        return ns
+
+    return kept
+
+
+def _load(
+    config: RunConfig, variant: VariantConfig, programs: Programs, device: torch.device
+) -> tuple[ExportedProgram, ExportedProgram, pipeline.Stages]:
+    """`variant`'s model program, the program its inputs go to (its preprocess's, where it
+    has one; the model's), and its stages' modules: each loaded with the same checks, the
+    inputs and the chain checked."""
+    model = config.models[variant.model]
+    program = programs.program(variant.model, model)
+    around = {
+        stage: programs.program(program_name(variant.model, stage), source)
+        for stage, source in model.stages().items()
+    }
+    first = around.get("preprocess", program)
+    check_inputs(variant, expected_inputs(first))
+    pipeline.check_chain(variant.model, variant.batch_size, program, around)
+    return program, first, pipeline.stage_modules(around, device)
+
+
 def _prepare(
     config: RunConfig, variant: VariantConfig, programs: Programs, references: References
 ) -> Prepared:
     if variant.model not in config.models:
         raise ConfigError(f"variant {variant.index} names model {variant.model!r}, not in models")
-    model = config.models[variant.model]
     device, quota, threads = _placed(config, variant)
 
     progress.begin([variant], "load")
     began = time.perf_counter()
-    program = programs.program(variant.model, model)
-    replay = _replay(config, programs)
+    program, first, stages = _load(config, variant, programs, device)
+    batches, how_drawn, replay = _batches(config, variant, first, programs)
     load_s = time.perf_counter() - began
-    batches, how_drawn = _batches(variant, program, replay)
     # The accuracy pass compares outputs on the first batch: the reference's, and the
     # variant's last call on it.
-    reference, reference_s = references.unless_first_call(variant, program, batches[0], device)
+    reference, reference_s = references.unless_first_call(
+        variant, program, batches[0], device, stages
+    )
 
     progress.begin([variant], "prepare")
     began = time.perf_counter()
@@ -394,23 +465,23 @@ def _prepare(
     # the int4 and fp8 packings run on the device, from weights in the compute dtype.
     module = precision.cast(module, dtype, device)
     report = quantize.quantize(module, variant.quantization, device)
-    feed = Feed(tuple(as_variant(batch, dtype, device) for batch in batches))
+    feed = _feed(batches, stages, dtype, device)
     prepare_s = time.perf_counter() - began
 
     last_output: list[object] = []
     first_batch_output = last_output if len(feed) == 1 else []
-
-    def calling(run: Callable[..., object]) -> Callable[[], None]:
-        return _caller(run, feed, last_output, first_batch_output)
-
-    step = precision.in_own_fp32_math(timed_step(calling(module), device), fp32_math)
+    stage_times = pipeline.StageTimes(stages.names()) if stages.any else None
+    calling = partial(
+        _stepper, stages, feed, dtype, device, (last_output, first_batch_output), stage_times
+    )
+    step = precision.in_own_fp32_math(calling(module), fp32_math)
     # The kernel count, of the eager module (a dispatch mode turns torch.compile off, so it
     # proves the quantization of the module that is then compiled), rides on a call made
     # anyway, never the one timed as the first iteration: an eager variant's first warm-up
     # call, a compiled variant's eager first call (its compiled code's first is timed).
     counted = kernels.CountedFirst(step, report, variant.describe())
-    eager = variant.compile is Compile.EAGER
-    compiled: compiling.CompiledModule | None = None
+    eager = variant.runtime is Runtime.EAGER
+    converted: _InRuntime | None = None
     # An eager variant's first call is its warm-up's first; a compiled variant's eager first
     # call is made on the way to its compile.
     progress.begin([variant], "warmup" if eager else "compile")
@@ -422,13 +493,16 @@ def _prepare(
             # The call compute_reference would make (`first_call_is_reference`), made.
             reference = references.keep(variant, reference_of(first_batch_output[0]))
         if not eager:
-            compiled = compiling.compile_module(
-                module, variant.compile, device, lambda run: run(*feed(0)), variant.describe()
+            # Only the model is converted, on what it is called with in a query; with stages
+            # around it, its own output (the chain's last is the postprocess's) shapes the
+            # converted call's.
+            tensors = _model_tensors(pipeline.model_inputs(stages, feed(0), dtype), variant, feed)
+            model_output = module(*tensors) if stages.any else first_batch_output[0]
+            converted = _in_runtime(
+                module, tensors, model_output, variant, device=device, scratch=programs.scratch
             )
-            step = precision.in_own_fp32_math(
-                timed_step(calling(compiled.module), device), fp32_math
-            )
-            # The first call of the compiled code: cold as an eager variant's first is.
+            step = precision.in_own_fp32_math(calling(converted.call), fp32_math)
+            # The first call of the converted code: cold as an eager variant's first is.
             first_ns = step()
             progress.begin([variant], "warmup")
         # An eager variant warms up at least once, the call that counts its kernels.
@@ -463,12 +537,75 @@ def _prepare(
         last_output=last_output,
         accuracy=accuracy,
         accuracy_s=reference_s + compare_s,
-        compiled=compiled.applied if compiled else None,
-        compile_s=compiled.seconds if compiled else None,
+        compiled=converted.compiled.applied if converted and converted.compiled else None,
+        compile_s=converted.compiled.seconds if converted and converted.compiled else None,
+        conversion_s=converted.seconds if converted else None,
+        runtime_proof=converted.proof if converted else runtimes.eager_proof(),
+        stage_times=stage_times,
         # Claimed last: a variant that fails on the way leaves the load to the next one.
         model_load=programs.claim(variant.model),
         replay=replay,
     )
+
+
+def _model_tensors(
+    called: tuple[object, ...], variant: VariantConfig, feed: Feed
+) -> tuple[torch.Tensor, ...]:
+    """What the model is called with on the feed's first batch, as the tensors a converted
+    program takes."""
+    tensors = tuple(value for value in called if isinstance(value, torch.Tensor))
+    if len(tensors) != len(called):
+        raise RuntimeFailed(
+            f"{variant.runtime.value}: the preprocess hands the model values other than "
+            "tensors, which a converted program cannot take"
+        )
+    if len(feed) > 1:
+        # A runtime bound to these (ONNX Runtime) copies each query's batch into them: its
+        # own copy, so that no recorded batch is written over.
+        return tuple(tensor.clone() for tensor in tensors)
+    return tensors
+
+
+@dataclass(frozen=True)
+class _InRuntime:
+    """A variant's module in its runtime (not eager): what to call, the conversion's seconds,
+    what runs, and inductor's compile where that is the runtime."""
+
+    call: Callable[..., object]
+    seconds: float
+    proof: list[str]
+    compiled: compiling.CompiledModule | None = None
+
+
+def _in_runtime(
+    module: torch.fx.GraphModule,
+    inputs: tuple[torch.Tensor, ...],
+    output: object,
+    variant: VariantConfig,
+    *,
+    device: torch.device,
+    scratch: Path,
+) -> _InRuntime:
+    if variant.runtime is Runtime.INDUCTOR:
+        compiled = compiling.compile_module(
+            module, variant.runtime, device, lambda run: run(*inputs), variant.describe()
+        )
+        applied = compiled.applied
+        proof = [
+            f"torch.compile {applied.backend} {applied.mode}: {applied.graphs} graph(s), "
+            f"{applied.cache_hits} from its cache",
+            applied.toolchain,
+        ]
+        return _InRuntime(compiled.module, compiled.seconds, proof, compiled)
+    converted = runtimes.convert(
+        module,
+        inputs=inputs,
+        output=output,
+        runtime=variant.runtime,
+        device=device,
+        scratch=scratch / "runtimes",
+    )
+    return _InRuntime(converted.call, converted.seconds, converted.proof)
 
 
 def _timed(
@@ -535,6 +672,7 @@ def _result(
             copy_s=ready.copy_s,
             measure_start_s=span.started_s,
             compile_s=ready.compile_s,
+            conversion_s=ready.conversion_s,
             bound_s=config.warmup.max_time_s + config.measure.max_time_s,
         ),
         memory=Memory(
@@ -558,6 +696,7 @@ def _result(
             quantized_weight_share=ready.report.quantized_weight_share,
             kernel_calls=ready.kernel_calls,
             compiled=ready.compiled,
+            runtime_proof=ready.runtime_proof,
         ),
         validity=validity(
             stats,
@@ -581,17 +720,17 @@ def _result(
         paired=paired,
         rounds=round_share,
         scenario=fixed,
+        stages=ready.stage_times.summary() if ready.stage_times is not None else None,
         **_later_facts(ready.replay, model),
     )
 
 
 def _later_facts(replay: Replay | None, model: ModelConfig) -> dict[str, object]:
-    """What a result says of recorded inputs and of the model's family, with the schema
-    version that has them; nothing where there are none, so that the result stays what it
-    was before them."""
+    """What a result says of recorded inputs and of the model's family (result schema 9);
+    nothing where there are none, so that the result stays what it was before them."""
     facts: dict[str, object] = {}
     if replay is not None:
         facts["recorded_inputs"] = RecordedInputs(sha256=replay.sha256, samples=replay.count)
     if model.family is not None:
         facts |= {"family": model.family, "params": model.params}
-    return facts and {"schema_version": RECORDED_INPUTS_SCHEMA_VERSION, **facts}
+    return facts

@@ -29,10 +29,10 @@ from contract.records import (
     StoredVariant,
     with_readable_result,
 )
-from contract.result import OkResult, parse_result
+from contract.result import OkResult, parse_result, result_json
 from contract.variant import VARIANT_FIELDS, VariantRef, VariantSettings
 
-_SCHEMA_VERSION: Final = 10
+_SCHEMA_VERSION: Final = 14
 # Each version's changes to a database of the version before it, in order: a database of
 # version n (1 or more) takes every step above n. Version 0 is a new database.
 _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
@@ -74,6 +74,9 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     # collector's (its finish is then the collector's time of storing it); rows stored
     # before it are NULL: nothing was said.
     10: ("ALTER TABLE variant_runs ADD COLUMN clock_note TEXT",),
+    # Version 14 renames `compile` to `runtime`, the setting's name since runtimes beyond
+    # inductor (contract/variant.py); its values (NULL, eager, inductor) stay runtimes.
+    14: ("ALTER TABLE variant_runs RENAME COLUMN compile TO runtime",),
 }
 
 
@@ -253,7 +256,7 @@ class Added:
 
 
 def _json(value: BaseModel | None) -> str | None:
-    return value.model_dump_json(exclude_none=True) if value is not None else None
+    return result_json(value) if value is not None else None
 
 
 def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[object, ...]:
@@ -369,7 +372,7 @@ class Store:
                         kept.variant.index,
                         job.workflow,
                         kept.why,
-                        kept.variant.model_dump_json(exclude_none=True),
+                        result_json(kept.variant),
                         kept.raw,
                         collected_at,
                     )
@@ -498,7 +501,7 @@ class Store:
                 f"WHERE cluster = ? AND namespace = ? AND job = ? AND job_index = ? "
                 f"AND {_SAMPLES_UNREAD}",
                 (
-                    result.model_dump_json(exclude_none=True),
+                    result_json(result),
                     job.cluster,
                     job.namespace,
                     job.job,

@@ -68,8 +68,9 @@ def workflow_key(
     scheduled workflow the run it is at), hashed; `stored` is what
     results/ holds of it (synth.recorded.Recorded.key): recorded Jobs and variants are left
     out; `committed` the Jobs git's HEAD holds of it that may stay (synth.committed.listed)."""
-    models = {m.name: files.read(m.file).sha256 for m in loaded.workflow.models if m.file}
-    trusted = {file for m in loaded.workflow.models if (file := m.trusted_bundle(fleet))}
+    named = [program for m in loaded.workflow.models for program in m.programs().items()]
+    models = {name: files.read(p.file).sha256 for name, p in named if p.file}
+    trusted = {file for _, p in named if (file := p.trusted_bundle(fleet))}
     return digest(
         {
             "code": code_digest(),

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Final
 
 from contract.instructions import gpu_precisions
-from contract.variant import Compile, Precision, Quantization
+from contract.variant import QUANTIZERS, Precision, Quantization, Runtime
 
 DEFAULT_NODE_LABEL: Final = "gpu-type"
 """The node label the design note selects GPU nodes by; clusters may use others."""
@@ -43,10 +43,10 @@ class DeviceType:
         )
 
     @property
-    def compiles(self) -> frozenset[Compile]:
-        """The ways of running the model (eager, compiled) the runner has proven here."""
+    def runtimes(self) -> frozenset[Runtime]:
+        """The runtimes the runner has proven here."""
         return frozenset(
-            c for c in Compile if compile_unoffered_because(c, self.compute_capability) is None
+            r for r in Runtime if runtime_unoffered_because(r, self.compute_capability) is None
         )
 
 
@@ -99,20 +99,58 @@ QUANTIZATION_KERNELS: Final = MappingProxyType(
         ),
     }
 )
-COMPILERS: Final = MappingProxyType(
+_TRITON = "inductor's GPU kernels are Triton's, which needs compute capability 7.0 (Volta) or newer"
+RUNTIMES: Final = MappingProxyType(
     {
-        Compile.EAGER: Kernel(cpu=True, gpu_capability=(0, 0), gpu_proven=True),
+        Runtime.EAGER: Kernel(cpu=True, gpu_capability=(0, 0), gpu_proven=True),
         # On a CPU inductor needs a C++ compiler in the image (runner/Dockerfile installs g++);
         # the runner says so where it finds none.
-        Compile.INDUCTOR: Kernel(
-            cpu=True,
-            gpu_capability=(7, 0),
+        Runtime.INDUCTOR: Kernel(cpu=True, gpu_capability=(7, 0), gpu_proven=False, needs=_TRITON),
+        Runtime.AOTINDUCTOR: Kernel(
+            cpu=True, gpu_capability=(7, 0), gpu_proven=False, needs=_TRITON
+        ),
+        # Its CUDA and TensorRT providers are written (runner/runtimes.py) but wait for a device.
+        Runtime.ONNXRUNTIME: Kernel(cpu=True, gpu_capability=(0, 0), gpu_proven=False),
+        Runtime.TENSORRT: Kernel(
+            cpu=False,
+            gpu_capability=(7, 5),
             gpu_proven=False,
-            needs="inductor's GPU kernels are Triton's, which needs compute capability 7.0 "
-            "(Volta) or newer",
+            needs="TensorRT builds engines for NVIDIA GPUs only, of compute capability 7.5 "
+            "(Turing) or newer",
         ),
     }
 )
+_TORCH_QUANTIZED: Final = frozenset({Runtime.EAGER, Runtime.INDUCTOR, Runtime.AOTINDUCTOR})
+"""The runtimes that run torchao's quantized tensors: torch itself and inductor's code. ONNX
+and TensorRT have no op for them: torch's ONNX exporter fails on int8-dynamic and lowers
+int8 weight-only to a dequantize and a float matmul, not the quantization the variant names."""
+_ONNXRUNTIME_CPU_PRECISIONS: Final = frozenset({Precision.FP32, Precision.FP16})
+"""ONNX Runtime 1.32's CPU provider has no bf16 kernels for Gemm, Conv or Mul (its session
+refuses the example models' bf16 graphs)."""
+
+
+def variant_unrun_because(
+    runtime: Runtime,
+    precision: Precision,
+    quantization: Quantization,
+    capability: tuple[int, int] | None,
+) -> str | None:
+    """Why `runtime` cannot run a variant at `precision` and `quantization` on a device of
+    compute `capability` (None: a CPU), or None where it can."""
+    if quantization is not Quantization.NONE and runtime not in _TORCH_QUANTIZED:
+        return (
+            f"{runtime} runs the exported graph in its own kernels, which have no op for "
+            f"torchao's quantized tensors ({QUANTIZERS[quantization]})"
+        )
+    if (
+        runtime is Runtime.ONNXRUNTIME
+        and capability is None
+        and precision not in _ONNXRUNTIME_CPU_PRECISIONS
+    ):
+        return f"ONNX Runtime's CPU provider has no {precision} kernels for common ops"
+    return None
+
+
 _CPU_PRECISIONS: Final = frozenset({Precision.FP32, Precision.FP16, Precision.BF16})
 _AWAITS_GPU = (
     "its GPU path awaits a run on a GPU (`pytest -m gpu` and bench/gpu_runner.py, docs/runner.md)"
@@ -125,10 +163,10 @@ def unoffered_because(quantization: Quantization, capability: tuple[int, int] | 
     return _unoffered(QUANTIZATION_KERNELS[quantization], capability)
 
 
-def compile_unoffered_because(how: Compile, capability: tuple[int, int] | None) -> str | None:
-    """Why a device of compute `capability` (None: a CPU) is not offered `how`, or None where
-    it is."""
-    return _unoffered(COMPILERS[how], capability)
+def runtime_unoffered_because(runtime: Runtime, capability: tuple[int, int] | None) -> str | None:
+    """Why a device of compute `capability` (None: a CPU) is not offered `runtime`, or None
+    where it is."""
+    return _unoffered(RUNTIMES[runtime], capability)
 
 
 def _unoffered(kernel: Kernel, capability: tuple[int, int] | None) -> str | None:

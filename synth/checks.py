@@ -7,12 +7,20 @@ to change, so `targets[0].gpu_type` rather than the whole file.
 import io
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
-from contract.archive import UnsafeArchive
-from contract.config import RECORDED_INPUTS_KEY, tail_iterations
-from contract.inputs import ExpectedInput, GivenInput, inputs_misfit
+from contract.archive import Program, UnsafeArchive
+from contract.config import RECORDED_INPUTS_KEY, Stage, tail_iterations
+from contract.inputs import (
+    Dimension,
+    ExpectedInput,
+    GivenInput,
+    handover_misfit,
+    inputs_misfit,
+    per_sample,
+)
 from contract.params import params_text
 from contract.quantity import parse_quantity
 from contract.recorded import (
@@ -23,9 +31,14 @@ from contract.recorded import (
     read_recording,
     recording_misfit,
 )
-from contract.variant import RUN_SETTINGS, Compile, Quantization, layers_taken, takes_layer
+from contract.variant import RUN_SETTINGS, Quantization, Runtime, layers_taken, takes_layer
 from contract.weights import LayerRecord, LinearWeights
-from synth.catalogue import DEVICE_TYPES, compile_unoffered_because, unoffered_because
+from synth.catalogue import (
+    DEVICE_TYPES,
+    runtime_unoffered_because,
+    unoffered_because,
+    variant_unrun_because,
+)
 from synth.fleet import Cluster, Fleet
 from synth.kubernetes import IMAGE_VOLUMES_ON, version_text
 from synth.limits import MAX_VARIANTS_CEILING
@@ -39,7 +52,7 @@ from synth.names import (
 )
 from synth.repeats import repeats
 from synth.scratch import TMP_BASE_BYTES, quantity, tmp_bytes
-from synth.spec import ModelSpec, Workflow
+from synth.spec import InputSpec, ModelSpec, Workflow
 from synth.sweep import Variant, idle_excludes, idle_includes
 from synth.yaml_source import Loc
 
@@ -63,6 +76,7 @@ def check_workflow(
         *_families_hold_together(workflow),
         *_pinned_files_match(workflow, model_files),
         *_model_files_are_plain_programs(workflow, variants, model_files),
+        *_stage_inputs_are_the_chains(workflow),
         *_clusters_can_run_targets(workflow, fleet),
         *_clusters_can_mount_artifacts(workflow, fleet),
         *_selectors_refer_to_something(workflow),
@@ -70,6 +84,7 @@ def check_workflow(
         *_excludes_remove_something(workflow),
         *_includes_add_something(workflow),
         *_devices_support_variants(workflow, variants),
+        *_runtimes_take_variants(workflow, variants),
         *_derived_names_fit(workflow, variants),
         *_parallelism_and_deadline(workflow, variants),
         *_interleave_needs_groups(workflow),
@@ -192,19 +207,28 @@ def _model_files_are_plain_programs(
         model.name: model.layers.weights for model in workflow.models if model.layers
     }
     for index, model in enumerate(workflow.models):
+        stages: dict[Stage, Program] = {}
+        for stage, spec in model.stages().items():
+            if spec.file is None:
+                continue
+            try:
+                stages[stage] = model_files.program(spec.file)
+            except UnsafeArchive as error:
+                yield _refused((index, stage), spec.file, error)
+        if "preprocess" in stages:
+            # The variant's inputs are the chain's: the preprocess takes them.
+            declared[model.name] = stages["preprocess"].inputs
         if model.file is None:
             continue
         try:
             program = model_files.program(model.file)
-            declared[model.name], linear[model.name] = program.inputs, program.linear
         except UnsafeArchive as error:
-            yield Finding(
-                ("models", index, "file"),
-                f"{model.file} is refused: {error}",
-                "the runner would refuse it too; re-export the model with torch.export.export "
-                "and save it with torch.export.save, with tensors only",
-            )
+            yield _refused((index,), model.file, error)
             continue
+        linear[model.name] = program.linear
+        if model.preprocess is None:
+            declared[model.name] = program.inputs
+        yield from _stages_fit_the_model(index, model, program, stages)
         yield from _recorded_layers_are_the_files(index, model.layers, program.linear)
     yield from _inputs_fit_models(workflow, variants, declared)
     yield from _recording_fits_models(workflow, variants, declared, model_files)
@@ -217,9 +241,11 @@ def _recording_fits_models(
     declared: dict[str, tuple[ExpectedInput, ...]],
     model_files: ModelFiles,
 ) -> Iterator[Finding]:
-    """The recording (`benchmark.recorded_inputs`) against each model whose archive declares
-    its inputs, at each batch size (contract.recorded): a committed file as it is, one from
-    elsewhere as its `contents:` records it; what the runner would refuse, said here."""
+    """The recording (`benchmark.recorded_inputs`) against the chain's inputs of each model
+    whose archive declares them (its preprocess's, where it has one: the recording feeds
+    the chain's first stage), at each batch size (contract.recorded): a committed file as it
+    is, one from elsewhere as its `contents:` records it; what the runner would refuse, said
+    here."""
     recorded = workflow.benchmark.recorded_inputs
     if recorded is None:
         return
@@ -245,8 +271,8 @@ def _recording_fits_models(
             yield Finding(
                 loc,
                 misfit,
-                "record the model's inputs by the names `benchfleet export` lists, in the "
-                "spec's dtypes",
+                "record the chain's inputs (its preprocess's, where it has one) by the names "
+                "`benchfleet export` lists, in the spec's dtypes",
             )
 
 
@@ -290,6 +316,101 @@ def _committed_recording(
             (("contents",), f"{file}: {disagreement}", "set contents: to what the file holds")
         )
     return _Committed(recording, problems)
+
+
+def _refused(where: tuple[int | str, ...], file: str, error: UnsafeArchive) -> Finding:
+    return Finding(
+        ("models", *where, "file"),
+        f"{file} is refused: {error}",
+        "the runner would refuse it too; re-export the model with torch.export.export "
+        "and save it with torch.export.save, with tensors only",
+    )
+
+
+def _stages_fit_the_model(
+    index: int, model: ModelSpec, program: Program, files: Mapping[Stage, Program]
+) -> Iterator[Finding]:
+    """What each stage hands the next must be what that one takes, per sample: the
+    preprocess's outputs (its committed file's, else its `outputs:` record) against the
+    model's committed file's inputs, the model's outputs against the postprocess's inputs
+    (its file's, else its `inputs:` record). The runner would hand the one to the other on
+    every query, and refuse the pair in its pod (stage_mismatch)."""
+    hint = (
+        "export the stages together (`benchfleet export --preprocess/--postprocess` prints "
+        "each one's inputs: and outputs:), each on what the stage before it returns"
+    )
+    pre, post = model.preprocess, model.postprocess
+    if pre is not None:
+        given = _given(files.get("preprocess"), pre.outputs)
+        misfit = _misfit_of(given, program.inputs)
+        if misfit:
+            field = "file" if "preprocess" in files else "outputs"
+            yield Finding(
+                ("models", index, "preprocess", field),
+                f"the preprocess returns what model {model.name} cannot take: {misfit}",
+                hint,
+            )
+    if post is not None:
+        given = per_sample(program.outputs)
+        taken = files["postprocess"].inputs if "postprocess" in files else _expected(post.inputs)
+        misfit = _misfit_of(given, taken)
+        if misfit:
+            field = "file" if "postprocess" in files else "inputs"
+            yield Finding(
+                ("models", index, "postprocess", field),
+                f"model {model.name} returns what its postprocess cannot take: {misfit}",
+                hint,
+            )
+
+
+def _given(program: Program | None, recorded: list[InputSpec] | None) -> list[GivenInput] | None:
+    """What a stage hands on per sample: its committed file's outputs, else its record."""
+    if program is not None:
+        return per_sample(program.outputs)
+    if recorded is None:
+        return None
+    return [GivenInput(tuple(spec.shape), spec.dtype) for spec in recorded]
+
+
+def _expected(recorded: list[InputSpec] | None) -> tuple[ExpectedInput, ...]:
+    """A stage's recorded inputs as a program's, any batch."""
+    return tuple(
+        ExpectedInput(
+            f"input {position}",
+            (Dimension(1, None), *(Dimension(size, size) for size in spec.shape)),
+            spec.dtype,
+        )
+        for position, spec in enumerate(recorded or ())
+    )
+
+
+def _misfit_of(given: list[GivenInput] | None, expected: Sequence[ExpectedInput]) -> str | None:
+    """Why `given` per sample does not fit `expected`; None where it does or either is
+    unknown."""
+    return handover_misfit(given, expected) if given is not None and expected else None
+
+
+def _stage_inputs_are_the_chains(workflow: Workflow) -> Iterator[Finding]:
+    """What a preprocess records it takes (its `inputs:`) must be the inputs the runner
+    draws for the chain: the entry's `inputs`, else the benchmark's."""
+    for index, model in enumerate(workflow.models):
+        stage = model.preprocess
+        chain = model.inputs or workflow.benchmark.default_inputs
+        if stage is None or stage.inputs is None or chain is None:
+            continue
+        said = _inputs_text(stage.inputs)
+        if said != _inputs_text(chain):
+            yield Finding(
+                ("models", index, "preprocess", "inputs"),
+                f"the preprocess takes {said}, but the chain's inputs are {_inputs_text(chain)}",
+                "with a preprocess, a model's inputs: are what the preprocess takes (the raw "
+                "observation): set them to its inputs:",
+            )
+
+
+def _inputs_text(inputs: list[InputSpec]) -> str:
+    shown = ", ".join(f"[{', '.join(map(str, i.shape))}] {i.dtype}" for i in inputs)
+    return f"({shown})"
 
 
 def _recorded_layers_are_the_files(
@@ -538,7 +659,7 @@ def _devices_support_variants(workflow: Workflow, variants: list[Variant]) -> It
                 device.quantizations,
                 unoffered_because(variant.quantization, capability),
             ),
-            ("compile", device.compiles, compile_unoffered_because(variant.compile, capability)),
+            ("runtime", device.runtimes, runtime_unoffered_because(variant.runtime, capability)),
         ):
             value = getattr(variant, dimension)
             loc = variant.origins[dimension]
@@ -551,6 +672,35 @@ def _devices_support_variants(workflow: Workflow, variants: list[Variant]) -> It
                 f" which target {variant.target!r} uses{f': {why}' if why else ''}",
                 _unsupported_hint(workflow, variant.target, dimension, value, loc),
             )
+
+
+def _runtimes_take_variants(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
+    """A runtime that cannot express a variant's quantization or precision on its target is
+    refused here, where it is written, rather than run eager or failed in the pod."""
+    devices = {target.key: DEVICE_TYPES[target.gpu_type] for target in workflow.targets}
+    reported: set[tuple[Loc, str]] = set()
+    for variant in variants:
+        device = devices[variant.target]
+        why = variant_unrun_because(
+            variant.runtime, variant.precision, variant.quantization, device.compute_capability
+        )
+        loc = variant.origins["runtime"]
+        if why is None or (loc, why) in reported:
+            continue
+        reported.add((loc, why))
+        settings = f"precision {variant.precision}, quantization {variant.quantization}"
+        swept = loc[:2] == ("sweep", "matrix")
+        yield Finding(
+            loc,
+            f"runtime {variant.runtime} cannot run {variant.model} at {settings} on "
+            f"{device.name}: {why}",
+            (
+                f"add {{runtime: {variant.runtime}, precision: {variant.precision}, "
+                f"quantization: {variant.quantization}}} to sweep.exclude"
+                if swept
+                else "choose another runtime or other settings for these variants"
+            ),
+        )
 
 
 def _unsupported_hint(
@@ -709,6 +859,10 @@ def _fixed_rate_length(workflow: Workflow, rate: float) -> Iterator[Finding]:
             )
 
 
+_INDUCTOR_BUILDS: Final = frozenset({Runtime.INDUCTOR, Runtime.AOTINDUCTOR})
+"""The runtimes whose build writes inductor's generated code and kernels to the pod's /tmp."""
+
+
 def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Iterator[Finding]:
     """A target's pods may write what its `ephemeral-storage` limit allows, and a pod that
     writes to its /tmp (it downloads a url model, or compiles with inductor, whatever
@@ -730,11 +884,11 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
         if limit is None:
             continue
         on_target = [v for v in variants if v.target == target.key]
-        compiles = any(v.compile == Compile.INDUCTOR for v in on_target)
+        compiles = any(v.runtime in _INDUCTOR_BUILDS for v in on_target)
         downloads = {
             name: size
             for name in {v.model for v in on_target}
-            if (size := workflow.models[indexes[name]].download_bytes) > 0
+            if (size := _downloads(workflow.models[indexes[name]])) > 0
         }
         if not downloads and not replayed and not compiles:
             continue
@@ -758,7 +912,7 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
                 f"{_gib(need)} of /tmp for its generated code, headers and kernels (and "
                 f"torch's caches), more than the target's ephemeral-storage limit of {limit}",
                 f"raise the limit to at least {quantity(need)}, or run the target's variants "
-                "eager (compile: eager); a pod over its limit is evicted",
+                "eager (runtime: eager); a pod over its limit is evicted",
             )
             continue
         first = workflow.models[indexes[largest[0]]]
@@ -773,6 +927,11 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
             + (", or lower scheduling.variants_per_pod" if len(largest) > 1 else "")
             + ("" if first.size is not None else "; a url model without a size may be 1Gi"),
         )
+
+
+def _downloads(model: ModelSpec) -> int:
+    """What a pod downloads of `model`: its program's bytes and its stages'."""
+    return sum(program.download_bytes for program in model.programs().values())
 
 
 def _gib(count: int) -> str:

@@ -11,12 +11,16 @@ from typing import Any, Final
 from contract.accuracy import gates_text, variant_gate
 from contract.config import (
     CONFIG_FILE,
-    ModelConfig,
     RunConfig,
     config_part_file,
     groups_text,
 )
-from contract.errors import DETERMINISTIC, WITH_RECORDED_INPUTS, ExitCode
+from contract.errors import (
+    CONVERTED_DETERMINISTIC,
+    DETERMINISTIC,
+    PIPELINE_DETERMINISTIC,
+    RECORDED_DETERMINISTIC,
+)
 from contract.layout import (
     APP,
     APP_LABEL,
@@ -42,11 +46,12 @@ from contract.layout import (
 )
 from contract.records import reuses_text
 from contract.schedule import scheduled_at
+from contract.variant import CONVERTED
 from synth.digests import digest
 from synth.fleet import Cluster, Fleet
 from synth.identity import IdentifiedVariant
 from synth.load import LoadedWorkflow
-from synth.model_sources import CaConfigMap, ModelBundle, artifact_references
+from synth.model_sources import CaConfigMap, ModelBundle, Sources, artifact_references
 from synth.names import DIGEST_LENGTH, config_part_name, job_name, namespace_of
 from synth.pod_template import RUNNER_CONTAINER, PodTemplate, name_pod, pod_spec
 from synth.run_config import config_parts, config_text, left_out, run_config
@@ -140,17 +145,35 @@ def workflow_labels(workflow_id: str) -> dict[str, str]:
     }
 
 
-def _failure_rules(deterministic: frozenset[ExitCode]) -> list[dict[str, Any]]:
+_PREEMPTED: Final = {
+    # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
+    # fault: retry the index without spending its retries.
+    "action": "Ignore",
+    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+}
+
+
+def _failure_rules(config: RunConfig) -> list[dict[str, Any]]:
+    """The Job's podFailurePolicy: an exit a retry would only repeat fails its index at once,
+    a runtime's failure only in a Job that converts its program, a stage's only in a Job
+    running a model between stages and a recording's only in a Job replaying one (so no
+    other Job's content, and name, changes with those failure classes)."""
+    converts = any(variant.runtime in CONVERTED for variant in config.variants)
+    pipelines = any(model.stages() for model in config.models.values())
+    codes = (
+        DETERMINISTIC
+        | (CONVERTED_DETERMINISTIC if converts else frozenset())
+        | (PIPELINE_DETERMINISTIC if pipelines else frozenset())
+        | (RECORDED_DETERMINISTIC if config.recorded_inputs is not None else frozenset())
+    )
     return [
-        # Preemption (spot reclaim, priority preemption, node drain) is not the benchmark's
-        # fault: retry the index without spending its retries.
-        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        _PREEMPTED,
         {
             "action": "FailIndex",
             "onExitCodes": {
                 "containerName": RUNNER_CONTAINER,
                 "operator": "In",
-                "values": sorted(int(code) for code in deterministic),
+                "values": sorted(int(code) for code in codes),
             },
         },
     ]
@@ -168,11 +191,7 @@ def _job_spec(
         "parallelism": min(parallelism, completions),
         "backoffLimitPerIndex": scheduling.retries,
         "activeDeadlineSeconds": int(scheduling.deadline),
-        "podFailurePolicy": {
-            "rules": _failure_rules(
-                DETERMINISTIC if pod.config.recorded_inputs is None else WITH_RECORDED_INPUTS
-            )
-        },
+        "podFailurePolicy": {"rules": _failure_rules(pod.config)},
         "template": {
             "metadata": {"labels": {**labels, JOB_LABEL: ""}},
             "spec": pod_spec(pod),
@@ -208,7 +227,7 @@ class JobAssembly:
     fleet: Fleet
     cluster: Cluster
     bundles: tuple[ModelBundle, ...]
-    sources: Mapping[str, ModelConfig]
+    sources: Sources
     ca_bundles: Mapping[str, CaConfigMap]
     """By bundle key, as config.json names them."""
 
@@ -226,8 +245,9 @@ class JobAssembly:
         namespace = namespace_of(workflow.environment)
         config = run_config(loaded, target, pending, self.sources)
         config_texts = config_parts(config_text(config))
-        models = tuple(b for b in self.bundles if any(f.model in config.models for f in b.files))
-        trusted = sorted({m.ca_bundle for m in config.models.values() if m.ca_bundle is not None})
+        used = config.delivered
+        models = tuple(b for b in self.bundles if any(f.model in used for f in b.files))
+        trusted = sorted({p.ca_bundle for p in used.values() if p.ca_bundle is not None})
         ca_bundles = tuple(self.ca_bundles[key] for key in trusted)
         template_labels = {**workflow_labels(workflow.id), TARGET_LABEL: target.key}
         spread = None

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from contract.config import DEFAULT_DOWNLOAD_BUDGET_S, ModelConfig
+from contract.config import (
+    DEFAULT_DOWNLOAD_BUDGET_S,
+    RECORDED_INPUTS_KEY,
+    ModelConfig,
+    ProgramConfig,
+    RecordedConfig,
+    program_name,
+)
 from contract.layout import MODELS_ANNOTATION
 from synth.ca_bundles import CaBundle
 from synth.digests import digest
@@ -19,7 +26,7 @@ from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import ca_bundle_name, model_bundle_name
 from synth.object_budget import CONFIGMAP_DATA_BYTES
-from synth.spec import DeliveredFile, ModelSpec, RecordedInputsSpec
+from synth.spec import ModelSpec, ProgramSpec
 
 
 @dataclass(frozen=True)
@@ -27,7 +34,8 @@ class ModelFile:
     """A committed model file, as a model ConfigMap carries it: a model's name, its bytes."""
 
     model: str
-    """The model's name, or RECORDED_INPUTS_KEY."""
+    """The program's name (contract.config.program_name): a model's, or a stage's; or
+    RECORDED_INPUTS_KEY."""
     content: ModelBytes
     suffix: str = ".pt2"
 
@@ -125,68 +133,68 @@ def ca_config_maps(
 
 
 def _ca_bundle(
-    delivered: DeliveredFile, fleet: Fleet, model_files: ModelFiles
+    program: ProgramSpec, fleet: Fleet, model_files: ModelFiles
 ) -> tuple[str, CaBundle] | None:
-    """The repository file of the bundle `delivered` trusts, and the bundle; None: none."""
-    file = delivered.trusted_bundle(fleet)
+    """The repository file of the bundle `program` trusts, and the bundle; None: none."""
+    file = program.trusted_bundle(fleet)
     return (file, model_files.ca_bundle(file)) if file is not None else None
 
 
-def _model_config(
+def _source_fields(
     name: str,
-    model: DeliveredFile,
+    program: ProgramSpec,
     files: Mapping[str, ModelFile],
     trusted: tuple[str, CaBundle] | None,
-) -> ModelConfig:
-    layers = model.layers if isinstance(model, ModelSpec) else None
-    facts: dict[str, object] = (
-        {"family": model.family, "params": model.params}
-        if isinstance(model, ModelSpec)
-        else {"contents": model.contents}
-        if isinstance(model, RecordedInputsSpec)
-        else {}
-    )
+) -> dict[str, Any]:
+    """Where file `name` (a `program_name`, or RECORDED_INPUTS_KEY) comes from and what its
+    bytes hash to, as ProgramConfig's fields: one reading of the sources for a model, its
+    stages and the recorded inputs."""
     if name in files:
-        file = files[name]
-        return ModelConfig(
-            source="file", location=file.key, sha256=file.sha256, layers=layers, **facts
+        return {"source": "file", "location": files[name].key, "sha256": files[name].sha256}
+    assert program.sha256 is not None  # the spec guarantees it
+    if program.oci is not None:
+        location = f"{name}/{program.oci_file or program.oci_default}"
+        return {"source": "oci", "location": location, "sha256": program.sha256}
+    if program.image_path is not None:
+        return {"source": "image_path", "location": program.image_path, "sha256": program.sha256}
+    assert program.url is not None
+    return {
+        "source": "url",
+        "location": program.url,
+        "sha256": program.sha256,
+        "size_bytes": program.download_bytes,
+        "download_budget_s": program.download_budget or DEFAULT_DOWNLOAD_BUDGET_S,
+        "ca_bundle": trusted[1].key if trusted is not None else None,
+        "ca_bundle_file": trusted[0] if trusted is not None else None,
+    }
+
+
+def _model_config(
+    model: ModelSpec, files: Mapping[str, ModelFile], fleet: Fleet, model_files: ModelFiles
+) -> ModelConfig:
+    stages = {
+        stage: ProgramConfig(
+            **_source_fields(
+                program_name(model.name, stage), spec, files, _ca_bundle(spec, fleet, model_files)
+            )
         )
-    assert model.sha256 is not None  # the spec guarantees it
-    if model.oci is not None:
-        location = f"{name}/{model.oci_file or model.oci_default}"
-        return ModelConfig(
-            source="oci", location=location, sha256=model.sha256, layers=layers, **facts
-        )
-    if model.image_path is not None:
-        return ModelConfig(
-            source="image_path",
-            location=model.image_path,
-            sha256=model.sha256,
-            layers=layers,
-            **facts,
-        )
-    assert model.url is not None
-    return ModelConfig(
-        source="url",
-        location=model.url,
-        sha256=model.sha256,
-        size_bytes=model.download_bytes,
-        download_budget_s=model.download_budget or DEFAULT_DOWNLOAD_BUDGET_S,
-        ca_bundle=trusted[1].key if trusted is not None else None,
-        ca_bundle_file=trusted[0] if trusted is not None else None,
-        layers=layers,
-        **facts,
-    )
+        for stage, spec in model.stages().items()
+    }
+    fields = _source_fields(model.name, model, files, _ca_bundle(model, fleet, model_files))
+    facts = {"family": model.family, "params": model.params, "layers": model.layers}
+    return ModelConfig(**fields, **facts, **stages)
 
 
 def artifact_references(loaded: LoadedWorkflow) -> dict[str, str]:
-    """The OCI reference of each `oci` file of the workflow, by the name it goes by."""
+    """The OCI reference of each `oci` file of the workflow (a model's, a stage's, the
+    recorded inputs'), by the name it goes by (`Workflow.delivered`)."""
     delivered = loaded.workflow.delivered.items()
     return {name: file.oci for name, file in delivered if file.oci is not None}
 
 
 def committed_files(loaded: LoadedWorkflow, model_files: ModelFiles) -> dict[str, ModelFile]:
-    """The workflow's committed files, by the name each goes by (a model's name)."""
+    """The workflow's committed files (a model's, a stage's, the recorded inputs'), by the
+    name each goes by (`Workflow.delivered`)."""
     return {
         name: ModelFile(name, model_files.read(file.file), PurePosixPath(file.file).suffix)
         for name, file in loaded.workflow.delivered.items()
@@ -194,14 +202,24 @@ def committed_files(loaded: LoadedWorkflow, model_files: ModelFiles) -> dict[str
     }
 
 
-def model_configs(
-    loaded: LoadedWorkflow, fleet: Fleet, model_files: ModelFiles
-) -> dict[str, ModelConfig]:
-    """Where each model of the workflow (and its recorded inputs, under RECORDED_INPUTS_KEY)
-    comes from, what its bytes hash to, and for a download its bounds and the CA bundle it
-    trusts."""
+@dataclass(frozen=True)
+class Sources:
+    """Where a workflow's files come from, as config.json carries them."""
+
+    models: Mapping[str, ModelConfig]
+    """Each model's, with its stages', by model name."""
+    recorded: RecordedConfig | None = None
+    """The recorded inputs'; None: there are none."""
+
+
+def sources(loaded: LoadedWorkflow, fleet: Fleet, model_files: ModelFiles) -> Sources:
+    """Where each model of the workflow (and its stages, and the recorded inputs) comes from,
+    what its bytes hash to, and for a download its bounds and the CA bundle it trusts."""
     files = committed_files(loaded, model_files)
-    return {
-        name: _model_config(name, file, files, _ca_bundle(file, fleet, model_files))
-        for name, file in loaded.workflow.delivered.items()
-    }
+    models = {m.name: _model_config(m, files, fleet, model_files) for m in loaded.workflow.models}
+    recorded = loaded.workflow.benchmark.recorded_inputs
+    if recorded is None:
+        return Sources(models)
+    trusted = _ca_bundle(recorded, fleet, model_files)
+    fields = _source_fields(RECORDED_INPUTS_KEY, recorded, files, trusted)
+    return Sources(models, RecordedConfig(**fields, contents=recorded.contents))

@@ -81,6 +81,8 @@ def _loc(origin: Origin, metadata: Manifest) -> Loc:
         return ("targets", targets.index(target))
     models = metadata.get("annotations", {}).get(MODELS_ANNOTATION, "").split(",")
     names = [model.name for model in workflow.models]
-    if models[0] in names:
-        return ("models", names.index(models[0]))
+    # A stage's file is carried as `<model>.<stage>` (contract.config.program_name).
+    model = models[0].partition(".")[0]
+    if model in names:
+        return ("models", names.index(model))
     return origin.loc

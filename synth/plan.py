@@ -18,14 +18,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from contract.config import RunConfig
+from contract.config import ModelConfig, RunConfig
 from contract.dist import config_text, documents
 from contract.estimate import (
-    COMPILE_ALLOWANCE_S,
-    LOAD_ALLOWANCE_S,
-    STARTUP_ALLOWANCE_S,
+    FIRST_COMPILE,
+    LATER_COMPILE,
+    REFERENCE_BYTES,
+    STARTUP,
     Estimate,
     History,
+    Loops,
     Planned,
     estimate,
     history_of,
@@ -45,6 +47,7 @@ from contract.records import StoredVariant, read_record, repeat_of
 from contract.result import OkResult
 from contract.text import plural, shown
 from synth.committed import Committed
+from synth.object_budget import CONFIGMAP_DATA_BYTES
 from synth.write import generated
 
 Action = Literal["create", "replace", "prune"]
@@ -128,7 +131,7 @@ class Change:
     """A pruned Job whose results are recorded in results/: done, not dropped."""
     estimate: Estimate | None = None
     """What the Job's pods will take: by earlier runs of the same settings where results/
-    holds them, else by the bounds and allowances (contract/estimate.py)."""
+    holds them, else by their loops and allowances, as a range (contract/estimate.py)."""
     lacks: tuple[tuple[str, Lack], ...] = ()
     """(the machine's name, what it lacks): what the machines its target ran on before lack
     of what its variants need (contract/instructions.py)."""
@@ -275,6 +278,18 @@ def _ref(job: Mapping[str, Any], config_json: str | None) -> JobRef:
             pods=ref.pods,
             loads=loads,
             bound_s=per_variant,
+            loops=Loops(
+                warmup=config.warmup,
+                measure=config.measure,
+                scenario=config.scenario,
+                on_cpu=not config.gpus,
+            ),
+            sizes={
+                model.sha256: size
+                for model in config.models.values()
+                if (size := known_bytes(model)) is not None
+            },
+            models={name: model.sha256 for name, model in config.models.items()},
         ),
         ids={v.id: v.describe() for v in config.variants},
         setup={
@@ -287,6 +302,23 @@ def _ref(job: Mapping[str, Any], config_json: str | None) -> JobRef:
             "models": {name: model.sha256 for name, model in config.models.items()},
         },
     )
+
+
+PARAMETER_BYTES = 4
+"""A recorded `layers:` counts parameters, not bytes: taken as fp32's."""
+
+
+def known_bytes(model: ModelConfig) -> int | None:
+    """A model's size as known before its pod: a `file` model travels in a ConfigMap (at most
+    its limit), a `url` one within its `size`, and an entry that records `layers:` says its
+    parameters; None for the rest (an `oci` or `image_path` model recording none)."""
+    if model.source == "file":
+        return CONFIGMAP_DATA_BYTES
+    if model.size_bytes is not None:
+        return model.size_bytes
+    if model.layers is not None:
+        return model.layers.parameters * PARAMETER_BYTES
+    return None
 
 
 def _clusters(files: Mapping[PurePosixPath, str]) -> set[str]:
@@ -392,13 +424,21 @@ def _estimated(estimate: Estimate, job: JobRef) -> str:
     """The estimate in words, saying what each part of it goes by."""
     minutes = estimate.seconds / 60
     words = f"about {minutes:.1f} pod-minutes"
+    if estimate.low_s != estimate.high_s:
+        words += f" (between {estimate.low_s / 60:.1f} and {estimate.high_s / 60:.1f})"
     if job.gpus:
         words += f", {minutes * job.gpus / 60:.2f} GPU-hours"
     measured = estimate.from_history - estimate.allocated
     bounds = len(job.ids) - estimate.from_history
     compiling = (
-        f" ({estimate.compiled} compiling, {COMPILE_ALLOWANCE_S:.0f} s each)"
+        f" ({estimate.compiled} compiling, likely {FIRST_COMPILE.likely_s:.0f} s the first in "
+        f"a pod and {LATER_COMPILE.likely_s:.0f} s a later one)"
         if estimate.compiled
+        else ""
+    )
+    unsized = (
+        f", {estimate.unsized} of a model of unknown size (taken as {REFERENCE_BYTES / 1e6:.0f} MB)"
+        if estimate.unsized
         else ""
     )
     parts = [
@@ -406,7 +446,7 @@ def _estimated(estimate: Estimate, job: JobRef) -> str:
         for count, how in (
             (estimate.allocated, "by the time earlier runs were allocated"),
             (measured, "by earlier runs' own time (retries not recorded)"),
-            (bounds, f"by the bounds and allowances{compiling}"),
+            (bounds, f"by their loops' minimums and the allowances{compiling}{unsized}"),
         )
         if count
     ]
@@ -416,12 +456,15 @@ def _estimated(estimate: Estimate, job: JobRef) -> str:
         startup = (
             f"start-up {estimate.startup_s:.0f} s a pod by {estimate.startup_pods} earlier pods"
             if estimate.startup_s is not None
-            else f"start-up allowed {STARTUP_ALLOWANCE_S:.0f} s a pod (none recorded)"
+            else (
+                f"start-up allowed {STARTUP.likely_s:.0f}-{STARTUP.high_s:.0f} s a pod "
+                "(none recorded)"
+            )
         )
         others = estimate.loads - estimate.loads_known
         loads = (
             f", {estimate.loads_known} of {estimate.loads} model loads recorded"
-            + (f" (the others {LOAD_ALLOWANCE_S:.0f} s each)" if others else "")
+            + (" (the others allowed by the model's size)" if others else "")
             if estimate.loads
             else ""
         )

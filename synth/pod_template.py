@@ -88,6 +88,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
         {"name": "tmp", "mountPath": "/tmp"},
     ]
     if models:
+        used = config.delivered
         volumes.append(
             {
                 "name": "models",
@@ -99,7 +100,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
                                 "items": [
                                     {"key": f.key, "path": f.key}
                                     for f in bundle.files
-                                    if f.model in config.delivered
+                                    if f.model in used
                                 ],
                             }
                         }
@@ -215,12 +216,19 @@ def _tmp_bytes(config: RunConfig) -> int:
         {config.variants[position].model for position in config.positions(index)} | recorded
         for index in range(config.completions)
     ]
+    # A model's stages are downloaded into the same pod as it.
     downloads = {
-        name: model.size_bytes or DEFAULT_DOWNLOAD_BYTES
-        for name, model in config.delivered.items()
-        if model.source == "url"
+        name: sum(
+            program.size_bytes or DEFAULT_DOWNLOAD_BYTES
+            for program in (model, *model.stages().values())
+            if program.source == "url"
+        )
+        for name, model in config.models.items()
     }
-    return tmp_bytes(pods, downloads)
+    recording = config.recorded_inputs
+    if recording is not None and recording.source == "url":
+        downloads[RECORDED_INPUTS_KEY] = recording.size_bytes or DEFAULT_DOWNLOAD_BYTES
+    return tmp_bytes(pods, {name: size for name, size in downloads.items() if size})
 
 
 def _apart_from_other_repeats(shared: Mapping[str, str]) -> dict[str, Any]:
@@ -249,21 +257,32 @@ def _apart_from_other_repeats(shared: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+def _image_volume_name(program: str) -> str:
+    """The image volume of a `program_name`: `oci-<model>` for a model (as before stages),
+    `<stage>-<model>` for a stage, which no model's can be (a volume name has no dot)."""
+    model, _, stage = program.partition(".")
+    return f"{stage}-{model}" if stage else f"oci-{model}"
+
+
 def _image_volumes(
     config: RunConfig, artifacts: Mapping[str, str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The image volumes of the `oci` models (and recorded inputs) a Job's config uses, and
+    """The image volumes of the `oci` programs (and recorded inputs) a Job's config uses, and
     their mounts: each read-only at OCI_MODELS_DIR/<name>, pulled once per node by digest."""
     used = sorted(name for name in config.delivered if name in artifacts)
     volumes = [
         {
-            "name": f"oci-{name}",
+            "name": _image_volume_name(name),
             "image": {"reference": artifacts[name], "pullPolicy": "IfNotPresent"},
         }
         for name in used
     ]
     mounts = [
-        {"name": f"oci-{name}", "mountPath": f"{OCI_MODELS_DIR}/{name}", "readOnly": True}
+        {
+            "name": _image_volume_name(name),
+            "mountPath": f"{OCI_MODELS_DIR}/{name}",
+            "readOnly": True,
+        }
         for name in used
     ]
     return volumes, mounts

@@ -1,18 +1,15 @@
 """config.json of one target's Job: the variants it runs with their ids, in index order, the
 groups its pods run them in, its measurement bounds and its models' sources."""
 
-from collections.abc import Mapping
-
 from contract.config import (
-    RECORDED_INPUTS_KEY,
     InputConfig,
-    ModelConfig,
     PhaseConfig,
     RunConfig,
     VariantConfig,
 )
 from contract.variant import SETTING_FIELDS
 from synth.load import LoadedWorkflow
+from synth.model_sources import Sources
 from synth.object_budget import CONFIGMAP_DATA_BYTES
 from synth.spec import MeasurePhase, Phase, Target
 from synth.sweep import Variant
@@ -78,7 +75,7 @@ def run_config(
     loaded: LoadedWorkflow,
     target: Target,
     variants: list[tuple[Variant, str]],
-    models: Mapping[str, ModelConfig],
+    found: Sources,
 ) -> RunConfig:
     """config.json of one target's Job: `variants` with their ids, in index order, and the
     groups its pods run them in."""
@@ -92,7 +89,7 @@ def run_config(
         gpus=target.gpus,
         warmup=phase_config(workflow.benchmark.warmup_phase),
         measure=phase_config(workflow.benchmark.measure_phase),
-        models={name: config for name, config in models.items() if name in used},
+        models={name: config for name, config in found.models.items() if name in used},
         variants=tuple(
             VariantConfig.model_validate(
                 {
@@ -107,7 +104,7 @@ def run_config(
             for index, (variant, variant_id) in enumerate(variants)
         ),
         groups=groups,
-        recorded_inputs=models.get(RECORDED_INPUTS_KEY),
+        recorded_inputs=found.recorded,
         interleave=workflow.benchmark.interleave,
         scenario=workflow.benchmark.scenario_config,
     )

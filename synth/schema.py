@@ -143,16 +143,16 @@ def _catalogue() -> list[str]:
         "",
         "What each `gpu_type` can compute; a variant asking for anything else is an error.",
         "",
-        "| gpu_type | device | architecture | precisions | quantizations | compile |",
+        "| gpu_type | device | architecture | precisions | quantizations | runtimes |",
         "|---|---|---|---|---|---|",
     ]
     for device in DEVICE_TYPES.values():
         precisions = ", ".join(sorted(device.precisions))
         quantizations = ", ".join(sorted(device.quantizations))
-        compiles = ", ".join(sorted(device.compiles))
+        runtimes = ", ".join(sorted(device.runtimes))
         lines.append(
             f"| `{device.name}` | {device.description} | {device.architecture} | "
-            f"{precisions} | {quantizations} | {compiles} |"
+            f"{precisions} | {quantizations} | {runtimes} |"
         )
     lines += [
         "",

@@ -8,7 +8,7 @@ problem at the field that causes it.
 """
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Annotated, ClassVar, Final, Literal, Self, TypeVar
@@ -35,16 +35,19 @@ from contract.config import (
     MODEL_SOURCES,
     OCI_DEFAULT_FILE,
     RECORDED_INPUTS_KEY,
+    STAGES,
     ModelSource,
     ScenarioConfig,
+    Stage,
     Tail,
+    program_name,
     tail_iterations,
 )
 from contract.layout import GPU_RESOURCE, KUSTOMIZATION_FILE, WORKLOADS
 from contract.params import Params
 from contract.quantity import parse_quantity
 from contract.recorded import RecordedContents
-from contract.variant import SPELLINGS, Compile, Precision, Quantization
+from contract.variant import SPELLINGS, Precision, Quantization, Runtime
 from contract.weights import LayerRecord
 from synth.base import SpecModel
 from synth.catalogue import DEVICE_TYPES, RESOURCE_PRESETS
@@ -137,7 +140,7 @@ class InputSpec(SpecModel):
 
     shape: list[Count] = Field(min_length=1, max_length=8)
     """Sizes of one sample, e.g. [3, 224, 224] for an image; the batch size is prepended."""
-    dtype: Literal["float32", "float16", "bfloat16", "int64", "int32", "bool"] = "float32"
+    dtype: Literal["float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool"] = "float32"
     """The dtype the model was exported with; float inputs follow the variant's precision."""
 
 
@@ -159,14 +162,16 @@ class LayersSpec(LayerRecord, SpecModel):
     layers are not those recorded."""
 
 
-class DeliveredFile(SpecModel):
-    """A file the pods are given, from exactly one source: a model's `.pt2`, or recorded
-    inputs' `.safetensors`. The sources, their checks and how the runner reaches and checks
-    the file are one for both (synth/model_sources.py, runner/loading.py)."""
+class ProgramSpec(SpecModel):
+    """A file the pods are given, from exactly one source: a `torch.export` program
+    (`.pt2`), a model's or a stage's run around it, or recorded inputs' `.safetensors`
+    (RecordedInputsSpec). Every source is written here once, for all of them; the runner
+    reaches and checks each file alike (runner/loading.py)."""
 
-    _suffix: ClassVar[str] = ".pt2"
+    _kind: ClassVar[str] = "a program"
     _what: ClassVar[str] = "model"
-    _kind: ClassVar[str] = "torch.export archive"
+    _suffix: ClassVar[str] = ".pt2"
+    _archive: ClassVar[str] = "torch.export archive"
     oci_default: ClassVar[str] = OCI_DEFAULT_FILE
     """The file's path inside an `oci` artifact that names none."""
     _missing_hint: ClassVar[str] = "run `make models` to build the example models"
@@ -308,7 +313,7 @@ class DeliveredFile(SpecModel):
         if PurePosixPath(oci_file).suffix != cls._suffix:
             raise SpecError(
                 f"oci_file {oci_file!r} is not a {cls._suffix} file",
-                f"name the {cls._kind} inside the artifact",
+                f"name the {cls._archive} inside the artifact",
             )
         return oci_file
 
@@ -319,7 +324,7 @@ class DeliveredFile(SpecModel):
         if len(sources) != 1:
             found = ", ".join(sources) if sources else "none"
             raise SpecError(
-                f"a {what} needs exactly one of file, image_path, url or oci (found: {found})",
+                f"{self._kind} needs exactly one of file, image_path, url or oci (found: {found})",
                 f"file for a committed {suffix} up to 1 MiB; oci, url or image_path with "
                 "sha256 for larger ones",
             )
@@ -330,7 +335,7 @@ class DeliveredFile(SpecModel):
             )
         if sources[0] != "file" and self.sha256 is None:
             raise SpecError(
-                f"a {what} from {sources[0]} needs sha256",
+                f"{self._kind} from {sources[0]} needs sha256",
                 "the runner verifies the digest before loading; compute it with "
                 f"`sha256sum {what.replace(' ', '-')}{suffix}`"
                 + (" (`make push-model` prints it)" if sources[0] == "oci" else ""),
@@ -356,13 +361,29 @@ class DeliveredFile(SpecModel):
         return model_bytes(self.size) if self.size is not None else DEFAULT_DOWNLOAD_BYTES
 
 
-class ModelSpec(DeliveredFile):
-    """A model to benchmark: a `torch.export` program (`.pt2`) from exactly one source."""
+class StageSpec(ProgramSpec):
+    """A program run around a model on every query (`preprocess` before it, `postprocess`
+    after it), delivered like a model. Only the model is cast, quantized and compiled."""
 
+    _kind: ClassVar[str] = "a stage"
+    inputs: list[InputSpec] | None = Field(default=None, min_length=1)
+    """What the program takes per sample, as `benchfleet export` prints it: synth checks it
+    against the stage before (for `preprocess`, the model entry's `inputs`)."""
+    outputs: list[InputSpec] | None = Field(default=None, min_length=1)
+    """What the program returns per sample, as `benchfleet export` prints it: synth checks a
+    preprocess's against the model's committed file."""
+
+
+class ModelSpec(ProgramSpec):
+    """A model to benchmark: a `torch.export` program (`.pt2`) from exactly one source, and
+    the stages run around it, if any."""
+
+    _kind: ClassVar[str] = "a model"
     name: ModelName
     """Names the model in results and in Kubernetes object names."""
     inputs: list[InputSpec] | None = Field(default=None, min_length=1)
-    """This model's inputs, where they differ from `benchmark.inputs`."""
+    """This model's inputs, where they differ from `benchmark.inputs`; with a `preprocess`,
+    the chain's: what the preprocess takes."""
     accuracy: AccuracyGateSpec | None = None
     """This model's accuracy thresholds, over `benchmark.accuracy`'s (each one given replaces
     that threshold, the others stay)."""
@@ -379,6 +400,22 @@ class ModelSpec(DeliveredFile):
     `{linear: {1000x2048: 1}, parameters: 25557032}`. Without it, whether a quantization can
     reach a `url`, `oci` or `image_path` model's layers is known only in its pod (`make plan`
     and `benchfleet validate` say so)."""
+    preprocess: StageSpec | None = None
+    """A program run on each query's inputs before the model (an image's normalisation, an
+    observation's packing): the runner times it, the model and the postprocess per query, and
+    the chain's latency is the variant's."""
+    postprocess: StageSpec | None = None
+    """A program run on the model's outputs (an argmax, actions clamped to joint limits)."""
+
+    def stages(self) -> dict[Stage, StageSpec]:
+        """The stages this model runs between, by name, in the order they run."""
+        found = {stage: getattr(self, stage) for stage in STAGES}
+        return {stage: spec for stage, spec in found.items() if spec is not None}
+
+    def programs(self) -> dict[str, ProgramSpec]:
+        """The programs this entry names, its own and its stages', by `program_name`."""
+        stages = self.stages().items()
+        return {self.name: self, **{program_name(self.name, s): p for s, p in stages}}
 
 
 class RecordedContentsSpec(RecordedContents, SpecModel):
@@ -386,14 +423,15 @@ class RecordedContentsSpec(RecordedContents, SpecModel):
     shape per sample and dtype, by the program's name for the input."""
 
 
-class RecordedInputsSpec(DeliveredFile):
+class RecordedInputsSpec(ProgramSpec):
     """Recorded inputs that every variant replays instead of drawn ones: a `.safetensors`
     file of samples named `<input name>.<sample>` (docs/specs.md, "Recorded inputs"),
     delivered as a model is, from exactly one source."""
 
     _suffix: ClassVar[str] = ".safetensors"
+    _kind: ClassVar[str] = "a recording"
     _what: ClassVar[str] = "recording"
-    _kind: ClassVar[str] = "safetensors file"
+    _archive: ClassVar[str] = "safetensors file"
     oci_default: ClassVar[str] = "recorded-inputs.safetensors"
     _missing_hint: ClassVar[str] = "record it as docs/policies.md shows"
     _wrong_suffix_hint: ClassVar[str] = (
@@ -539,11 +577,13 @@ class Benchmark(SpecModel):
     """The numeric format of variants that do not sweep it."""
     quantization: QuantizationName = Quantization.NONE
     """The quantization of variants that do not sweep it."""
-    compile: Compile = Compile.EAGER
-    """How variants that do not sweep it run the model: `eager`, as torch calls the loaded
-    program's module, or `inductor`, that module compiled with `torch.compile` (inductor,
-    default mode) in the pod; the compile is timed on its own (`timings.compile_s`), and the
-    first calls after it are warm-up."""
+    runtime: Runtime = Runtime.EAGER
+    """What runs the model of variants that do not sweep it: `eager`, torch calling the
+    loaded program's module; `inductor`, that module compiled with `torch.compile` in the
+    pod; `aotinductor`, the program compiled ahead of time into a package and loaded from
+    it; `onnxruntime`, the program exported to ONNX and run by an ONNX Runtime session;
+    `tensorrt`, Torch-TensorRT engines (GPU only). Each is built in the pod from the
+    verified program, timed apart (`conversion_s`), and held to the same accuracy gate."""
     warmup: WarmupPhase = Field(default_factory=WarmupPhase)
     """Untimed iterations first, to fill caches and trigger lazy initialisation."""
     measure: MeasurePhase = Field(default_factory=MeasurePhase)
@@ -621,7 +661,10 @@ class Benchmark(SpecModel):
     @classmethod
     def _one_form_each(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
         # Checked as written, so that each is said beside the fields' own mistakes.
-        return with_problems(handler, data, [((), error) for error in _two_forms(data)])
+        data, renamed = _without_compile(data)
+        return with_problems(
+            handler, data, [*renamed, *(((), error) for error in _two_forms(data))]
+        )
 
     @property
     def default_inputs(self) -> list[InputSpec] | None:
@@ -669,6 +712,31 @@ class Benchmark(SpecModel):
 
 
 PhaseT = TypeVar("PhaseT", bound=Phase)
+
+
+_Validated = TypeVar("_Validated")
+
+
+def _without_compile(data: object) -> tuple[object, list[tuple[tuple[str | int, ...], SpecError]]]:
+    """`data` without a `compile` key, and the problem that names its new one: the runtime
+    axis took over the compile setting, and a spec says it one way (docs/decisions/runtime.md)."""
+    if not isinstance(data, Mapping) or "compile" not in data:
+        return data, []
+    rest = {key: value for key, value in data.items() if key != "compile"}
+    return rest, [
+        (
+            ("compile",),
+            SpecError(
+                "compile is now runtime (eager and inductor kept their names)",
+                "rename the key to runtime: the same variants, with the same ids and Job names",
+            ),
+        )
+    ]
+
+
+def _runtime_not_compile(data: object, handler: Callable[[object], _Validated]) -> _Validated:
+    data, renamed = _without_compile(data)
+    return with_problems(handler, data, renamed)
 
 
 def _two_forms(data: object) -> Iterator[SpecError]:
@@ -833,8 +901,13 @@ class VariantSelector(SpecModel):
     """A quantization."""
     batch_size: Count | None = None
     """A batch size."""
-    compile: Compile | None = None
-    """How the model runs: eager, or compiled (inductor)."""
+    runtime: Runtime | None = None
+    """What runs the model: eager, inductor, aotinductor, onnxruntime or tensorrt."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _runtime_not_compile(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return _runtime_not_compile(data, handler)
 
     @model_validator(mode="after")
     def _selects_something(self) -> "VariantSelector":
@@ -855,8 +928,14 @@ class Matrix(SpecModel):
     """Quantizations to try."""
     batch_size: list[Count] | None = Field(default=None, min_length=1)
     """Batch sizes to try."""
-    compile: list[Compile] | None = Field(default=None, min_length=1)
-    """Eager and compiled (`[eager, inductor]`): every other combination run both ways."""
+    runtime: list[Runtime] | None = Field(default=None, min_length=1)
+    """Runtimes to compare (`[eager, inductor, aotinductor, onnxruntime]`): every other
+    combination run in each."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _runtime_not_compile(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return _runtime_not_compile(data, handler)
 
     @field_validator("*")
     @classmethod
@@ -1004,12 +1083,14 @@ class Workflow(SpecModel):
         return name
 
     @property
-    def delivered(self) -> dict[str, DeliveredFile]:
-        """Every file the pods are given, by the name its delivery goes by: each model's, and
-        the recorded inputs' under RECORDED_INPUTS_KEY."""
+    def delivered(self) -> dict[str, ProgramSpec]:
+        """Every file the pods are given, by the name its delivery goes by: each model's and
+        its stages' (`ModelSpec.programs`), and the recorded inputs' under
+        RECORDED_INPUTS_KEY."""
         recorded = self.benchmark.recorded_inputs
+        programs = (model.programs().items() for model in self.models)
         return {
-            **{model.name: model for model in self.models},
+            **{name: program for named in programs for name, program in named},
             **({RECORDED_INPUTS_KEY: recorded} if recorded is not None else {}),
         }
 

@@ -108,8 +108,8 @@ def sweep_spec(
     compile_axis = ""
     if compiled:
         uncompiled = [p for p in PRECISIONS if p not in COMPILED_PRECISIONS]
-        compile_axis = "    compile: [eager, inductor]\n  exclude:\n" + "".join(
-            f"    - {{precision: {p}, compile: inductor}}\n" for p in uncompiled
+        compile_axis = "    runtime: [eager, inductor]\n  exclude:\n" + "".join(
+            f"    - {{precision: {p}, runtime: inductor}}\n" for p in uncompiled
         )
     return f"""\
 id: {SWEEP}

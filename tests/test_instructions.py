@@ -15,7 +15,7 @@ from contract.instructions import (
     tensor_cores,
 )
 from contract.result import Environment
-from contract.variant import Compile, Precision, Quantization, VariantSettings
+from contract.variant import Precision, Quantization, Runtime, VariantSettings
 from runner.environment import cpu_flags
 
 # The flags of real CPUs, the ISA extensions of their /proc/cpuinfo lines (with a few of the
@@ -35,14 +35,14 @@ NEOVERSE_V1 = NEOVERSE_N1 + " sve i8mm bf16 svebf16"
 def variant(
     precision: Precision = Precision.FP32,
     quantization: Quantization = Quantization.NONE,
-    compile: Compile = Compile.EAGER,
+    runtime: Runtime = Runtime.EAGER,
 ) -> VariantSettings:
     return VariantSettings(
         model="resnet50",
         precision=precision,
         quantization=quantization,
         batch_size=1,
-        compile=compile,
+        runtime=runtime,
     )
 
 
@@ -50,7 +50,7 @@ SWEEP = (
     variant(),
     variant(Precision.BF16),
     variant(quantization=Quantization.INT8_DYNAMIC),
-    variant(Precision.BF16, Quantization.INT8_DYNAMIC, Compile.INDUCTOR),
+    variant(Precision.BF16, Quantization.INT8_DYNAMIC, Runtime.INDUCTOR),
 )
 """Issue 32's sweep: fp32 and bf16, none and int8-dynamic."""
 

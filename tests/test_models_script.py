@@ -2,7 +2,14 @@
 
 import pytest
 
-from models.make_models import EXAMPLES, ModelRecipe, export_bytes, zoo, zoo_spec
+from models.make_models import (
+    EXAMPLES,
+    ModelRecipe,
+    export_bytes,
+    policy_bytes,
+    zoo,
+    zoo_spec,
+)
 from tests.conftest import REPO_ROOT
 
 
@@ -12,6 +19,11 @@ def test_committed_model_is_reproducible(recipe: ModelRecipe) -> None:
     assert export_bytes(recipe) == committed
 
 
+def test_committed_policy_is_reproducible() -> None:
+    for name, content in policy_bytes().items():
+        assert (REPO_ROOT / "models" / "policy" / name).read_bytes() == content, name
+
+
 def test_committed_zoo_spec_matches_the_zoo_table() -> None:
     spec = (REPO_ROOT / "specs" / "workflows" / "model-zoo.yaml").read_text(encoding="utf-8")
     assert spec == zoo_spec(zoo())
@@ -19,5 +31,5 @@ def test_committed_zoo_spec_matches_the_zoo_table() -> None:
 
 def test_every_model_fits_a_configmap() -> None:
     sizes = {p.name: p.stat().st_size for p in (REPO_ROOT / "models").rglob("*.pt2")}
-    assert len(sizes) == 53
+    assert len(sizes) == 56
     assert max(sizes.values()) < 1024 * 1024

@@ -75,7 +75,7 @@ def test_no_second_list_of_the_settings() -> None:
 
 
 def test_the_check_finds_a_planted_list() -> None:
-    planted = ast.parse('AXES = ("precision", "compile")\nf(x, "model", "batch_size")')
+    planted = ast.parse('AXES = ("precision", "runtime")\nf(x, "model", "batch_size")')
     assert [line for line, _ in settings_lists(planted)] == [1, 2]
 
 

@@ -4,7 +4,7 @@ variables, and a variant's labels."""
 from typing import Final
 
 from contract.metrics import CLUSTER_LABEL, GPU_TYPE_LABEL, WORKFLOW_LABEL
-from contract.variant import SETTING_FIELDS
+from contract.variant import SETTING_LABELS
 
 FILTERED_LABELS: Final = (WORKFLOW_LABEL, CLUSTER_LABEL)
 """The labels every metric has and the dashboard offers as variables."""
@@ -24,5 +24,5 @@ def legend(*labels: str) -> str:
     return " ".join(f"{{{{{label}}}}}" for label in labels)
 
 
-VARIANT_LEGEND: Final = legend(CLUSTER_LABEL, GPU_TYPE_LABEL, *SETTING_FIELDS)
+VARIANT_LEGEND: Final = legend(CLUSTER_LABEL, GPU_TYPE_LABEL, *SETTING_LABELS)
 """A series' name in a legend: where it ran and what it measured."""

@@ -160,3 +160,26 @@ def zero_head(classes: int = 10) -> nn.Module:
     nn.init.zeros_(head.weight)
     nn.init.zeros_(head.bias)
     return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), head)
+
+
+class ToTensor(nn.Module):
+    """torchvision's ToTensor and Normalize as a pipeline's preprocess: a uint8 HWC frame to
+    a normalized float CHW image."""
+
+    def forward(self, frame: torch.Tensor) -> torch.Tensor:
+        image = frame.permute(0, 3, 1, 2).to(torch.float32) / 255.0
+        return (image - 0.5) / 0.25
+
+
+class Argmax(nn.Module):
+    """A classifier's postprocess: the class of highest score."""
+
+    def forward(self, scores: torch.Tensor) -> torch.Tensor:
+        return scores.argmax(dim=1)
+
+
+class Broken(nn.Module):
+    """A postprocess whose forward fails on what the model returns."""
+
+    def forward(self, scores: torch.Tensor) -> torch.Tensor:
+        return scores.view(3, -1, 7)

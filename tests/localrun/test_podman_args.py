@@ -148,6 +148,9 @@ def test_image_gets_the_runners_pins_from_pyproject() -> None:
         "torchao",
         "numpy",
         "nvidia-ml-py",
+        "onnxruntime",
+        "onnx",
+        "onnxscript",
         "pydantic",
     ]
     assert requirements[0].startswith("torch=="), "an exact pin keeps the CPU wheel"

@@ -5,11 +5,13 @@ import csv
 import dataclasses
 import io
 import json
+from typing import Any
 
 import pytest
 
 from contract.proportions import wilson_interval
 from contract.result import OkResult, Scenario
+from contract.samples import encode
 from report.analysis import analyse
 from report.control import control_answers
 from report.csv import to_csv
@@ -29,9 +31,12 @@ def fixed_rate(
     p99_9_ms: float = 9.0,
     flags: dict[str, object] | None = None,
     model: str = "policy",
+    **settings: Any,
 ) -> StoredRun:
-    """A 100 Hz run of `queries` with a 10 ms deadline and `misses` late queries."""
-    run = runs(model=model, target="cpu", p50_ms=4.0, count=queries, flags=flags)
+    """A 100 Hz run of `queries` with a 10 ms deadline and `misses` late queries; `settings`
+    go to make_run (target: cpu unless they say)."""
+    settings.setdefault("target", "cpu")
+    run = runs(model=model, p50_ms=4.0, count=queries, flags=flags, **settings)
     result = run.variant.result
     assert isinstance(result, OkResult)
     low, high = wilson_interval(misses, queries)
@@ -110,6 +115,21 @@ def test_the_answer_comes_first_in_text_markdown_and_json(
     assert by_model["policy-small"]["rate_held"] == "held"
     assert by_model["policy-large"]["rate_held"] == "not held"
     assert by_model["policy-large"]["p99_9_ms"] == "31.0"
+
+
+def test_p99_9s_interval_comes_from_the_stored_per_query_latencies(
+    make_run: MakeRun,  # noqa: F811 - the fixture
+) -> None:
+    # Query i took i microseconds: p99.9's interval is the 9,983rd to the 9,998th.
+    timeline = encode([1_000 * i for i in range(1, 10_001)])
+    report = build_report([fixed_rate(make_run, misses=0, p99_9_ms=9.99, samples=timeline)])
+    (answer,) = control_answers(report)
+    assert answer.p99_9_interval == (9.983, 9.998)
+    assert "p99.9 9.990 ms [95% CI 9.983-9.998], jitter" in to_text(report)
+    assert json.loads(to_json(report))["control"][0]["p99_9_interval"] == [9.983, 9.998]
+    # Without stored latencies, or too few queries for p99.9, no interval is claimed.
+    (bare,) = control_answers(build_report([fixed_rate(make_run, misses=0)]))
+    assert bare.p99_9_interval is None
 
 
 def test_a_report_without_fixed_rate_runs_has_no_control_answers(

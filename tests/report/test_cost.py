@@ -18,7 +18,7 @@ from contract.options import DEFAULT_DATABASE
 from contract.pricing import PriceList, Pricing
 from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
 from contract.result import ENERGY_ON_CPU, Energy, GpuTelemetry, OkResult
-from contract.variant import Compile, VariantRef
+from contract.variant import Runtime, VariantRef
 from report.cost import NOT_RECORDED, Costs, costs
 from report.csv import to_csv
 from report.html import to_html
@@ -172,16 +172,16 @@ def test_failed_variants_are_ordered_by_every_setting_compile_too() -> None:
             precision="fp32",
             quantization="none",
             batch_size=4,
-            compile=how,
+            runtime=how,
         )
-        for index, how in enumerate((Compile.INDUCTOR, Compile.EAGER))
+        for index, how in enumerate((Runtime.INDUCTOR, Runtime.EAGER))
     ]
     failures = [failed(ref.index).model_copy(update={"variant": ref}) for ref in refs]
     runs = [run("a100", 0, allocation(10), variant=failure) for failure in failures]
     found = cost_of(runs).variants
-    assert [(cost.index, cost.key and cost.key.compile) for cost in found] == [
-        (1, Compile.EAGER),
-        (0, Compile.INDUCTOR),
+    assert [(cost.index, cost.key and cost.key.runtime) for cost in found] == [
+        (1, Runtime.EAGER),
+        (0, Runtime.INDUCTOR),
     ]
 
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from contract.order_stats import median_interval
+from contract.order_stats import median_interval, quantile_interval
 from report.intervals import from_samples, from_summary, ratio
 
 
@@ -18,6 +18,19 @@ def timings(rng: random.Random, median: float, count: int) -> list[float]:
 def test_the_median_interval_is_the_sign_tests() -> None:
     values = list(range(1, 101))
     assert median_interval(values) == (40, 61)
+
+
+def test_a_tail_quantiles_interval_covers_it_about_95_times_in_a_hundred() -> None:
+    # Of 10,000 queries, p99.9 lies between the 9,983rd and the 9,998th order statistic.
+    assert quantile_interval(list(range(1, 10_001)), 0.999) == (9_983, 9_998)
+    rng = random.Random(7)
+    true_p99_9 = -math.log(0.001) / 50  # of the exponential part: 1 ms plus a 20 us mean tail
+    covered = 0
+    for _ in range(300):
+        values = [1 + rng.expovariate(50) for _ in range(10_000)]
+        low, high = quantile_interval(values, 0.999)
+        covered += low <= 1 + true_p99_9 <= high
+    assert 0.9 <= covered / 300 <= 0.99
 
 
 @pytest.mark.parametrize("count", [20, 400])

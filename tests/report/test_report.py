@@ -82,7 +82,7 @@ class MakeRun(Protocol):
         precision: str = "fp32",
         quantization: str = "none",
         batch_size: int = 1,
-        compile: str = "eager",
+        runtime: str = "eager",
         p50_ms: float = 1.0,
         iqr_ms: float = 0.01,
         count: int = 100,
@@ -130,7 +130,7 @@ def make_run() -> MakeRun:
         precision: str = "fp32",
         quantization: str = "none",
         batch_size: int = 1,
-        compile: str = "eager",
+        runtime: str = "eager",
         p50_ms: float = 1.0,
         iqr_ms: float = 0.01,
         count: int = 100,
@@ -145,12 +145,12 @@ def make_run() -> MakeRun:
         ref = VariantRef(
             index=index,
             id=f"{model}-{precision}-{quantization}-b{batch_size}"
-            + ("" if compile == "eager" else f"-{compile}"),
+            + ("" if runtime == "eager" else f"-{runtime}"),
             model=model,
             precision=precision,
             quantization=quantization,
             batch_size=batch_size,
-            compile=compile,
+            runtime=runtime,
         )
         result: BenchResult
         if failure is not None:
@@ -1025,20 +1025,20 @@ def test_compiled_variants_are_compared_against_eager_and_get_their_own_batch_cu
     make_run: MakeRun,
 ) -> None:
     runs = [
-        measured(make_run, skewed(seed, median), compile=compile, batch_size=batch)
-        for seed, (compile, batch, median) in enumerate(
+        measured(make_run, skewed(seed, median), runtime=runtime, batch_size=batch)
+        for seed, (runtime, batch, median) in enumerate(
             [("eager", 1, 2.0), ("inductor", 1, 1.0), ("eager", 8, 8.0), ("inductor", 8, 4.0)]
         )
     ]
     report = build_report(runs)
-    compiled = next(axis for axis in report.axes if axis.axis == "compile")
-    assert [(e.row.key.batch_size, e.reference.key.compile) for e in compiled.entries] == [
+    compiled = next(axis for axis in report.axes if axis.axis == "runtime")
+    assert [(e.row.key.batch_size, e.reference.key.runtime) for e in compiled.entries] == [
         (1, "eager"),
         (8, "eager"),
     ]
     assert [round(e.ratio.value, 1) for e in compiled.entries] == [0.5, 0.5]
     curves = _curves(report.variants)
-    assert [[row.key.compile for row in points] for points in curves.values()] == [
+    assert [[row.key.runtime for row in points] for points in curves.values()] == [
         ["eager", "eager"],
         ["inductor", "inductor"],
     ]

@@ -62,8 +62,12 @@ def test_the_report_says_how_far_the_plans_estimate_was_from_what_the_pods_took(
     text = to_text(report)
     assert "make plan's estimate against what the pods took" in text
     assert "30 by earlier runs (1 earlier Job)" in text
+    assert "at most pod-min" in text
     document = json.loads(to_json(report))
-    assert document["plan_checks"][0]["estimate"]["from_history"] == 30
+    estimate = document["plan_checks"][0]["estimate"]
+    assert estimate["from_history"] == 30
+    # Every variant by an earlier run: no range, the least and the most are the likely.
+    assert estimate["low_s"] == estimate["seconds"] == estimate["high_s"]
 
 
 def test_a_run_with_no_earlier_job_and_no_recorded_bounds_says_it_cannot_be_recomputed() -> None:

@@ -16,6 +16,7 @@ from runner import accuracy
 from runner.accuracy import Reference, References, compare, compute_reference
 from runner.inputs import IdBound, draw_inputs, id_bounds
 from runner.loading import load_program
+from runner.pipeline import Stages
 from runner.programs import Programs
 from runner.run import RunPaths, prepare_variant, run_variant
 from tests.runner.conftest import MakeConfig, group_config, group_variant, sha256_of
@@ -189,9 +190,10 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> Computed:
         program: torch.export.ExportedProgram,
         inputs: tuple[torch.Tensor, ...],
         device: torch.device,
+        stages: Stages | None = None,
     ) -> Reference:
         shapes.append(tuple(inputs[0].shape))
-        return compute_reference(program, inputs, device)
+        return compute_reference(program, inputs, device, stages)
 
     monkeypatch.setattr(accuracy, "compute_reference", counting)
     return shapes

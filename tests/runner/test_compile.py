@@ -13,16 +13,16 @@ from contract.accuracy import default_gate, judge
 from contract.config import PhaseConfig, RunConfig
 from contract.errors import ExitCode
 from contract.result import ErrorResult, OkResult, parse_result_line
-from contract.variant import Compile, Precision, Quantization
+from contract.variant import Precision, Quantization, Runtime
 from runner.__main__ import main
 from runner.compiling import CACHE_ENV, keep_caches_in
 from runner.run import RunPaths, run_variant
 from tests.runner.conftest import EXAMPLES, MakeConfig, group_config, group_variant, python_m_runner
 
 
-def compiled(config: RunConfig, how: Compile = Compile.INDUCTOR) -> RunConfig:
+def compiled(config: RunConfig, how: Runtime = Runtime.INDUCTOR) -> RunConfig:
     """`config` with its variants compiled as `how` says."""
-    variants = tuple(v.model_copy(update={"compile": how}) for v in config.variants)
+    variants = tuple(v.model_copy(update={"runtime": how}) for v in config.variants)
     return config.model_copy(update={"variants": variants})
 
 
@@ -39,7 +39,7 @@ def test_a_compiled_variant_runs_its_compiled_module_and_times_the_compile_apart
     result = run_variant(config, config.variants[0], RunPaths(models_dir, tmp_path))
     # One graph, compiled once: warm-up and the timed loop ran it without recompiling.
     assert _graphs() == before + 1
-    assert result.variant is not None and result.variant.compile is Compile.INDUCTOR
+    assert result.variant is not None and result.variant.runtime is Runtime.INDUCTOR
     assert result.timings is not None and result.applied is not None
     assert result.timings.compile_s is not None and result.timings.compile_s > 0
     assert result.timings.warmup.iterations >= 3 and result.latency.count >= 3
@@ -86,7 +86,7 @@ def test_an_interleaved_pod_pairs_a_compiled_variant_with_its_eager_one(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     eager = group_variant(0, "tiny-mlp")
-    inductor = group_variant(1, "tiny-mlp").model_copy(update={"compile": Compile.INDUCTOR})
+    inductor = group_variant(1, "tiny-mlp").model_copy(update={"runtime": Runtime.INDUCTOR})
     measure = PhaseConfig(min_iterations=32, min_time_s=0.0, max_iterations=64, max_time_s=5.0)
     config = group_config((eager, inductor), ((0, 1),), measure=measure, interleave=True)
     config_path = tmp_path / "config.json"
@@ -97,7 +97,7 @@ def test_an_interleaved_pod_pairs_a_compiled_variant_with_its_eager_one(
     lines = capsys.readouterr().out.splitlines()
     first, second = (parse_result_line(line) for line in lines)
     assert isinstance(first, OkResult) and isinstance(second, OkResult)
-    assert second.variant is not None and second.variant.compile is Compile.INDUCTOR
+    assert second.variant is not None and second.variant.runtime is Runtime.INDUCTOR
     assert second.paired is not None and second.paired.against == eager.id
     assert first.rounds is not None and second.rounds is not None
     assert first.rounds.id == second.rounds.id

@@ -10,19 +10,21 @@ from pathlib import Path
 import pytest
 import torch
 
-from contract.config import ModelConfig, PhaseConfig, RunConfig, ScenarioConfig
+from contract.config import PhaseConfig, RecordedConfig, RunConfig, ScenarioConfig
 from contract.errors import ExitCode
 from contract.inputs import Dimension, ExpectedInput
 from contract.recorded import RecordedContents
 from contract.result import (
-    RECORDED_INPUTS_SCHEMA_VERSION,
     RESULT_SCHEMA_VERSION,
     parse_result_line,
 )
+from contract.variant import Runtime
+from models.make_models import POLICY
 from runner.errors import InputsMismatch
 from runner.inputs import Feed
+from runner.programs import Programs
 from runner.recorded import read_replay, recorded_batches
-from runner.run import RunPaths, run_variant
+from runner.run import RunPaths, prepare_variant, run_variant
 from tests.recordings import frames, write_recording
 from tests.runner.conftest import (
     EXAMPLES,
@@ -31,6 +33,7 @@ from tests.runner.conftest import (
     python_m_runner,
     sha256_of,
 )
+from tests.runner.test_pipeline import POLICY_DIR, policy_config
 
 MLP = [ExpectedInput("input", (Dimension(1, 1024), Dimension(64, 64)), "float32")]
 
@@ -42,7 +45,7 @@ def with_recording(
     for model in config.models.values():
         shutil.copy(EXAMPLES / model.location, tmp_path / model.location)
     path = write_recording(tmp_path / "rec.safetensors", tensors)
-    recorded = ModelConfig(source="file", location=path.name, sha256=sha256 or sha256_of(path))
+    recorded = RecordedConfig(source="file", location=path.name, sha256=sha256 or sha256_of(path))
     return config.model_copy(update={"recorded_inputs": recorded})
 
 
@@ -66,7 +69,7 @@ def test_a_variant_replays_the_recording_and_its_result_says_so(
     assert result.recorded_inputs is not None
     assert result.recorded_inputs.sha256 == config.recorded_inputs.sha256
     assert result.recorded_inputs.samples == 5
-    assert result.schema_version == RECORDED_INPUTS_SCHEMA_VERSION
+    assert result.schema_version == RESULT_SCHEMA_VERSION
     assert result.accuracy is not None
     # Not drawn: the accuracy says nothing of a seed's distribution.
     assert result.accuracy.inputs is None
@@ -159,7 +162,7 @@ def test_a_family_members_result_carries_its_params(make_config: MakeConfig) -> 
     config = config.model_copy(update={"models": {"tiny-mlp": model}})
     result = run_variant(config, config.variants[0], RunPaths(EXAMPLES, EXAMPLES))
     assert (result.family, result.params) == ("mlps", {"width": 64, "act": "relu"})
-    assert result.schema_version == RECORDED_INPUTS_SCHEMA_VERSION
+    assert result.schema_version == RESULT_SCHEMA_VERSION
 
 
 def test_a_recording_that_is_not_what_the_spec_records_is_refused(
@@ -197,3 +200,76 @@ def test_a_fixed_rate_run_replays_the_recording_on_its_clock(
     assert result.scenario is not None and result.scenario.queries == 8
     assert result.recorded_inputs is not None and result.recorded_inputs.samples == 3
     assert result.accuracy is not None and result.accuracy.max_abs_error == 0
+
+
+def observations(count: int, seed: int = 2) -> dict[str, torch.Tensor]:
+    """`count` recorded observations of the example policy as its preprocess takes them: a
+    uint8 camera frame (HWC), the joint state and the instruction's token ids."""
+    generator = torch.Generator().manual_seed(seed)
+    found: dict[str, torch.Tensor] = {}
+    for k in range(count):
+        found[f"image.{k}"] = torch.randint(0, 256, (32, 32, 3), generator=generator).byte()
+        found[f"state.{k}"] = torch.randn((7,), generator=generator)
+        found[f"tokens.{k}"] = torch.randint(0, 64, (8,), generator=generator)
+    return found
+
+
+def policy_with_recording(tmp_path: Path, tensors: dict[str, torch.Tensor]) -> RunConfig:
+    """The example policy between its stages, replaying `tensors`, all in `tmp_path`."""
+    for path in POLICY_DIR.glob(f"{POLICY}*.pt2"):
+        shutil.copy(path, tmp_path / path.name)
+    path = write_recording(tmp_path / "rec.safetensors", tensors)
+    recorded = RecordedConfig(source="file", location=path.name, sha256=sha256_of(path))
+    return policy_config(tmp_path).model_copy(update={"recorded_inputs": recorded})
+
+
+def test_a_pipeline_replays_the_recording_through_its_preprocess(tmp_path: Path) -> None:
+    """The recording is the chain's inputs: the preprocess takes each batch as recorded
+    (uint8 frames), and consecutive queries of the chain take consecutive batches."""
+    config = policy_with_recording(tmp_path, observations(4))
+    ready = prepare_variant(config, config.variants[0], Programs(tmp_path, tmp_path))
+    outputs = []
+    for _ in range(2):
+        ready.step()
+        output = ready.last_output[0]
+        assert isinstance(output, torch.Tensor)
+        outputs.append(output.clone())
+    # Batch 2 of four observations: two batches, each query the other one.
+    assert not torch.equal(outputs[0], outputs[1])
+    result = run_variant(config, config.variants[0], RunPaths(tmp_path, tmp_path))
+    assert result.stages is not None and list(result.stages) == [
+        "preprocess",
+        "model",
+        "postprocess",
+    ]
+    assert result.recorded_inputs is not None and result.recorded_inputs.samples == 4
+    assert result.accuracy is not None and result.accuracy.max_abs_error == 0
+
+
+def test_a_recording_of_the_models_inputs_does_not_fit_a_preprocess(tmp_path: Path) -> None:
+    """A pipeline's recording holds what its preprocess takes, not what the model takes."""
+    tensors = {
+        **frames("image", 2, (3, 32, 32)),
+        **frames("state", 2, (7,)),
+        **{f"tokens.{k}": torch.zeros(8, dtype=torch.int64) for k in range(2)},
+    }
+    config = policy_with_recording(tmp_path, tensors)
+    with pytest.raises(InputsMismatch, match=r"recorded input image\.0"):
+        run_variant(config, config.variants[0], RunPaths(tmp_path, tmp_path))
+
+
+@pytest.mark.slow
+def test_an_onnxruntime_variant_replays_every_batch_and_keeps_the_first(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    """ONNX Runtime's session is bound to its inputs' memory and copies each query's batch
+    into it: bound to a recorded batch, the copies would write over it, and the accuracy pass
+    would compare another batch's output with the first's reference."""
+    config = with_recording(make_config(), tmp_path, frames("input", 6, (64,)))
+    variants = tuple(v.model_copy(update={"runtime": Runtime.ONNXRUNTIME}) for v in config.variants)
+    config = config.model_copy(update={"variants": variants})
+    result = run_variant(config, config.variants[0], RunPaths(tmp_path, tmp_path))
+    assert result.applied is not None and result.applied.runtime_proof == ["CPUExecutionProvider"]
+    assert result.timings is not None and result.timings.warmup.iterations >= 3
+    assert result.accuracy is not None and result.accuracy.cosine is not None
+    assert result.accuracy.cosine > 0.9999

@@ -13,7 +13,7 @@ from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, PodStart, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
 from contract.samples import encode
-from contract.variant import LATER_SETTINGS, Compile
+from contract.variant import LATER_SETTINGS, Runtime
 from store.database import _MIGRATIONS, Store, StoreError, open_store
 from tests.collector.stored import JOB, NOW, failed, succeeded
 
@@ -27,7 +27,9 @@ ADDED_IN = {
     10: ("clock_note",),
 }
 """The columns of variant_runs each schema version added."""
-SCHEMA_VERSION = 10
+RENAMED_IN = {14: ("compile", "runtime")}
+"""The columns of variant_runs each schema version renamed: from, to."""
+SCHEMA_VERSION = 14
 POD_START = PodStart(
     created_at="2026-01-01T00:00:00Z",
     scheduled_at="2026-01-01T00:00:02Z",
@@ -123,9 +125,7 @@ def test_a_version_1_database_loses_only_its_unread_columns(tmp_path: Path) -> N
         for column, kind in (("device_name", "TEXT"), ("model_sha256", "TEXT"),
                              ("status", "TEXT"), ("p50_ms", "REAL")):  # fmt: skip
             db.execute(f"ALTER TABLE variant_runs ADD COLUMN {column} {kind}")
-        for column in added_since(1):
-            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
-        db.execute("PRAGMA user_version = 1")
+        back_to(db, 1)
     with open_store(path) as store:
         assert [run.variant.index for run in store.runs("cpu-smoke")] == [0]
     with sqlite3.connect(path) as db:
@@ -145,10 +145,18 @@ def older_database(tmp_path: Path, version: int) -> Path:
     with open_store(path) as store:
         store.add(JOB, [succeeded(0)])
     with sqlite3.connect(path) as db:
-        for column in added_since(version):
-            db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
-        db.execute(f"PRAGMA user_version = {version}")
+        back_to(db, version)
     return path
+
+
+def back_to(db: sqlite3.Connection, version: int) -> None:
+    """Undo the column changes of the versions after `version`."""
+    for step, (old, new) in RENAMED_IN.items():
+        if step > version:
+            db.execute(f"ALTER TABLE variant_runs RENAME COLUMN {new} TO {old}")
+    for column in added_since(version):
+        db.execute(f"ALTER TABLE variant_runs DROP COLUMN {column}")
+    db.execute(f"PRAGMA user_version = {version}")
 
 
 def test_a_version_2_database_gains_the_repeat_and_keeps_its_runs(tmp_path: Path) -> None:
@@ -223,10 +231,38 @@ def test_a_version_7_database_gains_compile_its_runs_eager(tmp_path: Path) -> No
         store.add(JOB, [compiled])
         earlier, later = store.runs("cpu-smoke")
     assert earlier.variant.variant is not None
-    assert earlier.variant.variant.compile is Compile.EAGER
+    assert earlier.variant.variant.runtime is Runtime.EAGER
     assert later.variant == compiled
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_10_databases_compiled_runs_read_back_as_runtime_inductor(
+    tmp_path: Path,
+) -> None:
+    """Its rows say `compile` (a column and, in the stored result, the variant's key); after
+    the rename both read as the runtime they ran."""
+    path = tmp_path / "results.sqlite"
+    compiled = compiled_variant(succeeded(0))
+    with open_store(path) as store:
+        store.add(JOB, [compiled])
+    with sqlite3.connect(path) as db:
+        back_to(db, 10)
+        assert db.execute("SELECT compile FROM variant_runs").fetchall() == [("inductor",)]
+        # As a collector before schema 14 stored it.
+        db.execute(
+            "UPDATE variant_runs SET result_json = "
+            'replace(result_json, \'"runtime":"inductor"\', \'"compile":"inductor"\')'
+        )
+        stored = db.execute("SELECT result_json FROM variant_runs").fetchone()[0]
+        assert '"compile":"inductor"' in stored and '"runtime"' not in stored
+    with open_store(path) as store:
+        (run,) = store.runs("cpu-smoke")
+    assert run.variant.variant is not None and run.variant.result is not None
+    assert run.variant.variant.runtime is Runtime.INDUCTOR
+    assert run.variant.result.variant == run.variant.variant
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT runtime FROM variant_runs").fetchall() == [("inductor",)]
 
 
 def test_a_version_9_database_gains_the_clock_note_nothing_said_of_its_runs(
@@ -265,7 +301,7 @@ def test_a_pods_start_reads_back_from_store_and_record(store: Store, tmp_path: P
 def compiled_variant(run: StoredVariant) -> StoredVariant:
     """`run` as its variant compiled with inductor."""
     assert run.variant is not None and run.result is not None
-    ref = run.variant.model_copy(update={"compile": Compile.INDUCTOR})
+    ref = run.variant.model_copy(update={"runtime": Runtime.INDUCTOR})
     return run.model_copy(
         update={"variant": ref, "result": run.result.model_copy(update={"variant": ref})}
     )
@@ -350,14 +386,18 @@ def test_the_migrations_add_each_column_as_a_new_database_has_it(tmp_path: Path)
         sqlite3.connect(tmp_path / "results.sqlite") as db,
     ):
         fresh = {row[1]: row[2] for row in db.execute("PRAGMA table_info(variant_runs)")}
-    added = {
-        words[5]: words[6]
-        for statements in _MIGRATIONS.values()
-        for words in (statement.split() for statement in statements)
-        if words[3:5] == ["ADD", "COLUMN"]
-    }
+    added: dict[str, str] = {}
+    for statements in _MIGRATIONS.values():
+        for words in (statement.split() for statement in statements):
+            if words[3:5] == ["ADD", "COLUMN"]:
+                added[words[5]] = words[6]
+            elif words[3:5] == ["RENAME", "COLUMN"]:
+                added[words[7]] = added.pop(words[5])
     assert {column: fresh.get(column) for column in added} == added
-    assert set(added) == {column for columns in ADDED_IN.values() for column in columns}
+    renamed = {new: old for old, new in RENAMED_IN.values()}
+    assert {renamed.get(column, column) for column in added} == {
+        column for columns in ADDED_IN.values() for column in columns
+    }
     assert set(LATER_SETTINGS) <= set(added)
 
 

@@ -49,9 +49,11 @@ OVERSIZE_BYTES = 1024 * 1024 + 4096
 
 @pytest.fixture(scope="session")
 def example_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One copy of the committed example models, for every test's repository to link to."""
+    """One copy of the committed example models (the policy's stages beside them, in
+    ../policy), for every test's repository to link to."""
     copy = tmp_path_factory.mktemp("models") / "examples"
     shutil.copytree(REPO_ROOT / "models" / "examples", copy)
+    shutil.copytree(REPO_ROOT / "models" / "policy", copy.parent / "policy")
     return copy
 
 
@@ -62,6 +64,8 @@ def link_models(example_models: Path) -> LinkModels:
 
     def link(root: Path) -> None:
         shutil.copytree(example_models, root / "models" / "examples", copy_function=os.link)
+        policy = example_models.parent / "policy"
+        shutil.copytree(policy, root / "models" / "policy", copy_function=os.link)
 
     return link
 

@@ -57,7 +57,7 @@ def test_variants_lists_each_variant_with_its_id(runner: CliRunner) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     header = ["cluster", "variant", "target", "model", "precision", "quantization", "batch"]
-    assert lines[0].split() == [*header, "compile"]
+    assert lines[0].split() == [*header, "runtime"]
     # cpu-smoke runs in both clusters of the fleet, nothing of it is recorded.
     assert lines[-1] == "12 variants in specs/workflows/cpu-smoke.yaml: 12 run, 0 recorded"
     assert all(line.endswith("runs") for line in lines[1:-1])

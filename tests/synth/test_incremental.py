@@ -15,10 +15,12 @@ from click.testing import CliRunner
 
 from contract.config import CONFIG_FILE, RunConfig
 from contract.dist import read_workload
+from contract.estimate import FIRST_CALLS, LOAD, STARTUP, Span
 from contract.layout import FLEET_FILE, REPEAT_LABEL, REUSES_ANNOTATION, TARGET_LABEL, workload_file
 from contract.records import parse_reuses
 from synth.cli import cli
 from synth.main import synth
+from synth.object_budget import CONFIGMAP_DATA_BYTES
 from tests.conftest import REPO_ROOT
 from tests.synth.conftest import RecordJobs, WriteSpec, record_jobs_in
 from tests.test_records import tiny_variants
@@ -52,7 +54,7 @@ scheduling:
 T4 = "gpu_type: nvidia-t4\n"
 
 Setting = tuple[str, str, int, str]
-"""target, model, batch size, compile: what a variant of SPEC measures."""
+"""target, model, batch size, runtime: what a variant of SPEC measures."""
 
 ALL: frozenset[Setting] = frozenset(
     (target, model, batch, "eager")
@@ -111,13 +113,13 @@ EDITS: dict[str, Edit] = {
         "batch_size: [1, 2, 4]",
         adds=frozenset((target, model, 4, how) for target, model, _, how in ALL),
     ),
-    "`sweep.matrix.compile` (inductor added)": _spec(
+    "`sweep.matrix.runtime` (inductor added)": _spec(
         "matrix: {batch_size: [1, 2]}\n",
-        "matrix: {batch_size: [1, 2], compile: [eager, inductor]}\n"
-        "  exclude: [{target: gpu, compile: inductor}]\n",
+        "matrix: {batch_size: [1, 2], runtime: [eager, inductor]}\n"
+        "  exclude: [{target: gpu, runtime: inductor}]\n",
         adds=frozenset((t, m, b, "inductor") for t, m, b, _ in ALL if t == "cpu"),
     ),
-    "`benchmark.compile: eager` (written out)": _spec(MEASURE, f"{MEASURE}  compile: eager\n"),
+    "`benchmark.runtime: eager` (written out)": _spec(MEASURE, f"{MEASURE}  runtime: eager\n"),
     "`benchmark.warmup`, `benchmark.measure`": _spec("min_iterations: 50", "min_iterations: 60"),
     "`benchmark.repeats` (raised)": Edit(
         lambda _, text: _repeats(3), start=_repeats(1), new_repeats=frozenset({"1", "2"})
@@ -211,7 +213,7 @@ def running(root: Path, workflow: str = "sweep") -> dict[str, list[Setting]]:
         assert [v.index for v in config.variants] == list(range(len(config.variants)))
         assert job["spec"]["completions"] == config.completions
         jobs[name] = [
-            (config.target, v.model, v.batch_size, str(v.compile)) for v in config.variants
+            (config.target, v.model, v.batch_size, str(v.runtime)) for v in config.variants
         ]
     return jobs
 
@@ -407,13 +409,17 @@ def test_plan_estimates_a_job_from_earlier_runs_of_the_same_settings(
     result = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"])
     assert result.exit_code == 0, result.output
     (cpu,) = [line for line in result.stdout.splitlines() if "sweep/cpu" in line]
-    # Four variants, each recorded at 15 s, and four pods whose start-up and model load no
-    # record says, at their allowances (30 s each): five pod-minutes, four of them allowed.
+    # Four variants, each recorded at 15 s, and four pods whose start-up and model load (a
+    # file: at most a ConfigMap's bytes) no record says, at their allowances.
+    pods = (STARTUP.span(None) + LOAD.span(CONFIGMAP_DATA_BYTES)).times(4)
+    total = Span.exactly(60.0) + pods
     assert "+ create" in cpu
     assert (
-        "about 5.0 pod-minutes: 4 by earlier runs' own time (retries not recorded); start-up "
-        "allowed 30 s a pod (none recorded), 0 of 4 model loads recorded (the others 30 s "
-        "each); 4.0 pod-minutes of it by allowances" in cpu
+        f"about {total.likely_s / 60:.1f} pod-minutes (between {total.low_s / 60:.1f} and "
+        f"{total.high_s / 60:.1f}): 4 by earlier runs' own time (retries not recorded); "
+        "start-up allowed 8-30 s a pod (none recorded), 0 of 4 model loads recorded (the "
+        f"others allowed by the model's size); {pods.likely_s / 60:.1f} pod-minutes of it by "
+        "allowances" in cpu
     )
     assert "at most 5.3 pod-minutes measuring" in cpu
 
@@ -439,27 +445,36 @@ def test_plan_estimates_from_the_time_earlier_runs_were_allocated_where_recorded
         for cluster in json.loads(result.stdout)["clusters"]
         for change in cluster["changes"]
     }
-    # Four variants at 45 s each; two new ones at their bound (80 s each) and the first calls'
-    # allowance (20 s each); the new ones' share (2 of 6) of six pods' start-up and model
-    # loads at their allowances (30 s each): 180 + 200 + 120 s.
-    assert changes["gpu"]["estimate"] == {
-        "seconds": 500.0,
+    # Four variants at 45 s each; two new ones at their loops' minimum time (a GPU's
+    # iteration is not guessed: warm-up 0.2 s, measurement 1 s) and their first calls'
+    # allowance; the new ones' share (2 of 6) of six pods' start-up and model loads (files:
+    # at most a ConfigMap's bytes) at their allowances.
+    size = CONFIGMAP_DATA_BYTES
+    allowed = FIRST_CALLS.span(size).times(2) + (
+        (STARTUP.span(None) + LOAD.span(size)).times(6).times(2 / 6)
+    )
+    loops = Span(0.0, 1.2, 80.0).times(2)
+    total = Span.exactly(180.0) + loops + allowed
+    estimate = changes["gpu"]["estimate"]
+    assert (estimate["low_s"], estimate["seconds"], estimate["high_s"]) == pytest.approx(
+        (total.low_s, total.likely_s, total.high_s)
+    )
+    assert estimate["allowed_s"] == pytest.approx(allowed.likely_s)
+    assert {key: estimate[key] for key in ("from_history", "allocated", "loads", "compiled")} == {
         "from_history": 4,
         "allocated": 4,
-        "startup_s": None,
-        "startup_pods": 0,
         "loads": 6,
-        "loads_known": 0,
         "compiled": 0,
-        "allowed_s": 160.0,
     }
     text = CliRunner().invoke(cli, ["--root", str(spec_repo), "plan"]).stdout
     (gpu,) = [line for line in text.splitlines() if "sweep/gpu" in line]
     assert (
-        "about 8.3 pod-minutes, 0.14 GPU-hours: 4 by the time earlier runs were allocated, "
-        "2 by the bounds and allowances; start-up allowed 30 s a pod (none recorded), 0 of 6 "
-        "model loads recorded (the others 30 s each); 2.7 pod-minutes of it by allowances (at "
-        "most 8.0 pod-minutes measuring, 0.13 GPU-hours)" in gpu
+        f"about {total.likely_s / 60:.1f} pod-minutes (between {total.low_s / 60:.1f} and "
+        f"{total.high_s / 60:.1f}), {total.likely_s / 3600:.2f} GPU-hours: 4 by the time "
+        "earlier runs were allocated, 2 by their loops' minimums and the allowances; start-up "
+        "allowed 8-30 s a pod (none recorded), 0 of 6 model loads recorded (the others "
+        f"allowed by the model's size); {allowed.likely_s / 60:.1f} pod-minutes of it by "
+        "allowances (at most 8.0 pod-minutes measuring, 0.13 GPU-hours)" in gpu
     )
 
 

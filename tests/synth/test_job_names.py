@@ -5,6 +5,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from contract.errors import ExitCode
 from synth.load import load_specs
 from synth.render import render
 from tests.conftest import REPO_ROOT
@@ -84,3 +85,60 @@ def test_small_spec_renders_exactly_the_golden_files(
         if os.environ.get("BENCHFLEET_UPDATE_GOLDEN"):
             (GOLDEN / golden).write_text(files[path], encoding="utf-8")
         assert files[path] == (GOLDEN / golden).read_text(encoding="utf-8"), golden
+
+
+COMPILED = """\
+id: compiled
+description: d
+owner: o
+clusters: [alpha]
+models:
+  - name: mlp
+    file: models/examples/tiny-mlp.pt2
+benchmark:
+  inputs: [{shape: [64]}]
+targets:
+  - gpu_type: cpu
+sweep:
+  matrix: {precision: [fp32, bf16], runtime: [eager, inductor]}
+"""
+
+
+def test_a_spec_moved_from_compile_to_runtime_keeps_its_job_name_and_variant_ids(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """The names and ids this spec had with `compile: [eager, inductor]`, before the runtime
+    axis (commit c6bcc68): a compiled variant's recorded results stay reusable, and its Job
+    is not renamed, when the spec says `runtime` instead."""
+    spec = write_spec("compiled.yaml", COMPILED)
+    assert job_names(spec_repo, spec) == {"cpu": "compiled-cpu-660a92ea3e"}
+    workflow = load_specs(spec_repo, [spec]).workflows[0]
+    assert [
+        (str(v.precision), str(v.runtime), v.variant_id(workflow.workflow.id, {}))
+        for v in workflow.variants
+    ] == [
+        ("fp32", "eager", "v976f2043604b"),
+        ("fp32", "inductor", "v01d650476f18"),
+        ("bf16", "eager", "v9fa473a3bd85"),
+        ("bf16", "inductor", "vcea1edbf638e"),
+    ]
+
+
+def _failing_at_once(root: Path, spec: Path) -> set[int]:
+    (job,) = [obj for _, obj in objects(render(load_specs(root, [spec]))) if obj["kind"] == "Job"]
+    rules = job["spec"]["podFailurePolicy"]["rules"]
+    return {code for rule in rules for code in rule.get("onExitCodes", {}).get("values", [])}
+
+
+def test_only_a_job_that_converts_its_program_fails_runtime_failed_at_once(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """runtime_failed repeats on a retry, so such an index fails at once; listing it in the
+    policy of Jobs that cannot have it would rename every one of them."""
+    compiled = write_spec("compiled.yaml", COMPILED)
+    assert ExitCode.RUNTIME_FAILED not in _failing_at_once(spec_repo, compiled)
+    # ONNX Runtime's CPU provider takes fp16, not bf16.
+    converting_spec = COMPILED.replace("inductor]", "onnxruntime]").replace("bf16", "fp16")
+    converting = write_spec("compiled.yaml", converting_spec)
+    assert ExitCode.RUNTIME_FAILED in _failing_at_once(spec_repo, converting)
+    assert ExitCode.UNSUPPORTED_VARIANT in _failing_at_once(spec_repo, converting)

@@ -17,6 +17,7 @@ from synth.render import render
 from tests.recordings import frames, write_recording
 from tests.synth.conftest import WriteSpec
 from tests.synth.manifests import objects
+from tests.synth.test_pipeline_stages import POLICY
 
 ARTIFACT = "registry.example.com/recordings/cam@sha256:" + "ab" * 32
 SPEC = """\
@@ -61,7 +62,7 @@ def test_a_committed_recording_travels_in_the_models_configmap(
 ) -> None:
     write_recording(spec_repo / "frames.safetensors", frames("input", 4, (64,)))
     drawn = write_spec("rec.yaml", spec_text())
-    _, without = rendered(spec_repo, drawn)
+    drawn_objects, without = rendered(spec_repo, drawn)
     spec = write_spec("rec.yaml", spec_text("  recorded_inputs: {file: frames.safetensors}\n"))
     found, config = rendered(spec_repo, spec)
     key = f"{RECORDED_INPUTS_KEY}.safetensors"
@@ -82,6 +83,11 @@ def test_a_committed_recording_travels_in_the_models_configmap(
     # Its own exit code fails the index at once: the same recording is refused again.
     (rule,) = [r for r in job["spec"]["podFailurePolicy"]["rules"] if r["action"] == "FailIndex"]
     assert ExitCode.INPUTS_MISMATCH in rule["onExitCodes"]["values"]
+    # Only there: a Job that draws its inputs keeps the policy, and the name, it had.
+    (drawn_job,) = [obj for obj in drawn_objects if obj["kind"] == "Job"]
+    rules = drawn_job["spec"]["podFailurePolicy"]["rules"]
+    (rule,) = [r for r in rules if r["action"] == "FailIndex"]
+    assert ExitCode.INPUTS_MISMATCH not in rule["onExitCodes"]["values"]
     # Replaying is another measurement than drawing: another variant id.
     assert config.variants[0].id != without.variants[0].id
     assert without.recorded_inputs is None
@@ -207,3 +213,30 @@ def test_a_recording_synth_cannot_read_and_whose_contents_are_not_recorded_is_sa
         unchecked(load_specs(spec_repo, [write_spec("rec.yaml", spec_text(recorded, "beta"))]))
         == []
     )
+
+
+def pipeline_spec(recording: str) -> str:
+    """The example policy between its stages, replaying `recording`."""
+    head, tail = POLICY.split("targets:", maxsplit=1)
+    benchmark = f"benchmark:\n  batch_size: 2\n  recorded_inputs: {{file: {recording}}}\n"
+    return f"{head}{benchmark}targets:{tail}"
+
+
+def test_a_pipelines_recording_is_held_to_its_preprocess_not_its_model(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    """The recording feeds the chain's first program: its samples are what the preprocess
+    takes (uint8 HWC frames), which is the model entry's `inputs`; the model's own inputs
+    (normalised CHW floats) are a misfit, located as the runner would refuse it."""
+    raw = {
+        **{f"image.{k}": torch.zeros((32, 32, 3), dtype=torch.uint8) for k in range(2)},
+        **frames("state", 2, (7,)),
+        **{f"tokens.{k}": torch.zeros(8, dtype=torch.int64) for k in range(2)},
+    }
+    write_recording(spec_repo / "raw.safetensors", raw)
+    load_specs(spec_repo, [write_spec("policy.yaml", pipeline_spec("raw.safetensors"))])
+    normalised = {**raw, **frames("image", 2, (3, 32, 32))}
+    write_recording(spec_repo / "normalised.safetensors", normalised)
+    spec = write_spec("policy.yaml", pipeline_spec("normalised.safetensors"))
+    [problem] = problems(spec_repo, spec)
+    assert "benchmark.recorded_inputs: recorded input image.0 is float32" in problem

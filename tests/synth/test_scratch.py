@@ -43,7 +43,7 @@ def spec(source: str, limit: str, *, benchmark: str = "", sweep: str = "") -> st
 @pytest.mark.parametrize("source", list(SOURCES))
 @pytest.mark.parametrize(
     ("benchmark", "sweep"),
-    [("  compile: inductor", ""), ("", "sweep:\n  matrix: {compile: [eager, inductor]}\n")],
+    [("  runtime: inductor", ""), ("", "sweep:\n  matrix: {runtime: [eager, inductor]}\n")],
 )
 def test_a_compiled_variant_under_a_small_limit_is_an_error_at_the_limit(
     spec_repo: Path, write_spec: WriteSpec, source: str, benchmark: str, sweep: str
@@ -65,7 +65,7 @@ def test_a_compiled_variant_under_a_small_limit_is_an_error_at_the_limit(
     assert problem.hint is not None and problem.hint.startswith("raise the limit to at least 1Gi")
 
 
-@pytest.mark.parametrize(("limit", "benchmark"), [("10Mi", ""), ("1Gi", "  compile: inductor")])
+@pytest.mark.parametrize(("limit", "benchmark"), [("10Mi", ""), ("1Gi", "  runtime: inductor")])
 def test_eager_pods_or_a_limit_that_holds_the_bound_pass(
     spec_repo: Path, write_spec: WriteSpec, limit: str, benchmark: str
 ) -> None:

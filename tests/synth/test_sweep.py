@@ -193,11 +193,11 @@ def test_compile_is_swept_last_so_a_variants_eager_and_compiled_runs_are_neighbo
     expand,
 ) -> None:
     variants = expand(
-        "sweep:\n  matrix: {compile: [eager, inductor], batch_size: [1, 2]}\n"
+        "sweep:\n  matrix: {runtime: [eager, inductor], batch_size: [1, 2]}\n"
         "  exclude: [{target: a100}, {model: cnn}]\n"
-        "  include: [{model: cnn, target: cpu, compile: inductor}]\n"
+        "  include: [{model: cnn, target: cpu, runtime: inductor}]\n"
     )
-    assert [(*d[1:], str(v.compile)) for d, v in zip(dims(variants), variants, strict=True)] == [
+    assert [(*d[1:], str(v.runtime)) for d, v in zip(dims(variants), variants, strict=True)] == [
         ("mlp", "fp32", "none", 1, "eager"),
         ("mlp", "fp32", "none", 1, "inductor"),
         ("mlp", "fp32", "none", 2, "eager"),
@@ -209,9 +209,9 @@ def test_compile_is_swept_last_so_a_variants_eager_and_compiled_runs_are_neighbo
 @pytest.mark.parametrize(
     "sweep",
     [
-        "sweep:\n  matrix: {compile: [eager, inductor]}\n"
-        "  exclude: [{target: a100, compile: inductor}]\n",
-        "sweep:\n  matrix: {compile: [eager]}\n",
+        "sweep:\n  matrix: {runtime: [eager, inductor]}\n"
+        "  exclude: [{target: a100, runtime: inductor}]\n",
+        "sweep:\n  matrix: {runtime: [eager]}\n",
     ],
     ids=["eager-and-inductor", "eager-listed"],
 )
@@ -222,8 +222,8 @@ def test_an_eager_variant_keeps_the_id_it_had_before_the_compile_axis(  # type: 
     eager variant new (nor rename its Job)."""
     before = {v.key[:5]: v.variant_id("sweep", {}) for v in expand("")}
     after = expand(sweep)
-    eager = {v.key[:5]: v.variant_id("sweep", {}) for v in after if v.compile == "eager"}
-    compiled = {v.variant_id("sweep", {}) for v in after if v.compile != "eager"}
+    eager = {v.key[:5]: v.variant_id("sweep", {}) for v in after if v.runtime == "eager"}
+    compiled = {v.variant_id("sweep", {}) for v in after if v.runtime != "eager"}
     assert eager == before
     assert not compiled & set(before.values())
     assert len(compiled) == len(after) - len(eager)
@@ -233,12 +233,12 @@ def test_benchmark_compile_compiles_every_variant_that_does_not_sweep_it(
     spec_repo: Path, write_spec: WriteSpec
 ) -> None:
     text = HEADER.replace("  - gpu_type: nvidia-a100\n", "").replace(
-        "benchmark:\n", "benchmark:\n  compile: inductor\n"
+        "benchmark:\n", "benchmark:\n  runtime: inductor\n"
     )
-    spec = write_spec("sweep.yaml", text + "sweep:\n  include: [{model: mlp, compile: eager}]\n"
+    spec = write_spec("sweep.yaml", text + "sweep:\n  include: [{model: mlp, runtime: eager}]\n"
                       "  matrix: {batch_size: [1]}\n")  # fmt: skip
     variants = load_specs(spec_repo, [spec]).workflows[0].variants
-    assert [(v.model, str(v.compile)) for v in variants] == [
+    assert [(v.model, str(v.runtime)) for v in variants] == [
         ("mlp", "inductor"),
         ("cnn", "inductor"),
         ("mlp", "eager"),
