@@ -53,9 +53,6 @@ earlier results say `variant.compile: inductor`; `applied.runtime_proof`,
 ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
 RESULT_SCHEMA_VERSION: Final = 11
-RECORDED_INPUTS_SCHEMA_VERSION: Final = 9
-"""The version of a result that replayed recorded inputs (its `recorded_inputs`) or whose
-model has a family (`family`, `params`)."""
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
