@@ -25,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from contract.params import Params
+from contract.recorded import RecordedContents
 from contract.variant import VariantRef
 from contract.weights import LayerRecord
 
@@ -47,6 +49,10 @@ pod's is the image's own root, /); a local try points it at the files it was giv
 (`localrun run --image-file`)."""
 OCI_DEFAULT_FILE: Final = "model.pt2"
 """The `.pt2`'s path inside an artifact that does not name one: what `make push-model` packs."""
+RECORDED_INPUTS_KEY: Final = "recorded-inputs-of-the-workflow"
+"""The name the recorded inputs are delivered by where a model's delivery goes by the model's
+name (its file under $MODEL_PATH, its folder under $OCI_MODEL_PATH, its image volume): 31
+characters, one more than a model's name may have, so that it is never a model's."""
 MAX_VARIANTS_PER_POD: Final = 32
 """The most variants one pod runs: their stubs, at least, fit one termination message
 (contract.result.termination_message)."""
@@ -244,8 +250,13 @@ class ProgramConfig(_Contract):
 
 
 class ModelConfig(ProgramConfig):
-    """A model's program, with the layers its spec records and the stages run around it."""
+    """A model's program, with the facts its spec records of it (family, params, layers) and
+    the stages run around it."""
 
+    family: str | None = Field(default=None, min_length=1, max_length=30)
+    """The family the program is a member of (`models[].family`), where its spec names one."""
+    params: Params | None = None
+    """The program's parameters within its family (`models[].params`)."""
     layers: LayerRecord | None = None
     """What the spec records of the program's layers (its `layers:`), which synth judged its
     quantized variants by: the runner refuses a program that holds others (None: nothing
@@ -260,6 +271,15 @@ class ModelConfig(ProgramConfig):
         """The stages this model runs between, by name, in the order they run."""
         found = {stage: getattr(self, stage) for stage in STAGES}
         return {stage: program for stage, program in found.items() if program is not None}
+
+
+class RecordedConfig(ProgramConfig):
+    """Where the recorded inputs are (a `.safetensors`, delivered and checked as a program
+    is), and what the spec records they hold."""
+
+    contents: RecordedContents | None = None
+    """What the spec records the file holds (its `contents:`), which synth held to the
+    models: the runner refuses a file that holds other contents."""
 
 
 def programs(models: Mapping[str, ModelConfig]) -> dict[str, ProgramConfig]:
@@ -280,6 +300,9 @@ _WRITTEN_WHEN_SET: Final = frozenset(
         "ca_bundle",
         "ca_bundle_file",
         "layers",
+        "family",
+        "params",
+        "contents",
         "preprocess",
         "postprocess",
     }
@@ -316,6 +339,9 @@ class RunConfig(_Contract):
     """Completion index i runs the variants at positions groups[i] of `variants`, in order,
     in one process; None: index i runs variant i alone. A variant keeps its position in
     `variants` as its `index` whichever pod runs it, so results are keyed alike either way."""
+    recorded_inputs: RecordedConfig | None = None
+    """Where the recorded inputs every variant replays are (contract/recorded.py), delivered
+    and checked as a model is; None: every variant draws its inputs."""
     scenario: ScenarioConfig | None = None
     """None: today's closed loop (single_stream), and config.json leaves it out."""
     interleave: bool = False
@@ -332,6 +358,13 @@ class RunConfig(_Contract):
                 "interleave alternates closed-loop rounds; a fixed-rate scenario has none"
             )
         return self
+
+    @property
+    def delivered(self) -> dict[str, ProgramConfig]:
+        """Every file the pods are given, by the name its delivery goes by: the programs'
+        (`programs`), and the recorded inputs' under RECORDED_INPUTS_KEY."""
+        recorded = self.recorded_inputs
+        return {**programs(self.models), **({RECORDED_INPUTS_KEY: recorded} if recorded else {})}
 
     @property
     def completions(self) -> int:

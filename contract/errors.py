@@ -20,6 +20,7 @@ ErrorType = Literal[
     "download_untrusted",
     "runtime_failed",
     "stage_mismatch",
+    "inputs_mismatch",
     "terminated",
 ]
 
@@ -59,6 +60,10 @@ class ExitCode(IntEnum):
     STAGE_MISMATCH = 13
     """A pipeline's stage returns what the next stage cannot take (their count, shapes or
     dtypes): the programs were exported apart."""
+    INPUTS_MISMATCH = 14
+    """The recorded inputs (`benchmark.recorded_inputs`) are not the file config.json pins,
+    no recording the runner reads, or do not fit the chain's inputs (names, shapes,
+    dtypes)."""
     TERMINATED = 143
     """128 + SIGTERM, as a shell reports a process SIGTERM ended."""
 
@@ -94,7 +99,13 @@ name (a hash of its content) it had before the class existed."""
 PIPELINE_DETERMINISTIC: Final = frozenset({ExitCode.STAGE_MISMATCH})
 """Likewise, exits only a pod running a model between stages can end with."""
 
-EVER_DETERMINISTIC: Final = DETERMINISTIC | CONVERTED_DETERMINISTIC | PIPELINE_DETERMINISTIC
+RECORDED_DETERMINISTIC: Final = frozenset({ExitCode.INPUTS_MISMATCH})
+"""Likewise, exits only a pod replaying recorded inputs can end with: the same recording is
+refused again."""
+
+EVER_DETERMINISTIC: Final = (
+    DETERMINISTIC | CONVERTED_DETERMINISTIC | PIPELINE_DETERMINISTIC | RECORDED_DETERMINISTIC
+)
 """Every exit a retry would only repeat, in whichever Jobs list it."""
 
 

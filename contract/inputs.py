@@ -95,6 +95,12 @@ def inputs_misfit(
     return None
 
 
+def dimension_misfit(want: ExpectedInput, shape: tuple[int, ...]) -> str | None:
+    """Why `want` does not accept a tensor of `shape` (the batch first), or None if it does."""
+    misfit = _misfit(want, shape, want.dtype)
+    return misfit[0] if misfit else None
+
+
 def _misfit(want: ExpectedInput, shape: tuple[int, ...], dtype: str) -> tuple[str, bool] | None:
     if len(shape) != len(want.dimensions):
         return f"{len(shape)} dimensions, not {len(want.dimensions)}", False

@@ -34,21 +34,23 @@ from contract.numbers import (
     number_words,
     without_bad_numbers,
 )
+from contract.params import Params
 from contract.samples import Samples
 from contract.variant import RUNTIME_KEY_CONTEXT, VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 8, 10, 11]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
 (`timings.model`, `copy_s`, `process_s`, `measure_start_s`), 6 the CPU's instruction-set
 flags and the GPU's compute capability (`environment.cpu_flags`, `gpu_capability`) and the
 measurement bounds (`timings.bound_s`), 7 `latency.p99_9_ms` and a fixed-rate run's
-`scenario`, 8 a pipeline's per-stage latencies (`stages`), 10 the runtime axis
-(`variant.runtime`, written for every runtime but eager, where earlier results say
-`variant.compile: inductor`; `applied.runtime_proof`, `timings.conversion_s`), 11 the
-stack's `fingerprint`; a collector that reads only older ones keeps a newer result unread,
-as a newer runner's, rather than refusing it."""
+`scenario`, 8 a pipeline's per-stage latencies (`stages`), 9 `recorded_inputs`, and the
+model's `family` and `params` (written only where set, so that every other result stays as
+it was), 10 the runtime axis (`variant.runtime`, written for every runtime but eager, where
+earlier results say `variant.compile: inductor`; `applied.runtime_proof`,
+`timings.conversion_s`), 11 the stack's `fingerprint`; a collector that reads only older
+ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
 RESULT_SCHEMA_VERSION: Final = 11
 RESULT_PREFIX: Final = "BENCH_RESULT "
@@ -514,6 +516,15 @@ class Rounds(_Result):
     duration or the mean of the middle two)."""
 
 
+class RecordedInputs(_Result):
+    """The recorded inputs a variant replayed instead of drawn ones."""
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The recording's file's digest: two results compare like for like only with the same."""
+    samples: int = Field(ge=1)
+    """The samples it holds, replayed in order, wrapping."""
+
+
 class ErrorInfo(_Result):
     """What went wrong."""
 
@@ -572,6 +583,14 @@ class OkResult(_ResultBase):
     rounds: Rounds | None = None
     """Set in every variant's result of an interleaved loop of several variants, the first
     one's too: what pairs any two of them. Results of runners before it have `paired` only."""
+    recorded_inputs: RecordedInputs | None = None
+    """Set where the variant replayed recorded inputs (result schema 9); None: it drew them,
+    seeded, as `accuracy.inputs` says."""
+    family: str | None = Field(default=None, min_length=1, max_length=30)
+    """The model's family, where its spec names one (result schema 9)."""
+    params: Params | None = None
+    """The model's parameters within its family (result schema 9): what the report compares
+    the family's members along."""
     compacted: bool = False
     """Details other than the samples were left out to fit the termination log; the log line
     has them all."""

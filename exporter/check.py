@@ -38,6 +38,9 @@ class Checked:
     layers: LayerRecord | None
     """The program's layers as synth reads them from the archive (None where it reads no
     weights), for the spec entry's `layers:`."""
+    input_names: tuple[str, ...] = ()
+    """The program's inputs by the names synth and the runner read: what a recording of
+    inputs names its samples by (`<name>.<sample>`, docs/specs.md)."""
 
 
 def check_exported(
@@ -75,7 +78,13 @@ def check_exported(
     return Checked(
         prepared.accuracy.error,
         LayerRecord.of(program.linear) if program.linear is not None else None,
+        tuple(expected.name for expected in program.inputs),
     )
+
+
+def input_names(path: Path) -> tuple[str, ...]:
+    """The inputs of the checked program at `path` by the names synth and the runner read."""
+    return tuple(expected.name for expected in check_archive(path).inputs)
 
 
 def fp32_config(

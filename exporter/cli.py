@@ -275,6 +275,7 @@ def _report(
     stages: list["StageFile"],
 ) -> None:
     from exporter.build import describe_size  # noqa: PLC0415
+    from exporter.check import input_names  # noqa: PLC0415
     from exporter.entry import models_entry, quantizable, stage_lines  # noqa: PLC0415
 
     exported, checked = written.exported, written.checked
@@ -300,7 +301,16 @@ def _report(
     for stage in stages:
         click.echo(f"wrote {stage.path}: the {stage.stage}, checked as the model is", err=True)
     # The entry's inputs are the chain's: what its preprocess takes, where it has one.
-    chain = stages[0].inputs if stages and stages[0].stage == "preprocess" else inputs
+    preprocess = stages[0] if stages and stages[0].stage == "preprocess" else None
+    chain = preprocess.inputs if preprocess is not None else inputs
+    # A recording feeds the chain's first program: its names are the preprocess's there.
+    names = input_names(preprocess.path) if preprocess is not None else checked.input_names
+    if names:
+        click.echo(
+            f"inputs by name: {', '.join(names)} (a recording of inputs names its samples "
+            "<name>.<sample>: docs/specs.md, Recorded inputs)",
+            err=True,
+        )
     entry = models_entry(name, out, root, written.sha256, chain, layers=checked.layers, url=url)
     if entry.advice:
         click.echo(entry.advice, err=True)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from contract.config import RunConfig
+from contract.config import RECORDED_INPUTS_KEY, RunConfig
 from contract.dist import Workload, config_text
 from contract.text import shown
 from localrun.pod import Mount, PodPlan
@@ -61,13 +61,29 @@ def _configs(workload: Workload) -> dict[str, RunConfig]:
 
 
 def image_path_models(configs: Iterable[RunConfig]) -> dict[str, ImagePathModel]:
-    """Every `image_path` model of `configs`, by its path in the image."""
+    """Every `image_path` model of `configs` (and recorded inputs, by RECORDED_INPUTS_KEY),
+    by its path in the image."""
     return {
         model.location: ImagePathModel(name, model.sha256)
         for config in configs
-        for name, model in config.models.items()
+        for name, model in config.delivered.items()
         if model.source == "image_path"
     }
+
+
+def _is_recording(name: str) -> bool:
+    return name == RECORDED_INPUTS_KEY
+
+
+def _named(name: str) -> str:
+    """What is baked into the image, in words: a model, or the recorded inputs."""
+    return "the recorded inputs" if _is_recording(name) else f"model {name}"
+
+
+def _delivered_to(config: RunConfig, index: int) -> set[str]:
+    """The files a pod of `config` at `index` reads: its variants' models, the recording."""
+    recorded = {RECORDED_INPUTS_KEY} if config.recorded_inputs is not None else set()
+    return {variant.model for variant in config.group(index)} | recorded
 
 
 def image_files(
@@ -85,15 +101,16 @@ def image_files(
             f"image_path models are at: {paths}"
         )
     used = {
-        variant.model
+        name
         for plan in plans
         if plan.job_name in configs
-        for variant in configs[plan.job_name].group(plan.index)
+        for name in _delivered_to(configs[plan.job_name], plan.index)
     }
     for path, model in sorted(models.items()):
         if model.model in used and path not in given:
             raise ImageFileError(
-                f"model {model.model} is baked into the runner image at {path}: give the file "
+                f"{_named(model.model)} {'are' if _is_recording(model.model) else 'is'} baked "
+                f"into the runner image at {path}: give the file "
                 f"the image is built with, `{OPTION} {path}=FILE`"
             )
     return tuple(_checked(path, file, models[path]) for path, file in sorted(given.items()))
@@ -108,7 +125,7 @@ def _checked(path: str, file: Path, model: ImagePathModel) -> Mount:
     if actual != model.sha256:
         raise ImageFileError(
             f"{OPTION} {path}={file}: the file has sha256 {actual}, but the spec pins "
-            f"{model.sha256} for model {model.model}: give the file the image is built with, "
+            f"{model.sha256} for {_named(model.model)}: give the file the image is built with, "
             "or, if the model changed on purpose, its sha256 in the spec (then `make synth`)"
         )
     return Mount(file, path, read_only=True)

@@ -11,6 +11,7 @@ from report.cheapest import CheapestHolder, cheapest_holders
 from report.control import ControlAnswer, control_answers
 from report.cost import Costs, costs
 from report.model import Report
+from report.params import ParamComparison, param_comparisons
 from report.verdict import RunVerdict, run_verdict
 
 
@@ -26,6 +27,8 @@ class Analysis:
     verdict: RunVerdict
     answers: tuple[Answer, ...]
     costs: Costs
+    params: tuple[ParamComparison, ...] = ()
+    """Each family's members along each param (report/params.py)."""
 
 
 def analyse(report: Report) -> Analysis:
@@ -39,4 +42,5 @@ def analyse(report: Report) -> Analysis:
         verdict=run_verdict(report),
         answers=answers(report),
         costs=found,
+        params=param_comparisons(report.variants),
     )

@@ -23,6 +23,7 @@ from report.model import (
     VariantKey,
     VariantRow,
 )
+from report.params import ParamComparison
 from report.run_tables import ACCURACY_NOTE
 from report.table import (
     KEY_HEADINGS,
@@ -350,6 +351,55 @@ def axis_table(comparison: AxisComparison) -> Table:
             "in accuracy. accuracy: the variant's gate's verdict on it.",
             *comparison.not_compared,
         ),
+    )
+
+
+def param_table(comparison: ParamComparison) -> Table:
+    """Each member of a family against the one at a param's smallest value, the other params
+    and settings held fixed (report/params.py)."""
+    param, entries = comparison.param, comparison.entries
+    held = [
+        name
+        for name in KEY_FIELDS
+        if name != "model" and len({entry.row.key.value(name) for entry in entries}) > 1
+    ]
+    others = sorted({name for e in entries for name, _ in e.row.params if name != param})
+    return Table(
+        title=f"Family {comparison.family}, {param}: each member against its smallest {param}, "
+        "other params and settings held fixed",
+        columns=columns(
+            *map(heading, held),
+            *others,
+            "model",
+            param,
+            "vs",
+            *("p50 ms/sample", "ratio", "95% CI", "accuracy"),
+            "verdict",
+        ),
+        rows=tuple(_param_row(entry, param, held, others) for entry in entries),
+        notes=(
+            "ratio: p50 per sample over the member's at the smallest value; the verdict claims "
+            "a direction only when the 95% CI excludes 1 and neither run is flagged.",
+        ),
+    )
+
+
+def _param_row(
+    entry: AxisEntry, param: str, held: Sequence[str], others: Sequence[str]
+) -> tuple[str, ...]:
+    values, reference = dict(entry.row.params), dict(entry.reference.params)
+    than = f"{param}={reference[param]}"
+    return (
+        *(entry.row.key.value(name) for name in held),
+        *(str(values.get(name, "-")) for name in others),
+        entry.row.key.model,
+        str(values[param]),
+        str(reference[param]),
+        format_ms(entry.row.p50_per_sample_ms),
+        format_ratio(entry.ratio.value),
+        ratio_interval(entry.ratio),
+        entry.row.accuracy.state,
+        _gated(_direction(entry.ratio, entry.doubts, than), entry.row),
     )
 
 

@@ -87,6 +87,7 @@ def to_json(report: Report) -> str:
             _fields(answer, rows) | {"sentence": answer_line(answer)} for answer in analysis.answers
         ],
         "costs": _plain(analysis.costs, rows),
+        "params": _plain(analysis.params, rows),
         **_fields(report, rows),
         "variants": [_fields(row, {}) for row in report.variants],
     }

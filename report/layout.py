@@ -9,6 +9,7 @@ from report.comparison_tables import (
     baseline_tables,
     best_table,
     comparison_table,
+    param_table,
     stacks_apart_table,
 )
 from report.control_table import control_table
@@ -43,6 +44,7 @@ def lay_out(analysis: Analysis) -> Layout:
         lacks_table(report.lacks),
         stacks_apart_table(report.stacks_apart, report.across_stacks),
         *map(axis_table, report.axes),
+        *map(param_table, analysis.params),
         *(comparison_table("By target", comparison) for comparison in report.by_target),
         *map(best_table, report.best_configurations),
         *(comparison_table("Ranking", comparison) for comparison in report.rankings),

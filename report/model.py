@@ -23,6 +23,7 @@ from contract.clocks import ahead_by
 from contract.fingerprint import Fingerprint, stack_differences
 from contract.instant import instant
 from contract.order_stats import paired_ratio
+from contract.params import ParamValue
 from contract.pricing import Pricing
 from contract.records import Reuses
 from contract.result import (
@@ -263,10 +264,18 @@ class VariantRow:
     inputs: tuple[DrawnInput, ...] | None = None
     """How its runner drew each input (declared dtype, an integer input's range): what tells
     an image model from a text model, where results keep no shapes. None: not said (a
-    compacted termination message, a runner before it)."""
+    compacted termination message, a runner before it), or not drawn (`recorded_inputs`)."""
     fingerprint: Fingerprint | None = None
     """The stack it was measured on (with repeats, the median run's); None where its result
     has none (a runner before it): an unknown stack."""
+    family: str | None = None
+    """Its model's family, where the spec names one (report/params.py compares within it)."""
+    params: tuple[tuple[str, ParamValue], ...] = ()
+    """Its model's params within the family, by name."""
+    recorded_inputs: str | None = None
+    """The sha256 of the recorded inputs it replayed; None: it drew its inputs. Rows that
+    differ in it are of other inputs: never ranked together, and a baseline comparison
+    between them says so and concludes nothing."""
     stages: Mapping[StageName, StageLatency] | None = None
     """Where the model runs between a preprocess and a postprocess: each stage's time per
     query and share of the chain (with repeats, the median run's). None: a model alone."""
@@ -914,6 +923,9 @@ def _measured(run: StoredRun) -> VariantRow | None:
         ),
         accuracy=_accuracy(run, result, ref),
         inputs=_inputs(result),
+        recorded_inputs=result.recorded_inputs.sha256 if result.recorded_inputs else None,
+        family=result.family,
+        params=tuple(sorted((result.params or {}).items())),
         allocations=(run.variant.allocation,),
         energy=result.energy,
         throttle_reasons=tuple(result.gpu.throttle_reasons) if result.gpu else (),
@@ -1199,7 +1211,7 @@ def _comparisons(
     model axis would). With them, what was kept apart for its stack, in words."""
     groups: dict[tuple[object, ...], list[VariantRow]] = defaultdict(list)
     for row in rows:
-        fed = (row.inputs,) if fed_alike else ()
+        fed = (row.inputs, row.recorded_inputs) if fed_alike else ()
         groups[(*(row.key.value(name) for name in by), *fed)].append(row)
     comparisons: list[Comparison] = []
     notes: list[str] = []
@@ -1258,7 +1270,7 @@ def _axis(
                 continue
             reference = _reference(axis, like)
             entries.extend(
-                _axis_entry(row, reference)
+                axis_entry(row, reference)
                 for row in sorted(like, key=lambda row: row.key)
                 if row is not reference
             )
@@ -1296,7 +1308,9 @@ def _input_words(inputs: Sequence[DrawnInput]) -> str:
     )
 
 
-def _axis_entry(row: VariantRow, reference: VariantRow) -> AxisEntry:
+def axis_entry(row: VariantRow, reference: VariantRow) -> AxisEntry:
+    """`row` against `reference`: the ratio of their p50s per sample, and the doubts that
+    keep it from claiming a direction."""
     ratio, noise = _per_sample_ratio(row, reference)
     return AxisEntry(
         row=row,
@@ -1331,6 +1345,7 @@ def _change(
         *(f"now {doubt}" for doubt in current.doubts),
         *(f"in the baseline {doubt}" for doubt in baseline.doubts),
         *_between_runs(ratio, current, baseline),
+        *_fed_otherwise(current, baseline),
     )
     return Change(
         current=current,
@@ -1339,6 +1354,21 @@ def _change(
         verdict=_verdict(ratio, doubts, threshold),
         doubts=doubts,
         stack=stack,
+    )
+
+
+def _fed_otherwise(current: VariantRow, baseline: VariantRow) -> tuple[str, ...]:
+    """Where the two runs were fed other inputs (recorded against drawn, or two recordings),
+    in words: a latency of other inputs is no change of the variant's."""
+    if current.recorded_inputs == baseline.recorded_inputs:
+        return ()
+
+    def fed(sha256: str | None) -> str:
+        return f"replayed recorded inputs {sha256[:12]}" if sha256 else "drew its inputs"
+
+    return (
+        f"fed other inputs: now it {fed(current.recorded_inputs)}, in the baseline it "
+        f"{fed(baseline.recorded_inputs)}",
     )
 
 

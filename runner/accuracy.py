@@ -165,18 +165,19 @@ def leaves(output: object) -> list[object]:
     return list(pytree.tree_leaves(output))
 
 
-def compare(output: object, reference: Reference, drawn: Sequence[DrawnInput]) -> Accuracy:
+def compare(output: object, reference: Reference, drawn: Sequence[DrawnInput] | None) -> Accuracy:
     """The variant's `output` against `reference`, output by output, with the worst of each
-    number over the outputs."""
+    number over the outputs; `drawn` says how the inputs were drawn (None: recorded)."""
+    inputs = list(drawn) if drawn is not None else None
     if reference.outputs is None:
-        return Accuracy(seed=INPUT_SEED, error=reference.error, inputs=list(drawn))
+        return Accuracy(seed=INPUT_SEED, error=reference.error, inputs=inputs)
     mine = leaves(output)
     if len(mine) != len(reference.outputs):
         return Accuracy(
             seed=INPUT_SEED,
             error=f"the variant returns {len(mine)} outputs, the reference "
             f"{len(reference.outputs)}",
-            inputs=list(drawn),
+            inputs=inputs,
         )
     outputs = [
         _compared(index, own, theirs)
@@ -193,7 +194,7 @@ def compare(output: object, reference: Reference, drawn: Sequence[DrawnInput]) -
         nonfinite=sum(o.nonfinite for o in outputs),
         error=_meaningless(reference.constant),
         outputs=outputs,
-        inputs=list(drawn),
+        inputs=inputs,
     )
 
 

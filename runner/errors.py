@@ -71,6 +71,14 @@ class StageMismatch(RunnerError):
     error_type = "stage_mismatch"
 
 
+class InputsMismatch(RunnerError):
+    """The recorded inputs are not the pinned file, not a recording the runner reads, or do
+    not fit the chain's inputs."""
+
+    exit_code = ExitCode.INPUTS_MISMATCH
+    error_type = "inputs_mismatch"
+
+
 class OutOfMemory(RunnerError):
     """Host or GPU memory ran out while loading or measuring."""
 

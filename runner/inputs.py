@@ -63,6 +63,42 @@ reshaped or sliced on their way to a table are still ids of it."""
 _FALLBACK_HIGH: Final = 2
 _PIXEL_HIGH: Final = 256
 
+Batch = tuple[torch.Tensor, ...]
+"""One call's inputs, in the program's order, the batch first in each."""
+
+
+@dataclass(frozen=True)
+class Feed:
+    """A variant's inputs for each query: query k takes batch k modulo their count. Drawn
+    inputs are one batch, every query's; a recording (runner/recorded.py) is replayed in
+    order, wrapping. The one seam between where inputs come from and what is called on
+    them."""
+
+    batches: tuple[Batch, ...]
+
+    def __call__(self, query: int) -> Batch:
+        return self.batches[query % len(self.batches)]
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
+@dataclass
+class Queries:
+    """One step's calls on a feed: each call is the next query's batch, from query 0."""
+
+    feed: Feed
+    query: int = -1
+
+    def __call__(self) -> Batch:
+        self.query += 1
+        return self.feed(self.query)
+
+    @property
+    def on_first_batch(self) -> bool:
+        """Whether the latest query took the feed's first batch."""
+        return self.query % len(self.feed) == 0
+
 
 @dataclass(frozen=True)
 class IdBound:

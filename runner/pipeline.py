@@ -133,19 +133,21 @@ def chain_step(
     model: Call,
     stages: Stages,
     *,
-    inputs: Sequence[object],
+    next_inputs: Callable[[], Sequence[object]],
     dtype: torch.dtype,
     device: torch.device,
     last_output: list[object],
     times: StageTimes,
 ) -> Callable[[], int]:
     """The per-query callable of a pipeline, as runner.measure's Step: runs one query of
-    the chain on `inputs`, keeps its output in `last_output`, appends each stage's time to
-    `times` and returns the chain's, in nanoseconds. On a GPU, CUDA events mark the stages'
+    the chain on what `next_inputs` gives (runner.inputs.Queries), keeps its output in
+    `last_output`, appends each stage's time to `times` and returns the chain's, in
+    nanoseconds. On a GPU, CUDA events mark the stages'
     boundaries and one sync ends the query (a host clock would time only the launches)."""
     names = times.names
 
     def query(mark: Callable[[], None]) -> None:
+        inputs = next_inputs()
         if stages.preprocess is not None:
             features = _cast(arguments(stages.preprocess(*inputs)), dtype)
             mark()

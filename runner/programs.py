@@ -21,10 +21,11 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from contract.config import OCI_MODELS_DIR, ModelConfig, ProgramConfig
+from contract.config import OCI_MODELS_DIR, ModelConfig, ProgramConfig, RecordedConfig
 from contract.result import ModelLoad
-from runner.errors import ModelLoadError
+from runner.errors import InputsMismatch, ModelLoadError, ModelMismatch
 from runner.loading import load_verified, model_file
+from runner.recorded import Replay, read_replay
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Programs:
     _loaded: dict[str, ExportedProgram] = field(default_factory=dict)
     _failed: dict[str, ModelLoadError] = field(default_factory=dict)
     _unclaimed: dict[str, ModelLoad] = field(default_factory=dict)
+    _replay: Replay | ModelLoadError | InputsMismatch | None = None
 
     def program(self, name: str, model: ProgramConfig) -> ExportedProgram:
         """The program `name` (a model's, or a stage's under its `program_name`), loaded on
@@ -73,6 +75,29 @@ class Programs:
                 load_s=time.perf_counter() - fetched,
             )
         return self._loaded[name]
+
+    def recording(self, recorded: RecordedConfig) -> Replay:
+        """The recorded inputs, reached and checked as a model's file is, read on first use;
+        raises InputsMismatch (another file than config.json pins, or no recording) or
+        ModelLoadError (not there to read), every time it is asked."""
+        if self._replay is None:
+            try:
+                path = model_file(
+                    recorded,
+                    self.models_dir,
+                    self.scratch,
+                    self.ca_dir,
+                    self.oci_dir,
+                    self.image_root,
+                )
+                self._replay = read_replay(path, recorded.sha256, recorded.contents)
+            except ModelMismatch as error:
+                self._replay = InputsMismatch(f"the recorded inputs are refused: {error}")
+            except (ModelLoadError, InputsMismatch) as error:
+                self._replay = error
+        if isinstance(self._replay, ModelLoadError | InputsMismatch):
+            raise type(self._replay)(str(self._replay))
+        return self._replay
 
     def claim(self, name: str) -> ModelLoad | None:
         """How model `name` was loaded, the first time it is asked for after its load (by the

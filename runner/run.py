@@ -1,5 +1,6 @@
 """One variant, start to finish: load, prepare, warm up, measure, summarise."""
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -11,8 +12,8 @@ from pathlib import Path
 import torch
 from torch.export import ExportedProgram
 
-from contract.accuracy import Accuracy
-from contract.config import RunConfig, ScenarioConfig, VariantConfig, program_name
+from contract.accuracy import Accuracy, DrawnInput
+from contract.config import ModelConfig, RunConfig, ScenarioConfig, VariantConfig, program_name
 from contract.result import (
     Applied,
     Compiled,
@@ -23,6 +24,7 @@ from contract.result import (
     OkResult,
     Paired,
     PhaseTiming,
+    RecordedInputs,
     Rounds,
     Scenario,
     Timings,
@@ -47,10 +49,20 @@ from runner.environment import cpu_model, fingerprint
 from runner.errors import ConfigError, OutOfMemory, RuntimeFailed, UnsupportedVariant
 from runner.fingerprint import stack_fingerprint
 from runner.gpu_telemetry import GpuSampler, energy, nvml_uuid
-from runner.inputs import as_variant, check_inputs, draw_inputs, expected_inputs, id_bounds
+from runner.inputs import (
+    Batch,
+    Feed,
+    Queries,
+    as_variant,
+    check_inputs,
+    draw_inputs,
+    expected_inputs,
+    id_bounds,
+)
 from runner.measure import PhaseOutcome, Step, Tick, run_phase
 from runner.memory import peak_rss_bytes
 from runner.programs import Programs, module_for
+from runner.recorded import Replay, recorded_batches
 from runner.startup import since_start
 from runner.stats import summarize
 from runner.threads import cpu_quota, thread_count, usable_cpus
@@ -148,6 +160,35 @@ def _first_iteration(step: Callable[[], int], variant: VariantConfig) -> int:
         ) from error
 
 
+def _replay(config: RunConfig, programs: Programs) -> Replay | None:
+    """The recorded inputs the pod's variants replay; None: they draw theirs."""
+    recorded = config.recorded_inputs
+    return programs.recording(recorded) if recorded is not None else None
+
+
+def _batches(
+    config: RunConfig, variant: VariantConfig, first: ExportedProgram, programs: Programs
+) -> tuple[tuple[Batch, ...], list[DrawnInput] | None, Replay | None]:
+    """The variant's batches for `first`, the program the chain's inputs go to, fp32 on the
+    CPU, how they were drawn (None: recorded) and the recording replayed (None: drawn); the
+    recording is held to `first`'s inputs, as the spec's were (`_load`)."""
+    replay = _replay(config, programs)
+    if replay is not None:
+        return recorded_batches(variant, replay, expected_inputs(first)), None, replay
+    drawn, how_drawn = draw_inputs(variant, id_bounds(first))
+    return (drawn,), how_drawn, None
+
+
+def _feed(
+    batches: tuple[Batch, ...], stages: pipeline.Stages, dtype: torch.dtype, device: torch.device
+) -> Feed:
+    """The batches on the device, as the chain's first program takes them: a preprocess
+    takes them in fp32 as drawn or recorded (the chain casts what it returns), a model in its
+    compute dtype."""
+    fed = torch.float32 if stages.preprocess else dtype
+    return Feed(tuple(as_variant(batch, fed, device) for batch in batches))
+
+
 @dataclass
 class Prepared:
     """A variant ready for its timed loop, with what was measured on the way there."""
@@ -176,6 +217,8 @@ class Prepared:
     """How the pod loaded its model, where this variant is the first of the model to report."""
     compiled: Compiled | None = None
     compile_s: float | None = None
+    replay: Replay | None = None
+    """The recorded inputs the variant replayed; None: it drew its inputs."""
     conversion_s: float | None = None
     """Inductor's compile or another runtime's conversion (runner/runtimes.py); None eager."""
     runtime_proof: list[str] | None = None
@@ -314,30 +357,57 @@ def _placed(config: RunConfig, variant: VariantConfig) -> tuple[torch.device, fl
 
 def _stepper(  # noqa: PLR0917 (a query's parts)
     stages: pipeline.Stages,
-    inputs: tuple[torch.Tensor, ...],
+    feed: Feed,
     dtype: torch.dtype,
     device: torch.device,
-    last_output: list[object],
+    outputs: tuple[list[object], list[object]],
     stage_times: pipeline.StageTimes | None,
     run: Callable[..., object],
 ) -> Callable[[], int]:
-    """The timed step of one query on `inputs` with `run` as the model, keeping its output
-    in `last_output`: the chain's (pipeline.chain_step), where there are stages."""
+    """The timed step of one query on the feed's next batch with `run` as the model: the
+    chain's (pipeline.chain_step), where there are stages. It keeps its output in the first
+    of `outputs`, and the latest on the feed's first batch (what the accuracy pass compares)
+    in the second, the same list where the feed has one batch."""
+    last_output, first_batch_output = outputs
+    # Each step's calls count from query 0: a converted variant's first converted call is on
+    # the first batch again.
+    queries = Queries(feed)
     if stage_times is not None:
-        return pipeline.chain_step(
+        step = pipeline.chain_step(
             run,
             stages,
-            inputs=inputs,
+            # Drawn inputs are every query's: no count to keep in the preprocess's time.
+            next_inputs=queries if len(feed) > 1 else itertools.repeat(feed(0)).__next__,
             dtype=dtype,
             device=device,
             last_output=last_output,
             times=stage_times,
         )
+    elif len(feed) == 1:
+        inputs = feed(0)
 
-    def call() -> None:
-        last_output[:] = [run(*inputs)]
+        # Drawn inputs: one batch, every call's, with no count to keep.
+        def call() -> None:
+            last_output[:] = [run(*inputs)]
 
-    return timed_step(call, device)
+        return timed_step(call, device)
+    else:
+
+        def replayed() -> None:
+            last_output[:] = [run(*queries())]
+
+        step = timed_step(replayed, device)
+    if len(feed) == 1:
+        return step
+
+    def kept() -> int:
+        # After the step's clock: keeping the first batch's output is no query's time.
+        ns = step()
+        if queries.on_first_batch:
+            first_batch_output[:] = last_output
+        return ns
+
+    return kept
 
 
 def _load(
@@ -368,9 +438,13 @@ def _prepare(
     progress.begin([variant], "load")
     began = time.perf_counter()
     program, first, stages = _load(config, variant, programs, device)
+    batches, how_drawn, replay = _batches(config, variant, first, programs)
     load_s = time.perf_counter() - began
-    drawn, how_drawn = draw_inputs(variant, id_bounds(first))
-    reference, reference_s = references.unless_first_call(variant, program, drawn, device, stages)
+    # The accuracy pass compares outputs on the first batch: the reference's, and the
+    # variant's last call on it.
+    reference, reference_s = references.unless_first_call(
+        variant, program, batches[0], device, stages
+    )
 
     progress.begin([variant], "prepare")
     began = time.perf_counter()
@@ -391,13 +465,15 @@ def _prepare(
     # the int4 and fp8 packings run on the device, from weights in the compute dtype.
     module = precision.cast(module, dtype, device)
     report = quantize.quantize(module, variant.quantization, device)
-    # A preprocess takes the inputs as drawn, in fp32; the chain casts what it returns.
-    inputs = as_variant(drawn, torch.float32 if stages.preprocess else dtype, device)
+    feed = _feed(batches, stages, dtype, device)
     prepare_s = time.perf_counter() - began
 
     last_output: list[object] = []
+    first_batch_output = last_output if len(feed) == 1 else []
     stage_times = pipeline.StageTimes(stages.names()) if stages.any else None
-    calling = partial(_stepper, stages, inputs, dtype, device, last_output, stage_times)
+    calling = partial(
+        _stepper, stages, feed, dtype, device, (last_output, first_batch_output), stage_times
+    )
     step = precision.in_own_fp32_math(calling(module), fp32_math)
     # The kernel count, of the eager module (a dispatch mode turns torch.compile off, so it
     # proves the quantization of the module that is then compiled), rides on a call made
@@ -415,13 +491,13 @@ def _prepare(
         first_ns = _first_iteration(step if eager else counted, variant)
         if reference is None:
             # The call compute_reference would make (`first_call_is_reference`), made.
-            reference = references.keep(variant, reference_of(last_output[0]))
+            reference = references.keep(variant, reference_of(first_batch_output[0]))
         if not eager:
             # Only the model is converted, on what it is called with in a query; with stages
             # around it, its own output (the chain's last is the postprocess's) shapes the
             # converted call's.
-            tensors = _model_tensors(pipeline.model_inputs(stages, inputs, dtype), variant)
-            model_output = module(*tensors) if stages.any else last_output[0]
+            tensors = _model_tensors(pipeline.model_inputs(stages, feed(0), dtype), variant, feed)
+            model_output = module(*tensors) if stages.any else first_batch_output[0]
             converted = _in_runtime(
                 module, tensors, model_output, variant, device=device, scratch=programs.scratch
             )
@@ -437,8 +513,9 @@ def _prepare(
             tick=progress.loop([variant], "warmup", config.warmup, at_least=int(eager)),
         )
         began = time.perf_counter()
-        # The last warm-up call's output: these inputs, this module, no call of its own.
-        accuracy = compare(last_output[0], reference, how_drawn)
+        # The last warm-up call's output on the first batch: these inputs, this module, no
+        # call of its own.
+        accuracy = compare(first_batch_output[0], reference, how_drawn)
         compare_s = time.perf_counter() - began
     return Prepared(
         variant=variant,
@@ -446,7 +523,7 @@ def _prepare(
         threads=threads,
         quota=quota,
         module=module,
-        inputs=inputs,
+        inputs=feed(0),
         dtype=dtype,
         fp32_math=fp32_math,
         report=report,
@@ -467,17 +544,25 @@ def _prepare(
         stage_times=stage_times,
         # Claimed last: a variant that fails on the way leaves the load to the next one.
         model_load=programs.claim(variant.model),
+        replay=replay,
     )
 
 
-def _model_tensors(called: tuple[object, ...], variant: VariantConfig) -> tuple[torch.Tensor, ...]:
-    """What the model is called with, as the tensors a converted program takes."""
+def _model_tensors(
+    called: tuple[object, ...], variant: VariantConfig, feed: Feed
+) -> tuple[torch.Tensor, ...]:
+    """What the model is called with on the feed's first batch, as the tensors a converted
+    program takes."""
     tensors = tuple(value for value in called if isinstance(value, torch.Tensor))
     if len(tensors) != len(called):
         raise RuntimeFailed(
             f"{variant.runtime.value}: the preprocess hands the model values other than "
             "tensors, which a converted program cannot take"
         )
+    if len(feed) > 1:
+        # A runtime bound to these (ONNX Runtime) copies each query's batch into them: its
+        # own copy, so that no recorded batch is written over.
+        return tuple(tensor.clone() for tensor in tensors)
     return tensors
 
 
@@ -636,4 +721,16 @@ def _result(
         rounds=round_share,
         scenario=fixed,
         stages=ready.stage_times.summary() if ready.stage_times is not None else None,
+        **_later_facts(ready.replay, model),
     )
+
+
+def _later_facts(replay: Replay | None, model: ModelConfig) -> dict[str, object]:
+    """What a result says of recorded inputs and of the model's family (result schema 9);
+    nothing where there are none, so that the result stays what it was before them."""
+    facts: dict[str, object] = {}
+    if replay is not None:
+        facts["recorded_inputs"] = RecordedInputs(sha256=replay.sha256, samples=replay.count)
+    if model.family is not None:
+        facts |= {"family": model.family, "params": model.params}
+    return facts

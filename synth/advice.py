@@ -18,8 +18,14 @@ def warnings(specs: Specs) -> list[Problem]:
         *unpinned_images(specs),
         *thin_quantizations(specs),
         *slow_quantizations(specs),
-        *unchecked_quantizations(specs),
+        *unchecked(specs),
     ]
+
+
+def unchecked(specs: Specs) -> list[Problem]:
+    """What valid specs leave to their pods to find out, as warnings (`validate` and `plan`
+    list them under "unchecked")."""
+    return [*unchecked_quantizations(specs), *unchecked_recordings(specs)]
 
 
 def unpinned_images(specs: Specs) -> list[Problem]:
@@ -152,4 +158,29 @@ def unchecked_quantizations(specs: Specs) -> list[Problem]:
                     severity="warning",
                 )
             )
+    return found
+
+
+def unchecked_recordings(specs: Specs) -> list[Problem]:
+    """Warnings for recorded inputs synth cannot read (url, oci, image_path) whose entry
+    records no `contents:`: whether they fit the models' inputs is known only in the pods,
+    where a misfit fails every variant (inputs_mismatch, exit 12)."""
+    found = []
+    for loaded in specs.workflows:
+        recorded = loaded.workflow.benchmark.recorded_inputs
+        if recorded is None or recorded.file is not None or recorded.contents is not None:
+            continue
+        found.append(
+            problem_at(
+                loaded.source,
+                loaded.file,
+                ("benchmark", "recorded_inputs", recorded.source),
+                f"the recorded inputs cannot be held to the models before their pods: synth "
+                f"does not read a recording from {recorded.source}, and this entry records no "
+                "contents",
+                "add contents: (docs/specs.md, Recorded inputs); without it, a recording that "
+                "does not fit fails every variant in its pod (inputs_mismatch, exit 12)",
+                severity="warning",
+            )
+        )
     return found

@@ -4,6 +4,7 @@ They run on a structurally valid Workflow and report each problem at the field a
 to change, so `targets[0].gpu_type` rather than the whole file.
 """
 
+import io
 import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from contract.archive import Program, UnsafeArchive
-from contract.config import Stage, tail_iterations
+from contract.config import RECORDED_INPUTS_KEY, Stage, tail_iterations
 from contract.inputs import (
     Dimension,
     ExpectedInput,
@@ -20,7 +21,16 @@ from contract.inputs import (
     inputs_misfit,
     per_sample,
 )
+from contract.params import params_text
 from contract.quantity import parse_quantity
+from contract.recorded import (
+    BadRecording,
+    RecordedContents,
+    Recording,
+    contents_disagree,
+    read_recording,
+    recording_misfit,
+)
 from contract.variant import RUN_SETTINGS, Quantization, Runtime, layers_taken, takes_layer
 from contract.weights import LayerRecord, LinearWeights
 from synth.catalogue import (
@@ -63,6 +73,7 @@ def check_workflow(
     return [
         *_unique_names(workflow),
         *_models_have_inputs(workflow),
+        *_families_hold_together(workflow),
         *_pinned_files_match(workflow, model_files),
         *_model_files_are_plain_programs(workflow, variants, model_files),
         *_stage_inputs_are_the_chains(workflow),
@@ -123,6 +134,57 @@ def _models_have_inputs(workflow: Workflow) -> Iterator[Finding]:
             )
 
 
+def _families_hold_together(workflow: Workflow) -> Iterator[Finding]:
+    """A family's members each carry params, the same names, each member at other values:
+    what the report compares along is then a param, never a difference of names."""
+    first: dict[str, tuple[int, ModelSpec]] = {}
+    for index, model in enumerate(workflow.models):
+        if model.params is not None and model.family is None:
+            yield Finding(
+                ("models", index, "params"),
+                f"model {model.name} has params but no family",
+                "name its family: the report compares params only within a family",
+            )
+            continue
+        if model.family is None:
+            continue
+        if model.params is None:
+            yield Finding(
+                ("models", index, "family"),
+                f"model {model.name} is in family {model.family} but has no params",
+                "give its params, e.g. {action_chunk: 8}: what tells the members apart",
+            )
+            continue
+        if model.family not in first:
+            first[model.family] = (index, model)
+            continue
+        _, other = first[model.family]
+        assert other.params is not None  # a family's first member with params
+        if sorted(model.params) != sorted(other.params):
+            yield Finding(
+                ("models", index, "params"),
+                f"model {model.name} of family {model.family} has params "
+                f"{', '.join(sorted(model.params))}; {other.name} has "
+                f"{', '.join(sorted(other.params))}",
+                "every member of a family names the same params",
+            )
+    for family in first:
+        members = [(i, m) for i, m in enumerate(workflow.models) if m.family == family]
+        seen: dict[str, str] = {}
+        for index, model in members:
+            if model.params is None:
+                continue  # said above
+            words = params_text(model.params)
+            if words in seen:
+                yield Finding(
+                    ("models", index, "params"),
+                    f"models {seen[words]} and {model.name} of family {family} both have "
+                    f"params {words}",
+                    "each member of a family is another program: give each its own values",
+                )
+            seen.setdefault(words, model.name)
+
+
 def _pinned_files_match(workflow: Workflow, model_files: ModelFiles) -> Iterator[Finding]:
     for index, model in enumerate(workflow.models):
         if model.file is None or model.sha256 is None:
@@ -169,7 +231,91 @@ def _model_files_are_plain_programs(
         yield from _stages_fit_the_model(index, model, program, stages)
         yield from _recorded_layers_are_the_files(index, model.layers, program.linear)
     yield from _inputs_fit_models(workflow, variants, declared)
+    yield from _recording_fits_models(workflow, variants, declared, model_files)
     yield from _quantizations_reach_layers(workflow, variants, linear)
+
+
+def _recording_fits_models(
+    workflow: Workflow,
+    variants: list[Variant],
+    declared: dict[str, tuple[ExpectedInput, ...]],
+    model_files: ModelFiles,
+) -> Iterator[Finding]:
+    """The recording (`benchmark.recorded_inputs`) against the chain's inputs of each model
+    whose archive declares them (its preprocess's, where it has one: the recording feeds
+    the chain's first stage), at each batch size (contract.recorded): a committed file as it
+    is, one from elsewhere as its `contents:` records it; what the runner would refuse, said
+    here."""
+    recorded = workflow.benchmark.recorded_inputs
+    if recorded is None:
+        return
+    loc: Loc = ("benchmark", "recorded_inputs")
+    if recorded.file is not None:
+        found = _committed_recording(recorded.file, recorded.sha256, recorded.contents, model_files)
+        for where, message, hint in found.problems:
+            yield Finding((*loc, *where), message, hint)
+        recording = found.recording
+    else:
+        recording = recorded.contents.recording() if recorded.contents else None
+    if recording is None:
+        return
+    said: set[str] = set()
+    for variant in variants:
+        expected = declared.get(variant.model)
+        if not expected or not variant.inputs:
+            continue
+        given = [GivenInput(spec.shape, spec.dtype) for spec in variant.inputs]
+        misfit = recording_misfit(variant.model, variant.batch_size, recording, given, expected)
+        if misfit is not None and misfit not in said:
+            said.add(misfit)
+            yield Finding(
+                loc,
+                misfit,
+                "record the chain's inputs (its preprocess's, where it has one) by the names "
+                "`benchfleet export` lists, in the spec's dtypes",
+            )
+
+
+@dataclass(frozen=True)
+class _Committed:
+    recording: Recording | None
+    """None where the file is no recording."""
+    problems: list[tuple[tuple[str, ...], str, str | None]]
+    """Each problem's field under `recorded_inputs`, message and hint."""
+
+
+def _committed_recording(
+    file: str, sha256: str | None, contents: RecordedContents | None, model_files: ModelFiles
+) -> _Committed:
+    """A committed recording read as the runner reads it, and what is wrong with it or with
+    what the spec pins or records of it."""
+    content = model_files.read(file)
+    problems: list[tuple[tuple[str, ...], str, str | None]] = []
+    if sha256 is not None and content.sha256 != sha256:
+        problems.append(
+            (
+                ("sha256",),
+                f"{file} has sha256 {content.sha256}, not the pinned {sha256}",
+                "the file changed since it was pinned: update sha256 if the change is intended",
+            )
+        )
+    try:
+        recording = read_recording(io.BytesIO(content.data), content.size)
+    except BadRecording as error:
+        problems.append(
+            (
+                ("file",),
+                f"{file} is no recording the runner reads: {error}",
+                "save the samples with safetensors, named <input name>.<sample> "
+                "(docs/specs.md, Recorded inputs)",
+            )
+        )
+        return _Committed(None, problems)
+    if contents is not None and (disagreement := contents_disagree(recording, contents)):
+        problems.append(
+            (("contents",), f"{file}: {disagreement}", "set contents: to what the file holds")
+        )
+    return _Committed(recording, problems)
 
 
 def _refused(where: tuple[int | str, ...], file: str, error: UnsafeArchive) -> Finding:
@@ -368,23 +514,28 @@ def _inputs_loc(workflow: Workflow, model: str) -> Loc:
 
 
 def _clusters_can_mount_artifacts(workflow: Workflow, fleet: Fleet) -> Iterator[Finding]:
-    """An `oci` model is an image volume, which the API server drops (and so refuses the pod)
-    where the feature is not on by default."""
+    """An `oci` model (or recording) is an image volume, which the API server drops (and so
+    refuses the pod) where the feature is not on by default."""
     older = [c for c in target_clusters(workflow, fleet) if c.version < IMAGE_VOLUMES_ON]
     if not older:
         return
     named = ", ".join(f"{c.name} ({c.kubernetes_version})" for c in older)
     able = [c.name for c in fleet.clusters if c.version >= IMAGE_VOLUMES_ON]
-    for index, model in enumerate(workflow.models):
-        if model.oci is not None:
-            yield Finding(
-                ("models", index, "oci"),
-                f"an oci model is mounted as an image volume, which Kubernetes enables by "
-                f"default from {version_text(IMAGE_VOLUMES_ON)}; cluster(s) {named} run older",
-                f"clusters that can mount it: {', '.join(able) or 'none'} (set the workflow's "
-                "clusters); if a cluster was upgraded, update its kubernetes_version in "
-                "specs/clusters.yaml; or serve the model by url",
-            )
+    recorded = workflow.benchmark.recorded_inputs
+    located: list[tuple[Loc, str]] = [
+        (("models", index, "oci"), "model") for index, m in enumerate(workflow.models) if m.oci
+    ]
+    if recorded is not None and recorded.oci is not None:
+        located.append((("benchmark", "recorded_inputs", "oci"), "recording"))
+    for loc, what in located:
+        yield Finding(
+            loc,
+            f"an oci {what} is mounted as an image volume, which Kubernetes enables by "
+            f"default from {version_text(IMAGE_VOLUMES_ON)}; cluster(s) {named} run older",
+            f"clusters that can mount it: {', '.join(able) or 'none'} (set the workflow's "
+            "clusters); if a cluster was upgraded, update its kubernetes_version in "
+            f"specs/clusters.yaml; or serve the {what} by url",
+        )
 
 
 def _clusters_can_run_targets(workflow: Workflow, fleet: Fleet) -> Iterator[Finding]:
@@ -721,6 +872,13 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
     or with several variants per pod the largest ones together, one per variant, in a pod
     that also compiles where any variant of the target does."""
     indexes = {model.name: index for index, model in enumerate(workflow.models)}
+    recorded = workflow.benchmark.recorded_inputs
+    # Every pod downloads a url recording, whichever models it runs.
+    replayed = (
+        {RECORDED_INPUTS_KEY: recorded.download_bytes}
+        if recorded is not None and recorded.download_bytes
+        else {}
+    )
     for target_index, target in enumerate(workflow.targets):
         limit = target.resources.limits.get("ephemeral-storage")
         if limit is None:
@@ -732,12 +890,20 @@ def _scratch_fits_the_pods(workflow: Workflow, variants: list[Variant]) -> Itera
             for name in {v.model for v in on_target}
             if (size := _downloads(workflow.models[indexes[name]])) > 0
         }
-        if not downloads and not compiles:
+        if not downloads and not replayed and not compiles:
             continue
         per_pod = workflow.scheduling.variants_per_pod
         largest = sorted(downloads, key=lambda name: (-downloads[name], name))[:per_pod]
-        need = tmp_bytes([largest], downloads)
+        need = tmp_bytes([[*largest, *replayed]], {**downloads, **replayed})
         if need <= parse_quantity(limit):
+            continue
+        if not largest and replayed:
+            yield Finding(
+                ("benchmark", "recorded_inputs", "size" if recorded and recorded.size else "url"),
+                f"the recorded inputs need {_gib(need)} of /tmp with torch's caches, more "
+                f"than target {target.key!r}'s ephemeral-storage limit of {limit}",
+                "raise the target's ephemeral-storage limit, or give the recording's size",
+            )
             continue
         if not largest:
             yield Finding(

@@ -9,7 +9,7 @@ import click
 from contract.options import moment_of, now_option, root_option, version_option
 from contract.text import shown
 from contract.variant import SETTING_FIELDS, heading
-from synth.advice import unchecked_quantizations
+from synth.advice import unchecked as left_to_pods
 from synth.cache import CACHE_DIR, RenderCache
 from synth.checks import target_clusters
 from synth.committed import GitError
@@ -98,11 +98,12 @@ def validate(repo: Repo, files: tuple[Path, ...], output_format: str) -> None:
     problem in every file as FILE:LINE:COLUMN: FIELD: MESSAGE (with --format json, one JSON
     object on stdout) and exits 1 if there is any; writes nothing. Valid specs may still leave
     something to their pods: a quantized model synth cannot read whose entry records no
-    layers is said on stderr (in JSON, under "unchecked").
+    layers, or recorded inputs synth cannot read whose entry records no contents, are said
+    on stderr (in JSON, under "unchecked").
     """
     specs = load_or_fail(repo, list(files) or None, output_format=output_format)
     variants = sum(len(loaded.variants) for loaded in specs.workflows)
-    unchecked = unchecked_quantizations(specs)
+    unchecked = left_to_pods(specs)
     if output_format == "json":
         summary = {"workflows": len(specs.workflows), "variants": variants}
         listed = {"unchecked": [asdict(problem) for problem in unchecked]}
@@ -301,7 +302,7 @@ def plan_command(repo: Repo, output_format: str) -> None:
     except SpecProblems as problems:
         raise report_problems_as(problems, output_format) from None
     plans = plan(committed, rendered, repo.root)
-    unchecked = unchecked_quantizations(specs)
+    unchecked = left_to_pods(specs)
     if output_format == "json":
         listed = {"unchecked": [asdict(problem) for problem in unchecked]}
         click.echo(json.dumps({"compared_with": compared, **plan_json(plans), **listed}, indent=2))

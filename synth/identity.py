@@ -2,13 +2,12 @@
 cluster, with its id, which hashes everything that determines its number (docs/synth.md,
 "Incremental sweeps")."""
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from contract.config import ModelConfig
 from synth.fleet import Cluster, Fleet
 from synth.load import LoadedWorkflow
-from synth.model_sources import model_configs
+from synth.model_sources import Sources, sources
 from synth.modelfiles import ModelFiles
 from synth.placement import placement
 from synth.run_config import phase_config
@@ -54,7 +53,7 @@ def _identified_variants(
     fleet: Fleet,
     cluster: Cluster,
     target: Target,
-    sources: Mapping[str, ModelConfig],
+    found: Sources,
 ) -> list[IdentifiedVariant]:
     """The target's variants in `cluster`, each with its id: its measurement, with its
     model's sha256 in it."""
@@ -62,12 +61,28 @@ def _identified_variants(
     # Each scheduled run is a new identity, so nothing one run recorded stands in for the
     # next; only where there is one, so that no other workflow's ids change.
     scheduled = {"scheduled_run": loaded.schedule.run} if loaded.schedule else {}
+    # Replaying a recording is another measurement than drawing inputs, and so is replaying
+    # another recording; only where there is one, so that no other workflow's ids change.
+    recorded = found.recorded
+    replayed = {"recorded_inputs_sha256": recorded.sha256} if recorded is not None else {}
+
+    def facts(model: ModelConfig) -> dict[str, object]:
+        # A model's family and params are in its results: only where it has them, so that
+        # no other variant's id changes.
+        return {"family": model.family, "params": model.params} if model.family else {}
+
     return [
         (
             variant,
             variant.variant_id(
                 loaded.workflow.id,
-                {**setup, "model_sha256": sources[variant.model].sha256, **scheduled},
+                {
+                    **setup,
+                    "model_sha256": found.models[variant.model].sha256,
+                    **facts(found.models[variant.model]),
+                    **replayed,
+                    **scheduled,
+                },
             ),
         )
         for variant in loaded.variants
@@ -85,7 +100,7 @@ class Identified:
     loaded: LoadedWorkflow
     fleet: Fleet
     cluster: Cluster
-    sources: Mapping[str, ModelConfig]
+    sources: Sources
     _by_target: dict[str, list[IdentifiedVariant]] = field(default_factory=dict, repr=False)
 
     def of(self, target: Target) -> list[IdentifiedVariant]:
@@ -101,4 +116,4 @@ def identify(
     loaded: LoadedWorkflow, fleet: Fleet, cluster: Cluster, model_files: ModelFiles
 ) -> Identified:
     """`loaded`'s variants in `cluster`, identified."""
-    return Identified(loaded, fleet, cluster, model_configs(loaded, fleet, model_files))
+    return Identified(loaded, fleet, cluster, sources(loaded, fleet, model_files))

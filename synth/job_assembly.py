@@ -11,13 +11,16 @@ from typing import Any, Final
 from contract.accuracy import gates_text, variant_gate
 from contract.config import (
     CONFIG_FILE,
-    ModelConfig,
     RunConfig,
     config_part_file,
     groups_text,
-    programs,
 )
-from contract.errors import CONVERTED_DETERMINISTIC, DETERMINISTIC, PIPELINE_DETERMINISTIC
+from contract.errors import (
+    CONVERTED_DETERMINISTIC,
+    DETERMINISTIC,
+    PIPELINE_DETERMINISTIC,
+    RECORDED_DETERMINISTIC,
+)
 from contract.layout import (
     APP,
     APP_LABEL,
@@ -48,7 +51,7 @@ from synth.digests import digest
 from synth.fleet import Cluster, Fleet
 from synth.identity import IdentifiedVariant
 from synth.load import LoadedWorkflow
-from synth.model_sources import CaConfigMap, ModelBundle, artifact_references
+from synth.model_sources import CaConfigMap, ModelBundle, Sources, artifact_references
 from synth.names import DIGEST_LENGTH, config_part_name, job_name, namespace_of
 from synth.pod_template import RUNNER_CONTAINER, PodTemplate, name_pod, pod_spec
 from synth.run_config import config_parts, config_text, left_out, run_config
@@ -152,15 +155,16 @@ _PREEMPTED: Final = {
 
 def _failure_rules(config: RunConfig) -> list[dict[str, Any]]:
     """The Job's podFailurePolicy: an exit a retry would only repeat fails its index at once,
-    a runtime's failure only in a Job that converts its program and a stage's only in a Job
-    running a model between stages (so no other Job's content, and name, changes with those
-    failure classes)."""
+    a runtime's failure only in a Job that converts its program, a stage's only in a Job
+    running a model between stages and a recording's only in a Job replaying one (so no
+    other Job's content, and name, changes with those failure classes)."""
     converts = any(variant.runtime in CONVERTED for variant in config.variants)
     pipelines = any(model.stages() for model in config.models.values())
     codes = (
         DETERMINISTIC
         | (CONVERTED_DETERMINISTIC if converts else frozenset())
         | (PIPELINE_DETERMINISTIC if pipelines else frozenset())
+        | (RECORDED_DETERMINISTIC if config.recorded_inputs is not None else frozenset())
     )
     return [
         _PREEMPTED,
@@ -223,7 +227,7 @@ class JobAssembly:
     fleet: Fleet
     cluster: Cluster
     bundles: tuple[ModelBundle, ...]
-    sources: Mapping[str, ModelConfig]
+    sources: Sources
     ca_bundles: Mapping[str, CaConfigMap]
     """By bundle key, as config.json names them."""
 
@@ -241,7 +245,7 @@ class JobAssembly:
         namespace = namespace_of(workflow.environment)
         config = run_config(loaded, target, pending, self.sources)
         config_texts = config_parts(config_text(config))
-        used = programs(config.models)
+        used = config.delivered
         models = tuple(b for b in self.bundles if any(f.model in used for f in b.files))
         trusted = sorted({p.ca_bundle for p in used.values() if p.ca_bundle is not None})
         ca_bundles = tuple(self.ca_bundles[key] for key in trusted)

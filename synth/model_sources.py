@@ -1,18 +1,21 @@
-"""Where a workflow's models come from, and what carries them to its pods: the committed
-model files packed into ConfigMaps, the CA bundles its downloads trust, and each model's
-entry in config.json (source, location, sha256, download bounds, the layers its spec
+"""Where a workflow's models (and its recorded inputs, delivered the same way under
+RECORDED_INPUTS_KEY) come from, and what carries them to its pods: the committed files
+packed into ConfigMaps, the CA bundles its downloads trust, and each file's entry in
+config.json (source, location, sha256, download bounds, the layers a model's spec
 records)."""
 
 import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from contract.config import (
     DEFAULT_DOWNLOAD_BUDGET_S,
-    OCI_DEFAULT_FILE,
+    RECORDED_INPUTS_KEY,
     ModelConfig,
     ProgramConfig,
+    RecordedConfig,
     program_name,
 )
 from contract.layout import MODELS_ANNOTATION
@@ -31,8 +34,10 @@ class ModelFile:
     """A committed model file, as a model ConfigMap carries it: a model's name, its bytes."""
 
     model: str
-    """The program's name (contract.config.program_name): a model's, or a stage's."""
+    """The program's name (contract.config.program_name): a model's, or a stage's; or
+    RECORDED_INPUTS_KEY."""
     content: ModelBytes
+    suffix: str = ".pt2"
 
     @property
     def sha256(self) -> str:
@@ -45,7 +50,7 @@ class ModelFile:
     @property
     def key(self) -> str:
         """Its key in the ConfigMap, and its file name under $MODEL_PATH."""
-        return f"{self.model}.pt2"
+        return f"{self.model}{self.suffix}"
 
 
 @dataclass(frozen=True)
@@ -119,11 +124,8 @@ def ca_config_maps(
     loaded: LoadedWorkflow, fleet: Fleet, model_files: ModelFiles
 ) -> dict[str, CaConfigMap]:
     """The ConfigMaps of the CA bundles the workflow's url models trust, by bundle key."""
-    trusted = (
-        _ca_bundle(program, fleet, model_files)
-        for model in loaded.workflow.models
-        for program in model.programs().values()
-    )
+    delivered = loaded.workflow.delivered.values()
+    trusted = (_ca_bundle(file, fleet, model_files) for file in delivered)
     return {
         bundle.key: CaConfigMap(ca_bundle_name(loaded.workflow.id, bundle.sha256), bundle)
         for _, bundle in filter(None, trusted)
@@ -144,13 +146,14 @@ def _source_fields(
     files: Mapping[str, ModelFile],
     trusted: tuple[str, CaBundle] | None,
 ) -> dict[str, Any]:
-    """Where program `name` (a `program_name`) comes from and what its bytes hash to, as
-    ProgramConfig's fields: one reading of the sources for a model and its stages."""
+    """Where file `name` (a `program_name`, or RECORDED_INPUTS_KEY) comes from and what its
+    bytes hash to, as ProgramConfig's fields: one reading of the sources for a model, its
+    stages and the recorded inputs."""
     if name in files:
         return {"source": "file", "location": files[name].key, "sha256": files[name].sha256}
     assert program.sha256 is not None  # the spec guarantees it
     if program.oci is not None:
-        location = f"{name}/{program.oci_file or OCI_DEFAULT_FILE}"
+        location = f"{name}/{program.oci_file or program.oci_default}"
         return {"source": "oci", "location": location, "sha256": program.sha256}
     if program.image_path is not None:
         return {"source": "image_path", "location": program.image_path, "sha256": program.sha256}
@@ -178,34 +181,45 @@ def _model_config(
         for stage, spec in model.stages().items()
     }
     fields = _source_fields(model.name, model, files, _ca_bundle(model, fleet, model_files))
-    return ModelConfig(**fields, layers=model.layers, **stages)
+    facts = {"family": model.family, "params": model.params, "layers": model.layers}
+    return ModelConfig(**fields, **facts, **stages)
 
 
 def artifact_references(loaded: LoadedWorkflow) -> dict[str, str]:
-    """The OCI reference of each `oci` program of the workflow (a model's or a stage's), by
-    `program_name`."""
-    return {
-        name: program.oci
-        for model in loaded.workflow.models
-        for name, program in model.programs().items()
-        if program.oci is not None
-    }
+    """The OCI reference of each `oci` file of the workflow (a model's, a stage's, the
+    recorded inputs'), by the name it goes by (`Workflow.delivered`)."""
+    delivered = loaded.workflow.delivered.items()
+    return {name: file.oci for name, file in delivered if file.oci is not None}
 
 
 def committed_files(loaded: LoadedWorkflow, model_files: ModelFiles) -> dict[str, ModelFile]:
-    """The workflow's committed model files (a model's or a stage's), by `program_name`."""
+    """The workflow's committed files (a model's, a stage's, the recorded inputs'), by the
+    name each goes by (`Workflow.delivered`)."""
     return {
-        name: ModelFile(name, model_files.read(program.file))
-        for model in loaded.workflow.models
-        for name, program in model.programs().items()
-        if program.file is not None
+        name: ModelFile(name, model_files.read(file.file), PurePosixPath(file.file).suffix)
+        for name, file in loaded.workflow.delivered.items()
+        if file.file is not None
     }
 
 
-def model_configs(
-    loaded: LoadedWorkflow, fleet: Fleet, model_files: ModelFiles
-) -> dict[str, ModelConfig]:
-    """Where each model of the workflow comes from, what its bytes hash to, and for a
-    download its bounds and the CA bundle it trusts."""
+@dataclass(frozen=True)
+class Sources:
+    """Where a workflow's files come from, as config.json carries them."""
+
+    models: Mapping[str, ModelConfig]
+    """Each model's, with its stages', by model name."""
+    recorded: RecordedConfig | None = None
+    """The recorded inputs'; None: there are none."""
+
+
+def sources(loaded: LoadedWorkflow, fleet: Fleet, model_files: ModelFiles) -> Sources:
+    """Where each model of the workflow (and its stages, and the recorded inputs) comes from,
+    what its bytes hash to, and for a download its bounds and the CA bundle it trusts."""
     files = committed_files(loaded, model_files)
-    return {m.name: _model_config(m, files, fleet, model_files) for m in loaded.workflow.models}
+    models = {m.name: _model_config(m, files, fleet, model_files) for m in loaded.workflow.models}
+    recorded = loaded.workflow.benchmark.recorded_inputs
+    if recorded is None:
+        return Sources(models)
+    trusted = _ca_bundle(recorded, fleet, model_files)
+    fields = _source_fields(RECORDED_INPUTS_KEY, recorded, files, trusted)
+    return Sources(models, RecordedConfig(**fields, contents=recorded.contents))

@@ -16,8 +16,8 @@ from contract.config import (
     MODELS_DIR,
     OCI_MODEL_PATH_ENV,
     OCI_MODELS_DIR,
+    RECORDED_INPUTS_KEY,
     RunConfig,
-    programs,
 )
 from contract.layout import COMPLETION_INDEX_KEY, GPU_RESOURCE, HOSTNAME_LABEL, REPEAT_LABEL
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
@@ -88,7 +88,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
         {"name": "tmp", "mountPath": "/tmp"},
     ]
     if models:
-        used = programs(config.models)
+        used = config.delivered
         volumes.append(
             {
                 "name": "models",
@@ -211,8 +211,9 @@ def _config_volume(parts: int) -> dict[str, Any]:
 
 def _tmp_bytes(config: RunConfig) -> int:
     """What the Job's pods' /tmp must hold: what the pod that downloads most downloads."""
+    recorded = {RECORDED_INPUTS_KEY} if config.recorded_inputs is not None else set()
     pods = [
-        {config.variants[position].model for position in config.positions(index)}
+        {config.variants[position].model for position in config.positions(index)} | recorded
         for index in range(config.completions)
     ]
     # A model's stages are downloaded into the same pod as it.
@@ -224,6 +225,9 @@ def _tmp_bytes(config: RunConfig) -> int:
         )
         for name, model in config.models.items()
     }
+    recording = config.recorded_inputs
+    if recording is not None and recording.source == "url":
+        downloads[RECORDED_INPUTS_KEY] = recording.size_bytes or DEFAULT_DOWNLOAD_BYTES
     return tmp_bytes(pods, {name: size for name, size in downloads.items() if size})
 
 
@@ -263,9 +267,9 @@ def _image_volume_name(program: str) -> str:
 def _image_volumes(
     config: RunConfig, artifacts: Mapping[str, str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The image volumes of the `oci` models a Job's config uses, and their mounts: each
-    read-only at OCI_MODELS_DIR/<model>, pulled once per node by digest."""
-    used = sorted(name for name in programs(config.models) if name in artifacts)
+    """The image volumes of the `oci` programs (and recorded inputs) a Job's config uses, and
+    their mounts: each read-only at OCI_MODELS_DIR/<name>, pulled once per node by digest."""
+    used = sorted(name for name in config.delivered if name in artifacts)
     volumes = [
         {
             "name": _image_volume_name(name),

@@ -167,7 +167,7 @@ def render(specs: Specs, cache: RenderCache | None = None) -> dict[PurePosixPath
             if not rendering.workflow(loaded, fleet, cluster, stored, committed):
                 continue
             namespace = namespace_of(workflow.environment)
-            if any(model.url is not None for model in workflow.models):
+            if any(file.url is not None for file in workflow.delivered.values()):
                 downloading.setdefault(namespace, []).append(workflow.id)
             if workflow.scheduling.queue is not None:
                 queues.add((namespace, workflow.scheduling.queue))

@@ -1,17 +1,15 @@
 """config.json of one target's Job: the variants it runs with their ids, in index order, the
 groups its pods run them in, its measurement bounds and its models' sources."""
 
-from collections.abc import Mapping
-
 from contract.config import (
     InputConfig,
-    ModelConfig,
     PhaseConfig,
     RunConfig,
     VariantConfig,
 )
 from contract.variant import SETTING_FIELDS
 from synth.load import LoadedWorkflow
+from synth.model_sources import Sources
 from synth.object_budget import CONFIGMAP_DATA_BYTES
 from synth.spec import MeasurePhase, Phase, Target
 from synth.sweep import Variant
@@ -29,12 +27,13 @@ def phase_config(phase: Phase) -> PhaseConfig:
 
 def left_out(config: RunConfig) -> set[str] | None:
     """What config.json leaves out: `groups` where there are none, `interleave` where it
-    is off and `scenario` for the closed loop, so that it, and so every Job's content-hash
-    name, stays byte for byte what it was before these options existed (no rename, no run
-    under a new name)."""
+    is off, `scenario` for the closed loop and `recorded_inputs` where there are none, so
+    that it, and so every Job's content-hash name, stays byte for byte what it was before
+    these options existed (no rename, no run under a new name)."""
     unset = {"groups"} if config.groups is None else set()
     unset |= set() if config.interleave else {"interleave"}
     unset |= set() if config.scenario else {"scenario"}
+    unset |= set() if config.recorded_inputs else {"recorded_inputs"}
     return unset or None
 
 
@@ -76,7 +75,7 @@ def run_config(
     loaded: LoadedWorkflow,
     target: Target,
     variants: list[tuple[Variant, str]],
-    models: Mapping[str, ModelConfig],
+    found: Sources,
 ) -> RunConfig:
     """config.json of one target's Job: `variants` with their ids, in index order, and the
     groups its pods run them in."""
@@ -90,7 +89,7 @@ def run_config(
         gpus=target.gpus,
         warmup=phase_config(workflow.benchmark.warmup_phase),
         measure=phase_config(workflow.benchmark.measure_phase),
-        models={name: config for name, config in models.items() if name in used},
+        models={name: config for name, config in found.models.items() if name in used},
         variants=tuple(
             VariantConfig.model_validate(
                 {
@@ -105,6 +104,7 @@ def run_config(
             for index, (variant, variant_id) in enumerate(variants)
         ),
         groups=groups,
+        recorded_inputs=found.recorded,
         interleave=workflow.benchmark.interleave,
         scenario=workflow.benchmark.scenario_config,
     )

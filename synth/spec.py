@@ -34,6 +34,7 @@ from contract.config import (
     MAX_VARIANTS_PER_POD,
     MODEL_SOURCES,
     OCI_DEFAULT_FILE,
+    RECORDED_INPUTS_KEY,
     STAGES,
     ModelSource,
     ScenarioConfig,
@@ -43,7 +44,9 @@ from contract.config import (
     tail_iterations,
 )
 from contract.layout import GPU_RESOURCE, KUSTOMIZATION_FILE, WORKLOADS
+from contract.params import Params
 from contract.quantity import parse_quantity
+from contract.recorded import RecordedContents
 from contract.variant import SPELLINGS, Precision, Quantization, Runtime
 from contract.weights import LayerRecord
 from synth.base import SpecModel
@@ -160,43 +163,58 @@ class LayersSpec(LayerRecord, SpecModel):
 
 
 class ProgramSpec(SpecModel):
-    """A `torch.export` program (`.pt2`) from exactly one source: a model's, or a stage's
-    run around it. Every source is written here once, for both."""
+    """A file the pods are given, from exactly one source: a `torch.export` program
+    (`.pt2`), a model's or a stage's run around it, or recorded inputs' `.safetensors`
+    (RecordedInputsSpec). Every source is written here once, for all of them; the runner
+    reaches and checks each file alike (runner/loading.py)."""
 
     _kind: ClassVar[str] = "a program"
+    _what: ClassVar[str] = "model"
+    _suffix: ClassVar[str] = ".pt2"
+    _archive: ClassVar[str] = "torch.export archive"
+    oci_default: ClassVar[str] = OCI_DEFAULT_FILE
+    """The file's path inside an `oci` artifact that names none."""
+    _missing_hint: ClassVar[str] = "run `make models` to build the example models"
+    _wrong_suffix_hint: ClassVar[str] = (
+        "export the model with torch.export.save(); pickled modules are not loaded "
+        "because unpickling runs arbitrary code"
+    )
+
     file: str | None = None
-    """A `.pt2` file committed to this repository, relative to its root. It travels to the pod
-    in a ConfigMap, so it must fit in 1 MiB."""
+    """A file committed to this repository, relative to its root (a model's `.pt2`, a
+    recording's `.safetensors`). It travels to the pod in a ConfigMap, so it must fit in
+    1 MiB."""
     image_path: Annotated[str, Text("image_path", MAX_PATH_CHARS, one_line=True)] | None = None
-    """An absolute path to a `.pt2` baked into the runner image, for models too big for a
+    """An absolute path to the file baked into the runner image, for files too big for a
     ConfigMap. Needs `sha256`."""
     url: HttpsUrl | None = None
-    """An https URL (port 443, no credentials) the runner downloads the `.pt2` from. Needs
+    """An https URL (port 443, no credentials) the runner downloads the file from. Needs
     `sha256`, which is what guards the download: the workflow's pods get egress to DNS and to
     port 443 anywhere, since a NetworkPolicy cannot name hosts."""
     oci: PinnedImageRef | None = None
-    """An OCI artifact holding the `.pt2`, by digest (`registry/repository@sha256:...`, as
+    """An OCI artifact holding the file, by digest (`registry/repository@sha256:...`, as
     `make push-model` prints it; no credentials: the nodes pull with theirs): the node pulls
     it and mounts it read-only into the pod as an image volume, which needs Kubernetes 1.35
-    or newer (each cluster's `kubernetes_version`). Needs `sha256`, the `.pt2`'s own
+    or newer (each cluster's `kubernetes_version`). Needs `sha256`, the file's own
     digest."""
     oci_file: Annotated[str, Text("oci_file", MAX_PATH_CHARS, one_line=True)] | None = None
-    """The `.pt2`'s path inside the `oci` artifact, for an artifact holding several files;
-    default `model.pt2`, where `make push-model` packs it."""
+    """The file's path inside the `oci` artifact, for an artifact holding several files;
+    default `model.pt2` (where `make push-model` packs a model), for a recording
+    `recorded-inputs.safetensors`."""
     sha256: Sha256 | None = None
-    """The expected digest of the `.pt2`. Required for `image_path`, `url` and `oci`; optional
+    """The expected digest of the file. Required for `image_path`, `url` and `oci`; optional
     for `file`, where it pins the committed bytes."""
     size: Quantity | None = None
-    """For a `url` model: the most bytes its download may hold, as a number of bytes or a
+    """For a `url` file: the most bytes its download may hold, as a number of bytes or a
     quantity such as `440M` or `1.5Gi` (the file's size, or a little more). The runner stops
     a download that grows past it, and synth sizes the pod's /tmp for it and checks that
     against the target's `ephemeral-storage` limit. Default: 1Gi."""
     download_budget: Duration | None = None
-    """For a `url` model: how long its download may take in all, retries included, e.g.
+    """For a `url` file: how long its download may take in all, retries included, e.g.
     `45m`. Default: 30m."""
     ca_bundle: Annotated[str, Text("ca_bundle", MAX_PATH_CHARS, one_line=True)] | None = None
-    """For a `url` model: a PEM file of CA certificates in this repository (relative to its
-    root) that the download trusts besides the runner image's own CAs, where the model's
+    """For a `url` file: a PEM file of CA certificates in this repository (relative to its
+    root) that the download trusts besides the runner image's own CAs, where the file's
     server has a certificate from your company's CA. Default: the fleet's `ca_bundle`."""
 
     @field_validator("file")
@@ -205,23 +223,18 @@ class ProgramSpec(SpecModel):
         context = _context(info)
         if file is None or context is None:
             return file
-        if PurePosixPath(file).suffix != ".pt2":
-            raise SpecError(
-                f"{file!r} is not a .pt2 file",
-                "export the model with torch.export.save(); pickled modules are not loaded "
-                "because unpickling runs arbitrary code",
-            )
+        if PurePosixPath(file).suffix != cls._suffix:
+            raise SpecError(f"{file!r} is not a {cls._suffix} file", cls._wrong_suffix_hint)
         try:
             context.model_files.read(file)
         except Missing:
             raise SpecError(
-                f"model file {file!r} does not exist",
-                "paths are relative to the repository root; run `make models` to build the "
-                "example models",
+                f"{cls._what} file {file!r} does not exist",
+                f"paths are relative to the repository root; {cls._missing_hint}",
             ) from None
         except TooLarge as error:
             raise SpecError(
-                f"model file {file!r} is {error.size:,} bytes; a ConfigMap holds at most "
+                f"{cls._what} file {file!r} is {error.size:,} bytes; a ConfigMap holds at most "
                 f"{CONFIGMAP_DATA_BYTES:,} bytes (1 MiB)",
                 "push it as an OCI artifact (`make push-model`) and use oci + sha256, or serve "
                 "it over https and use url + sha256",
@@ -229,7 +242,7 @@ class ProgramSpec(SpecModel):
         except RepoFileError as error:
             raise SpecError(
                 error.message,
-                error.hint or "for a model baked into the image, use image_path instead",
+                error.hint or f"for a {cls._what} baked into the image, use image_path instead",
             ) from None
         return file
 
@@ -266,8 +279,8 @@ class ProgramSpec(SpecModel):
                 (
                     (key,),
                     SpecError(
-                        f"{key} applies to a model downloaded from its url",
-                        f"remove {key}: a file or image_path model is not downloaded",
+                        f"{key} applies to a {cls._what} downloaded from its url",
+                        f"remove {key}: a file or image_path {cls._what} is not downloaded",
                     ),
                 )
                 for key in _DOWNLOAD_KEYS
@@ -297,50 +310,51 @@ class ProgramSpec(SpecModel):
                 f"e.g. {OCI_DEFAULT_FILE} or weights/resnet50.pt2: no leading '/', no '.' or "
                 "'..', no empty parts",
             )
-        if PurePosixPath(oci_file).suffix != ".pt2":
+        if PurePosixPath(oci_file).suffix != cls._suffix:
             raise SpecError(
-                f"oci_file {oci_file!r} is not a .pt2 file",
-                "name the torch.export archive inside the artifact",
+                f"oci_file {oci_file!r} is not a {cls._suffix} file",
+                f"name the {cls._archive} inside the artifact",
             )
         return oci_file
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> Self:
         sources = [key for key in MODEL_SOURCES if getattr(self, key) is not None]
+        what, suffix = self._what, self._suffix
         if len(sources) != 1:
             found = ", ".join(sources) if sources else "none"
             raise SpecError(
                 f"{self._kind} needs exactly one of file, image_path, url or oci (found: {found})",
-                "file for a committed .pt2 up to 1 MiB; oci, url or image_path with sha256 for "
-                "larger ones",
+                f"file for a committed {suffix} up to 1 MiB; oci, url or image_path with "
+                "sha256 for larger ones",
             )
         if self.oci_file is not None and sources[0] != "oci":
             raise SpecError(
-                "oci_file names a file inside an oci artifact; this model has none",
-                "remove oci_file, or give the model's artifact as oci",
+                f"oci_file names a file inside an oci artifact; this {what} has none",
+                f"remove oci_file, or give the {what}'s artifact as oci",
             )
         if sources[0] != "file" and self.sha256 is None:
             raise SpecError(
                 f"{self._kind} from {sources[0]} needs sha256",
                 "the runner verifies the digest before loading; compute it with "
-                "`sha256sum model.pt2`"
+                f"`sha256sum {what.replace(' ', '-')}{suffix}`"
                 + (" (`make push-model` prints it)" if sources[0] == "oci" else ""),
             )
         return self
 
     @property
     def source(self) -> ModelSource:
-        """Which of the sources this model comes from."""
+        """Which of the sources this file comes from."""
         return next(key for key in MODEL_SOURCES if getattr(self, key) is not None)
 
     def trusted_bundle(self, fleet: Fleet) -> str | None:
-        """The CA bundle this model's download trusts: its own, else the fleet's; None for
-        a model that is not downloaded."""
+        """The CA bundle this file's download trusts: its own, else the fleet's; None for
+        a file that is not downloaded."""
         return (self.ca_bundle or fleet.ca_bundle) if self.url is not None else None
 
     @property
     def download_bytes(self) -> int:
-        """What the pod's /tmp must hold of this model: its `size` for a url model (the
+        """What the pod's /tmp must hold of this file: its `size` for a url file (the
         default bound without one), nothing for the others."""
         if self.url is None:
             return 0
@@ -373,6 +387,14 @@ class ModelSpec(ProgramSpec):
     accuracy: AccuracyGateSpec | None = None
     """This model's accuracy thresholds, over `benchmark.accuracy`'s (each one given replaces
     that threshold, the others stay)."""
+    family: ModelName | None = None
+    """The family this program is a member of: several exported programs of one policy or
+    network, each at other `params`, which the report compares along each param, only within
+    the family (e.g. `pi0-small`)."""
+    params: Params | None = None
+    """The program's parameters within its `family`, the knobs a team trades against rate,
+    e.g. `{action_chunk: 8, denoise_steps: 10}`: whole numbers, numbers or short words, up to
+    8. Every member of a family names the same params, each member at other values."""
     layers: LayersSpec | None = None
     """The program's layers, as `benchfleet export` or `make push-model` prints them, e.g.
     `{linear: {1000x2048: 1}, parameters: 25557032}`. Without it, whether a quantization can
@@ -394,6 +416,33 @@ class ModelSpec(ProgramSpec):
         """The programs this entry names, its own and its stages', by `program_name`."""
         stages = self.stages().items()
         return {self.name: self, **{program_name(self.name, s): p for s, p in stages}}
+
+
+class RecordedContentsSpec(RecordedContents, SpecModel):
+    """What a recording holds (`contract/recorded.py`): its samples' count, and each input's
+    shape per sample and dtype, by the program's name for the input."""
+
+
+class RecordedInputsSpec(ProgramSpec):
+    """Recorded inputs that every variant replays instead of drawn ones: a `.safetensors`
+    file of samples named `<input name>.<sample>` (docs/specs.md, "Recorded inputs"),
+    delivered as a model is, from exactly one source."""
+
+    _suffix: ClassVar[str] = ".safetensors"
+    _kind: ClassVar[str] = "a recording"
+    _what: ClassVar[str] = "recording"
+    _archive: ClassVar[str] = "safetensors file"
+    oci_default: ClassVar[str] = "recorded-inputs.safetensors"
+    _missing_hint: ClassVar[str] = "record it as docs/policies.md shows"
+    _wrong_suffix_hint: ClassVar[str] = (
+        "save the recorded samples with safetensors (docs/policies.md): a pickle is not read"
+    )
+
+    contents: RecordedContentsSpec | None = None
+    """What the file holds, e.g. `{samples: 300, inputs: {obs_image: {shape: [3, 224, 224],
+    dtype: float32}}}`: where synth cannot read the file (`url`, `oci`, `image_path`), it
+    holds the models' inputs to this instead, and the runner refuses a file that holds other
+    contents. A committed `file`'s must be the file's own."""
 
 
 _DOWNLOAD_KEYS: Final = ("size", "download_budget", "ca_bundle")
@@ -553,6 +602,12 @@ class Benchmark(SpecModel):
     accuracy: AccuracyGateSpec | None = None
     """Accuracy thresholds for every variant, over the defaults of its precision and
     quantization; `models[i].accuracy` overrides them per model."""
+    recorded_inputs: RecordedInputsSpec | None = None
+    """Recorded inputs to replay, in order and wrapping, instead of drawn ones: a
+    `.safetensors` file of real samples, delivered like a model (`file`, `url`, `oci`,
+    `image_path`, with `sha256`). It must hold every model's inputs by name, in the dtypes
+    `inputs` gives; the accuracy pass compares outputs on these samples too, and results
+    carry the file's sha256."""
     scenario: Literal["single_stream", "fixed_rate"] = "single_stream"
     """How queries arrive. `single_stream`: the closed loop, each iteration as soon as the
     last one ends. `fixed_rate`: one query every 1 / `rate_hz` seconds on a clock, open
@@ -1026,6 +1081,18 @@ class Workflow(SpecModel):
         if isinstance(name, str) and context is not None and name not in context.fleet.environments:
             raise unknown("environment", name, context.fleet.environments)
         return name
+
+    @property
+    def delivered(self) -> dict[str, ProgramSpec]:
+        """Every file the pods are given, by the name its delivery goes by: each model's and
+        its stages' (`ModelSpec.programs`), and the recorded inputs' under
+        RECORDED_INPUTS_KEY."""
+        recorded = self.benchmark.recorded_inputs
+        programs = (model.programs().items() for model in self.models)
+        return {
+            **{name: program for named in programs for name, program in named},
+            **({RECORDED_INPUTS_KEY: recorded} if recorded is not None else {}),
+        }
 
     @property
     def jobs_per_cluster(self) -> int:

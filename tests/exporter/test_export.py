@@ -305,6 +305,8 @@ def test_a_url_model_is_judged_by_the_layers_its_export_recorded(root: Path) -> 
     )
     assert run.exit_code == 0, run.output
     assert "    layers: {linear: {10x8: 1}, parameters: 330}\n" in run.stdout
+    # The names a recording of its inputs uses, as synth and the runner read them.
+    assert "inputs by name: input (a recording of inputs names its samples" in run.stderr
     assert (
         "note: of its 1 Linear layer, each quantization takes: int8-dynamic 1; "
         "int8-weight-only 1; int4-weight-only 0; fp8-dynamic 0 (synth refuses one that takes "

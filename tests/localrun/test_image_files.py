@@ -3,6 +3,7 @@ file here, checked against the spec's sha256 before any pod starts."""
 
 import hashlib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from localrun.image_files import ImageFileError, image_files, parse_image_files
 from localrun.pod import Mount, PodPlan
 from localrun.workflow import pod_plans
 from tests.conftest import REPO_ROOT
+from tests.recordings import frames, write_recording
 
 SMOKE = REPO_ROOT / "dist" / "us-east" / "workloads" / "cpu-smoke.yaml"
 QUICK = {"min_iterations": 3, "min_time_s": 0.0, "max_iterations": 5, "max_time_s": 5.0}
@@ -117,3 +119,47 @@ def test_a_local_try_measures_a_baked_in_model_from_the_file_given(
     run = CliRunner().invoke(main, [*command, "--image-file", f"{IN_IMAGE}={MODEL}"])
     assert run.exit_code == 0, run.output
     assert "index 0: ok" in run.output and "tiny-mlp" in run.stdout
+
+
+REPLAYED = "/opt/recordings/frames.safetensors"
+
+
+def replaying(workload: Workload, recording: Path) -> Workload:
+    """`workload` replaying `recording`, baked into the image at REPLAYED."""
+    configmaps = dict(workload.configmaps)
+    for name, configmap in configmaps.items():
+        if CONFIG_FILE in configmap.get("data", {}):
+            config = json.loads(configmap["data"][CONFIG_FILE])
+            config["recorded_inputs"] = {
+                "source": "image_path",
+                "location": REPLAYED,
+                "sha256": hashlib.sha256(recording.read_bytes()).hexdigest(),
+            }
+            configmaps[name] = {**configmap, "data": {CONFIG_FILE: json.dumps(config)}}
+    return Workload(workload.jobs, configmaps)
+
+
+@pytest.mark.slow
+def test_a_local_try_replays_recorded_inputs_baked_into_the_image_from_the_file_given(
+    workload: Workload, tmp_path: Path
+) -> None:
+    recording = write_recording(tmp_path / "frames.safetensors", frames("input", 5, (64,)))
+    workloads = tmp_path / "dist" / "us-east" / "workloads"
+    workloads.mkdir(parents=True)
+    replayed = replaying(workload, recording)
+    objects = [*replayed.jobs, *replayed.configmaps.values()]
+    (workloads / SMOKE.name).write_text(yaml.safe_dump_all(objects), encoding="utf-8")
+    command = ["cpu-smoke", "--root", str(tmp_path), "--index", "0"]
+    command += ["--image-file", f"{IN_IMAGE}={MODEL}"]
+    refused = CliRunner().invoke(main, command)
+    assert refused.exit_code == 1
+    assert f"the recorded inputs are baked into the runner image at {REPLAYED}" in refused.output
+    run = CliRunner().invoke(main, [*command, "--image-file", f"{REPLAYED}={recording}"])
+    assert run.exit_code == 0, run.output
+    assert "index 0: ok" in run.output
+    with sqlite3.connect(tmp_path / ".benchfleet" / "results.sqlite") as database:
+        (stored,) = database.execute("SELECT result_json FROM variant_runs").fetchall()
+    assert json.loads(stored[0])["recorded_inputs"] == {
+        "sha256": hashlib.sha256(recording.read_bytes()).hexdigest(),
+        "samples": 5,
+    }

@@ -29,6 +29,7 @@ from contract.result import (
     LatencyStats,
     OkResult,
     Paired,
+    RecordedInputs,
     Rounds,
     Validity,
 )
@@ -367,6 +368,92 @@ def test_variants_unmatched_in_the_baseline_are_new_or_missing(
         ("a100", "regression"),
         ("t4", "unchanged"),
     ]
+
+
+def replaying(run: StoredRun, sha256: str) -> StoredRun:
+    """`run` as a variant that replayed the recorded inputs `sha256` would have stored it."""
+    result = run.variant.result
+    assert isinstance(result, OkResult)
+    recorded = result.model_copy(
+        update={"schema_version": 9, "recorded_inputs": RecordedInputs(sha256=sha256, samples=8)}
+    )
+    return dataclasses.replace(run, variant=run.variant.model_copy(update={"result": recorded}))
+
+
+@pytest.mark.parametrize(
+    ("now", "before", "said"),
+    [
+        ("ab" * 32, None, "now it replayed recorded inputs abababababab, in the baseline it drew"),
+        (None, "cd" * 32, "now it drew its inputs, in the baseline it replayed recorded inputs"),
+        ("ab" * 32, "cd" * 32, "in the baseline it replayed recorded inputs cdcdcdcdcdcd"),
+    ],
+)
+def test_a_run_fed_other_inputs_than_its_baseline_concludes_nothing_and_says_why(
+    make_run: MakeRun, now: str | None, before: str | None, said: str
+) -> None:
+    today, last_week = make_run(p50_ms=1.5), make_run(p50_ms=1.0, finished_at=LAST_WEEK)
+    today = replaying(today, now) if now else today
+    last_week = replaying(last_week, before) if before else last_week
+    comparison = build_report([today], baseline=[last_week]).baseline
+    assert comparison is not None
+    (change,) = comparison.changes
+    assert change.verdict == "inconclusive"
+    assert any(doubt.startswith("fed other inputs: ") and said in doubt for doubt in change.doubts)
+
+
+def test_runs_fed_the_same_recording_compare_as_ever(make_run: MakeRun) -> None:
+    today = replaying(make_run(p50_ms=1.5), "ab" * 32)
+    last_week = replaying(make_run(p50_ms=1.0, finished_at=LAST_WEEK), "ab" * 32)
+    comparison = build_report([today], baseline=[last_week]).baseline
+    assert comparison is not None
+    (change,) = comparison.changes
+    assert change.verdict == "regression"
+    assert change.current.recorded_inputs == "ab" * 32
+
+
+def member(run: StoredRun, family: str, **params: int | float | str) -> StoredRun:
+    """`run` as a variant of a model of `family` at `params` would have stored it."""
+    result = run.variant.result
+    assert isinstance(result, OkResult)
+    facts = result.model_copy(update={"schema_version": 9, "family": family, "params": params})
+    return dataclasses.replace(run, variant=run.variant.model_copy(update={"result": facts}))
+
+
+@pytest.fixture(scope="module")
+def policy_family(make_run: MakeRun) -> list[StoredRun]:
+    """pi-small at three chunk sizes and two step counts, and a model of another family that
+    shares a param's name."""
+    runs = [
+        member(make_run(model=f"pi-c{chunk}-s{steps}", p50_ms=p50), "pi-small",
+               action_chunk=chunk, denoise_steps=steps)
+        for chunk, steps, p50 in [(4, 10, 1.0), (8, 10, 1.5), (16, 10, 3.0), (8, 5, 0.8)]
+    ]  # fmt: skip
+    other = member(make_run(model="act-c8", p50_ms=0.2), "act", action_chunk=8)
+    return [*runs, other]
+
+
+def test_a_familys_members_are_compared_along_each_param_the_others_held(
+    policy_family: list[StoredRun],
+) -> None:
+    analysis = analyse(build_report(policy_family))
+    along = {(c.family, c.param): c for c in analysis.params}
+    assert set(along) == {("pi-small", "action_chunk"), ("pi-small", "denoise_steps")}
+    chunks = along["pi-small", "action_chunk"].entries
+    # At 10 steps, chunks 8 and 16 against 4; at 5 steps chunk 8 alone: nothing to compare.
+    assert [(dict(e.row.params)["action_chunk"], e.reference.key.model) for e in chunks] == [
+        (8, "pi-c4-s10"),
+        (16, "pi-c4-s10"),
+    ]
+    assert [e.ratio.value for e in chunks] == pytest.approx([1.5, 3.0])
+    (steps,) = along["pi-small", "denoise_steps"].entries
+    assert (steps.row.key.model, steps.reference.key.model) == ("pi-c8-s10", "pi-c8-s5")
+    text = to_text(build_report(policy_family))
+    assert "Family pi-small, action_chunk: each member against its smallest action_chunk" in text
+    assert json.loads(to_json(build_report(policy_family)))["params"][0]["param"] == "action_chunk"
+
+
+def test_models_without_a_family_are_compared_along_no_param(make_run: MakeRun) -> None:
+    assert analyse(build_report([make_run(model="a"), make_run(model="b")])).params == ()
 
 
 def test_failed_variants_are_listed_with_their_explanation(everything: list[StoredRun]) -> None:
