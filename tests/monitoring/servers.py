@@ -10,6 +10,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -46,28 +47,60 @@ def until(condition: Callable[[], Any], what: str, timeout_s: float = START_S) -
     return answer
 
 
+@dataclass(frozen=True)
+class Identity:
+    """A flag of this server's own command line, as its status API reports it: where the
+    answer at its address comes from another server (one left running by a killed run, or
+    another worker's), the test would read that server's data."""
+
+    status_path: str
+    flag: str
+    value: str
+
+    def flags(self, status: Any) -> Any:
+        data = status["data"]
+        return data.get("flags", data)
+
+
 @contextmanager
 def _serving(
-    command: list[str], address: str, log_path: Path, *, auth: bool = False
+    command: list[str], address: str, log_path: Path, identity: Identity, *, auth: bool = False
 ) -> Iterator[str]:
     with log_path.open("wb") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:
             _wait_until_ready(address, server, log_path, auth=auth)
+            answered = identity.flags(_status(address, identity.status_path, auth=auth))
+            if answered.get(identity.flag) != identity.value:
+                raise ServerStartError(
+                    f"{log_path.stem}: the server answering at {address} is not the one started "
+                    f"({identity.flag} is {answered.get(identity.flag)!r}, not "
+                    f"{identity.value!r}): {log_tail(log_path)}"
+                )
             yield address
         finally:
             server.terminate()
             server.wait(timeout=30)
 
 
+def _request(address: str, path: str, *, auth: bool) -> urllib.request.Request:
+    request = urllib.request.Request(f"http://{address}{path}")
+    if auth:
+        login = base64.b64encode(f"{PUSH_USER}:{PUSH_PASSWORD}".encode()).decode()
+        request.add_header("Authorization", f"Basic {login}")
+    return request
+
+
+def _status(address: str, path: str, *, auth: bool) -> Any:
+    with urllib.request.urlopen(_request(address, path, auth=auth), timeout=10) as answer:
+        return json.load(answer)
+
+
 def _wait_until_ready(
     address: str, server: "subprocess.Popen[bytes]", log: Path, *, auth: bool = False
 ) -> None:
     name = log.stem
-    request = urllib.request.Request(f"http://{address}/-/ready")
-    if auth:
-        login = base64.b64encode(f"{PUSH_USER}:{PUSH_PASSWORD}".encode()).decode()
-        request.add_header("Authorization", f"Basic {login}")
+    request = _request(address, "/-/ready", auth=auth)
 
     def ready() -> bool:
         if server.poll() is not None:
@@ -99,13 +132,22 @@ def pushgateway_server(folder: Path, *, basic_auth: bool = False) -> Iterator[st
     and answers its readiness probe without them."""
     address = f"127.0.0.1:{free_port()}"
     folder.mkdir(parents=True, exist_ok=True)
-    command = [PUSHGATEWAY, f"--web.listen-address={address}"]
+    # Its persistence file (written only as it stops) is in this test's folder: the flag
+    # tells it from any other Pushgateway.
+    store = str(folder / "metrics.store")
+    command = [
+        PUSHGATEWAY,
+        f"--web.listen-address={address}",
+        f"--persistence.file={store}",
+    ]
     if basic_auth:
         config = folder / "web.yml"
         users = {"basic_auth_users": {PUSH_USER: _PUSH_PASSWORD_BCRYPT}}
         config.write_text(yaml.safe_dump(users), encoding="utf-8")
         command.append(f"--web.config.file={config}")
-    with _serving(command, address, folder / "pushgateway.log", auth=basic_auth) as ready:
+    identity = Identity("/api/v1/status", "persistence.file", store)
+    log = folder / "pushgateway.log"
+    with _serving(command, address, log, identity, auth=basic_auth) as ready:
         yield ready
 
 
@@ -134,7 +176,8 @@ def prometheus(folder: Path, scrape: str, rules: Path) -> Iterator[str]:
         f"--storage.tsdb.path={folder / 'data'}",
         f"--web.listen-address={address}",
     ]
-    with _serving(command, address, folder / "prometheus.log") as ready:
+    identity = Identity("/api/v1/status/flags", "storage.tsdb.path", str(folder / "data"))
+    with _serving(command, address, folder / "prometheus.log", identity) as ready:
         yield ready
 
 
