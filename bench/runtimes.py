@@ -11,7 +11,8 @@ round by round over the same 16 rounds (`rounds.medians_ns`), the median of the 
 with the sign test's 95 % interval, so the host's drift falls on both alike. Beside them:
 each runtime's conversion (`timings.conversion_s`: inductor's compile, aotinductor's export,
 build and load, onnxruntime's export and session; the first in a process pays the imports)
-and what ran (`applied.runtime_proof`). `--smoke` runs tiny-mlp at fp32, eager against
+and what ran (`applied.runtime_proof`), and the share of the timed loops the pod waited in
+the run queue (`contention.run_queue_wait_s`). `--smoke` runs tiny-mlp at fp32, eager against
 onnxruntime, for 0.05 s, for the test-suite (tests/bench/).
 """
 
@@ -48,12 +49,23 @@ def _runtime(result: OkResult) -> str:
     return str(result.variant.runtime)
 
 
+def _waited(result: OkResult) -> str:
+    """The share of the pod's timed loops its process spent runnable but off the CPU: the
+    host's load lengthens a long call more than a short one (a 9 ms call spans scheduler
+    slices a 1.4 ms one fits in), so a ratio between runtimes holds only where this is near
+    zero (docs/decisions/runtime.md: the 19x on tiny-cnn was 6.8x on a quiet host)."""
+    used = result.contention
+    if used is None or used.run_queue_wait_s is None or used.wall_s == 0:
+        return "run queue not read"
+    return f"run queue {used.run_queue_wait_s / used.wall_s:.0%} of the timed loops"
+
+
 def rows(group: list[OkResult]) -> list[str]:
     """One combination's lines: each runtime's p50, conversion and proof, then every pair's
     ratio."""
     first = group[0].variant
     assert first is not None
-    lines = [f"{first.model} {first.precision} batch {first.batch_size}"]
+    lines = [f"{first.model} {first.precision} batch {first.batch_size}  ({_waited(group[0])})"]
     for result in group:
         timings, applied = result.timings, result.applied
         conversion = timings.converting_s if timings else None

@@ -32,7 +32,7 @@ RUNS = [
     pytest.param("accuracy_cost", "accuracy pass share of pod wall time", id="accuracy_cost"),
     pytest.param("quantization", "q / none time", id="quantization"),
     pytest.param("compiled", "inductor / eager, paired", id="compiled"),
-    pytest.param("runtimes", "runtime vs runtime, paired", id="runtimes"),
+    pytest.param("runtimes", "run queue", id="runtimes"),
     pytest.param("pipeline_stages", "chain / model alone", id="pipeline_stages"),
     pytest.param(
         "large_models",
