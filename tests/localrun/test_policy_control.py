@@ -14,72 +14,24 @@ throttled, stopped early) is "undecided" with the machine's reason, which the te
 a wrong "held" or "not held" they never accept.
 """
 
-import json
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
-import yaml
-from click.testing import CliRunner
 
-from benchfleet.collector import cli as collector_cli
 from contract.proportions import MISS_TOLERANCE
-from localrun.__main__ import main
-from tests.conftest import REPO_ROOT
+from tests.localrun.policy import (
+    MISSED_QUERIES,
+    RATE_HZ,
+    SHORT_DEADLINE_S,
+    policy_root,
+    try_policy,
+)
 
-WORKFLOW: Final = "policy-pipeline"
-POLICY = REPO_ROOT / "dist" / "us-east" / "workloads" / f"{WORKFLOW}.yaml"
-RATE_HZ: Final = 50.0
 HELD_QUERIES: Final = 250
 """5 s at 50 Hz: a chain of about 1 ms has 19 ms to spare in each period."""
-MISSED_QUERIES: Final = 60
-"""Enough for the miss rate's interval to lie above 0.1 % when every query misses (Wilson's
-low end of 60 of 60 is 94 %)."""
-SHORT_DEADLINE_S: Final = 0.0001
-"""0.1 ms: shorter than the preprocess alone takes here (about 0.3 ms), so no query can make it."""
 MACHINE_REASON: Final = ": the machine, not the model"
 MACHINE_FLAGS: Final = {"contended", "cpu_throttled", "gpu_throttled", "stopped_early"}
-
-
-def policy_root(tmp_path: Path, *, queries: int, deadline_s: float) -> Path:
-    """A repository root whose dist/ holds policy-pipeline at RATE_HZ for `queries` queries."""
-    documents = list(yaml.safe_load_all(POLICY.read_text(encoding="utf-8")))
-    phase = {"min_iterations": queries, "min_time_s": 0.0, "max_iterations": queries}
-    for document in documents:
-        if (
-            document
-            and document["kind"] == "ConfigMap"
-            and "config.json" in document.get("data", {})
-        ):
-            config = json.loads(document["data"]["config.json"])
-            config["warmup"] = {**phase, "min_iterations": 5, "max_iterations": 20} | {
-                "max_time_s": 10.0
-            }
-            config["measure"] = phase | {"max_time_s": 60.0}
-            config["scenario"] = {
-                "kind": "fixed_rate",
-                "rate_hz": RATE_HZ,
-                "deadline_s": deadline_s,
-            }
-            document["data"]["config.json"] = json.dumps(config)
-    target = tmp_path / "repo" / POLICY.relative_to(REPO_ROOT)
-    target.parent.mkdir(parents=True)
-    target.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
-    return tmp_path / "repo"
-
-
-def run_and_report(root: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """The local try's text report, its one control answer and its variant, from the JSON
-    report of what the try stored."""
-    run = CliRunner().invoke(main, [WORKFLOW, "--root", str(root)])
-    assert run.exit_code == 0, run.output
-    report = CliRunner().invoke(
-        collector_cli, ["--root", str(root), "report", "--workflow", WORKFLOW, "--format", "json"]
-    )
-    assert report.exit_code == 0, report.output
-    document = json.loads(report.output)
-    (answer,) = document["control"]
-    return run.stdout, answer, document["variants"][answer["row"]]
 
 
 def disturbed(answer: dict[str, Any], variant: dict[str, Any]) -> bool:
@@ -120,7 +72,7 @@ def assert_numbers(
 @pytest.mark.slow
 def test_a_rate_the_policy_holds_is_never_called_held_on_too_few_queries(tmp_path: Path) -> None:
     root = policy_root(tmp_path, queries=HELD_QUERIES, deadline_s=1 / RATE_HZ)
-    text, answer, variant = run_and_report(root)
+    text, answer, variant = try_policy(root)
     assert_numbers(text, answer, variant, HELD_QUERIES)
     # Exactly the right answer, or the machine's: never held (250 queries cannot show a
     # p99.9) and never not held (the chain has 19 ms to spare in each period).
@@ -135,7 +87,7 @@ def test_a_rate_the_policy_holds_is_never_called_held_on_too_few_queries(tmp_pat
 @pytest.mark.slow
 def test_a_rate_the_policy_cannot_hold_is_not_held_by_its_miss_rate(tmp_path: Path) -> None:
     root = policy_root(tmp_path, queries=MISSED_QUERIES, deadline_s=SHORT_DEADLINE_S)
-    text, answer, variant = run_and_report(root)
+    text, answer, variant = try_policy(root)
     assert_numbers(text, answer, variant, MISSED_QUERIES)
     scenario = variant["scenario"]
     assert scenario["misses"] == MISSED_QUERIES and scenario["longest_miss_run"] == MISSED_QUERIES
