@@ -69,13 +69,10 @@ def assert_numbers(
     assert_stage_split(text, variant)
 
 
-@pytest.mark.slow
-def test_a_rate_the_policy_holds_is_never_called_held_on_too_few_queries(tmp_path: Path) -> None:
-    root = policy_root(tmp_path, queries=HELD_QUERIES, deadline_s=1 / RATE_HZ)
-    text, answer, variant = try_policy(root)
+def assert_held_rate(text: str, answer: dict[str, Any], variant: dict[str, Any]) -> None:
+    """The held rate's short run: exactly the right answer, or the machine's. Never held (250
+    queries cannot show a p99.9), never not held (the chain has 19 ms to spare each period)."""
     assert_numbers(text, answer, variant, HELD_QUERIES)
-    # Exactly the right answer, or the machine's: never held (250 queries cannot show a
-    # p99.9) and never not held (the chain has 19 ms to spare in each period).
     right = (
         answer["held"] == "undecided"
         and answer["why"] == "too few queries for a reliable p99.9 (10,000)"
@@ -84,10 +81,9 @@ def test_a_rate_the_policy_holds_is_never_called_held_on_too_few_queries(tmp_pat
     assert right or disturbed(answer, variant), (answer, variant["flag_reasons"])
 
 
-@pytest.mark.slow
-def test_a_rate_the_policy_cannot_hold_is_not_held_by_its_miss_rate(tmp_path: Path) -> None:
-    root = policy_root(tmp_path, queries=MISSED_QUERIES, deadline_s=SHORT_DEADLINE_S)
-    text, answer, variant = try_policy(root)
+def assert_missed_rate(text: str, answer: dict[str, Any], variant: dict[str, Any]) -> None:
+    """The deadline no query makes: every query counted missed, and not held by the miss
+    rate's interval, or the machine's answer."""
     assert_numbers(text, answer, variant, MISSED_QUERIES)
     scenario = variant["scenario"]
     assert scenario["misses"] == MISSED_QUERIES and scenario["longest_miss_run"] == MISSED_QUERIES
@@ -95,3 +91,15 @@ def test_a_rate_the_policy_cannot_hold_is_not_held_by_its_miss_rate(tmp_path: Pa
     assert low > MISS_TOLERANCE
     right = answer["held"] == "not held" and answer["why"].startswith(f"missed {low:.2%} or more")
     assert right or disturbed(answer, variant), (answer, variant["flag_reasons"])
+
+
+@pytest.mark.slow
+def test_a_rate_the_policy_holds_is_never_called_held_on_too_few_queries(tmp_path: Path) -> None:
+    root = policy_root(tmp_path, queries=HELD_QUERIES, deadline_s=1 / RATE_HZ)
+    assert_held_rate(*try_policy(root))
+
+
+@pytest.mark.slow
+def test_a_rate_the_policy_cannot_hold_is_not_held_by_its_miss_rate(tmp_path: Path) -> None:
+    root = policy_root(tmp_path, queries=MISSED_QUERIES, deadline_s=SHORT_DEADLINE_S)
+    assert_missed_rate(*try_policy(root))
