@@ -43,7 +43,7 @@ def gathered_answer(
         kubeconfig=kubeconfig,
     )  # fmt: skip
     assert gathered.exit_code == 0, gathered.output
-    assert "stored 1 variant runs" in gathered.output
+    assert "stored 1 variant run " in gathered.output, gathered.output
     text = repo.collector("report", "--workflow", workflow, kubeconfig=kubeconfig)
     assert text.exit_code == 0, text.output
     report = repo.collector(
