@@ -28,4 +28,6 @@ def wilson_interval(hits: int, trials: int, z: float = Z_95) -> tuple[float, flo
     centre = (share + z2 / (2 * trials)) / (1 + z2 / trials)
     half = z * math.sqrt(share * (1 - share) / trials + z2 / (4 * trials * trials))
     half /= 1 + z2 / trials
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # The interval holds the share exactly; rounding alone put it outside at the ends (60
+    # misses of 60 gave a high end of 0.9999999999999998, 0 of 7 a low end of 6e-17).
+    return max(0.0, min(share, centre - half)), min(1.0, max(share, centre + half))

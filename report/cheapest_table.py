@@ -5,6 +5,7 @@ cannot, each saying why."""
 from collections.abc import Sequence
 
 from report.cheapest import Candidate, CheapestHolder
+from report.stage_split import stage_names, stage_notes, stage_p50_cell, stage_p50_columns
 from report.table import Column, Table, format_ms
 
 
@@ -28,6 +29,9 @@ def cheapest_table(holders: Sequence[CheapestHolder]) -> Table | None:
     if not holders:
         return None
     currency = next((holder.currency for holder in holders if holder.currency), None)
+    stages = stage_names(
+        [candidate.row for holder in holders for candidate in (*holder.ranked, *holder.left_out)]
+    )
     rows = []
     for holder in holders:
         for candidate in (*holder.ranked, *holder.left_out):
@@ -43,6 +47,7 @@ def cheapest_table(holders: Sequence[CheapestHolder]) -> Table | None:
                     _cost(candidate),
                     _against(candidate, holder),
                     "?" if candidate.p99_9_ms is None else format_ms(candidate.p99_9_ms),
+                    *(stage_p50_cell(candidate.row, name) for name in stages),
                     candidate.why,
                 )
             )
@@ -59,6 +64,7 @@ def cheapest_table(holders: Sequence[CheapestHolder]) -> Table | None:
             Column(f"{currency or 'cost'} an hour", is_numeric=True),
             Column("x the cheapest", is_numeric=True),
             Column("p99.9 ms", is_numeric=True),
+            *stage_p50_columns(stages),
             Column("why"),
         ),
         rows=tuple(rows),
@@ -69,5 +75,6 @@ def cheapest_table(holders: Sequence[CheapestHolder]) -> Table | None:
             "Only a variant that held, is priced and is not known to fail its accuracy gate "
             "can win; within its gate ranks before accuracy not measured. Not held, "
             "undecided (a disturbed machine, too few queries) and outside the gate never win.",
+            *stage_notes(stages),
         ),
     )

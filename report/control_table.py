@@ -4,6 +4,7 @@ from collections.abc import Sequence
 
 from contract.proportions import MISS_TOLERANCE
 from report.control import ControlAnswer
+from report.stage_split import stage_names, stage_notes, stage_p50_cell, stage_p50_columns
 from report.table import KEY_HEADINGS, Column, Table, columns, format_ms, interval, key_cells
 
 
@@ -11,6 +12,7 @@ def control_table(answers: Sequence[ControlAnswer]) -> Table | None:
     """Held or not, per fixed-rate variant; None without any."""
     if not answers:
         return None
+    stages = stage_names([answer.row for answer in answers])
     return Table(
         title="Control loops: does it hold the rate?",
         columns=(
@@ -29,6 +31,7 @@ def control_table(answers: Sequence[ControlAnswer]) -> Table | None:
                     "longest miss run",
                 )
             ),
+            *stage_p50_columns(stages),
             Column("why"),
         ),
         rows=tuple(
@@ -43,6 +46,7 @@ def control_table(answers: Sequence[ControlAnswer]) -> Table | None:
                 "" if answer.p99_9_interval is None else interval(*answer.p99_9_interval),
                 format_ms(answer.jitter_ms),
                 str(answer.longest_miss_run),
+                *(stage_p50_cell(answer.row, name) for name in stages),
                 answer.why,
             )
             for answer in answers
@@ -57,5 +61,6 @@ def control_table(answers: Sequence[ControlAnswer]) -> Table | None:
             "p99.9 ?: fewer than 10,000 queries, too few for it. Its 95% CI: the order "
             "statistics a Binomial(n, 0.999) count allows, from the stored per-query "
             "latencies.",
+            *stage_notes(stages),
         ),
     )

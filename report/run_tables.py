@@ -2,7 +2,7 @@
 the Jobs and where their numbers come from, start-up and memory per target, and energy."""
 
 from collections.abc import Sequence
-from typing import Final, get_args
+from typing import Final
 
 from contract.clocks import CLOCK_TOLERANCE
 from contract.fingerprint import Fingerprint
@@ -12,6 +12,7 @@ from contract.variant import SETTING_FIELDS, VariantRef
 from report.estimates import PlanCheck
 from report.machines import MachineLack
 from report.model import FailedVariant, JobSummary, VariantRow
+from report.stage_split import stage_names, stage_p50_cell
 from report.startup import Startup
 from report.table import (
     KEY_HEADINGS,
@@ -442,9 +443,7 @@ def stages_table(rows: Sequence[VariantRow]) -> Table | None:
     staged = [row for row in rows if row.stages]
     if not staged:
         return None
-    names = [
-        name for name in get_args(StageName) if any(name in (row.stages or {}) for row in staged)
-    ]
+    names = stage_names(staged)
     return Table(
         title="Stages",
         columns=(
@@ -476,9 +475,7 @@ def stages_table(rows: Sequence[VariantRow]) -> Table | None:
 
 def _stage_cells(row: VariantRow, name: StageName) -> tuple[str, str]:
     stage = row.stages.get(name) if row.stages else None
-    if stage is None:
-        return "-", "-"
-    return significant(stage.p50_ms, 3), f"{stage.share:.0%}"
+    return stage_p50_cell(row, name), "-" if stage is None else f"{stage.share:.0%}"
 
 
 def _went_by(check: PlanCheck) -> str:

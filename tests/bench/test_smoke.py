@@ -45,6 +45,7 @@ RUNS = [
     pytest.param("collector_gather", "gather / per-Job loop wall time", id="collector_gather"),
     pytest.param("trend_noise", "false alarms over", id="trend_noise"),
     pytest.param("fixed_rate", "issue clock at 100 Hz", id="fixed_rate"),
+    pytest.param("policy_control", "deadline one period", id="policy_control"),
     pytest.param("report_scale", "peak MiB", id="report_scale"),
     pytest.param(
         "cluster_gather", "gather / per pod", marks=pytest.mark.cluster, id="cluster_gather"

@@ -175,6 +175,14 @@ def test_wilson_interval_matches_its_textbook_values() -> None:
         wilson_interval(3, 2)
 
 
+@pytest.mark.parametrize("trials", [1, 7, 60, 1000, 10_000])
+def test_wilson_interval_holds_the_share_itself_at_both_ends(trials: int) -> None:
+    """Every query missed is a miss rate of 1 inside its interval, none missed 0: rounding
+    alone put 60 of 60 outside (a high end of 0.9999999999999998)."""
+    assert wilson_interval(trials, trials)[1] == 1.0
+    assert wilson_interval(0, trials)[0] == 0.0
+
+
 def test_the_test_hook_reads_its_delays_and_refuses_anything_else() -> None:
     assert injected_delays({}) == {}
     assert injected_delays({INJECT_ENV: "3:0.08, 11:0.2"}) == {3: 0.08, 11: 0.2}
