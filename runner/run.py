@@ -481,7 +481,7 @@ def _prepare(
     # call, a compiled variant's eager first call (its compiled code's first is timed).
     counted = kernels.CountedFirst(step, report, variant.describe())
     eager = variant.runtime is Runtime.EAGER
-    converted: _InRuntime | None = None
+    converted: runtimes.Converted | None = None
     # An eager variant's first call is its warm-up's first; a compiled variant's eager first
     # call is made on the way to its compile.
     progress.begin([variant], "warmup" if eager else "compile")
@@ -566,17 +566,6 @@ def _model_tensors(
     return tensors
 
 
-@dataclass(frozen=True)
-class _InRuntime:
-    """A variant's module in its runtime (not eager): what to call, the conversion's seconds,
-    what runs, and inductor's compile where that is the runtime."""
-
-    call: Callable[..., object]
-    seconds: float
-    proof: list[str]
-    compiled: compiling.CompiledModule | None = None
-
-
 def _in_runtime(
     module: torch.fx.GraphModule,
     inputs: tuple[torch.Tensor, ...],
@@ -585,7 +574,7 @@ def _in_runtime(
     *,
     device: torch.device,
     scratch: Path,
-) -> _InRuntime:
+) -> runtimes.Converted:
     if variant.runtime is Runtime.INDUCTOR:
         compiled = compiling.compile_module(
             module, variant.runtime, device, lambda run: run(*inputs), variant.describe()
@@ -596,8 +585,8 @@ def _in_runtime(
             f"{applied.cache_hits} from its cache",
             applied.toolchain,
         ]
-        return _InRuntime(compiled.module, compiled.seconds, proof, compiled)
-    converted = runtimes.convert(
+        return runtimes.Converted(compiled.module, compiled.seconds, proof, compiled)
+    return runtimes.convert(
         module,
         inputs=inputs,
         output=output,
@@ -605,7 +594,6 @@ def _in_runtime(
         device=device,
         scratch=scratch / "runtimes",
     )
-    return _InRuntime(converted.call, converted.seconds, converted.proof)
 
 
 def _timed(

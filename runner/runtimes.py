@@ -25,18 +25,20 @@ import torch
 from torch.utils import _pytree as pytree
 
 from contract.variant import Runtime
-from runner.compiling import toolchain
+from runner.compiling import CompiledModule, toolchain
 from runner.errors import RuntimeFailed, UnsupportedVariant
 
 
 @dataclass(frozen=True)
 class Converted:
     """A variant's module in its runtime: a callable of the variant's inputs that returns
-    outputs shaped as the program's, what converting it took and what runs."""
+    outputs shaped as the program's, what converting it took and what runs, and inductor's
+    compile where that is the runtime."""
 
     call: Callable[..., object]
     seconds: float
     proof: list[str]
+    compiled: CompiledModule | None = None
 
 
 _OUT_OF_MEMORY: Final = (MemoryError, torch.OutOfMemoryError)
