@@ -105,6 +105,13 @@ class _PlainLogFormatter(LogFormatter):
         return f"{x:g}" if super().__call__(x, pos) else ""
 
 
+def _log_x(axes: Axes) -> None:
+    """A log x axis with plain tick labels."""
+    axes.set_xscale("log")
+    axes.xaxis.set_major_formatter(_PlainLogFormatter())
+    axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
+
+
 def plot_text(text: str) -> str:
     """A user's name as a plot may draw it (a `$` would start mathtext)."""
     return text.replace("$", r"\$")
@@ -144,9 +151,7 @@ def _latency_plot(rows: Sequence[VariantRow], names: Sequence[str]) -> bytes:
         shownotches=True,
         showfliers=True,
     )
-    axes.set_xscale("log")
-    axes.xaxis.set_major_formatter(_PlainLogFormatter())
-    axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    _log_x(axes)
     axes.invert_yaxis()
     axes.set_xlabel("latency per iteration (ms, log scale)")
     return figure_png(figure)
@@ -507,9 +512,7 @@ def _cost_plot(axes: Axes, points: Sequence[CostPoint], currency: str) -> None:
                 fontsize="x-small",
             )
     # Only latency is on a log axis: a free target (a price of 0) has no place on one.
-    axes.set_xscale("log")
-    axes.xaxis.set_major_formatter(_PlainLogFormatter())
-    axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    _log_x(axes)
     axes.set_title(plot_text(points[0].model), fontsize="small")
     axes.set_xlabel("p50 ms per sample (log; 95% CI)")
     axes.set_ylabel(f"{plot_text(currency)} per {INFERENCES:,} inferences")
@@ -630,9 +633,7 @@ def _p99_9_cost_plot(axes: Axes, holder: CheapestHolder) -> None:
                 textcoords="offset points",
                 fontsize="x-small",
             )
-    axes.set_xscale("log")
-    axes.xaxis.set_major_formatter(_PlainLogFormatter())
-    axes.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    _log_x(axes)
     axes.set_title(plot_text(f"{holder.model} at {holder.rate_hz:g} Hz"), fontsize="small")
     axes.set_xlabel("p99.9 ms (log)")
     axes.set_ylabel(f"{plot_text(holder.currency or '')} an hour")
