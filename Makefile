@@ -14,7 +14,7 @@ CHECKOV := $(VENV)/tools/checkov/bin/checkov
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[runner,runtimes,synth,collector,oci,dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[runner,runtimes,synth,collector,oci,lake,dev]'
 	# checkov pins dozens of libraries of its own: it gets a venv apart from ours.
 	$(PYTHON) -m venv $(VENV)/tools/checkov
 	$(VENV)/tools/checkov/bin/pip install --quiet --disable-pip-version-check checkov==3.3.30
