@@ -219,9 +219,9 @@ class Prices(SpecModel):
 
 
 class ResultsStore(SpecModel):
-    """An S3-compatible bucket the runners write their whole results to (docs/lake.md). The
-    credentials never pass through this repository: each workload namespace holds them in a
-    Secret the cluster's own means create."""
+    """An S3-compatible bucket the runners write their whole results to (docs/specs.md,
+    "Results store"). The credentials never pass through this repository: each workload
+    namespace holds them in a Secret the cluster's own means create."""
 
     url: Annotated[str, LakeUrlRule()]
     """`s3://BUCKET/PREFIX`: the bucket and the folder inside it; no credentials."""

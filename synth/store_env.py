@@ -1,6 +1,7 @@
-"""What a runner's container is given of its cluster's results store (docs/lake.md): the
-standard AWS variables its client is built from, the credentials from the cluster's Secret,
-and the names its objects' keys are made of (contract/lake.py's `raw_key`)."""
+"""What a runner's container is given of its cluster's results store (docs/specs.md,
+"Results store"): the standard AWS variables its client is built from, the credentials from
+the cluster's Secret, and the names its objects' keys are made of (contract/lake.py's
+`raw_key`)."""
 
 from typing import Any
 
