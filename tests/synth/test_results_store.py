@@ -23,10 +23,11 @@ from contract.lake import (
 )
 from contract.layout import FLEET_FILE, JOB_NAME_LABEL
 from synth.ca_bundles import check_ca_bundle
+from synth.cache import RenderCache
 from synth.charts.network import RESULTS_STORE_POLICY
 from synth.load import load_specs
 from synth.render import render
-from tests.model_server import Authority
+from tests.model_server import Authority, make_authority
 from tests.synth.conftest import WriteSpec, problems_in
 from tests.synth.manifests import KUBERNETES_VERSION, objects
 
@@ -261,8 +262,20 @@ def test_the_stores_ca_bundle_is_mounted_from_a_configmap_and_named_by_aws_ca_bu
     ]
 
 
-STORE_LINE = 21
-"""The line of `results_store:` in the test fleet with STORE at its end."""
+def test_an_edited_store_ca_bundle_is_not_served_from_the_render_cache(
+    spec_repo: Path, write_spec: WriteSpec, company_ca: Authority, tmp_path: Path
+) -> None:
+    bundle = spec_repo / "certs" / "store-ca.pem"
+    bundle.parent.mkdir()
+    shutil.copyfile(company_ca.certificate, bundle)
+    edit_fleet(spec_repo, fleet=STORE + "  ca_bundle: certs/store-ca.pem\n")
+    write_spec("stored.yaml", WORKFLOW)
+    cache = RenderCache(tmp_path / "cache")
+    path = PurePosixPath("dist/alpha/workloads/stored.yaml")
+    first = render(load_specs(spec_repo), cache)[path]
+    shutil.copyfile(make_authority(tmp_path / "next", "next-ca").certificate, bundle)
+    second = render(load_specs(spec_repo), cache)[path]
+    assert second != first and second == render(load_specs(spec_repo))[path]
 
 
 def problems_with(root: Path, old: str, new: str, *, alpha: str = "") -> list[str]:
