@@ -122,7 +122,7 @@ HOGGED = (
 
 
 def open_loop_flags(
-    shape: tuple[Contention, float, float], clock_late: list[str] | None = None
+    shape: tuple[Contention, float | None, float], clock_late: list[str] | None = None
 ) -> Validity:
     measured, busy_wait_s, busy_s = shape
     return validity(
