@@ -30,6 +30,10 @@ RESULTS_URL_ENV: Final = "BENCHFLEET_RESULTS_URL"
 """The lake a runner writes its results to, set by synth where the cluster has a store."""
 POD_NAME_ENV: Final = "BENCHFLEET_POD_NAME"
 """The pod's own name (the downward API's), which names a runner's attempt."""
+CLUSTER_ENV: Final = "BENCHFLEET_CLUSTER"
+"""The cluster a pod runs on, as the fleet names it: a folder of its raw objects' keys."""
+JOB_NAME_ENV: Final = "BENCHFLEET_JOB_NAME"
+"""The Job a pod belongs to: a folder of its raw objects' keys."""
 ENDPOINT_ENV: Final = "AWS_ENDPOINT_URL"
 REGION_ENV: Final = "AWS_REGION"
 CA_BUNDLE_ENV: Final = "AWS_CA_BUNDLE"
@@ -144,7 +148,6 @@ def run_key(lake: LakeUrl, *, workflow: str, cluster: str, date: str, job: str, 
         f"date={_segment(date, 'date')}",
         f"{_segment(job, 'job')}.{ext}",
     )
-
 
 
 class StoredObject(BaseModel):
