@@ -28,7 +28,6 @@ from contract.lake import (
     StoredObject,
     parse_lake_url,
     raw_key,
-    sha256_of,
 )
 from contract.result import STORE_ERROR_LIMIT, BenchResult, result_json
 
@@ -38,8 +37,12 @@ STORE_BUDGET_S: Final = 60.0
 """The most a pod spends on its store, all its variants together: each write waits at most
 what is left of it, and once it is spent no variant tries."""
 
-Put = Callable[[str, bytes], None]
-"""Writes bytes at a key of the lake's bucket once; raises where it could not."""
+LIMITS: Final = objectstore.Limits(connect_s=5.0, read_s=20.0, attempts=2)
+"""Each request's bounds: a store that answers slowly but answers gets a second try within
+the budget; one that hangs is cut by the budget first."""
+
+Put = Callable[[str, bytes], StoredObject]
+"""Writes bytes at a key of the lake's bucket once (the object it holds); raises where not."""
 
 
 @dataclass(frozen=True)
@@ -74,19 +77,19 @@ def attempt_from(env: Mapping[str, str], workflow: str) -> Attempt:
     return attempt
 
 
-def _client_put(env: Mapping[str, str], bucket: str) -> Put:
-    """A put-once into `bucket` through the one client builder (contract/objectstore.py),
-    which reads the standard AWS variables, bounds each request's time and loads boto3
-    only now, for a pod whose env names a store."""
-    client = objectstore.client_from_env(env)
-    return lambda key, data: objectstore.put_once(client, bucket, key, data)
+def _connect(env: Mapping[str, str], lake: LakeUrl) -> Put:
+    """A put-once into `lake`'s bucket through the one client (contract/objectstore.py),
+    built from the standard AWS variables with `LIMITS`: boto3 is loaded only now."""
+    store = objectstore.ObjectStore.for_lake(lake, env, LIMITS)
+    return store.put_once
 
 
 def _reason(error: BaseException) -> str:
-    """A failed write in words: the store's classified reason where it gave one."""
+    """A failed write in words, its kind first: the store's classified reason where it gave
+    one (masked), the exception's type otherwise."""
     if isinstance(error, objectstore.StoreError):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
+        return f"{error.kind.value}: {error}"
+    return f"{objectstore.StoreErrorKind.OTHER.value}: {type(error).__name__}: {error}"
 
 
 class ResultLake:
@@ -118,7 +121,7 @@ class ResultLake:
         except LakeUrlError as error:
             log.error("results are not stored in the lake: %s", error)
             return cls(None, None, problem=str(error))
-        return cls(attempt, lambda: _client_put(env, attempt.lake.bucket))
+        return cls(attempt, lambda: _connect(env, attempt.lake))
 
     def store(self, result: BenchResult) -> BenchResult:
         """`result` with where the lake holds it (`stored`) or why it does not
@@ -148,14 +151,13 @@ class ResultLake:
         if left <= 0:
             return f"not tried: the {self._budget_s:g} s the pod gives its store are spent"
         key = self._attempt.key(variant)
-        outcome: list[BaseException | None] = []
+        outcome: list[StoredObject | BaseException] = []
 
         def write() -> None:
             try:
                 if self._put is None:
                     self._put = connect()
-                self._put(key, data)
-                outcome.append(None)
+                outcome.append(self._put(key, data))
             except Exception as error:
                 outcome.append(error)
 
@@ -169,6 +171,6 @@ class ResultLake:
         if not outcome:
             self._spent_s = self._budget_s
             return f"timed out: no answer within the {left:.1f} s left of the store's budget"
-        if outcome[0] is not None:
+        if isinstance(outcome[0], BaseException):
             return _reason(outcome[0])
-        return StoredObject(key=key, sha256=sha256_of(data), bytes=len(data))
+        return outcome[0]
