@@ -36,11 +36,12 @@ from tests.runner.test_main import run_main, write_config
 SECRET = "wJalrXUtnFEMI-never-printed"
 
 
-def _refused_port() -> int:
-    """A loopback port nothing listens on: a store that is down."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A loopback port bound but never listening, so nobody takes it: a store that is down."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield int(held.getsockname()[1])
 
 
 def lake_env(endpoint: str, **overrides: str) -> dict[str, str]:
@@ -90,8 +91,9 @@ def test_a_store_that_is_down_costs_the_result_nothing_and_says_so(
     models_dir: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    refused_port: int,
 ) -> None:
-    for name, value in lake_env(f"http://127.0.0.1:{_refused_port()}").items():
+    for name, value in lake_env(f"http://127.0.0.1:{refused_port}").items():
         monkeypatch.setenv(name, value)
     code, result, message = run_main(
         capsys, write_config(make_config(), tmp_path), models_dir, tmp_path
