@@ -37,6 +37,11 @@ STORE_BUDGET_S: Final = 60.0
 """The most a pod spends on its store, all its variants together: each write waits at most
 what is left of it, and once it is spent no variant tries."""
 
+NOT_TRIED: Final = "not_tried"
+"""`store_error`'s kind where the budget was spent before this variant's write."""
+UNADDRESSED: Final = "unaddressed"
+"""`store_error`'s kind where the pod's env names a store but no key can be made (a bad
+URL, a missing name); every other kind is the store's (contract.objectstore.StoreErrorKind)."""
 LIMITS: Final = objectstore.Limits(connect_s=5.0, read_s=20.0, attempts=2)
 """Each request's bounds: a store that answers slowly but answers gets a second try within
 the budget; one that hangs is cut by the budget first."""
@@ -120,7 +125,7 @@ class ResultLake:
             attempt = attempt_from(env, workflow)
         except LakeUrlError as error:
             log.error("results are not stored in the lake: %s", error)
-            return cls(None, None, problem=str(error))
+            return cls(None, None, problem=f"{UNADDRESSED}: {error}")
         return cls(attempt, lambda: _connect(env, attempt.lake))
 
     def store(self, result: BenchResult) -> BenchResult:
@@ -149,7 +154,7 @@ class ResultLake:
         connect = self._connect
         left = self._budget_s - self._spent_s
         if left <= 0:
-            return f"not tried: the {self._budget_s:g} s the pod gives its store are spent"
+            return f"{NOT_TRIED}: the {self._budget_s:g} s the pod gives its store are spent"
         key = self._attempt.key(variant)
         outcome: list[StoredObject | BaseException] = []
 
@@ -170,7 +175,8 @@ class ResultLake:
         self._spent_s += time.monotonic() - started
         if not outcome:
             self._spent_s = self._budget_s
-            return f"timed out: no answer within the {left:.1f} s left of the store's budget"
+            timed_out = objectstore.StoreErrorKind.TIMED_OUT.value
+            return f"{timed_out}: no answer within the {left:.1f} s left of the store's budget"
         if isinstance(outcome[0], BaseException):
             return _reason(outcome[0])
         return outcome[0]

@@ -127,8 +127,8 @@ def test_a_hanging_store_gets_its_budget_and_no_more(hanging_store: str) -> None
     assert lake is not None
     lake = ResultLake(lake._attempt, lake._connect, budget_s=1.0)
     first, second = (lake.store(_failure(index)) for index in (0, 1))
-    assert first.store_error is not None and first.store_error.startswith("timed out: ")
-    assert second.store_error is not None and second.store_error.startswith("not tried: ")
+    assert first.store_error is not None and first.store_error.startswith("timed_out: ")
+    assert second.store_error is not None and second.store_error.startswith("not_tried: ")
     assert first.model_copy(update={"store_error": None}) == _failure(0), "nothing else changed"
 
 
@@ -147,7 +147,8 @@ def test_a_store_the_pod_cannot_address_is_each_results_store_error(
     lake = ResultLake.from_env(lake_env("http://127.0.0.1:9", **change), "test")
     assert lake is not None
     stored = lake.store(_failure(0))
-    assert stored.store_error is not None and words in stored.store_error
+    assert stored.store_error is not None and stored.store_error.startswith("unaddressed: ")
+    assert words in stored.store_error
     assert SECRET not in stored.store_error
 
 
