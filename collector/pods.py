@@ -20,9 +20,11 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
+from collector.lakerefs import Reference, references
 from contract.errors import ERROR_TYPES, ExitCode
 from contract.fingerprint import image_digest
 from contract.instant import EARLIEST, instant
+from contract.lake import StoredObject
 from contract.layout import COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from contract.progress import parse_progress
 from contract.records import PodStart
@@ -45,7 +47,7 @@ Object = Mapping[str, Any]
 Phase = Literal["pending", "running", "succeeded", "failed", "preempted"]
 """Where an attempt stands. `preempted`: disrupted (DisruptionTarget), which synth's
 podFailurePolicy ignores, so the Job replaces the pod without spending a retry."""
-ResultSource = Literal["termination-message", "log"]
+ResultSource = Literal["termination-message", "log", "lake"]
 
 RUNNER: Final = "runner"
 _IMAGE_PULL: Final = frozenset(
@@ -89,6 +91,12 @@ class ResultReading:
     newer: tuple[str, ...] = ()
     """Results written by a newer runner than this collector reads, as they arrived (JSON):
     kept for a later collector, never taken for a broken result."""
+    from_lake: Mapping[int, StoredObject] = field(default_factory=dict)
+    """The variants (by index) whose result here is the whole one their runner wrote to the
+    lake, each with the object it was read from."""
+    not_from_lake: Mapping[int | None, str] = field(default_factory=dict)
+    """Why the lake gave no whole result for a variant (by index; None: for any of the pod's)
+    whose runner wrote one, in words."""
 
     @property
     def result(self) -> BenchResult | None:
@@ -130,6 +138,10 @@ class PodState:
     image_digest: str | None = field(default=None, compare=False, repr=False)
     """The digest of the image its runner ran, as its status says (`imageID`): what the
     runner cannot know of itself, added to its results' fingerprints."""
+    references: tuple[Reference, ...] = field(default=(), compare=False, repr=False)
+    """The lake objects its termination message says its runner wrote, one per variant."""
+    reference_problem: str | None = field(default=None, compare=False, repr=False)
+    """What was wrong with a reference the termination message holds, in words."""
 
 
 _HELD_METADATA: Final = (
@@ -240,7 +252,7 @@ def _no_message(pod: Object) -> str:
 def _from_termination_message(message: str) -> ResultReading:
     if message.lstrip().startswith("{"):
         text = message.strip()
-        result, problem = _parse(text, "the termination message")
+        result, problem = parse_text(text, "the termination message")
         newer = (text,) if result is None and _newer_version(text) else ()
         source: ResultSource | None = "termination-message" if result or newer else None
         return ResultReading((result,) if result else (), source, problem, newer=newer)
@@ -258,7 +270,7 @@ def _all_from_log(text: str, where: str) -> ResultReading:
     results, problems, newer = [], [], []
     for number, line in enumerate(found, 1):
         at = "the result line" if len(found) == 1 else f"result line {number}"
-        result, problem = _parse(line, f"{at} of {where}")
+        result, problem = parse_text(line, f"{at} of {where}")
         if result is not None:
             results.append(result)
         elif _newer_version(line):
@@ -310,7 +322,7 @@ def _newer_words(version: int) -> str:
     )
 
 
-def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
+def parse_text(text: str, where: str) -> tuple[BenchResult | None, str | None]:
     """The result in `text`, or why there is none.
 
     The model in strict mode decides first: the schema is generated from it, and strict mode
@@ -384,6 +396,7 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
     status = pod.get("status", {})
     terminated = runner_terminated(pod)
     message = message_reading(pod)
+    stored, stored_problem = references(terminated.get("message"))
     disruption = condition(pod, "DisruptionTarget")
     phase: Phase
     # The runner's own end decides: a sidecar (an injected istio-proxy) keeps the pod Running
@@ -417,6 +430,8 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
         message=message,
         start=pod_start(pod),
         image_digest=image_digest(_runner_status(pod).get("imageID")),
+        references=stored,
+        reference_problem=stored_problem,
     )
 
 

@@ -1,0 +1,199 @@
+"""Whole results from the lake: the object a pod's runner wrote for each variant, read by the
+reference its termination message gives (`stored`: key, sha256, bytes), and trusted only once
+every byte is checked.
+
+An object is read at most as many bytes as its reference says (and never more than
+MAX_RESULT_BYTES), its digest is checked before a byte of it is parsed, it is parsed strictly
+as a whole result, and it must be the very variant, Job and attempt its key and its pod
+claim. Anything else (missing, partial, another digest, a newer runner's schema, a store that
+does not answer, refuses or hangs) is a problem in words for that variant, and gather falls
+back to the termination message and the log, as before the lake.
+
+A store that cannot be reached, refuses the collector or does not answer in time is not asked
+again by the same gather: one hang costs one client timeout, not one per variant.
+"""
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Final
+
+from collector.lakerefs import Reference
+from collector.pods import parse_text
+from contract.lake import (
+    MAX_RESULT_BYTES,
+    LakeUrl,
+    LakeUrlError,
+    StoredObject,
+    raw_key,
+    sha256_of,
+)
+from contract.records import JobIdentity
+from contract.result import BenchResult
+from contract.variant import VariantRef
+
+_READERS: Final = 8
+"""Objects read at once: enough to hide a round trip, few enough to spare the store."""
+
+
+class LakeReadError(Exception):
+    """An object that cannot be read, in words; `store_wide`: the store itself failed
+    (unreachable, refused, timed out), so no other object is asked for."""
+
+    def __init__(self, words: str, *, store_wide: bool) -> None:
+        super().__init__(words)
+        self.store_wide = store_wide
+
+
+GetObject = Callable[[str, int], bytes]
+"""Reads the object at a key of the lake's bucket, at most the given bytes (one more where it
+holds more); raises LakeReadError."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What the lake gave for one reference: the whole result, or why not."""
+
+    reference: Reference
+    result: BenchResult | None
+    problem: str | None
+    """In words, naming the object: why its result was not taken from the lake."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a reference must be: the object of this variant of this Job, by this attempt."""
+
+    job: JobIdentity
+    pod: str
+    variant: VariantRef | None
+    """The variant config.json runs there; None where it is not known (then the entry's)."""
+
+
+class LakeReader:
+    """Reads whole results from one lake for one gather; counts what it read."""
+
+    def __init__(self, lake: LakeUrl, get: GetObject) -> None:
+        self.lake = lake
+        self._get = get
+        self._down: str | None = None
+        self._lock = threading.Lock()
+        self.reads = 0
+        """Objects asked of the store."""
+
+    @property
+    def down(self) -> str | None:
+        """Why the store is not asked any more in this gather, in words; None while it is."""
+        return self._down
+
+    def fetch_all(self, wanted: Iterable[tuple[Reference, Claim]]) -> list[Fetched]:
+        """Each reference's result, read a few at a time, in the order given."""
+        items = list(wanted)
+        if len(items) <= 1:
+            return [self.fetch(reference, claim) for reference, claim in items]
+        with ThreadPoolExecutor(min(_READERS, len(items)), thread_name_prefix="lake") as pool:
+            return list(pool.map(lambda item: self.fetch(*item), items))
+
+    def fetch(self, reference: Reference, claim: Claim) -> Fetched:
+        """The whole result `reference` names, checked against `claim`, or why not."""
+        where = f"the lake object {reference.stored.key}"
+        data = self._verified(reference, claim)
+        if isinstance(data, str):
+            return Fetched(reference, None, f"{where}: {data}")
+        return self._checked(reference, claim, data, where)
+
+    def _verified(self, reference: Reference, claim: Claim) -> bytes | str:
+        """The object's bytes, each checked against its reference; or why there are none."""
+        stored = reference.stored
+        mismatch = self._misnamed(reference, claim)
+        if mismatch is not None:
+            return mismatch
+        data = self._read(stored)
+        if isinstance(data, str):
+            return data
+        if len(data) != stored.bytes:
+            more = "more than " if len(data) > stored.bytes else ""
+            return (
+                f"it holds {more}{len(data)} bytes, its reference says {stored.bytes}: a "
+                "partial or another object, not trusted"
+            )
+        if (digest := sha256_of(data)) != stored.sha256:
+            return f"its bytes hash to {digest}, its reference says {stored.sha256}: not trusted"
+        return data
+
+    def _read(self, stored: StoredObject) -> bytes | str:
+        """At most the bytes the reference says, from a store still asked; or why none."""
+        if stored.bytes > MAX_RESULT_BYTES:
+            return (
+                f"its reference says {stored.bytes} bytes, more than a result may hold "
+                f"({MAX_RESULT_BYTES}): not read"
+            )
+        if self._down is not None:
+            return f"not asked for: {self._down}"
+        with self._lock:
+            self.reads += 1
+        try:
+            return self._get(stored.key, stored.bytes)
+        except LakeReadError as error:
+            if error.store_wide:
+                with self._lock:
+                    self._down = self._down or f"{error} (not asked again in this gather)"
+            return str(error)
+
+    def _checked(self, reference: Reference, claim: Claim, data: bytes, where: str) -> Fetched:
+        try:
+            text = data.decode()
+        except UnicodeDecodeError as error:
+            return Fetched(reference, None, f"{where} is not UTF-8 text: {error.reason}")
+        result, problem = parse_text(text, where)
+        if result is None:
+            return Fetched(reference, None, problem)
+        if result.compacted or result.variant is None:
+            return Fetched(reference, None, f"{where} holds no whole result of a named variant")
+        expected = claim.variant
+        if result.variant != expected and expected is not None:
+            return Fetched(
+                reference,
+                None,
+                f"{where} holds the result of variant {result.variant.id} (index "
+                f"{result.variant.index}), not of {expected.id} (index {expected.index})",
+            )
+        if (reference.index, reference.id) != (result.variant.index, result.variant.id):
+            return Fetched(
+                reference,
+                None,
+                f"{where} holds the result of variant {result.variant.id}, but the termination "
+                f"message gives it for index {reference.index}, {reference.id}",
+            )
+        return Fetched(reference, result, problem)
+
+    def _misnamed(self, reference: Reference, claim: Claim) -> str | None:
+        """Why the reference's key is not where this variant's attempt writes, in words."""
+        variant_id = claim.variant.id if claim.variant else reference.id
+        if variant_id is None:
+            return "its reference names no variant"
+        job = claim.job
+        try:
+            expected = raw_key(
+                self.lake,
+                workflow=job.workflow,
+                cluster=job.cluster,
+                job=job.job,
+                variant=variant_id,
+                attempt=claim.pod,
+            )
+        except LakeUrlError as error:
+            return f"no object of this lake can hold it: {error}"
+        if reference.stored.key != expected:
+            return (
+                f"pod {claim.pod} writes variant {variant_id} of Job {job.job} at {expected} "
+                "in this lake: another variant's, Job's or lake's object, not read"
+            )
+        return None
+
+
+def covered(fetched: Sequence[Fetched], positions: Iterable[int]) -> bool:
+    """Whether the lake gave a whole result for every variant at `positions`."""
+    found = {f.result.variant.index for f in fetched if f.result and f.result.variant}
+    return all(position in found for position in positions)
