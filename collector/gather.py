@@ -94,6 +94,18 @@ class Unfinished:
     """Its variants whose result a newer runner wrote, kept unread."""
 
 
+@dataclass
+class LakeTally:
+    """What the lake gave one gather: whole results read from it, and the variants whose
+    runner wrote one that it did not give, with why (they were stored from their pod)."""
+
+    read: int = 0
+    missed: list[tuple[str, StoredVariant]] = field(default_factory=list)
+    """(Job, the variant as stored) for each."""
+    down: str | None = None
+    """Why the store stopped being asked, where it did."""
+
+
 @dataclass(frozen=True)
 class GatherOutcome:
     """What one gather in one cluster did."""
@@ -105,19 +117,8 @@ class GatherOutcome:
     """Each finished Job's record and where it was written (None with `--keep` or unchanged)."""
     observed: tuple[ObservedJob, ...]
     unfinished: tuple[Unfinished, ...]
-    lake: "LakeTally"
-
-
-@dataclass
-class LakeTally:
-    """What the lake gave one gather: whole results read from it, and the variants whose
-    runner wrote one that it did not give, with why (they were stored from their pod)."""
-
-    read: int = 0
-    missed: list[tuple[str, StoredVariant]] = field(default_factory=list)
-    """(Job, the variant as stored) for each."""
-    down: str | None = None
-    """Why the store stopped being asked, where it did."""
+    lake: LakeTally = field(default_factory=LakeTally)
+    """What the lake gave."""
 
 
 Counts = dict[str, int]

@@ -14,7 +14,7 @@ again by the same gather: one hang costs one client timeout, not one per variant
 """
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
@@ -29,26 +29,19 @@ from contract.lake import (
     raw_key,
     sha256_of,
 )
+from contract.objectstore import Limits, ObjectStore, StoreError, StoreErrorKind
 from contract.records import JobIdentity
 from contract.result import BenchResult
 from contract.variant import VariantRef
 
 _READERS: Final = 8
 """Objects read at once: enough to hide a round trip, few enough to spare the store."""
-
-
-class LakeReadError(Exception):
-    """An object that cannot be read, in words; `store_wide`: the store itself failed
-    (unreachable, refused, timed out), so no other object is asked for."""
-
-    def __init__(self, words: str, *, store_wide: bool) -> None:
-        super().__init__(words)
-        self.store_wide = store_wide
-
-
-GetObject = Callable[[str, int], bytes]
-"""Reads the object at a key of the lake's bucket, at most the given bytes (one more where it
-holds more); raises LakeReadError."""
+LIMITS: Final = Limits(connect_s=5.0, read_s=15.0, attempts=2)
+"""How long gather waits for one object: a hanging store costs it this once (40 s)."""
+_STORE_WIDE: Final = frozenset(
+    {StoreErrorKind.UNREACHABLE, StoreErrorKind.TIMED_OUT, StoreErrorKind.DENIED}
+)
+"""Failures of the store itself, not of one object: no other object is asked for."""
 
 
 @dataclass(frozen=True)
@@ -74,9 +67,9 @@ class Claim:
 class LakeReader:
     """Reads whole results from one lake for one gather; counts what it read."""
 
-    def __init__(self, lake: LakeUrl, get: GetObject) -> None:
+    def __init__(self, lake: LakeUrl, store: ObjectStore) -> None:
         self.lake = lake
-        self._get = get
+        self._store = store
         self._down: str | None = None
         self._lock = threading.Lock()
         self.reads = 0
@@ -134,9 +127,9 @@ class LakeReader:
         with self._lock:
             self.reads += 1
         try:
-            return self._get(stored.key, stored.bytes)
-        except LakeReadError as error:
-            if error.store_wide:
+            return self._store.get(stored.key, max_bytes=stored.bytes)
+        except StoreError as error:
+            if error.kind in _STORE_WIDE:
                 with self._lock:
                     self._down = self._down or f"{error} (not asked again in this gather)"
             return str(error)
