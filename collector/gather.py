@@ -40,7 +40,7 @@ from collector.indexes import (
 from collector.job_progress import JobProgress
 from collector.kube import KubeClient, KubeError, Object
 from collector.lakeread import Claim, Fetched, LakeReader, covered
-from collector.lakerefs import Reference
+from collector.lakerefs import Reference, references
 from collector.logreads import LogReads
 from collector.logs import job_context
 from collector.metrics import ObservedJob
@@ -405,10 +405,11 @@ class Gatherer:
             pod = state.pod
             if pod is None or pod.name in self._fetched:
                 continue
-            if pod.references or pod.reference_problem:
+            named = references(pod.message)
+            if named:
                 self._fetched[pod.name] = []
             variants = dict(progress.expected.slots(state.index))
-            for reference in pod.references:
+            for reference in named.found:
                 variant = variants.get(reference.index) if reference.index is not None else None
                 wanted.append((pod.name, reference, Claim(identity, pod.name, variant)))
         if not wanted:

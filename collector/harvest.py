@@ -14,7 +14,7 @@ succeeded but whose result cannot be used is failed everywhere, not only in the 
 """
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from collector.indexes import IndexState
 from collector.lakeread import Fetched, covered
+from collector.lakerefs import references
 from collector.pods import PodState, ResultReading, ResultSource, with_log
 from contract.fingerprint import with_image_digest
 from contract.records import UNUSABLE_RESULT, StoredVariant, VariantState, with_left_out
@@ -107,14 +108,14 @@ def _reading(
         return None
     whole = bool(fetched) and covered(fetched, [slot.position for slot in group])
     if whole:
-        return with_lake(ResultReading((), None, None), fetched, None)
+        return with_lake(ResultReading((), None, None), fetched, {})
     pod = state.pod
     base = with_log(pod.message, read_log(pod.name)) if needs_log(state) else pod.message
-    return with_lake(base, fetched, pod.reference_problem)
+    return with_lake(base, fetched, references(pod.message).unwritten)
 
 
 def with_lake(
-    base: ResultReading, fetched: Sequence[Fetched], reference_problem: str | None
+    base: ResultReading, fetched: Sequence[Fetched], unwritten: Mapping[int | None, str]
 ) -> ResultReading:
     """`base` (what the pod's message and log gave) with every whole result the lake gave
     in place of the pod's copy, and why the lake gave none for the others."""
@@ -124,10 +125,9 @@ def with_lake(
         if f.result is not None and f.result.variant is not None
     }
     missing: dict[int | None, str] = {
-        f.reference.index: f.problem for f in fetched if f.result is None and f.problem
+        **unwritten,
+        **{f.reference.index: f.problem for f in fetched if f.result is None and f.problem},
     }
-    if reference_problem is not None:
-        missing[None] = reference_problem
     if not lake and not missing:
         return base
     kept = [r for r in base.results if r.variant is None or r.variant.index not in lake]
@@ -139,7 +139,7 @@ def with_lake(
         base.problem,
         tuple(o for o in base.omitted if o.index not in lake),
         base.newer,
-        from_lake={index: f.reference.stored for index, f in lake.items()},
+        from_lake={index: f.stored for index, f in lake.items() if f.stored},
         not_from_lake=missing,
     )
 

@@ -1,5 +1,5 @@
 """Whole results from the lake: the object a pod's runner wrote for each variant, read by the
-reference its termination message gives (`stored`: key, sha256, bytes), and trusted only once
+reference its termination message gives (collector/lakerefs.py), and trusted only once
 every byte is checked.
 
 An object is read at most as many bytes as its reference says (and never more than
@@ -52,6 +52,8 @@ class Fetched:
     result: BenchResult | None
     problem: str | None
     """In words, naming the object: why its result was not taken from the lake."""
+    stored: StoredObject | None = None
+    """The object the result was read from."""
 
 
 @dataclass(frozen=True)
@@ -81,35 +83,37 @@ class LakeReader:
         return self._down
 
     def fetch_all(self, wanted: Iterable[tuple[Reference, Claim]]) -> list[Fetched]:
-        """Each reference's result, read a few at a time, in the order given."""
+        """Each reference's result, in the order given: the first alone, so that a store that
+        is down, refuses or hangs is found out by one request, then the rest a few at a
+        time."""
         items = list(wanted)
         if len(items) <= 1:
             return [self.fetch(reference, claim) for reference, claim in items]
-        with ThreadPoolExecutor(min(_READERS, len(items)), thread_name_prefix="lake") as pool:
-            return list(pool.map(lambda item: self.fetch(*item), items))
+        first = self.fetch(*items[0])
+        with ThreadPoolExecutor(min(_READERS, len(items) - 1), thread_name_prefix="lake") as pool:
+            return [first, *pool.map(lambda item: self.fetch(*item), items[1:])]
 
     def fetch(self, reference: Reference, claim: Claim) -> Fetched:
         """The whole result `reference` names, checked against `claim`, or why not."""
-        where = f"the lake object {reference.stored.key}"
-        data = self._verified(reference, claim)
+        stored = self._object(reference, claim)
+        if isinstance(stored, str):
+            named = reference.key or f"of variant {reference.id}"
+            return Fetched(reference, None, f"the lake object {named}: {stored}")
+        where = f"the lake object {stored.key}"
+        data = self._verified(stored)
         if isinstance(data, str):
             return Fetched(reference, None, f"{where}: {data}")
-        return self._checked(reference, claim, data, where)
+        return self._checked(reference, claim, data, stored)
 
-    def _verified(self, reference: Reference, claim: Claim) -> bytes | str:
+    def _verified(self, stored: StoredObject) -> bytes | str:
         """The object's bytes, each checked against its reference; or why there are none."""
-        stored = reference.stored
-        mismatch = self._misnamed(reference, claim)
-        if mismatch is not None:
-            return mismatch
         data = self._read(stored)
         if isinstance(data, str):
             return data
         if len(data) != stored.bytes:
-            more = "more than " if len(data) > stored.bytes else ""
             return (
-                f"it holds {more}{len(data)} bytes, its reference says {stored.bytes}: a "
-                "partial or another object, not trusted"
+                f"it holds {len(data)} bytes, its reference says {stored.bytes}: a partial "
+                "or another object, not trusted"
             )
         if (digest := sha256_of(data)) != stored.sha256:
             return f"its bytes hash to {digest}, its reference says {stored.sha256}: not trusted"
@@ -134,7 +138,10 @@ class LakeReader:
                     self._down = self._down or f"{error} (not asked again in this gather)"
             return str(error)
 
-    def _checked(self, reference: Reference, claim: Claim, data: bytes, where: str) -> Fetched:
+    def _checked(
+        self, reference: Reference, claim: Claim, data: bytes, stored: StoredObject
+    ) -> Fetched:
+        where = f"the lake object {stored.key}"
         try:
             text = data.decode()
         except UnicodeDecodeError as error:
@@ -159,10 +166,11 @@ class LakeReader:
                 f"{where} holds the result of variant {result.variant.id}, but the termination "
                 f"message gives it for index {reference.index}, {reference.id}",
             )
-        return Fetched(reference, result, problem)
+        return Fetched(reference, result, problem, stored)
 
-    def _misnamed(self, reference: Reference, claim: Claim) -> str | None:
-        """Why the reference's key is not where this variant's attempt writes, in words."""
+    def _object(self, reference: Reference, claim: Claim) -> StoredObject | str:
+        """The object `reference` names, at the key where this variant's attempt writes (a
+        stub's key is that one); or why it names none."""
         variant_id = claim.variant.id if claim.variant else reference.id
         if variant_id is None:
             return "its reference names no variant"
@@ -178,12 +186,12 @@ class LakeReader:
             )
         except LakeUrlError as error:
             return f"no object of this lake can hold it: {error}"
-        if reference.stored.key != expected:
+        if reference.key not in (None, expected):
             return (
                 f"pod {claim.pod} writes variant {variant_id} of Job {job.job} at {expected} "
                 "in this lake: another variant's, Job's or lake's object, not read"
             )
-        return None
+        return StoredObject(key=expected, sha256=reference.sha256, bytes=reference.bytes)
 
 
 def covered(fetched: Sequence[Fetched], positions: Iterable[int]) -> bool:

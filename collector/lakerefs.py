@@ -1,16 +1,12 @@
-"""The references a termination message gives to the lake objects its runner wrote: one
-per variant (`stored`: key, sha256, bytes), beside the compacted result or its stub."""
+"""The references a termination message gives to the lake objects its runner wrote, one per
+variant (result schema 12): a result's `stored` (key, sha256, bytes), a stub's `sha256` and
+`bytes` (its key is `raw_key` of the pod's attempt, which a stub has no room for), and a
+result's `store_error` where the runner could not write it."""
 
-import json
 from dataclasses import dataclass
-from typing import Final
 
-from pydantic import ValidationError
-
-from contract.lake import StoredObject
-
-STORED_FIELD: Final = "stored"
-"""The field of a termination message's entry that names the object its runner wrote."""
+from collector.pods import ResultReading
+from contract.result import OmittedResult
 
 
 @dataclass(frozen=True)
@@ -20,43 +16,39 @@ class Reference:
     index: int | None
     """The variant's index, as the entry names it."""
     id: str | None
-    stored: StoredObject
+    key: str | None
+    """None for a stub's: where the pod's attempt writes the variant (`raw_key`)."""
+    sha256: str
+    bytes: int
 
 
-def references(message: str | None) -> tuple[tuple[Reference, ...], str | None]:
-    """The objects a termination message names (a result's or a group's), and what was wrong
-    with any reference it holds, in words (None where nothing was)."""
-    if not message or not message.lstrip().startswith(("{", "[")):
-        return (), None
-    try:
-        data = json.loads(message)
-    except ValueError:
-        return (), None
-    entries = data if isinstance(data, list) else [data]
+@dataclass(frozen=True)
+class References:
+    """What a pod's termination message says its runner wrote to the lake."""
+
+    found: tuple[Reference, ...]
+    unwritten: dict[int | None, str]
+    """Why the runner wrote no object, by variant index (its `store_error`)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.found or self.unwritten)
+
+
+def references(message: ResultReading) -> References:
+    """The objects a pod's termination message (as read) names, and why any were not
+    written."""
     found: list[Reference] = []
-    problems: list[str] = []
-    for entry in entries:
-        raw = entry.get(STORED_FIELD) if isinstance(entry, dict) else None
-        if raw is None:
+    unwritten: dict[int | None, str] = {}
+    for entry in (*message.results, *message.omitted):
+        if isinstance(entry, OmittedResult):
+            if entry.sha256 is not None and entry.bytes is not None:
+                found.append(Reference(entry.index, entry.id, None, entry.sha256, entry.bytes))
             continue
-        index, variant_id = _claimed(entry)
-        try:
-            found.append(Reference(index, variant_id, StoredObject.model_validate(raw)))
-        except ValidationError as error:
-            at = f"variant index {index}" if index is not None else "an entry"
-            problems.append(
-                f"the termination message's reference to the lake object of {at} is not one "
-                f"({error.error_count()} problems: {error.errors()[0]['msg']})"
-            )
-    return tuple(found), "; ".join(problems) or None
-
-
-def _claimed(entry: dict[str, object]) -> tuple[int | None, str | None]:
-    """The variant an entry names: a result's `variant`, a stub's own index and id."""
-    variant = entry.get("variant")
-    named = variant if isinstance(variant, dict) else entry
-    index, variant_id = named.get("index"), named.get("id")
-    return (
-        index if isinstance(index, int) else None,
-        variant_id if isinstance(variant_id, str) else None,
-    )
+        index = entry.variant.index if entry.variant else None
+        variant_id = entry.variant.id if entry.variant else None
+        if entry.stored is not None:
+            stored = entry.stored
+            found.append(Reference(index, variant_id, stored.key, stored.sha256, stored.bytes))
+        elif entry.store_error is not None:
+            unwritten[index] = f"its runner could not write it there: {entry.store_error}"
+    return References(tuple(found), unwritten)

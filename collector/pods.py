@@ -20,7 +20,6 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
-from collector.lakerefs import Reference, references
 from contract.errors import ERROR_TYPES, ExitCode
 from contract.fingerprint import image_digest
 from contract.instant import EARLIEST, instant
@@ -138,10 +137,6 @@ class PodState:
     image_digest: str | None = field(default=None, compare=False, repr=False)
     """The digest of the image its runner ran, as its status says (`imageID`): what the
     runner cannot know of itself, added to its results' fingerprints."""
-    references: tuple[Reference, ...] = field(default=(), compare=False, repr=False)
-    """The lake objects its termination message says its runner wrote, one per variant."""
-    reference_problem: str | None = field(default=None, compare=False, repr=False)
-    """What was wrong with a reference the termination message holds, in words."""
 
 
 _HELD_METADATA: Final = (
@@ -396,7 +391,6 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
     status = pod.get("status", {})
     terminated = runner_terminated(pod)
     message = message_reading(pod)
-    stored, stored_problem = references(terminated.get("message"))
     disruption = condition(pod, "DisruptionTarget")
     phase: Phase
     # The runner's own end decides: a sidecar (an injected istio-proxy) keeps the pod Running
@@ -430,8 +424,6 @@ def pod_state(pod: Object, events: Sequence[Object] = ()) -> PodState:
         message=message,
         start=pod_start(pod),
         image_digest=image_digest(_runner_status(pod).get("imageID")),
-        references=stored,
-        reference_problem=stored_problem,
     )
 
 
