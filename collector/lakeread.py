@@ -73,6 +73,7 @@ class LakeReader:
         self.lake = lake
         self._store = store
         self._down: str | None = None
+        self._down_kind: StoreErrorKind | None = None
         self._lock = threading.Lock()
         self.reads = 0
         """Objects asked of the store."""
@@ -99,35 +100,41 @@ class LakeReader:
         if isinstance(stored, str):
             named = reference.key or f"of variant {reference.id}"
             return Fetched(reference, None, f"the lake object {named}: {stored}")
-        where = f"the lake object {stored.key}"
         data = self._verified(stored)
         if isinstance(data, str):
-            return Fetched(reference, None, f"{where}: {data}")
+            return Fetched(reference, None, data)
         return self._checked(reference, claim, data, stored)
 
     def _verified(self, stored: StoredObject) -> bytes | str:
-        """The object's bytes, each checked against its reference; or why there are none."""
+        """The object's bytes, each checked against its reference; or why there are none,
+        in words naming the object."""
         data = self._read(stored)
+        where = f"the lake object {stored.key}"
         if isinstance(data, str):
             return data
         if len(data) != stored.bytes:
             return (
-                f"it holds {len(data)} bytes, its reference says {stored.bytes}: a partial "
-                "or another object, not trusted"
+                f"{where} holds {len(data)} bytes, its reference says {stored.bytes}: a "
+                "partial or another object, not trusted"
             )
         if (digest := sha256_of(data)) != stored.sha256:
-            return f"its bytes hash to {digest}, its reference says {stored.sha256}: not trusted"
+            return (
+                f"{where}'s bytes hash to {digest}, its reference says {stored.sha256}: not trusted"
+            )
         return data
 
     def _read(self, stored: StoredObject) -> bytes | str:
         """At most the bytes the reference says, from a store still asked; or why none."""
         if stored.bytes > MAX_RESULT_BYTES:
             return (
-                f"its reference says {stored.bytes} bytes, more than a result may hold "
-                f"({MAX_RESULT_BYTES}): not read"
+                f"the lake object {stored.key}: its reference says {stored.bytes} bytes, more "
+                f"than a result may hold ({MAX_RESULT_BYTES}): not read"
             )
-        if self._down is not None:
-            return f"not asked for: {self._down}"
+        if self._down_kind is not None:
+            return (
+                f"the lake object {stored.key} was not asked for: the store was "
+                f"{self._down_kind.value} earlier in this gather"
+            )
         with self._lock:
             self.reads += 1
         try:
@@ -135,7 +142,10 @@ class LakeReader:
         except StoreError as error:
             if error.kind in _STORE_WIDE:
                 with self._lock:
-                    self._down = self._down or f"{error} (not asked again in this gather)"
+                    if self._down_kind is None:
+                        self._down_kind = error.kind
+                        self._down = f"{error} (not asked again in this gather)"
+            # Its words name the object already.
             return str(error)
 
     def _checked(
