@@ -69,6 +69,7 @@ def test_a_groups_message_names_each_object_a_stubs_by_its_digest_alone() -> Non
     assert {r.index for r in named.found} == {1, 2, 3, 4, 5}
     whole = {r.variant.index: r for r in results if r.variant}
     for reference in named.found:
+        assert reference.index is not None
         stored = whole[reference.index].stored
         assert stored is not None
         assert reference == Reference(
