@@ -44,7 +44,7 @@ from collector.lakerefs import Reference, references
 from collector.logreads import LogReads
 from collector.logs import job_context
 from collector.metrics import ObservedJob
-from collector.pods import completion_index, held_pod, is_stuck
+from collector.pods import PodState, completion_index, held_pod, is_stuck
 from collector.running import RunningProgress, RunningView
 from collector.status import explain_waiting, pods_by_job
 from collector.workload import ExpectedJob, expected_from, label_selector
@@ -332,24 +332,35 @@ class Gatherer:
         """Store what the ended attempts of grouped indexes measured, while their retries are
         still due or running (harvest.harvest_earlier)."""
         fresh: list[StoredVariant] = []
+        harvested: list[str] = []
         for state in progress.states:
             if not progress.attempts_unread(state):
                 continue
             attempts = [p for p in ended_attempts(state) if p.name not in progress.harvested]
+            self._fetch(progress, [(state.index, pod) for pod in attempts])
             # Every read starts here at once; the index waits until all of them are done.
-            unread = [p for p in attempts if earlier_needs_log(p) and not self._logs.ready(p.name)]
+            unread = [
+                p
+                for p in attempts
+                if earlier_needs_log(p, covered(p.message, self._fetched.get(p.name, [])))
+                and not self._logs.ready(p.name)
+            ]
             if unread:
                 continue
             group = progress.expected.slots(state.index)
+            gave = {pod.name: self._fetched.get(pod.name, []) for pod in attempts}
             fresh += [
                 variant
-                for variant in harvest_earlier(state, attempts, group, self._logs.reader())
+                for variant in harvest_earlier(state, attempts, group, self._logs.reader(), gave)
                 if variant.index not in progress.stored
             ]
             for pod in attempts:
                 progress.harvested.add(pod.name)
                 self._logs.forget(pod.name)
+            harvested += [pod.name for pod in attempts]
         self._add(progress, fresh)
+        for name in harvested:
+            self._fetched.pop(name, None)
 
     def _store_finished(self, progress: JobProgress) -> None:
         assert progress.job is not None
@@ -360,7 +371,7 @@ class Gatherer:
             for state in progress.states
             if settled(state) and progress.awaited(state) and not progress.attempts_unread(state)
         ]
-        self._fetch(progress, ended)
+        self._fetch(progress, [(state.index, state.pod) for state in ended if state.pod])
         ready = [
             state
             for state in ended
@@ -396,19 +407,18 @@ class Gatherer:
         if allocated:
             self._store.allocate(progress.expected.identity, allocated)
 
-    def _fetch(self, progress: JobProgress, ended: Iterable[IndexState]) -> None:
-        """Read from the lake the whole results the pods of `ended` indexes say their runners
-        wrote there, once per pod, a few at a time."""
+    def _fetch(self, progress: JobProgress, pods: Iterable[tuple[int, PodState]]) -> None:
+        """Read from the lake the whole results `pods` (each with its completion index) say
+        their runners wrote there, once per pod, a few at a time."""
         wanted: list[tuple[str, Reference, Claim]] = []
         identity = progress.expected.identity
-        for state in ended:
-            pod = state.pod
-            if pod is None or pod.name in self._fetched:
+        for index, pod in pods:
+            if pod.name in self._fetched:
                 continue
             named = references(pod.message)
             if named:
                 self._fetched[pod.name] = []
-            variants = dict(progress.expected.slots(state.index))
+            variants = dict(progress.expected.slots(index))
             for reference in named.found:
                 variant = variants.get(reference.index) if reference.index is not None else None
                 wanted.append((pod.name, reference, Claim(identity, pod.name, variant)))
@@ -428,7 +438,7 @@ class Gatherer:
     def _from_lake(self, progress: JobProgress, state: IndexState) -> bool:
         """Whether the lake gave the whole result of every variant of `state`'s pod."""
         fetched = self._lake_gave(state)
-        return bool(fetched) and covered(fetched, progress.expected.positions(state.index))
+        return state.pod is not None and covered(state.pod.message, fetched)
 
     def _allocated(self, progress: JobProgress, state: IndexState, harvested: Harvest) -> Harvest:
         """`harvested` with what the cluster allocated to each variant: the index's pods'

@@ -102,15 +102,21 @@ def needs_log(state: IndexState, from_lake: bool = False) -> bool:
 
 
 def _reading(
-    state: IndexState, group: Sequence[Slot], read_log: LogReader, fetched: Sequence[Fetched]
+    state: IndexState, read_log: LogReader, fetched: Sequence[Fetched]
 ) -> ResultReading | None:
     if state.pod is None:
         return None
-    whole = bool(fetched) and covered(fetched, [slot.position for slot in group])
-    if whole:
-        return with_lake(ResultReading((), None, None), fetched, {})
-    pod = state.pod
-    base = with_log(pod.message, read_log(pod.name)) if needs_log(state) else pod.message
+    return _pod_reading(
+        state.pod, read_log, fetched, needs_log(state, covered(state.pod.message, fetched))
+    )
+
+
+def _pod_reading(
+    pod: PodState, read_log: LogReader, fetched: Sequence[Fetched], log: bool
+) -> ResultReading:
+    """What `pod` handed over: the lake's whole results in place of its own copies, its
+    termination message for the rest, completed from its log where `log`."""
+    base = with_log(pod.message, read_log(pod.name)) if log else pod.message
     return with_lake(base, fetched, references(pod.message).unwritten)
 
 
@@ -186,7 +192,7 @@ def harvest(
     what the index runs, `fetched` what the lake gave for its pod. A variant whose result
     only a newer runner's schema holds is not final on that ground: it is kept unread
     instead."""
-    reading = _reading(state, group, read_log, fetched)
+    reading = _reading(state, read_log, fetched)
     if len(group) <= 1:
         variant = group[0].variant if group else None
         stored = [_harvest_one(state, variant, job_failure_reason, reading)]
@@ -357,11 +363,12 @@ def ended_attempts(state: IndexState) -> tuple[PodState, ...]:
     return state.earlier
 
 
-def earlier_needs_log(pod: PodState) -> bool:
+def earlier_needs_log(pod: PodState, from_lake: bool = False) -> bool:
     """Whether what attempt `pod` measured takes its log to read: its termination message
-    lists results it holds no whole copy of."""
+    lists results it holds no whole copy of, and the lake did not give them all
+    (`from_lake`)."""
     reading = pod.message
-    return bool(reading.results or reading.omitted) and not reading.whole
+    return bool(reading.results or reading.omitted) and not reading.whole and not from_lake
 
 
 def harvest_earlier(
@@ -369,14 +376,18 @@ def harvest_earlier(
     attempts: Sequence[PodState],
     group: Sequence[Slot],
     read_log: LogReader,
+    fetched: Mapping[str, Sequence[Fetched]] | None = None,
 ) -> list[StoredVariant]:
     """The variants of `group` that `attempts` (ended attempts of index `state`, oldest first:
     ended_attempts) measured, each as stored from the first attempt that did: stored at once,
     so that the retry of a group can be told to skip them (contract/reported.py), and kept
-    whatever the retry does. `read_log` is called for the attempts earlier_needs_log names."""
+    whatever the retry does. `read_log` is called for the attempts earlier_needs_log names;
+    `fetched` is what the lake gave for each attempt, by pod."""
     found: dict[int, StoredVariant] = {}
     for pod in attempts:
-        reading = with_log(pod.message, read_log(pod.name)) if earlier_needs_log(pod) else None
+        got = (fetched or {}).get(pod.name, ())
+        log = earlier_needs_log(pod, covered(pod.message, got))
+        reading = _pod_reading(pod, read_log, got, log) if log or got else None
         for result in (reading or pod.message).results:
             ref = result.variant
             slot = _fits(result, group)
@@ -389,7 +400,8 @@ def harvest_earlier(
                     explanation += f"; {reading.problem}"
                 source = reading.source if reading else "termination-message"
                 ending = Ending("succeeded", None, explanation, source)
-                found[slot.position] = _stored(state, pod, ref, ending, result)
+                variant = _stored(state, pod, ref, ending, result)
+                found[slot.position] = _lake_told(variant, reading) if reading else variant
     return [found[slot.position] for slot in group if slot.position in found]
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from collector.lakerefs import Reference
-from collector.pods import parse_text
+from collector.pods import ResultReading, parse_text
 from contract.lake import (
     MAX_RESULT_BYTES,
     LakeUrl,
@@ -204,7 +204,10 @@ class LakeReader:
         return StoredObject(key=expected, sha256=reference.sha256, bytes=reference.bytes)
 
 
-def covered(fetched: Sequence[Fetched], positions: Iterable[int]) -> bool:
-    """Whether the lake gave a whole result for every variant at `positions`."""
+def covered(message: ResultReading, fetched: Sequence[Fetched]) -> bool:
+    """Whether the lake gave the whole result of every result a pod's termination message
+    lists (each result, each stub): neither the message's copies nor the log are needed."""
     found = {f.result.variant.index for f in fetched if f.result and f.result.variant}
-    return all(position in found for position in positions)
+    listed = [r.variant.index if r.variant else None for r in message.results]
+    listed += [stub.index for stub in message.omitted]
+    return bool(listed) and all(index in found for index in listed)
