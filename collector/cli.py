@@ -164,7 +164,7 @@ def _pushgateway(_: click.Context, __: click.Parameter, value: str | None) -> Pu
         raise click.BadParameter(str(error)) from None
 
 
-def _lake(_: click.Context, __: click.Parameter, value: str | None) -> LakeUrl | None:
+def _optional_lake(_: click.Context, __: click.Parameter, value: str | None) -> LakeUrl | None:
     try:
         return parse_lake_url(value) if value else None
     except LakeUrlError as error:
@@ -188,7 +188,7 @@ class NotFromLake(click.ClickException):
 @click.option(
     "--lake",
     envvar=LAKE_ENV,
-    callback=_lake,
+    callback=_optional_lake,
     help="The result lake its runners write whole results to, s3://BUCKET/PREFIX [default: "
     f"${LAKE_ENV}]; the store is found by the standard AWS variables.",
 )

@@ -310,3 +310,28 @@ def test_two_collectors_at_once_store_each_result_once_per_root(
             assert {r.variant.result_source for r in runs} == {"lake"}
             again = _gather(api, store, root, expected, _reader(lake))
             assert (again.stored_new, again.already_stored) == (0, 6)
+
+
+def test_what_a_killed_attempt_measured_is_taken_whole_from_the_lake(
+    api: FakeApiServer, lake: Lake, tmp_path: Path
+) -> None:
+    """Index 0's first attempt was OOMKilled after measuring variants 0 and 1, its retry is
+    due; index 1 is done. Variants 0 and 1 are stored at once, whole from the lake like the
+    rest, so that the retry can be told to skip them."""
+    job, expected = grouped_job()
+    api.add("jobs", objects.job_status(job, active=1, completed=[1]))
+    measured = _written(lake, job, 0, [objects.ok_result(job, 0), objects.ok_result(job, 1)])
+    killed = objects.group_pod(job, 0, measured, exit_code=137, reason="OOMKilled")
+    api.add("pods", killed)
+    done = _written(lake, job, 1, [objects.ok_result(job, i) for i in GROUPS[1]])
+    api.add("pods", objects.group_pod(job, 1, done))
+    with open_store(tmp_path / "results.sqlite") as store:
+        outcome = _gather(api, store, tmp_path, expected, _reader(lake))
+        runs = store.runs(WORKFLOW)
+    assert [(r.variant.index, r.variant.result_source) for r in runs] == [
+        (i, "lake") for i in (0, 1, 3, 4, 5)
+    ]
+    assert all(isinstance(r.variant.result, OkResult) and r.variant.result.samples for r in runs)
+    assert runs[0].variant.pod == killed["metadata"]["name"]
+    assert "succeeded in an earlier attempt" in runs[0].variant.explanation
+    assert (outcome.lake.read, outcome.lake.missed, _log_reads(api)) == (5, [], 0)
