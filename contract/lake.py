@@ -17,11 +17,13 @@ imports no client, so that every floor may use it.
 
 import hashlib
 import re
+from ipaddress import ip_address
 from typing import Final
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contract.addresses import masked_address, userinfo
+from contract.addresses import masked_address, url_port_problem, userinfo
 
 SCHEME: Final = "s3://"
 LAKE_ENV: Final = "BENCHFLEET_LAKE"
@@ -40,6 +42,8 @@ CA_BUNDLE_ENV: Final = "AWS_CA_BUNDLE"
 ACCESS_KEY_ENV: Final = "AWS_ACCESS_KEY_ID"
 SECRET_KEY_ENV: Final = "AWS_SECRET_ACCESS_KEY"
 """The standard AWS variables: how every command, and the runner, finds the store."""
+CREDENTIAL_KEYS: Final = (ACCESS_KEY_ENV, SECRET_KEY_ENV)
+"""The keys of a results store's credentials Secret, named like the variables they fill."""
 
 RAW: Final = "raw"
 RUNS: Final = "runs"
@@ -98,6 +102,80 @@ def lake_url_problem(text: str) -> str | None:
                 "'_', '=', '-'; no empty folder, no '.' or '..')"
             )
     return None
+
+
+_PLAIN_HTTP_SUFFIXES: Final = (".svc", ".svc.cluster.local")
+"""Kubernetes Service names (`<service>.<namespace>.svc[.cluster.local]`): traffic to them
+stays inside the cluster, where a store may serve plain http."""
+MAX_ENDPOINT: Final = 2048
+_LABEL: Final = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_HOST_NAME: Final = re.compile(rf"\A(?=.{{1,253}}\Z){_LABEL}(?:\.{_LABEL})*\Z")
+_ENDPOINT_FORM: Final = "https://HOST[:PORT]"
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _inside(host: str) -> bool:
+    """Whether `host` is this machine or a Service of the pod's own cluster."""
+    if host == "localhost" or host.endswith(_PLAIN_HTTP_SUFFIXES):
+        return True
+    return _is_address(host) and ip_address(host).is_loopback
+
+
+def endpoint_problem(text: str) -> str | None:
+    """What is wrong with `text` as a store's endpoint (`AWS_ENDPOINT_URL`), or None: an
+    https URL of a host and port, or plain http to loopback or a cluster's own Service,
+    without credentials, path, query or fragment. Never quotes credentials."""
+    shown = masked_address(text)
+    if len(text) > MAX_ENDPOINT or any(c.isspace() or not c.isprintable() for c in text):
+        return (
+            f"{shown[:80]!r}: an endpoint is a URL of at most {MAX_ENDPOINT} printable characters"
+        )
+    if userinfo(text) is not None or "@" in text:
+        return f"{shown}: an endpoint carries no credentials (they come from the cluster's Secret)"
+    problem = _url_problem(text)
+    return f"{shown}: {problem}" if problem else None
+
+
+def _url_problem(text: str) -> str | None:
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # an unclosed '[' of an IPv6 address
+        parts = urlsplit("")
+    host = parts.hostname
+    problem = None
+    if parts.scheme not in ("https", "http") or not host:
+        problem = f"an endpoint is {_ENDPOINT_FORM}"
+    elif parts.path not in ("", "/") or parts.query or parts.fragment or text[-1] in "?#":
+        problem = f"an endpoint is {_ENDPOINT_FORM}, with no path, query or fragment"
+    elif port := url_port_problem(parts):
+        problem = f"its {port}"
+    elif not (_HOST_NAME.match(host) or _is_address(host)):
+        problem = f"an endpoint names its host by a DNS name or an address ({_ENDPOINT_FORM})"
+    elif parts.scheme == "http" and not _inside(host):
+        problem = (
+            "plain http is only for loopback or a Service inside the cluster (a host ending in "
+            f"{' or '.join(_PLAIN_HTTP_SUFFIXES)}); anyone on the way could read the results"
+        )
+    return problem
+
+
+def endpoint_port(text: str) -> int:
+    """The TCP port a valid endpoint is reached on: the one it names, else its scheme's."""
+    parts = urlsplit(text)
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def endpoint_by_name(text: str) -> bool:
+    """Whether a valid endpoint names its host by a DNS name (so a pod needs DNS to reach it),
+    not by an address."""
+    return not _is_address(urlsplit(text).hostname or "")
 
 
 def parse_lake_url(text: str) -> LakeUrl:

@@ -74,6 +74,7 @@ class Build:
                 cluster=cluster,
                 namespaces=namespaces,
                 downloading=downloading,
+                store=fleet.results_store_of(cluster),
             ),
         }
         if queues and cluster.kueue is not None:

@@ -71,6 +71,9 @@ def workflow_key(
     named = [program for m in loaded.workflow.models for program in m.programs().items()]
     models = {name: files.read(p.file).sha256 for name, p in named if p.file}
     trusted = {file for _, p in named if (file := p.trusted_bundle(fleet))}
+    store = fleet.results_store_of(cluster)
+    if store is not None and store.ca_bundle is not None:
+        trusted.add(store.ca_bundle)
     return digest(
         {
             "code": code_digest(),

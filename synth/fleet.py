@@ -5,6 +5,7 @@ it has, how its nodes are labelled, where its API server is for NetworkPolicy, h
 nodes are tainted) is written here once rather than in every workflow.
 """
 
+from collections.abc import Iterator
 from ipaddress import ip_network
 from typing import Annotated, Literal
 
@@ -39,6 +40,7 @@ from synth.limits import (
     MAX_PRICE_PER_HOUR,
     MAX_REGION_CHARS,
 )
+from synth.store_fields import EndpointRule, LakeUrlRule, StoreRegion
 from synth.texts import Text
 
 
@@ -216,6 +218,33 @@ class Prices(SpecModel):
     requests)."""
 
 
+class ResultsStore(SpecModel):
+    """An S3-compatible bucket the runners write their whole results to (docs/specs.md,
+    "Results store"). The credentials never pass through this repository: each workload
+    namespace holds them in a Secret the cluster's own means create."""
+
+    url: Annotated[str, LakeUrlRule()]
+    """`s3://BUCKET/PREFIX`: the bucket and the folder inside it; no credentials."""
+    endpoint: Annotated[str, EndpointRule()]
+    """The S3 API's address, `https://HOST[:PORT]` (e.g. `https://s3.us-east-1.amazonaws.com`);
+    plain `http://` only to loopback or a Service of the cluster (`*.svc`,
+    `*.svc.cluster.local`). No credentials, no path."""
+    region: Annotated[str, StoreRegion()]
+    """The region requests are signed for, e.g. `us-east-1` (a store that has none takes
+    that)."""
+    credentials_secret: ObjectName
+    """The Secret, in every workload namespace (`benchfleet-<environment>`), holding the keys
+    `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`: made by the cluster's own means (an
+    operator, sealed or external secrets), never committed."""
+    endpoint_cidrs: list[Cidr] = Field(min_length=1)
+    """The endpoint's addresses. The runners' NetworkPolicy allows egress to exactly these, on
+    the endpoint's port: a NetworkPolicy cannot name a host."""
+    ca_bundle: Annotated[str, Text("ca_bundle", MAX_PATH_CHARS, one_line=True)] | None = None
+    """A PEM file of CA certificates in this repository that the endpoint's certificate comes
+    from, where that is not a CA the runner image trusts (your company's); carried to the pods
+    in a ConfigMap like a model's `ca_bundle`."""
+
+
 class Cluster(SpecModel):
     """One Kubernetes cluster, in one region, that Flux applies this repository to."""
 
@@ -246,6 +275,9 @@ class Cluster(SpecModel):
     """What this cluster's devices cost where it differs from the fleet's `prices` (another
     region or cloud): its entries replace the fleet's for their device types, in the same
     currency."""
+    results_store: ResultsStore | None = None
+    """Where this cluster's runners write their results, in place of the fleet's
+    `results_store` (whole, not merged)."""
 
     @field_validator("name")
     @classmethod
@@ -345,6 +377,9 @@ class Fleet(SpecModel):
     """What devices cost per hour, on demand and on spot nodes: optional. With it the
     collector's report gives each variant's cost and the cost of 1,000 inferences; a
     cluster's own `prices` replace its entries there."""
+    results_store: ResultsStore | None = None
+    """Where the runners of every cluster that names none of its own write their whole
+    results; none by default (results travel in termination messages and logs only)."""
 
     @field_validator("default_priority")
     @classmethod
@@ -357,6 +392,24 @@ class Fleet(SpecModel):
     def monitoring_of(self, cluster: Cluster) -> Monitoring | None:
         """The cluster's own monitoring, else the fleet's."""
         return cluster.monitoring or self.monitoring
+
+    def ca_bundles(self) -> Iterator[tuple[tuple[str | int, ...], str]]:
+        """The CA bundle files the fleet names, each with its field's place."""
+        if self.ca_bundle is not None:
+            yield ("ca_bundle",), self.ca_bundle
+        stores: list[tuple[tuple[str | int, ...], ResultsStore | None]]
+        stores = [(("results_store",), self.results_store)]
+        stores += [
+            (("clusters", index, "results_store"), cluster.results_store)
+            for index, cluster in enumerate(self.clusters)
+        ]
+        for loc, store in stores:
+            if store is not None and store.ca_bundle is not None:
+                yield (*loc, "ca_bundle"), store.ca_bundle
+
+    def results_store_of(self, cluster: Cluster) -> ResultsStore | None:
+        """The cluster's own results store, else the fleet's."""
+        return cluster.results_store or self.results_store
 
     def cluster(self, name: str) -> Cluster:
         """The cluster called `name` (names are validated before anyone asks)."""

@@ -8,7 +8,7 @@ from ipaddress import ip_network
 
 from synth.catalogue import DEVICE_TYPES
 from synth.checks import Finding
-from synth.fleet import Cluster, Fleet, Prices
+from synth.fleet import Cluster, Fleet, Prices, ResultsStore
 from synth.problems import format_loc
 from synth.repeats import repeats
 
@@ -33,7 +33,21 @@ def check_fleet(fleet: Fleet) -> list[Finding]:
     ]
     for index, cluster in enumerate(fleet.clusters):
         findings += _cluster_findings(("clusters", index), cluster)
+        findings += _store_findings(("clusters", index, "results_store"), cluster.results_store)
+    findings += _store_findings(("results_store",), fleet.results_store)
     return findings + list(_price_findings(fleet))
+
+
+def _store_findings(loc: tuple[str | int, ...], store: ResultsStore | None) -> list[Finding]:
+    cidrs = store.endpoint_cidrs if store is not None else []
+    return [
+        Finding(
+            (*loc, "endpoint_cidrs", index),
+            f"{cidrs[index]!r} is the network of endpoint_cidrs[{first}]",
+            "remove the repeat",
+        )
+        for index, first in repeats(ip_network(cidr) for cidr in cidrs)
+    ]
 
 
 def _price_findings(fleet: Fleet) -> Iterator[Finding]:

@@ -230,6 +230,8 @@ class JobAssembly:
     sources: Sources
     ca_bundles: Mapping[str, CaConfigMap]
     """By bundle key, as config.json names them."""
+    store_ca: CaConfigMap | None = None
+    """The CA bundle of the cluster's results store's endpoint, where it names one."""
 
     def run(
         self,
@@ -247,8 +249,10 @@ class JobAssembly:
         config_texts = config_parts(config_text(config))
         used = config.delivered
         models = tuple(b for b in self.bundles if any(f.model in used for f in b.files))
-        trusted = sorted({p.ca_bundle for p in used.values() if p.ca_bundle is not None})
-        ca_bundles = tuple(self.ca_bundles[key] for key in trusted)
+        trusted = {p.ca_bundle: self.ca_bundles[p.ca_bundle] for p in used.values() if p.ca_bundle}
+        if self.store_ca is not None:
+            trusted[self.store_ca.bundle.key] = self.store_ca
+        ca_bundles = tuple(trusted[key] for key in sorted(trusted))
         template_labels = {**workflow_labels(workflow.id), TARGET_LABEL: target.key}
         spread = None
         if workflow.benchmark.repeats > 1:
@@ -268,6 +272,8 @@ class JobAssembly:
             artifacts=artifact_references(loaded),
             spread=spread,
             config_parts=len(config_texts),
+            results_store=self.fleet.results_store_of(self.cluster),
+            store_ca=self.store_ca,
         )
         # The name is hashed from the content with an empty name in it, then filled in.
         job_spec = _job_spec(

@@ -14,7 +14,12 @@ from synth.committed import CommittedJob, JobSlot
 from synth.identity import Identified
 from synth.job_assembly import BenchmarkRun, JobAssembly
 from synth.load import LoadedWorkflow, Specs
-from synth.model_sources import bundle_models, ca_config_maps, committed_files
+from synth.model_sources import (
+    bundle_models,
+    ca_config_maps,
+    committed_files,
+    store_ca_config_map,
+)
 from synth.modelfiles import ModelFiles
 from synth.recorded import Recorded
 from synth.reuse import decide_reuse, may_stay
@@ -54,6 +59,7 @@ def plan_runs(
         tuple(bundle_models(loaded.workflow.id, list(files.values()))),
         identified.sources,
         ca_config_maps(loaded, fleet, model_files),
+        store_ca_config_map(loaded, fleet.results_store_of(cluster), model_files),
     )
     runs = []
     for slot in decide_reuse(identified, recorded, staying):

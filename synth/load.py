@@ -135,15 +135,14 @@ def load_specs(root: Path, files: Sequence[Path] | None = None) -> Specs:
     problems: list[Problem] = [] if files is not None else stray_files(root)
     fleet_read, fleet = _load_fleet(root, problems)
     model_files = ModelFiles(root)
-    if fleet is not None and fleet_read is not None and fleet.ca_bundle is not None:
-        try:
-            check_ca_bundle_file(model_files, fleet.ca_bundle)
-        except SpecError as error:
-            problems.append(
-                problem_at(
-                    fleet_read[1], FLEET_FILE.as_posix(), ("ca_bundle",), error.message, error.hint
+    if fleet is not None and fleet_read is not None:
+        for loc, file in fleet.ca_bundles():
+            try:
+                check_ca_bundle_file(model_files, file)
+            except SpecError as error:
+                problems.append(
+                    problem_at(fleet_read[1], FLEET_FILE.as_posix(), loc, error.message, error.hint)
                 )
-            )
     context = SpecContext(fleet=fleet, model_files=model_files) if fleet is not None else None
     loaded: list[LoadedWorkflow] = []
     for path in files if files is not None else workflow_files(root):

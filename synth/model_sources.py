@@ -21,7 +21,7 @@ from contract.config import (
 from contract.layout import MODELS_ANNOTATION
 from synth.ca_bundles import CaBundle
 from synth.digests import digest
-from synth.fleet import Fleet
+from synth.fleet import Fleet, ResultsStore
 from synth.load import LoadedWorkflow
 from synth.modelfiles import ModelBytes, ModelFiles
 from synth.names import ca_bundle_name, model_bundle_name
@@ -130,6 +130,17 @@ def ca_config_maps(
         bundle.key: CaConfigMap(ca_bundle_name(loaded.workflow.id, bundle.sha256), bundle)
         for _, bundle in filter(None, trusted)
     }
+
+
+def store_ca_config_map(
+    loaded: LoadedWorkflow, store: ResultsStore | None, model_files: ModelFiles
+) -> CaConfigMap | None:
+    """The ConfigMap of the CA bundle the results store's endpoint is trusted by, where it
+    names one: named and keyed like a download's, so one bundle trusted by both is one."""
+    if store is None or store.ca_bundle is None:
+        return None
+    bundle = model_files.ca_bundle(store.ca_bundle)
+    return CaConfigMap(ca_bundle_name(loaded.workflow.id, bundle.sha256), bundle)
 
 
 def _ca_bundle(

@@ -21,12 +21,13 @@ from contract.config import (
 )
 from contract.layout import COMPLETION_INDEX_KEY, GPU_RESOURCE, HOSTNAME_LABEL, REPEAT_LABEL
 from contract.reported import REPORTED_DIR, REPORTED_ENV, REPORTED_VOLUME, reported_configmap
-from synth.fleet import Cluster
+from synth.fleet import Cluster, ResultsStore
 from synth.model_sources import CaConfigMap, ModelBundle
 from synth.names import RUNNER_SERVICE_ACCOUNT, config_part_name, priority_class_name
 from synth.placement import placement
 from synth.scratch import quantity, tmp_bytes
 from synth.spec import Target
+from synth.store_env import store_env
 
 RUNNER_UID: Final = 10001
 RUNNER_CONTAINER: Final = "runner"
@@ -53,6 +54,10 @@ class PodTemplate:
     config_parts: int = 1
     """The ConfigMaps config.json travels in: 1, the one named like the Job; more where it
     is too large for one (synth.run_config.config_parts)."""
+    results_store: ResultsStore | None = None
+    """The cluster's results store, where it has one."""
+    store_ca: CaConfigMap | None = None
+    """The CA bundle its endpoint's certificate comes from, one of `ca_bundles`."""
 
 
 def name_pod(spec: dict[str, Any], name: str) -> None:
@@ -148,6 +153,10 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
         env.append({"name": CA_ENV, "value": CA_DIR})
     if image_volumes:
         env.append({"name": OCI_MODEL_PATH_ENV, "value": OCI_MODELS_DIR})
+    if template.results_store is not None:
+        ca = template.store_ca
+        ca_file = f"{CA_DIR}/{ca.bundle.key}" if ca is not None else None
+        env += store_env(template.results_store, cluster.name, ca_file)
     if config.groups is not None:
         # Written by the collector once an attempt of an index ends having measured some of
         # its group, so that the retry runs only the rest (contract/reported.py); optional,

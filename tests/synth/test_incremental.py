@@ -100,6 +100,19 @@ def _fleet_default_priority(root: Path, text: str) -> str:
     return text
 
 
+def _fleet_results_store(root: Path, text: str) -> str:
+    """A store added to a fleet whose Jobs are all recorded: the store renames Jobs
+    (tests/synth/test_results_store.py), but a recorded Job is not emitted at all."""
+    fleet = root / FLEET_FILE
+    fleet.write_text(
+        fleet.read_text(encoding="utf-8")
+        + "results_store:\n  url: s3://benchmarks/team-a\n  endpoint: https://s3.example.com\n"
+        "  region: us-east-1\n  credentials_secret: lake-writer\n"
+        "  endpoint_cidrs: [192.0.2.0/24]\n"
+    )
+    return text
+
+
 MEASURE = "  measure: {min_iterations: 50, min_time: 1s, max_time: 20s}\n"
 
 
@@ -167,6 +180,7 @@ EDITS: dict[str, Edit] = {
     ),
     "`description`, `owner`": _spec("description: incremental sweeps", "description: edited"),
     "`default_priority` in `specs/clusters.yaml`": Edit(_fleet_default_priority),
+    "`results_store` in `specs/clusters.yaml` (added)": Edit(_fleet_results_store),
 }
 
 
