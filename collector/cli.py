@@ -41,6 +41,7 @@ from collector.session import (
 from collector.status import JobStatus, format_status, workflow_status
 from collector.workload import ExpectedJob, WorkloadError
 from contract.dist import dist_clusters, namespaces
+from contract.lake import LAKE_ENV, LakeUrl, LakeUrlError, parse_lake_url
 from contract.layout import LOCAL_CLUSTER, RESULTS, SCHEDULES
 from contract.options import (
     database_option,
@@ -163,9 +164,34 @@ def _pushgateway(_: click.Context, __: click.Parameter, value: str | None) -> Pu
         raise click.BadParameter(str(error)) from None
 
 
+def _optional_lake(_: click.Context, __: click.Parameter, value: str | None) -> LakeUrl | None:
+    try:
+        return parse_lake_url(value) if value else None
+    except LakeUrlError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+NOT_FROM_LAKE_EXIT: Final = 4
+"""gather's exit code where every variant ended and was stored, none failed, but a whole
+result its runner wrote to the lake was not read from it (stored from its pod instead)."""
+
+
+class NotFromLake(click.ClickException):
+    """Nothing failed, but the lake did not give every result its runner wrote there."""
+
+    exit_code = NOT_FROM_LAKE_EXIT
+
+
 @click.command()
 @click.option("--workflow", required=True, help="The workflow id (its spec file's `id`).")
 @click.option("--cluster", help="Only this cluster [default: every cluster dist/ runs it in]")
+@click.option(
+    "--lake",
+    envvar=LAKE_ENV,
+    callback=_optional_lake,
+    help="The result lake its runners write whole results to, s3://BUCKET/PREFIX [default: "
+    f"${LAKE_ENV}]; the store is found by the standard AWS variables.",
+)
 @click.option(
     "--timeout",
     default="1h",
@@ -202,6 +228,7 @@ def gather(
     settings: Settings,
     workflow: str,
     cluster: str | None,
+    lake: LakeUrl | None,
     timeout: float,
     no_wait: bool,
     keep: bool,
@@ -214,9 +241,10 @@ def gather(
     \b
     1. Finds the workflow's Jobs in dist/<cluster>/ and follows them and their pods in the
        cluster with list + watch (the same few requests however many variants).
-    2. Reads each finished variant's result from its pod's termination message (or its log)
-       and stores it in the database at once: re-running gather never stores one twice, and an
-       interrupted gather resumes where it stopped.
+    2. Reads each finished variant's whole result, every sample with it, from the lake object
+       its termination message names (its digest checked first), else from that message (or
+       its pod's log), and stores it in the database at once: re-running gather, or two at
+       once, never stores one twice, and an interrupted gather resumes where it stopped.
     3. Writes results/<workflow>/<cluster>/<job>.json for every finished Job (not --keep).
        Commit it: `make synth` then drops the Job from dist/, and Flux prunes it. gather never
        deletes a Job itself, since Flux would run it again while git still holds it.
@@ -226,14 +254,17 @@ def gather(
     progress line at the end of a few pods' logs at a time (a live line on a terminal, a
     plain line as the counts change and every 10 s otherwise).
 
-    Exits 1 when a variant failed or a Job did not finish. The metrics are a side output:
+    Exits 1 when a variant failed or a Job did not finish; else 4 when a whole result its
+    runner wrote to the lake was not read from it (each such variant says why: the object
+    missing, partial, another digest, a newer schema, the store down, refusing or hanging),
+    though its pod's copy was stored. The metrics are a side output:
     where they cannot be written or pushed, one line says so and why, and the exit code is
     still the gather's.
     """
     options = GatherOptions(
         timeout_s=timeout, wait=not no_wait, record=not keep, progress=not no_progress
     )
-    outcomes = gather_workflow(settings, workflow, cluster, options)
+    outcomes = gather_workflow(settings, workflow, cluster, options, lake)
     if metrics_textfile is not None or gateway is not None:
         observed = [job for outcome in outcomes for job in outcome.observed]
         for failure in _metrics(settings, workflow, observed, metrics_textfile, gateway):
@@ -242,11 +273,15 @@ def gather(
     failed = sum(v.state == "failed" for v in recorded)
     failed += sum(len(unfinished.failed) for o in outcomes for unfinished in o.unfinished)
     unfinished = sum(len(o.unfinished) for o in outcomes)
+    missed = sum(len(o.lake.missed) for o in outcomes)
+    not_from_lake = f"{plural(missed, 'whole result')} not read from the lake"
     if failed or unfinished:
         raise click.ClickException(
-            f"{plural(failed, 'variant')} failed, {plural(unfinished, 'Job')} did not finish; "
-            "see above"
+            f"{plural(failed, 'variant')} failed, {plural(unfinished, 'Job')} did not finish"
+            f"{f'; {not_from_lake}' if missed else ''}; see above"
         )
+    if missed:
+        raise NotFromLake(f"every variant stored, but {not_from_lake}; see above")
 
 
 def _metrics(

@@ -21,6 +21,7 @@ from contract.accuracy import AccuracyGate
 from contract.allocation import Allocation
 from contract.clocks import ahead_by
 from contract.instant import instant, instant_text
+from contract.lake import StoredObject
 from contract.records import (
     UNUSABLE_RESULT,
     JobIdentity,
@@ -32,7 +33,7 @@ from contract.records import (
 from contract.result import OkResult, parse_result, result_json
 from contract.variant import VARIANT_FIELDS, VariantRef, VariantSettings
 
-_SCHEMA_VERSION: Final = 14
+_SCHEMA_VERSION: Final = 15
 # Each version's changes to a database of the version before it, in order: a database of
 # version n (1 or more) takes every step above n. Version 0 is a new database.
 _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
@@ -77,6 +78,9 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     # Version 14 renames `compile` to `runtime`, the setting's name since runtimes beyond
     # inductor (contract/variant.py); its values (NULL, eager, inductor) stay runtimes.
     14: ("ALTER TABLE variant_runs RENAME COLUMN compile TO runtime",),
+    # Version 15 adds the lake object a run's whole result was read from (JSON: key, sha256,
+    # bytes); rows stored before it are NULL: read from the pod, as every result was then.
+    15: ("ALTER TABLE variant_runs ADD COLUMN result_object TEXT",),
 }
 
 
@@ -118,6 +122,7 @@ _VARIANT_RUNS: Final = (
     ("scheduled_at", "TEXT"),
     ("pod_start", "TEXT"),
     ("clock_note", "TEXT"),
+    ("result_object", "TEXT"),
 )
 _COLUMNS: Final = [name for name, _ in _VARIANT_RUNS]
 _VARIANT_RUNS_LINES: Final = "".join(f"    {name} {kind},\n" for name, kind in _VARIANT_RUNS)
@@ -167,6 +172,7 @@ _JSON_COLUMNS: Final[dict[str, type[BaseModel]]] = {
     "accuracy_gate": AccuracyGate,
     "allocation": Allocation,
     "pod_start": PodStart,
+    "result_object": StoredObject,
 }
 """The columns that hold one of StoredVariant's fields as JSON, with the model that reads it."""
 # The columns that are StoredVariant's own fields, read back by name (those in JSON apart).
