@@ -1,0 +1,170 @@
+"""#35's "Done when", through the cluster harness: a fleet whose results store is the real S3
+server (SeaweedFS on loopback, tests/lakeserver.py), a workflow of 24 variants in groups of
+six run by the real runner in the executor's pods, each writing its variants' whole results
+to the store with the credentials the pod executor reads from the namespace's Secret, as a
+kubelet does. `collector gather` takes every whole result from the store, with no log read
+(the collector's own count of its API requests), and every sample is stored; once the Job
+is deleted as Flux prunes it, the samples are still in the local store and in the lake.
+"""
+
+import ast
+import base64
+import json
+import re
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from benchfleet.collector import cli as collector_cli
+from contract.lake import CREDENTIAL_KEYS, RESULT_SUFFIX, raw_prefix
+from contract.options import DEFAULT_DATABASE
+from contract.result import OkResult, parse_result
+from localcluster.podexecutor import TERMINATION_MESSAGE_LIMIT
+from store.database import open_store
+from tests.cluster.conftest import NAMESPACE, LiveCluster, Repo, job_condition, wait_for
+from tests.lakeserver import Lake
+
+pytestmark = pytest.mark.cluster
+
+WORKFLOW = "e2e-result-lake"
+VARIANTS = 24
+PER_POD = 6
+SPEC = f"""\
+id: {WORKFLOW}
+description: 24 short CPU variants of tiny-mlp, six a pod, each result whole in the lake
+owner: ml-platform@example.com
+clusters: [us-east]
+models: [{{name: tiny-mlp, file: models/examples/tiny-mlp.pt2, inputs: [{{shape: [64]}}]}}]
+benchmark:
+  warmup: {{min_iterations: 1, min_time: 0s}}
+  measure: {{min_iterations: 20, min_time: 0s, max_time: 1s}}
+targets:
+  - gpu_type: cpu
+    resources: {{requests: {{cpu: 1, memory: 1Gi}}, limits: {{cpu: 1, memory: 1Gi}}}}
+sweep:
+  matrix:
+    batch_size: {list(range(1, VARIANTS + 1))}
+scheduling:
+  variants_per_pod: {PER_POD}
+"""
+
+
+def _store_fleet(repo: Repo, lake: Lake, secret: str) -> None:
+    """The repository's fleet with a results store for every cluster: the session's server."""
+    fleet = repo.root / "specs" / "clusters.yaml"
+    store = {
+        "url": str(lake.url),
+        "endpoint": lake.server.endpoint,
+        "region": "us-east-1",
+        "credentials_secret": secret,
+        "endpoint_cidrs": ["127.0.0.1/32"],
+    }
+    text = fleet.read_text(encoding="utf-8") + f"results_store: {json.dumps(store)}\n"
+    fleet.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def credentials(live: LiveCluster, lake: Lake) -> Iterator[str]:
+    """The namespace's Secret of the store's credentials: the workflow's writer, which may
+    write only under the lake's raw/<workflow>/. Deleted afterwards."""
+    name = f"lake-{secrets.token_hex(4)}"
+    writer = lake.server.env(lake.writer_for(WORKFLOW))
+    data = {key: base64.b64encode(writer[key].encode()).decode() for key in CREDENTIAL_KEYS}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "data": data,
+    }
+    live.kubectl("apply", "-f", "-", stdin=json.dumps(secret))
+    yield name
+    live.run("delete", "secret", name, "-n", NAMESPACE)
+
+
+def _gather(repo: Repo, lake: Lake, kubeconfig: str) -> Result:
+    """`collector gather` of the workflow, reading the lake as the admin (a reader). With no
+    progress shown, since that reads the running pods' log tails: then any log read is one
+    for a result."""
+    return CliRunner().invoke(
+        collector_cli,
+        ["--root", str(repo.root), "gather", "--workflow", WORKFLOW, "--cluster", "us-east",
+         "--timeout", "8m", "--no-progress", "--lake", str(lake.url)],
+        env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig, "KUBECONFIG": "/nonexistent",
+             **lake.server.env()},
+    )  # fmt: skip
+
+
+def _api_requests(result: Result) -> dict[str, int]:
+    """The collector's own count of its API requests, by kind, from its summary line."""
+    found = re.search(r"us-east: API requests (\{[^}]*\})", result.output)
+    assert found, result.output
+    counted: dict[str, int] = ast.literal_eval(found.group(1))
+    return counted
+
+
+def _lake_results(lake: Lake) -> dict[str, tuple[OkResult, int]]:
+    """Every whole result the runners wrote, by variant id, with its object's size."""
+    store = lake.store()
+    found: dict[str, tuple[OkResult, int]] = {}
+    for listed in store.list(raw_prefix(lake.url, WORKFLOW)):
+        assert listed.key.endswith(RESULT_SUFFIX), listed.key
+        result = parse_result(store.get(listed.key, listed.bytes).decode())
+        assert isinstance(result, OkResult) and result.variant is not None, listed.key
+        found[result.variant.id] = (result, listed.bytes)
+    return found
+
+
+def _stored_samples(repo: Repo) -> dict[str, Any]:
+    with open_store(repo.root / DEFAULT_DATABASE) as store:
+        runs = store.runs(WORKFLOW)
+        unread = store.samples_unread(WORKFLOW)
+    assert unread == [], "no sample is left for `collector samples`"
+    return {
+        run.variant.result.variant.id: (run.variant.result_source, run.variant.result.samples)
+        for run in runs
+        if isinstance(run.variant.result, OkResult) and run.variant.result.variant is not None
+    }
+
+
+def test_grouped_whole_results_are_gathered_from_the_lake_and_outlive_the_job(
+    live: LiveCluster, repo: Repo, lake: Lake, credentials: str, collector_kubeconfig: str
+) -> None:
+    _store_fleet(repo, lake, credentials)
+    repo.write_workflow(WORKFLOW, SPEC)
+    repo.synth()
+    (job,) = repo.job_names(WORKFLOW)
+    assert len(repo.config(WORKFLOW, job)["groups"]) == VARIANTS // PER_POD
+    live.kubectl("apply", "--server-side", "-f", str(repo.workload(WORKFLOW)))
+
+    gathered = _gather(repo, lake, collector_kubeconfig)
+    assert gathered.exit_code == 0, gathered.output
+    assert f"stored {VARIANTS} variant runs (0 were stored before)" in gathered.output
+    assert job_condition(live, job) == "Complete"
+    requests = _api_requests(gathered)
+    assert not {kind for kind in requests if "log" in kind}, requests
+    assert f"lake objects read {VARIANTS}" in gathered.output
+
+    written = _lake_results(lake)
+    assert len(written) == VARIANTS
+    # Real results larger than a termination message: each pod's six whole results are
+    # compacted in its message, so before the lake every pod took a log read.
+    sizes = [size for _, size in written.values()]
+    assert sum(sizes) > VARIANTS // PER_POD * TERMINATION_MESSAGE_LIMIT
+    stored = _stored_samples(repo)
+    assert stored == {variant: ("lake", result.samples) for variant, (result, _) in written.items()}
+    assert all(result.samples for result, _ in written.values())
+
+    # Flux prunes a recorded Job with its pods (background deletion): their logs and
+    # termination messages go with them.
+    live.kubectl("delete", "job", job, "-n", NAMESPACE, "--cascade=background")
+    wait_for("the Job's pods to go", lambda: not live.pods(f"job={job}"))
+    assert _stored_samples(repo) == stored
+    assert {v: r.samples for v, (r, _) in _lake_results(lake).items()} == {
+        v: r.samples for v, (r, _) in written.items()
+    }
+    again = _gather(repo, lake, collector_kubeconfig)
+    assert again.exit_code == 0, again.output
+    assert f"nothing new to gather of {WORKFLOW}" in again.output
