@@ -15,7 +15,15 @@ from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.kube import KubeClient
 from collector.lakeread import LIMITS, LakeReader
 from collector.workload import ExpectedJob
-from contract.lake import StoredObject, raw_key, sha256_of
+from contract.lake import (
+    ACCESS_KEY_ENV,
+    ENDPOINT_ENV,
+    LAKE_ENV,
+    SECRET_KEY_ENV,
+    StoredObject,
+    raw_key,
+    sha256_of,
+)
 from contract.objectstore import Limits
 from contract.result import (
     RESULT_SCHEMA_VERSION,
@@ -335,3 +343,27 @@ def test_what_a_killed_attempt_measured_is_taken_whole_from_the_lake(
     assert runs[0].variant.pod == killed["metadata"]["name"]
     assert "succeeded in an earlier attempt" in runs[0].variant.explanation
     assert (outcome.lake.read, outcome.lake.missed, _log_reads(api)) == (5, [], 0)
+
+
+def test_gather_reads_the_lake_the_fleet_names_for_the_cluster(
+    collector: Collect, api: FakeApiServer, lake: Lake, repo: Path, job: Obj
+) -> None:
+    """No --lake and no $BENCHFLEET_LAKE: the fleet file's results_store gives the lake, its
+    endpoint and region; only the credentials come from the standard variables."""
+    env = lake.env()
+    fleet = (Path("specs") / "clusters.yaml").read_text() + (
+        "results_store:\n"
+        f"  url: {lake.url}\n"
+        f"  endpoint: {env[ENDPOINT_ENV]}\n"
+        "  region: us-east-1\n"
+        "  credentials_secret: lake-writer\n"
+        "  endpoint_cidrs: [127.0.0.1/32]\n"
+    )
+    (repo / "specs").mkdir()
+    (repo / "specs" / "clusters.yaml").write_text(fleet)
+    _finished_singles(api, lake, job)
+    credentials = {name: env[name] for name in (ACCESS_KEY_ENV, SECRET_KEY_ENV)}
+    run = collector("gather", env={**credentials, LAKE_ENV: "", ENDPOINT_ENV: ""})
+    assert run.exit_code == 0, run.output
+    assert rows(repo) == [(i, "succeeded", "lake") for i in range(6)]
+    assert "lake: 6 whole results read, 0 not" in run.stdout
