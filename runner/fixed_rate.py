@@ -22,6 +22,7 @@ from contract.proportions import wilson_interval
 from contract.result import Scenario, StoppedBy
 from runner.errors import ConfigError
 from runner.measure import Clock, PhaseOutcome, Step, Tick
+from runner.validity import OpenLoop
 
 SPIN_S: Final = 0.0005
 """The loop sleeps until this long before an arrival and spins the rest: a sleep wakes late
@@ -34,6 +35,9 @@ INJECT_ENV: Final = "BENCHFLEET_TEST_DELAYS"
 step of each listed query, so a test knows exactly which queries must miss."""
 
 Sleep = Callable[[float], None]
+WaitReader = Callable[[], int]
+"""The process's threads' summed run-queue wait so far, in nanoseconds
+(runner.contention.ThreadWaits.read)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,11 @@ class FixedRateOutcome:
     stopped_by: StoppedBy
     idle: list[bool] = field(default_factory=list)
     """Per query: it found the model idle at its arrival (its issue error is the clock's)."""
+    busy_wait_ns: int | None = None
+    """The threads' run-queue wait inside the busy spans (WaitReader); None: not read."""
+    busy_ns: int = 0
+    """The busy spans' time: each from the loop's wake before an arrival (or, queued, the
+    completion before) through the final spin and the query to its completion."""
 
     @property
     def period_ns(self) -> float:
@@ -114,12 +123,17 @@ def _stop(rule: PhaseConfig, rate_hz: float, issued: int, elapsed_s: float) -> S
     return None
 
 
-def _wait_until(target_ns: int, clock: Clock, sleep: Sleep) -> None:
+def _sleep_until(target_ns: int, clock: Clock, sleep: Sleep) -> None:
     spin_ns = SPIN_S * 1e9
     while (left := target_ns - clock()) > spin_ns:
         sleep((left - spin_ns) / 1e9)
-    while clock() < target_ns:
+
+
+def _spin_until(target_ns: int, clock: Clock) -> int:
+    """The first reading at or past `target_ns`: the issue's own stamp."""
+    while (now := clock()) < target_ns:
         pass
+    return now
 
 
 def run_fixed_rate(
@@ -131,27 +145,37 @@ def run_fixed_rate(
     sleep: Sleep = time.sleep,
     delays: Mapping[int, float] | None = None,
     tick: Tick | None = None,
+    waits: WaitReader | None = None,
 ) -> FixedRateOutcome:
     """Issue queries to `step` at `scenario`'s rate until `rule` says stop; `delays` (the
-    test hook) sleeps so many seconds before the listed queries' steps."""
+    test hook) sleeps so many seconds before the listed queries' steps; `waits`, where
+    given, is read around each busy span (FixedRateOutcome.busy_ns)."""
     delays = delays or {}
     queries: list[Query] = []
     idle: list[bool] = []
+    busy_wait = busy = 0
     start = clock()
     while True:
         elapsed_s = (clock() - start) / 1e9
         if tick is not None and queries:
             tick(len(queries), elapsed_s)
         if (stopped_by := _stop(rule, scenario.rate_hz, len(queries), elapsed_s)) is not None:
-            return FixedRateOutcome(scenario, queries, elapsed_s, stopped_by, idle)
+            waited = busy_wait if waits is not None else None
+            return FixedRateOutcome(scenario, queries, elapsed_s, stopped_by, idle, waited, busy)
         scheduled = _arrival_ns(len(queries), scenario.rate_hz)
         idle.append(not queries or queries[-1].completed_ns <= scheduled)
-        _wait_until(start + scheduled, clock, sleep)
-        issued = clock() - start
+        _sleep_until(start + scheduled, clock, sleep)
+        # Read after the sleep: a wake-up's wait ends before the thread runs, so the spin
+        # margin absorbs it; what the spin or the query waits delays the query.
+        woke_wait, woke = (waits() if waits else 0), clock()
+        issued = _spin_until(start + scheduled, clock) - start
         if (delay := delays.get(len(queries))) is not None:
             sleep(delay)
         step()
-        queries.append(Query(scheduled, issued, clock() - start))
+        completed = clock()
+        queries.append(Query(scheduled, issued, completed - start))
+        busy_wait += (waits() if waits else 0) - woke_wait
+        busy += completed - woke
 
 
 def longest_run(flags: Sequence[bool]) -> int:
@@ -205,6 +229,16 @@ def summarize(outcome: FixedRateOutcome) -> Scenario:
         issue_error_p99_ms=max(0.0, float(np.percentile(errors, 99))),
         issue_error_max_ms=max(0.0, float(errors.max())),
         issue_error_queries=int(errors.size),
+    )
+
+
+def open_loop(outcome: FixedRateOutcome, scenario: Scenario) -> OpenLoop:
+    """What the run's contention is judged by (runner.validity.OpenLoop)."""
+    waited = outcome.busy_wait_ns
+    return OpenLoop(
+        clock_late=clock_contention(scenario),
+        busy_wait_s=None if waited is None else waited / 1e9,
+        busy_s=outcome.busy_ns / 1e9,
     )
 
 

@@ -116,7 +116,9 @@ class ResultLake:
         self._spent_s = 0.0
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], workflow: str) -> "ResultLake | None":
+    def from_env(
+        cls, env: Mapping[str, str], workflow: str, budget_s: float = STORE_BUDGET_S
+    ) -> "ResultLake | None":
         """The pod's lake, None where its env names none. One it names but cannot be written
         to (a bad URL, a folder of the key missing) is a lake whose every result says why."""
         if RESULTS_URL_ENV not in env:
@@ -125,8 +127,8 @@ class ResultLake:
             attempt = attempt_from(env, workflow)
         except LakeUrlError as error:
             log.error("results are not stored in the lake: %s", error)
-            return cls(None, None, problem=f"{UNADDRESSED}: {error}")
-        return cls(attempt, lambda: _connect(env, attempt.lake))
+            return cls(None, None, problem=f"{UNADDRESSED}: {error}", budget_s=budget_s)
+        return cls(attempt, lambda: _connect(env, attempt.lake), budget_s=budget_s)
 
     def store(self, result: BenchResult) -> BenchResult:
         """`result` with where the lake holds it (`stored`) or why it does not

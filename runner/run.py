@@ -26,7 +26,6 @@ from contract.result import (
     PhaseTiming,
     RecordedInputs,
     Rounds,
-    Scenario,
     Timings,
 )
 from contract.samples import encode
@@ -292,16 +291,22 @@ def _fixed_rate(
     outcomes: list[fixed_rate.FixedRateOutcome] = []
 
     def loop() -> list[list[PhaseOutcome]]:
-        outcomes.append(
-            fixed_rate.run_fixed_rate(
-                ready.step, config.measure, scenario, delays=delays, tick=tick
+        with contention.ThreadWaits() as waits:
+            outcomes.append(
+                fixed_rate.run_fixed_rate(
+                    ready.step,
+                    config.measure,
+                    scenario,
+                    delays=delays,
+                    tick=tick,
+                    waits=waits.read if waits.available else None,
+                )
             )
-        )
         return [[outcomes[0].as_phase()]]
 
     with _allocator_failures():
         blocks, span = _timed(ready, loop)
-    return _result(config, ready, blocks[0][0], span, fixed=fixed_rate.summarize(outcomes[0]))
+    return _result(config, ready, blocks[0][0], span, fixed=outcomes[0])
 
 
 def run_interleaved(config: RunConfig, variants: Sequence[Prepared]) -> list[OkResult]:
@@ -630,7 +635,7 @@ def _result(
     *,
     paired: Paired | None = None,
     round_share: Rounds | None = None,
-    fixed: Scenario | None = None,
+    fixed: fixed_rate.FixedRateOutcome | None = None,
 ) -> OkResult:
     variant, device, module, inputs = ready.variant, ready.device, ready.module, ready.inputs
     model = config.models[variant.model]
@@ -640,6 +645,7 @@ def _result(
     cpu = cpu_model()
     samples = variant.batch_size * stats.count
     method = ready.report.method
+    scenario = fixed_rate.summarize(fixed) if fixed else None
     return OkResult(
         workflow=config.workflow,
         target=config.target,
@@ -692,7 +698,7 @@ def _result(
             [("warmup", ready.warmup, config.warmup), ("measurement", measured, config.measure)],
             span.used,
             span.telemetry,
-            clock_late=fixed_rate.clock_contention(fixed) if fixed else None,
+            open_loop=fixed_rate.open_loop(fixed, scenario) if fixed and scenario else None,
         ),
         contention=span.used,
         gpu=span.telemetry,
@@ -707,7 +713,7 @@ def _result(
         accuracy=ready.accuracy,
         paired=paired,
         rounds=round_share,
-        scenario=fixed,
+        scenario=scenario,
         stages=ready.stage_times.summary() if ready.stage_times is not None else None,
         **_later_facts(ready.replay, model),
     )

@@ -1,6 +1,7 @@
 """Whether a run's numbers can be trusted as they stand: each flag with the rule that sets it
 and the measured numbers in words, so a report can say why it will not decide."""
 
+from dataclasses import dataclass
 from typing import Final
 
 from contract.config import PhaseConfig
@@ -9,7 +10,8 @@ from runner.measure import PhaseOutcome
 from runner.stats import NOISY_IQR_RATIO, noise, reliable_percentiles
 
 RUN_QUEUE_WAIT_SHARE: Final = 0.05
-"""Threads runnable but waiting for a CPU for over 5 % of the loop: something else ran."""
+"""Threads runnable but waiting for a CPU for over 5 % of the time they had work: something
+else ran. The closed loop always has work; a fixed-rate loop only in its busy spans."""
 STEAL_SHARE: Final = 0.05
 """The hypervisor gave over 5 % of the CPUs' time to other guests."""
 ONE_CPU_SHARE: Final = 0.9
@@ -19,6 +21,20 @@ THROTTLED_SHARE: Final = 0.01
 """The cgroup quota held the process back for over 1 % of the loop."""
 
 
+@dataclass(frozen=True)
+class OpenLoop:
+    """What a fixed-rate run's contention is judged by, as its loop sleeps between queries:
+    the whole loop's waits and CPU share mean nothing there (runner.fixed_rate.open_loop)."""
+
+    clock_late: list[str]
+    """Why the issue clock overshot (runner.fixed_rate.clock_contention): the waits outside
+    the busy spans that mattered, as they delayed an arrival."""
+    busy_wait_s: float | None
+    """The threads' run-queue wait inside the busy spans (the final spin before each
+    arrival, the query); None where the kernel keeps no schedstat."""
+    busy_s: float
+
+
 def validity(
     stats: LatencyStats,
     output_finite: bool,
@@ -26,13 +42,15 @@ def validity(
     contention: Contention,
     gpu: GpuTelemetry | None,
     *,
-    clock_late: list[str] | None = None,
+    open_loop: OpenLoop | None = None,
 ) -> Validity:
-    """The flags of one run; `gpu` is None for a CPU run; `clock_late` is a fixed-rate
-    run's (runner.fixed_rate.clock_contention), None for the closed loop."""
-    # A fixed-rate loop sleeps between arrivals: its share of one CPU says nothing.
-    sleeps = clock_late is not None
-    contended = [*_contention(contention, on_cpu=gpu is None and not sleeps), *(clock_late or [])]
+    """The flags of one run; `gpu` is None for a CPU run; `open_loop` is a fixed-rate
+    run's, None for the closed loop."""
+    contended = (
+        _contention(contention, on_cpu=gpu is None)
+        if open_loop is None
+        else _open_loop_contention(contention, open_loop)
+    )
     throttled = _throttling(contention)
     slowdowns = (
         [f"the GPU slowed its clocks: {', '.join(gpu.throttle_reasons)}"]
@@ -59,24 +77,52 @@ def validity(
     )
 
 
+def run_queue_wait(wait_s: float | None, busy_s: float, span: str) -> str | None:
+    """Why the run is contended where its threads waited for a CPU over
+    RUN_QUEUE_WAIT_SHARE of `busy_s`, the time they had work (`span` names it); None: they
+    did not, or the kernel keeps no schedstat (`wait_s` None)."""
+    if wait_s is None or busy_s <= 0:
+        return None
+    share = wait_s / busy_s
+    if share <= RUN_QUEUE_WAIT_SHARE:
+        return None
+    return f"threads waited for a CPU {share:.0%} of {span}"
+
+
 def _contention(measured: Contention, *, on_cpu: bool) -> list[str]:
-    reasons = []
     wall = measured.wall_s
-    if measured.threads > measured.cpus_allowed:
-        reasons.append(
-            f"{measured.threads} threads on {measured.cpus_allowed:g} CPUs the pod may use"
-        )
-    if measured.run_queue_wait_s is not None and wall > 0:
-        share = measured.run_queue_wait_s / wall
-        if share > RUN_QUEUE_WAIT_SHARE:
-            reasons.append(f"threads waited for a CPU {share:.0%} of the loop")
-    if measured.steal_fraction is not None and measured.steal_fraction > STEAL_SHARE:
-        reasons.append(f"the hypervisor stole {measured.steal_fraction:.0%} of the CPUs' time")
+    reasons = _machine_contention(measured)
+    if waited := run_queue_wait(measured.run_queue_wait_s, wall, "the loop"):
+        reasons.append(waited)
     if on_cpu and wall > 0 and measured.cpu_time_s / wall < ONE_CPU_SHARE:
         reasons.append(
             f"the process ran {measured.cpu_time_s / wall:.0%} of one CPU during a loop "
             "that never sleeps"
         )
+    return reasons
+
+
+def _open_loop_contention(measured: Contention, open_loop: OpenLoop) -> list[str]:
+    """A fixed-rate loop's: its waits inside the busy spans over their time; a wait while it
+    slept is judged by the issue clock, if it delayed an arrival at all; its share of one
+    CPU says nothing, as it sleeps."""
+    reasons = _machine_contention(measured)
+    busy_ms = open_loop.busy_s * 1e3
+    span = f"the busy spans (the final spin before each arrival and the query, {busy_ms:.4g} ms)"
+    if waited := run_queue_wait(open_loop.busy_wait_s, open_loop.busy_s, span):
+        reasons.append(waited)
+    return [*reasons, *open_loop.clock_late]
+
+
+def _machine_contention(measured: Contention) -> list[str]:
+    """The rules any loop shares: more threads than CPUs, the hypervisor's steal."""
+    reasons = []
+    if measured.threads > measured.cpus_allowed:
+        reasons.append(
+            f"{measured.threads} threads on {measured.cpus_allowed:g} CPUs the pod may use"
+        )
+    if measured.steal_fraction is not None and measured.steal_fraction > STEAL_SHARE:
+        reasons.append(f"the hypervisor stole {measured.steal_fraction:.0%} of the CPUs' time")
     return reasons
 
 

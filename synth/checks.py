@@ -522,9 +522,14 @@ def _clusters_can_mount_artifacts(workflow: Workflow, fleet: Fleet) -> Iterator[
     named = ", ".join(f"{c.name} ({c.kubernetes_version})" for c in older)
     able = [c.name for c in fleet.clusters if c.version >= IMAGE_VOLUMES_ON]
     recorded = workflow.benchmark.recorded_inputs
-    located: list[tuple[Loc, str]] = [
-        (("models", index, "oci"), "model") for index, m in enumerate(workflow.models) if m.oci
-    ]
+    located: list[tuple[Loc, str]] = []
+    for index, model in enumerate(workflow.models):
+        if model.oci:
+            located.append((("models", index, "oci"), "model"))
+        for stage in ("preprocess", "postprocess"):
+            program = getattr(model, stage)
+            if program is not None and program.oci:
+                located.append((("models", index, stage, "oci"), f"{stage} stage"))
     if recorded is not None and recorded.oci is not None:
         located.append((("benchmark", "recorded_inputs", "oci"), "recording"))
     for loc, what in located:

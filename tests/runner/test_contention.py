@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from runner.contention import CpuCounters, contention, cpus_allowed, read_counters
+from runner.contention import (
+    CpuCounters,
+    ThreadWaits,
+    contention,
+    cpus_allowed,
+    read_counters,
+)
 
 
 def write(root: Path, relative: str, text: str) -> None:
@@ -103,3 +109,41 @@ def test_this_kernel_counts_the_cpu_time_of_a_busy_loop() -> None:
         pass
     measured = contention(before, read_counters(), threads=1, cpus_allowed=1)
     assert 0.09 < measured.cpu_time_s <= measured.wall_s * 1.05
+
+
+def test_thread_waits_sum_each_threads_wait_as_it_is_now(tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path, {1: "3000 500 9\n", 2: "1000 250 4\n"}, "")
+    tasks = proc / "self" / "task"
+    with ThreadWaits(tasks) as waits:
+        assert waits.available
+        assert waits.read() == 750
+        # Rewritten in place, as the kernel's counters move: each read sees the new value.
+        write(tasks, "2/schedstat", "1500 4250 5\n")
+        assert waits.read() == 4750
+
+
+def test_a_thread_gone_keeps_its_wait_so_the_sum_never_falls(tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path, {1: "3000 500 9\n", 2: "1000 250 4\n"}, "")
+    tasks = proc / "self" / "task"
+    with ThreadWaits(tasks) as waits:
+        write(tasks, "1/schedstat", "3100 700 10\n")
+        assert waits.read() == 950
+        # A file that no longer reads (the kernel's answer once a thread has exited).
+        write(tasks, "1/schedstat", "")
+        write(tasks, "2/schedstat", "1000 300 4\n")
+        assert waits.read() == 1000
+
+
+def test_thread_waits_without_schedstats_are_unavailable(tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path, {1: "0 0 1\n"}, "")
+    with ThreadWaits(proc / "self" / "task") as waits:
+        assert not waits.available
+    with ThreadWaits(tmp_path / "no-proc") as waits:
+        assert not waits.available
+
+
+def test_thread_waits_read_this_kernel_as_read_counters_does() -> None:
+    with ThreadWaits() as waits:
+        first = waits.read()
+        assert waits.available == (read_counters().on_cpu_and_wait_ns is not None)
+        assert waits.read() >= first

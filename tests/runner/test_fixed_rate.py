@@ -14,11 +14,13 @@ from contract.result import OkResult
 from runner.errors import ConfigError
 from runner.fixed_rate import (
     INJECT_ENV,
+    SPIN_S,
     FixedRateOutcome,
     clock_contention,
     injected_delays,
     issue_errors_ms,
     longest_run,
+    open_loop,
     run_fixed_rate,
     summarize,
 )
@@ -136,6 +138,51 @@ def test_misses_are_exactly_those_the_delays_cause(delays: dict[int, float]) -> 
     scenario = summarize(outcome)
     assert scenario.misses == len(missed)
     assert scenario.longest_miss_run == longest_run(outcome.missed)
+
+
+class WaitingClock(FakeClock):
+    """A FakeClock whose threads wait for a CPU: `wake_wait_ns` on each wake from a sleep
+    (before the thread runs again) and `query_wait_ns` inside each query."""
+
+    def __init__(self, service_ns: int, wake_wait_ns: int, query_wait_ns: int) -> None:
+        super().__init__(service_ns)
+        self.waited = 0
+        self.wake_wait_ns = wake_wait_ns
+        self.query_wait_ns = query_wait_ns
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        self.waited += self.wake_wait_ns
+
+    def step(self) -> int:
+        self.waited += self.query_wait_ns
+        return super().step()
+
+    def waits(self) -> int:
+        return self.waited
+
+
+def test_only_the_waits_inside_the_busy_spans_count() -> None:
+    """At 100 Hz, 1 ms queries: the 3 ms each wake-up waits (absorbed by the sleep, before
+    the spin margin) are the issue clock's; the 0.2 ms each query waits is counted, over the
+    spin margin and the query."""
+    clock = WaitingClock(MS, wake_wait_ns=3 * MS, query_wait_ns=MS // 5)
+    scenario = ScenarioConfig(rate_hz=100, deadline_s=0.01)
+    outcome = run_fixed_rate(
+        clock.step, rule(40), scenario, clock=clock, sleep=clock.sleep, waits=clock.waits
+    )
+    # The first query, at t0, needs no sleep.
+    assert clock.waited == 39 * 3 * MS + 40 * MS // 5
+    assert outcome.busy_wait_ns == 40 * MS // 5
+    # Each span: what is left of the spin margin after the fake reads, and the query.
+    assert outcome.busy_ns == pytest.approx(40 * (SPIN_S * 1e9 + MS), rel=0.02)
+    assert open_loop(outcome, summarize(outcome)).busy_wait_s == pytest.approx(0.008)
+
+
+def test_a_loop_without_a_wait_reader_has_no_busy_wait() -> None:
+    outcome = run(FakeClock(MS), queries=5, rate_hz=100, deadline_s=0.01)
+    assert outcome.busy_wait_ns is None
+    assert open_loop(outcome, summarize(outcome)).busy_wait_s is None
 
 
 def test_a_late_timer_flags_the_run_contended_not_the_model() -> None:

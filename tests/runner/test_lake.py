@@ -123,9 +123,8 @@ def test_without_a_store_a_result_is_as_before(
 
 
 def test_a_hanging_store_gets_its_budget_and_no_more(hanging_store: str) -> None:
-    lake = ResultLake.from_env(lake_env(hanging_store), "test")
+    lake = ResultLake.from_env(lake_env(hanging_store), "test", budget_s=1.0)
     assert lake is not None
-    lake = ResultLake(lake._attempt, lake._connect, budget_s=1.0)
     first, second = (lake.store(_failure(index)) for index in (0, 1))
     assert first.store_error is not None and first.store_error.startswith("timed_out: ")
     assert second.store_error is not None and second.store_error.startswith("not_tried: ")

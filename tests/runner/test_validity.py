@@ -3,10 +3,10 @@
 import pytest
 
 from contract.config import PhaseConfig
-from contract.result import Contention, GpuTelemetry
+from contract.result import Contention, GpuTelemetry, Validity
 from runner.measure import PhaseOutcome
 from runner.stats import summarize
-from runner.validity import validity
+from runner.validity import OpenLoop, run_queue_wait, validity
 
 RULE = PhaseConfig(min_iterations=100, min_time_s=1.0, max_iterations=1000, max_time_s=10.0)
 STEADY = summarize([1_000_000] * 200)
@@ -100,3 +100,88 @@ def test_noise_gives_its_reason() -> None:
     flags = validity(noisy, True, phases(MET), CLEAN, None)
     assert flags.noisy
     assert flags.reasons[0].startswith("IQR is")
+
+
+# A fixed-rate run's measured shapes: tiny-mlp at 100 Hz for 500 queries, one thread pinned to
+# one CPU of this 2-core machine shared with other agents (1-minute load 9.5-10.5), 2026-12-06.
+# Quiet: under SCHED_FIFO, so no other task could take its CPU.
+QUIET = (Contention(wall_s=4.99, cpu_time_s=0.35, threads=1, cpus_allowed=1.0), 0.00001, 0.339)
+# As pods run (SCHED_OTHER) beside the other agents: every wake-up from the sleep waited
+# (1.9 ms each on average), but inside the busy spans the threads hardly waited.
+WOKE_LATE = (
+    Contention(wall_s=5.00, cpu_time_s=0.3, threads=1, cpus_allowed=1.0, run_queue_wait_s=0.9665),
+    0.00042,
+    0.2191,
+)
+# Beside `python -c 'while 1: pass'` pinned to the same CPU.
+HOGGED = (
+    Contention(wall_s=5.00, cpu_time_s=0.3, threads=1, cpus_allowed=1.0, run_queue_wait_s=2.3217),
+    0.05455,
+    0.2000,
+)
+
+
+def open_loop_flags(
+    shape: tuple[Contention, float | None, float], clock_late: list[str] | None = None
+) -> Validity:
+    measured, busy_wait_s, busy_s = shape
+    return validity(
+        STEADY,
+        True,
+        phases(MET),
+        measured,
+        None,
+        open_loop=OpenLoop(clock_late or [], busy_wait_s, busy_s),
+    )
+
+
+def test_a_fixed_rate_run_on_a_quiet_cpu_is_not_contended() -> None:
+    flags = open_loop_flags(QUIET)
+    assert not flags.contended and flags.reasons == []
+
+
+def test_waits_while_a_fixed_rate_loop_slept_do_not_flag_it() -> None:
+    """19 % of the loop's wall time waited, all of it waking from sleeps: the closed loop's
+    rule would flag it; the fixed-rate rule judges only the 0.19 % inside the busy spans."""
+    measured = WOKE_LATE[0]
+    assert run_queue_wait(measured.run_queue_wait_s, measured.wall_s, "the loop") is not None
+    flags = open_loop_flags(WOKE_LATE)
+    assert not flags.contended and flags.reasons == []
+
+
+def test_a_late_clock_still_flags_the_fixed_rate_run() -> None:
+    # The same run's wake-ups pushed its issue clock's p99 13.4 ms past the arrivals.
+    late = ["the issue clock overshot: p99 13.4 ms late"]
+    flags = open_loop_flags(WOKE_LATE, clock_late=late)
+    assert flags.contended and flags.reasons == late
+
+
+def test_waits_inside_the_busy_spans_flag_a_fixed_rate_run_beside_a_hog() -> None:
+    flags = open_loop_flags(HOGGED)
+    assert flags.contended
+    (reason,) = flags.reasons
+    assert reason.startswith("threads waited for a CPU 27% of the busy spans"), reason
+    assert "200 ms" in reason
+
+
+def test_a_fixed_rate_loop_keeps_the_rules_any_loop_shares_but_not_the_cpu_share() -> None:
+    measured, busy_wait_s, busy_s = QUIET
+    shared = measured.model_copy(update={"threads": 2, "steal_fraction": 0.08})
+    flags = open_loop_flags((shared, busy_wait_s, busy_s))
+    assert flags.reasons == [
+        "2 threads on 1 CPUs the pod may use",
+        "the hypervisor stole 8% of the CPUs' time",
+    ]
+    # 7 % of one CPU: the closed loop's rule would flag it, a loop that sleeps it must not.
+    assert measured.cpu_time_s / measured.wall_s < 0.9
+    assert open_loop_flags((measured, None, busy_s)).reasons == []
+
+
+@pytest.mark.parametrize(
+    ("wait_s", "busy_s", "flagged"),
+    [(0.05, 1.0, False), (0.0501, 1.0, True), (None, 1.0, False), (1.0, 0.0, False)],
+)
+def test_the_run_queue_rule_is_the_share_of_the_time_with_work(
+    wait_s: float | None, busy_s: float, flagged: bool
+) -> None:
+    assert (run_queue_wait(wait_s, busy_s, "x") is not None) == flagged
