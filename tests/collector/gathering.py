@@ -3,6 +3,7 @@ stand-in, and readers of what gather wrote (the fixtures are in conftest.py)."""
 
 import copy
 import sqlite3
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -92,6 +93,8 @@ def kubeconfig(server: str) -> str:
 
 
 Collect = Callable[..., Result]
+COLLECTOR = [sys.executable, "-c", "from benchfleet.collector import cli; cli()"]
+"""The `collector` command, run as a process of its own."""
 
 
 def rows(repo: Path) -> list[tuple[int, str, str | None]]:

@@ -5,6 +5,10 @@ stand-in API. Every fault falls back to the pod's copy, stores once, and says wh
 happened per variant."""
 
 import json
+import os
+import re
+import shutil
+import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -38,11 +42,13 @@ from standin import objects
 from standin.api import FakeApiServer
 from store.database import Store, open_store
 from tests.collector.gathering import (
+    COLLECTOR,
     GROUPS,
     NAMESPACE,
     Collect,
     Obj,
     grouped_job,
+    kubeconfig,
     requests,
     rows,
 )
@@ -367,3 +373,41 @@ def test_gather_reads_the_lake_the_fleet_names_for_the_cluster(
     assert run.exit_code == 0, run.output
     assert rows(repo) == [(i, "succeeded", "lake") for i in range(6)]
     assert "lake: 6 whole results read, 0 not" in run.stdout
+
+
+def test_three_collector_processes_at_once_store_each_result_once_per_root(
+    api: FakeApiServer, lake: Lake, repo: Path, job: Obj, tmp_path: Path
+) -> None:
+    """Two `collector gather` processes on one root and a third on another, started at once
+    against one cluster and one lake: every one succeeds, each root holds each result once,
+    and the two on one root stored six between them."""
+    _finished_singles(api, lake, job)
+    other = tmp_path / "other"
+    shutil.copytree(repo, other)
+    env = {**os.environ, **lake.env(), "BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url)}
+    roots = [repo, repo, other]
+    gathers = [
+        subprocess.Popen(
+            [
+                *COLLECTOR,
+                "--root",
+                str(root),
+                "gather",
+                "--workflow",
+                WORKFLOW,
+                "--cluster",
+                CLUSTER,
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for root in roots
+    ]
+    said = [gather.communicate(timeout=120) for gather in gathers]
+    assert [gather.returncode for gather in gathers] == [0, 0, 0], said
+    stored = [sum(int(n) for n in re.findall(r"stored (\d+) variant run", out)) for out, _ in said]
+    assert stored[0] + stored[1] == 6 and stored[2] == 6, said
+    for root in (repo, other):
+        assert rows(root) == [(i, "succeeded", "lake") for i in range(6)]
