@@ -29,11 +29,11 @@ GROUPS = ((0, 1, 2), (3, 4, 5))
 """cpu-smoke's six variants as two pods of three."""
 
 
-def grouped_job() -> tuple[Obj, ExpectedJob]:
-    """cpu-smoke's Job with its six variants in GROUPS, as gather expects it."""
+def grouped_job(groups: tuple[tuple[int, ...], ...] = GROUPS) -> tuple[Obj, ExpectedJob]:
+    """cpu-smoke's Job with its six variants in `groups`, as gather expects it."""
     job = copy.deepcopy(objects.job("cpu-smoke", cluster="us-east"))
-    job["spec"]["completions"] = len(GROUPS)
-    config = objects.run_config(job).model_copy(update={"groups": GROUPS})
+    job["spec"]["completions"] = len(groups)
+    config = objects.run_config(job).model_copy(update={"groups": groups})
     return job, expected_from("us-east", job, config.model_dump_json())
 
 

@@ -18,6 +18,7 @@ import pytest
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.kube import KubeClient
 from collector.lakeread import LIMITS, LakeReader
+from collector.pods import message_reading
 from collector.workload import ExpectedJob
 from contract.lake import (
     ACCESS_KEY_ENV,
@@ -83,17 +84,15 @@ def _log(job: Obj, index: int, results: list[BenchResult]) -> str:
 
 
 def _finished_groups(
-    api: FakeApiServer, lake: Lake, written: bool = True
+    api: FakeApiServer, lake: Lake, groups: tuple[tuple[int, ...], ...] = GROUPS
 ) -> tuple[Obj, ExpectedJob, list[list[BenchResult]]]:
-    """grouped_job's two pods of three variants, finished, each result written to the lake
-    (`written`) and on its log's lines: a group of three whole results is compacted in its
+    """grouped_job's pods (two of three variants by default), finished, each result written
+    to the lake and on its log's lines: a group of three whole results is compacted in its
     termination message, so that before the lake, each pod took a log read."""
-    job, expected = grouped_job()
+    job, expected = grouped_job(groups)
     handed: list[list[BenchResult]] = []
-    for index, group in enumerate(GROUPS):
-        results = [objects.ok_result(job, i) for i in group]
-        if written:
-            results = _written(lake, job, index, results)
+    for index, group in enumerate(groups):
+        results = _written(lake, job, index, [objects.ok_result(job, i) for i in group])
         pod = objects.group_pod(job, index, results)
         api.add("pods", pod)
         api.set_log(NAMESPACE, pod["metadata"]["name"], "runner", _log(job, index, results))
@@ -139,6 +138,26 @@ def test_grouped_whole_results_come_from_the_lake_with_every_sample_and_no_log_r
         assert (run.variant.result_source, run.variant.result_object) == ("lake", whole.stored)
         assert result.samples == whole.samples and result.samples is not None
         assert run.variant.explanation == "succeeded"
+
+
+def test_a_groups_stubs_are_read_from_the_lake_by_their_digest_at_their_attempts_key(
+    api: FakeApiServer, lake: Lake, tmp_path: Path
+) -> None:
+    """Six results in one pod: the termination message has room for stubs only for the later
+    ones, each with its object's digest and size but not its key (docs/runner.md). They are
+    read whole from the lake all the same: no log read."""
+    job, expected, _ = _finished_groups(api, lake, ((0, 1, 2, 3, 4, 5),))
+    pod = api.get("pods", NAMESPACE, _pod_name(job, 0))
+    assert pod is not None
+    stubs = message_reading(pod).omitted
+    assert stubs and all(stub.sha256 for stub in stubs)
+    with open_store(tmp_path / "results.sqlite") as store:
+        outcome = _gather(api, store, tmp_path, expected, _reader(lake))
+        runs = store.runs(WORKFLOW)
+    assert [(r.variant.index, r.variant.result_source) for r in runs] == [
+        (i, "lake") for i in range(6)
+    ]
+    assert (outcome.lake.read, _log_reads(api)) == (6, 0)
 
 
 def test_without_the_lake_the_same_groups_take_a_log_read_each(
