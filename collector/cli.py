@@ -25,6 +25,7 @@ from collector.credentials import DEFAULT_CREDENTIALS_DIR
 from collector.forget import ForgetError, forget
 from collector.gather import GatherOptions
 from collector.kube import KubeError
+from collector.lakeread import StoreReader
 from collector.logs import LogFormat, configure
 from collector.metrics import ObservedJob, build_registry, last_results, write_textfile
 from collector.pushgateway import PushFailed, Pushgateway, push, pushgateway
@@ -97,9 +98,12 @@ def _duration_option(
     return seconds
 
 
-def collector_cli(read_prices: PriceReader, read_scheduled: ScheduleReader) -> click.Group:
+def collector_cli(
+    read_prices: PriceReader, read_scheduled: ScheduleReader, read_stores: StoreReader
+) -> click.Group:
     """The `collector` command, its reports and metrics priced by `read_prices`, its check
-    told which workflows are scheduled by `read_scheduled`."""
+    told which workflows are scheduled by `read_scheduled`, its gather told where each
+    cluster's runners write whole results by `read_stores`."""
 
     @click.group(
         commands=COMMANDS,
@@ -152,6 +156,7 @@ def collector_cli(read_prices: PriceReader, read_scheduled: ScheduleReader) -> c
             context=kube_context,
             read_prices=read_prices,
             read_scheduled=read_scheduled,
+            read_stores=read_stores,
         )
 
     return cli
@@ -189,8 +194,9 @@ class NotFromLake(click.ClickException):
     "--lake",
     envvar=LAKE_ENV,
     callback=_optional_lake,
-    help="The result lake its runners write whole results to, s3://BUCKET/PREFIX [default: "
-    f"${LAKE_ENV}]; the store is found by the standard AWS variables.",
+    help="The result lake its runners write whole results to, s3://BUCKET/PREFIX, its store "
+    f"found by the standard AWS variables [default: ${LAKE_ENV}, else each cluster's "
+    "results_store in specs/clusters.yaml]",
 )
 @click.option(
     "--timeout",

@@ -14,15 +14,19 @@ again by the same gather: one hang costs one client timeout, not one per variant
 """
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from collector.lakerefs import Reference
 from collector.pods import ResultReading, parse_text
 from contract.lake import (
+    CA_BUNDLE_ENV,
+    ENDPOINT_ENV,
     MAX_RESULT_BYTES,
+    REGION_ENV,
     LakeUrl,
     LakeUrlError,
     StoredObject,
@@ -54,6 +58,28 @@ class Fetched:
     """In words, naming the object: why its result was not taken from the lake."""
     stored: StoredObject | None = None
     """The object the result was read from."""
+
+
+@dataclass(frozen=True)
+class StoreAddress:
+    """Where a cluster's runners write their whole results, as the fleet names it; the
+    credentials are not here: the standard AWS variables (or boto3's chain) give them."""
+
+    url: LakeUrl
+    endpoint: str
+    region: str
+    ca_bundle: Path | None = None
+
+    def env(self, base: Mapping[str, str]) -> dict[str, str]:
+        """`base` (the process's variables) with this store's endpoint, region and CA."""
+        named = {ENDPOINT_ENV: self.endpoint, REGION_ENV: self.region}
+        if self.ca_bundle is not None:
+            named[CA_BUNDLE_ENV] = str(self.ca_bundle)
+        return {**base, **named}
+
+
+StoreReader = Callable[[Path], Mapping[str, StoreAddress]]
+"""Reads the results store of each cluster (by name) from the fleet file under a root."""
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 reach each, the Jobs left to follow there, and the gather of a workflow across them. The
 click commands in collector/cli.py are thin layers over these."""
 
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -17,7 +18,7 @@ from collector.credentials import CredentialsError, connect
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.identity import UnconfirmedCluster, confirm_cluster
 from collector.kube import KubeClient, KubeError
-from collector.lakeread import LIMITS, LakeReader
+from collector.lakeread import LIMITS, LakeReader, StoreReader
 from collector.progress import Progress
 from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs
 from contract.lake import LakeUrl
@@ -54,6 +55,7 @@ class Settings:
     context: str | None
     read_prices: PriceReader
     read_scheduled: ScheduleReader
+    read_stores: StoreReader
 
 
 def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[str]:
@@ -234,15 +236,33 @@ def _lake_lines(
     return lines
 
 
-def lake_reader(lake: LakeUrl | None) -> LakeReader | None:
-    """The reader of `lake`'s whole results, its store found by the standard AWS variables;
+def _lake_reader(lake: LakeUrl, env: Mapping[str, str]) -> LakeReader:
+    """The reader of `lake`'s whole results, its store found by the AWS variables in `env`;
     raises click.ClickException where no client can be made."""
-    if lake is None:
-        return None
     try:
-        return LakeReader(lake, ObjectStore.for_lake(lake, limits=LIMITS))
+        return LakeReader(lake, ObjectStore.for_lake(lake, env, LIMITS))
     except ObjectStoreError as error:
         raise click.ClickException(str(error)) from None
+
+
+def lake_readers(settings: Settings, lake: LakeUrl | None) -> Callable[[str], LakeReader | None]:
+    """Each cluster's reader of whole results, by cluster name: `lake` for every cluster
+    where given (its store found by the standard AWS variables), else the cluster's results
+    store as the fleet file names it (its endpoint, region and CA; the credentials still the
+    standard variables'); None where there is neither."""
+    if lake is not None:
+        given = _lake_reader(lake, os.environ)
+        return lambda cluster: given
+    stores = settings.read_stores(settings.root)
+    made: dict[str, LakeReader] = {}
+
+    def of(cluster: str) -> LakeReader | None:
+        address = stores.get(cluster)
+        if address is not None and cluster not in made:
+            made[cluster] = _lake_reader(address.url, address.env(os.environ))
+        return made.get(cluster)
+
+    return of
 
 
 class Terminated(KeyboardInterrupt):
@@ -275,7 +295,7 @@ def gather_workflow(
     summary as it ends (and its progress on stderr as it goes, unless `options.progress` is
     off); raises click.ClickException with what to do on errors."""
     outcomes = []
-    reader = lake_reader(lake)
+    readers = lake_readers(settings, lake)
     try:
         with open_store(settings.database) as store:
             pending, done = pending_jobs(settings, workflow, cluster)
@@ -284,6 +304,7 @@ def gather_workflow(
                 settings, list(pending), namespace, cluster is not None, done
             ):
                 expected = pending[name]
+                reader = readers(name)
                 total = sum(job.variant_count for job in expected)
                 progress = Progress(sys.stderr, total, live=sys.stderr.isatty())
                 gatherer = Gatherer(

@@ -7,7 +7,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from contract.result import compact
 from standin import objects
 from standin.api import FakeApiServer
 from tests.collector.gathering import (
+    COLLECTOR,
     NAMESPACE,
     Collect,
     Obj,
@@ -215,9 +215,6 @@ def collector_against(
         timeout=60,
         check=False,
     )
-
-
-COLLECTOR = [sys.executable, "-c", "from benchfleet.collector import cli; cli()"]
 
 
 def _stored_so_far(repo: Path) -> int:

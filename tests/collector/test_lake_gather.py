@@ -5,6 +5,10 @@ stand-in API. Every fault falls back to the pod's copy, stores once, and says wh
 happened per variant."""
 
 import json
+import os
+import re
+import shutil
+import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -14,8 +18,17 @@ import pytest
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.kube import KubeClient
 from collector.lakeread import LIMITS, LakeReader
+from collector.pods import message_reading
 from collector.workload import ExpectedJob
-from contract.lake import StoredObject, raw_key, sha256_of
+from contract.lake import (
+    ACCESS_KEY_ENV,
+    ENDPOINT_ENV,
+    LAKE_ENV,
+    SECRET_KEY_ENV,
+    StoredObject,
+    raw_key,
+    sha256_of,
+)
 from contract.objectstore import Limits
 from contract.result import (
     RESULT_SCHEMA_VERSION,
@@ -30,11 +43,13 @@ from standin import objects
 from standin.api import FakeApiServer
 from store.database import Store, open_store
 from tests.collector.gathering import (
+    COLLECTOR,
     GROUPS,
     NAMESPACE,
     Collect,
     Obj,
     grouped_job,
+    kubeconfig,
     requests,
     rows,
 )
@@ -69,17 +84,15 @@ def _log(job: Obj, index: int, results: list[BenchResult]) -> str:
 
 
 def _finished_groups(
-    api: FakeApiServer, lake: Lake, written: bool = True
+    api: FakeApiServer, lake: Lake, groups: tuple[tuple[int, ...], ...] = GROUPS
 ) -> tuple[Obj, ExpectedJob, list[list[BenchResult]]]:
-    """grouped_job's two pods of three variants, finished, each result written to the lake
-    (`written`) and on its log's lines: a group of three whole results is compacted in its
+    """grouped_job's pods (two of three variants by default), finished, each result written
+    to the lake and on its log's lines: a group of three whole results is compacted in its
     termination message, so that before the lake, each pod took a log read."""
-    job, expected = grouped_job()
+    job, expected = grouped_job(groups)
     handed: list[list[BenchResult]] = []
-    for index, group in enumerate(GROUPS):
-        results = [objects.ok_result(job, i) for i in group]
-        if written:
-            results = _written(lake, job, index, results)
+    for index, group in enumerate(groups):
+        results = _written(lake, job, index, [objects.ok_result(job, i) for i in group])
         pod = objects.group_pod(job, index, results)
         api.add("pods", pod)
         api.set_log(NAMESPACE, pod["metadata"]["name"], "runner", _log(job, index, results))
@@ -125,6 +138,26 @@ def test_grouped_whole_results_come_from_the_lake_with_every_sample_and_no_log_r
         assert (run.variant.result_source, run.variant.result_object) == ("lake", whole.stored)
         assert result.samples == whole.samples and result.samples is not None
         assert run.variant.explanation == "succeeded"
+
+
+def test_a_groups_stubs_are_read_from_the_lake_by_their_digest_at_their_attempts_key(
+    api: FakeApiServer, lake: Lake, tmp_path: Path
+) -> None:
+    """Six results in one pod: the termination message has room for stubs only for the later
+    ones, each with its object's digest and size but not its key (docs/runner.md). They are
+    read whole from the lake all the same: no log read."""
+    job, expected, _ = _finished_groups(api, lake, ((0, 1, 2, 3, 4, 5),))
+    pod = api.get("pods", NAMESPACE, _pod_name(job, 0))
+    assert pod is not None
+    stubs = message_reading(pod).omitted
+    assert stubs and all(stub.sha256 for stub in stubs)
+    with open_store(tmp_path / "results.sqlite") as store:
+        outcome = _gather(api, store, tmp_path, expected, _reader(lake))
+        runs = store.runs(WORKFLOW)
+    assert [(r.variant.index, r.variant.result_source) for r in runs] == [
+        (i, "lake") for i in range(6)
+    ]
+    assert (outcome.lake.read, _log_reads(api)) == (6, 0)
 
 
 def test_without_the_lake_the_same_groups_take_a_log_read_each(
@@ -335,3 +368,65 @@ def test_what_a_killed_attempt_measured_is_taken_whole_from_the_lake(
     assert runs[0].variant.pod == killed["metadata"]["name"]
     assert "succeeded in an earlier attempt" in runs[0].variant.explanation
     assert (outcome.lake.read, outcome.lake.missed, _log_reads(api)) == (5, [], 0)
+
+
+def test_gather_reads_the_lake_the_fleet_names_for_the_cluster(
+    collector: Collect, api: FakeApiServer, lake: Lake, repo: Path, job: Obj
+) -> None:
+    """No --lake and no $BENCHFLEET_LAKE: the fleet file's results_store gives the lake, its
+    endpoint and region; only the credentials come from the standard variables."""
+    env = lake.env()
+    fleet = (Path("specs") / "clusters.yaml").read_text() + (
+        "results_store:\n"
+        f"  url: {lake.url}\n"
+        f"  endpoint: {env[ENDPOINT_ENV]}\n"
+        "  region: us-east-1\n"
+        "  credentials_secret: lake-writer\n"
+        "  endpoint_cidrs: [127.0.0.1/32]\n"
+    )
+    (repo / "specs").mkdir()
+    (repo / "specs" / "clusters.yaml").write_text(fleet)
+    _finished_singles(api, lake, job)
+    credentials = {name: env[name] for name in (ACCESS_KEY_ENV, SECRET_KEY_ENV)}
+    run = collector("gather", env={**credentials, LAKE_ENV: "", ENDPOINT_ENV: ""})
+    assert run.exit_code == 0, run.output
+    assert rows(repo) == [(i, "succeeded", "lake") for i in range(6)]
+    assert "lake: 6 whole results read, 0 not" in run.stdout
+
+
+def test_three_collector_processes_at_once_store_each_result_once_per_root(
+    api: FakeApiServer, lake: Lake, repo: Path, job: Obj, tmp_path: Path
+) -> None:
+    """Two `collector gather` processes on one root and a third on another, started at once
+    against one cluster and one lake: every one succeeds, each root holds each result once,
+    and the two on one root stored six between them."""
+    _finished_singles(api, lake, job)
+    other = tmp_path / "other"
+    shutil.copytree(repo, other)
+    env = {**os.environ, **lake.env(), "BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url)}
+    roots = [repo, repo, other]
+    gathers = [
+        subprocess.Popen(
+            [
+                *COLLECTOR,
+                "--root",
+                str(root),
+                "gather",
+                "--workflow",
+                WORKFLOW,
+                "--cluster",
+                CLUSTER,
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for root in roots
+    ]
+    said = [gather.communicate(timeout=120) for gather in gathers]
+    assert [gather.returncode for gather in gathers] == [0, 0, 0], said
+    stored = [sum(int(n) for n in re.findall(r"stored (\d+) variant run", out)) for out, _ in said]
+    assert stored[0] + stored[1] == 6 and stored[2] == 6, said
+    for root in (repo, other):
+        assert rows(root) == [(i, "succeeded", "lake") for i in range(6)]
