@@ -2,9 +2,10 @@
 server (SeaweedFS on loopback, tests/lakeserver.py), a workflow of 24 variants in groups of
 six run by the real runner in the executor's pods, each writing its variants' whole results
 to the store with the credentials the pod executor reads from the namespace's Secret, as a
-kubelet does. `collector gather` takes every whole result from the store, with no log read
-(the collector's own count of its API requests), and every sample is stored; once the Job
-is deleted as Flux prunes it, the samples are still in the local store and in the lake.
+kubelet does. `collector gather` takes every whole result from the store the fleet names,
+with no log read (the collector's own count of its API requests), and every sample is
+stored; once the Job is deleted as Flux prunes it, the samples are still in the local store
+and in the lake.
 """
 
 import ast
@@ -19,7 +20,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from benchfleet.collector import cli as collector_cli
-from contract.lake import CREDENTIAL_KEYS, RESULT_SUFFIX, raw_prefix
+from contract.lake import CREDENTIAL_KEYS, ENDPOINT_ENV, LAKE_ENV, RESULT_SUFFIX, raw_prefix
 from contract.options import DEFAULT_DATABASE
 from contract.result import OkResult, parse_result
 from localcluster.podexecutor import TERMINATION_MESSAGE_LIMIT
@@ -85,15 +86,17 @@ def credentials(live: LiveCluster, lake: Lake) -> Iterator[str]:
 
 
 def _gather(repo: Repo, lake: Lake, kubeconfig: str) -> Result:
-    """`collector gather` of the workflow, reading the lake as the admin (a reader). With no
-    progress shown, since that reads the running pods' log tails: then any log read is one
-    for a result."""
+    """`collector gather` of the workflow, reading the store the fleet names (its URL and
+    endpoint: no `--lake`, no `AWS_ENDPOINT_URL`) with the admin's keys, a reader's. With
+    no progress shown, since that reads the running pods' log tails: then any log read is
+    one for a result."""
+    admin = lake.server.env()
     return CliRunner().invoke(
         collector_cli,
         ["--root", str(repo.root), "gather", "--workflow", WORKFLOW, "--cluster", "us-east",
-         "--timeout", "8m", "--no-progress", "--lake", str(lake.url)],
+         "--timeout", "8m", "--no-progress"],
         env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig, "KUBECONFIG": "/nonexistent",
-             **lake.server.env()},
+             ENDPOINT_ENV: None, LAKE_ENV: None, **{key: admin[key] for key in CREDENTIAL_KEYS}},
     )  # fmt: skip
 
 
