@@ -13,7 +13,9 @@ import base64
 import json
 import re
 import secrets
+from collections import Counter
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from click.testing import CliRunner, Result
 
 from benchfleet.collector import cli as collector_cli
 from contract.lake import CREDENTIAL_KEYS, ENDPOINT_ENV, LAKE_ENV, RESULT_SUFFIX, raw_prefix
+from contract.objectstore import Listed
 from contract.options import DEFAULT_DATABASE
 from contract.result import OkResult, parse_result
 from localcluster.podexecutor import TERMINATION_MESSAGE_LIMIT
@@ -108,15 +111,15 @@ def _api_requests(result: Result) -> dict[str, int]:
     return counted
 
 
-def _lake_results(lake: Lake) -> dict[str, tuple[OkResult, int]]:
-    """Every whole result the runners wrote, by variant id, with its object's size."""
+def _lake_results(lake: Lake) -> dict[str, tuple[OkResult, Listed]]:
+    """Every whole result the runners wrote, by variant id, with its object's key and size."""
     store = lake.store()
-    found: dict[str, tuple[OkResult, int]] = {}
+    found: dict[str, tuple[OkResult, Listed]] = {}
     for listed in store.list(raw_prefix(lake.url, WORKFLOW)):
         assert listed.key.endswith(RESULT_SUFFIX), listed.key
         result = parse_result(store.get(listed.key, listed.bytes).decode())
         assert isinstance(result, OkResult) and result.variant is not None, listed.key
-        found[result.variant.id] = (result, listed.bytes)
+        found[result.variant.id] = (result, listed)
     return found
 
 
@@ -154,8 +157,11 @@ def test_grouped_whole_results_are_gathered_from_the_lake_and_outlive_the_job(
     assert len(written) == VARIANTS
     # Real results larger than a termination message: each pod's six whole results are
     # compacted in its message, so before the lake every pod took a log read.
-    sizes = [size for _, size in written.values()]
-    assert sum(sizes) > VARIANTS // PER_POD * TERMINATION_MESSAGE_LIMIT
+    per_pod: Counter[str] = Counter()
+    for _, listed in written.values():
+        per_pod[PurePosixPath(listed.key).stem] += listed.bytes
+    assert len(per_pod) == VARIANTS // PER_POD
+    assert min(per_pod.values()) > TERMINATION_MESSAGE_LIMIT, per_pod
     stored = _stored_samples(repo)
     assert stored == {variant: ("lake", result.samples) for variant, (result, _) in written.items()}
     assert all(result.samples for result, _ in written.values())
