@@ -203,8 +203,9 @@ class _PodTask:
         fields = downward_fields(self.pod)
         while True:
             try:
+                secrets = self.executor.secrets(self.namespace)
                 return container_env(
-                    container, fields, index, job, self.executor.secrets(self.namespace)
+                    container, fields, index, job, secrets, namespace=self.namespace
                 )
             except ContainerConfigError as error:
                 self.executor.write_waiting(self, "CreateContainerConfigError", str(error))

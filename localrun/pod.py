@@ -177,7 +177,10 @@ class ContainerEnv:
 
 
 def _secret_value(
-    reference: Manifest, secrets: SecretLookup, read: dict[str, Mapping[str, str] | None]
+    reference: Manifest,
+    secrets: SecretLookup,
+    read: dict[str, Mapping[str, str] | None],
+    namespace: str,
 ) -> str | None:
     """A secretKeyRef's value; None where an optional one's Secret or key is missing, as a
     kubelet leaves it unset. ContainerConfigError, in a kubelet's words, where a required one's
@@ -194,15 +197,22 @@ def _secret_value(
     if key not in data:
         if optional:
             return None
-        raise ContainerConfigError(f"couldn't find key {key} in Secret {name}")
+        where = f"{namespace}/{name}" if namespace else name
+        raise ContainerConfigError(f"couldn't find key {key} in Secret {where}")
     return data[key]
 
 
 def container_env(
-    container: Manifest, fields: Mapping[str, str], index: int, job_name: str, secrets: SecretLookup
+    container: Manifest,
+    fields: Mapping[str, str],
+    index: int,
+    job_name: str,
+    secrets: SecretLookup,
+    *,
+    namespace: str = "",
 ) -> ContainerEnv:
     """The env a kubelet gives `container`: values, the downward API's `fields` and Secrets'
-    keys through `secrets`, each Secret read once."""
+    keys through `secrets` (of `namespace`, where there is one), each Secret read once."""
     env = {"JOB_COMPLETION_INDEX": str(index)}
     from_secrets: set[str] = set()
     read: dict[str, Mapping[str, str] | None] = {}
@@ -211,7 +221,7 @@ def container_env(
         if "value" in entry:
             env[entry["name"]] = entry["value"]
         elif set(source) == {"secretKeyRef"}:
-            value = _secret_value(source["secretKeyRef"], secrets, read)
+            value = _secret_value(source["secretKeyRef"], secrets, read, namespace)
             if value is not None:
                 env[entry["name"]] = value
                 from_secrets.add(entry["name"])

@@ -137,6 +137,13 @@ def test_a_required_secret_that_is_missing_waits_with_create_container_config_er
         "message": 'secret "vault" not found',
     }
     assert _phase(live, namespace) == "Pending"
+    _secret(live, namespace, "vault", {"OTHER": "x"})
+    named = f"couldn't find key TOKEN in Secret {namespace}/vault"
+    wait_for(
+        "the missing key to be named",
+        lambda: (_waiting(live, namespace) or {}).get("message") == named,
+        timeout_s=3 * CONFIG_RETRY_S + 30,
+    )
     _secret(live, namespace, "vault", {"TOKEN": "t"})
     wait_for(
         "the pod to start once the key is there",
