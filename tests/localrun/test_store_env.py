@@ -16,12 +16,15 @@ from contract.lake import (
     POD_NAME_ENV,
     RESULTS_URL_ENV,
     SECRET_KEY_ENV,
+    sha256_of,
 )
 from localrun.pod import ContainerConfigError, PodPlan, pod_plan
 from localrun.podman import configure_podman, run_arguments, secret_environment
-from localrun.process import process_environment
+from localrun.process import process_environment, run_process
+from localrun.workflow import read_outcome
 from synth.fleet import ResultsStore
 from synth.store_env import store_env
+from tests.lakeserver import Lake
 from tests.localrun.conftest import SMOKE
 
 STORE = ResultsStore(
@@ -104,3 +107,29 @@ def test_podman_is_given_a_secrets_value_by_name_never_on_its_command_line(
     assert f"{JOB_NAME_ENV}={planned.job_name}" in given
     environment = secret_environment(configure_podman(tmp_path), planned)
     assert {name: environment[name] for name in CREDENTIAL_KEYS} == credentials
+
+
+@pytest.mark.slow
+def test_a_local_run_writes_its_whole_result_to_the_store_with_the_callers_credentials(
+    quick_root: Path, lake: Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real runner, the real S3 server, the caller's credentials the workflow's writer's:
+    the result names the object it was written to, whose bytes hash as it says."""
+    workload = read_workload(quick_root / SMOKE.relative_to(SMOKE.parents[3]))
+    job = copy.deepcopy(workload.jobs[0])
+    store = STORE.model_copy(update={"url": str(lake.url), "endpoint": lake.server.endpoint})
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    container["env"] += store_env(store, "us-east", None)
+    writer = lake.server.env(lake.writer_for(str(job["metadata"]["labels"]["workflow"])))
+    for name in CREDENTIAL_KEYS:
+        monkeypatch.setenv(name, writer[name])
+    planned = pod_plan(job, workload.configmaps, 0, tmp_path / "pod")
+    outcome = read_outcome(planned, run_process(planned, timeout_s=300))
+    assert outcome.problem is None, outcome.run.stderr
+    result = outcome.result
+    assert result is not None and result.stored is not None, outcome.run.stderr
+    assert result.variant is not None
+    assert result.stored.key.endswith(f"/{planned.job_name}/{result.variant.id}/"
+                                      f"{planned.job_name}-0-local.json")  # fmt: skip
+    data = lake.store().get(result.stored.key, result.stored.bytes)
+    assert sha256_of(data) == result.stored.sha256
