@@ -27,6 +27,7 @@ from contract.accuracy import Accuracy
 from contract.config import ModelSource
 from contract.errors import ErrorType
 from contract.fingerprint import Fingerprint
+from contract.lake import StoredObject
 from contract.numbers import (
     Location,
     is_bad_number,
@@ -38,7 +39,7 @@ from contract.params import Params
 from contract.samples import Samples
 from contract.variant import RUNTIME_KEY_CONTEXT, VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
@@ -49,15 +50,19 @@ measurement bounds (`timings.bound_s`), 7 `latency.p99_9_ms` and a fixed-rate ru
 model's `family` and `params` (written only where set, so that every other result stays as
 it was), 10 the runtime axis (`variant.runtime`, written for every runtime but eager, where
 earlier results say `variant.compile: inductor`; `applied.runtime_proof`,
-`timings.conversion_s`), 11 the stack's `fingerprint`; a collector that reads only older
-ones keeps a newer result unread, as a newer runner's, rather than refusing it."""
+`timings.conversion_s`), 11 the stack's `fingerprint`, 12 where the runner stored the
+result whole in the lake (`stored`, and an omitted result's `sha256` and `bytes`) or why
+it could not (`store_error`); a collector that reads only older ones keeps a newer result
+unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
-RESULT_SCHEMA_VERSION: Final = 11
+RESULT_SCHEMA_VERSION: Final = 12
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
 """Bytes of /dev/termination-log that Kubernetes keeps in the pod status."""
 SCHEMA_FILE: Final = Path(__file__).with_name("result.schema.json")
+STORE_ERROR_LIMIT: Final = 300
+"""Characters of a result's `store_error`: a reason, which every compaction keeps."""
 
 StoppedBy = Literal["minimums", "max_iterations", "max_time"]
 
@@ -544,6 +549,16 @@ class _ResultBase(_Result):
     fingerprint: Fingerprint | None = None
     """The stack it was measured on (contract/fingerprint.py); None in results before
     schema 11: an unknown stack."""
+    stored: StoredObject | None = None
+    """Where the runner wrote this result whole (every sample, every field) in the pod's
+    result lake, and what those bytes hash to (result schema 12). Set on the copies that
+    travel beside the object (the log line, the termination message), never in the object:
+    the object is this result without `stored` and `store_error`, so it cannot carry its
+    own digest. None where no store was named, or writing failed (`store_error`)."""
+    store_error: str | None = Field(default=None, max_length=STORE_ERROR_LIMIT)
+    """Why a runner whose pod names a result lake could not write this result there (the
+    store's classified reason, never a credential); the result then travels as before, in
+    the log line and the termination message (result schema 12)."""
     _dropped: tuple[str, ...] = PrivateAttr(default=())
 
     @property
@@ -803,6 +818,12 @@ class OmittedResult(_Result):
     """The variant's id: the variant's identity is whole in the log, this finds it there."""
     outcome: Literal["ok", "error"]
     """The omitted result's own status."""
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    bytes: int | None = Field(default=None, ge=0)
+    """The omitted result's `stored` but its key (result schema 12), which a stub has no
+    room for: it is `contract.lake.raw_key` of the pod's workflow, cluster, Job, this `id`
+    and the pod's name. None where the result was not stored, or the message had no room
+    even for these (the log line then has the result)."""
 
 
 GroupEntry = Annotated[OkResult | ErrorResult | OmittedResult, Field(discriminator="status")]
@@ -820,12 +841,15 @@ def _group_size(sizes: list[int]) -> int:
     return sum(sizes) + len(sizes) + 1
 
 
-def _omitted(result: BenchResult) -> OmittedResult:
+def _omitted(result: BenchResult, *, digest: bool = True) -> OmittedResult:
     variant = result.variant
+    stored = result.stored if digest else None
     return OmittedResult(
         index=variant.index if variant else None,
         id=variant.id if variant else None,
         outcome=result.status,
+        sha256=stored.sha256 if stored else None,
+        bytes=stored.bytes if stored else None,
     )
 
 
@@ -856,11 +880,15 @@ def termination_message(results: list[BenchResult], limit: int = TERMINATION_LOG
         if _group_size(sizes) <= limit:
             return _group_text(texts)
     order = sorted(range(len(texts)), key=lambda i: (results[i].status == "error", -i))
-    for position in order:
-        texts[position] = result_json(_omitted(results[position]))
-        sizes[position] = len(texts[position].encode())
-        if _group_size(sizes) <= limit:
-            return _group_text(texts)
+    # Stubs keep the digest of what the lake holds, so a collector reads those results whole
+    # from the store rather than from the log; only where even that is too long do they lose
+    # it, in the same order (about 24 stubs fit with their digests, 32 without).
+    for digest in (True, False):
+        for position in order:
+            texts[position] = result_json(_omitted(results[position], digest=digest))
+            sizes[position] = len(texts[position].encode())
+            if _group_size(sizes) <= limit:
+                return _group_text(texts)
     raise ValueError(f"{len(results)} results do not fit {limit} bytes even as stubs")
 
 

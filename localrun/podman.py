@@ -52,6 +52,11 @@ and torch's ONNX exporter's libraries, 123 MB installed beside torch's several G
 CUDA image gets the same CPU build of onnxruntime: its GPU build (onnxruntime-gpu) is not
 pinned here, so an onnxruntime variant on a GPU fails `runtime_failed` saying so, and the
 catalogue offers it on no GPU yet (`gpu_proven`)."""
+RUNNER_LAKE_DISTRIBUTIONS: Final = ("boto3",)
+"""Of the `lake` extra, what the runner imports where its pod names a result lake: the
+store's client (boto3 with botocore, s3transfer and jmespath, 36 MB installed, botocore's
+service descriptions most of it), not the Parquet and SQL libraries the collector reads the
+lake with."""
 FOREIGN_PLATFORMS: Final = (
     "manylinux_2_28_x86_64",
     "manylinux_2_17_x86_64",
@@ -213,7 +218,15 @@ def runner_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[
         raise PodmanError(f"{pyproject} declares no {', '.join(missing)}")
     extras: dict[str, list[str]] = project["optional-dependencies"]
     pins = [pin for name in RUNNER_EXTRAS for pin in extras[name]]
-    return [*pins, *(base[name] for name in RUNNER_BASE_DISTRIBUTIONS)]
+    lake = {_distribution(requirement): requirement for requirement in extras["lake"]}
+    missing = [name for name in RUNNER_LAKE_DISTRIBUTIONS if name not in lake]
+    if missing:
+        raise PodmanError(f"{pyproject}'s lake extra declares no {', '.join(missing)}")
+    return [
+        *pins,
+        *(lake[name] for name in RUNNER_LAKE_DISTRIBUTIONS),
+        *(base[name] for name in RUNNER_BASE_DISTRIBUTIONS),
+    ]
 
 
 def prepare_context(

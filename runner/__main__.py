@@ -7,7 +7,9 @@ image_path models are: / unless a local try says otherwise), JOB_COMPLETION_INDE
 Kubernetes for Indexed Jobs; VARIANT_INDEX is the same value from the downward API), which
 picks the group of variants the pod runs, in order, in this one process, and for a group
 REPORTED_PATH (contract/reported.py), which lists those an earlier attempt of the index
-already reported. Logs and progress lines (contract/progress.py) go to stderr; stdout has
+already reported, and where the pod names a result lake (contract/lake.py) its URL, the
+cluster, the Job and the pod's names and the standard AWS variables (runner/lake.py). Logs
+and progress lines (contract/progress.py) go to stderr; stdout has
 one result line per variant, each written as its variant ends.
 """
 
@@ -47,6 +49,7 @@ from runner.channel import emit
 from runner.compiling import keep_caches_in
 from runner.errors import ConfigError, RunnerError, Terminated
 from runner.fingerprint import failure_fingerprint
+from runner.lake import ResultLake
 from runner.programs import Programs
 from runner.rounds import runs
 from runner.run import (
@@ -248,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         config = _read_config(args.config)
         index = _index(args.index)
         group = pick_group(config, index)
+        lake = ResultLake.from_env(os.environ, config.workflow)
         scratch = Path(tempfile.mkdtemp(prefix="benchfleet-"))
         keep_caches_in(scratch)
         paths = RunPaths(args.models, scratch, args.ca)
@@ -265,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             current = None  # its results are in hand: a SIGTERM from here on is the group's
             for result, code in outcomes:
-                results.append(_with_process_time(result, process_s))
+                timed = _with_process_time(result, process_s)
+                results.append(lake.store(timed) if lake else timed)
                 codes.append(code)
                 emit(results, sys.stdout, args.termination_log)
         return int(most_severe(codes))

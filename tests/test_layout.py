@@ -142,8 +142,10 @@ def _loaded_by(statement: str) -> set[str]:
         ("import review.comment", {"torch"}),
         (
             "import runner.run, runner.__main__",
-            {"cdk8s", "constructs", "kubernetes", "synth", "collector"},
+            {"cdk8s", "constructs", "kubernetes", "synth", "collector", "boto3", "botocore"},
         ),
+        # The store's client only where a pod's env names a store, and then no torch.
+        ("import runner.lake", {"boto3", "botocore", "s3transfer", "torch"}),
     ],
 )
 def test_what_each_package_really_loads(statement: str, never: set[str]) -> None:

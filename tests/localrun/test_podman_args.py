@@ -151,6 +151,7 @@ def test_image_gets_the_runners_pins_from_pyproject() -> None:
         "onnxruntime",
         "onnx",
         "onnxscript",
+        "boto3",
         "pydantic",
     ]
     assert requirements[0].startswith("torch=="), "an exact pin keeps the CPU wheel"
