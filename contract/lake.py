@@ -146,7 +146,6 @@ def run_key(lake: LakeUrl, *, workflow: str, cluster: str, date: str, job: str, 
     )
 
 
-
 class StoredObject(BaseModel):
     """Where a runner put a result, and what its bytes hash to: the collector trusts the
     object only where the bytes it reads hash to `sha256`."""

@@ -127,6 +127,8 @@ def _loaded_by(statement: str) -> set[str]:
             "import contract.config, contract.result, contract.layout, contract.dist",
             {"torch", "cdk8s", "kubernetes"},
         ),
+        # The store's client loads only when a command builds one.
+        ("import contract.objectstore", {"boto3", "botocore", "s3transfer"}),
         ("import collector.cli", {"torch", "cdk8s", "constructs", "matplotlib", "synth"}),
         ("import benchfleet.collector", {"torch", "cdk8s", "constructs", "matplotlib"}),
         (
