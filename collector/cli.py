@@ -3,6 +3,7 @@ command is put together in benchfleet/collector.py, which hands in the reader of
 prices (synth's), so that nothing here imports synth."""
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -105,10 +106,20 @@ def _duration_option(
 
 
 def _lake(_: click.Context, __: click.Parameter, value: str | None) -> LakeUrl | None:
+    if value == _LAKE_FROM_ENV:
+        value = os.environ.get(LAKE_ENV)
+        if not value:
+            raise click.BadParameter(
+                f"no lake named: give --lake s3://BUCKET/PREFIX or ${LAKE_ENV}"
+            )
     try:
         return None if not value else parse_lake_url(value)
     except LakeUrlError as error:
         raise click.BadParameter(str(error)) from None
+
+
+_LAKE_FROM_ENV: Final = "-"
+"""What a bare `report --lake` stands for: the lake $BENCHFLEET_LAKE names."""
 
 
 def lake_option(what: str) -> Callable[[FC], FC]:
@@ -121,6 +132,19 @@ def lake_option(what: str) -> Callable[[FC], FC]:
         show_envvar=True,
         help=f"The result lake, s3://BUCKET/PREFIX: {what}.",
     )
+
+
+report_lake_option = click.option(
+    "--lake",
+    is_flag=False,
+    flag_value=_LAKE_FROM_ENV,
+    callback=_lake,
+    help=f"Report the runs `collector sync` published to this lake (s3://BUCKET/PREFIX; "
+    f"bare, the one ${LAKE_ENV} names) and nothing else: no database, no results/; the same "
+    "report the roots that synced them give [default: the database and results/]",
+)
+"""report's --lake: only where asked, since a root's own report must not change with the
+environment; bare, it takes the lake every other command defaults to."""
 
 
 def collector_cli(read_prices: PriceReader, read_scheduled: ScheduleReader) -> click.Group:
@@ -382,10 +406,7 @@ def _metrics(
     "profile, power limit, CPU), naming what differs [default: only within a stack; a trend "
     "starts afresh where the stack changed].",
 )
-@lake_option(
-    "report its published runs alone (no database, no results/), the same report as the "
-    "roots that synced them give [default: the database and results/]"
-)
+@report_lake_option
 @pass_settings
 def report(
     settings: Settings,
