@@ -32,6 +32,8 @@ from collector.lake_runs import LakeRunsError, lake_runs
 from collector.logs import LogFormat, configure
 from collector.metrics import ObservedJob, build_registry, last_results, write_textfile
 from collector.pushgateway import PushFailed, Pushgateway, push, pushgateway
+from collector.retention import MAX_DAYS as MAX_RAW_DAYS
+from collector.retention import set_raw_days
 from collector.samples import read_samples
 from collector.session import (
     PriceReader,
@@ -906,6 +908,33 @@ def _forget_everywhere(
     )
 
 
+@click.command("retention")
+@lake_option("set the retention of its raw objects")
+@click.option(
+    "--raw-days",
+    required=True,
+    type=click.IntRange(1, MAX_RAW_DAYS),
+    help="Keep what runners wrote under raw/ this many days; published runs are kept.",
+)
+def retention_command(lake: LakeUrl | None, raw_days: int) -> None:
+    """Set the bucket's lifecycle rule: raw objects expire after --raw-days days.
+
+    The store expires them itself, with no collector running (S3, and SeaweedFS: see
+    docs/lake.md). Published runs (runs/) have no rule and are kept. Other rules of the
+    bucket stay as they are. Needs credentials that may configure the bucket.
+    """
+    if lake is None:
+        raise click.UsageError(f"name the lake: --lake s3://BUCKET/PREFIX or ${LAKE_ENV}")
+    try:
+        rule = set_raw_days(lake, raw_days)
+    except ObjectStoreError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(
+        f"{lake}: objects under s3://{lake.bucket}/{rule['Filter']['Prefix']} expire "
+        f"{plural(raw_days, 'day')} after they were written (rule {rule['ID']}); runs are kept"
+    )
+
+
 COMMANDS: Final = (
     gather,
     report,
@@ -915,5 +944,6 @@ COMMANDS: Final = (
     clean_command,
     forget_command,
     sync_command,
+    retention_command,
 )
 """The `collector` command's subcommands."""
