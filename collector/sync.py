@@ -98,10 +98,11 @@ def _put(objects: ObjectStore, key: str, data: bytes, ext: str, digest: str) -> 
 def _publish(
     objects: ObjectStore, lake: LakeUrl, run: PublishedRun, digest: str
 ) -> tuple[bool, list[str]]:
-    """Put each of the run's files once; whether every one was in the lake already, and
+    """Put each of the run's files once; whether the Job was in the lake already (its JSON
+    Lines file, which holds the publishing collector's times, another collector's), and
     their keys."""
     record = run.record
-    already = True
+    already = False
     keys = []
     for ext in EXTENSIONS:
         key = run_key(
@@ -112,7 +113,8 @@ def _publish(
             job=record.job,
             ext=ext,
         )
-        already &= _put(objects, key, _WRITERS[ext](run), ext, digest)
+        there = _put(objects, key, _WRITERS[ext](run), ext, digest)
+        already = there if ext == JSONL else already
         keys.append(key)
     return already, keys
 

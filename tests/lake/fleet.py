@@ -15,7 +15,9 @@ CLUSTERS = ("us-east", "eu-west")
 
 
 def job(cluster: str, number: int) -> JobIdentity:
-    return JOB.model_copy(update={"cluster": cluster, "job": f"cpu-smoke-cpu-{number:010d}"})
+    return JOB.model_copy(
+        update={"cluster": cluster, "job": f"cpu-smoke-cpu-{cluster}-{number:04d}"}
+    )
 
 
 def variant(index: int, number: int, samples: int) -> StoredVariant:

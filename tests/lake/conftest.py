@@ -1,0 +1,3 @@
+from tests.lake.server import lake
+
+__all__ = ["lake"]
