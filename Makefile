@@ -6,7 +6,7 @@ BENCHFLEET := $(PY) -m benchfleet
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: install test check synth plan validate schema lint format bench demo models e2e-container \
-	image push pin-image push-model cluster cluster-down cluster-build e2e fuzz
+	image push pin-image push-model cluster cluster-down cluster-build e2e fuzz lake lake-down
 
 install: $(VENV)/.installed
 
@@ -114,6 +114,14 @@ cluster: install
 
 cluster-down: install
 	$(PY) -m localcluster down
+
+# Builds (once, cached) and starts the lake's S3 server on loopback; prints only the shell
+# lines that point every command at it: eval "$$(make -s lake)".
+lake: install
+	@$(PY) -m localcluster lake up
+
+lake-down: install
+	@$(PY) -m localcluster lake down
 
 e2e: cluster-build
 	$(PY) -m pytest -m cluster

@@ -39,6 +39,8 @@ bucket's requests from there with a redirect botocore follows."""
 _LEGACY_REGION_ENV: Final = "AWS_DEFAULT_REGION"
 DELETE_BATCH: Final = 1000
 """The most keys one DeleteObjects request may name (S3's limit)."""
+LIST_PAGE: Final = 1000
+"""The most keys one ListObjectsV2 answer holds (S3's limit)."""
 MAX_LISTED: Final = 100_000
 """The most keys `list` returns unless a caller asks for more: past that it refuses."""
 
@@ -89,6 +91,9 @@ class Limits:
         """The longest a call that never gets an answer takes, backoff aside (botocore's
         standard mode sleeps at most 20 s between attempts, usually well under 1 s)."""
         return self.attempts * (self.connect_s + self.read_s)
+
+
+DEFAULT_LIMITS: Final = Limits()
 
 
 class Listed(NamedTuple):
@@ -166,7 +171,7 @@ def _classified(what: str) -> Iterator[None]:
         raise StoreError(kind, f"{what}: {kind.value}: {error}") from error
 
 
-def client(env: Mapping[str, str] | None = None, limits: Limits = Limits()) -> Any:
+def client(env: Mapping[str, str] | None = None, limits: Limits = DEFAULT_LIMITS) -> Any:
     """A boto3 S3 client configured from the standard AWS variables in `env` (the process's
     own by default), bounded by `limits`. Credentials not in `env` come from boto3's chain
     (web identity, a profile), which reads the process's environment."""
@@ -210,7 +215,7 @@ class ObjectStore:
 
     @classmethod
     def for_lake(
-        cls, lake: LakeUrl, env: Mapping[str, str] | None = None, limits: Limits = Limits()
+        cls, lake: LakeUrl, env: Mapping[str, str] | None = None, limits: Limits = DEFAULT_LIMITS
     ) -> "ObjectStore":
         """The store of `lake`'s bucket, found from the standard AWS variables in `env`."""
         env = os.environ if env is None else env
@@ -266,19 +271,26 @@ class ObjectStore:
                         StoreErrorKind.TOO_LARGE,
                         f"{about}: too_large: {size} bytes, more than the {max_bytes} asked for",
                     )
-                # botocore checks the bytes read against Content-Length (IncompleteReadError).
-                return bytes(body.read(max_bytes + 1))
+                data = bytes(body.read(max_bytes + 1))
             finally:
                 body.close()
+        # botocore checks a read of a given size against Content-Length only where the
+        # stream ended before returning anything: a connection cut midway reads short.
+        if len(data) != size:
+            raise StoreError(
+                StoreErrorKind.UNREACHABLE,
+                f"{about}: unreachable: the connection ended after {len(data)} of {size} bytes",
+            )
+        return data
 
-    def list(self, prefix: str, limit: int = MAX_LISTED) -> Listing:
-        """Every key under `prefix` with its size, in key order; StoreError `too_large`
-        where there are more than `limit`."""
+    def list(self, prefix: str, limit: int = MAX_LISTED, page_size: int = LIST_PAGE) -> Listing:
+        """Every key under `prefix` with its size, in key order, `page_size` keys a request;
+        StoreError `too_large` where there are more than `limit`."""
         about = self._about("list", prefix)
         found: Listing = []
         with _classified(about):
             pages = self._s3.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": 1000}
+                Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": page_size}
             )
             for page in pages:
                 contents = page.get("Contents", [])

@@ -1,9 +1,10 @@
 """Build the local cluster's binaries from the Go module proxy, once per set of versions.
 
-Binaries land in <user cache>/benchfleet/cluster-bin/<key>/, where the key hashes the Go
-version, the platform, every component's version, build flags and the wrapper files: a
-warm cache rebuilds nothing, and any change builds into a new folder. A folder is complete
-only once its stamp (build.json) is written, after which it is renamed into place.
+Each toolset's binaries (the cluster's, the lake's server) land in
+<user cache>/benchfleet/<toolset folder>/<key>/, where the key hashes the Go version, the
+platform, every component's version, build flags and the wrapper files: a warm cache
+rebuilds nothing, and any change builds into a new folder. A folder is complete only once
+its stamp (build.json) is written, after which it is renamed into place.
 """
 
 import hashlib
@@ -16,11 +17,10 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from localcluster.components import COMPONENTS, Component
+from localcluster.components import CLUSTER_TOOLS, TOOLSETS, Component, Toolset
 from localcluster.goenv import go_environment, user_cache
 from localcluster.gomod import check_wrapper
 
-BIN_DIR_VARIABLE = "BENCHFLEET_CLUSTER_BIN"
 STAMP = "build.json"
 
 
@@ -42,7 +42,7 @@ def _ldflags(component: Component) -> str:
     return " ".join(("-s", "-w", *component.version_ldflags))
 
 
-def build_key(components: Iterable[Component] = COMPONENTS) -> str:
+def build_key(components: Iterable[Component] = CLUSTER_TOOLS.components) -> str:
     """A hash of everything the binaries depend on."""
     digest = hashlib.sha256(_go_version().encode())
     for component in components:
@@ -54,22 +54,22 @@ def build_key(components: Iterable[Component] = COMPONENTS) -> str:
     return digest.hexdigest()[:16]
 
 
-def binary_dir() -> Path:
+def binary_dir(toolset: Toolset = CLUSTER_TOOLS) -> Path:
     """Where the binaries of the committed versions are (or will be) kept."""
-    override = os.environ.get(BIN_DIR_VARIABLE)
+    override = os.environ.get(toolset.override)
     if override:
         return Path(override)
-    return user_cache() / "cluster-bin" / build_key()
+    return user_cache() / toolset.folder / build_key(toolset.components)
 
 
-def is_built(directory: Path | None = None) -> bool:
+def is_built(directory: Path | None = None, toolset: Toolset = CLUSTER_TOOLS) -> bool:
     """Whether every binary of every component is in `directory` with its stamp (False where
     there is no Go to say which versions those would be)."""
     try:
-        directory = directory or binary_dir()
+        directory = directory or binary_dir(toolset)
     except FileNotFoundError:
         return False
-    names = [name for component in COMPONENTS for name in component.binaries]
+    names = [name for component in toolset.components for name in component.binaries]
     return (directory / STAMP).is_file() and all((directory / n).is_file() for n in names)
 
 
@@ -114,16 +114,21 @@ def _copy_data(component: Component, out: Path) -> None:
             shutil.copyfile(path, target / path.name)
 
 
-def build(log: bool = True) -> Path:
+def build_all(log: bool = True) -> list[Path]:
+    """Build every toolset's missing binaries (`make cluster-build`); their folders."""
+    return [build(log, toolset) for toolset in TOOLSETS]
+
+
+def build(log: bool = True, toolset: Toolset = CLUSTER_TOOLS) -> Path:
     """Build whatever is missing (sequentially, to bound memory); the binaries' folder."""
-    target = binary_dir()
-    if is_built(target):
+    target = binary_dir(toolset)
+    if is_built(target, toolset):
         return target
     partial = target.with_name(f"{target.name}.partial")
     partial.mkdir(parents=True, exist_ok=True)
     stamp: dict[str, object] = {"go": _go_version(), "binaries": {}}
     binaries: dict[str, dict[str, object]] = {}
-    for component in COMPONENTS:
+    for component in toolset.components:
         check_wrapper(component)
         _copy_data(component, partial)
         for name, package in component.binaries.items():

@@ -7,12 +7,18 @@ from pathlib import Path
 
 import click
 
-from localcluster.build import binary_dir, build, is_built
+from contract.lake import parse_lake_url
+from localcluster.build import binary_dir, build, build_all, is_built
+from localcluster.components import LAKE_TOOLS
 from localcluster.controlplane import STATE_FILE, Cluster, start_cluster
+from localcluster.lake import STATE_FILE as LAKE_STATE_FILE
+from localcluster.lake import LakeServer, export_lines, new_server
 from localcluster.podexecutor import running_executor, start_executor_process
 from synth.load import load_specs
 
 DEFAULT_DIR = Path(".cache") / "cluster"
+LAKE_DIR = Path(".cache") / "lake"
+LAKE_URL = "s3://benchfleet/lake"
 
 
 @click.group(context_settings={"show_default": True})
@@ -22,8 +28,10 @@ def cli() -> None:
 
 @cli.command("build")
 def build_command() -> None:
-    """Build the binaries that are missing (minutes cold, nothing when warm)."""
-    click.echo(build())
+    """Build the binaries that are missing, the cluster's and the lake's server (minutes
+    cold, nothing when warm)."""
+    for folder in build_all():
+        click.echo(folder)
 
 
 @cli.command("built")
@@ -63,6 +71,39 @@ def down(directory: Path) -> None:
         cluster = Cluster.load(state.parent)
         cluster.stop()
         click.echo(f"cluster {cluster.name} stopped")
+
+
+@cli.group("lake")
+def lake() -> None:
+    """The result lake's S3-compatible server (SeaweedFS) on loopback."""
+
+
+@lake.command("up")
+@click.option("--dir", "directory", type=click.Path(path_type=Path), default=LAKE_DIR)
+@click.option("--lake", "url", default=LAKE_URL, help="The bucket (created) and prefix.")
+def lake_up(directory: Path, url: str) -> None:
+    """Build the server if missing, start it (unless it runs) and print the shell lines
+    that point every command at it: `eval "$(make -s lake)"`."""
+    lake_url = parse_lake_url(url)
+    state = directory / LAKE_STATE_FILE
+    server = LakeServer.load(directory) if state.exists() else None
+    if server is None or not server.running or server.bucket != lake_url.bucket:
+        if server is not None:
+            server.stop()
+        server = new_server(directory, build(toolset=LAKE_TOOLS), lake_url.bucket)
+        seconds = server.start()
+        click.echo(f"# the lake's server is up in {seconds:.1f} s; log: {server.log}", err=True)
+    for line in export_lines(server, lake_url):
+        click.echo(line)
+
+
+@lake.command("down")
+@click.option("--dir", "directory", type=click.Path(path_type=Path), default=LAKE_DIR)
+def lake_down(directory: Path) -> None:
+    """Stop the server `lake up` started (its data stays under --dir)."""
+    if (directory / LAKE_STATE_FILE).exists():
+        LakeServer.load(directory).stop()
+        click.echo("the lake's server stopped", err=True)
 
 
 @cli.command("executor", hidden=True)

@@ -114,5 +114,31 @@ KUEUE = Component(
     ),
 )
 
+# The result lake's S3-compatible server (Apache-2.0): master, volume, filer and S3 gateway
+# in one process (`weed mini`). Upstream's go.mod replaces tyler-smith/go-bip39 (deleted
+# from GitHub) by cosmos/go-bip39, a replace the wrapper copies.
+SEAWEEDFS = Component(
+    wrapper="seaweedfs",
+    module="github.com/seaweedfs/seaweedfs",
+    version="v0.0.0-20261109003541-7506e5f91cd6",
+    binaries={"weed": "github.com/seaweedfs/seaweedfs/weed"},
+)
+
+
+@dataclass(frozen=True)
+class Toolset:
+    """Components built together into one folder of the user's cache, keyed by their
+    versions: the lake's server apart from the cluster's, so `make lake` builds only it and
+    adding it left the cluster's built binaries valid."""
+
+    folder: str
+    components: tuple[Component, ...]
+    override: str
+    """The environment variable that names a folder of prebuilt binaries instead."""
+
+
 # Build order: the control plane first, so a cluster without Flux is usable soonest.
 COMPONENTS = (ETCD, KUBERNETES, KWOK, KUEUE, SOURCE_CONTROLLER, KUSTOMIZE_CONTROLLER)
+CLUSTER_TOOLS = Toolset("cluster-bin", COMPONENTS, "BENCHFLEET_CLUSTER_BIN")
+LAKE_TOOLS = Toolset("lake-bin", (SEAWEEDFS,), "BENCHFLEET_LAKE_BIN")
+TOOLSETS = (CLUSTER_TOOLS, LAKE_TOOLS)

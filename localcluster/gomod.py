@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from localcluster.components import COMPONENTS, Component
+from localcluster.components import TOOLSETS, Component
 from localcluster.goenv import go_environment
 
 
@@ -128,6 +128,6 @@ def update_wrapper(component: Component) -> None:
 
 
 if __name__ == "__main__":
-    for each in COMPONENTS:
+    for each in (component for toolset in TOOLSETS for component in toolset.components):
         update_wrapper(each)
         print(f"{each.directory}/go.mod: {each.module}@{each.version}")

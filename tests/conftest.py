@@ -17,6 +17,16 @@ from xdist.remote import Producer
 from xdist.scheduler import LoadGroupScheduling
 
 from localcluster.build import is_built
+from localcluster.lake import LakeServer
+from tests.lakeserver import (
+    FULL_BUCKET,
+    LAKE_NOT_BUILT,
+    Lake,
+    fresh_lake,
+    lake_server_built,
+    restore,
+    start_lake_server,
+)
 from tests.model_server import (
     Authority,
     ModelServer,
@@ -97,6 +107,40 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def lake_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LakeServer]:
+    """The result lake's real S3 server (SeaweedFS) on loopback, one a session and xdist
+    worker (seconds to start); skipped, naming `make cluster-build`, where it is not built."""
+    if not lake_server_built():
+        pytest.skip(LAKE_NOT_BUILT)
+    server = start_lake_server(tmp_path_factory.mktemp("lake-server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def lake(lake_server: LakeServer) -> Iterator[Lake]:
+    """A fresh prefix of its own on the session's lake server (tests/lakeserver.py's Lake:
+    url, env(), store(), writer_for(), stopped(), paused(), through()); the server is
+    running and answering again after the test, whatever it did."""
+    yield fresh_lake(lake_server)
+    restore(lake_server)
+
+
+@pytest.fixture(scope="session")
+def full_bucket(lake_server: LakeServer) -> str:
+    """A bucket over its quota, which refuses every write (made once a session)."""
+    lake_server.create_bucket(FULL_BUCKET)
+    lake_server.fill(FULL_BUCKET)
+    return FULL_BUCKET
+
+
+@pytest.fixture
+def full_lake(lake_server: LakeServer, full_bucket: str) -> Lake:
+    """A fresh prefix in the bucket over its quota."""
+    return fresh_lake(lake_server, full_bucket)
 
 
 LARGE_MODELS = "large-models"
@@ -202,3 +246,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     skipped = terminalreporter.stats.get("skipped", [])
     if any(CLUSTER_NOT_BUILT in str(report.longrepr) for report in skipped):
         terminalreporter.write_line(CLUSTER_SKIPPED, red=True)
+    if any(LAKE_NOT_BUILT in str(report.longrepr) for report in skipped):
+        terminalreporter.write_line(f"LAKE TESTS SKIPPED: {LAKE_NOT_BUILT}", red=True)
