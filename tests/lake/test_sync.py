@@ -22,19 +22,17 @@ from contract.options import DEFAULT_DATABASE
 from store.published import EXTENSIONS, JSONL, parquet_digest, read_jsonl
 from tests.collector.stored import NOW
 from tests.lake.fleet import CLUSTERS, WORKFLOW, fleet, gathered, job
-from tests.lake.server import Lake
+from tests.lakeserver import Lake
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def collector(root: Path, lake: Lake, *arguments: str) -> Result:
-    return CliRunner().invoke(
-        cli, ["--root", str(root), *arguments], env={**lake.env, "BENCHFLEET_LAKE": str(lake.url)}
-    )
+    return CliRunner().invoke(cli, ["--root", str(root), *arguments], env=lake.env())
 
 
 def keys(lake: Lake) -> list[str]:
-    return [listed.key for listed in lake.objects.list(runs_prefix(lake.url))]
+    return [listed.key for listed in lake.store().list(runs_prefix(lake.url))]
 
 
 def test_two_roots_publish_once_and_a_third_reports_from_the_lake_alone(
@@ -77,7 +75,7 @@ def test_a_different_run_under_a_published_jobs_name_is_refused_and_nothing_over
     records = fleet(jobs_per_cluster=1, variants=2, samples=50)
     first = gathered(tmp_path / "first", records, NOW)
     assert collector(first, lake, "sync").exit_code == 0
-    before = {key: lake.objects.get(key, 1 << 24) for key in keys(lake)}
+    before = {key: lake.store().get(key, 1 << 24) for key in keys(lake)}
     changed = [
         records[0].model_copy(update={"owner": "someone-else"}),
         *records[1:],
@@ -87,7 +85,7 @@ def test_a_different_run_under_a_published_jobs_name_is_refused_and_nothing_over
     assert done.exit_code == 1
     assert "the lake holds a different run under this Job's name" in done.output
     assert "nothing overwritten" in done.output
-    assert {key: lake.objects.get(key, 1 << 24) for key in keys(lake)} == before
+    assert {key: lake.store().get(key, 1 << 24) for key in keys(lake)} == before
 
 
 def test_a_sync_killed_mid_way_leaves_whole_files_and_a_rerun_finishes_it(
@@ -95,7 +93,7 @@ def test_a_sync_killed_mid_way_leaves_whole_files_and_a_rerun_finishes_it(
 ) -> None:
     records = fleet(jobs_per_cluster=40, variants=8, samples=2000)
     root = gathered(tmp_path / "root", records, NOW)
-    env = {**os.environ, **lake.env, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, **lake.env(), "PYTHONPATH": str(REPO_ROOT)}
     command = [sys.executable, "-c", "from benchfleet.collector import cli; cli()"]
     process = subprocess.Popen(
         [*command, "--root", str(root), "sync", "--lake", str(lake.url)],
@@ -114,7 +112,7 @@ def test_a_sync_killed_mid_way_leaves_whole_files_and_a_rerun_finishes_it(
     cut = keys(lake)
     assert 0 < len(cut) < len(records) * len(EXTENSIONS), "the sync was not stopped mid-way"
     for key in cut:
-        data = lake.objects.get(key, 1 << 26)
+        data = lake.store().get(key, 1 << 26)
         if key.endswith(JSONL):
             read_jsonl(data, key)
             assert gzip.decompress(data).endswith(b"\n")
@@ -147,13 +145,13 @@ def test_forget_everywhere_removes_the_published_files_and_raw_objects_of_the_jo
             variant="v0",
             attempt="pod-0",
         )
-        lake.objects.put_once(key, b"{}")
+        lake.store().put_once(key, b"{}")
     arguments = ("forget", "--cluster", gone.cluster, "--workflow", WORKFLOW, "--everywhere")
     done = collector(root, lake, *arguments, "--job", gone.job)
     assert done.exit_code == 0, done.output
     said = "removed 2 runs from the database, 1 record from results/ (commit the deletion), "
     assert f"{said}{len(EXTENSIONS) + 1} objects from {lake.url}" in done.output
-    left = [listed.key for listed in lake.objects.list(lake.url.key(""))]
+    left = [listed.key for listed in lake.store().list(lake.url.key(""))]
     assert [key for key in left if gone.job in key] == []
     assert len([key for key in left if kept.job in key]) == len(EXTENSIONS) + 1
     assert len(left) == len(records) * len(EXTENSIONS) + 1 - len(EXTENSIONS)
@@ -175,7 +173,7 @@ def test_each_published_file_is_whole_and_names_its_schema(
     files = [key for key in keys(lake) if key.endswith(f".{ext}")]
     assert len(files) == len(CLUSTERS)
     for key in files:
-        data = lake.objects.get(key, 1 << 24)
+        data = lake.store().get(key, 1 << 24)
         if ext == JSONL:
             assert read_jsonl(data, key).record.workflow == WORKFLOW
         else:

@@ -1,3 +1,0 @@
-from tests.lake.server import lake
-
-__all__ = ["lake"]
