@@ -178,3 +178,33 @@ def test_each_published_file_is_whole_and_names_its_schema(
             assert read_jsonl(data, key).record.workflow == WORKFLOW
         else:
             assert len(parquet_digest(data, key)) == 64
+
+
+def test_a_sync_to_a_stopped_store_says_so_and_a_later_sync_publishes_everything(
+    tmp_path: Path, lake: Lake
+) -> None:
+    records = fleet(jobs_per_cluster=1, variants=2, samples=10)
+    root = gathered(tmp_path / "root", records, NOW)
+    with lake.stopped():
+        done = collector(root, lake, "sync")
+    assert done.exit_code == 1
+    assert "unreachable" in done.output
+    assert lake.env()["AWS_SECRET_ACCESS_KEY"] not in done.output
+    done = collector(root, lake, "sync")
+    assert done.exit_code == 0, done.output
+    assert f"published {len(records)} Jobs" in done.output
+
+
+def test_a_report_from_the_lake_refuses_a_file_of_a_newer_schema_naming_it(
+    tmp_path: Path, lake: Lake
+) -> None:
+    root = gathered(tmp_path / "root", fleet(jobs_per_cluster=1, variants=2, samples=10), NOW)
+    assert collector(root, lake, "sync").exit_code == 0
+    key = next(key for key in keys(lake) if key.endswith(JSONL))
+    lines = gzip.decompress(lake.store().get(key, 1 << 24)).split(b"\n")
+    newer = lines[0].replace(b'"schema_version":1', b'"schema_version":2')
+    lake.store().delete([key])
+    lake.store().put_once(key, gzip.compress(b"\n".join([newer, *lines[1:]])))
+    done = collector(tmp_path, lake, "report", "--workflow", WORKFLOW, "--lake")
+    assert done.exit_code == 1
+    assert f"{key}: schema_version 2 is newer than the 1 this collector reads" in done.output
