@@ -189,8 +189,8 @@ def read_jsonl(data: bytes, where: str) -> PublishedRun:
                 raise ValueError("a variant line is an object")
             variant = StoredVariant.model_validate(entry.get("variant"))
             at = entry.get("collected_at")
-            if at is not None and (not isinstance(at, str) or _instant(at) is None):
-                raise ValueError(f"collected_at {str(at)[:40]!r} is no time")
+            if at is not None and not _stored_time(at):
+                raise ValueError(f"collected_at {str(at)[:40]!r} is no time as a store keeps one")
         except (ValidationError, ValueError) as error:
             raise PublishedError(f"{where}: line {number}: {_first(error)}") from None
         variants.append(variant)
@@ -210,11 +210,15 @@ def read_jsonl(data: bytes, where: str) -> PublishedRun:
     return run
 
 
-def _instant(text: str) -> datetime | None:
+def _stored_time(text: object) -> bool:
+    """Whether `text` is a time as Store.add writes one (ISO 8601 to the second), which a
+    store given it back writes the same."""
     try:
-        return datetime.fromisoformat(text)
+        return (
+            isinstance(text, str) and datetime.fromisoformat(text).isoformat("T", "seconds") == text
+        )
     except ValueError:
-        return None
+        return False
 
 
 def _first(error: Exception) -> str:

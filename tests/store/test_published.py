@@ -96,7 +96,11 @@ def edited(run_bytes: bytes, line: int, change: dict[str, object]) -> bytes:
         (0, {"schema": "something.else"}, "not 'benchfleet.run'"),
         (0, {"job": {"workflow": "cpu-smoke"}}, "line 1: cluster"),
         (1, {"variant": {"index": "x"}}, "line 2: index"),
-        (2, {"collected_at": "yesterday"}, "line 3: collected_at 'yesterday' is no time"),
+        (
+            2,
+            {"collected_at": "yesterday"},
+            "line 3: collected_at 'yesterday' is no time",
+        ),
         (0, {"owner": "someone-else"}, None),
     ],
 )
