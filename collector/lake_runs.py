@@ -9,16 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
 
 from contract.lake import LakeUrl, runs_prefix
 from contract.objectstore import ObjectStore
 from contract.records import JobIdentity, JobRecord
 from store.database import MEMORY, Store, open_store
 from store.published import JSONL, MAX_JSONL_BYTES, PublishedError, PublishedRun, read_jsonl
-
-MAX_JSONL_OBJECT: Final = MAX_JSONL_BYTES
-"""A published JSON Lines file's compressed size, at most (it inflates to no more)."""
 
 
 class LakeRunsError(ValueError):
@@ -40,7 +36,7 @@ def _published(objects: ObjectStore, lake: LakeUrl, workflow: str) -> Iterator[P
         if not listed.key.endswith(f".{JSONL}"):
             continue
         try:
-            run = read_jsonl(objects.get(listed.key, MAX_JSONL_OBJECT), listed.key)
+            run = read_jsonl(objects.get(listed.key, MAX_JSONL_BYTES), listed.key)
         except PublishedError as error:
             raise LakeRunsError(str(error)) from None
         record = run.record

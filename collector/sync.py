@@ -25,7 +25,6 @@ from store.database import Store, StoredJob, StoredRun
 from store.published import (
     EXTENSIONS,
     JSONL,
-    MAX_PARQUET_BYTES,
     SAMPLES,
     VARIANTS,
     PublishedError,
@@ -43,8 +42,9 @@ _WRITERS: Final[dict[str, Callable[[PublishedRun], bytes]]] = {
     SAMPLES: samples_parquet,
     JSONL: jsonl_bytes,
 }
-MAX_PUBLISHED_BYTES: Final = MAX_PARQUET_BYTES
-"""The most a published file of the lake may hold that sync reads back to compare."""
+_ROOM: Final = 1 << 20
+"""Beyond twice this store's copy, and this: another copy of one run differs from it only in
+its times of storing, so a file larger is no copy of it and is not read."""
 
 
 class SyncError(RuntimeError):
@@ -78,9 +78,15 @@ def _put(objects: ObjectStore, key: str, data: bytes, ext: str, digest: str) -> 
             raise
     else:
         return False
-    there = objects.get(key, MAX_PUBLISHED_BYTES)
     try:
-        found = published_digest(there, ext, key)
+        found = published_digest(objects.get(key, 2 * len(data) + _ROOM), ext, key)
+    except StoreError as unread:
+        if unread.kind is not StoreErrorKind.TOO_LARGE:
+            raise
+        raise SyncError(
+            f"the lake holds a different run under this Job's name at {key}: far larger than "
+            f"this store's copy ({unread}); nothing overwritten"
+        ) from None
     except PublishedError as error:
         raise SyncError(
             f"the lake holds another file at {key}, which is no published run: {error}; "

@@ -31,8 +31,7 @@ from pydantic import ValidationError
 
 from contract.records import JobRecord, Reuses, StoredVariant
 from contract.result import ErrorResult, LatencyStats, OkResult
-from contract.samples import MAX_SAMPLES
-from contract.variant import MAX_VARIANTS, RUNTIME_KEY_CONTEXT, VariantSettings
+from contract.variant import RUNTIME_KEY_CONTEXT, VariantSettings
 from store.database import StoredRun
 
 FORMAT: Final = "benchfleet.run"
@@ -48,13 +47,11 @@ last, since a Job is in the lake (for `report --lake`) once it is there."""
 UNDATED: Final = "undated"
 """The date folder of a Job none of whose variants has a finish time, nor a schedule."""
 
-_SAMPLE_TEXT: Final = MAX_SAMPLES * 14
-"""A variant's samples as base64 text, at most: 10 bytes a varint, zlib's worst case, 4/3."""
-MAX_JSONL_BYTES: Final = MAX_VARIANTS * (8 << 10) + MAX_VARIANTS * _SAMPLE_TEXT
-"""A published JSON Lines file inflated, at most: a record's largest variant (with room)
-and its largest samples, MAX_VARIANTS times. Compressed it is smaller still."""
-MAX_PARQUET_BYTES: Final = MAX_VARIANTS * MAX_SAMPLES * 16
-"""A Parquet file's size, at most: its samples table uncompressed."""
+MAX_JSONL_BYTES: Final = 1 << 30
+"""A published JSON Lines file, inflated or not, at most: a Job of about 1,000 variants
+each with the most samples a result keeps (65,536, about 0.9 MB of text with its summary),
+ten times a 96-variant sweep's. Read whole, it is held in memory: past this, a reader says
+so rather than taking the machine's memory (a record alone may be 64 MiB)."""
 _META_SCHEMA: Final = b"benchfleet.schema"
 _META_VERSION: Final = b"benchfleet.schema_version"
 _META_DIGEST: Final = b"benchfleet.content_sha256"
