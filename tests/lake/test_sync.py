@@ -208,3 +208,23 @@ def test_a_report_from_the_lake_refuses_a_file_of_a_newer_schema_naming_it(
     done = collector(tmp_path, lake, "report", "--workflow", WORKFLOW, "--lake")
     assert done.exit_code == 1
     assert f"{key}: schema_version 2 is newer than the 1 this collector reads" in done.output
+
+
+def test_forget_everywhere_from_a_root_with_nothing_but_the_lake(
+    tmp_path: Path, lake: Lake
+) -> None:
+    records = fleet(jobs_per_cluster=2, variants=2, samples=10)
+    root = gathered(tmp_path / "root", records, NOW)
+    assert collector(root, lake, "sync").exit_code == 0
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    arguments = ("forget", "--cluster", CLUSTERS[1], "--workflow", WORKFLOW, "--everywhere")
+    done = collector(bare, lake, *arguments, "--dry-run")
+    assert done.exit_code == 0, done.output
+    assert "would remove 0 runs from the database, 0 records from results/" in done.output
+    assert len(keys(lake)) == len(records) * len(EXTENSIONS)
+    done = collector(bare, lake, *arguments)
+    assert done.exit_code == 0, done.output
+    assert f"{2 * len(EXTENSIONS)} objects from {lake.url}" in done.output
+    assert not [key for key in keys(lake) if f"cluster={CLUSTERS[1]}/" in key]
+    assert len(keys(lake)) == len(records) // 2 * len(EXTENSIONS)
