@@ -139,8 +139,11 @@ class FaultyProxy:
         finally:
             with self._lock:
                 for each in self._sockets:
+                    # shutdown, not just close: it wakes a thread blocked reading it, and
+                    # the server sees the connection end.
                     with contextlib.suppress(OSError):
-                        each.close()
+                        each.shutdown(socket.SHUT_RDWR)
+                    each.close()
 
     def _accept(self, listener: socket.socket, upstream: int) -> None:
         while True:

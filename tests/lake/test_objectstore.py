@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from contract.lake import parse_lake_url
-from contract.objectstore import Limits, ObjectStore, StoreError, StoreErrorKind
+from contract.objectstore import Limits, ObjectStore, StoreError, StoreErrorKind, error_kind
 
 FAST = Limits(connect_s=2.0, read_s=2.0, attempts=1)
 
@@ -62,3 +62,26 @@ def test_a_credential_in_an_endpoint_is_masked_in_every_message(closed_port: int
 
 def test_the_worst_case_is_every_attempt_timing_out() -> None:
     assert Limits(connect_s=1.0, read_s=4.0, attempts=3).worst_case_s == 15.0
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "kind"),
+    [
+        ("QuotaExceeded", 403, StoreErrorKind.FULL),
+        ("XMinioStorageFull", 507, StoreErrorKind.FULL),
+        ("SomethingNew", 507, StoreErrorKind.FULL),
+        ("AccessDenied", 403, StoreErrorKind.DENIED),
+        ("PreconditionFailed", 412, StoreErrorKind.EXISTS),
+        ("ConditionalRequestConflict", 409, StoreErrorKind.EXISTS),
+        ("NoSuchBucket", 404, StoreErrorKind.MISSING),
+        ("InternalError", 500, StoreErrorKind.OTHER),
+    ],
+)
+def test_an_answer_no_test_server_gives_is_told_by_its_code_then_its_status(
+    code: str, status: int, kind: StoreErrorKind
+) -> None:
+    """Ceph answers a full quota 403 QuotaExceeded: its code wins over its status."""
+    from botocore.exceptions import ClientError  # noqa: PLC0415
+
+    answer = {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
+    assert error_kind(ClientError(answer, "PutObject")) is kind
