@@ -27,7 +27,6 @@ class LakeRuns:
 
     store: Store
     records: list[JobRecord]
-    files: int
 
 
 def _published(objects: ObjectStore, lake: LakeUrl, workflow: str) -> Iterator[PublishedRun]:
@@ -57,9 +56,7 @@ def lake_runs(objects: ObjectStore, lake: LakeUrl, workflow: str) -> Iterator[La
     LakeRunsError, or the object store's StoreError."""
     with open_store(MEMORY) as store:
         records = []
-        files = 0
         for run in _published(objects, lake, workflow):
-            files += 1
             record = run.record
             identity = JobIdentity.model_validate(
                 record.model_dump(include=set(JobIdentity.model_fields))
@@ -80,4 +77,4 @@ def lake_runs(objects: ObjectStore, lake: LakeUrl, workflow: str) -> Iterator[La
             records.append(record)
         # In the order a root's results/ lists them (store.history.records_in).
         records.sort(key=lambda r: f"{r.cluster}/{r.job}.json")
-        yield LakeRuns(store=store, records=records, files=files)
+        yield LakeRuns(store=store, records=records)

@@ -101,15 +101,11 @@ def _put(objects: ObjectStore, key: str, data: bytes, ext: str, digest: str) -> 
     return True
 
 
-def _publish(
-    objects: ObjectStore, lake: LakeUrl, run: PublishedRun, digest: str
-) -> tuple[bool, list[str]]:
+def _publish(objects: ObjectStore, lake: LakeUrl, run: PublishedRun, digest: str) -> bool:
     """Put each of the run's files once; whether the Job was in the lake already (its JSON
-    Lines file, which holds the publishing collector's times, another collector's), and
-    their keys."""
+    Lines file, which holds the publishing collector's times, another collector's)."""
     record = run.record
     already = False
-    keys = []
     for ext in EXTENSIONS:
         key = run_key(
             lake,
@@ -121,8 +117,7 @@ def _publish(
         )
         there = _put(objects, key, _WRITERS[ext](run), ext, digest)
         already = there if ext == JSONL else already
-        keys.append(key)
-    return already, keys
+    return already
 
 
 def sync(
@@ -135,7 +130,7 @@ def sync(
     done = Synced()
     noted = store.published(str(lake))
     jobs = [job for job in store.jobs(None, workflow) if job.cluster != LOCAL_CLUSTER]
-    runs: dict[str, list[StoredRun]] = {}
+    runs: dict[tuple[str, str, str], list[StoredRun]] = {}
     reuses: dict[str, dict[tuple[str, str], Reuses]] = {}
     for job in jobs:
         if (job.cluster, job.namespace, job.job) in noted:
@@ -149,19 +144,16 @@ def sync(
             record = read_record(path)
         except (OSError, RecordError, ValueError) as error:
             raise SyncError(f"{path} is not a results record: {error}") from None
-        if job.workflow not in runs:
-            runs[job.workflow] = store.runs(job.workflow)
+        if job.workflow not in reuses:
             reuses[job.workflow] = store.reuses(job.workflow)
-        held = [
-            run
-            for run in runs[job.workflow]
-            if (run.job.cluster, run.job.namespace, run.job.job)
-            == (job.cluster, job.namespace, job.job)
-        ]
+            for stored in store.runs(job.workflow):
+                key = (stored.job.cluster, stored.job.namespace, stored.job.job)
+                runs.setdefault(key, []).append(stored)
+        held = runs.get((job.cluster, job.namespace, job.job), [])
         tried = reuses[job.workflow].get((job.cluster, job.job), {})
         run = published_run(record, held, tried)
         digest = content_sha256(run)
-        already, _ = _publish(objects, lake, run, digest)
+        already = _publish(objects, lake, run, digest)
         store.mark_published(str(lake), job, digest)
         (done.already if already else done.published).append(_name(job))
     return done
