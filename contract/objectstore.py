@@ -73,6 +73,10 @@ class StoreError(Exception):
         super().__init__(masked(message))
         self.kind = kind
 
+    def __reduce__(self) -> tuple[type["StoreError"], tuple[StoreErrorKind, str]]:
+        # Crosses a process boundary (a worker pool's) with its kind.
+        return (StoreError, (self.kind, str(self)))
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -219,9 +223,15 @@ class ObjectStore:
     ) -> "ObjectStore":
         """The store of `lake`'s bucket, found from the standard AWS variables in `env`."""
         env = os.environ if env is None else env
-        with _classified(f"{lake}: connecting"):
-            s3 = client(env, limits)
-        return cls(lake.bucket, s3, env.get(ENDPOINT_ENV) or None)
+        endpoint = env.get(ENDPOINT_ENV) or None
+        try:
+            with _classified(f"{lake}: connecting"):
+                s3 = client(env, limits)
+        except ValueError as error:  # botocore's word for an endpoint that is no URL
+            raise StoreError(
+                StoreErrorKind.OTHER, f"{lake}: {ENDPOINT_ENV}={endpoint}: {error}"
+            ) from error
+        return cls(lake.bucket, s3, endpoint)
 
     def _about(self, verb: str, key: str) -> str:
         return f"{verb} s3://{self.bucket}/{key} ({self._where})"

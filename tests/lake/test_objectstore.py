@@ -1,6 +1,7 @@
 """contract/objectstore.py where no server is needed: a store nobody answers at, and how
 errors are told apart and masked."""
 
+import pickle
 import socket
 from collections.abc import Iterator
 
@@ -85,3 +86,17 @@ def test_an_answer_no_test_server_gives_is_told_by_its_code_then_its_status(
 
     answer = {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
     assert error_kind(ClientError(answer, "PutObject")) is kind
+
+
+@pytest.mark.parametrize("endpoint", ["not a url", "http://user:hunter2@[::1"])
+def test_an_endpoint_that_is_no_url_is_a_store_error_that_masks_it(endpoint: str) -> None:
+    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"}
+    with pytest.raises(StoreError) as raised:
+        ObjectStore.for_lake(parse_lake_url("s3://results"), env, FAST)
+    assert raised.value.kind is StoreErrorKind.OTHER
+    assert "hunter2" not in str(raised.value)
+
+
+def test_a_store_error_keeps_its_kind_across_processes() -> None:
+    error = pickle.loads(pickle.dumps(StoreError(StoreErrorKind.FULL, "put s3://b/k: full")))
+    assert (error.kind, str(error)) == (StoreErrorKind.FULL, "put s3://b/k: full")

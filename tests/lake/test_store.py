@@ -2,12 +2,22 @@
 store has surfaces as its kind of StoreError, the call returns, and nothing is written
 twice or half."""
 
+import base64
+import hashlib
 import os
 
 import pytest
+from botocore.exceptions import ClientError
 
 from contract.lake import raw_key, sha256_of
-from contract.objectstore import Limits, ObjectStore, StoreError, StoreErrorKind
+from contract.objectstore import (
+    Limits,
+    ObjectStore,
+    StoreError,
+    StoreErrorKind,
+    client,
+    error_kind,
+)
 from tests.lakeserver import FaultyProxy, Lake
 
 # One attempt of a few seconds: a test of a fault need not wait out a caller's retries.
@@ -161,4 +171,14 @@ def test_an_upload_stalled_midway_times_out(lake: Lake) -> None:
     with lake.through(FaultyProxy(after=64 << 10, fault="stall")) as env:
         store = ObjectStore.for_lake(lake.url, env, QUICK)
         assert _kind(lambda: store.put_once(key, data)) is StoreErrorKind.TIMED_OUT
+    assert lake.store().list(lake.url.key("")) == []
+
+
+def test_the_server_refuses_a_body_that_does_not_hash_to_its_checksum(lake: Lake) -> None:
+    """What put_once's ChecksumSHA256 buys: bytes changed on the way are never stored."""
+    s3, key = client(lake.env(), QUICK), _key(lake)
+    claimed = base64.b64encode(hashlib.sha256(RESULT).digest()).decode()
+    with pytest.raises(ClientError) as raised:
+        s3.put_object(Bucket=lake.url.bucket, Key=key, Body=RESULT[:-1], ChecksumSHA256=claimed)
+    assert error_kind(raised.value) is StoreErrorKind.OTHER
     assert lake.store().list(lake.url.key("")) == []
