@@ -29,7 +29,7 @@ ADDED_IN = {
 """The columns of variant_runs each schema version added."""
 RENAMED_IN = {14: ("compile", "runtime")}
 """The columns of variant_runs each schema version renamed: from, to."""
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 16
 POD_START = PodStart(
     created_at="2026-01-01T00:00:00Z",
     scheduled_at="2026-01-01T00:00:02Z",
