@@ -101,9 +101,12 @@ def lake_up(directory: Path, url: str) -> None:
 @click.option("--dir", "directory", type=click.Path(path_type=Path), default=LAKE_DIR)
 def lake_down(directory: Path) -> None:
     """Stop the server `lake up` started (its data stays under --dir)."""
-    if (directory / LAKE_STATE_FILE).exists():
-        LakeServer.load(directory).stop()
-        click.echo("the lake's server stopped", err=True)
+    server = LakeServer.load(directory) if (directory / LAKE_STATE_FILE).exists() else None
+    if server is None or not server.running:
+        click.echo("the lake's server is not running", err=True)
+        return
+    server.stop()
+    click.echo("the lake's server stopped", err=True)
 
 
 @cli.command("executor", hidden=True)

@@ -191,13 +191,13 @@ class LakeServer:
         return True
 
     def _started(self) -> Started:
-        if self.pid is None or not is_alive(self.pid):
+        if self.pid is None or not self.running:
             raise StartError(f"the lake's server is not running (log: {self.log})")
         return Started("seaweedfs", self.pid, self.log)
 
     def stop(self) -> None:
         """Stop the server (its data stays)."""
-        if self.pid is not None:
+        if self.pid is not None and self.running:
             # A paused server would never act on the SIGTERM.
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.pid, signal.SIGCONT)
@@ -282,7 +282,15 @@ class LakeServer:
 
     @property
     def running(self) -> bool:
-        return self.pid is not None and is_alive(self.pid)
+        """Whether the PID saved is alive and still this server's: after a reboot, say, it
+        may be another program's, which `lake down` must not stop."""
+        if self.pid is None or not is_alive(self.pid):
+            return False
+        try:
+            command = Path(f"/proc/{self.pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return False
+        return command[:2] == [str(self.binary).encode(), b"mini"]
 
 
 def new_server(directory: Path, binaries: Path, bucket: str) -> LakeServer:
