@@ -3,14 +3,17 @@ command is put together in benchfleet/collector.py, which hands in the reader of
 prices (synth's), so that nothing here imports synth."""
 
 import json
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Final
 
 import click
+from click.decorators import FC
 
 from collector.check import (
     Checked,
@@ -22,13 +25,16 @@ from collector.check import (
 )
 from collector.clean import clean
 from collector.credentials import DEFAULT_CREDENTIALS_DIR
-from collector.forget import ForgetError, forget
+from collector.forget import ForgetError, forget, forget_everywhere
 from collector.gather import GatherOptions
 from collector.kube import KubeError
+from collector.lake_runs import LakeRunsError, lake_runs
 from collector.lakeread import StoreReader
 from collector.logs import LogFormat, configure
 from collector.metrics import ObservedJob, build_registry, last_results, write_textfile
 from collector.pushgateway import PushFailed, Pushgateway, push, pushgateway
+from collector.retention import MAX_DAYS as MAX_RAW_DAYS
+from collector.retention import set_raw_days
 from collector.samples import read_samples
 from collector.session import (
     PriceReader,
@@ -40,10 +46,13 @@ from collector.session import (
     pending_jobs,
 )
 from collector.status import JobStatus, format_status, workflow_status
+from collector.sync import SyncError, sync
 from collector.workload import ExpectedJob, WorkloadError
 from contract.dist import dist_clusters, namespaces
 from contract.lake import LAKE_ENV, LakeUrl, LakeUrlError, parse_lake_url
 from contract.layout import LOCAL_CLUSTER, RESULTS, SCHEDULES
+from contract.objectstore import ObjectStore
+from contract.objectstore import StoreError as ObjectStoreError
 from contract.options import (
     database_option,
     moment_of,
@@ -52,13 +61,14 @@ from contract.options import (
     version_option,
 )
 from contract.pricing import CHECKOUT
+from contract.records import JobRecord
 from contract.schedule import MAX_PERIOD_S, read_schedules
 from contract.text import plural, shown
 from report.formats import REPORT_RENDERERS, TREND_RENDERERS, Renderers, ReportFormat, Shown
 from report.model import JobChoiceError, build_report, in_cluster
 from report.notes import notes_of, pricing_of
 from report.trend import MIN_HISTORY, WINDOW, Rule, build_trend
-from store.database import StoreError, open_store
+from store.database import Store, StoreError, open_store
 from store.history import (
     HistoryError,
     every_run,
@@ -96,6 +106,48 @@ def _duration_option(
             "deadline a schedule may have"
         )
     return seconds
+
+
+def _lake(_: click.Context, __: click.Parameter, value: str | None) -> LakeUrl | None:
+    if value == _LAKE_FROM_ENV:
+        value = os.environ.get(LAKE_ENV)
+        if not value:
+            raise click.BadParameter(
+                f"no lake named: give --lake s3://BUCKET/PREFIX or ${LAKE_ENV}"
+            )
+    try:
+        return None if not value else parse_lake_url(value)
+    except LakeUrlError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+_LAKE_FROM_ENV: Final = "-"
+"""What a bare `report --lake` stands for: the lake $BENCHFLEET_LAKE names."""
+
+
+def lake_option(what: str) -> Callable[[FC], FC]:
+    """`--lake s3://BUCKET/PREFIX`, $BENCHFLEET_LAKE by default; the store is found by the
+    standard AWS variables (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...)."""
+    return click.option(
+        "--lake",
+        envvar=LAKE_ENV,
+        callback=_lake,
+        show_envvar=True,
+        help=f"The result lake, s3://BUCKET/PREFIX: {what}.",
+    )
+
+
+report_lake_option = click.option(
+    "--lake",
+    is_flag=False,
+    flag_value=_LAKE_FROM_ENV,
+    callback=_lake,
+    help=f"Report the runs `collector sync` published to this lake (s3://BUCKET/PREFIX; "
+    f"bare, the one ${LAKE_ENV} names) and nothing else: no database, no results/; the same "
+    "report the roots that synced them give [default: the database and results/]",
+)
+"""report's --lake: only where asked, since a root's own report must not change with the
+environment; bare, it takes the lake every other command defaults to."""
 
 
 def collector_cli(
@@ -169,13 +221,6 @@ def _pushgateway(_: click.Context, __: click.Parameter, value: str | None) -> Pu
         raise click.BadParameter(str(error)) from None
 
 
-def _optional_lake(_: click.Context, __: click.Parameter, value: str | None) -> LakeUrl | None:
-    try:
-        return parse_lake_url(value) if value else None
-    except LakeUrlError as error:
-        raise click.BadParameter(str(error)) from None
-
-
 NOT_FROM_LAKE_EXIT: Final = 4
 """gather's exit code where every variant ended and was stored, none failed, but a whole
 result its runner wrote to the lake was not read from it (stored from its pod instead)."""
@@ -190,13 +235,9 @@ class NotFromLake(click.ClickException):
 @click.command()
 @click.option("--workflow", required=True, help="The workflow id (its spec file's `id`).")
 @click.option("--cluster", help="Only this cluster [default: every cluster dist/ runs it in]")
-@click.option(
-    "--lake",
-    envvar=LAKE_ENV,
-    callback=_optional_lake,
-    help="The result lake its runners write whole results to, s3://BUCKET/PREFIX, its store "
-    f"found by the standard AWS variables [default: ${LAKE_ENV}, else each cluster's "
-    "results_store in specs/clusters.yaml]",
+@lake_option(
+    "where its runners write whole results, for every cluster [default: each cluster's "
+    "results_store in specs/clusters.yaml]"
 )
 @click.option(
     "--timeout",
@@ -396,6 +437,7 @@ def _metrics(
     "profile, power limit, CPU), naming what differs [default: only within a stack; a trend "
     "starts afresh where the stack changed].",
 )
+@report_lake_option
 @pass_settings
 def report(
     settings: Settings,
@@ -412,10 +454,12 @@ def report(
     window: int,
     min_history: int,
     across_stacks: bool,
+    lake: LakeUrl | None,
 ) -> None:
     """Report a workflow's stored results.
 
-    Reads the database and the records in results/ (so a fresh clone can report too) and
+    Reads the database and the records in results/ (so a fresh clone can report too), or
+    with --lake the runs `collector sync` published there and nothing else, and
     answers the design note's questions where the data allows: latency per GPU type, the
     best configuration of a sweep, a ranking of models; each median with a 95 % confidence
     interval. With --baseline, flags significant regressions against that revision; with
@@ -438,15 +482,14 @@ def report(
     if baseline_ref and baseline_jobs:
         raise click.UsageError("--baseline and --baseline-job exclude each other")
     try:
-        records = records_in(settings.root, workflow)
-        with open_store(settings.database) as store:
+        with _stored(settings, lake, workflow) as (store, records):
             every_run = merged(store.runs(workflow), runs_of(records))
             tried = store.reuses(workflow)
         earlier = records_at(settings.root, baseline_ref, workflow) if baseline_ref else None
         runs = in_cluster(every_run, cluster)
         baseline = in_cluster(runs_of(earlier), cluster) if earlier is not None else None
         notes = notes_of(settings.root, workflow, [*records, *(earlier or [])], runs, tried)
-    except (StoreError, HistoryError) as error:
+    except (StoreError, HistoryError, LakeRunsError, ObjectStoreError) as error:
         raise click.ClickException(str(error)) from None
     if not runs and every_run:
         clusters = sorted({run.job.cluster for run in every_run})
@@ -456,8 +499,11 @@ def report(
         )
     if not runs:
         raise click.ClickException(
-            f"no results for workflow {workflow!r} in {settings.database} or {RESULTS}/{workflow}/"
-            ": run `collector gather` first"
+            f"no results for workflow {workflow!r} in {lake}: run `collector sync` where it "
+            "was gathered"
+            if lake is not None
+            else f"no results for workflow {workflow!r} in {settings.database} or "
+            f"{RESULTS}/{workflow}/: run `collector gather` first"
         )
     if trend:
         rule = Rule(window=window, min_history=min_history, floor=threshold)
@@ -480,6 +526,21 @@ def report(
     except JobChoiceError as error:
         raise click.ClickException(str(error)) from None
     _write(settings, built, output_format, output, REPORT_RENDERERS)
+
+
+@contextmanager
+def _stored(
+    settings: Settings, lake: LakeUrl | None, workflow: str
+) -> Iterator[tuple[Store, list[JobRecord]]]:
+    """The runs to report and their records: the root's database and results/, or the
+    lake's published runs in a store held in memory."""
+    if lake is None:
+        records = records_in(settings.root, workflow)
+        with open_store(settings.database) as store:
+            yield store, records
+        return
+    with lake_runs(ObjectStore.for_lake(lake), lake, workflow) as found:
+        yield found.store, found.records
 
 
 def _write(
@@ -752,6 +813,13 @@ def clean_command(settings: Settings, cluster: str | None, dry_run: bool) -> Non
     help="Only this Job's runs (repeatable) [default: every Job's]",
 )
 @click.option("--dry-run", is_flag=True, help="Print what would go; delete nothing.")
+@click.option(
+    "--everywhere",
+    is_flag=True,
+    help="Remove the runs from every place they were written: the lake (published files and "
+    "raw objects), results/ and the database; needs --workflow.",
+)
+@lake_option("with --everywhere, remove the runs' files there too")
 @pass_settings
 def forget_command(
     settings: Settings,
@@ -759,12 +827,25 @@ def forget_command(
     workflow: str | None,
     jobs: tuple[str, ...],
     dry_run: bool,
+    everywhere: bool,
+    lake: LakeUrl | None,
 ) -> None:
     """Delete stored runs from the database, e.g. local tries: `--cluster local`.
 
     A cluster's runs are forgotten only where results/ records them (the report still reads
     the record there); runs held only in the database are refused, since they would be lost.
+
+    With --everywhere the runs go from every place they were written, for good: the lake's
+    published files and the raw objects their runners wrote (with --lake or
+    $BENCHFLEET_LAKE), their records in results/ (commit the deletion), and the database.
     """
+    if everywhere:
+        if workflow is None:
+            raise click.UsageError(
+                "--everywhere needs --workflow (the lake's folders are per workflow)"
+            )
+        _forget_everywhere(settings, cluster, workflow, jobs, lake, dry_run)
+        return
     try:
         with open_store(settings.database) as store:
             forgotten = forget(
@@ -785,5 +866,113 @@ def forget_command(
     click.echo(f"{verb} {plural(forgotten.runs, 'run')} in all", err=True)
 
 
-COMMANDS: Final = (gather, report, status, check, samples_command, clean_command, forget_command)
+@click.command("sync")
+@click.option("--workflow", help="Only this workflow's Jobs [default: every workflow's]")
+@lake_option("publish the store's recorded Jobs there")
+@pass_settings
+def sync_command(settings: Settings, workflow: str | None, lake: LakeUrl | None) -> None:
+    """Publish the store's finished Jobs to the result lake, each once.
+
+    Each Job recorded in results/ and held in the database goes to the lake's
+    runs/workflow=W/cluster=C/date=D/ as <job>.jsonl.gz (all of it, samples too),
+    <job>.variants.parquet and <job>.samples.parquet (for DuckDB, pyarrow, a notebook);
+    `collector report --lake` reads them on any machine. A file is written once and never
+    over: a Job another collector published already is counted as there where it holds the
+    same run, and is an error where it does not. A sync interrupted at any point is
+    finished by running it again.
+    """
+    if lake is None:
+        raise click.UsageError(f"name the lake: --lake s3://BUCKET/PREFIX or ${LAKE_ENV}")
+    try:
+        with open_store(settings.database) as store:
+            done = sync(store, settings.root, ObjectStore.for_lake(lake), lake, workflow)
+    except (StoreError, SyncError, ObjectStoreError) as error:
+        raise click.ClickException(str(error)) from None
+    for name in done.published:
+        click.echo(f"published {name}")
+    for name in done.already:
+        click.echo(f"already in the lake, the same run: {name}")
+    if done.unrecorded:
+        click.echo(
+            f"not published, not recorded in {RESULTS}/ (not finished, or gathered with "
+            f"--keep): {', '.join(done.unrecorded)}",
+            err=True,
+        )
+    click.echo(
+        f"{lake}: published {plural(len(done.published), 'Job')}, "
+        f"{len(done.already)} there already, {done.skipped} published before",
+        err=True,
+    )
+
+
+def _forget_everywhere(
+    settings: Settings,
+    cluster: str,
+    workflow: str,
+    jobs: tuple[str, ...],
+    lake: LakeUrl | None,
+    dry_run: bool,
+) -> None:
+    try:
+        with open_store(settings.database) as store:
+            where = (ObjectStore.for_lake(lake), lake) if lake is not None else None
+            gone = forget_everywhere(
+                store, settings.root, cluster, workflow, jobs=jobs, lake=where, dry_run=dry_run
+            )
+    except (StoreError, ForgetError, ObjectStoreError, OSError) as error:
+        raise click.ClickException(str(error)) from None
+    verb = "would remove" if dry_run else "removed"
+    for job in gone.jobs:
+        click.echo(f"{verb} {workflow} Job {job} in {cluster}")
+    runs = sum(job.runs for job in gone.stored)
+    click.echo(
+        f"{verb} {plural(runs, 'run')} from the database, {plural(len(gone.records), 'record')} "
+        f"from {RESULTS}/ (commit the deletion), "
+        + (
+            f"{plural(len(gone.lake_keys), 'object')} from {lake}"
+            if lake is not None
+            else f"nothing from a lake (none named: --lake or ${LAKE_ENV})"
+        ),
+        err=True,
+    )
+
+
+@click.command("retention")
+@lake_option("set the retention of its raw objects")
+@click.option(
+    "--raw-days",
+    required=True,
+    type=click.IntRange(1, MAX_RAW_DAYS),
+    help="Keep what runners wrote under raw/ this many days; published runs are kept.",
+)
+def retention_command(lake: LakeUrl | None, raw_days: int) -> None:
+    """Set the bucket's lifecycle rule: raw objects expire after --raw-days days.
+
+    The store expires them itself, with no collector running (S3, and SeaweedFS: see
+    docs/lake.md). Published runs (runs/) have no rule and are kept. Other rules of the
+    bucket stay as they are. Needs credentials that may configure the bucket.
+    """
+    if lake is None:
+        raise click.UsageError(f"name the lake: --lake s3://BUCKET/PREFIX or ${LAKE_ENV}")
+    try:
+        rule = set_raw_days(lake, raw_days)
+    except ObjectStoreError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(
+        f"{lake}: objects under s3://{lake.bucket}/{rule['Filter']['Prefix']} expire "
+        f"{plural(raw_days, 'day')} after they were written (rule {rule['ID']}); runs are kept"
+    )
+
+
+COMMANDS: Final = (
+    gather,
+    report,
+    status,
+    check,
+    samples_command,
+    clean_command,
+    forget_command,
+    sync_command,
+    retention_command,
+)
 """The `collector` command's subcommands."""

@@ -436,7 +436,7 @@ class Gatherer:
         return self._fetched.get(state.pod.name, []) if state.pod is not None else []
 
     def _from_lake(self, progress: JobProgress, state: IndexState) -> bool:
-        """Whether the lake gave the whole result of every variant of `state`'s pod."""
+        """Whether the lake gave the whole result of each result `state`'s pod lists."""
         fetched = self._lake_gave(state)
         return state.pod is not None and covered(state.pod.message, fetched)
 

@@ -94,7 +94,8 @@ def gone(state: IndexState) -> IndexState:
 
 def needs_log(state: IndexState, from_lake: bool = False) -> bool:
     """Whether harvesting `state` reads its pod's log: neither the lake (`from_lake`: it
-    gave every variant's whole result) nor the message holds a whole, valid result."""
+    gave the whole result of each the message lists) nor the message holds a whole, valid
+    result."""
     if state.pod is None or from_lake:
         return False
     reading = state.pod.message

@@ -198,6 +198,15 @@ def raw_prefix(lake: LakeUrl, workflow: str) -> str:
     return lake.key(RAW, _segment(workflow, "workflow"), "")
 
 
+def raw_job_prefix(lake: LakeUrl, *, workflow: str, cluster: str, job: str | None = None) -> str:
+    """Where a cluster's runners of a workflow wrote (one Job's, where given), '/' ended:
+    what `collector forget --everywhere` deletes of a run's raw objects."""
+    folders = [_segment(workflow, "workflow"), _segment(cluster, "cluster")]
+    if job is not None:
+        folders.append(_segment(job, "job"))
+    return lake.key(RAW, *folders, "")
+
+
 def raw_key(
     lake: LakeUrl, *, workflow: str, cluster: str, job: str, variant: str, attempt: str
 ) -> str:

@@ -33,7 +33,7 @@ from contract.records import (
 from contract.result import OkResult, parse_result, result_json
 from contract.variant import VARIANT_FIELDS, VariantRef, VariantSettings
 
-_SCHEMA_VERSION: Final = 15
+_SCHEMA_VERSION: Final = 16
 # Each version's changes to a database of the version before it, in order: a database of
 # version n (1 or more) takes every step above n. Version 0 is a new database.
 _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
@@ -80,8 +80,14 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     14: ("ALTER TABLE variant_runs RENAME COLUMN compile TO runtime",),
     # Version 15 adds the lake object a run's whole result was read from (JSON: key, sha256,
     # bytes); rows stored before it are NULL: read from the pod, as every result was then.
+    # Version 16 landed first, so a database of 16 may lack it too (_LANDED_LATE).
     15: ("ALTER TABLE variant_runs ADD COLUMN result_object TEXT",),
+    # Version 16 adds only a table, published (the Jobs `collector sync` put in a lake, or
+    # found there already), which _SCHEMA creates.
 }
+_LANDED_LATE: Final = {15: ("result_object", 16)}
+"""Steps that landed after a later version had been released, by version: the column each
+adds, and the latest version whose databases may lack it (those get it when opened)."""
 
 
 def _sql_type(setting: FieldInfo) -> str:
@@ -152,6 +158,16 @@ CREATE TABLE IF NOT EXISTS reuses (
     variant_id TEXT NOT NULL,
     earlier_job TEXT NOT NULL,
     PRIMARY KEY (cluster, namespace, job, variant_id)
+);
+CREATE TABLE IF NOT EXISTS published (
+    lake TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    job TEXT NOT NULL,
+    workflow TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    published_at TEXT NOT NULL,
+    PRIMARY KEY (lake, cluster, namespace, job)
 );
 CREATE TABLE IF NOT EXISTS waiting_causes (
     cluster TEXT NOT NULL,
@@ -294,11 +310,16 @@ def _row(job: JobIdentity, variant: StoredVariant, collected_at: str) -> tuple[o
     return tuple(values[column] for column in _COLUMNS)
 
 
+MEMORY: Final = Path(":memory:")
+"""A database held in memory only, gone when closed: what a report from the lake reads."""
+
+
 class Store:
     """An open results database."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path != MEMORY:
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(path)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -309,7 +330,7 @@ class Store:
                 )
             with self._db:
                 for step, statements in _MIGRATIONS.items():
-                    if 0 < version < step:
+                    if 0 < version < step or self._landed_late(step, version):
                         for statement in statements:
                             self._db.execute(statement)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
@@ -318,6 +339,15 @@ class Store:
         except sqlite3.DatabaseError as error:
             raise StoreError(f"cannot open the results database {path}: {error}") from error
         self.path = path
+
+    def _landed_late(self, step: int, version: int) -> bool:
+        """Whether a database of `version` lacks the column of a step that landed after
+        that version was released (_LANDED_LATE)."""
+        column, latest = _LANDED_LATE.get(step, ("", 0))
+        if not step <= version <= latest:
+            return False
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(variant_runs)")}
+        return column not in columns
 
     def close(self) -> None:
         self._db.close()
@@ -516,15 +546,37 @@ class Store:
             )
         return cursor.rowcount == 1
 
-    def jobs(self, cluster: str, workflow: str | None = None) -> list[StoredJob]:
-        """The Jobs stored for `cluster` (of `workflow` only, when given), by workflow and name."""
+    def jobs(self, cluster: str | None, workflow: str | None = None) -> list[StoredJob]:
+        """The Jobs stored for `cluster` (every cluster's where None; of `workflow` only, when
+        given), by workflow, cluster and name."""
         cursor = self._db.execute(
             "SELECT workflow, cluster, namespace, job, COUNT(*) FROM variant_runs "
-            "WHERE cluster = ? AND (? IS NULL OR workflow = ?) "
-            "GROUP BY workflow, cluster, namespace, job ORDER BY workflow, namespace, job",
-            (cluster, workflow, workflow),
+            "WHERE (? IS NULL OR cluster = ?) AND (? IS NULL OR workflow = ?) "
+            "GROUP BY workflow, cluster, namespace, job ORDER BY workflow, cluster, namespace, job",
+            (cluster, cluster, workflow, workflow),
         )
         return [StoredJob(*row) for row in cursor]
+
+    def published(self, lake: str) -> dict[tuple[str, str, str], str]:
+        """(cluster, namespace, Job) -> its content digest, for each Job this store put in
+        `lake` or found there the same (`mark_published`)."""
+        rows = self._db.execute(
+            "SELECT cluster, namespace, job, content_sha256 FROM published WHERE lake = ?",
+            (lake,),
+        )
+        return {(cluster, namespace, job): digest for cluster, namespace, job, digest in rows}
+
+    def mark_published(
+        self, lake: str, job: StoredJob, content_sha256: str, now: datetime | None = None
+    ) -> None:
+        """Note that `lake` holds `job` whole, as this store's copy hashes to `content_sha256`."""
+        at = (now or datetime.now(UTC)).isoformat(timespec="seconds")
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO published (lake, cluster, namespace, job, workflow, "
+                "content_sha256, published_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (lake, job.cluster, job.namespace, job.job, job.workflow, content_sha256, at),
+            )
 
     def forget(self, jobs: Sequence[StoredJob]) -> int:
         """Delete every run of `jobs`, all or none; how many rows went."""
@@ -537,7 +589,7 @@ class Store:
                 keys,
             )
             deleted = self._db.total_changes - before
-            for table in ("unread_results", "waiting_causes", "reuses"):
+            for table in ("unread_results", "waiting_causes", "reuses", "published"):
                 self._db.executemany(
                     f"DELETE FROM {table} "
                     "WHERE workflow = ? AND cluster = ? AND namespace = ? AND job = ?",

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from benchfleet.collector import cli
 from collector.forget import ForgetError, forget
+from contract.lake import LAKE_ENV
 from contract.layout import LOCAL_CLUSTER
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobRecord, write_record
@@ -107,3 +108,44 @@ def test_a_forgotten_try_can_be_a_baseline_no_more(repo: Path) -> None:
     done = CliRunner().invoke(cli, [*arguments, "--baseline-job", OLDER_LOCAL_JOB.job])
     assert done.exit_code != 0
     assert f"no Job named {OLDER_LOCAL_JOB.job}" in done.output
+
+
+def test_everywhere_removes_the_record_and_the_database_rows_of_the_job_named(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(LAKE_ENV, raising=False)
+    record = JobRecord(
+        **JOB.model_dump(), outcome="complete", variants=(succeeded(0), succeeded(1))
+    )
+    path, _ = write_record(repo, record)
+    other = JOB.model_copy(update={"job": "cpu-smoke-cpu-1111111111"})
+    other_path, _ = write_record(
+        repo, JobRecord(**other.model_dump(), outcome="complete", variants=(succeeded(0),))
+    )
+    arguments = ("--cluster", JOB.cluster, "--workflow", "cpu-smoke", "--everywhere")
+    code, output = run_forget(repo, *arguments, "--job", JOB.job, "--dry-run")
+    assert code == 0, output
+    assert path.is_file()
+    assert f"would remove cpu-smoke Job {JOB.job} in us-east" in output
+    code, output = run_forget(repo, *arguments, "--job", JOB.job)
+    assert code == 0, output
+    assert "removed 2 runs from the database, 1 record from results/" in output
+    assert "nothing from a lake (none named" in output
+    assert not path.exists()
+    assert other_path.is_file()
+    assert stored_jobs(repo) == {
+        (LOCAL_CLUSTER, LOCAL_JOB.job),
+        (LOCAL_CLUSTER, OLDER_LOCAL_JOB.job),
+    }
+
+
+def test_everywhere_needs_a_workflow_and_a_job_found_somewhere(repo: Path) -> None:
+    code, output = run_forget(repo, "--cluster", JOB.cluster, "--everywhere")
+    assert code != 0
+    assert "--everywhere needs --workflow" in output
+    code, output = run_forget(
+        repo, "--cluster", JOB.cluster, "--workflow", "cpu-smoke", "--everywhere", "--job", "nope"
+    )
+    assert code != 0
+    assert "no Job named nope of workflow cpu-smoke in cluster us-east" in output
+    assert len(stored_jobs(repo)) == 3

@@ -31,7 +31,7 @@ ADDED_IN = {
 """The columns of variant_runs each schema version added."""
 RENAMED_IN = {14: ("compile", "runtime")}
 """The columns of variant_runs each schema version renamed: from, to."""
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 LAKE_OBJECT = StoredObject(
     key="team/raw/cpu-smoke/us-east/job/v1/pod-0.json", sha256="ab" * 32, bytes=6099
 )
@@ -294,6 +294,22 @@ def test_a_version_14_database_gains_the_lake_object_none_for_its_runs(tmp_path:
     assert (earlier.variant.result_object, later.variant) == (None, from_lake)
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_16_database_without_the_lake_object_gains_it(tmp_path: Path) -> None:
+    """Version 16 was released before version 15's column landed: its databases lack it."""
+    path = older_database(tmp_path, 14)
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 16")
+    from_lake = succeeded(1).model_copy(
+        update={"result_source": "lake", "result_object": LAKE_OBJECT}
+    )
+    with open_store(path) as store:
+        store.add(JOB, [from_lake])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.variant.result_object, later.variant) == (None, from_lake)
+    with open_store(path) as store:
+        assert len(store.runs("cpu-smoke")) == 2, "opened again, nothing is added twice"
 
 
 def test_the_lake_object_reads_back_from_store_and_record(store: Store, tmp_path: Path) -> None:
