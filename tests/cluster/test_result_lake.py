@@ -5,11 +5,12 @@ to the store with the credentials the pod executor reads from the namespace's Se
 kubelet does. `collector gather` takes every whole result from the store the fleet names,
 with no log read (the collector's own count of its API requests), and every sample is
 stored; once the Job is deleted as Flux prunes it, the samples are still in the local store
-and in the lake.
+and in the lake, and `collector sync` publishes every one of them there.
 """
 
 import ast
 import base64
+import io
 import json
 import re
 import secrets
@@ -18,11 +19,19 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
 
 from benchfleet.collector import cli as collector_cli
-from contract.lake import CREDENTIAL_KEYS, ENDPOINT_ENV, LAKE_ENV, RESULT_SUFFIX, raw_prefix
+from contract.lake import (
+    CREDENTIAL_KEYS,
+    ENDPOINT_ENV,
+    LAKE_ENV,
+    RESULT_SUFFIX,
+    raw_prefix,
+    runs_prefix,
+)
 from contract.objectstore import Listed
 from contract.options import DEFAULT_DATABASE
 from contract.result import OkResult, parse_result
@@ -123,6 +132,21 @@ def _lake_results(lake: Lake) -> dict[str, tuple[OkResult, Listed]]:
     return found
 
 
+def _published_samples(lake: Lake, job: str) -> dict[str, list[int]]:
+    """Each variant's sample durations in the Job's published samples table, in order."""
+    store = lake.store()
+    (listed,) = [
+        found
+        for found in store.list(runs_prefix(lake.url, WORKFLOW, "us-east"))
+        if found.key.endswith(f"/{job}.samples.parquet")
+    ]
+    table = pq.read_table(io.BytesIO(store.get(listed.key, listed.bytes))).to_pylist()
+    samples: dict[str, list[int]] = {}
+    for row in sorted(table, key=lambda row: (row["variant_id"], row["iteration"])):
+        samples.setdefault(row["variant_id"], []).append(row["duration_ns"])
+    return samples
+
+
 def _stored_samples(repo: Repo) -> dict[str, Any]:
     with open_store(repo.root / DEFAULT_DATABASE) as store:
         runs = store.runs(WORKFLOW)
@@ -177,3 +201,14 @@ def test_grouped_whole_results_are_gathered_from_the_lake_and_outlive_the_job(
     again = _gather(repo, lake, collector_kubeconfig)
     assert again.exit_code == 0, again.output
     assert f"nothing new to gather of {WORKFLOW}" in again.output
+
+    # Published after the prune, from the store alone: every sample in the lake's runs too.
+    synced = CliRunner().invoke(
+        collector_cli, ["--root", str(repo.root), "sync", "--lake", str(lake.url)], env=lake.env()
+    )
+    assert synced.exit_code == 0, synced.output
+    assert _published_samples(lake, job) == {
+        variant: result.samples.durations_ns()
+        for variant, (result, _) in written.items()
+        if result.samples is not None
+    }
