@@ -213,6 +213,8 @@ def container_env(
 ) -> ContainerEnv:
     """The env a kubelet gives `container`: values, the downward API's `fields` and Secrets'
     keys through `secrets` (of `namespace`, where there is one), each Secret read once."""
+    if container.get("envFrom"):
+        raise PodSpecError(f"Job {job_name}: envFrom {container['envFrom']}")
     env = {"JOB_COMPLETION_INDEX": str(index)}
     from_secrets: set[str] = set()
     read: dict[str, Mapping[str, str] | None] = {}

@@ -18,7 +18,7 @@ from contract.lake import (
     SECRET_KEY_ENV,
     sha256_of,
 )
-from localrun.pod import ContainerConfigError, PodPlan, pod_plan
+from localrun.pod import ContainerConfigError, PodPlan, PodSpecError, pod_plan
 from localrun.podman import configure_podman, run_arguments, secret_environment
 from localrun.process import process_environment, run_process
 from localrun.workflow import read_outcome
@@ -94,6 +94,14 @@ def test_a_required_key_no_secret_holds_is_the_kubelets_config_error(
     with pytest.raises(ContainerConfigError, match="couldn't find key TOKEN in Secret vault"):
         plan(tmp_path, token())
     assert "TOKEN" not in plan(tmp_path, token(optional=True)).env
+
+
+def test_a_whole_secret_as_env_is_refused_not_dropped(tmp_path: Path) -> None:
+    job, workload = store_job([])
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    container["envFrom"] = [{"secretRef": {"name": "results-store"}}]
+    with pytest.raises(PodSpecError, match="envFrom"):
+        pod_plan(job, workload.configmaps, 0, tmp_path / "pod")
 
 
 def test_podman_is_given_a_secrets_value_by_name_never_on_its_command_line(
