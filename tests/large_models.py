@@ -80,11 +80,11 @@ EXAMPLES: Final = {
 PRECISIONS: Final = ("fp32", "bf16")
 QUANTIZATIONS: Final = ("none", "int8-dynamic")
 COMPILED: Final = (("fp32", "none"),)
-"""The precision and quantization inductor compiles: one compile per model, which proves a
-model of each shape compiles and is measured within its gate. A compile costs 35-120 s (BERT-base,
-ResNet-50) on this 2-core host, so the others run eager only: int8-dynamic compiled is
-tests/runner/test_compile.py's (tiny-transformer) and bench/compiled.py's, which asks what
-compiling buys (docs/decisions/tests.md)."""
+"""The precision and quantization inductor compiles: one compile a model, which proves that
+a model of each shape compiles and is measured within its gate. A compile of BERT-base or
+ResNet-50 takes 35-130 s on this 2-core host under load, so the others run eager only:
+int8-dynamic compiled is tests/runner/test_compile.py's (tiny-transformer) and
+bench/compiled.py's, which asks what compiling buys (docs/decisions/tests.md)."""
 
 
 def variants_per_model(*, compiled: bool) -> int:
