@@ -29,6 +29,7 @@ from collector.forget import ForgetError, forget, forget_everywhere
 from collector.gather import GatherOptions
 from collector.kube import KubeError
 from collector.lake_runs import LakeRunsError, lake_runs
+from collector.lakeread import StoreReader
 from collector.logs import LogFormat, configure
 from collector.metrics import ObservedJob, build_registry, last_results, write_textfile
 from collector.pushgateway import PushFailed, Pushgateway, push, pushgateway
@@ -149,9 +150,12 @@ report_lake_option = click.option(
 environment; bare, it takes the lake every other command defaults to."""
 
 
-def collector_cli(read_prices: PriceReader, read_scheduled: ScheduleReader) -> click.Group:
+def collector_cli(
+    read_prices: PriceReader, read_scheduled: ScheduleReader, read_stores: StoreReader
+) -> click.Group:
     """The `collector` command, its reports and metrics priced by `read_prices`, its check
-    told which workflows are scheduled by `read_scheduled`."""
+    told which workflows are scheduled by `read_scheduled`, its gather told where each
+    cluster's runners write whole results by `read_stores`."""
 
     @click.group(
         commands=COMMANDS,
@@ -204,6 +208,7 @@ def collector_cli(read_prices: PriceReader, read_scheduled: ScheduleReader) -> c
             context=kube_context,
             read_prices=read_prices,
             read_scheduled=read_scheduled,
+            read_stores=read_stores,
         )
 
     return cli
@@ -216,9 +221,24 @@ def _pushgateway(_: click.Context, __: click.Parameter, value: str | None) -> Pu
         raise click.BadParameter(str(error)) from None
 
 
+NOT_FROM_LAKE_EXIT: Final = 4
+"""gather's exit code where every variant ended and was stored, none failed, but a whole
+result its runner wrote to the lake was not read from it (stored from its pod instead)."""
+
+
+class NotFromLake(click.ClickException):
+    """Nothing failed, but the lake did not give every result its runner wrote there."""
+
+    exit_code = NOT_FROM_LAKE_EXIT
+
+
 @click.command()
 @click.option("--workflow", required=True, help="The workflow id (its spec file's `id`).")
 @click.option("--cluster", help="Only this cluster [default: every cluster dist/ runs it in]")
+@lake_option(
+    "where its runners write whole results, for every cluster [default: each cluster's "
+    "results_store in specs/clusters.yaml]"
+)
 @click.option(
     "--timeout",
     default="1h",
@@ -255,6 +275,7 @@ def gather(
     settings: Settings,
     workflow: str,
     cluster: str | None,
+    lake: LakeUrl | None,
     timeout: float,
     no_wait: bool,
     keep: bool,
@@ -267,9 +288,10 @@ def gather(
     \b
     1. Finds the workflow's Jobs in dist/<cluster>/ and follows them and their pods in the
        cluster with list + watch (the same few requests however many variants).
-    2. Reads each finished variant's result from its pod's termination message (or its log)
-       and stores it in the database at once: re-running gather never stores one twice, and an
-       interrupted gather resumes where it stopped.
+    2. Reads each finished variant's whole result, every sample with it, from the lake object
+       its termination message names (its digest checked first), else from that message (or
+       its pod's log), and stores it in the database at once: re-running gather, or two at
+       once, never stores one twice, and an interrupted gather resumes where it stopped.
     3. Writes results/<workflow>/<cluster>/<job>.json for every finished Job (not --keep).
        Commit it: `make synth` then drops the Job from dist/, and Flux prunes it. gather never
        deletes a Job itself, since Flux would run it again while git still holds it.
@@ -279,14 +301,17 @@ def gather(
     progress line at the end of a few pods' logs at a time (a live line on a terminal, a
     plain line as the counts change and every 10 s otherwise).
 
-    Exits 1 when a variant failed or a Job did not finish. The metrics are a side output:
+    Exits 1 when a variant failed or a Job did not finish; else 4 when a whole result its
+    runner wrote to the lake was not read from it (each such variant says why: the object
+    missing, partial, another digest, a newer schema, the store down, refusing or hanging),
+    though its pod's copy was stored. The metrics are a side output:
     where they cannot be written or pushed, one line says so and why, and the exit code is
     still the gather's.
     """
     options = GatherOptions(
         timeout_s=timeout, wait=not no_wait, record=not keep, progress=not no_progress
     )
-    outcomes = gather_workflow(settings, workflow, cluster, options)
+    outcomes = gather_workflow(settings, workflow, cluster, options, lake)
     if metrics_textfile is not None or gateway is not None:
         observed = [job for outcome in outcomes for job in outcome.observed]
         for failure in _metrics(settings, workflow, observed, metrics_textfile, gateway):
@@ -295,11 +320,15 @@ def gather(
     failed = sum(v.state == "failed" for v in recorded)
     failed += sum(len(unfinished.failed) for o in outcomes for unfinished in o.unfinished)
     unfinished = sum(len(o.unfinished) for o in outcomes)
+    missed = sum(len(o.lake.missed) for o in outcomes)
+    not_from_lake = f"{plural(missed, 'whole result')} not read from the lake"
     if failed or unfinished:
         raise click.ClickException(
-            f"{plural(failed, 'variant')} failed, {plural(unfinished, 'Job')} did not finish; "
-            "see above"
+            f"{plural(failed, 'variant')} failed, {plural(unfinished, 'Job')} did not finish"
+            f"{f'; {not_from_lake}' if missed else ''}; see above"
         )
+    if missed:
+        raise NotFromLake(f"every variant stored, but {not_from_lake}; see above")
 
 
 def _metrics(

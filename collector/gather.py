@@ -10,7 +10,7 @@ committed, makes `make synth` drop it and Flux prune it.
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,10 +39,12 @@ from collector.indexes import (
 )
 from collector.job_progress import JobProgress
 from collector.kube import KubeClient, KubeError, Object
+from collector.lakeread import Claim, Fetched, LakeReader, covered
+from collector.lakerefs import Reference, references
 from collector.logreads import LogReads
 from collector.logs import job_context
 from collector.metrics import ObservedJob
-from collector.pods import completion_index, held_pod, is_stuck
+from collector.pods import PodState, completion_index, held_pod, is_stuck
 from collector.running import RunningProgress, RunningView
 from collector.status import explain_waiting, pods_by_job
 from collector.workload import ExpectedJob, expected_from, label_selector
@@ -55,6 +57,11 @@ from contract.text import plural
 from store.database import Store, Unread
 
 log = logging.getLogger(__name__)
+
+NO_LAKE = (
+    "this collector was given no lake to read it from (the fleet's results_store, or "
+    "--lake / $BENCHFLEET_LAKE)"
+)
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,18 @@ class Unfinished:
     """Its variants whose result a newer runner wrote, kept unread."""
 
 
+@dataclass
+class LakeTally:
+    """What the lake gave one gather: whole results read from it, and the variants whose
+    runner wrote one that it did not give, with why (they were stored from their pod)."""
+
+    read: int = 0
+    missed: list[tuple[str, StoredVariant]] = field(default_factory=list)
+    """(Job, the variant as stored) for each."""
+    down: str | None = None
+    """Why the store stopped being asked, where it did."""
+
+
 @dataclass(frozen=True)
 class GatherOutcome:
     """What one gather in one cluster did."""
@@ -98,6 +117,8 @@ class GatherOutcome:
     """Each finished Job's record and where it was written (None with `--keep` or unchanged)."""
     observed: tuple[ObservedJob, ...]
     unfinished: tuple[Unfinished, ...]
+    lake: LakeTally = field(default_factory=LakeTally)
+    """What the lake gave."""
 
 
 Counts = dict[str, int]
@@ -115,8 +136,13 @@ class Gatherer:
         *,
         options: GatherOptions,
         on_progress: Callable[[Counts, RunningView | None], None] = lambda counts, running: None,
+        lake: LakeReader | None = None,
     ) -> None:
         self._client = client
+        self._lake = lake
+        self._fetched: dict[str, list[Fetched]] = {}
+        """What the lake gave for each pod not yet stored, by pod."""
+        self.lake = LakeTally()
         self._store = store
         self._root = root
         self._options = options
@@ -306,43 +332,61 @@ class Gatherer:
         """Store what the ended attempts of grouped indexes measured, while their retries are
         still due or running (harvest.harvest_earlier)."""
         fresh: list[StoredVariant] = []
+        harvested: list[str] = []
         for state in progress.states:
             if not progress.attempts_unread(state):
                 continue
             attempts = [p for p in ended_attempts(state) if p.name not in progress.harvested]
+            self._fetch(progress, [(state.index, pod) for pod in attempts])
             # Every read starts here at once; the index waits until all of them are done.
-            unread = [p for p in attempts if earlier_needs_log(p) and not self._logs.ready(p.name)]
+            unread = [
+                p
+                for p in attempts
+                if earlier_needs_log(p, covered(p.message, self._fetched.get(p.name, [])))
+                and not self._logs.ready(p.name)
+            ]
             if unread:
                 continue
             group = progress.expected.slots(state.index)
+            gave = {pod.name: self._fetched.get(pod.name, []) for pod in attempts}
             fresh += [
                 variant
-                for variant in harvest_earlier(state, attempts, group, self._logs.reader())
+                for variant in harvest_earlier(state, attempts, group, self._logs.reader(), gave)
                 if variant.index not in progress.stored
             ]
             for pod in attempts:
                 progress.harvested.add(pod.name)
                 self._logs.forget(pod.name)
+            harvested += [pod.name for pod in attempts]
         self._add(progress, fresh)
+        for name in harvested:
+            self._fetched.pop(name, None)
 
     def _store_finished(self, progress: JobProgress) -> None:
         assert progress.job is not None
         condition = failure_condition(progress.job)
         failure = condition.get("reason") if condition else None
-        ready = [
+        ended = [
             state
             for state in progress.states
-            if settled(state)
-            and progress.awaited(state)
-            and not progress.attempts_unread(state)
-            and (state.pod is None or not needs_log(state) or self._logs.ready(state.pod.name))
+            if settled(state) and progress.awaited(state) and not progress.attempts_unread(state)
+        ]
+        self._fetch(progress, [(state.index, state.pod) for state in ended if state.pod])
+        ready = [
+            state
+            for state in ended
+            if state.pod is None
+            or not needs_log(state, self._from_lake(progress, state))
+            or self._logs.ready(state.pod.name)
         ]
         fresh: list[StoredVariant] = []
         allocated: dict[int, Allocation] = {}
         for state in ready:
             group = progress.expected.slots(state.index)
             harvested = self._allocated(
-                progress, state, harvest(state, group, failure, self._logs.reader())
+                progress,
+                state,
+                harvest(state, group, failure, self._logs.reader(), self._lake_gave(state)),
             )
             cause = progress.causes.get(state.index)
             fresh += [
@@ -362,6 +406,39 @@ class Gatherer:
         self._add(progress, fresh)
         if allocated:
             self._store.allocate(progress.expected.identity, allocated)
+
+    def _fetch(self, progress: JobProgress, pods: Iterable[tuple[int, PodState]]) -> None:
+        """Read from the lake the whole results `pods` (each with its completion index) say
+        their runners wrote there, once per pod, a few at a time."""
+        wanted: list[tuple[str, Reference, Claim]] = []
+        identity = progress.expected.identity
+        for index, pod in pods:
+            if pod.name in self._fetched:
+                continue
+            named = references(pod.message)
+            if named:
+                self._fetched[pod.name] = []
+            variants = dict(progress.expected.slots(index))
+            for reference in named.found:
+                variant = variants.get(reference.index) if reference.index is not None else None
+                wanted.append((pod.name, reference, Claim(identity, pod.name, variant)))
+        if not wanted:
+            return
+        if self._lake is None:
+            fetched = [Fetched(reference, None, NO_LAKE) for _, reference, _ in wanted]
+        else:
+            fetched = self._lake.fetch_all((reference, claim) for _, reference, claim in wanted)
+            self.lake.down = self._lake.down
+        for (pod_name, _, _), got in zip(wanted, fetched, strict=True):
+            self._fetched.setdefault(pod_name, []).append(got)
+
+    def _lake_gave(self, state: IndexState) -> list[Fetched]:
+        return self._fetched.get(state.pod.name, []) if state.pod is not None else []
+
+    def _from_lake(self, progress: JobProgress, state: IndexState) -> bool:
+        """Whether the lake gave the whole result of each result `state`'s pod lists."""
+        fetched = self._lake_gave(state)
+        return state.pod is not None and covered(state.pod.message, fetched)
 
     def _allocated(self, progress: JobProgress, state: IndexState, harvested: Harvest) -> Harvest:
         """`harvested` with what the cluster allocated to each variant: the index's pods'
@@ -422,8 +499,14 @@ class Gatherer:
         progress.stored.update((variant.index, variant.state) for variant in fresh)
         progress.own_s.update((variant.index, own_seconds(variant.result)) for variant in fresh)
         for variant in fresh:
+            if variant.result_source == "lake":
+                self.lake.read += 1
+            elif variant.pod in self._fetched:
+                self.lake.missed.append((identity.job, variant))
+        for variant in fresh:
             if variant.pod is not None:
                 self._logs.forget(variant.pod)
+                self._fetched.pop(variant.pod, None)
             log.debug(
                 "variant %d stored: %s",
                 variant.index,
@@ -464,6 +547,7 @@ class Gatherer:
             records=tuple(records),
             observed=tuple(observed),
             unfinished=tuple(unfinished),
+            lake=self.lake,
         )
 
     def _record(self, progress: JobProgress) -> JobRecord:

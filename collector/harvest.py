@@ -14,13 +14,15 @@ succeeded but whose result cannot be used is failed everywhere, not only in the 
 """
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
 from pydantic import ValidationError
 
 from collector.indexes import IndexState
+from collector.lakeread import Fetched, covered
+from collector.lakerefs import references
 from collector.pods import PodState, ResultReading, ResultSource, with_log
 from contract.fingerprint import with_image_digest
 from contract.records import UNUSABLE_RESULT, StoredVariant, VariantState, with_left_out
@@ -90,21 +92,67 @@ def gone(state: IndexState) -> IndexState:
     return replace(state, pod=None, manifest=None, earlier=earlier)
 
 
-def needs_log(state: IndexState) -> bool:
-    """Whether harvesting `state` reads its pod's log: the message holds no whole, valid
+def needs_log(state: IndexState, from_lake: bool = False) -> bool:
+    """Whether harvesting `state` reads its pod's log: neither the lake (`from_lake`: it
+    gave the whole result of each the message lists) nor the message holds a whole, valid
     result."""
-    if state.pod is None:
+    if state.pod is None or from_lake:
         return False
     reading = state.pod.message
     return not reading.whole or reading.problem is not None
 
 
-def _reading(state: IndexState, read_log: LogReader) -> ResultReading | None:
+def _reading(
+    state: IndexState, read_log: LogReader, fetched: Sequence[Fetched]
+) -> ResultReading | None:
     if state.pod is None:
         return None
-    if needs_log(state):
-        return with_log(state.pod.message, read_log(state.pod.name))
-    return state.pod.message
+    return _pod_reading(
+        state.pod, read_log, fetched, needs_log(state, covered(state.pod.message, fetched))
+    )
+
+
+def _pod_reading(
+    pod: PodState, read_log: LogReader, fetched: Sequence[Fetched], log: bool
+) -> ResultReading:
+    """What `pod` handed over: the lake's whole results in place of its own copies, its
+    termination message for the rest, completed from its log where `log`."""
+    base = with_log(pod.message, read_log(pod.name)) if log else pod.message
+    return with_lake(base, fetched, references(pod.message).unwritten)
+
+
+def with_lake(
+    base: ResultReading, fetched: Sequence[Fetched], unwritten: Mapping[int | None, str]
+) -> ResultReading:
+    """`base` (what the pod's message and log gave) with every whole result the lake gave
+    in place of the pod's copy, and why the lake gave none for the others."""
+    lake = {
+        f.result.variant.index: f
+        for f in fetched
+        if f.result is not None and f.result.variant is not None
+    }
+    missing: dict[int | None, str] = {
+        **unwritten,
+        **{f.reference.index: f.problem for f in fetched if f.result is None and f.problem},
+    }
+    if not lake and not missing:
+        return base
+    kept = [r for r in base.results if r.variant is None or r.variant.index not in lake]
+    results = tuple(sorted(kept + [f.result for f in lake.values() if f.result], key=_position))
+    source = base.source if kept or base.omitted or not lake else "lake"
+    return ResultReading(
+        results,
+        source,
+        base.problem,
+        tuple(o for o in base.omitted if o.index not in lake),
+        base.newer,
+        from_lake={index: f.stored for index, f in lake.items() if f.stored},
+        not_from_lake=missing,
+    )
+
+
+def _position(result: BenchResult) -> int:
+    return result.variant.index if result.variant else -1
 
 
 def _named(ref: VariantRef) -> str:
@@ -122,8 +170,10 @@ def _misfiled(result: BenchResult, expected: VariantRef | None) -> str | None:
     )
 
 
-def _succeeded(state: IndexState, reading: ResultReading) -> str:
+def _succeeded(state: IndexState, reading: ResultReading, result: BenchResult) -> str:
     """The words for a variant whose result was read whole or in part."""
+    if result.variant is not None and result.variant.index in reading.from_lake:
+        return "succeeded"
     message_problem = state.pod.message.problem if state.pod else None
     if reading.source == "log" and message_problem:
         return f"succeeded (result read from the log: {message_problem})"
@@ -137,16 +187,20 @@ def harvest(
     group: Sequence[Slot],
     job_failure_reason: str | None,
     read_log: LogReader,
+    fetched: Sequence[Fetched] = (),
 ) -> Harvest:
     """The stored form of every variant of a settled (succeeded or failed) index; `group` is
-    what the index runs. A variant whose result only a newer runner's schema holds is not
-    final on that ground: it is kept unread instead."""
-    reading = _reading(state, read_log)
+    what the index runs, `fetched` what the lake gave for its pod. A variant whose result
+    only a newer runner's schema holds is not final on that ground: it is kept unread
+    instead."""
+    reading = _reading(state, read_log, fetched)
     if len(group) <= 1:
         variant = group[0].variant if group else None
         stored = [_harvest_one(state, variant, job_failure_reason, reading)]
     else:
         stored = _harvest_group(state, group, job_failure_reason, reading)
+    if reading is not None:
+        stored = [_lake_told(variant, reading) for variant in stored]
     if reading is None or not reading.newer:
         return Harvest(stored, [])
     # How the pod ended, to be completed by the result once it can be read.
@@ -165,6 +219,23 @@ def harvest(
     ]
     kept = {entry.variant.index for entry in unread}
     return Harvest([v for v in stored if v.index not in kept], unread)
+
+
+def _lake_told(variant: StoredVariant, reading: ResultReading) -> StoredVariant:
+    """`variant` saying where its whole result came from: the lake object it was read from,
+    or why the lake gave none where its runner wrote one."""
+    result = variant.result
+    index = result.variant.index if result is not None and result.variant else None
+    if index is not None and index in reading.from_lake:
+        return variant.model_copy(
+            update={"result_source": "lake", "result_object": reading.from_lake[index]}
+        )
+    why = reading.not_from_lake.get(variant.index) or reading.not_from_lake.get(None)
+    if why is None:
+        return variant
+    return variant.model_copy(
+        update={"explanation": f"{variant.explanation}; not read from the lake: {why}"}
+    )
 
 
 def _newer_for(index: int, newer: Sequence[str], variants: int) -> str | None:
@@ -226,7 +297,7 @@ def _harvest_one(
         stored_state, reason, explanation = "failed", WRONG_VARIANT, misfiled
     elif result is not None and result.status == "ok":
         if state.phase == "succeeded" and reading is not None:
-            explanation = _succeeded(state, reading)
+            explanation = _succeeded(state, reading, result)
     else:
         stored_state = "failed"
         if state.phase == "succeeded":
@@ -293,11 +364,12 @@ def ended_attempts(state: IndexState) -> tuple[PodState, ...]:
     return state.earlier
 
 
-def earlier_needs_log(pod: PodState) -> bool:
+def earlier_needs_log(pod: PodState, from_lake: bool = False) -> bool:
     """Whether what attempt `pod` measured takes its log to read: its termination message
-    lists results it holds no whole copy of."""
+    lists results it holds no whole copy of, and the lake did not give them all
+    (`from_lake`)."""
     reading = pod.message
-    return bool(reading.results or reading.omitted) and not reading.whole
+    return bool(reading.results or reading.omitted) and not reading.whole and not from_lake
 
 
 def harvest_earlier(
@@ -305,14 +377,18 @@ def harvest_earlier(
     attempts: Sequence[PodState],
     group: Sequence[Slot],
     read_log: LogReader,
+    fetched: Mapping[str, Sequence[Fetched]] | None = None,
 ) -> list[StoredVariant]:
     """The variants of `group` that `attempts` (ended attempts of index `state`, oldest first:
     ended_attempts) measured, each as stored from the first attempt that did: stored at once,
     so that the retry of a group can be told to skip them (contract/reported.py), and kept
-    whatever the retry does. `read_log` is called for the attempts earlier_needs_log names."""
+    whatever the retry does. `read_log` is called for the attempts earlier_needs_log names;
+    `fetched` is what the lake gave for each attempt, by pod."""
     found: dict[int, StoredVariant] = {}
     for pod in attempts:
-        reading = with_log(pod.message, read_log(pod.name)) if earlier_needs_log(pod) else None
+        got = (fetched or {}).get(pod.name, ())
+        log = earlier_needs_log(pod, covered(pod.message, got))
+        reading = _pod_reading(pod, read_log, got, log) if log or got else None
         for result in (reading or pod.message).results:
             ref = result.variant
             slot = _fits(result, group)
@@ -325,7 +401,8 @@ def harvest_earlier(
                     explanation += f"; {reading.problem}"
                 source = reading.source if reading else "termination-message"
                 ending = Ending("succeeded", None, explanation, source)
-                found[slot.position] = _stored(state, pod, ref, ending, result)
+                variant = _stored(state, pod, ref, ending, result)
+                found[slot.position] = _lake_told(variant, reading) if reading else variant
     return [found[slot.position] for slot in group if slot.position in found]
 
 
@@ -390,7 +467,7 @@ def _reported(
         words = f"runner error {result.error.type}: {result.error.message}"
         return "failed", result.error.type, words
     if state.phase == "succeeded" and reading is not None:
-        return "succeeded", None, _succeeded(state, reading)
+        return "succeeded", None, _succeeded(state, reading, result)
     return "succeeded", None, f"succeeded; its pod then ended: {state.explanation}"
 
 

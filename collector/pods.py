@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from contract.errors import ERROR_TYPES, ExitCode
 from contract.fingerprint import image_digest
 from contract.instant import EARLIEST, instant
+from contract.lake import StoredObject
 from contract.layout import COMPLETION_INDEX_KEY, CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from contract.progress import parse_progress
 from contract.records import PodStart
@@ -45,7 +46,7 @@ Object = Mapping[str, Any]
 Phase = Literal["pending", "running", "succeeded", "failed", "preempted"]
 """Where an attempt stands. `preempted`: disrupted (DisruptionTarget), which synth's
 podFailurePolicy ignores, so the Job replaces the pod without spending a retry."""
-ResultSource = Literal["termination-message", "log"]
+ResultSource = Literal["termination-message", "log", "lake"]
 
 RUNNER: Final = "runner"
 _IMAGE_PULL: Final = frozenset(
@@ -89,6 +90,12 @@ class ResultReading:
     newer: tuple[str, ...] = ()
     """Results written by a newer runner than this collector reads, as they arrived (JSON):
     kept for a later collector, never taken for a broken result."""
+    from_lake: Mapping[int, StoredObject] = field(default_factory=dict)
+    """The variants (by index) whose result here is the whole one their runner wrote to the
+    lake, each with the object it was read from."""
+    not_from_lake: Mapping[int | None, str] = field(default_factory=dict)
+    """Why the lake gave no whole result for a variant (by index; None: for any of the pod's)
+    whose runner wrote one, in words."""
 
     @property
     def result(self) -> BenchResult | None:
@@ -240,7 +247,7 @@ def _no_message(pod: Object) -> str:
 def _from_termination_message(message: str) -> ResultReading:
     if message.lstrip().startswith("{"):
         text = message.strip()
-        result, problem = _parse(text, "the termination message")
+        result, problem = parse_text(text, "the termination message")
         newer = (text,) if result is None and _newer_version(text) else ()
         source: ResultSource | None = "termination-message" if result or newer else None
         return ResultReading((result,) if result else (), source, problem, newer=newer)
@@ -258,7 +265,7 @@ def _all_from_log(text: str, where: str) -> ResultReading:
     results, problems, newer = [], [], []
     for number, line in enumerate(found, 1):
         at = "the result line" if len(found) == 1 else f"result line {number}"
-        result, problem = _parse(line, f"{at} of {where}")
+        result, problem = parse_text(line, f"{at} of {where}")
         if result is not None:
             results.append(result)
         elif _newer_version(line):
@@ -310,7 +317,7 @@ def _newer_words(version: int) -> str:
     )
 
 
-def _parse(text: str, where: str) -> tuple[BenchResult | None, str | None]:
+def parse_text(text: str, where: str) -> tuple[BenchResult | None, str | None]:
     """The result in `text`, or why there is none.
 
     The model in strict mode decides first: the schema is generated from it, and strict mode

@@ -2,6 +2,7 @@
 reach each, the Jobs left to follow there, and the gather of a workflow across them. The
 click commands in collector/cli.py are thin layers over these."""
 
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -17,9 +18,13 @@ from collector.credentials import CredentialsError, connect
 from collector.gather import Gatherer, GatherOptions, GatherOutcome
 from collector.identity import UnconfirmedCluster, confirm_cluster
 from collector.kube import KubeClient, KubeError
+from collector.lakeread import LIMITS, LakeReader, StoreReader
 from collector.progress import Progress
 from collector.workload import ExpectedJob, WorkloadError, clusters_with, expected_jobs
+from contract.lake import LakeUrl
 from contract.layout import RESULTS, recorded_clusters, recorded_jobs, workload_file
+from contract.objectstore import ObjectStore
+from contract.objectstore import StoreError as ObjectStoreError
 from contract.pricing import PriceList
 from contract.text import plural, shown
 from contract.variant import VariantRef
@@ -50,6 +55,7 @@ class Settings:
     context: str | None
     read_prices: PriceReader
     read_scheduled: ScheduleReader
+    read_stores: StoreReader
 
 
 def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[str]:
@@ -208,8 +214,55 @@ def _summary(outcome: GatherOutcome, expected: Sequence[ExpectedJob] = ()) -> li
             f"    {name(job, k.variant.index, k.variant.variant)}: kept unread: {k.why}"
             for k in unfinished.kept
         ]
+    lines += _lake_lines(outcome, name)
     # Explanations quote what pods reported and what spec files named: one line each.
     return [shown(line) for line in lines]
+
+
+def _lake_lines(
+    outcome: GatherOutcome, name: Callable[[str, int, VariantRef | None], str]
+) -> list[str]:
+    """What the lake gave, and each variant it did not give the whole result of, with why."""
+    lake = outcome.lake
+    if not lake.read and not lake.missed:
+        return []
+    down = f" ({lake.down})" if lake.down else ""
+    lines = [f"  lake: {plural(lake.read, 'whole result')} read, {len(lake.missed)} not{down}"]
+    lines += [
+        f"    {name(job, v.index, v.variant)}: stored from its pod "
+        f"({v.result_source or 'no result'}): {v.explanation}"
+        for job, v in lake.missed
+    ]
+    return lines
+
+
+def _lake_reader(lake: LakeUrl, env: Mapping[str, str]) -> LakeReader:
+    """The reader of `lake`'s whole results, its store found by the AWS variables in `env`;
+    raises click.ClickException where no client can be made."""
+    try:
+        return LakeReader(lake, ObjectStore.for_lake(lake, env, LIMITS))
+    except ObjectStoreError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def lake_readers(settings: Settings, lake: LakeUrl | None) -> Callable[[str], LakeReader | None]:
+    """Each cluster's reader of whole results, by cluster name: `lake` for every cluster
+    where given (its store found by the standard AWS variables), else the cluster's results
+    store as the fleet file names it (its endpoint, region and CA; the credentials still the
+    standard variables'); None where there is neither."""
+    if lake is not None:
+        given = _lake_reader(lake, os.environ)
+        return lambda cluster: given
+    stores = settings.read_stores(settings.root)
+    made: dict[str, LakeReader] = {}
+
+    def of(cluster: str) -> LakeReader | None:
+        address = stores.get(cluster)
+        if address is not None and cluster not in made:
+            made[cluster] = _lake_reader(address.url, address.env(os.environ))
+        return made.get(cluster)
+
+    return of
 
 
 class Terminated(KeyboardInterrupt):
@@ -231,12 +284,18 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 
 def gather_workflow(
-    settings: Settings, workflow: str, cluster: str | None, options: GatherOptions
+    settings: Settings,
+    workflow: str,
+    cluster: str | None,
+    options: GatherOptions,
+    lake: LakeUrl | None = None,
 ) -> list[GatherOutcome]:
-    """Follow and store `workflow` in every cluster that runs it (or `cluster`), printing
-    each cluster's summary as it ends (and its progress on stderr as it goes, unless
-    `options.progress` is off); raises click.ClickException with what to do on errors."""
+    """Follow and store `workflow` in every cluster that runs it (or `cluster`), its whole
+    results read from `lake` where its runners wrote them there, printing each cluster's
+    summary as it ends (and its progress on stderr as it goes, unless `options.progress` is
+    off); raises click.ClickException with what to do on errors."""
     outcomes = []
+    readers = lake_readers(settings, lake)
     try:
         with open_store(settings.database) as store:
             pending, done = pending_jobs(settings, workflow, cluster)
@@ -245,6 +304,7 @@ def gather_workflow(
                 settings, list(pending), namespace, cluster is not None, done
             ):
                 expected = pending[name]
+                reader = readers(name)
                 total = sum(job.variant_count for job in expected)
                 progress = Progress(sys.stderr, total, live=sys.stderr.isatty())
                 gatherer = Gatherer(
@@ -254,6 +314,7 @@ def gather_workflow(
                     expected,
                     options=options,
                     on_progress=progress.update if options.progress else lambda *shown: None,
+                    lake=reader,
                 )
                 try:
                     with _sigterm_interrupts():
@@ -271,7 +332,9 @@ def gather_workflow(
                 for line in _summary(outcome, expected):
                     click.echo(line)
                 click.echo(
-                    f"{name}: API requests {dict(sorted(client.requests.items()))}", err=True
+                    f"{name}: API requests {dict(sorted(client.requests.items()))}"
+                    + (f", lake objects read {reader.reads}" if reader is not None else ""),
+                    err=True,
                 )
             if done and not outcomes:
                 click.echo(f"nothing new to gather of {workflow} ({', '.join(done)}: all recorded)")

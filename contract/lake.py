@@ -53,6 +53,10 @@ RESULT_SUFFIX: Final = ".json"
 _BUCKET: Final = re.compile(r"\A[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 _SEGMENT: Final = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._=-]{0,127}\Z")
 MAX_PREFIX: Final = 512
+MAX_RESULT_BYTES: Final = 16 << 20
+"""The most a variant's whole result object may hold: its samples are at most 65,536
+durations, compressed (contract/samples.py), and the rest of a result is a few KiB; a
+reader reads no more than this, whatever a reference says."""
 
 
 class LakeUrlError(ValueError):

@@ -20,6 +20,7 @@ from contract.allocation import Allocation
 from contract.atomic import write_atomically
 from contract.bounded import read_at_most
 from contract.instant import EARLIEST, LATEST, Instant, instant
+from contract.lake import StoredObject
 from contract.layout import REPEAT_LABEL, SCHEDULED_RUN_LABEL, record_path
 from contract.numbers import is_bad_number
 from contract.result import (
@@ -110,7 +111,11 @@ class StoredVariant(_Record):
     the collector's clock when it stored the run (`clock_note` says where it was)."""
     pod_start: PodStart | None = None
     """How its pod got to its runner; None where no pod ran, and in runs stored before it."""
-    result_source: Literal["termination-message", "log"] | None = None
+    result_source: Literal["termination-message", "log", "lake"] | None = None
+    """Where its result was read: its pod's termination message (compacted), its log, or the
+    lake object its runner wrote (whole, its digest checked)."""
+    result_object: StoredObject | None = None
+    """The lake object its result was read from (`result_source` lake); None otherwise."""
     result: BenchResult | None = None
     accuracy_gate: AccuracyGate | None = None
     """The gate its result was judged by when it was stored: the one its Job said (the

@@ -21,6 +21,7 @@ from contract.accuracy import AccuracyGate
 from contract.allocation import Allocation
 from contract.clocks import ahead_by
 from contract.instant import instant, instant_text
+from contract.lake import StoredObject
 from contract.records import (
     UNUSABLE_RESULT,
     JobIdentity,
@@ -77,9 +78,16 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     # Version 14 renames `compile` to `runtime`, the setting's name since runtimes beyond
     # inductor (contract/variant.py); its values (NULL, eager, inductor) stay runtimes.
     14: ("ALTER TABLE variant_runs RENAME COLUMN compile TO runtime",),
+    # Version 15 adds the lake object a run's whole result was read from (JSON: key, sha256,
+    # bytes); rows stored before it are NULL: read from the pod, as every result was then.
+    # Version 16 landed first, so a database of 16 may lack it too (_LANDED_LATE).
+    15: ("ALTER TABLE variant_runs ADD COLUMN result_object TEXT",),
     # Version 16 adds only a table, published (the Jobs `collector sync` put in a lake, or
     # found there already), which _SCHEMA creates.
 }
+_LANDED_LATE: Final = {15: ("result_object", 16)}
+"""Steps that landed after a later version had been released, by version: the column each
+adds, and the latest version whose databases may lack it (those get it when opened)."""
 
 
 def _sql_type(setting: FieldInfo) -> str:
@@ -120,6 +128,7 @@ _VARIANT_RUNS: Final = (
     ("scheduled_at", "TEXT"),
     ("pod_start", "TEXT"),
     ("clock_note", "TEXT"),
+    ("result_object", "TEXT"),
 )
 _COLUMNS: Final = [name for name, _ in _VARIANT_RUNS]
 _VARIANT_RUNS_LINES: Final = "".join(f"    {name} {kind},\n" for name, kind in _VARIANT_RUNS)
@@ -179,6 +188,7 @@ _JSON_COLUMNS: Final[dict[str, type[BaseModel]]] = {
     "accuracy_gate": AccuracyGate,
     "allocation": Allocation,
     "pod_start": PodStart,
+    "result_object": StoredObject,
 }
 """The columns that hold one of StoredVariant's fields as JSON, with the model that reads it."""
 # The columns that are StoredVariant's own fields, read back by name (those in JSON apart).
@@ -320,7 +330,7 @@ class Store:
                 )
             with self._db:
                 for step, statements in _MIGRATIONS.items():
-                    if 0 < version < step:
+                    if 0 < version < step or self._landed_late(step, version):
                         for statement in statements:
                             self._db.execute(statement)
                 # Versions 3 and 4 lack the tables _SCHEMA creates.
@@ -329,6 +339,15 @@ class Store:
         except sqlite3.DatabaseError as error:
             raise StoreError(f"cannot open the results database {path}: {error}") from error
         self.path = path
+
+    def _landed_late(self, step: int, version: int) -> bool:
+        """Whether a database of `version` lacks the column of a step that landed after
+        that version was released (_LANDED_LATE)."""
+        column, latest = _LANDED_LATE.get(step, ("", 0))
+        if not step <= version <= latest:
+            return False
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(variant_runs)")}
+        return column not in columns
 
     def close(self) -> None:
         self._db.close()

@@ -2,7 +2,7 @@
 checkout holding the cpu-smoke workload, and the `collector` command run against both."""
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -39,16 +39,17 @@ def job() -> Obj:
 
 @pytest.fixture
 def collector(repo: Path, api: FakeApiServer) -> Collect:
-    """Runs `collector --root REPO COMMAND --workflow cpu-smoke ARGS` against the fake server."""
+    """Runs `collector --root REPO COMMAND --workflow cpu-smoke ARGS` against the fake server
+    (with `env` added to the process's: a lake's, say)."""
 
-    def run(command: str, *arguments: str) -> Result:
+    def run(command: str, *arguments: str, env: Mapping[str, str] | None = None) -> Result:
         named = ("gather", "status", "clean", "samples")
         cluster = ["--cluster", "us-east"] if command in named else []
         workflow = ["--workflow", "cpu-smoke"] if command != "clean" else []
         return CliRunner().invoke(
             cli,
             ["--root", str(repo), command, *workflow, *cluster, *arguments],
-            env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url)},
+            env={**(env or {}), "BENCHFLEET_K8S_KUBECONFIG": kubeconfig(api.url)},
         )
 
     return run

@@ -3,6 +3,7 @@ stand-in, and readers of what gather wrote (the fixtures are in conftest.py)."""
 
 import copy
 import sqlite3
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -28,11 +29,11 @@ GROUPS = ((0, 1, 2), (3, 4, 5))
 """cpu-smoke's six variants as two pods of three."""
 
 
-def grouped_job() -> tuple[Obj, ExpectedJob]:
-    """cpu-smoke's Job with its six variants in GROUPS, as gather expects it."""
+def grouped_job(groups: tuple[tuple[int, ...], ...] = GROUPS) -> tuple[Obj, ExpectedJob]:
+    """cpu-smoke's Job with its six variants in `groups`, as gather expects it."""
     job = copy.deepcopy(objects.job("cpu-smoke", cluster="us-east"))
-    job["spec"]["completions"] = len(GROUPS)
-    config = objects.run_config(job).model_copy(update={"groups": GROUPS})
+    job["spec"]["completions"] = len(groups)
+    config = objects.run_config(job).model_copy(update={"groups": groups})
     return job, expected_from("us-east", job, config.model_dump_json())
 
 
@@ -92,6 +93,8 @@ def kubeconfig(server: str) -> str:
 
 
 Collect = Callable[..., Result]
+COLLECTOR = [sys.executable, "-c", "from benchfleet.collector import cli; cli()"]
+"""The `collector` command, run as a process of its own."""
 
 
 def rows(repo: Path) -> list[tuple[int, str, str | None]]:

@@ -20,6 +20,7 @@ from contract.result import compact
 from standin import objects
 from standin.api import FakeApiServer
 from tests.collector.gathering import (
+    COLLECTOR,
     NAMESPACE,
     Collect,
     Obj,
@@ -220,7 +221,6 @@ def collector_against(
     )
 
 
-COLLECTOR = [sys.executable, "-c", "from benchfleet.collector import cli; cli()"]
 QUICK_RETRIES = [
     sys.executable,
     "-c",

@@ -9,6 +9,7 @@ import pytest
 from contract.accuracy import Accuracy, AccuracyGate
 from contract.allocation import Allocation
 from contract.instant import instant
+from contract.lake import StoredObject
 from contract.layout import record_path, recorded_jobs
 from contract.records import JobRecord, PodStart, StoredVariant, read_record, write_record
 from contract.result import OkResult, Rounds
@@ -25,11 +26,15 @@ ADDED_IN = {
     8: ("compile",),
     9: ("pod_start",),
     10: ("clock_note",),
+    15: ("result_object",),
 }
 """The columns of variant_runs each schema version added."""
 RENAMED_IN = {14: ("compile", "runtime")}
 """The columns of variant_runs each schema version renamed: from, to."""
 SCHEMA_VERSION = 16
+LAKE_OBJECT = StoredObject(
+    key="team/raw/cpu-smoke/us-east/job/v1/pod-0.json", sha256="ab" * 32, bytes=6099
+)
 POD_START = PodStart(
     created_at="2026-01-01T00:00:00Z",
     scheduled_at="2026-01-01T00:00:02Z",
@@ -276,6 +281,46 @@ def test_a_version_9_database_gains_the_clock_note_nothing_said_of_its_runs(
     assert (earlier.variant.clock_note, later.variant) == (None, noted)
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_14_database_gains_the_lake_object_none_for_its_runs(tmp_path: Path) -> None:
+    path = older_database(tmp_path, 14)
+    from_lake = succeeded(1).model_copy(
+        update={"result_source": "lake", "result_object": LAKE_OBJECT}
+    )
+    with open_store(path) as store:
+        store.add(JOB, [from_lake])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.variant.result_object, later.variant) == (None, from_lake)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_16_database_without_the_lake_object_gains_it(tmp_path: Path) -> None:
+    """Version 16 was released before version 15's column landed: its databases lack it."""
+    path = older_database(tmp_path, 14)
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 16")
+    from_lake = succeeded(1).model_copy(
+        update={"result_source": "lake", "result_object": LAKE_OBJECT}
+    )
+    with open_store(path) as store:
+        store.add(JOB, [from_lake])
+        earlier, later = store.runs("cpu-smoke")
+    assert (earlier.variant.result_object, later.variant) == (None, from_lake)
+    with open_store(path) as store:
+        assert len(store.runs("cpu-smoke")) == 2, "opened again, nothing is added twice"
+
+
+def test_the_lake_object_reads_back_from_store_and_record(store: Store, tmp_path: Path) -> None:
+    from_lake = succeeded(0).model_copy(
+        update={"result_source": "lake", "result_object": LAKE_OBJECT}
+    )
+    store.add(JOB, [from_lake], NOW)
+    [run] = store.runs("cpu-smoke")
+    assert run.variant == from_lake
+    path, _ = write_record(tmp_path, record(from_lake))
+    assert read_record(path).variants == (from_lake,)
 
 
 def test_a_version_8_database_gains_each_pods_start_unknown_for_its_runs(tmp_path: Path) -> None:
