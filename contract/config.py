@@ -37,6 +37,9 @@ MODELS_DIR: Final = "/models"
 CA_DIR: Final = "/etc/benchfleet/ca"
 """Where a pod finds the CA bundles its downloads trust (a ConfigMap synth writes)."""
 CA_ENV: Final = "CA_PATH"
+POD_NAME_ENV: Final = "POD_NAME"
+"""The pod's own name (the downward API's): what a result records, and the attempt a
+runner's objects in the result lake are named by."""
 """The env var naming CA_DIR to the runner (a local run points it at another folder)."""
 OCI_MODELS_DIR: Final = "/oci-models"
 """Where `oci` models' image volumes are mounted, one folder per model: a mount of its own,

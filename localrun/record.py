@@ -5,6 +5,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
 from collector.workload import ExpectedJob
+from contract.config import POD_NAME_ENV
 from contract.layout import LOCAL_CLUSTER
 from contract.records import JobIdentity, PodStart, StoredVariant, VariantState, with_left_out
 from contract.result import ErrorResult
@@ -63,7 +64,7 @@ def stored_variant(outcome: PodOutcome, variant: VariantRef | None, now: datetim
         variant=variant,
         explanation=with_left_out(explanation, result),
         reason=reason,
-        pod=outcome.plan.env.get("POD_NAME"),
+        pod=outcome.plan.env.get(POD_NAME_ENV),
         node=outcome.plan.env.get("NODE_NAME"),
         attempts=1,
         finished_at=_stamp(outcome.run.finished_at or now),

@@ -9,6 +9,7 @@ from typing import Final
 
 import torch
 
+from contract.config import POD_NAME_ENV
 from contract.instructions import isa_flags
 from contract.result import Environment
 
@@ -61,7 +62,7 @@ def fingerprint(
         cpu_flags=cpu_flags(),
         gpu_capability=torch.cuda.get_device_capability(device) if device.type == "cuda" else None,
         node_name=env.get("NODE_NAME"),
-        pod_name=env.get("POD_NAME"),
+        pod_name=env.get(POD_NAME_ENV),
         image=env.get("RUNNER_IMAGE"),
         hostname=socket.gethostname(),
     )

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from contract import objectstore
+from contract.config import POD_NAME_ENV
 from contract.lake import (
     CLUSTER_ENV,
     JOB_NAME_ENV,
-    POD_NAME_ENV,
     RESULTS_URL_ENV,
     LakeUrl,
     LakeUrlError,

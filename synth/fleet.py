@@ -236,6 +236,13 @@ class ResultsStore(SpecModel):
     """The Secret, in every workload namespace (`benchfleet-<environment>`), holding the keys
     `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`: made by the cluster's own means (an
     operator, sealed or external secrets), never committed."""
+    secret_per_workflow: bool = False
+    """Each workflow's pods take their credentials from a Secret of their own,
+    `<credentials_secret>-<workflow id>`, whose keys may write only under
+    `raw/<workflow id>/` (docs/lake.md shows the bucket policy): one workflow's pods then
+    cannot write where another's results go. Off: every workflow of a namespace shares
+    `credentials_secret` (the collector's digest check still refuses an object that is not
+    the one a pod's termination message names)."""
     endpoint_cidrs: list[Cidr] = Field(min_length=1)
     """The endpoint's addresses. The runners' NetworkPolicy allows egress to exactly these, on
     the endpoint's port: a NetworkPolicy cannot name a host."""
@@ -243,6 +250,14 @@ class ResultsStore(SpecModel):
     """A PEM file of CA certificates in this repository that the endpoint's certificate comes
     from, where that is not a CA the runner image trusts (your company's); carried to the pods
     in a ConfigMap like a model's `ca_bundle`."""
+
+    def secret_of(self, workflow: str) -> str:
+        """The Secret a workflow's pods take their credentials from."""
+        return (
+            f"{self.credentials_secret}-{workflow}"
+            if self.secret_per_workflow
+            else (self.credentials_secret)
+        )
 
 
 class Cluster(SpecModel):

@@ -16,6 +16,7 @@ from contract.config import (
     MODELS_DIR,
     OCI_MODEL_PATH_ENV,
     OCI_MODELS_DIR,
+    POD_NAME_ENV,
     RECORDED_INPUTS_KEY,
     RunConfig,
 )
@@ -129,7 +130,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
             },
         },
         {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": POD_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "RUNNER_IMAGE", "value": image},
     ]
     if template.ca_bundles:
@@ -156,7 +157,7 @@ def pod_spec(template: PodTemplate) -> dict[str, Any]:
     if template.results_store is not None:
         ca = template.store_ca
         ca_file = f"{CA_DIR}/{ca.bundle.key}" if ca is not None else None
-        env += store_env(template.results_store, cluster.name, ca_file)
+        env += store_env(template.results_store, cluster.name, config.workflow, ca_file)
     if config.groups is not None:
         # Written by the collector once an attempt of an index ends having measured some of
         # its group, so that the retry runs only the rest (contract/reported.py); optional,

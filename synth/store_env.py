@@ -11,7 +11,7 @@ from contract.lake import (
     CREDENTIAL_KEYS,
     ENDPOINT_ENV,
     JOB_NAME_ENV,
-    POD_NAME_ENV,
+    METADATA_DISABLED_ENV,
     REGION_ENV,
     RESULTS_URL_ENV,
     parse_lake_url,
@@ -24,13 +24,18 @@ def _field(path: str) -> dict[str, Any]:
     return {"fieldRef": {"fieldPath": path}}
 
 
-def store_env(store: ResultsStore, cluster: str, ca_file: str | None) -> list[dict[str, Any]]:
-    """The env of a runner writing to `store` from `cluster`; `ca_file` is where its CA
-    bundle is mounted, where it has one."""
+def store_env(
+    store: ResultsStore, cluster: str, workflow: str, ca_file: str | None
+) -> list[dict[str, Any]]:
+    """The env of a runner of `workflow` writing to `store` from `cluster`; `ca_file` is where
+    its CA bundle is mounted, where it has one."""
     env: list[dict[str, Any]] = [
         {"name": RESULTS_URL_ENV, "value": str(parse_lake_url(store.url))},
         {"name": ENDPOINT_ENV, "value": store.endpoint},
         {"name": REGION_ENV, "value": store.region},
+        # Credentials come from the Secret or nowhere: never the node's own role, which a
+        # client asks the instance metadata service for when the Secret gives none.
+        {"name": METADATA_DISABLED_ENV, "value": "true"},
     ]
     if ca_file is not None:
         env.append({"name": CA_BUNDLE_ENV, "value": ca_file})
@@ -40,7 +45,7 @@ def store_env(store: ResultsStore, cluster: str, ca_file: str | None) -> list[di
         {
             "name": key,
             "valueFrom": {
-                "secretKeyRef": {"name": store.credentials_secret, "key": key, "optional": True}
+                "secretKeyRef": {"name": store.secret_of(workflow), "key": key, "optional": True}
             },
         }
         for key in CREDENTIAL_KEYS
@@ -51,5 +56,4 @@ def store_env(store: ResultsStore, cluster: str, ca_file: str | None) -> list[di
         # Set by the Job controller on every pod of the Job: the name is hashed from this
         # template, so the template cannot hold it as a value.
         {"name": JOB_NAME_ENV, "valueFrom": _field(f"metadata.labels['{JOB_NAME_LABEL}']")},
-        {"name": POD_NAME_ENV, "valueFrom": _field("metadata.name")},
     ]

@@ -79,25 +79,33 @@ EXAMPLES: Final = {
 """The example models (models/examples/) and each one's input shape per sample."""
 PRECISIONS: Final = ("fp32", "bf16")
 QUANTIZATIONS: Final = ("none", "int8-dynamic")
-COMPILED_PRECISIONS: Final = ("fp32",)
-"""Where inductor runs: a compiled variant costs up to 45 s of compile (BERT-base) on this
-2-core host (docs/decisions/tests.md), so bf16 runs eager only to keep the sweep within its
-budget."""
+COMPILED: Final = (("fp32", "none"),)
+"""The precision and quantization inductor compiles: one compile a model, which proves that
+a model of each shape compiles and is measured within its gate. A compile of BERT-base or
+ResNet-50 takes 35-130 s on this 2-core host under load, so the others run eager only:
+int8-dynamic compiled is tests/runner/test_compile.py's (tiny-transformer) and
+bench/compiled.py's, which asks what compiling buys (docs/decisions/tests.md)."""
 
 
 def variants_per_model(*, compiled: bool) -> int:
-    """A model's variants in the sweep: precision x quantization, and with `compiled` each
-    of COMPILED_PRECISIONS' again compiled by inductor."""
-    return len(QUANTIZATIONS) * (len(PRECISIONS) + (len(COMPILED_PRECISIONS) if compiled else 0))
+    """A model's variants in the sweep: precision x quantization, and with `compiled`
+    COMPILED's again compiled by inductor."""
+    return len(PRECISIONS) * len(QUANTIZATIONS) + (len(COMPILED) if compiled else 0)
 
 
 def sweep_spec(
-    models: dict[str, LargeModel], oci_line: str, *, examples: bool, compiled: bool
+    models: dict[str, LargeModel],
+    oci_line: str,
+    *,
+    examples: bool,
+    compiled: bool,
+    models_per_pod: int = 1,
 ) -> str:
-    """The sweep: precision x quantization (x compile, where `compiled`) over the real-size
-    models and, with `examples`, the example models; each model's variants in one pod,
-    measured in interleaved rounds, so each comparison of a model's configurations is paired
-    and its start-up and load are paid once."""
+    """The sweep: precision x quantization (and COMPILED compiled, where `compiled`) over the
+    real-size models and, with `examples`, the example models; each model's variants in one
+    pod (with `models_per_pod` models' in each), measured in interleaved rounds, so each
+    comparison of a model's configurations is paired and its start-up and load are paid
+    once."""
     example_entries = "".join(
         f"  - name: {name}\n"
         f"    file: models/examples/{name}.pt2\n"
@@ -107,9 +115,11 @@ def sweep_spec(
     )
     compile_axis = ""
     if compiled:
-        uncompiled = [p for p in PRECISIONS if p not in COMPILED_PRECISIONS]
         compile_axis = "    runtime: [eager, inductor]\n  exclude:\n" + "".join(
-            f"    - {{precision: {p}, runtime: inductor}}\n" for p in uncompiled
+            f"    - {{precision: {p}, quantization: {q}, runtime: inductor}}\n"
+            for p in PRECISIONS
+            for q in QUANTIZATIONS
+            if (p, q) not in COMPILED
         )
     return f"""\
 id: {SWEEP}
@@ -130,7 +140,7 @@ sweep:
     precision: [{", ".join(PRECISIONS)}]
     quantization: [{", ".join(QUANTIZATIONS)}]
 {compile_axis}scheduling:
-  variants_per_pod: {variants_per_model(compiled=compiled)}
+  variants_per_pod: {variants_per_model(compiled=compiled) * models_per_pod}
   deadline: 60m
 """
 

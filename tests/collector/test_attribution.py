@@ -7,6 +7,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -197,9 +198,12 @@ def test_lists_that_never_answer_by_the_timeout_are_named_not_taken_for_flux(
 def collector_against(
     repo: Path, server: str, command: str, *arguments: str
 ) -> subprocess.CompletedProcess[str]:
+    """The collector as a process, its client retrying every failure as often as always but
+    0.01 s apart, not 0.5 s doubling (15.5 s against a server that is gone): what it says
+    of a failure does not depend on how long it waited."""
     return subprocess.run(
         [
-            *COLLECTOR,
+            *QUICK_RETRIES,
             "--root",
             str(repo),
             command,
@@ -215,6 +219,15 @@ def collector_against(
         timeout=60,
         check=False,
     )
+
+
+QUICK_RETRIES = [
+    sys.executable,
+    "-c",
+    "import functools; from collector import kube; "
+    "kube.RetryPolicy = functools.partial(kube.RetryPolicy, base_delay_s=0.01); "
+    "from benchfleet.collector import cli; cli()",
+]
 
 
 def _stored_so_far(repo: Path) -> int:

@@ -128,11 +128,14 @@ def test_a_sweep_of_precision_quantization_and_compile_over_every_model_is_answe
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """fp32 and bf16 x none and int8-dynamic x eager and inductor over the example models
-    and the real-size ones, each model's variants in one pod, interleaved (bf16 eager only:
-    tests/large_models.py COMPILED_PRECISIONS says why); the report in text, JSON and HTML
-    answers each model's question."""
-    text = partial(sweep_spec, large_models, examples=True, compiled=True)
+    """fp32 and bf16 x none and int8-dynamic, and fp32 compiled by inductor, over the example
+    models and the real-size ones, each model's variants interleaved, all in one pod (one
+    start-up, one first compile: tests/large_models.py COMPILED says why one compile a
+    model); the report in text, JSON and HTML answers each model's question."""
+    models = (*EXAMPLES, RESNET, BERT)
+    text = partial(
+        sweep_spec, large_models, examples=True, compiled=True, models_per_pod=len(models)
+    )
     root = _run_here(
         SWEEP, text, large_models, registry, model_server, company_ca, tmp_path, monkeypatch
     )
@@ -140,5 +143,5 @@ def test_a_sweep_of_precision_quantization_and_compile_over_every_model_is_answe
     def report(*arguments: str) -> Result:
         return CliRunner().invoke(collector_cli, ["--root", str(root), *arguments])
 
-    check_sweep_reports(report, tmp_path, LOCAL_CLUSTER, (*EXAMPLES, RESNET, BERT), compiled=True)
+    check_sweep_reports(report, tmp_path, LOCAL_CLUSTER, models, compiled=True)
     assert len(model_server.requests) == 1, "downloaded once, for the pod of BERT-base"

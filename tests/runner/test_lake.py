@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from contract.config import POD_NAME_ENV
 from contract.errors import ExitCode
 from contract.lake import (
     ACCESS_KEY_ENV,
     CLUSTER_ENV,
     ENDPOINT_ENV,
     JOB_NAME_ENV,
-    POD_NAME_ENV,
     RESULTS_URL_ENV,
     SECRET_KEY_ENV,
     StoredObject,
@@ -134,7 +134,7 @@ def test_a_hanging_store_gets_its_budget_and_no_more(hanging_store: str) -> None
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        ({POD_NAME_ENV: ""}, "not BENCHFLEET_POD_NAME"),
+        ({POD_NAME_ENV: ""}, "not POD_NAME"),
         ({RESULTS_URL_ENV: f"s3://AKIDRUNNER:{SECRET}@bench-results/team"}, "no credentials"),
         ({RESULTS_URL_ENV: "s3://bench-results/../team"}, "not plain"),
         ({JOB_NAME_ENV: "../other"}, "cannot name a folder"),

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from contract.config import RunConfig
+from contract.config import POD_NAME_ENV, RunConfig
 from contract.errors import ExitCode
 from contract.lake import (
     CLUSTER_ENV,
     JOB_NAME_ENV,
-    POD_NAME_ENV,
     RESULTS_URL_ENV,
     StoredObject,
     sha256_of,

@@ -10,14 +10,14 @@ from typing import Any
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
-from contract.config import CA_DIR, CA_ENV
+from contract.config import CA_DIR, CA_ENV, POD_NAME_ENV
 from contract.lake import (
     CA_BUNDLE_ENV,
     CLUSTER_ENV,
     CREDENTIAL_KEYS,
     ENDPOINT_ENV,
     JOB_NAME_ENV,
-    POD_NAME_ENV,
+    METADATA_DISABLED_ENV,
     REGION_ENV,
     RESULTS_URL_ENV,
 )
@@ -121,18 +121,25 @@ def test_a_fleet_store_gives_each_runner_its_env_from_the_fleet_and_the_secret(
             RESULTS_URL_ENV: {"name": RESULTS_URL_ENV, "value": "s3://benchmarks/team-a"},
             ENDPOINT_ENV: {"name": ENDPOINT_ENV, "value": "https://s3.example.com:9443"},
             REGION_ENV: {"name": REGION_ENV, "value": "us-east-1"},
+            METADATA_DISABLED_ENV: {"name": METADATA_DISABLED_ENV, "value": "true"},
             **{key: {"name": key, **secret_ref("lake-writer", key)} for key in CREDENTIAL_KEYS},
             CLUSTER_ENV: {"name": CLUSTER_ENV, "value": cluster},
             JOB_NAME_ENV: {
                 "name": JOB_NAME_ENV,
                 "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{JOB_NAME_LABEL}']"}},
             },
-            POD_NAME_ENV: {
-                "name": POD_NAME_ENV,
-                "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
-            },
         }
         assert CA_BUNDLE_ENV not in env and CA_ENV not in env
+
+
+def test_a_store_with_a_secret_per_workflow_gives_each_workflow_its_own(
+    spec_repo: Path, write_spec: WriteSpec
+) -> None:
+    per_workflow = STORE.replace("  region:", "  secret_per_workflow: true\n  region:")
+    edit_fleet(spec_repo, fleet=per_workflow)
+    env = env_of(job_of(rendered(spec_repo, write_spec), "alpha"))
+    for key in CREDENTIAL_KEYS:
+        assert env[key] == {"name": key, **secret_ref("lake-writer-stored", key)}
 
 
 BEFORE_STORES = {
@@ -141,7 +148,7 @@ BEFORE_STORES = {
     "CONFIG_PATH",
     "VARIANT_INDEX",
     "NODE_NAME",
-    "POD_NAME",
+    POD_NAME_ENV,
     "RUNNER_IMAGE",
 }
 """The env of a runner without a store, for this workflow."""
