@@ -243,8 +243,9 @@ class NotFromLake(click.ClickException):
     "--timeout",
     default="1h",
     callback=_duration_option,
-    help="Stop following after this long (90s, 30m, 2h); what "
-    "finished is stored and recorded, what did not is listed with the reason.",
+    help="Stop following after this long (90s, 30m, 2h), every cluster together, confirming "
+    "each included; what finished is stored and recorded, what did not is listed with the "
+    "reason.",
 )
 @click.option("--no-wait", is_flag=True, help="List once and store what has finished; no watch.")
 @click.option(

@@ -156,13 +156,17 @@ class Gatherer:
         """Finished Jobs left from older revisions that gather cannot read safely."""
         self._running: RunningProgress | None = None
 
-    def run(self, clock: Callable[[], float] = time.monotonic) -> GatherOutcome:
-        """Follow until every Job has finished and is stored, or the timeout passes."""
+    def run(
+        self, clock: Callable[[], float] = time.monotonic, *, deadline: float | None = None
+    ) -> GatherOutcome:
+        """Follow until every Job has finished and is stored, or the timeout passes (at
+        `deadline` on `clock`, where given: a gather's across clusters)."""
         namespaces = {p.expected.identity.namespace for p in self._jobs}
         (namespace,) = namespaces  # a workflow runs in one environment's namespace
         workflow = self._jobs[0].expected.identity.workflow
         selector = label_selector(workflow)
-        deadline = clock() + self._options.timeout_s
+        if deadline is None:
+            deadline = clock() + self._options.timeout_s
         self._logs = LogReads(self._client, namespace, deadline)
         self._selector = selector
         if self._options.wait and self._options.progress:

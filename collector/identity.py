@@ -18,7 +18,7 @@ class UnconfirmedCluster(RuntimeError):
 
 
 def _readable(
-    client: KubeClient, namespaces: Sequence[str], provider: str
+    client: KubeClient, namespaces: Sequence[str], provider: str, deadline: float | None
 ) -> tuple[str, Object | None]:
     """The first of `namespaces` whose identity ConfigMap the credential may read, and the
     ConfigMap (None if there is none there): a collector whose Role is in one namespace
@@ -26,7 +26,7 @@ def _readable(
     forbidden = []
     for namespace in namespaces:
         try:
-            return namespace, client.read_configmap(namespace, CLUSTER_IDENTITY)
+            return namespace, client.read_configmap(namespace, CLUSTER_IDENTITY, deadline=deadline)
         except KubeError as error:
             if not error.forbidden:
                 raise
@@ -38,11 +38,16 @@ def _readable(
 
 
 def confirm_cluster(
-    client: KubeClient, cluster: str, namespaces: Sequence[str], provider: str
+    client: KubeClient,
+    cluster: str,
+    namespaces: Sequence[str],
+    provider: str,
+    deadline: float | None = None,
 ) -> None:
     """Return if `client` reaches fleet cluster `cluster`, as the first of `namespaces` it may
-    read says; raise UnconfirmedCluster if not."""
-    namespace, found = _readable(client, namespaces, provider)
+    read says (asking no longer than `deadline`, a time.monotonic() moment); raise
+    UnconfirmedCluster if not, KubeError if the cluster did not answer."""
+    namespace, found = _readable(client, namespaces, provider, deadline)
     if found is None:
         raise UnconfirmedCluster(
             f"cannot confirm that the credentials from {provider} reach cluster {cluster}: "

@@ -417,21 +417,25 @@ class KubeClient:
 
         return cast(list[Object], self._call(operation, request).get("items") or [])
 
-    def read_configmap(self, namespace: str, name: str) -> Object | None:
-        """A ConfigMap, or None if there is none by that name."""
+    def read_configmap(
+        self, namespace: str, name: str, *, deadline: float | None = None
+    ) -> Object | None:
+        """A ConfigMap, or None if there is none by that name; retried only until `deadline`
+        (time.monotonic()), then a KubeError that is `late`."""
         operation = _Operation(
             "get configmap", "get", "configmaps", f"reading ConfigMap {namespace}/{name}"
         )
 
         def request() -> Object:
+            timeout_s = _within(self._timeout_s, deadline)
             return _read_json(
                 self._core.read_namespaced_config_map(
-                    name, namespace, _preload_content=False, _request_timeout=self._timeout_s
+                    name, namespace, _preload_content=False, _request_timeout=timeout_s
                 )
             )
 
         try:
-            return self._call(operation, request)
+            return self._call(operation, request, deadline=deadline)
         except KubeError as error:
             if error.status == 404:
                 return None

@@ -5,6 +5,7 @@ click commands in collector/cli.py are thin layers over these."""
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -77,15 +78,17 @@ def _clusters(settings: Settings, workflow: str, cluster: str | None) -> list[st
     return found
 
 
-def _client(settings: Settings, cluster: str, namespaces: list[str]) -> KubeClient:
+def _client(
+    settings: Settings, cluster: str, namespaces: list[str], deadline: float | None
+) -> KubeClient:
     """A client for `cluster`, once the cluster it reaches has said it is `cluster` (in the
-    first of `namespaces` it may read)."""
+    first of `namespaces` it may read), asking no longer than `deadline` (time.monotonic())."""
     try:
         connection = connect(
             cluster, context=settings.context, credentials_dir=settings.credentials_dir
         )
         client = KubeClient(connection.api_client, redactor=connection.redactor)
-        confirm_cluster(client, cluster, namespaces, connection.provider)
+        confirm_cluster(client, cluster, namespaces, connection.provider, deadline)
     except (CredentialsError, UnconfirmedCluster, KubeError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"{cluster}: credentials from {connection.provider}", err=True)
@@ -98,8 +101,11 @@ def confirmed_clusters(
     namespaces_of: Callable[[str], list[str]],
     explicit: bool,
     done: Sequence[str] = (),
+    *,
+    deadline: float | None = None,
 ) -> Iterator[tuple[str, KubeClient]]:
-    """Each cluster with a client confirmed to reach it.
+    """Each cluster with a client confirmed to reach it, each asked no longer than
+    `deadline` (time.monotonic()).
 
     A cluster named with --cluster must be reached; of the clusters found in dist/, those
     without credentials, or whose credentials reach another cluster, are skipped, saying so,
@@ -110,7 +116,7 @@ def confirmed_clusters(
     reached = 0
     for name in clusters:
         try:
-            client = _client(settings, name, namespaces_of(name))
+            client = _client(settings, name, namespaces_of(name), deadline)
         except click.ClickException as error:
             if explicit:
                 raise
@@ -294,6 +300,9 @@ def gather_workflow(
     results read from `lake` where its runners wrote them there, printing each cluster's
     summary as it ends (and its progress on stderr as it goes, unless `options.progress` is
     off); raises click.ClickException with what to do on errors."""
+    # One deadline for the whole gather: confirming each cluster and following it spend
+    # the same --timeout, so a fleet of unreachable clusters ends in it too.
+    deadline = time.monotonic() + options.timeout_s
     outcomes = []
     readers = lake_readers(settings, lake)
     try:
@@ -301,7 +310,7 @@ def gather_workflow(
             pending, done = pending_jobs(settings, workflow, cluster)
             namespace = partial(job_namespace, pending)
             for name, client in confirmed_clusters(
-                settings, list(pending), namespace, cluster is not None, done
+                settings, list(pending), namespace, cluster is not None, done, deadline=deadline
             ):
                 expected = pending[name]
                 reader = readers(name)
@@ -318,7 +327,7 @@ def gather_workflow(
                 )
                 try:
                     with _sigterm_interrupts():
-                        outcome = gatherer.run()
+                        outcome = gatherer.run(deadline=deadline)
                 except KeyboardInterrupt as interrupt:
                     how = " (SIGTERM)" if isinstance(interrupt, Terminated) else ""
                     raise click.ClickException(

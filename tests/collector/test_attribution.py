@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from benchfleet.collector import cli
 from collector.harvest import WRONG_VARIANT
 from contract.records import read_record
 from contract.result import compact
@@ -172,6 +174,8 @@ def test_a_log_that_keeps_failing_does_not_hold_up_the_watch_or_the_timeout(
 def test_an_unreachable_api_server_is_named_not_taken_for_flux_not_having_applied(
     collector: Collect, repo: Path, job: Obj
 ) -> None:
+    """Also the defect where confirming the cluster retried past --timeout (six attempts and
+    their backoff, 17 s a cluster against `--timeout 2s`): it now stops at the deadline."""
     with FakeApiServer() as gone:
         address = gone.url
     run = collector_against(repo, address, "gather", "--timeout", "2s")
@@ -179,6 +183,24 @@ def test_an_unreachable_api_server_is_named_not_taken_for_flux_not_having_applie
     assert "Flux has not applied" not in run.stderr + run.stdout
     assert f"API server at {address}" in run.stderr
     assert "ConnectionRefusedError" in run.stderr or "Connection refused" in run.stderr
+
+
+def test_confirming_a_cluster_that_does_not_answer_ends_within_the_timeout(
+    repo: Path, job: Obj
+) -> None:
+    """The defect: confirming the cluster retried as always (six attempts, 15.5 s of backoff a
+    cluster) whatever --timeout said. With the client's own retry policy, the gather's one
+    deadline now ends it after fewer attempts."""
+    with FakeApiServer() as gone:
+        address = gone.url
+    run = CliRunner().invoke(
+        cli,
+        ["--root", str(repo), "gather", "--workflow", "cpu-smoke", "--timeout", "1s"],
+        env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig(address)},
+    )
+    assert run.exit_code == 1
+    assert "reading ConfigMap benchfleet-dev/benchfleet-cluster: not done in time" in run.output
+    assert "gave up after" not in run.output
 
 
 def test_lists_that_never_answer_by_the_timeout_are_named_not_taken_for_flux(
