@@ -91,7 +91,7 @@ def test_a_store_pods_env_holds_the_secrets_keys_and_its_jobs_name(
     _secret(live, namespace, STORE.credentials_secret, values)
     workflow = f"env-{namespace}"
     live.rules.defaults[workflow] = Exit(0, reason="Completed")
-    pod = _pod(live, namespace, workflow, store_env(STORE, "us-east", None))
+    pod = _pod(live, namespace, workflow, store_env(STORE, "us-east", workflow, None))
     live.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
     created = live.get("pod", "runner", "-n", namespace)
     (container,) = created["spec"]["containers"]
@@ -116,7 +116,7 @@ def test_an_optional_secret_that_is_missing_is_left_unset_and_the_pod_runs(
 ) -> None:
     workflow = f"optional-{namespace}"
     live.rules.defaults[workflow] = Exit(0, reason="Completed")
-    pod = _pod(live, namespace, workflow, store_env(STORE, "us-east", None))
+    pod = _pod(live, namespace, workflow, store_env(STORE, "us-east", workflow, None))
     live.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
     wait_for("the pod to succeed", lambda: _phase(live, namespace) == "Succeeded")
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from contract.config import POD_NAME_ENV
 from contract.dist import read_workload
 from contract.lake import (
     ACCESS_KEY_ENV,
     CREDENTIAL_KEYS,
     JOB_NAME_ENV,
-    POD_NAME_ENV,
     RESULTS_URL_ENV,
     SECRET_KEY_ENV,
     sha256_of,
@@ -41,7 +41,7 @@ def store_job(env: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], 
     workload = read_workload(SMOKE)
     job = copy.deepcopy(workload.jobs[0])
     (container,) = job["spec"]["template"]["spec"]["containers"]
-    container["env"] += store_env(STORE, "us-east", None) if env is None else env
+    container["env"] += store_env(STORE, "us-east", "cpu-smoke", None) if env is None else env
     return job, workload
 
 
@@ -127,8 +127,9 @@ def test_a_local_run_writes_its_whole_result_to_the_store_with_the_callers_crede
     job = copy.deepcopy(workload.jobs[0])
     store = STORE.model_copy(update={"url": str(lake.url), "endpoint": lake.server.endpoint})
     (container,) = job["spec"]["template"]["spec"]["containers"]
-    container["env"] += store_env(store, "us-east", None)
-    writer = lake.server.env(lake.writer_for(str(job["metadata"]["labels"]["workflow"])))
+    workflow = str(job["metadata"]["labels"]["workflow"])
+    container["env"] += store_env(store, "us-east", workflow, None)
+    writer = lake.server.env(lake.writer_for(workflow))
     for name in CREDENTIAL_KEYS:
         monkeypatch.setenv(name, writer[name])
     planned = pod_plan(job, workload.configmaps, 0, tmp_path / "pod")
