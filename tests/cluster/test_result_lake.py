@@ -12,11 +12,14 @@ import ast
 import base64
 import io
 import json
+import os
 import re
 import secrets
+import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -38,6 +41,7 @@ from contract.result import OkResult, parse_result
 from localcluster.podexecutor import TERMINATION_MESSAGE_LIMIT
 from store.database import open_store
 from tests.cluster.conftest import NAMESPACE, LiveCluster, Repo, job_condition, wait_for
+from tests.collector.gathering import COLLECTOR
 from tests.lakeserver import Lake
 
 pytestmark = pytest.mark.cluster
@@ -97,19 +101,48 @@ def credentials(live: LiveCluster, lake: Lake) -> Iterator[str]:
     live.run("delete", "secret", name, "-n", NAMESPACE)
 
 
-def _gather(repo: Repo, lake: Lake, kubeconfig: str) -> Result:
-    """`collector gather` of the workflow, reading the store the fleet names (its URL and
-    endpoint: no `--lake`, no `AWS_ENDPOINT_URL`) with the admin's keys, a reader's. With
-    no progress shown, since that reads the running pods' log tails: then any log read is
-    one for a result."""
+def _gather_arguments(root: Path) -> list[str]:
+    """`collector gather` of the workflow, with no progress shown, since that reads the
+    running pods' log tails: then any log read is one for a result."""
+    return ["--root", str(root), "gather", "--workflow", WORKFLOW, "--cluster", "us-east",
+            "--timeout", "8m", "--no-progress"]  # fmt: skip
+
+
+def _gather_env(lake: Lake, kubeconfig: str) -> dict[str, str | None]:
+    """Reading the store the fleet names (its URL and endpoint: no `--lake`, no
+    `AWS_ENDPOINT_URL`) with the admin's keys, a reader's."""
     admin = lake.server.env()
+    return {
+        "BENCHFLEET_K8S_KUBECONFIG": kubeconfig,
+        "KUBECONFIG": "/nonexistent",
+        ENDPOINT_ENV: None,
+        LAKE_ENV: None,
+        **{key: admin[key] for key in CREDENTIAL_KEYS},
+    }
+
+
+def _gather(repo: Repo, lake: Lake, kubeconfig: str) -> Result:
     return CliRunner().invoke(
-        collector_cli,
-        ["--root", str(repo.root), "gather", "--workflow", WORKFLOW, "--cluster", "us-east",
-         "--timeout", "8m", "--no-progress"],
-        env={"BENCHFLEET_K8S_KUBECONFIG": kubeconfig, "KUBECONFIG": "/nonexistent",
-             ENDPOINT_ENV: None, LAKE_ENV: None, **{key: admin[key] for key in CREDENTIAL_KEYS}},
-    )  # fmt: skip
+        collector_cli, _gather_arguments(repo.root), env=_gather_env(lake, kubeconfig)
+    )
+
+
+def _other_machine(repo: Repo, lake: Lake, kubeconfig: str, root: Path) -> subprocess.Popen[str]:
+    """A second machine's collector: a checkout of its own at `root` (its own SQLite), its
+    gather of the same workflow started now, as a process beside this one."""
+    shutil.copytree(repo.root, root, symlinks=True)
+    env = {**os.environ, **_gather_env(lake, kubeconfig)}
+    return subprocess.Popen(
+        [*COLLECTOR, *_gather_arguments(root)],
+        env={name: value for name, value in env.items() if value is not None},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _collector(root: Path, lake: Lake, *arguments: str) -> Result:
+    return CliRunner().invoke(collector_cli, ["--root", str(root), *arguments], env=lake.env())
 
 
 def _api_requests(result: Result) -> dict[str, int]:
@@ -160,7 +193,12 @@ def _stored_samples(repo: Repo) -> dict[str, Any]:
 
 
 def test_grouped_whole_results_are_gathered_from_the_lake_and_outlive_the_job(
-    live: LiveCluster, repo: Repo, lake: Lake, credentials: str, collector_kubeconfig: str
+    live: LiveCluster,
+    repo: Repo,
+    lake: Lake,
+    credentials: str,
+    collector_kubeconfig: str,
+    tmp_path: Path,
 ) -> None:
     _store_fleet(repo, lake, credentials)
     repo.write_workflow(WORKFLOW, SPEC)
@@ -169,8 +207,12 @@ def test_grouped_whole_results_are_gathered_from_the_lake_and_outlive_the_job(
     assert len(repo.config(WORKFLOW, job)["groups"]) == VARIANTS // PER_POD
     live.kubectl("apply", "--server-side", "-f", str(repo.workload(WORKFLOW)))
 
+    other = _other_machine(repo, lake, collector_kubeconfig, tmp_path / "other")
     gathered = _gather(repo, lake, collector_kubeconfig)
+    other_said = other.communicate(timeout=600)
+    assert other.returncode == 0, other_said
     assert gathered.exit_code == 0, gathered.output
+    assert f"stored {VARIANTS} variant runs (0 were stored before)" in other_said[0]
     assert f"stored {VARIANTS} variant runs (0 were stored before)" in gathered.output
     assert job_condition(live, job) == "Complete"
     requests = _api_requests(gathered)
@@ -203,12 +245,27 @@ def test_grouped_whole_results_are_gathered_from_the_lake_and_outlive_the_job(
     assert f"nothing new to gather of {WORKFLOW}" in again.output
 
     # Published after the prune, from the store alone: every sample in the lake's runs too.
-    synced = CliRunner().invoke(
-        collector_cli, ["--root", str(repo.root), "sync", "--lake", str(lake.url)], env=lake.env()
-    )
+    # The second machine's sync finds the same run there and publishes nothing twice.
+    synced = _collector(repo.root, lake, "sync", "--lake", str(lake.url))
     assert synced.exit_code == 0, synced.output
+    assert "published 1 Job, 0 there already" in synced.output
     assert _published_samples(lake, job) == {
         variant: result.samples.durations_ns()
         for variant, (result, _) in written.items()
         if result.samples is not None
     }
+    synced = _collector(tmp_path / "other", lake, "sync", "--lake", str(lake.url))
+    assert synced.exit_code == 0, synced.output
+    assert "published 0 Jobs, 1 there already" in synced.output
+
+    # A third machine with nothing but the lake reports every run as the first one does.
+    third = tmp_path / "third"
+    third.mkdir()
+    for output_format in ("text", "json"):
+        arguments = ("report", "--workflow", WORKFLOW, "--format", output_format)
+        here = _collector(repo.root, lake, *arguments)
+        there = _collector(third, lake, *arguments, "--lake", str(lake.url))
+        assert here.exit_code == 0, here.output
+        assert there.exit_code == 0, there.output
+        assert there.stdout == here.stdout
+    assert not (third / DEFAULT_DATABASE).exists()
