@@ -5,7 +5,9 @@ to the store with the credentials the pod executor reads from the namespace's Se
 kubelet does. `collector gather` takes every whole result from the store the fleet names,
 with no log read (the collector's own count of its API requests), and every sample is
 stored; once the Job is deleted as Flux prunes it, the samples are still in the local store
-and in the lake, and `collector sync` publishes every one of them there.
+and in the lake, and `collector sync` publishes every one of them there. A second machine's
+collector (a root of its own) gathers the same Job at the same time and syncs it without a
+second copy; a third, a clone with no database, reports it from the lake as the first does.
 """
 
 import ast
@@ -35,11 +37,13 @@ from contract.lake import (
     raw_prefix,
     runs_prefix,
 )
+from contract.layout import STORE_DIR
 from contract.objectstore import Listed
 from contract.options import DEFAULT_DATABASE
 from contract.result import OkResult, parse_result
 from localcluster.podexecutor import TERMINATION_MESSAGE_LIMIT
 from store.database import open_store
+from store.published import EXTENSIONS
 from tests.cluster.conftest import NAMESPACE, LiveCluster, Repo, job_condition, wait_for
 from tests.collector.gathering import COLLECTOR
 from tests.lakeserver import Lake
@@ -180,6 +184,29 @@ def _published_samples(lake: Lake, job: str) -> dict[str, list[int]]:
     return samples
 
 
+def _reports_alike(first: Path, third: Path, lake: Lake) -> None:
+    """A third machine, a clone of the repository (its specs and prices, dist/, results/)
+    with no database, reports every run from the lake as the first one does."""
+    shutil.copytree(first, third, symlinks=True, ignore=shutil.ignore_patterns(STORE_DIR))
+    for output_format in ("text", "json"):
+        arguments = ("report", "--workflow", WORKFLOW, "--format", output_format)
+        here = _collector(first, lake, *arguments)
+        there = _collector(third, lake, *arguments, "--lake", str(lake.url))
+        assert here.exit_code == 0, here.output
+        assert there.exit_code == 0, there.output
+        assert there.stdout == here.stdout
+    assert not (third / DEFAULT_DATABASE).exists()
+
+
+def _published_files(lake: Lake) -> dict[str, bytes]:
+    """Every published file of the workflow, by key."""
+    store = lake.store()
+    return {
+        listed.key: store.get(listed.key, listed.bytes)
+        for listed in store.list(runs_prefix(lake.url, WORKFLOW))
+    }
+
+
 def _stored_samples(repo: Repo) -> dict[str, Any]:
     with open_store(repo.root / DEFAULT_DATABASE) as store:
         runs = store.runs(WORKFLOW)
@@ -254,18 +281,13 @@ def test_grouped_whole_results_are_gathered_from_the_lake_and_outlive_the_job(
         for variant, (result, _) in written.items()
         if result.samples is not None
     }
+    published = _published_files(lake)
+    assert len(published) == len(EXTENSIONS), published  # the Job's files, one a format
     synced = _collector(tmp_path / "other", lake, "sync", "--lake", str(lake.url))
     assert synced.exit_code == 0, synced.output
-    assert "published 0 Jobs, 1 there already" in synced.output
+    # Its copy is the same run: byte for byte where both gathered within the same second
+    # (put once, the same bytes), else the same content under other gather times.
+    assert re.search(r"published (1 Job, 0|0 Jobs, 1) there already", synced.output), synced
+    assert _published_files(lake) == published
 
-    # A third machine with nothing but the lake reports every run as the first one does.
-    third = tmp_path / "third"
-    third.mkdir()
-    for output_format in ("text", "json"):
-        arguments = ("report", "--workflow", WORKFLOW, "--format", output_format)
-        here = _collector(repo.root, lake, *arguments)
-        there = _collector(third, lake, *arguments, "--lake", str(lake.url))
-        assert here.exit_code == 0, here.output
-        assert there.exit_code == 0, there.output
-        assert there.stdout == here.stdout
-    assert not (third / DEFAULT_DATABASE).exists()
+    _reports_alike(repo.root, tmp_path / "third", lake)
