@@ -1,6 +1,6 @@
 """Gathering grouped variants whole from the lake against today's path, the pods' logs.
 
-    eval "$(make -s lake)"; python -m bench.lake_gather [--variants 2400] [--rounds 3]
+    eval "$(make -s lake)"; python -m bench.lake_gather [--variants 2400] [--rounds 3] [--smoke]
 
 Needs a lake server: `make lake` and export its lines (AWS_ENDPOINT_URL, the AWS keys,
 BENCHFLEET_LAKE). One Indexed Job of `--variants` finished variants in pods of 24 (the most
@@ -132,7 +132,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.lake_gather", description=__doc__)
     parser.add_argument("--variants", type=int, default=2400)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="48 variants, one round")
     arguments = parser.parse_args()
+    if arguments.smoke:
+        arguments.variants, arguments.rounds = 2 * GROUP, 1
     base = parse_lake_url(os.environ[LAKE_ENV])
     lake = LakeUrl(bucket=base.bucket, prefix=base.key(f"bench-{uuid.uuid4().hex[:8]}"))
     store = ObjectStore.for_lake(lake)

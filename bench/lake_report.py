@@ -2,6 +2,7 @@
 with no database beside the root's own report.
 
     python -m bench.lake_report [--jobs 50] [--variants 8] [--samples 10000] [--rounds 3]
+                                [--smoke]
 
 Needs a lake server: `make lake` and export its lines (AWS_ENDPOINT_URL, the AWS keys,
 BENCHFLEET_LAKE); each run uses a fresh prefix under that lake. A root is filled as gather
@@ -64,7 +65,10 @@ def main() -> None:
     parser.add_argument("--variants", type=int, default=8)
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="2 Jobs a cluster, one round")
     options = parser.parse_args()
+    if options.smoke:
+        options.jobs, options.variants, options.samples, options.rounds = 2, 4, 100, 1
     if not os.environ.get(LAKE_ENV):
         raise SystemExit(f"no lake: `make lake` and export its lines (${LAKE_ENV} is unset)")
     base = parse_lake_url(os.environ[LAKE_ENV])

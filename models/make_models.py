@@ -113,12 +113,17 @@ POLICY = "tiny-policy"
 
 def policy_bytes() -> dict[str, bytes]:
     """The example policy's three programs by file name, each exported on what the stage
-    before it hands over."""
-    # The stages' example inputs are saved in their programs: each is computed, seeded.
+    before it hands over (the postprocess on actions of that shape)."""
+    # The stages' example inputs are saved in their programs, so they must come out the same
+    # on every machine. The preprocess's elementwise arithmetic does; the model's
+    # convolutions and matrix products do not (their last bits differ between CPUs' kernels,
+    # AVX2 against AVX-512), so the postprocess's example actions are drawn, seeded, in the
+    # shape the model hands over.
     observation = policy_observation()
     with torch.no_grad():
         features = _seeded(PolicyPreprocess)(*observation)
-        actions = _seeded(TinyPolicy)(*features)
+        shape = _seeded(TinyPolicy)(*features).shape
+    actions = torch.randn(shape, generator=torch.Generator().manual_seed(1))
     return {
         f"{POLICY}-preprocess.pt2": _exported(_seeded(PolicyPreprocess), observation),
         f"{POLICY}.pt2": _exported(_seeded(TinyPolicy), features),

@@ -15,6 +15,7 @@ import pytest
 
 from localrun.loopback_registry import PROGRAM as REGISTRY
 from tests.conftest import REPO_ROOT
+from tests.lakeserver import Lake
 
 BENCH = REPO_ROOT / "bench"
 HELPERS = {"__init__", "timing", "stress_models", "real_results"}
@@ -66,17 +67,37 @@ RUNS = [
 ]
 
 
+LAKE_RUNS = [
+    pytest.param("lake_gather", "lake / logs wall time", id="lake_gather"),
+    pytest.param("lake_report", "identical", id="lake_report"),
+]
+"""The benches that need the lake's server: each gets a fresh prefix of the session's."""
+
+
 def test_every_bench_has_a_smoke_run() -> None:
     benches = {path.stem for path in BENCH.glob("*.py")} - HELPERS
-    assert benches == {run.values[0] for run in RUNS}
+    assert benches == {run.values[0] for run in RUNS + LAKE_RUNS}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("bench", "reports"), RUNS)
 def test_the_bench_runs_at_a_tiny_size(bench: str, reports: str, tmp_path: Path) -> None:
+    smoke(bench, reports, tmp_path, {})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("bench", "reports"), LAKE_RUNS)
+def test_the_lake_bench_runs_at_a_tiny_size(
+    bench: str, reports: str, tmp_path: Path, lake: Lake
+) -> None:
+    smoke(bench, reports, tmp_path, lake.env())
+
+
+def smoke(bench: str, reports: str, tmp_path: Path, env: dict[str, str]) -> None:
+    """Run `bench --smoke` as `make bench` runs it, with `env` added to the environment."""
     # Run from elsewhere, so that whatever a bench writes where it runs stays out of the
     # checkout (gpu_runner's lines file, say).
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, **env, "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run(
         [sys.executable, "-m", f"bench.{bench}", "--smoke"],
         cwd=tmp_path,
