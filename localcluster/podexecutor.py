@@ -14,12 +14,17 @@ scheduler binds to them and does, through the real API, what a kubelet does with
 - an image volume is pulled by digest from its registry, unpacked once per node and mounted
   read-only (localrun/images.py, the implementation `localrun` uses); a pull that fails
   leaves the pod waiting with ErrImagePull and the cause, as a kubelet does;
+- an env var from a Secret's key (`secretKeyRef`) is read from the API server with the
+  executor's own credentials as the container starts: an optional one whose Secret or key
+  is missing is left unset; a required one leaves the container waiting with
+  CreateContainerConfigError in a kubelet's words, tried again every `CONFIG_RETRY_S`;
 - the output is written as a CRI log file and registered with kwok (a `Logs` object owned by
   the pod), so `pods/log` returns it through the API server and kwok's kubelet endpoint;
 - a deleted pod (evicted, preempted, past its Job's deadline) gets SIGTERM, then SIGKILL
   after its grace period, its final status, and then the kubelet's delete with grace 0.
 """
 
+import base64
 import contextlib
 import datetime
 import itertools
@@ -42,7 +47,13 @@ from contract.result import termination_message as runner_termination_log
 from localcluster.controlplane import Cluster
 from localcluster.processes import start
 from localrun.images import ImagePullError, ImageStore
-from localrun.pod import image_mounts, plan_pod
+from localrun.pod import (
+    ContainerConfigError,
+    ContainerEnv,
+    container_env,
+    image_mounts,
+    plan_pod,
+)
 from localrun.process import start_process
 from localrun.streams import ProcessGroup
 
@@ -53,6 +64,8 @@ FALLBACK_LINES: Final = 80
 FALLBACK_BYTES: Final = 2048
 DEFAULT_GRACE_S: Final = 30
 RUN_TIMEOUT_S: Final = 1800.0
+CONFIG_RETRY_S: Final = 10.0
+"""How soon a kubelet's pod worker tries a container it could not configure again."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +181,9 @@ class _PodTask:
                 self.executor.write_waiting(self, error.reason, error.message)
                 self.terminating.wait()
                 return
-            self._run(outcome, images)
+            env = self._configure()
+            if env is not None:
+                self._run(outcome, images, env)
         except Exception as error:
             # What containerd reports for a container it could not start.
             self.executor.record_problem(f"{self.namespace}/{self.name}: {error!r}")
@@ -180,13 +195,32 @@ class _PodTask:
             if self.terminating.is_set():
                 self.executor.confirm_deletion(self)
 
-    def _run(self, outcome: Succeed | Exit | None, images: dict[str, Path]) -> None:
+    def _configure(self) -> ContainerEnv | None:
+        """The container's env, once its Secrets can be read; None if the pod is deleted
+        while it waits for them."""
+        job, index = job_index(self.pod)
+        container = self.executor.container(self.pod)
+        fields = downward_fields(self.pod)
+        while True:
+            try:
+                secrets = self.executor.secrets(self.namespace)
+                return container_env(
+                    container, fields, index, job, secrets, namespace=self.namespace
+                )
+            except ContainerConfigError as error:
+                self.executor.write_waiting(self, "CreateContainerConfigError", str(error))
+            if self.terminating.wait(CONFIG_RETRY_S):
+                return None
+
+    def _run(
+        self, outcome: Succeed | Exit | None, images: dict[str, Path], env: ContainerEnv
+    ) -> None:
         if self.terminating.is_set():
             return
         started = _now()
         self.executor.write_running(self, started)
         if outcome is None:
-            code, stdout, stderr, log = self._run_runner(images)
+            code, stdout, stderr, log = self._run_runner(images, env)
             reason = "Completed" if code == 0 else "Error"
         else:
             code, stdout, stderr, log, reason = self._simulate(outcome)
@@ -205,13 +239,12 @@ class _PodTask:
             return 0, lines, "", runner_termination_log(list(results)), "Completed"
         return outcome.code, outcome.output, "", outcome.message, outcome.reason
 
-    def _run_runner(self, images: dict[str, Path]) -> tuple[int, str, str, str]:
+    def _run_runner(self, images: dict[str, Path], env: ContainerEnv) -> tuple[int, str, str, str]:
         job, index = job_index(self.pod)
         spec = self.pod["spec"]
-        fields = downward_fields(self.pod)
         configmaps = self.executor.configmaps(self.namespace, spec)
         workdir = self.executor.workdir / self.namespace / self.name
-        plan = plan_pod(job, index, spec, configmaps, workdir, fields=fields)
+        plan = plan_pod(job, index, spec, configmaps, workdir, env=env)
         with self.lock:
             if self.terminating.is_set():
                 return 143, "", "", ""
@@ -357,6 +390,27 @@ class PodExecutor:
             found[name] = _raw(response)
         return found
 
+    def secrets(self, namespace: str) -> Callable[[str], dict[str, str] | None]:
+        """A reader of `namespace`'s Secrets through the API, as a kubelet reads them for a
+        container's env: decoded data, None for one that is not there."""
+
+        def read(name: str) -> dict[str, str] | None:
+            try:
+                response = self.core.read_namespaced_secret(name, namespace, _preload_content=False)
+            except ApiException as error:
+                if error.status == 404:
+                    return None
+                raise ContainerConfigError(
+                    f'secret "{name}": {error.status} {error.reason}'
+                ) from error
+            data: dict[str, str] = _raw(response).get("data") or {}
+            return {
+                key: base64.b64decode(value).decode(errors="surrogateescape")
+                for key, value in data.items()
+            }
+
+        return read
+
     def _update_status(self, task: _PodTask, change: Callable[[Pod], None]) -> None:
         for _ in range(10):
             try:
@@ -376,7 +430,7 @@ class PodExecutor:
                 if error.status != 409:
                     raise
 
-    def _container(self, pod: Pod) -> dict[str, Any]:
+    def container(self, pod: Pod) -> dict[str, Any]:
         container: dict[str, Any] = pod["spec"]["containers"][0]
         return container
 
@@ -410,7 +464,7 @@ class PodExecutor:
     def write_waiting(self, task: _PodTask, reason: str, message: str = "") -> None:
         def change(pod: Pod) -> None:
             self._base_status(pod, ready=False, phase="Pending")
-            container = self._container(pod)
+            container = self.container(pod)
             pod["status"]["containerStatuses"] = [
                 {
                     "name": container["name"],
@@ -432,7 +486,7 @@ class PodExecutor:
 
         def change(pod: Pod) -> None:
             self._base_status(pod, ready=True, phase="Running")
-            container = self._container(pod)
+            container = self.container(pod)
             pod["status"]["containerStatuses"] = [
                 {
                     "name": container["name"],
@@ -453,7 +507,7 @@ class PodExecutor:
     ) -> None:
         def change(pod: Pod) -> None:
             self._base_status(pod, ready=False, phase="Succeeded" if code == 0 else "Failed")
-            container = self._container(pod)
+            container = self.container(pod)
             terminated = {
                 "exitCode": code,
                 "reason": reason,
@@ -486,7 +540,7 @@ class PodExecutor:
         path = self._log_file(task)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
-        container = self._container(task.pod)["name"]
+        container = self.container(task.pod)["name"]
         logs = {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "Logs",

@@ -5,18 +5,39 @@ rather than silently dropped, so a local run never differs from the cluster unno
 """
 
 import base64
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from contract.dist import Manifest
-from contract.layout import COMPLETION_INDEX_KEY
+from contract.lake import CREDENTIAL_KEYS
+from contract.layout import COMPLETION_INDEX_KEY, JOB_NAME_LABEL
 from contract.quantity import parse_quantity
 from localrun.images import ImageMount
 
 
 class PodSpecError(ValueError):
     """The Job uses a pod feature this local stand-in for the kubelet does not implement."""
+
+
+class ContainerConfigError(PodSpecError):
+    """A Secret the container's env needs is missing or unreadable: a kubelet leaves the
+    container waiting with CreateContainerConfigError, in its words, and tries again."""
+
+
+SecretLookup = Callable[[str], Mapping[str, str] | None]
+"""A Secret's data (decoded) by its name in the pod's namespace, None where there is no such
+Secret; raises ContainerConfigError where it cannot be read."""
+
+
+def caller_credentials(name: str) -> Mapping[str, str]:
+    """How `localrun` resolves a Secret with no cluster to read it from: every Secret holds
+    the caller's own standard AWS credential variables (a results store's keys) and nothing
+    else. The values go only into the pod's environment, never onto a command line or disk."""
+    del name  # every name resolves alike: the caller has no namespace of Secrets
+    return {key: os.environ[key] for key in CREDENTIAL_KEYS if key in os.environ}
 
 
 @dataclass(frozen=True)
@@ -50,6 +71,9 @@ class PodPlan:
     memory_limit_bytes: int | None
     gpus: int
     termination_message_path: str
+    secret_env: frozenset[str] = frozenset()
+    """The names in `env` whose values came from a Secret: passed on by name only (never on a
+    command line) and never shown."""
     image_files: tuple[Mount, ...] = ()
     """Files standing in for the runner image's own at their paths in it (`image_path`
     models): a local try's (`localrun run --image-file`), read-only."""
@@ -133,37 +157,102 @@ def image_mounts(job_name: str, spec: Manifest) -> tuple[ImageMount, ...]:
     return tuple(found)
 
 
-def downward_fields(pod_name: str, node_name: str, index: int) -> dict[str, str]:
-    """The values the downward API gives a Job's pod, by fieldPath."""
+def downward_fields(pod_name: str, node_name: str, index: int, job_name: str) -> dict[str, str]:
+    """The values the downward API gives a Job's pod, by fieldPath (the Job controller's
+    label naming its Job among them)."""
     return {
         f"metadata.annotations['{COMPLETION_INDEX_KEY}']": str(index),
+        f"metadata.labels['{JOB_NAME_LABEL}']": job_name,
         "spec.nodeName": node_name,
         "metadata.name": pod_name,
     }
 
 
-def _env(container: Manifest, fields: dict[str, str], index: int, job_name: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class ContainerEnv:
+    """A container's environment as a kubelet resolves it."""
+
+    values: dict[str, str]
+    from_secrets: frozenset[str]
+
+
+def _secret_value(
+    reference: Manifest,
+    secrets: SecretLookup,
+    read: dict[str, Mapping[str, str] | None],
+    namespace: str,
+) -> str | None:
+    """A secretKeyRef's value; None where an optional one's Secret or key is missing, as a
+    kubelet leaves it unset. ContainerConfigError, in a kubelet's words, where a required one's
+    is."""
+    name, key = reference["name"], reference["key"]
+    if name not in read:
+        read[name] = secrets(name)
+    data = read[name]
+    optional = bool(reference.get("optional"))
+    if data is None:
+        if optional:
+            return None
+        raise ContainerConfigError(f'secret "{name}" not found')
+    if key not in data:
+        if optional:
+            return None
+        where = f"{namespace}/{name}" if namespace else name
+        raise ContainerConfigError(f"couldn't find key {key} in Secret {where}")
+    return data[key]
+
+
+def container_env(
+    container: Manifest,
+    fields: Mapping[str, str],
+    index: int,
+    job_name: str,
+    secrets: SecretLookup,
+    *,
+    namespace: str = "",
+) -> ContainerEnv:
+    """The env a kubelet gives `container`: values, the downward API's `fields` and Secrets'
+    keys through `secrets` (of `namespace`, where there is one), each Secret read once."""
+    if container.get("envFrom"):
+        raise PodSpecError(f"Job {job_name}: envFrom {container['envFrom']}")
     env = {"JOB_COMPLETION_INDEX": str(index)}
+    from_secrets: set[str] = set()
+    read: dict[str, Mapping[str, str] | None] = {}
     for entry in container.get("env", []):
+        source = entry.get("valueFrom", {})
         if "value" in entry:
             env[entry["name"]] = entry["value"]
+        elif set(source) == {"secretKeyRef"}:
+            value = _secret_value(source["secretKeyRef"], secrets, read, namespace)
+            if value is not None:
+                env[entry["name"]] = value
+                from_secrets.add(entry["name"])
         else:
-            path = entry.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+            path = source.get("fieldRef", {}).get("fieldPath")
             if path not in fields:
                 raise PodSpecError(f"Job {job_name}: env {entry['name']} from {entry}")
             env[entry["name"]] = fields[path]
-    return env
+    return ContainerEnv(env, frozenset(from_secrets))
 
 
-def pod_plan(job: Manifest, configmaps: dict[str, Manifest], index: int, workdir: Path) -> PodPlan:
-    """What the kubelet would run for `index` of `job`, with volumes written under `workdir`."""
+def pod_plan(
+    job: Manifest,
+    configmaps: dict[str, Manifest],
+    index: int,
+    workdir: Path,
+    secrets: SecretLookup = caller_credentials,
+) -> PodPlan:
+    """What the kubelet would run for `index` of `job`, with volumes written under `workdir`
+    and Secrets resolved through `secrets` (by default the caller's own AWS credentials)."""
     job_name = job["metadata"]["name"]
     completions = job["spec"].get("completions", 1)
     if not 0 <= index < completions:
         raise PodSpecError(f"Job {job_name} has indexes 0..{completions - 1}, not {index}")
-    fields = downward_fields(f"{job_name}-{index}-local", "localhost", index)
+    fields = downward_fields(f"{job_name}-{index}-local", "localhost", index, job_name)
     spec = job["spec"]["template"]["spec"]
-    return plan_pod(job_name, index, spec, configmaps, workdir, fields=fields)
+    (container,) = spec["containers"]
+    env = container_env(container, fields, index, job_name, secrets)
+    return plan_pod(job_name, index, spec, configmaps, workdir, env=env)
 
 
 def plan_pod(
@@ -173,10 +262,10 @@ def plan_pod(
     configmaps: dict[str, Manifest],
     workdir: Path,
     *,
-    fields: dict[str, str],
+    env: ContainerEnv,
 ) -> PodPlan:
-    """What a kubelet runs for a pod `spec` of `job_name`'s `index`, with the downward API's
-    `fields`; the volumes' files are written under `workdir`."""
+    """What a kubelet runs for a pod `spec` of `job_name`'s `index`, with its container's
+    resolved `env`; the volumes' files are written under `workdir`."""
     (container,) = spec["containers"]
     workdir.mkdir(parents=True, exist_ok=True)
     mounts: list[Mount] = []
@@ -199,7 +288,8 @@ def plan_pod(
         index=index,
         workdir=workdir,
         image=container["image"],
-        env=_env(container, fields, index, job_name),
+        env=env.values,
+        secret_env=env.from_secrets,
         mounts=tuple(mounts),
         images=image_mounts(job_name, spec),
         tmpfs=tuple(tmpfs),

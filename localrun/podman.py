@@ -129,10 +129,18 @@ def run_arguments(plan: PodPlan, termination_log: Path, name: str | None = None)
     for image in plan.images:
         arguments += image_mount(image)
     for variable, value in plan.env.items():
-        arguments += ["-e", f"{variable}={value}"]
+        # A Secret's value by name only: podman takes it from its own environment
+        # (`secret_environment`), so it is never on a command line anyone may read.
+        arguments += ["-e", variable if variable in plan.secret_env else f"{variable}={value}"]
     arguments += ["-v", f"{termination_log}:{plan.termination_message_path}"]
     arguments.append(plan.image)
     return arguments
+
+
+def secret_environment(podman: Podman, plan: PodPlan) -> dict[str, str]:
+    """podman's environment for running `plan`: its own, with the values the container's env
+    takes from Secrets, which `run_arguments` passes by name."""
+    return {**podman.environment(), **{name: plan.env[name] for name in plan.secret_env}}
 
 
 def image_mount(image: ImageMount) -> list[str]:
@@ -379,7 +387,7 @@ def run_pod(
     started = datetime.now(UTC)
     process = subprocess.Popen(
         command,
-        env=podman.environment(),
+        env=secret_environment(podman, plan),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
