@@ -24,6 +24,17 @@ from contract.objectstore import DEFAULT_LIMITS, Limits, ObjectStore
 from localcluster.build import binary_dir, is_built
 from localcluster.components import LAKE_TOOLS
 from localcluster.lake import Identity, LakeServer, new_identity, new_server, writer_actions
+from synth.fleet import ResultsStore
+
+EXAMPLE_STORE: Final = ResultsStore(
+    url="s3://results/team",
+    endpoint="http://127.0.0.1:8333",
+    region="us-east-1",
+    credentials_secret="results-store",
+    endpoint_cidrs=["127.0.0.1/32"],
+)
+"""A cluster's results store as a fleet file names it, for tests of what synth emits for one
+and of pods that run with that env (no server behind it)."""
 
 LAKE_BUCKET: Final = "lake"
 FULL_BUCKET: Final = "full"

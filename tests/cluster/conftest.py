@@ -9,6 +9,7 @@ Each test synthesizes its own workflows (ids unique to the test) into a reposito
 own, so tests share the cluster and its namespaces but no Jobs.
 """
 
+import base64
 import contextlib
 import json
 import shutil
@@ -98,6 +99,17 @@ class LiveCluster:
     def get(self, *args: str) -> Obj:
         loaded: Obj = json.loads(self.kubectl("get", *args, "-o", "json"))
         return loaded
+
+    def apply_secret(self, namespace: str, name: str, data: dict[str, str]) -> None:
+        """Create or update Secret `namespace`/`name` to hold `data` (plain values)."""
+        encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": encoded,
+        }
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
 
     def pods(self, selector: str, namespace: str = NAMESPACE) -> list[Obj]:
         items: list[Obj] = self.get("pods", "-n", namespace, "-l", selector)["items"]

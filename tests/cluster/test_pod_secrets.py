@@ -6,7 +6,6 @@ rule, so only the executor's part is under test: the env it resolves and the sta
 writes while a Secret is missing.
 """
 
-import base64
 import json
 import secrets
 from collections.abc import Iterator
@@ -17,19 +16,11 @@ from contract.lake import ACCESS_KEY_ENV, CREDENTIAL_KEYS, JOB_NAME_ENV, SECRET_
 from contract.layout import JOB_NAME_LABEL
 from localcluster.podexecutor import CONFIG_RETRY_S, Exit, downward_fields
 from localrun.pod import ContainerConfigError, container_env
-from synth.fleet import ResultsStore
 from synth.store_env import store_env
 from tests.cluster.conftest import LiveCluster, Obj, wait_for
+from tests.lakeserver import EXAMPLE_STORE
 
 pytestmark = pytest.mark.cluster
-
-STORE = ResultsStore(
-    url="s3://results/team",
-    endpoint="http://127.0.0.1:8333",
-    region="us-east-1",
-    credentials_secret="results-store",
-    endpoint_cidrs=["127.0.0.1/32"],
-)
 
 
 @pytest.fixture
@@ -38,17 +29,6 @@ def namespace(live: LiveCluster) -> Iterator[str]:
     live.kubectl("create", "namespace", name)
     yield name
     live.run("delete", "namespace", name, "--wait=false")
-
-
-def _secret(live: LiveCluster, namespace: str, name: str, data: dict[str, str]) -> None:
-    encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": encoded,
-    }
-    live.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
 
 
 def _pod(live: LiveCluster, namespace: str, workflow: str, env: list[Obj]) -> Obj:
@@ -88,10 +68,10 @@ def test_a_store_pods_env_holds_the_secrets_keys_and_its_jobs_name(
     live: LiveCluster, namespace: str
 ) -> None:
     values = {ACCESS_KEY_ENV: "writer", SECRET_KEY_ENV: "s3cret", "unused": "x"}
-    _secret(live, namespace, STORE.credentials_secret, values)
+    live.apply_secret(namespace, EXAMPLE_STORE.credentials_secret, values)
     workflow = f"env-{namespace}"
     live.rules.defaults[workflow] = Exit(0, reason="Completed")
-    pod = _pod(live, namespace, workflow, store_env(STORE, "us-east", workflow, None))
+    pod = _pod(live, namespace, workflow, store_env(EXAMPLE_STORE, "us-east", workflow, None))
     live.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
     created = live.get("pod", "runner", "-n", namespace)
     (container,) = created["spec"]["containers"]
@@ -105,7 +85,7 @@ def test_a_store_pods_env_holds_the_secrets_keys_and_its_jobs_name(
     assert "unused" not in env.values
     assert reader("absent") is None
     with pytest.raises(ContainerConfigError, match="couldn't find key nothing"):
-        required = {"name": STORE.credentials_secret, "key": "nothing"}
+        required = {"name": EXAMPLE_STORE.credentials_secret, "key": "nothing"}
         container_env(
             {"env": [{"name": "X", "valueFrom": {"secretKeyRef": required}}]}, {}, 0, "", reader
         )
@@ -116,7 +96,7 @@ def test_an_optional_secret_that_is_missing_is_left_unset_and_the_pod_runs(
 ) -> None:
     workflow = f"optional-{namespace}"
     live.rules.defaults[workflow] = Exit(0, reason="Completed")
-    pod = _pod(live, namespace, workflow, store_env(STORE, "us-east", workflow, None))
+    pod = _pod(live, namespace, workflow, store_env(EXAMPLE_STORE, "us-east", workflow, None))
     live.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
     wait_for("the pod to succeed", lambda: _phase(live, namespace) == "Succeeded")
 
@@ -137,14 +117,14 @@ def test_a_required_secret_that_is_missing_waits_with_create_container_config_er
         "message": 'secret "vault" not found',
     }
     assert _phase(live, namespace) == "Pending"
-    _secret(live, namespace, "vault", {"OTHER": "x"})
+    live.apply_secret(namespace, "vault", {"OTHER": "x"})
     named = f"couldn't find key TOKEN in Secret {namespace}/vault"
     wait_for(
         "the missing key to be named",
         lambda: (_waiting(live, namespace) or {}).get("message") == named,
         timeout_s=3 * CONFIG_RETRY_S + 30,
     )
-    _secret(live, namespace, "vault", {"TOKEN": "t"})
+    live.apply_secret(namespace, "vault", {"TOKEN": "t"})
     wait_for(
         "the pod to start once the key is there",
         lambda: _phase(live, namespace) == "Succeeded",

@@ -11,7 +11,6 @@ second copy; a third, a clone with no database, reports it from the lake as the 
 """
 
 import ast
-import base64
 import io
 import json
 import os
@@ -93,14 +92,7 @@ def credentials(live: LiveCluster, lake: Lake) -> Iterator[str]:
     write only under the lake's raw/<workflow>/. Deleted afterwards."""
     name = f"lake-{secrets.token_hex(4)}"
     writer = lake.server.env(lake.writer_for(WORKFLOW))
-    data = {key: base64.b64encode(writer[key].encode()).decode() for key in CREDENTIAL_KEYS}
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "data": data,
-    }
-    live.kubectl("apply", "-f", "-", stdin=json.dumps(secret))
+    live.apply_secret(NAMESPACE, name, {key: writer[key] for key in CREDENTIAL_KEYS})
     yield name
     live.run("delete", "secret", name, "-n", NAMESPACE)
 

@@ -22,26 +22,19 @@ from localrun.pod import ContainerConfigError, PodPlan, PodSpecError, pod_plan
 from localrun.podman import configure_podman, run_arguments, secret_environment
 from localrun.process import process_environment, run_process
 from localrun.workflow import read_outcome
-from synth.fleet import ResultsStore
 from synth.store_env import store_env
-from tests.lakeserver import Lake
+from tests.lakeserver import EXAMPLE_STORE, Lake
 from tests.localrun.conftest import SMOKE
-
-STORE = ResultsStore(
-    url="s3://results/team",
-    endpoint="http://127.0.0.1:8333",
-    region="us-east-1",
-    credentials_secret="results-store",
-    endpoint_cidrs=["127.0.0.1/32"],
-)
 
 
 def store_job(env: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], Any]:
-    """cpu-smoke's Job with the env synth gives a runner of a cluster with `STORE`."""
+    """cpu-smoke's Job with the env synth gives a runner of a cluster with `EXAMPLE_STORE`."""
     workload = read_workload(SMOKE)
     job = copy.deepcopy(workload.jobs[0])
     (container,) = job["spec"]["template"]["spec"]["containers"]
-    container["env"] += store_env(STORE, "us-east", "cpu-smoke", None) if env is None else env
+    container["env"] += (
+        store_env(EXAMPLE_STORE, "us-east", "cpu-smoke", None) if env is None else env
+    )
     return job, workload
 
 
@@ -125,7 +118,9 @@ def test_a_local_run_writes_its_whole_result_to_the_store_with_the_callers_crede
     the result names the object it was written to, whose bytes hash as it says."""
     workload = read_workload(quick_root / SMOKE.relative_to(SMOKE.parents[3]))
     job = copy.deepcopy(workload.jobs[0])
-    store = STORE.model_copy(update={"url": str(lake.url), "endpoint": lake.server.endpoint})
+    store = EXAMPLE_STORE.model_copy(
+        update={"url": str(lake.url), "endpoint": lake.server.endpoint}
+    )
     (container,) = job["spec"]["template"]["spec"]["containers"]
     workflow = str(job["metadata"]["labels"]["workflow"])
     container["env"] += store_env(store, "us-east", workflow, None)
