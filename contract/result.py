@@ -39,7 +39,7 @@ from contract.params import Params
 from contract.samples import Samples
 from contract.variant import RUNTIME_KEY_CONTEXT, VariantRef
 
-SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+SchemaVersion = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
 """The result schemas this contract reads: 2 added `accuracy` (and `timings.accuracy_s`), 3
 `energy` (and the energy counter's fields of `gpu`), 4 a compiled variant's
 `variant.compile`, `timings.compile_s` and `applied.compiled`, 5 the start-up timings
@@ -52,10 +52,11 @@ it was), 10 the runtime axis (`variant.runtime`, written for every runtime but e
 earlier results say `variant.compile: inductor`; `applied.runtime_proof`,
 `timings.conversion_s`), 11 the stack's `fingerprint`, 12 where the runner stored the
 result whole in the lake (`stored`, and an omitted result's `sha256` and `bytes`) or why
-it could not (`store_error`); a collector that reads only older ones keeps a newer result
+it could not (`store_error`), 13 the runtime's load apart within its conversion
+(`timings.runtime_load_s`); a collector that reads only older ones keeps a newer result
 unread, as a newer runner's, rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
-RESULT_SCHEMA_VERSION: Final = 12
+RESULT_SCHEMA_VERSION: Final = 13
 RESULT_PREFIX: Final = "BENCH_RESULT "
 """Starts the one stdout line that carries the result."""
 TERMINATION_LOG_LIMIT: Final = 4096
@@ -372,6 +373,11 @@ class Timings(_Result):
     onnxruntime's ONNX export and session, tensorrt's engines. Outside warm-up and the timed
     loop, inside the variant's time to its first measurement; None for eager, and in results
     before schema 10."""
+    runtime_load_s: float | None = Field(default=None, ge=0)
+    """Of `conversion_s`, loading what the conversion built into the process: aotinductor's
+    `aoti_load_package`, onnxruntime's session (its graph optimisation included) and its
+    binding. None where nothing built is loaded apart (eager, inductor, tensorrt, whose
+    engines are built into the module), and in results before schema 13."""
     bound_s: float | None = Field(default=None, gt=0)
     """The most its warm-up and timed loop may take: config.json's `warmup.max_time_s` plus
     `measure.max_time_s`, the Job's. What `make plan` counts for a variant no earlier run

@@ -211,7 +211,7 @@ _STARTUP_NOTE: Final = (
     "Each phase's median and longest, counted where it is paid: a pod's start once per pod, a "
     "model's file and torch.export.load once per model and pod (its first variant there), "
     "the rest per variant (compile: inductor's torch.compile and compiling call, or another "
-    "runtime's conversion). "
+    "runtime's conversion, of which loading what it built is a row apart). "
     "Waiting for a node and the pod's start come from the pod's status "
     "(whole seconds: the node's image pulls, an oci model's too, are in the pod's start); the "
     "rest from the runner. To first measurement: from getting a node to the first timed loop."

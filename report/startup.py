@@ -107,6 +107,7 @@ _PHASES: Final = (
     ("torch.export.load", PER_LOAD),
     ("module preparation", PER_VARIANT),
     ("compile", PER_VARIANT),
+    ("of which the runtime's load", PER_VARIANT),
     ("first iteration", PER_VARIANT),
     ("warm-up", PER_VARIANT),
     ("accuracy pass", PER_VARIANT),
@@ -151,6 +152,7 @@ def _variant(timings: Timings, values: _Values) -> None:
     if timings.copy_s is not None:
         values.add("module preparation", PER_VARIANT, timings.copy_s + timings.prepare_s)
     values.add("compile", PER_VARIANT, timings.converting_s)
+    values.add("of which the runtime's load", PER_VARIANT, timings.runtime_load_s)
     values.add("first iteration", PER_VARIANT, timings.first_iteration_ms / 1000)
     values.add("warm-up", PER_VARIANT, timings.warmup.seconds)
     values.add("accuracy pass", PER_VARIANT, timings.accuracy_s)

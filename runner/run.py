@@ -220,6 +220,8 @@ class Prepared:
     """The recorded inputs the variant replayed; None: it drew its inputs."""
     conversion_s: float | None = None
     """Inductor's compile or another runtime's conversion (runner/runtimes.py); None eager."""
+    runtime_load_s: float | None = None
+    """Of `conversion_s`, loading what the conversion built, where that is a step apart."""
     runtime_proof: list[str] | None = None
     stage_times: pipeline.StageTimes | None = None
     """Each stage's time in every query `step` ran, where the model runs between stages."""
@@ -545,6 +547,7 @@ def _prepare(
         compiled=converted.compiled.applied if converted and converted.compiled else None,
         compile_s=converted.compiled.seconds if converted and converted.compiled else None,
         conversion_s=converted.seconds if converted else None,
+        runtime_load_s=converted.load_seconds if converted else None,
         runtime_proof=converted.proof if converted else runtimes.eager_proof(),
         stage_times=stage_times,
         # Claimed last: a variant that fails on the way leaves the load to the next one.
@@ -667,6 +670,7 @@ def _result(
             measure_start_s=span.started_s,
             compile_s=ready.compile_s,
             conversion_s=ready.conversion_s,
+            runtime_load_s=ready.runtime_load_s,
             bound_s=config.warmup.max_time_s + config.measure.max_time_s,
         ),
         memory=Memory(

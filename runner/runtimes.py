@@ -5,9 +5,9 @@ What is converted is the module the runner made from the verified graph, cast an
 exported again with the variant's own inputs: nothing executable comes from the model file.
 The package, ONNX graph or engines are built here, in the pod's scratch folder, and only what
 this call built is loaded. The conversion's time is the variant's own (`timings.conversion_s`),
-outside warm-up and the timed loop. A runtime that cannot take the program, or would run it
-other than asked (a provider that falls back to the CPU), fails the variant with
-`runtime_failed`: never a fallback to eager.
+outside warm-up and the timed loop; of it, loading what was built (`timings.runtime_load_s`).
+A runtime that cannot take the program, or would run it other than asked (a provider that
+falls back to the CPU), fails the variant with `runtime_failed`: never a fallback to eager.
 
 Only runner/run.py calls this, and only for such a variant: each runtime's imports are for
 the pods that use it (Torch-TensorRT's only where the image has it).
@@ -39,6 +39,19 @@ class Converted:
     seconds: float
     proof: list[str]
     compiled: CompiledModule | None = None
+    load_seconds: float | None = None
+    """Of `seconds`, loading what the conversion built (aotinductor's package, onnxruntime's
+    session); None where nothing built is loaded apart (inductor, tensorrt)."""
+
+
+@dataclass(frozen=True)
+class _Built:
+    """What a runtime's builder made: the call, what proves it, and how long loading the
+    built artifact took, where that is a step of its own."""
+
+    call: Callable[..., object]
+    proof: list[str]
+    load_seconds: float | None = None
 
 
 _OUT_OF_MEMORY: Final = (MemoryError, torch.OutOfMemoryError)
@@ -76,8 +89,13 @@ def convert(
             f"{runtime}: exporting the prepared program again failed: {_first_line(error)}"
         ) from error
     scratch.mkdir(parents=True, exist_ok=True)
-    call, proof = _BUILDERS[runtime](exported, inputs, output, device, scratch)
-    return Converted(call=call, seconds=time.perf_counter() - began, proof=proof)
+    built = _BUILDERS[runtime](exported, inputs, output, device, scratch)
+    return Converted(
+        call=built.call,
+        seconds=time.perf_counter() - began,
+        proof=built.proof,
+        load_seconds=built.load_seconds,
+    )
 
 
 def _aotinductor(
@@ -86,7 +104,7 @@ def _aotinductor(
     output: object,
     device: torch.device,
     scratch: Path,
-) -> tuple[Callable[..., object], list[str]]:
+) -> _Built:
     try:
         tools = toolchain(device)
     except UnsupportedVariant as error:
@@ -95,7 +113,9 @@ def _aotinductor(
     path = scratch / f"aotinductor-{time.monotonic_ns()}.pt2"
     try:
         built = torch._inductor.aoti_compile_and_package(exported, package_path=str(path))
+        began = time.perf_counter()
         loaded = torch._inductor.aoti_load_package(built)
+        load_seconds = time.perf_counter() - began
     except _OUT_OF_MEMORY:
         raise
     except Exception as error:  # inductor's and the compiler's errors alike
@@ -111,7 +131,7 @@ def _aotinductor(
     if not libraries:
         raise RuntimeFailed(f"aotinductor: the package {path.name} holds no compiled library")
     digest = hashlib.sha256(Path(built).read_bytes()).hexdigest()
-    return loaded, [*libraries, f"package sha256:{digest}", tools]
+    return _Built(loaded, [*libraries, f"package sha256:{digest}", tools], load_seconds)
 
 
 _GPU_PROVIDERS: Final = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
@@ -152,7 +172,7 @@ def _onnxruntime(
     output: object,
     device: torch.device,
     scratch: Path,
-) -> tuple[Callable[..., object], list[str]]:
+) -> _Built:
     import onnxruntime as ort  # noqa: PLC0415
 
     path = scratch / f"onnx-{time.monotonic_ns()}.onnx"
@@ -174,6 +194,7 @@ def _onnxruntime(
     options.inter_op_num_threads = 1
     if device.type == "cuda":
         options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    began = time.perf_counter()
     try:
         session = ort.InferenceSession(str(path), options, providers=wanted)
     except _OUT_OF_MEMORY:
@@ -189,7 +210,8 @@ def _onnxruntime(
         raise RuntimeFailed(
             f"onnxruntime's session runs on {', '.join(used)}, not on {', '.join(missing)} as asked"
         )
-    return _bound(session, inputs, output, device), used
+    bound = _bound(session, inputs, output, device)
+    return _Built(bound, used, time.perf_counter() - began)
 
 
 @dataclass(frozen=True)
@@ -255,7 +277,7 @@ def _tensorrt(
     output: object,
     device: torch.device,
     scratch: Path,
-) -> tuple[Callable[..., object], list[str]]:
+) -> _Built:
     if device.type != "cuda":
         raise RuntimeFailed("tensorrt builds engines for NVIDIA GPUs only, and this pod has none")
     try:
@@ -288,12 +310,13 @@ def _tensorrt(
     )
     if not engines:
         raise RuntimeFailed("tensorrt: the compiled module holds no TensorRT engine")
-    return module, [*engines, f"torch_tensorrt {torch_tensorrt.__version__}"]
+    # The engines are built into the module they are called through: no load apart.
+    return _Built(module, [*engines, f"torch_tensorrt {torch_tensorrt.__version__}"])
 
 
 _Builder = Callable[
     [torch.export.ExportedProgram, tuple[torch.Tensor, ...], object, torch.device, Path],
-    tuple[Callable[..., object], list[str]],
+    _Built,
 ]
 _BUILDERS: Final[dict[Runtime, _Builder]] = {
     Runtime.AOTINDUCTOR: _aotinductor,

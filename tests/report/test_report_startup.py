@@ -3,6 +3,7 @@ load per model and pod, the rest per variant), the share of the pods' wall time 
 measurement, and the runner's peak memory against each model's file."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from pydantic import ValidationError
@@ -139,6 +140,23 @@ def test_each_phase_is_counted_where_it_is_paid(runs: list[StoredRun]) -> None:
         phase = phases[name]
         assert (phase.per, phase.count, phase.median_s, phase.max_s) == (per, count, median, most)
     assert startup.measured_share == pytest.approx((10 + 10 + 20) / (60 + 40))
+
+
+def test_a_converted_variants_load_is_a_row_apart_within_its_compile(
+    runs: list[StoredRun],
+) -> None:
+    """onnxruntime's 6 s conversion held a 1.5 s session load: the compile row keeps the
+    whole, the load row says its part; variants with no load apart add no row of it."""
+    first = runs[0].variant.result
+    assert isinstance(first, OkResult) and first.timings is not None
+    timings = first.timings.model_copy(update={"conversion_s": 6.0, "runtime_load_s": 1.5})
+    converted = first.model_copy(update={"timings": timings})
+    runs[0] = replace(runs[0], variant=runs[0].variant.model_copy(update={"result": converted}))
+    phases = _phases(build_report(runs).startup[0])
+    assert (phases["compile"].count, phases["compile"].max_s) == (1, 6.0)
+    load = phases["of which the runtime's load"]
+    assert (load.per, load.count, load.max_s) == ("variant", 1, 1.5)
+    assert "of which the runtime's load" not in _phases(build_report(runs[1:]).startup[0])
 
 
 def test_the_peak_memory_is_set_against_the_models_file(runs: list[StoredRun]) -> None:

@@ -48,7 +48,7 @@ def test_an_eager_variant_names_torch_as_what_ran_and_converts_nothing(
     result = run_variant(config, config.variants[0], RunPaths(models_dir, tmp_path))
     assert result.applied is not None and result.timings is not None
     assert result.applied.runtime_proof == [f"torch {torch.__version__} eager"]
-    assert result.timings.conversion_s is None
+    assert result.timings.conversion_s is None and result.timings.runtime_load_s is None
     assert '"runtime"' not in result_line(result)
 
 
@@ -62,6 +62,9 @@ def test_an_onnxruntime_variant_runs_its_session_on_the_cpu_provider_within_its_
     assert result.applied is not None and result.timings is not None
     assert result.applied.runtime_proof == ["CPUExecutionProvider"]
     assert result.timings.conversion_s is not None and result.timings.conversion_s > 0
+    # The session's load is a part of the conversion, told apart from the export.
+    loaded = result.timings.runtime_load_s
+    assert loaded is not None and 0 < loaded < result.timings.conversion_s
     assert result.timings.compile_s is None and result.applied.compiled is None
     assert result.timings.warmup.iterations >= 3 and result.latency.count >= 3
     assert within_gate(result)
@@ -90,6 +93,8 @@ def test_an_aotinductor_variant_runs_the_package_it_built_within_its_gate(
     assert any(entry.endswith(".so") for entry in proof), proof
     assert any(entry.startswith("package sha256:") for entry in proof), proof
     assert result.timings.conversion_s is not None and result.timings.conversion_s > 0
+    loaded = result.timings.runtime_load_s
+    assert loaded is not None and 0 < loaded < result.timings.conversion_s
     # The quantization's proof is still counted on the module before it is converted.
     assert result.applied.kernel_calls == {"aten.linear": 3}
     assert within_gate(result)
