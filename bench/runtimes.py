@@ -61,19 +61,21 @@ def _waited(result: OkResult) -> str:
 
 
 def rows(group: list[OkResult]) -> list[str]:
-    """One combination's lines: each runtime's p50, conversion and proof, then every pair's
-    ratio."""
+    """One combination's lines: each runtime's p50, conversion (of it, the load of what was
+    built) and proof, then every pair's ratio."""
     first = group[0].variant
     assert first is not None
     lines = [f"{first.model} {first.precision} batch {first.batch_size}  ({_waited(group[0])})"]
     for result in group:
         timings, applied = result.timings, result.applied
         conversion = timings.converting_s if timings else None
+        load = timings.runtime_load_s if timings else None
         converted = f"{conversion:7.1f}" if conversion is not None else "      -"
+        loaded = f"{load:6.3f}" if load is not None else "     -"
         proof = ", ".join((applied.runtime_proof or []) if applied else [])[:70]
         lines.append(
             f"  {_runtime(result):<12} {result.latency.p50_ms:9.3f} ms  conversion {converted} s"
-            f"  {proof}"
+            f" (load {loaded} s)  {proof}"
         )
     for a, b in combinations(group, 2):
         lines.append(f"  {_runtime(b):>12} / {_runtime(a):<12} {_ratio(b, a):>19}")
