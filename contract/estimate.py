@@ -162,8 +162,8 @@ class Planned:
     """A variant's measurement bounds: its warm-up's and timed loop's maxima; None where
     unknown (results of runners before schema 6, which the report reads)."""
     loops: "Loops | None" = None
-    """The rules its loops stop by, where known (config.json: the plan); without them (the
-    report, from results) a loop is likely as long as its bounds."""
+    """The rules its loops stop by, where known (config.json: the plan; results of schema 13
+    on: the report); without them a loop is likely as long as its bounds."""
     sizes: Mapping[str, int] = field(default_factory=dict)
     """Model sha256 -> its bytes as known before the run; a model missing is of unknown
     size (REFERENCE_BYTES)."""
@@ -321,7 +321,7 @@ def _size(job: Planned, variant: VariantSettings) -> int | None:
 def _loops(job: Planned, variant: VariantSettings) -> Span:
     """The variant's warm-up and timed loop."""
     if job.loops is None:
-        # The report recomputes from results, which say the bounds but not the minimums.
+        # Results before schema 13 say the bounds but not the minimums.
         bound = job.bound_s or 0.0
         return Span(0.0, bound, bound)
     loops = job.loops
@@ -404,6 +404,7 @@ def planned_from(target: str, runs: Iterable[StoredVariant]) -> Planned:
     podless = 0
     loads: dict[tuple[str, str], None] = {}
     bounds = set()
+    loops: Loops | None = None
     sizes: dict[str, int] = {}
     models: dict[str, str] = {}
     for stored in runs:
@@ -423,6 +424,8 @@ def planned_from(target: str, runs: Iterable[StoredVariant]) -> Planned:
                 sizes[result.model_sha256] = result.timings.model.file_bytes
         if isinstance(result, OkResult) and result.timings and result.timings.bound_s:
             bounds.add(result.timings.bound_s)
+        if isinstance(result, OkResult) and loops is None:
+            loops = _loops_of(result)
     return Planned(
         target=target,
         variants=tuple(variants),
@@ -430,6 +433,24 @@ def planned_from(target: str, runs: Iterable[StoredVariant]) -> Planned:
         loads=tuple(model for _, model in loads),
         # A Job's bounds are one (config.json's warmup and measure); any result says them.
         bound_s=max(bounds) if bounds else None,
+        loops=loops,
         sizes=sizes,
         models=models,
+    )
+
+
+def _loops_of(result: OkResult) -> Loops | None:
+    """The Job's loop rules as a result of it says them (schema 13 on): a Job's are one."""
+    if result.timings is None or result.timings.loops is None or result.environment is None:
+        return None
+    scenario = result.scenario
+    return Loops(
+        warmup=result.timings.loops.warmup,
+        measure=result.timings.loops.measure,
+        scenario=(
+            ScenarioConfig(rate_hz=scenario.rate_hz, deadline_s=scenario.deadline_ms / 1000)
+            if scenario is not None and scenario.kind == "fixed_rate"
+            else None
+        ),
+        on_cpu=result.environment.device == "cpu",
     )

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from contract.accuracy import Accuracy
-from contract.config import ModelSource
+from contract.config import ModelSource, PhaseConfig
 from contract.errors import ErrorType
 from contract.fingerprint import Fingerprint
 from contract.lake import StoredObject
@@ -53,8 +53,9 @@ earlier results say `variant.compile: inductor`; `applied.runtime_proof`,
 `timings.conversion_s`), 11 the stack's `fingerprint`, 12 where the runner stored the
 result whole in the lake (`stored`, and an omitted result's `sha256` and `bytes`) or why
 it could not (`store_error`), 13 the runtime's load apart within its conversion
-(`timings.runtime_load_s`); a collector that reads only older ones keeps a newer result
-unread, as a newer runner's, rather than refusing it."""
+(`timings.runtime_load_s`) and the rules the loops stopped by (`timings.loops`); a
+collector that reads only older ones keeps a newer result unread, as a newer runner's,
+rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
 RESULT_SCHEMA_VERSION: Final = 13
 RESULT_PREFIX: Final = "BENCH_RESULT "
@@ -332,6 +333,14 @@ class ModelLoad(_Result):
     """contract.archive's check of the file and `torch.export.load`."""
 
 
+class LoopRules(_Result):
+    """A variant's loop rules as config.json gave them: its warm-up's and its timed loop's
+    minimums and maximums (and the tail it ran for)."""
+
+    warmup: PhaseConfig
+    measure: PhaseConfig
+
+
 class Timings(_Result):
     """Where the time of a run went, apart from the timed loop's statistics."""
 
@@ -378,6 +387,10 @@ class Timings(_Result):
     `aoti_load_package`, onnxruntime's session (its graph optimisation included) and its
     binding. None where nothing built is loaded apart (eager, inductor, tensorrt, whose
     engines are built into the module), and in results before schema 13."""
+    loops: LoopRules | None = None
+    """What the warm-up and the timed loop stopped by (config.json's, the Job's): with
+    `bound_s`, what the report needs to recompute `make plan`'s likely figure for a variant
+    no earlier run estimated. None in results before schema 13."""
     bound_s: float | None = Field(default=None, gt=0)
     """The most its warm-up and timed loop may take: config.json's `warmup.max_time_s` plus
     `measure.max_time_s`, the Job's. What `make plan` counts for a variant no earlier run

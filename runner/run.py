@@ -19,6 +19,7 @@ from contract.result import (
     Compiled,
     Contention,
     GpuTelemetry,
+    LoopRules,
     Memory,
     ModelLoad,
     OkResult,
@@ -671,6 +672,7 @@ def _result(
             compile_s=ready.compile_s,
             conversion_s=ready.conversion_s,
             runtime_load_s=ready.runtime_load_s,
+            loops=LoopRules(warmup=config.warmup, measure=config.measure),
             bound_s=config.warmup.max_time_s + config.measure.max_time_s,
         ),
         memory=Memory(

@@ -37,6 +37,7 @@ from contract.estimate import (
     planned_from,
 )
 from contract.records import JobRecord, read_record, seconds_between
+from contract.result import LoopRules, OkResult
 from contract.variant import Precision, Quantization, Runtime, VariantSettings
 from tests.conftest import TEST_DATA
 
@@ -114,6 +115,32 @@ def test_a_first_runs_range_holds_what_it_took_and_its_likely_value_is_near(
         assert found is not None and found.unsized == 0
         assert found.low_s <= took(run) <= found.high_s
         assert took(run) / 2 <= found.seconds <= 2 * took(run), (found, took(run))
+
+
+def _with_loops(record: JobRecord) -> JobRecord:
+    """`record` as a runner of result schema 13 writes it: each result says its loop rules."""
+    rules = LoopRules(warmup=SWEEP_WARMUP, measure=SWEEP_MEASURE)
+    variants = []
+    for stored in record.variants:
+        result = stored.result
+        if isinstance(result, OkResult) and result.timings is not None:
+            timings = result.timings.model_copy(update={"loops": rules})
+            result = result.model_copy(update={"timings": timings})
+        variants.append(stored.model_copy(update={"result": result}))
+    return record.model_copy(update={"variants": tuple(variants)})
+
+
+def test_a_first_run_is_estimated_after_it_as_the_plan_did_from_the_rules_its_results_say(
+    runs: list[JobRecord],
+) -> None:
+    """The report recomputes the plan's likely figure for a first run from its results: the
+    loop rules they say (schema 13) give the estimate the plan gave from config.json."""
+    for run in runs:
+        job = planned(_with_loops(run))
+        assert job.loops == Loops(SWEEP_WARMUP, SWEEP_MEASURE, on_cpu=True)
+        plans = replace(planned(run), loops=Loops(SWEEP_WARMUP, SWEEP_MEASURE))
+        assert estimate(job, History()) == estimate(plans, History())
+        assert estimate(planned(run), History()) != estimate(job, History())
 
 
 def variant(
