@@ -268,7 +268,7 @@ def _contention_run(queries: int) -> str:
         after = contention.read_counters()
     used = contention.contention(before, after, torch.get_num_threads(), 1.0)
     summary = summarize(outcome)
-    judged = open_loop(outcome, summary)
+    judged = open_loop(summary)
     flags = validity(
         summarize_stats(outcome.latencies_ns),
         True,

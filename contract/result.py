@@ -53,7 +53,8 @@ earlier results say `variant.compile: inductor`; `applied.runtime_proof`,
 `timings.conversion_s`), 11 the stack's `fingerprint`, 12 where the runner stored the
 result whole in the lake (`stored`, and an omitted result's `sha256` and `bytes`) or why
 it could not (`store_error`), 13 the runtime's load apart within its conversion
-(`timings.runtime_load_s`) and the rules the loops stopped by (`timings.loops`); a
+(`timings.runtime_load_s`), the rules the loops stopped by (`timings.loops`) and a
+fixed-rate run's busy spans and their waits (`scenario.busy_s`, `busy_run_queue_wait_s`); a
 collector that reads only older ones keeps a newer result unread, as a newer runner's,
 rather than refusing it."""
 READ_SCHEMA_VERSIONS: Final = get_args(SchemaVersion)
@@ -149,6 +150,13 @@ class Scenario(_Result):
     issue_error_queries: int = Field(default=1, ge=1)
     """The queries that found the model idle, which the two above are taken over (the
     first always does): few where the model falls behind the rate."""
+    busy_s: float | None = Field(default=None, ge=0)
+    """The busy spans' time: each from the loop's wake before an arrival (or, queued, the
+    completion before) through the final spin and the query. None before schema 13."""
+    busy_run_queue_wait_s: float | None = Field(default=None, ge=0)
+    """The threads' run-queue wait inside the busy spans (schedstat), which the run's
+    contended rule holds against `busy_s`; None where the kernel does not keep it, and
+    before schema 13."""
 
 
 class StageLatency(_Result):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from contract.lake import parse_lake_url
+from contract.lake import LakeUrl, LakeUrlError, parse_lake_url
 from localcluster.build import binary_dir, build, build_all, is_built
 from localcluster.components import LAKE_TOOLS
 from localcluster.controlplane import STATE_FILE, Cluster, start_cluster
@@ -56,21 +56,26 @@ def up(name: str, root: Path, directory: Path) -> None:
         Cluster.load(home).stop()
     cluster = start_cluster(name, home, binaries, fleet)
     start_executor_process(cluster)
+    # The result lake beside it, as `make lake` starts it: a fleet whose results_store
+    # names its endpoint has its runners write there (docs/cluster.md).
+    _running_lake(LAKE_DIR, parse_lake_url(LAKE_URL))
     click.echo(f"cluster {name} is up in {cluster.timings['total']:.1f} s ({cluster.server})")
     click.echo(f"  KUBECONFIG={cluster.kubeconfig} {binaries / 'kubectl'} get nodes")
     click.echo(f"  kubectl apply --server-side -k dist/{name}/infrastructure   (then workloads)")
     click.echo(f'  BENCHFLEET_K8S_KUBECONFIG="$(cat {cluster.kubeconfig})" collector gather ...')
-    click.echo(f"  logs: {cluster.logs}/; stop it with `make cluster-down`")
+    click.echo(f'  eval "$(make -s lake)"   (the result lake: {LAKE_URL} on loopback)')
+    click.echo(f"  logs: {cluster.logs}/; stop it and the lake with `make cluster-down`")
 
 
 @cli.command("down")
 @click.option("--dir", "directory", type=click.Path(path_type=Path), default=DEFAULT_DIR)
 def down(directory: Path) -> None:
-    """Stop every cluster started under --dir."""
+    """Stop every cluster started under --dir, and the lake's server."""
     for state in sorted(directory.glob(f"*/{STATE_FILE}")):
         cluster = Cluster.load(state.parent)
         cluster.stop()
         click.echo(f"cluster {cluster.name} stopped")
+    _stop_lake(LAKE_DIR)
 
 
 @cli.group("lake")
@@ -84,7 +89,17 @@ def lake() -> None:
 def lake_up(directory: Path, url: str) -> None:
     """Build the server if missing, start it (unless it runs) and print the shell lines
     that point every command at it: `eval "$(make -s lake)"`."""
-    lake_url = parse_lake_url(url)
+    try:
+        lake_url = parse_lake_url(url)
+    except LakeUrlError as error:
+        raise click.BadParameter(str(error), param_hint="--lake") from None
+    for line in export_lines(_running_lake(directory, lake_url), lake_url):
+        click.echo(line)
+
+
+def _running_lake(directory: Path, lake_url: LakeUrl) -> LakeServer:
+    """The lake's server under `directory`, started unless it runs with `lake_url`'s bucket
+    (saying so on stderr)."""
     state = directory / LAKE_STATE_FILE
     server = LakeServer.load(directory) if state.exists() else None
     if server is None or not server.running or server.bucket != lake_url.bucket:
@@ -93,20 +108,23 @@ def lake_up(directory: Path, url: str) -> None:
         server = new_server(directory, build(toolset=LAKE_TOOLS), lake_url.bucket)
         seconds = server.start()
         click.echo(f"# the lake's server is up in {seconds:.1f} s; log: {server.log}", err=True)
-    for line in export_lines(server, lake_url):
-        click.echo(line)
+    return server
 
 
-@lake.command("down")
-@click.option("--dir", "directory", type=click.Path(path_type=Path), default=LAKE_DIR)
-def lake_down(directory: Path) -> None:
-    """Stop the server `lake up` started (its data stays under --dir)."""
+def _stop_lake(directory: Path) -> None:
     server = LakeServer.load(directory) if (directory / LAKE_STATE_FILE).exists() else None
     if server is None or not server.running:
         click.echo("the lake's server is not running", err=True)
         return
     server.stop()
     click.echo("the lake's server stopped", err=True)
+
+
+@lake.command("down")
+@click.option("--dir", "directory", type=click.Path(path_type=Path), default=LAKE_DIR)
+def lake_down(directory: Path) -> None:
+    """Stop the server `lake up` started (its data stays under --dir)."""
+    _stop_lake(directory)
 
 
 @cli.command("executor", hidden=True)

@@ -229,16 +229,20 @@ def summarize(outcome: FixedRateOutcome) -> Scenario:
         issue_error_p99_ms=max(0.0, float(np.percentile(errors, 99))),
         issue_error_max_ms=max(0.0, float(errors.max())),
         issue_error_queries=int(errors.size),
+        busy_s=outcome.busy_ns / 1e9,
+        busy_run_queue_wait_s=(
+            None if outcome.busy_wait_ns is None else outcome.busy_wait_ns / 1e9
+        ),
     )
 
 
-def open_loop(outcome: FixedRateOutcome, scenario: Scenario) -> OpenLoop:
-    """What the run's contention is judged by (runner.validity.OpenLoop)."""
-    waited = outcome.busy_wait_ns
+def open_loop(scenario: Scenario) -> OpenLoop:
+    """What the run's contention is judged by (runner.validity.OpenLoop), from its
+    scenario's fields."""
     return OpenLoop(
         clock_late=clock_contention(scenario),
-        busy_wait_s=None if waited is None else waited / 1e9,
-        busy_s=outcome.busy_ns / 1e9,
+        busy_wait_s=scenario.busy_run_queue_wait_s,
+        busy_s=scenario.busy_s or 0.0,
     )
 
 

@@ -704,7 +704,7 @@ def _result(
             [("warmup", ready.warmup, config.warmup), ("measurement", measured, config.measure)],
             span.used,
             span.telemetry,
-            open_loop=fixed_rate.open_loop(fixed, scenario) if fixed and scenario else None,
+            open_loop=fixed_rate.open_loop(scenario) if fixed and scenario else None,
         ),
         contention=span.used,
         gpu=span.telemetry,
