@@ -45,6 +45,7 @@ from store.database import open_store
 from store.published import EXTENSIONS
 from tests.cluster.conftest import NAMESPACE, LiveCluster, Repo, job_condition, wait_for
 from tests.collector.gathering import COLLECTOR
+from tests.lake.fleet import reported_alike
 from tests.lakeserver import Lake
 
 pytestmark = pytest.mark.cluster
@@ -180,14 +181,7 @@ def _reports_alike(first: Path, third: Path, lake: Lake) -> None:
     """A third machine, a clone of the repository (its specs and prices, dist/, results/)
     with no database, reports every run from the lake as the first one does."""
     shutil.copytree(first, third, symlinks=True, ignore=shutil.ignore_patterns(STORE_DIR))
-    for output_format in ("text", "json"):
-        arguments = ("report", "--workflow", WORKFLOW, "--format", output_format)
-        here = _collector(first, lake, *arguments)
-        there = _collector(third, lake, *arguments, "--lake", str(lake.url))
-        assert here.exit_code == 0, here.output
-        assert there.exit_code == 0, there.output
-        assert there.stdout == here.stdout
-    assert not (third / DEFAULT_DATABASE).exists()
+    reported_alike(first, third, lake, WORKFLOW)
 
 
 def _published_files(lake: Lake) -> dict[str, bytes]:

@@ -310,7 +310,8 @@ def test_a_store_that_refuses_or_hangs_costs_one_request_and_loses_nothing(
     assert reader.reads == 1
     assert outcome.lake.down is not None and word in outcome.lake.down
     assert outcome.stored_new == 6 and outcome.lake.read == 0
-    assert [(v.index, v.result_source) for _, v in outcome.lake.missed] == [
+    # In the order the groups' pods were harvested, which their threads decide.
+    assert sorted((v.index, v.result_source) for _, v in outcome.lake.missed) == [
         (i, "log") for i in range(6)
     ]
     assert _log_reads(api) == 2

@@ -4,11 +4,15 @@ the lake's sync, report and forget tests and bench/lake_report.py."""
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from benchfleet.collector import cli
 from contract.options import DEFAULT_DATABASE
 from contract.records import JobIdentity, JobRecord, StoredVariant, write_record
 from contract.samples import encode
 from store.database import open_store
 from tests.collector.stored import JOB, failed, succeeded
+from tests.lakeserver import Lake
 
 WORKFLOW = JOB.workflow
 CLUSTERS = ("us-east", "eu-west")
@@ -56,3 +60,18 @@ def gathered(root: Path, records: list[JobRecord], now: datetime) -> Path:
             store.add(identity, record.variants, now + timedelta(seconds=number))
             write_record(root, record)
     return root
+
+
+def reported_alike(first: Path, third: Path, lake: Lake, workflow: str) -> None:
+    """`third`, a root with no database, reports `workflow` from the lake byte for byte as
+    `first` reports it from its own store, in text and JSON; and still has no database."""
+    for output_format in ("text", "json"):
+        arguments = ["report", "--workflow", workflow, "--format", output_format]
+        here = CliRunner().invoke(cli, ["--root", str(first), *arguments], env=lake.env())
+        there = CliRunner().invoke(
+            cli, ["--root", str(third), *arguments, "--lake", str(lake.url)], env=lake.env()
+        )
+        assert here.exit_code == 0, here.output
+        assert there.exit_code == 0, there.output
+        assert there.stdout == here.stdout
+    assert not (third / DEFAULT_DATABASE).exists()

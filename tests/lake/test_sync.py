@@ -21,7 +21,7 @@ from contract.lake import raw_key, runs_prefix
 from contract.options import DEFAULT_DATABASE
 from store.published import EXTENSIONS, JSONL, parquet_digest, read_jsonl
 from tests.collector.stored import NOW
-from tests.lake.fleet import CLUSTERS, WORKFLOW, fleet, gathered, job
+from tests.lake.fleet import CLUSTERS, WORKFLOW, fleet, gathered, job, reported_alike
 from tests.lakeserver import Lake
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -55,13 +55,7 @@ def test_two_roots_publish_once_and_a_third_reports_from_the_lake_alone(
 
     third = tmp_path / "third"
     third.mkdir()
-    for output_format in ("text", "json"):
-        arguments = ("report", "--workflow", WORKFLOW, "--format", output_format)
-        here = collector(first, lake, *arguments)
-        there = collector(third, lake, *arguments, "--lake", str(lake.url))
-        assert here.exit_code == 0, here.output
-        assert there.exit_code == 0, there.output
-        assert there.stdout == here.stdout
+    reported_alike(first, third, lake, WORKFLOW)
     every = collector(third, lake, "report", "--workflow", WORKFLOW, "--all-revisions", "--lake")
     assert every.exit_code == 0, every.output
     for record in records:
