@@ -52,6 +52,13 @@ def pod_env(lake: Lake, identity: Identity | None = None) -> dict[str, str]:
     }
 
 
+@pytest.fixture
+def in_the_lakes_pod(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's environment as a pod of a cluster with `lake` as its store has it."""
+    for name, value in pod_env(lake).items():
+        monkeypatch.setenv(name, value)
+
+
 def _read_back(lake: Lake, stored: StoredObject) -> bytes:
     """The object's bytes, as a collector reads them: no more than the message says."""
     return lake.store().get(stored.key, max_bytes=stored.bytes)
@@ -75,16 +82,14 @@ def _keys(lake: Lake) -> list[str]:
     return [listed.key for listed in lake.store().list(lake.url.key(""))]
 
 
+@pytest.mark.usefixtures("in_the_lakes_pod")
 def test_a_run_writes_its_whole_result_once_where_the_message_says(
     lake: Lake,
     capsys: pytest.CaptureFixture[str],
     make_config: MakeConfig,
     models_dir: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name, value in pod_env(lake).items():
-        monkeypatch.setenv(name, value)
     code, line, message = run_main(
         capsys, write_config(make_config(), tmp_path), models_dir, tmp_path
     )
@@ -145,16 +150,14 @@ def _assert_fell_back(
     assert lake.server.admin.secret_key not in result.store_error
 
 
+@pytest.mark.usefixtures("in_the_lakes_pod")
 def test_a_store_stopped_for_the_whole_run_costs_nothing_and_says_unreachable(
     lake: Lake,
     capsys: pytest.CaptureFixture[str],
     make_config: MakeConfig,
     models_dir: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name, value in pod_env(lake).items():
-        monkeypatch.setenv(name, value)
     with lake.stopped():
         code, line, message = run_main(
             capsys, write_config(make_config(), tmp_path), models_dir, tmp_path
