@@ -2,12 +2,6 @@
 process, SIGINT while its second pod measures. What finished is stored, the pod's runner and
 everything it started are gone, its scratch is removed, and it says what did not run."""
 
-import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,11 +10,9 @@ import pytest
 
 from contract.config import RunConfig
 from contract.dist import read_workload
-from tests.conftest import REPO_ROOT
 from tests.localrun.conftest import QUICK_PHASE, SMOKE, EditConfig, stored
+from tests.localrun.tried import left_in, local_try
 
-WAIT_S = 300.0
-"""The longest the test waits for a line (torch's import on a loaded machine)."""
 MEASURE = {"min_iterations": 3, "min_time_s": 3.0, "max_iterations": 1_000_000, "max_time_s": 30}
 """Long enough a window to land a signal in, short enough to cost little."""
 
@@ -28,34 +20,6 @@ MEASURE = {"min_iterations": 3, "min_time_s": 3.0, "max_iterations": 1_000_000, 
 def _three_pods(config: dict[str, Any]) -> None:
     config["warmup"], config["measure"] = QUICK_PHASE, MEASURE
     config["groups"] = [[0, 1], [2, 3], [4, 5]]
-
-
-def _processes() -> dict[int, tuple[int, int]]:
-    """Every process of this machine: its parent's pid and its process group, by pid."""
-    found = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # it ended meanwhile
-        found[int(stat.parent.name)] = (int(fields[1]), int(fields[2]))
-    return found
-
-
-def _lines(stream: Any, into: "queue.Queue[str]") -> None:
-    for line in stream:
-        into.put(line)
-
-
-def _wait_for(lines: "queue.Queue[str]", seen: list[str], wanted: Callable[[str], bool]) -> None:
-    while True:
-        try:
-            line = lines.get(timeout=WAIT_S)
-        except queue.Empty:
-            pytest.fail("no such line in time; stderr so far:\n" + "".join(seen))
-        seen.append(line)
-        if wanted(line):
-            return
 
 
 @pytest.mark.slow
@@ -71,43 +35,25 @@ def test_ctrl_c_stores_what_finished_and_leaves_no_process_or_scratch(
     variants = RunConfig.model_validate_json(config_map["data"]["config.json"]).variants
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(REPO_ROOT)}
-    with (tmp_path / "stdout").open("w") as stdout:
-        localrun = subprocess.Popen(
-            [sys.executable, "-m", "localrun", "cpu-smoke", "--root", str(root), "--again"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=stdout,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    try:
-        lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=_lines, args=(localrun.stderr, lines), daemon=True).start()
-        seen: list[str] = []
-        _wait_for(lines, seen, lambda line: line.startswith("  [1/3] index 0: "))
+    arguments = ("cpu-smoke", "--root", str(root), "--again")
+    with local_try(arguments, scratch, tmp_path / "stdout") as tried:
+        tried.wait_for(lambda line: line.startswith("  [1/3] index 0: "))
         assert [state for _, _, state, _ in stored(root)] == ["succeeded"] * 2, (
             "the first pod is stored as it ends"
         )
         # The second pod has measured variant 2 and is measuring variant 3.
         third = variants[3].describe()
-        _wait_for(lines, seen, lambda line: ": measure " in line and f"({third})" in line)
-        (runner,) = [pid for pid, (parent, _) in _processes().items() if parent == localrun.pid]
-        localrun.send_signal(signal.SIGINT)
-        code = localrun.wait(timeout=WAIT_S)
-    finally:
-        localrun.kill()
-        localrun.wait()
-    while not lines.empty():
-        seen.append(lines.get())
-    output = "".join(seen)
+        tried.wait_for(lambda line: ": measure " in line and f"({third})" in line)
+        runner = tried.runner()
+        code = tried.stop()
+    output = tried.rest()
     assert code == 130, output
     assert [(index, state) for _, index, state, _ in stored(root)] == [
         (0, "succeeded"),
         (1, "succeeded"),
         (2, "succeeded"),
     ], "the stopped pod's finished variant is stored; the one it was measuring is not"
-    assert runner not in {group for _, group in _processes().values()}, "its group is gone"
+    assert left_in(runner) == [], "its group is gone"
     assert list(scratch.iterdir()) == []
     assert "stopped by SIGINT: stored the 3 variants that finished; 3 variants did not run" in (
         output
