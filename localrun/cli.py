@@ -23,6 +23,7 @@ from contract.layout import LOCAL_CLUSTER, cluster_of, workload_files
 from contract.options import database_option, root_option, version_option
 from contract.text import plural
 from localrun.display import PodDisplay
+from localrun.estimate import estimate_lines
 from localrun.image_files import ImageFileError, image_files, parse_image_files
 from localrun.images import ImagePullError, ImageStore
 from localrun.pod import PodPlan, PodRun, PodSpecError
@@ -82,11 +83,12 @@ IMAGE_FILE_OPTION = click.option(
 )
 
 
-def _earlier(database: Path, workflow: str) -> dict[tuple[str, str, int], StoredRun]:
+def _stored(database: Path, workflow: str) -> list[StoredRun]:
+    """Every stored run of `workflow` (local tries and gathered ones)."""
     if not database.is_file():
-        return {}
+        return []
     with open_store(database) as store:
-        return earlier_runs(store.runs(workflow))
+        return list(store.runs(workflow))
 
 
 def _say_reused(reuse: Reuse, planned: int) -> None:
@@ -124,6 +126,8 @@ class _Planned:
     jobs: list[ExpectedJob]
     reuse: Reuse
     to_run: list[PodPlan]
+    estimates: list[str]
+    """About how long the pods of each target take here (localrun/estimate.py)."""
 
 
 def _plan(
@@ -146,11 +150,8 @@ def _plan(
         plans = list(pod_plans(workload, scratch, indexes))
     except (PodSpecError, WorkloadError) as error:
         raise click.ClickException(str(error)) from None
-    reuse = (
-        Reuse(to_run=plans)
-        if again
-        else plan_reuse(plans, jobs, _earlier(root / database, workflow))
-    )
+    stored = _stored(root / database, workflow)
+    reuse = Reuse(to_run=plans) if again else plan_reuse(plans, jobs, earlier_runs(stored))
     _say_reused(reuse, len(plans))
     try:
         files = image_files(parse_image_files(given_files), workload, reuse.to_run)
@@ -158,7 +159,9 @@ def _plan(
         raise click.ClickException(str(error)) from None
     to_run = [replace(plan, image_files=files) for plan in reuse.to_run]
     _pull_images(to_run)
-    return _Planned(path.relative_to(root), jobs, reuse, to_run)
+    skipped = {job: runs.keys() for job, runs in reuse.reused.items()}
+    estimates = estimate_lines(workload, jobs, to_run, skipped, stored)
+    return _Planned(path.relative_to(root), jobs, reuse, to_run, estimates)
 
 
 def _say_cluster_chosen(root: Path, workflow: str, chosen: Path) -> None:
@@ -212,6 +215,8 @@ def run_workflow(
             click.echo(f"stopped by {stop.name} before any pod ran: nothing stored", err=True)
             raise click.exceptions.Exit(stop.exit_code) from None
         click.echo(f"running {plural(len(planned.to_run), 'pod')} of {planned.shown}", err=True)
+        for line in planned.estimates:
+            click.echo(line, err=True)
         _say_short_of_cpus(planned.to_run)
         store_reuses(root / database, planned.jobs, planned.reuse)
         tried = run_and_store(

@@ -13,7 +13,7 @@ annotations can change in place (an edited description changes only those), so t
 not compared.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -260,11 +260,6 @@ def _ref(job: Mapping[str, Any], config_json: str | None) -> JobRef:
         return ref  # a Job without synth's config.json (hand-written): counted, not costed
     config = RunConfig.model_validate_json(config_json)
     (container,) = job["spec"]["template"]["spec"]["containers"]
-    loads = tuple(
-        config.models[model].sha256
-        for index in range(config.completions)
-        for model in dict.fromkeys(variant.model for variant in config.group(index))
-    )
     pod = job["spec"]["template"]["spec"]
     per_variant = config.warmup.max_time_s + config.measure.max_time_s
     return replace(
@@ -272,25 +267,7 @@ def _ref(job: Mapping[str, Any], config_json: str | None) -> JobRef:
         variants=len(config.variants),
         gpus=config.gpus,
         max_pod_seconds=per_variant * len(config.variants),
-        planned=Planned(
-            target=ref.target,
-            variants=config.variants,
-            pods=ref.pods,
-            loads=loads,
-            bound_s=per_variant,
-            loops=Loops(
-                warmup=config.warmup,
-                measure=config.measure,
-                scenario=config.scenario,
-                on_cpu=not config.gpus,
-            ),
-            sizes={
-                model.sha256: size
-                for model in config.models.values()
-                if (size := known_bytes(model)) is not None
-            },
-            models={name: model.sha256 for name, model in config.models.items()},
-        ),
+        planned=planned_of(ref.target, config, range(config.completions)),
         ids={v.id: v.describe() for v in config.variants},
         setup={
             "image": container["image"],
@@ -306,6 +283,43 @@ def _ref(job: Mapping[str, Any], config_json: str | None) -> JobRef:
 
 PARAMETER_BYTES = 4
 """A recorded `layers:` counts parameters, not bytes: taken as fp32's."""
+
+
+def planned_of(
+    target: str, config: RunConfig, indexes: Iterable[int], skip: Collection[str] = ()
+) -> Planned:
+    """What completion indexes `indexes` of a Job of `target` with config.json `config` run,
+    as the estimate needs it: their variants but those whose ids are in `skip` (a local
+    try's, measured before), the models each pod loads, the loops' rules and bounds, and
+    each model's size as known before its pod."""
+    runs = {
+        index: group
+        for index in indexes
+        if (group := [v for v in config.group(index) if v.id not in skip])
+    }
+    return Planned(
+        target=target,
+        variants=tuple(variant for group in runs.values() for variant in group),
+        pods=len(runs),
+        loads=tuple(
+            config.models[model].sha256
+            for group in runs.values()
+            for model in dict.fromkeys(variant.model for variant in group)
+        ),
+        bound_s=config.warmup.max_time_s + config.measure.max_time_s,
+        loops=Loops(
+            warmup=config.warmup,
+            measure=config.measure,
+            scenario=config.scenario,
+            on_cpu=not config.gpus,
+        ),
+        sizes={
+            model.sha256: size
+            for model in config.models.values()
+            if (size := known_bytes(model)) is not None
+        },
+        models={name: model.sha256 for name, model in config.models.items()},
+    )
 
 
 def known_bytes(model: ModelConfig) -> int | None:
@@ -415,21 +429,22 @@ def _runs(change: Change) -> str:
     because = f": {reasons}" if reasons else ""
     cost = _cost(job)
     if change.estimate is not None:
-        cost = f"{_estimated(change.estimate, job)} ({cost})"
+        cost = f"{estimate_words(change.estimate, len(job.ids), job.gpus)} ({cost})"
     pods = f" in {job.pods} pods" if job.pods != job.variants else ""
     return f"{job.variants} variant{plural} will run{pods}{because}; {cost}"
 
 
-def _estimated(estimate: Estimate, job: JobRef) -> str:
-    """The estimate in words, saying what each part of it goes by."""
+def estimate_words(estimate: Estimate, variants: int, gpus: int) -> str:
+    """The estimate of `variants` variants of pods of `gpus` GPUs each, in words, saying
+    what each part of it goes by."""
     minutes = estimate.seconds / 60
     words = f"about {minutes:.1f} pod-minutes"
     if estimate.low_s != estimate.high_s:
         words += f" (between {estimate.low_s / 60:.1f} and {estimate.high_s / 60:.1f})"
-    if job.gpus:
-        words += f", {minutes * job.gpus / 60:.2f} GPU-hours"
+    if gpus:
+        words += f", {minutes * gpus / 60:.2f} GPU-hours"
     measured = estimate.from_history - estimate.allocated
-    bounds = len(job.ids) - estimate.from_history
+    bounds = variants - estimate.from_history
     compiling = (
         f" ({estimate.compiled} compiling, likely {FIRST_COMPILE.likely_s:.0f} s the first in "
         f"a pod and {LATER_COMPILE.likely_s:.0f} s a later one)"
@@ -451,7 +466,7 @@ def _estimated(estimate: Estimate, job: JobRef) -> str:
         if count
     ]
     words = f"{words}: {', '.join(parts)}"
-    if estimate.allocated < len(job.ids):
+    if estimate.allocated < variants:
         # Each allocation holds its share of its pod's start-up and loads; the rest add them.
         startup = (
             f"start-up {estimate.startup_s:.0f} s a pod by {estimate.startup_pods} earlier pods"

@@ -6,6 +6,7 @@ config.json, so each pod takes about as long as importing torch.
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -144,6 +145,8 @@ def test_a_second_try_reuses_the_first_and_again_runs_it_over_it(quick_root: Pat
     command = ["cpu-smoke", "--root", str(quick_root), "--index", "0"]
     first = CliRunner().invoke(main, command)
     assert first.exit_code == 0, first.output
+    first_try = r"\n  cpu: about [\d.]+ pod-minutes .*1 by their loops' minimums"
+    assert re.search(first_try, first.output), "a first try goes by the loops and allowances"
     before = collected(quick_root)
     second = CliRunner().invoke(main, command)
     assert second.exit_code == 0, second.output
@@ -155,6 +158,9 @@ def test_a_second_try_reuses_the_first_and_again_runs_it_over_it(quick_root: Pat
     again = CliRunner().invoke(main, [*command, "--again"])
     assert again.exit_code == 0, again.output
     assert "reusing" not in again.output and "running 1 pod" in again.output
+    assert "pod-minutes" not in second.output, "nothing to run, nothing to estimate"
+    estimated = "pod-minutes: 1 by earlier runs' own time (retries not recorded); start-up"
+    assert estimated in again.output, "the second try goes by the first"
     assert len(stored(quick_root)) == 1, "the Job's own run replaced"
 
 
