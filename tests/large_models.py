@@ -10,8 +10,9 @@ ResNet-50 comes from an OCI registry (`oci`), BERT-base from the company's https
 import html
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Final
 
 from click.testing import Result
@@ -29,7 +30,7 @@ MOST_RSS_PER_BYTE: Final = 2.5
 model's .pt2 (fp32): the goal, met at 1.1-1.5 (docs/decisions/runner.md)."""
 
 
-def _resources(memory: str) -> str:
+def resources(memory: str) -> str:
     """A pod's resources: one CPU, so one thread. On this host's two shared cores (the other
     xdist worker beside it, and more) a 2-thread pod's OpenMP threads spin at every barrier
     while the other waits for a core: ResNet-50's forward took 7-12x the CPU time so under
@@ -39,11 +40,15 @@ def _resources(memory: str) -> str:
     return f"{{requests: {{cpu: 1, memory: {memory}}}, limits: {{cpu: 1, memory: {memory}}}}}"
 
 
-def _large_entries(models: dict[str, LargeModel], oci_line: str) -> str:
-    """ResNet-50's entry from the registry (`oci_line`, as `make push-model` printed it) and
-    BERT-base's from the company's server."""
-    resnet = models[RESNET].entry.replace(OCI_PLACEHOLDER, oci_line)
-    return resnet + models[BERT].entry + f"    ca_bundle: {CA_BUNDLE}\n"
+def _large_entries(models: dict[str, LargeModel], oci_line: str, names: Iterable[str]) -> str:
+    """The entries of `names` among the large models: ResNet-50's from the registry
+    (`oci_line`, as `make push-model` printed it) and BERT-base's from the company's
+    server."""
+    entries = {
+        RESNET: models[RESNET].entry.replace(OCI_PLACEHOLDER, oci_line),
+        BERT: models[BERT].entry + f"    ca_bundle: {CA_BUNDLE}\n",
+    }
+    return "".join(entries[name] for name in names)
 
 
 def spec(models: dict[str, LargeModel], oci_line: str) -> str:
@@ -58,13 +63,13 @@ models:
   - name: {BASELINE}
     file: models/examples/tiny-mlp.pt2
     inputs: [{{shape: [64]}}]
-{_large_entries(models, oci_line)}benchmark:
+{_large_entries(models, oci_line, (RESNET, BERT))}benchmark:
   batch_size: 1
   warmup: {{min_iterations: 1, min_time: 0s}}
   measure: {{min_iterations: 3, min_time: 0s, max_time: 20s}}
 targets:
   - gpu_type: cpu
-    resources: {_resources("3Gi")}
+    resources: {resources("3Gi")}
 scheduling:
   deadline: 30m
 """
@@ -79,31 +84,65 @@ EXAMPLES: Final = {
 """The example models (models/examples/) and each one's input shape per sample."""
 PRECISIONS: Final = ("fp32", "bf16")
 QUANTIZATIONS: Final = ("none", "int8-dynamic")
-COMPILED: Final = (("fp32", "none"),)
-"""The precision and quantization inductor compiles: one compile a model, which proves that
-a model of each shape compiles and is measured within its gate. A compile of BERT-base or
-ResNet-50 takes 35-130 s on this 2-core host under load, so the others run eager only:
-int8-dynamic compiled is tests/runner/test_compile.py's (tiny-transformer) and
-bench/compiled.py's, which asks what compiling buys (docs/decisions/tests.md)."""
+RUNTIMES: Final = ("eager", "inductor", "aotinductor", "onnxruntime")
+CONVERTED: Final = MappingProxyType(
+    {"inductor": PRECISIONS, "aotinductor": PRECISIONS, "onnxruntime": ("fp32",)}
+)
+"""The precisions each runtime but eager runs a model at, unquantized: each that it takes on
+a CPU (ONNX Runtime's CPU provider has no bf16 kernels, and neither it nor the AOTInductor
+package runs torchao's quantized modules the way eager does: int8-dynamic runs eager)."""
+ONE_COMPILE: Final = MappingProxyType({BERT: (("inductor", "fp32"),)})
+"""Models converted once only, fp32 by inductor, rather than as CONVERTED says: BERT-base's
+conversions (aotinductor at fp32 and bf16, onnxruntime at fp32: 43 CPU-s, peak memory 3.8
+GiB, 2026-12-06) would prove again, on the test-suite's time, what ResNet-50's prove of a
+model of real size (docs/decisions/tests.md)."""
 
 
-def variants_per_model(*, compiled: bool) -> int:
-    """A model's variants in the sweep: precision x quantization, and with `compiled`
-    COMPILED's again compiled by inductor."""
-    return len(PRECISIONS) * len(QUANTIZATIONS) + (len(COMPILED) if compiled else 0)
+def _conversions(model: str) -> tuple[tuple[str, str], ...]:
+    """The runtimes but eager and the precisions `model` is converted at in the sweep."""
+    if model in ONE_COMPILE:
+        return ONE_COMPILE[model]
+    return tuple((runtime, p) for runtime, precisions in CONVERTED.items() for p in precisions)
+
+
+def variants_per_model(model: str, *, runtimes: bool) -> int:
+    """`model`'s variants in the sweep: precision x quantization eager, and with `runtimes`
+    its conversions too."""
+    return len(PRECISIONS) * len(QUANTIZATIONS) + (len(_conversions(model)) if runtimes else 0)
+
+
+def _runtime_axis(names: Iterable[str]) -> str:
+    """The sweep's runtime axis and the exclude entries that leave each model the
+    conversions `_conversions` names."""
+    excluded = [
+        f"{{precision: {p}, quantization: {q}, runtime: {runtime}}}"
+        for runtime in RUNTIMES[1:]
+        for p in PRECISIONS
+        for q in QUANTIZATIONS
+        if q != "none" or p not in CONVERTED[runtime]
+    ] + [
+        f"{{model: {name}, precision: {p}, quantization: none, runtime: {runtime}}}"
+        for name in names
+        for runtime in RUNTIMES[1:]
+        for p in CONVERTED[runtime]
+        if name in ONE_COMPILE and (runtime, p) not in ONE_COMPILE[name]
+    ]
+    return f"    runtime: [{', '.join(RUNTIMES)}]\n  exclude:\n" + "".join(
+        f"    - {entry}\n" for entry in excluded
+    )
 
 
 def sweep_spec(
     models: dict[str, LargeModel],
     oci_line: str,
+    names: Sequence[str],
     *,
-    examples: bool,
-    compiled: bool,
+    runtimes: bool,
     models_per_pod: int = 1,
 ) -> str:
-    """The sweep: precision x quantization (and COMPILED compiled, where `compiled`) over the
-    real-size models and, with `examples`, the example models; each model's variants in one
-    pod (with `models_per_pod` models' in each), measured in interleaved rounds, so each
+    """The sweep over `names` (of EXAMPLES, RESNET, BERT): precision x quantization eager,
+    and with `runtimes` each model's conversions (`_conversions`); each model's variants in
+    one pod (with `models_per_pod` models' in each), measured in interleaved rounds, so each
     comparison of a model's configurations is paired and its start-up and load are paid
     once."""
     example_entries = "".join(
@@ -111,36 +150,30 @@ def sweep_spec(
         f"    file: models/examples/{name}.pt2\n"
         f"    inputs: [{{shape: {shape}}}]\n"
         for name, shape in EXAMPLES.items()
-        if examples
+        if name in names
     )
-    compile_axis = ""
-    if compiled:
-        compile_axis = "    runtime: [eager, inductor]\n  exclude:\n" + "".join(
-            f"    - {{precision: {p}, quantization: {q}, runtime: inductor}}\n"
-            for p in PRECISIONS
-            for q in QUANTIZATIONS
-            if (p, q) not in COMPILED
-        )
+    large = [name for name in names if name not in EXAMPLES]
+    per_pod = max(variants_per_model(name, runtimes=runtimes) for name in names) * models_per_pod
     return f"""\
 id: {SWEEP}
 description: which configuration serves each model fastest on a CPU
 owner: ml-platform@example.com
 clusters: [us-east]
 models:
-{example_entries}{_large_entries(models, oci_line)}benchmark:
+{example_entries}{_large_entries(models, oci_line, large)}benchmark:
   batch_size: 1
   interleave: true
   warmup: {{min_iterations: 1, min_time: 0s}}
   measure: {{min_iterations: 8, max_iterations: 8, min_time: 0s, max_time: 4s}}
 targets:
   - gpu_type: cpu
-    resources: {_resources("8Gi")}
+    resources: {resources("8Gi")}
 sweep:
   matrix:
     precision: [{", ".join(PRECISIONS)}]
     quantization: [{", ".join(QUANTIZATIONS)}]
-{compile_axis}scheduling:
-  variants_per_pod: {variants_per_model(compiled=compiled) * models_per_pod}
+{_runtime_axis(names) if runtimes else ""}scheduling:
+  variants_per_pod: {per_pod}
   deadline: 60m
 """
 
@@ -167,13 +200,13 @@ def check_sweep_reports(
     cluster: str,
     models: Iterable[str],
     *,
-    compiled: bool,
+    runtimes: bool,
 ) -> None:
     """The sweep's report (`collector`: the collector command with these arguments) in
     text, JSON and HTML answers, for each of `models` on the CPU target of `cluster`, which
     configuration is fastest within its accuracy gate, by how much (a paired ratio with its
     interval) and how sure; every variant's accuracy was measured, and none outside its gate
-    is named best. `compiled`: whether sweep_spec swept the compile axis too."""
+    is named best. `runtimes`: whether sweep_spec swept the runtime axis too."""
     text, document = (_reported(collector, "--format", kind) for kind in ("text", "json"))
     _reported(collector, "--format", "html", "--output", str(folder / "report.html"))
     page = (folder / "report.html").read_text(encoding="utf-8")
@@ -182,14 +215,14 @@ def check_sweep_reports(
     assert not report["failures"], report["failures"]
     states = {row["variant_id"]: row["accuracy"]["state"] for row in report["variants"]}
     expected = set(models)
-    configurations = variants_per_model(compiled=compiled)
-    assert len(states) == configurations * len(expected)
+    configurations = {model: variants_per_model(model, runtimes=runtimes) for model in expected}
+    assert len(states) == sum(configurations.values())
     assert set(states.values()) <= {"passed", "accuracy_failed"}, "every accuracy measured"
     answers = {answer["model"]: answer for answer in report["answers"]}
     assert set(answers) == expected
     for model, answer in answers.items():
         assert (answer["cluster"], answer["target"]) == (cluster, "cpu")
-        assert answer["configurations"] == configurations
+        assert answer["configurations"] == configurations[model]
         assert answer["accuracy"] == "passed", answer["sentence"]
         assert states[answer["best_variant_id"]] == "passed", "never best outside its gate"
         runner_up = answer["runner_up"]
@@ -212,3 +245,20 @@ def _reported(collector: Callable[..., Result], *arguments: str) -> str:
     done = collector("report", "--workflow", SWEEP, *arguments)
     assert done.exit_code == 0, done.output
     return done.output
+
+
+def check_runtimes_named(variants: Iterable[StoredVariant]) -> None:
+    """Every stored result names its runtime, what ran (`applied.runtime_proof`: ONNX
+    Runtime's provider, AOTInductor's package), its conversion time (none for eager) and
+    its accuracy."""
+    for variant in variants:
+        result = variant.result
+        assert isinstance(result, OkResult) and result.variant is not None, variant.explanation
+        runtime, applied = result.variant.runtime, result.applied
+        assert applied is not None and applied.runtime_proof, (runtime, applied)
+        assert result.timings is not None
+        converting_s = result.timings.converting_s
+        assert (converting_s is None) == (runtime == "eager"), (runtime, converting_s)
+        if runtime == "onnxruntime":
+            assert "CPUExecutionProvider" in applied.runtime_proof
+        assert result.accuracy is not None and result.accuracy.max_rel_error is not None

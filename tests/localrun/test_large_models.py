@@ -1,10 +1,11 @@
 """Models of real size tried here before a pull request, as a team brings them: exported with
 `benchfleet export`, ResNet-50 pushed with `make push-model` to a registry on loopback and
 pulled as an image volume, BERT-base served over https behind the company's CA; localrun runs
-the pods through the real runner, stores and reports them, and the runner's memory per model
-stays within the goal. Then the question a sweep is run for, asked of every model: which
-precision, quantization and compile mode is fastest within its accuracy gate, by how much, how
-sure (tests/large_models.py's sweep)."""
+the pods through the real runner, stores and reports them. The question a sweep is run for,
+asked of every model: which precision, quantization and runtime is fastest within its
+accuracy gate, by how much, how sure (tests/large_models.py's sweep). The runner's memory per
+model, each in a pod of its own, is tests/cluster/test_large_models.py's: its pods are
+started as localrun starts them."""
 
 import shutil
 from collections.abc import Callable, Iterator
@@ -27,14 +28,11 @@ from store.database import open_store
 from synth.main import synth
 from tests.conftest import REPO_ROOT
 from tests.large_models import (
-    BASELINE,
     CA_BUNDLE,
     EXAMPLES,
     SWEEP,
-    WORKFLOW,
+    check_runtimes_named,
     check_sweep_reports,
-    rss_per_byte,
-    spec,
     sweep_spec,
 )
 from tests.localrun.conftest import DATABASE
@@ -96,31 +94,7 @@ def _run_here(
     return root
 
 
-def test_real_sized_models_run_here_from_a_registry_and_the_company_server(
-    large_models: dict[str, LargeModel],
-    registry: str,
-    model_server: ModelServer,
-    company_ca: Authority,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    text = partial(spec, large_models)
-    root = _run_here(
-        WORKFLOW, text, large_models, registry, model_server, company_ca, tmp_path, monkeypatch
-    )
-    report = capsys.readouterr().out
-    print(report)  # the report a team reads: shown with -s
-    with open_store(root / DATABASE) as stored:
-        variants = [run.variant for run in stored.runs(WORKFLOW)]
-    ratios = rss_per_byte(variants, large_models)
-    print(f"runner peak RSS above {BASELINE}'s, per byte of the model: {ratios}")
-    for model in (BASELINE, RESNET, BERT):
-        assert model in report
-    assert len(model_server.requests) == 1, "downloaded once"
-
-
-def test_a_sweep_of_precision_quantization_and_compile_over_every_model_is_answered_here(
+def test_a_sweep_of_precision_quantization_and_runtime_over_every_model_is_answered_here(
     large_models: dict[str, LargeModel],
     registry: str,
     model_server: ModelServer,
@@ -128,20 +102,25 @@ def test_a_sweep_of_precision_quantization_and_compile_over_every_model_is_answe
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """fp32 and bf16 x none and int8-dynamic, and fp32 compiled by inductor, over the example
-    models and the real-size ones, each model's variants interleaved, all in one pod (one
-    start-up, one first compile: tests/large_models.py COMPILED says why one compile a
-    model); the report in text, JSON and HTML answers each model's question."""
+    """fp32 and bf16 x none and int8-dynamic eager, and unquantized in each runtime at each
+    precision it takes (inductor, aotinductor, onnxruntime), over the example models and the
+    real-size ones (BERT-base converted once: tests/large_models.py ONE_COMPILE), each
+    model's variants interleaved, in two pods (the examples', the real-size ones'; a pod
+    runs at most 32 variants; docs/decisions/tests.md).
+    Every result names its runtime, what ran, its conversion time and its accuracy; the
+    report in text, JSON and HTML answers each model's question, which runtime included."""
     models = (*EXAMPLES, RESNET, BERT)
     text = partial(
-        sweep_spec, large_models, examples=True, compiled=True, models_per_pod=len(models)
+        sweep_spec, large_models, names=models, runtimes=True, models_per_pod=len(EXAMPLES)
     )
     root = _run_here(
         SWEEP, text, large_models, registry, model_server, company_ca, tmp_path, monkeypatch
     )
+    with open_store(root / DATABASE) as stored:
+        check_runtimes_named(run.variant for run in stored.runs(SWEEP))
 
     def report(*arguments: str) -> Result:
         return CliRunner().invoke(collector_cli, ["--root", str(root), *arguments])
 
-    check_sweep_reports(report, tmp_path, LOCAL_CLUSTER, models, compiled=True)
+    check_sweep_reports(report, tmp_path, LOCAL_CLUSTER, models, runtimes=True)
     assert len(model_server.requests) == 1, "downloaded once, for the pod of BERT-base"
