@@ -423,10 +423,13 @@ def test_the_coverage_guided_yaml_fuzzer_finds_nothing_in_a_short_seeded_run(
 ) -> None:
     """tests/synth/fuzz_yaml.py under libFuzzer: a crash (any exception but a located
     YamlSyntaxError) ends it with a non-zero status and the input that caused it."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
     for seed in (REPO_ROOT / "specs" / "workflows").glob("*.yaml"):
-        shutil.copy(seed, tmp_path / seed.name)
+        shutil.copy(seed, corpus / seed.name)
+    # What it finds is written beside the corpus, never into the repository.
     fuzzer = [sys.executable, "-m", "tests.synth.fuzz_yaml", f"-runs={YAML_RUNS}", "-seed=1",
-              str(tmp_path)]  # fmt: skip
+              f"-artifact_prefix={tmp_path}/", str(corpus)]  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-c", LEAN_START, *fuzzer],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
