@@ -93,9 +93,10 @@ a CPU (ONNX Runtime's CPU provider has no bf16 kernels, and neither it nor the A
 package runs torchao's quantized modules the way eager does: int8-dynamic runs eager)."""
 ONE_COMPILE: Final = MappingProxyType({BERT: (("inductor", "fp32"),)})
 """Models converted once only, fp32 by inductor, rather than as CONVERTED says: BERT-base's
-conversions (aotinductor at fp32 and bf16, onnxruntime at fp32: 43 CPU-s, peak memory 3.8
-GiB, 2026-12-06) would prove again, on the test-suite's time, what ResNet-50's prove of a
-model of real size (docs/decisions/tests.md)."""
+other conversions (aotinductor at fp32 and bf16, onnxruntime at fp32; a pod of them and
+eager took 43 CPU s and 3.8 GiB at its peak, 2026-12-06) would prove again, on the
+test-suite's time, what ResNet-50's prove of a model of real size
+(docs/decisions/tests.md)."""
 
 
 def _conversions(model: str) -> tuple[tuple[str, str], ...]:
@@ -105,10 +106,10 @@ def _conversions(model: str) -> tuple[tuple[str, str], ...]:
     return tuple((runtime, p) for runtime, precisions in CONVERTED.items() for p in precisions)
 
 
-def variants_per_model(model: str, *, runtimes: bool) -> int:
-    """`model`'s variants in the sweep: precision x quantization eager, and with `runtimes`
-    its conversions too."""
-    return len(PRECISIONS) * len(QUANTIZATIONS) + (len(_conversions(model)) if runtimes else 0)
+def variants_per_model(model: str) -> int:
+    """`model`'s variants in the sweep: precision x quantization eager, and its
+    conversions."""
+    return len(PRECISIONS) * len(QUANTIZATIONS) + len(_conversions(model))
 
 
 def _runtime_axis(names: Iterable[str]) -> str:
@@ -137,11 +138,10 @@ def sweep_spec(
     oci_line: str,
     names: Sequence[str],
     *,
-    runtimes: bool,
     models_per_pod: int = 1,
 ) -> str:
     """The sweep over `names` (of EXAMPLES, RESNET, BERT): precision x quantization eager,
-    and with `runtimes` each model's conversions (`_conversions`); each model's variants in
+    and each model's conversions to the other runtimes (`_conversions`); each model's variants in
     one pod (with `models_per_pod` models' in each), measured in interleaved rounds, so each
     comparison of a model's configurations is paired and its start-up and load are paid
     once."""
@@ -153,7 +153,7 @@ def sweep_spec(
         if name in names
     )
     large = [name for name in names if name not in EXAMPLES]
-    per_pod = max(variants_per_model(name, runtimes=runtimes) for name in names) * models_per_pod
+    per_pod = max(variants_per_model(name) for name in names) * models_per_pod
     return f"""\
 id: {SWEEP}
 description: which configuration serves each model fastest on a CPU
@@ -172,7 +172,7 @@ sweep:
   matrix:
     precision: [{", ".join(PRECISIONS)}]
     quantization: [{", ".join(QUANTIZATIONS)}]
-{_runtime_axis(names) if runtimes else ""}scheduling:
+{_runtime_axis(names)}scheduling:
   variants_per_pod: {per_pod}
   deadline: 60m
 """
@@ -199,14 +199,12 @@ def check_sweep_reports(
     folder: Path,
     cluster: str,
     models: Iterable[str],
-    *,
-    runtimes: bool,
 ) -> None:
     """The sweep's report (`collector`: the collector command with these arguments) in
     text, JSON and HTML answers, for each of `models` on the CPU target of `cluster`, which
     configuration is fastest within its accuracy gate, by how much (a paired ratio with its
     interval) and how sure; every variant's accuracy was measured, and none outside its gate
-    is named best. `runtimes`: whether sweep_spec swept the runtime axis too."""
+    is named best."""
     text, document = (_reported(collector, "--format", kind) for kind in ("text", "json"))
     _reported(collector, "--format", "html", "--output", str(folder / "report.html"))
     page = (folder / "report.html").read_text(encoding="utf-8")
@@ -215,7 +213,7 @@ def check_sweep_reports(
     assert not report["failures"], report["failures"]
     states = {row["variant_id"]: row["accuracy"]["state"] for row in report["variants"]}
     expected = set(models)
-    configurations = {model: variants_per_model(model, runtimes=runtimes) for model in expected}
+    configurations = {model: variants_per_model(model) for model in expected}
     assert len(states) == sum(configurations.values())
     assert set(states.values()) <= {"passed", "accuracy_failed"}, "every accuracy measured"
     answers = {answer["model"]: answer for answer in report["answers"]}

@@ -122,7 +122,7 @@ def test_a_sweep_of_every_runtime_over_resnet_50_is_gathered_and_answered(
     example models' runtimes run in pods started as localrun starts them (the pod executor's
     too), which the local sweep proves; BERT-base comes from the company's server in the
     test above (docs/decisions/tests.md)."""
-    text = partial(sweep_spec, large_models, names=(RESNET,), runtimes=True)
+    text = partial(sweep_spec, large_models, names=(RESNET,))
     job = _gather(
         SWEEP, text, live, repo, large_models, model_server, company_ca,
         collector_kubeconfig, tmp_path,
@@ -133,5 +133,4 @@ def test_a_sweep_of_every_runtime_over_resnet_50_is_gathered_and_answered(
         tmp_path,
         CLUSTER,
         (RESNET,),
-        runtimes=True,
     )

@@ -110,9 +110,7 @@ def test_a_sweep_of_precision_quantization_and_runtime_over_every_model_is_answe
     Every result names its runtime, what ran, its conversion time and its accuracy; the
     report in text, JSON and HTML answers each model's question, which runtime included."""
     models = (*EXAMPLES, RESNET, BERT)
-    text = partial(
-        sweep_spec, large_models, names=models, runtimes=True, models_per_pod=len(EXAMPLES)
-    )
+    text = partial(sweep_spec, large_models, names=models, models_per_pod=len(EXAMPLES))
     root = _run_here(
         SWEEP, text, large_models, registry, model_server, company_ca, tmp_path, monkeypatch
     )
@@ -122,5 +120,5 @@ def test_a_sweep_of_precision_quantization_and_runtime_over_every_model_is_answe
     def report(*arguments: str) -> Result:
         return CliRunner().invoke(collector_cli, ["--root", str(root), *arguments])
 
-    check_sweep_reports(report, tmp_path, LOCAL_CLUSTER, models, runtimes=True)
+    check_sweep_reports(report, tmp_path, LOCAL_CLUSTER, models)
     assert len(model_server.requests) == 1, "downloaded once, for the pod of BERT-base"
