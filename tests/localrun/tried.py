@@ -101,9 +101,9 @@ class Try:
         (pid,) = [pid for pid, (parent, _) in processes().items() if parent == self.process.pid]
         return pid
 
-    def stop(self, signum: int = signal.SIGINT) -> int:
-        """Send `signum` as Ctrl-C does; the exit code once it ended."""
-        self.process.send_signal(signum)
+    def stop(self) -> int:
+        """SIGINT, as Ctrl-C sends it; the exit code once it ended."""
+        self.process.send_signal(signal.SIGINT)
         code = self.process.wait(timeout=WAIT_S)
         self.rest()
         return code
