@@ -9,6 +9,7 @@ committed, makes `make synth` drop it and Flux prune it.
 
 import logging
 import time
+from bisect import insort
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -101,9 +102,14 @@ class LakeTally:
 
     read: int = 0
     missed: list[tuple[str, StoredVariant]] = field(default_factory=list)
-    """(Job, the variant as stored) for each."""
+    """(Job, the variant as stored) for each, by Job and index: kept in that order as they
+    come, since a group's pods are harvested in whatever order their reads end."""
     down: str | None = None
     """Why the store stopped being asked, where it did."""
+
+
+def _job_and_index(missed: tuple[str, StoredVariant]) -> tuple[str, int]:
+    return missed[0], missed[1].index
 
 
 @dataclass(frozen=True)
@@ -506,7 +512,7 @@ class Gatherer:
             if variant.result_source == "lake":
                 self.lake.read += 1
             elif variant.pod in self._fetched:
-                self.lake.missed.append((identity.job, variant))
+                insort(self.lake.missed, (identity.job, variant), key=_job_and_index)
         for variant in fresh:
             if variant.pod is not None:
                 self._logs.forget(variant.pod)

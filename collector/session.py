@@ -237,8 +237,7 @@ def _lake_lines(
     lines += [
         f"    {name(job, v.index, v.variant)}: stored from its pod "
         f"({v.result_source or 'no result'}): {v.explanation}"
-        # By Job and index: the pods' groups are harvested in whatever order their reads end.
-        for job, v in sorted(lake.missed, key=lambda missed: (missed[0], missed[1].index))
+        for job, v in lake.missed
     ]
     return lines
 

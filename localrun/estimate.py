@@ -45,7 +45,7 @@ def estimate_lines(
         target = expected.identity.target or ""
         planned = planned_of(target, config, indexes, frozenset(skipped.get(name, ())))
         found = estimate(planned, history)
-        if found is not None and planned.variants:
+        if found is not None:
             words = estimate_words(found, len(planned.variants), config.gpus)
             lines.append(f"  {target}: {words}")
     return lines

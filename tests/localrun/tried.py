@@ -80,10 +80,17 @@ class Try:
     process: subprocess.Popen[str]
     seen: list[str] = field(default_factory=list)
     _lines: "queue.Queue[str]" = field(default_factory=queue.Queue)
+    _reader: threading.Thread | None = None
 
     def read(self, stream: IO[str]) -> None:
-        for line in stream:
-            self._lines.put(line)
+        """Read `stream` line by line, as it comes, in a thread of its own."""
+
+        def lines() -> None:
+            for line in stream:
+                self._lines.put(line)
+
+        self._reader = threading.Thread(target=lines, daemon=True)
+        self._reader.start()
 
     def wait_for(self, wanted: Callable[[str], bool]) -> str:
         """The next line `wanted` takes, after those before it."""
@@ -109,10 +116,9 @@ class Try:
         return code
 
     def rest(self) -> str:
-        """Every line stderr wrote, once the process has ended."""
-        deadline = time.monotonic() + 5.0
-        while self.process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        """Every line stderr wrote, once the process has ended and its stream is read."""
+        if self._reader is not None:
+            self._reader.join(timeout=WAIT_S)
         while not self._lines.empty():
             self.seen.append(self._lines.get())
         return "".join(self.seen)
@@ -135,7 +141,8 @@ def local_try(
             text=True,
         )
     tried = Try(process)
-    threading.Thread(target=tried.read, args=(process.stderr,), daemon=True).start()
+    assert process.stderr is not None
+    tried.read(process.stderr)
     try:
         yield tried
     finally:
