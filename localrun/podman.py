@@ -48,10 +48,13 @@ RUNNER_BASE_DISTRIBUTIONS: Final = ("pydantic",)
 the rest of what it imports is the runner's extras, whole."""
 RUNNER_EXTRAS: Final = ("runner", "runtimes")
 """The extras the image installs: the runner's, and the deployment runtimes' (ONNX Runtime
-and torch's ONNX exporter's libraries, 123 MB installed beside torch's several GB). The
-CUDA image gets the same CPU build of onnxruntime: its GPU build (onnxruntime-gpu) is not
-pinned here, so an onnxruntime variant on a GPU fails `runtime_failed` saying so, and the
-catalogue offers it on no GPU yet (`gpu_proven`)."""
+and torch's ONNX exporter's libraries, 123 MB installed beside torch's several GB)."""
+CUDA_BUILDS: Final = "cuda"
+"""The extra of GPU builds that an image whose torch is PyPI's installs in place of the CPU
+builds they include (onnxruntime-gpu for onnxruntime: CUDA 13 and cuDNN 9, as PyPI's torch
+2.13.0, whose libraries it loads). Each pin there names a distribution `<cpu build>-gpu`.
+The official base's torch is built for CUDA 12.6, which they are not: it keeps the CPU
+builds, and a GPU variant that needs them fails saying which provider is missing."""
 RUNNER_LAKE_DISTRIBUTIONS: Final = ("boto3",)
 """Of the `lake` extra, what the runner imports where its pod names a result lake: the
 store's client (boto3 with botocore, s3transfer and jmespath, 36 MB installed, botocore's
@@ -217,8 +220,11 @@ def _distribution(requirement: str) -> str:
     return match.group().lower() if match else requirement
 
 
-def runner_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
-    """The runner's run-time requirements, pinned as pyproject.toml pins them."""
+def runner_requirements(
+    pyproject: Path = REPO_ROOT / "pyproject.toml", *, gpu_builds: bool = False
+) -> list[str]:
+    """The runner's run-time requirements, pinned as pyproject.toml pins them; with
+    `gpu_builds`, the `cuda` extra's GPU builds in place of their CPU builds."""
     project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     base = {_distribution(requirement): requirement for requirement in project["dependencies"]}
     missing = [name for name in RUNNER_BASE_DISTRIBUTIONS if name not in base]
@@ -226,6 +232,12 @@ def runner_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[
         raise PodmanError(f"{pyproject} declares no {', '.join(missing)}")
     extras: dict[str, list[str]] = project["optional-dependencies"]
     pins = [pin for name in RUNNER_EXTRAS for pin in extras[name]]
+    if gpu_builds:
+        builds = {_distribution(pin).removesuffix("-gpu"): pin for pin in extras[CUDA_BUILDS]}
+        unmatched = sorted(set(builds) - {_distribution(pin) for pin in pins})
+        if unmatched:
+            raise PodmanError(f"{pyproject}'s {CUDA_BUILDS} extra replaces no {unmatched}")
+        pins = [builds.get(_distribution(pin), pin) for pin in pins]
     lake = {_distribution(requirement): requirement for requirement in extras["lake"]}
     missing = [name for name in RUNNER_LAKE_DISTRIBUTIONS if name not in lake]
     if missing:
@@ -247,11 +259,12 @@ def prepare_context(
     the host's Python, which is the local base's; `python_version` ("3.11") fetches them for
     another base's Python instead. `base_provides` names distributions the base already has
     (the official image's CUDA torch): they stay in requirements.txt, where the base's copy
-    satisfies them, but no wheel is fetched for them.
+    satisfies them, but no wheel is fetched for them. Where the base brings no torch, PyPI's
+    is installed, with the GPU builds made for its CUDA (CUDA_BUILDS).
     """
     folder.mkdir(parents=True, exist_ok=True)
     requirements = folder / "requirements.txt"
-    pins = runner_requirements()
+    pins = runner_requirements(gpu_builds="torch" not in base_provides)
     requirements.write_text("\n".join(pins) + "\n", encoding="utf-8")
     to_fetch = folder / "download-requirements.txt"
     to_fetch.write_text(

@@ -134,9 +134,13 @@ def _aotinductor(
     return _Built(loaded, [*libraries, f"package sha256:{digest}", tools], load_seconds)
 
 
-_GPU_PROVIDERS: Final = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
-"""ONNX Runtime's providers on a GPU, in order of preference: each node to TensorRT where it
-can take it, else to CUDA; never to the CPU (`session.disable_cpu_ep_fallback`)."""
+_GPU_PROVIDER: Final = "CUDAExecutionProvider"
+"""ONNX Runtime's provider on a GPU, with no fallback to the CPU
+(`session.disable_cpu_ep_fallback`). Not its TensorRT provider, which its GPU build always
+lists: it loads TensorRT 10's libraries, which PyPI does not serve (they come from NVIDIA's
+index) and which Torch-TensorRT 2.13 (TensorRT 11) would not share; asked for where they are
+missing, ONNX Runtime falls back to CUDA by itself. Which provider runs a variant is what it
+measures, so it is one, always the same, and proven."""
 
 
 def _providers(device: torch.device) -> list[tuple[str, dict[str, Any]]]:
@@ -145,13 +149,13 @@ def _providers(device: torch.device) -> list[tuple[str, dict[str, Any]]]:
     if device.type != "cuda":
         return [("CPUExecutionProvider", {})]
     available = ort.get_available_providers()
-    if "CUDAExecutionProvider" not in available:
+    if _GPU_PROVIDER not in available:
         raise RuntimeFailed(
-            "onnxruntime: this image's ONNX Runtime has no CUDAExecutionProvider (it has "
-            f"{', '.join(available)}): the CPU build, where the CUDA image needs onnxruntime-gpu"
+            f"onnxruntime: this image's ONNX Runtime has no {_GPU_PROVIDER} (it has "
+            f"{', '.join(available)}): the CPU build, where GPU targets need the cuda image's "
+            "onnxruntime-gpu"
         )
-    options = {"device_id": device.index or 0}
-    return [(name, options) for name in _GPU_PROVIDERS if name in available]
+    return [(_GPU_PROVIDER, {"device_id": device.index or 0})]
 
 
 _NUMPY_DTYPES: Final = {torch.float32: "float32", torch.float16: "float16", torch.int64: "int64"}
@@ -200,9 +204,15 @@ def _onnxruntime(
     except _OUT_OF_MEMORY:
         raise
     except Exception as error:  # onnxruntime's errors are its own C++ ones
+        needs = (
+            " (the CUDA provider needs CUDA 13 and cuDNN 9, the cuda image's, and a GPU it can"
+            " use: ONNX Runtime's log above names what it missed)"
+            if device.type == "cuda"
+            else ""
+        )
         raise RuntimeFailed(
             f"onnxruntime could not load the exported graph with "
-            f"{', '.join(name for name, _ in wanted)}: {_first_line(error)}"
+            f"{', '.join(name for name, _ in wanted)}: {_first_line(error)}{needs}"
         ) from error
     used = session.get_providers()
     missing = [name for name, _ in wanted if name not in used]

@@ -167,9 +167,18 @@ def test_a_pull_by_that_digest_fetches_the_image_from_the_registry(pushed: Run) 
             "python",
             pinned,
             "-c",
-            "import runner, torch; print(torch.__version__)",
+            "import onnxruntime, runner, torch; print(torch.__version__); "
+            "print(onnxruntime.__version__, *onnxruntime.get_available_providers())",
         )
-        assert versions.startswith("2.13.0")
+        torch_version, onnxruntime = versions.splitlines()
+        assert torch_version.startswith("2.13.0")
+        # PyPI's torch, so ONNX Runtime's GPU build, with its CPU provider too.
+        assert onnxruntime.split() == [
+            "1.31.1",
+            "TensorrtExecutionProvider",
+            "CUDAExecutionProvider",
+            "CPUExecutionProvider",
+        ]
     finally:
         subprocess.run(
             podman.command(*storage, "rmi", "--all", "--force"),

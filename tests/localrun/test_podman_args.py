@@ -157,6 +157,13 @@ def test_image_gets_the_runners_pins_from_pyproject() -> None:
     assert requirements[0].startswith("torch=="), "an exact pin keeps the CPU wheel"
 
 
+def test_an_image_of_pypis_torch_takes_onnx_runtimes_gpu_build_in_place_of_its_cpu_build() -> None:
+    cpu, cuda = runner_requirements(), runner_requirements(gpu_builds=True)
+    assert [pin for pin in cuda if pin not in cpu] == ["onnxruntime-gpu==1.31.1"]
+    assert [pin for pin in cpu if pin not in cuda] == ["onnxruntime==1.32.0"]
+    assert cuda.index("onnxruntime-gpu==1.31.1") == cpu.index("onnxruntime==1.32.0")
+
+
 def test_an_image_volume_is_podmans_read_only_image_mount(plan: PodPlan, tmp_path: Path) -> None:
     """podman mounts the image it pulled (no `rw=true`: read-only), at the volume's path."""
     reference = "127.0.0.1:5000/benchfleet/tiny-cnn@sha256:" + "ab" * 32

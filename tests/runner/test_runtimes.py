@@ -232,7 +232,28 @@ def test_onnxruntime_on_a_gpu_runs_on_cuda_or_fails_naming_the_missing_provider(
     assert result.applied is not None
     assert "CUDAExecutionProvider" in (result.applied.runtime_proof or [])
     assert "CPUExecutionProvider" not in (result.applied.runtime_proof or [])
+    assert "TensorrtExecutionProvider" not in (result.applied.runtime_proof or [])
     assert within_gate(result)
+
+
+def test_onnxruntimes_gpu_build_is_asked_for_its_cuda_provider_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """onnxruntime-gpu 1.31.1 lists its TensorRT provider where TensorRT's libraries are
+    missing too (measured on this machine), and falls back to CUDA by itself when asked for
+    it: so it is never asked for, and a variant's provider does not depend on the image."""
+    import onnxruntime as ort  # noqa: PLC0415
+
+    from runner import runtimes  # noqa: PLC0415
+
+    gpu_build = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    monkeypatch.setattr(ort, "get_available_providers", lambda: gpu_build)
+    assert runtimes._providers(torch.device("cuda", 1)) == [
+        ("CUDAExecutionProvider", {"device_id": 1})
+    ]
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    with pytest.raises(RuntimeFailed, match="the cuda image's onnxruntime-gpu"):
+        runtimes._providers(torch.device("cuda", 0))
 
 
 @pytest.mark.slow
