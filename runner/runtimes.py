@@ -152,8 +152,8 @@ def _providers(device: torch.device) -> list[tuple[str, dict[str, Any]]]:
     if _GPU_PROVIDER not in available:
         raise RuntimeFailed(
             f"onnxruntime: this image's ONNX Runtime has no {_GPU_PROVIDER} (it has "
-            f"{', '.join(available)}): the CPU build, where GPU targets need the cuda image's "
-            "onnxruntime-gpu"
+            f"{', '.join(available)}): the CPU build, where a GPU needs onnxruntime-gpu, which "
+            "the image built on PyPI's torch carries (docs/container.md)"
         )
     return [(_GPU_PROVIDER, {"device_id": device.index or 0})]
 
@@ -205,7 +205,7 @@ def _onnxruntime(
         raise
     except Exception as error:  # onnxruntime's errors are its own C++ ones
         needs = (
-            " (the CUDA provider needs CUDA 13 and cuDNN 9, the cuda image's, and a GPU it can"
+            " (the CUDA provider needs CUDA 13 and cuDNN 9, PyPI torch's own, and a GPU it can"
             " use: ONNX Runtime's log above names what it missed)"
             if device.type == "cuda"
             else ""

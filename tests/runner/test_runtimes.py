@@ -252,7 +252,7 @@ def test_onnxruntimes_gpu_build_is_asked_for_its_cuda_provider_alone(
         ("CUDAExecutionProvider", {"device_id": 1})
     ]
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
-    with pytest.raises(RuntimeFailed, match="the cuda image's onnxruntime-gpu"):
+    with pytest.raises(RuntimeFailed, match="a GPU needs onnxruntime-gpu"):
         runtimes._providers(torch.device("cuda", 0))
 
 
