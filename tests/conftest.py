@@ -194,6 +194,7 @@ WORKER_GROUPS = {
     "tests/localrun/test_large_models.py": "large-models",
     "tests/localrun/test_image_registry.py": "podman",
     "tests/localrun/test_podman_build.py": "podman",
+    "tests/localrun/test_podman_stop.py": "podman",
 }
 """The tests under each path prefix run on one worker of `make test`'s two, one group at a
 time. The cluster tests share one control plane a session; the local large-model tests run
