@@ -57,7 +57,7 @@ class Runtime(StrEnum):
     deployment ships."""
     ONNXRUNTIME = "onnxruntime"
     """The exported program converted to ONNX by torch's exporter and run by an ONNX Runtime
-    session (its CPU provider on a CPU, CUDA and TensorRT providers on a GPU)."""
+    session (its CPU provider on a CPU, its CUDA provider on a GPU)."""
     TENSORRT = "tensorrt"
     """The exported program compiled by Torch-TensorRT into TensorRT engines (GPU only)."""
 

@@ -109,7 +109,7 @@ RUNTIMES: Final = MappingProxyType(
         Runtime.AOTINDUCTOR: Kernel(
             cpu=True, gpu_capability=(7, 0), gpu_proven=False, needs=_TRITON
         ),
-        # Its CUDA and TensorRT providers are written (runner/runtimes.py) but wait for a device.
+        # Its CUDA provider is written (runner/runtimes.py) but waits for a device.
         Runtime.ONNXRUNTIME: Kernel(cpu=True, gpu_capability=(0, 0), gpu_proven=False),
         Runtime.TENSORRT: Kernel(
             cpu=False,
