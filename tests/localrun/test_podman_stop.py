@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -79,12 +80,10 @@ def _plan(image: str, workdir: Path, *, ignore_term: bool) -> PodPlan:
     )
 
 
-def _stop_once_started(watch: Watch) -> Watch:
-    def line(text: str) -> None:
-        if text.strip() == "started":
-            watch.stop.set()
-
-    return dataclasses.replace(watch, line=line)
+def _stop_once_started() -> Watch:
+    """A watch that stops the pod at its first line, as Ctrl-C stops a try mid-run."""
+    stop = threading.Event()
+    return Watch(line=lambda text: stop.set() if text.strip() == "started" else None, stop=stop)
 
 
 def _containers(podman: Podman, name: str) -> str:
@@ -110,7 +109,7 @@ def test_a_stopped_pod_ends_and_leaves_no_container(
     plan = _plan(image, tmp_path, ignore_term=ignore_term)
     began = time.monotonic()
     # A pod whose first line never comes ends at the deadline, which the first assert names.
-    run = run_pod(podman, plan, tmp_path, 120, _stop_once_started(Watch()))
+    run = run_pod(podman, plan, tmp_path, 120, _stop_once_started())
     took = time.monotonic() - began
     assert run.ended_early == "stopped", run.ended_early
     assert run.exit_code == exit_code, run.stderr
