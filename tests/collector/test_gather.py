@@ -147,7 +147,11 @@ def test_gather_follows_the_jobs_until_they_finish(
     assert run.exit_code == 0, run.output
     assert len(rows(repo)) == 6
     made = requests(api)
-    assert (made["GET jobs"], made["GET pods"]) == (1, 1), made
+    # Followed by its watches, not by lists: one list of each kind, and one more of the Job's
+    # pods where the Job's watch showed it complete before the pods' watch showed them
+    # succeeded (the two are not ordered: gather.py `_confirmed`), as threads on a loaded
+    # machine may deliver them.
+    assert made["GET jobs"] == 1 and made["GET pods"] in (1, 2), made
     assert made["watch jobs"] <= 2 and made["watch pods"] <= 2, made
 
 
