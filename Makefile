@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BENCHFLEET := $(PY) -m benchfleet
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install test check synth plan validate schema lint format bench demo models e2e-container \
+.PHONY: install test test-large check synth plan validate schema lint format bench demo models e2e-container \
 	image push pin-image push-model cluster cluster-down cluster-build e2e fuzz lake lake-down
 
 install: $(VENV)/.installed
@@ -27,8 +27,14 @@ $(VENV)/.installed: pyproject.toml
 TEST_WORKERS ?= 3
 PYTEST := $(PY) -m pytest --numprocesses $(TEST_WORKERS) --dist loadgroup
 
+# The real-size tests (ResNet-50 and BERT-base exported, converted by every runtime, swept,
+# stopped) are a third of the suite's CPU: `make test-large` runs them, CI after `make test`
+# (docs/decisions/tests.md, "Two commands").
 test: install
-	$(PYTEST)
+	$(PYTEST) -m 'not large_model'
+
+test-large: install
+	$(PYTEST) -m large_model
 
 # Before each commit: ruff, then every test not marked slow (nor cluster, large_model). mypy
 # and the slow tests are `make lint`'s and `make test`'s.

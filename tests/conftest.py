@@ -1,5 +1,5 @@
 """Fixtures shared by every test package, and how the suite is scheduled: which tests skip here,
-which must share one xdist worker (`make test` runs two)."""
+which must share one xdist worker (`make test` runs three)."""
 
 import contextlib
 import fcntl
@@ -196,11 +196,11 @@ WORKER_GROUPS = {
     "tests/localrun/test_podman_build.py": "podman",
     "tests/localrun/test_podman_stop.py": "podman",
 }
-"""The tests under each path prefix run on one worker of `make test`'s two, one group at a
-time. The cluster tests share one control plane a session; the local large-model tests run
-beside them on the other worker (the two sweeps one after the other would be the session's
-longest stretch), reading the models `large_models` exported once for both; podman's image
-store and build cache belong to the host, not to a session."""
+"""The tests under each path prefix run on one worker, one group at a time. The cluster
+tests share one control plane a session; in `make test-large` the local large-model sweep
+runs beside them on another worker (the two sweeps one after the other would be its longest
+stretch), reading the models `large_models` exported once for both; podman's image store
+and build cache belong to the host, not to a session."""
 
 
 def _skip_marked(items: list[pytest.Item], marker: str, reason: str) -> None:
