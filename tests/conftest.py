@@ -1,5 +1,5 @@
 """Fixtures shared by every test package, and how the suite is scheduled: which tests skip here,
-which must share one xdist worker (`make test` runs three)."""
+which must share one xdist worker (the Makefile's TEST_WORKERS says how many `make test` runs)."""
 
 import contextlib
 import fcntl
